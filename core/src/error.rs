@@ -1,0 +1,164 @@
+//! [`ApiError`]: every answer that is not a success, and the single place where errors become
+//! statuses and bodies (contract.md section 1).
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Response, StatusCode, header};
+use http_body_util::Full;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::service::ResponseBody;
+use crate::storage::{DatabaseRef, StorageError};
+use crate::validate::ValidationErrors;
+
+/// An error answer of the API.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ApiError {
+    /// 400: the body is not a JSON object.
+    BadRequest(String),
+    /// 401: missing or wrong caller credential. `bearer` adds `www-authenticate: Bearer`.
+    Unauthorized {
+        /// Whether the route takes a Bearer token.
+        bearer: bool,
+    },
+    /// 403: a valid credential whose scope does not allow the operation.
+    Forbidden,
+    /// 404: no such record or route.
+    NotFound,
+    /// 405: known path, other method; the allowed methods go into `allow`.
+    MethodNotAllowed(&'static [Method]),
+    /// 413: body over the limit.
+    PayloadTooLarge,
+    /// 415: a body that is not JSON.
+    UnsupportedMediaType,
+    /// 422: field-keyed validation errors.
+    Invalid(ValidationErrors),
+    /// 422: a delete refused because other databases inherit this one's data protection
+    /// policies.
+    Inherited(Vec<DatabaseRef>),
+    /// 500: a backend failure (already logged; the body says nothing more).
+    Internal,
+}
+
+impl From<ValidationErrors> for ApiError {
+    fn from(errors: ValidationErrors) -> Self {
+        ApiError::Invalid(errors)
+    }
+}
+
+impl From<StorageError> for ApiError {
+    fn from(error: StorageError) -> Self {
+        match error {
+            StorageError::NotFound => ApiError::NotFound,
+            StorageError::Invalid(errors) => ApiError::Invalid(errors),
+            StorageError::Inherited(databases) => ApiError::Inherited(databases),
+            other => {
+                tracing::error!(error = %other, "storage failure");
+                ApiError::Internal
+            }
+        }
+    }
+}
+
+fn detail(text: &str) -> serde_json::Value {
+    json!({ "errors": { "detail": text } })
+}
+
+impl ApiError {
+    /// The HTTP status of this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::Invalid(_) | ApiError::Inherited(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The response: status, JSON body and the headers the error calls for.
+    pub fn into_response(self) -> Response<ResponseBody> {
+        let status = self.status();
+        let body = match &self {
+            ApiError::BadRequest(text) => detail(text),
+            ApiError::Unauthorized { .. } => detail("Unauthorized"),
+            ApiError::Forbidden => detail("Forbidden"),
+            ApiError::NotFound => detail("Not Found"),
+            ApiError::MethodNotAllowed(_) => detail("Method Not Allowed"),
+            ApiError::PayloadTooLarge => detail("request body is larger than 1 MiB"),
+            ApiError::UnsupportedMediaType => {
+                detail("request body must be JSON (content-type: application/json)")
+            }
+            ApiError::Invalid(errors) => json!({ "errors": errors }),
+            ApiError::Inherited(databases) => {
+                let names: Vec<String> = databases
+                    .iter()
+                    .map(|db| format!("{} ({})", db.name, db.id))
+                    .collect();
+                let inherited_by: Vec<_> = databases
+                    .iter()
+                    .map(|db| json!({ "id": db.id, "name": db.name }))
+                    .collect();
+                json!({ "errors": {
+                    "detail": format!("data protection policies are inherited by: {}", names.join(", ")),
+                    "inherited_by": inherited_by,
+                }})
+            }
+            ApiError::Internal => detail("Internal Server Error"),
+        };
+        let mut response = json_response(status, &body);
+        let headers = response.headers_mut();
+        match self {
+            ApiError::Unauthorized { bearer: true } => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::MethodNotAllowed(methods) => {
+                let allow: Vec<&str> = methods.iter().map(Method::as_str).collect();
+                if let Ok(value) = HeaderValue::from_str(&allow.join(", ")) {
+                    headers.insert(header::ALLOW, value);
+                }
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+/// A JSON response with this status.
+pub(crate) fn json_response(status: StatusCode, body: &impl Serialize) -> Response<ResponseBody> {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => {
+            let mut response = Response::new(Full::new(Bytes::from(bytes)));
+            *response.status_mut() = status;
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            response
+        }
+        Err(error) => {
+            tracing::error!(%error, "response did not serialize");
+            let mut response = Response::new(Full::new(Bytes::from_static(
+                br#"{"errors":{"detail":"Internal Server Error"}}"#,
+            )));
+            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            response
+        }
+    }
+}
+
+/// A `text/plain; charset=utf-8` response with this status.
+pub(crate) fn text_response(status: StatusCode, text: String) -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(Bytes::from(text)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}

@@ -1,0 +1,43 @@
+//! # dbconsole-core
+//!
+//! The control plane of a database console: the records (databases with their credentials,
+//! dashboards with their query panels and row actions), their validation, the [`Storage`]
+//! trait that keeps them, and the whole HTTP JSON API as one [`tower_service::Service`]:
+//! [`ConsoleService`].
+//!
+//! Why a hand-written `Service` and not a web framework: the API has to mount inside any
+//! tower-based server (axum, a plain hyper loop, a test's `oneshot`) without choosing one for
+//! the embedder, and every error has to become its status and body in exactly one place
+//! ([`error`]).
+//!
+//! Why a storage trait with closures: every write is one atomic change of a whole aggregate, so
+//! concurrent requests never lose each other's changes and a crash never splits a write. The
+//! service computes the new record from the stored one inside the backend's transaction; see
+//! [`storage`].
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use dbconsole_core::{ConsoleService, StaticCredentials, Secret};
+//! # fn storage() -> Arc<dyn dbconsole_core::Storage> { unimplemented!() }
+//!
+//! let auth = StaticCredentials::new(Some(&Secret::from("api-key")), Some(&Secret::from("token")));
+//! let service = ConsoleService::builder(storage(), Arc::new(auth)).build();
+//! // `service` is a `tower::Service<http::Request<B>>`: serve it with hyper, mount it in axum…
+//! # let _ = service;
+//! ```
+
+pub mod auth;
+pub mod check;
+pub mod error;
+pub mod model;
+pub mod service;
+pub mod storage;
+pub mod validate;
+
+pub use auth::{Authenticator, CredentialKind, Scope, StaticCredentials};
+pub use check::{Checkers, ConnectionChecker};
+pub use error::ApiError;
+pub use model::Secret;
+pub use service::{ConsoleService, ConsoleServiceBuilder, ResponseBody};
+pub use storage::{Storage, StorageError};
+pub use validate::ValidationErrors;

@@ -1,0 +1,181 @@
+//! Database connection records and their credentials, as stored.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::{CredentialId, DatabaseId, Secret, Timestamp};
+
+/// The database engines the console can connect to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Adapter {
+    /// PostgreSQL.
+    Postgres,
+    /// MySQL and MariaDB.
+    Mysql,
+    /// ClickHouse, over HTTP.
+    Clickhouse,
+    /// Microsoft SQL Server.
+    Sqlserver,
+    /// Oracle Database.
+    Oracle,
+}
+
+impl Adapter {
+    /// Every adapter, in the order the interface lists them.
+    pub const ALL: [Adapter; 5] = [
+        Adapter::Postgres,
+        Adapter::Mysql,
+        Adapter::Clickhouse,
+        Adapter::Sqlserver,
+        Adapter::Oracle,
+    ];
+
+    /// The wire name: `postgres`, `mysql`, `clickhouse`, `sqlserver` or `oracle`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Adapter::Postgres => "postgres",
+            Adapter::Mysql => "mysql",
+            Adapter::Clickhouse => "clickhouse",
+            Adapter::Sqlserver => "sqlserver",
+            Adapter::Oracle => "oracle",
+        }
+    }
+
+    /// The port a connection uses when the record has none.
+    pub fn default_port(self, ssl: bool) -> u16 {
+        match self {
+            Adapter::Postgres => 5432,
+            Adapter::Mysql => 3306,
+            Adapter::Clickhouse if ssl => 8443,
+            Adapter::Clickhouse => 8123,
+            Adapter::Sqlserver => 1433,
+            Adapter::Oracle => 1521,
+        }
+    }
+}
+
+impl fmt::Display for Adapter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The text was not one of the adapter names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown adapter")]
+pub struct UnknownAdapter;
+
+impl FromStr for Adapter {
+    type Err = UnknownAdapter;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Adapter::ALL
+            .into_iter()
+            .find(|adapter| adapter.as_str() == s)
+            .ok_or(UnknownAdapter)
+    }
+}
+
+/// A database connection record with its credentials: one aggregate, stored and changed as a
+/// whole.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Database {
+    /// Assigned by the service (`db_…`).
+    pub id: DatabaseId,
+    /// External id; set only for databases created through setup.
+    pub api_id: Option<String>,
+    /// Display name.
+    pub name: String,
+    /// Which engine.
+    pub adapter: Adapter,
+    /// Host name or IP address of the server.
+    pub hostname: String,
+    /// Port; `None` means the adapter's default ([`Adapter::default_port`]).
+    pub port: Option<u16>,
+    /// Name of the database to connect to.
+    pub database: String,
+    /// Whether connections use TLS.
+    pub ssl: bool,
+    /// Whether the server certificate must also match the host name (needs a CA certificate).
+    pub verify_server_hostname: bool,
+    /// Whether access must be granted explicitly.
+    pub restrict_access: bool,
+    /// Whether a super admin may bypass required reviews.
+    pub review_bypass_allowed: bool,
+    /// UI group.
+    pub group: Option<String>,
+    /// Chat channel for query request notifications.
+    pub slack_channel: Option<String>,
+    /// Tunnel used to reach a private network.
+    pub tunnel_id: Option<String>,
+    /// Whether the AI agent may use this database.
+    pub ai_enabled: bool,
+    /// Row limit for the AI agent's queries.
+    pub ai_max_rows: u32,
+    /// Run-time parameters sent to PostgreSQL at connection start, in order.
+    pub connection_parameters: Vec<ConnectionParameter>,
+    /// The credentials, in the order the last write gave them.
+    pub credentials: Vec<Credential>,
+    /// Certificate and key material.
+    pub tls: TlsMaterial,
+    /// Creation time.
+    pub inserted_at: Timestamp,
+    /// Time of the last change; strictly increases.
+    pub updated_at: Timestamp,
+}
+
+impl Database {
+    /// The port a connection uses: the stored one or the adapter's default.
+    pub fn effective_port(&self) -> u16 {
+        self.port
+            .unwrap_or_else(|| self.adapter.default_port(self.ssl))
+    }
+
+    /// The credential with this username (usernames are unique within a database and compare
+    /// with case).
+    pub fn credential_by_username(&self, username: &str) -> Option<&Credential> {
+        self.credentials.iter().find(|c| c.username == username)
+    }
+}
+
+/// One `{name, value}` run-time parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionParameter {
+    /// Parameter name; never `user` or `database`.
+    pub name: String,
+    /// Parameter value, kept as given (`""` included).
+    pub value: String,
+}
+
+/// A credential of a database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credential {
+    /// Assigned by the service (`crd_…`).
+    pub id: CredentialId,
+    /// Login name; unique within the database, compared with case.
+    pub username: String,
+    /// Login password; never part of a response.
+    pub password: Option<Secret>,
+    /// Overrides the database's host name when set.
+    pub hostname: Option<String>,
+    /// Whether the AI may run queries as this credential.
+    pub ai_allowed: bool,
+    /// Connect timeout in whole seconds.
+    pub timeout: Option<u32>,
+    /// Reviews a query needs before it runs.
+    pub reviews_required: u32,
+    /// Marks the database's default credential.
+    pub default_credential: bool,
+}
+
+/// Certificates and keys for TLS connections, as the decoded bytes of the base64 the client
+/// sent (PEM text, or DER). Never part of a response.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsMaterial {
+    /// CA certificate(s) the server chain is verified against.
+    pub ca_cert: Option<Secret>,
+    /// Client certificate presented to the server.
+    pub client_cert: Option<Secret>,
+    /// Key of the client certificate.
+    pub client_key: Option<Secret>,
+}

@@ -1,0 +1,19 @@
+//! The records the service stores: databases with their credentials, dashboards with their
+//! panels, and the small value types they are made of.
+//!
+//! These are stored types, not wire types: responses are rendered from them by the service,
+//! which leaves every [`Secret`] out.
+
+mod dashboard;
+mod database;
+mod ids;
+mod secret;
+mod time;
+
+pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};
+pub use database::{
+    Adapter, ConnectionParameter, Credential, Database, TlsMaterial, UnknownAdapter,
+};
+pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, PanelId};
+pub use secret::Secret;
+pub use time::Timestamp;

@@ -1,0 +1,71 @@
+//! [`Timestamp`]: UTC instants with microsecond precision.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+
+/// A UTC instant, stored as microseconds since the Unix epoch and written as RFC 3339 with
+/// exactly six fractional digits: `2026-11-22T10:04:05.123456Z`.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(i64);
+
+impl Timestamp {
+    /// The current time.
+    pub fn now() -> Self {
+        Self(Utc::now().timestamp_micros())
+    }
+
+    /// The current time, or one microsecond after `previous` when the clock has not moved past
+    /// it: what `updated_at` becomes on an update, so that it strictly increases.
+    pub fn now_after(previous: Timestamp) -> Self {
+        Self::now().max(Self(previous.0.saturating_add(1)))
+    }
+
+    /// From microseconds since the Unix epoch.
+    pub fn from_micros(micros: i64) -> Self {
+        Self(micros)
+    }
+
+    /// Microseconds since the Unix epoch.
+    pub fn as_micros(self) -> i64 {
+        self.0
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match DateTime::<Utc>::from_timestamp_micros(self.0) {
+            Some(at) => write!(f, "{}", at.format("%Y-%m-%dT%H:%M:%S%.6fZ")),
+            None => write!(f, "invalid timestamp {}", self.0),
+        }
+    }
+}
+
+impl fmt::Debug for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_with_microseconds() {
+        let at = Timestamp::from_micros(1_795_341_845_123_456);
+        assert_eq!(at.to_string(), "2026-11-22T10:04:05.123456Z");
+        assert_eq!(
+            Timestamp::from_micros(0).to_string(),
+            "1970-01-01T00:00:00.000000Z"
+        );
+    }
+
+    #[test]
+    fn now_after_strictly_increases() {
+        let far = Timestamp::from_micros(i64::MAX / 2);
+        assert_eq!(Timestamp::now_after(far).as_micros(), far.as_micros() + 1);
+        let past = Timestamp::from_micros(0);
+        assert!(Timestamp::now_after(past) > past);
+    }
+}

@@ -1,0 +1,82 @@
+//! Reading a request body as one JSON object, with the 400/413/415 answers of contract.md.
+
+use bytes::Bytes;
+use http::{HeaderMap, header};
+use http_body::Body;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// Whether a content type is JSON (`application/json`, `application/*+json`, any parameters).
+fn is_json(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Checks the headers before anything is read: a content type other than JSON is 415, a
+/// declared length over `limit` is 413. A missing content type is taken as JSON.
+pub(crate) fn check_headers(headers: &HeaderMap, limit: usize) -> Result<(), ApiError> {
+    if let Some(value) = headers.get(header::CONTENT_TYPE) {
+        if !value.to_str().is_ok_and(is_json) {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+    }
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(ApiError::PayloadTooLarge);
+    }
+    Ok(())
+}
+
+/// Reads at most `limit` bytes of body and parses them as a JSON object.
+pub(crate) async fn json_object<B>(body: B, limit: usize) -> Result<Map<String, Value>, ApiError>
+where
+    B: Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let bytes: Bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.is::<LengthLimitError>() => return Err(ApiError::PayloadTooLarge),
+        Err(_) => {
+            return Err(ApiError::BadRequest(
+                "the request body could not be read".into(),
+            ));
+        }
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::BadRequest(
+            "request body must be a JSON object".into(),
+        ));
+    }
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(ApiError::BadRequest(
+            "request body must be a JSON object".into(),
+        )),
+        Err(error) => Err(ApiError::BadRequest(format!("malformed JSON: {error}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_content_types() {
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON; charset=utf-8"));
+        assert!(is_json("application/merge-patch+json"));
+        assert!(!is_json("text/plain"));
+        assert!(!is_json("application/x-www-form-urlencoded"));
+    }
+}

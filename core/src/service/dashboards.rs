@@ -1,0 +1,57 @@
+//! Dashboard endpoints: list, create, retrieve, update, delete.
+
+use http::{Method, Response, StatusCode};
+use http_body::Body;
+
+use super::render::{DashboardView, PageView};
+use super::router::Route;
+use super::{Call, Shared, page_request, split_page};
+use crate::error::{ApiError, json_response};
+use crate::model::{Dashboard, Timestamp};
+use crate::service::ResponseBody;
+use crate::validate::dashboard_from_body;
+
+impl Shared {
+    pub(super) async fn dashboards<B>(
+        &self,
+        route: Route<'_>,
+        call: Call<B>,
+    ) -> Result<Response<ResponseBody>, ApiError>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let storage = &self.storage;
+        let dashboard = match (route, &call.method) {
+            (Route::Dashboards { .. }, &Method::GET) => {
+                let query = call.page_query()?;
+                let items = storage.list_dashboards(page_request(&query)).await?;
+                let (items, next) = split_page(items, &query, |d| d.id.to_string());
+                let data = items.iter().map(DashboardView::from).collect();
+                return Ok(json_response(StatusCode::OK, &PageView { data, next }));
+            }
+            (Route::Dashboards { .. }, _) => {
+                let body = call.json(self.body_limit).await?;
+                let dashboard = dashboard_from_body(None, &body, Timestamp::now())?;
+                storage.insert_dashboard(dashboard.clone()).await?;
+                dashboard
+            }
+            (Route::Dashboard { id, .. }, &Method::GET) => {
+                storage.dashboard(&id).await?.ok_or(ApiError::NotFound)?
+            }
+            (Route::Dashboard { id, .. }, &Method::DELETE) => storage.delete_dashboard(&id).await?,
+            (Route::Dashboard { id, .. }, _) => {
+                let body = call.json(self.body_limit).await?;
+                let edit = move |stored: &Dashboard| {
+                    dashboard_from_body(Some(stored), &body, Timestamp::now())
+                };
+                storage.update_dashboard(&id, Box::new(edit)).await?
+            }
+            _ => return Err(ApiError::NotFound),
+        };
+        Ok(json_response(
+            StatusCode::OK,
+            &DashboardView::from(&dashboard),
+        ))
+    }
+}

@@ -1,0 +1,291 @@
+//! [`ConsoleService`]: the whole HTTP JSON API as one `tower::Service`.
+//!
+//! A request goes through the same steps in the same order whatever the route: recognize the
+//! path (unknown: 404), authenticate (401) and check the scope (403), check the method (405),
+//! then the handler of the route family, which reads the body (400/413/415), validates it (422)
+//! and asks the [`Storage`]. Every error becomes its status in [`crate::error`], so the service
+//! never fails: `Error = Infallible`.
+
+mod body;
+mod check_connection;
+mod dashboards;
+mod databases;
+mod render;
+mod router;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request, Response, header};
+use http_body::Body;
+use http_body_util::Full;
+
+use crate::auth::{Authenticator, CredentialKind};
+use crate::check::Checkers;
+use crate::error::ApiError;
+use crate::storage::{Page, Storage};
+use crate::validate::{PageQuery, parse_page_query};
+use router::{Credentials, Route};
+
+/// The body of every response of the service.
+pub type ResponseBody = Full<Bytes>;
+
+/// Largest request body accepted (1 MiB); larger is 413.
+pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
+
+/// Check-connection timeout when the credential sets none.
+pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The dbconsole HTTP API as a `tower::Service<http::Request<B>>`. Cheap to clone: clones share
+/// the same storage, authenticator and checkers.
+#[derive(Clone, Debug)]
+pub struct ConsoleService {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    storage: Arc<dyn Storage>,
+    authenticator: Arc<dyn Authenticator>,
+    checkers: Checkers,
+    check_timeout: Duration,
+    body_limit: usize,
+}
+
+/// Builds a [`ConsoleService`].
+#[derive(Debug)]
+pub struct ConsoleServiceBuilder {
+    shared: Shared,
+}
+
+impl ConsoleService {
+    /// Starts building a service over this storage, accepting the callers this authenticator
+    /// accepts.
+    pub fn builder(
+        storage: Arc<dyn Storage>,
+        authenticator: Arc<dyn Authenticator>,
+    ) -> ConsoleServiceBuilder {
+        ConsoleServiceBuilder {
+            shared: Shared {
+                storage,
+                authenticator,
+                checkers: Checkers::none(),
+                check_timeout: DEFAULT_CHECK_TIMEOUT,
+                body_limit: DEFAULT_BODY_LIMIT,
+            },
+        }
+    }
+
+    /// The storage the service uses.
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.shared.storage
+    }
+}
+
+impl ConsoleServiceBuilder {
+    /// The connection checkers, one per adapter (default: none, and check-connection answers
+    /// that the adapter's checker is not built in).
+    pub fn checkers(mut self, checkers: Checkers) -> Self {
+        self.shared.checkers = checkers;
+        self
+    }
+
+    /// The check-connection timeout for credentials that set none (default 10 s).
+    pub fn check_timeout(mut self, timeout: Duration) -> Self {
+        self.shared.check_timeout = timeout;
+        self
+    }
+
+    /// The largest request body accepted (default 1 MiB).
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.shared.body_limit = bytes;
+        self
+    }
+
+    /// The service.
+    pub fn build(self) -> ConsoleService {
+        ConsoleService {
+            shared: Arc::new(self.shared),
+        }
+    }
+}
+
+/// The future of [`ConsoleService::call`].
+pub type ResponseFuture =
+    Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
+
+impl<B> tower_service::Service<Request<B>> for ConsoleService
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = ResponseFuture;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            Ok(shared
+                .handle(request)
+                .await
+                .unwrap_or_else(ApiError::into_response))
+        })
+    }
+}
+
+/// One request in progress: what every handler needs.
+pub(crate) struct Call<B> {
+    method: Method,
+    headers: HeaderMap,
+    query: Option<String>,
+    body: B,
+}
+
+impl<B> Call<B>
+where
+    B: Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    /// The body as a JSON object (400/413/415 otherwise).
+    async fn json(
+        self,
+        limit: usize,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
+        body::check_headers(&self.headers, limit)?;
+        body::json_object(self.body, limit).await
+    }
+
+    /// The listing query (422 on `limit` otherwise).
+    fn page_query(&self) -> Result<PageQuery, ApiError> {
+        Ok(parse_page_query(self.query.as_deref())?)
+    }
+}
+
+impl Shared {
+    async fn handle<B>(&self, request: Request<B>) -> Result<Response<ResponseBody>, ApiError>
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (parts, body) = request.into_parts();
+        let path = parts.uri.path().to_owned();
+        let route = Route::recognize(&path).ok_or(ApiError::NotFound)?;
+        self.authorize(&route, &parts.method, &parts.headers)
+            .await?;
+        if !route.allowed_methods().contains(&parts.method) {
+            return Err(ApiError::MethodNotAllowed(route.allowed_methods()));
+        }
+        let call = Call {
+            method: parts.method,
+            headers: parts.headers,
+            query: parts.uri.query().map(str::to_owned),
+            body,
+        };
+        match route {
+            Route::Databases
+            | Route::DatabaseSetup
+            | Route::DatabaseRemove(_)
+            | Route::Database(_) => self.databases(route, call).await,
+            Route::CheckConnection(id, username) => self.check_connection(&id, &username).await,
+            Route::Dashboards { .. } | Route::Dashboard { .. } => {
+                self.dashboards(route, call).await
+            }
+        }
+    }
+
+    /// 401 unless a credential the route takes is valid; 403 unless its scope allows the call.
+    async fn authorize(
+        &self,
+        route: &Route<'_>,
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Result<(), ApiError> {
+        let accepted = route.credentials();
+        let unauthorized = ApiError::Unauthorized {
+            bearer: accepted.takes_bearer(),
+        };
+        let mut scope = None;
+        for (kind, secret) in presented_credentials(headers, accepted) {
+            scope = self
+                .authenticator
+                .authenticate(kind, secret)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "authenticator failure");
+                    ApiError::Internal
+                })?;
+            if scope.is_some() {
+                break;
+            }
+        }
+        match scope {
+            None => Err(unauthorized),
+            Some(scope) if route.permits(scope, method) => Ok(()),
+            Some(_) => Err(ApiError::Forbidden),
+        }
+    }
+}
+
+/// The page request that lets [`page_response`] know whether a next page exists: one record
+/// more than the limit.
+pub(crate) fn page_request(query: &PageQuery) -> Page<'_> {
+    Page {
+        after: query.after.as_deref(),
+        limit: query.limit + 1,
+    }
+}
+
+/// Cuts what [`page_request`] fetched down to one page, and the id the next page starts after
+/// (`None` when nothing follows).
+pub(crate) fn split_page<T>(
+    mut items: Vec<T>,
+    query: &PageQuery,
+    id_of: impl Fn(&T) -> String,
+) -> (Vec<T>, Option<String>) {
+    let next = if items.len() > query.limit {
+        items.truncate(query.limit);
+        items.last().map(id_of)
+    } else {
+        None
+    };
+    (items, next)
+}
+
+/// The credentials presented in the header(s) this route takes: `x-api-key`, and
+/// `Authorization: Bearer <token>`.
+fn presented_credentials(
+    headers: &HeaderMap,
+    accepted: Credentials,
+) -> impl Iterator<Item = (CredentialKind, &str)> {
+    let api_key = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(|v| (CredentialKind::ApiKey, v));
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, token) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        })
+        .filter(|v| !v.is_empty())
+        .map(|v| (CredentialKind::AccessToken, v));
+    [api_key, bearer]
+        .into_iter()
+        .flatten()
+        .filter(move |(kind, _)| accepted.accepts(*kind))
+}

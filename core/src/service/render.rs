@@ -1,0 +1,214 @@
+//! Response bodies: the wire shape of each record, with exactly the keys contract.md lists and
+//! never a secret (the stored types hold secrets; these views have no field for them).
+
+use serde::Serialize;
+
+use crate::model::{
+    Action, Credential, Dashboard, Database, InputMapping, Panel, PanelDetails, PanelInput,
+};
+
+/// A database as every database endpoint returns it.
+#[derive(Serialize)]
+pub(crate) struct DatabaseView<'a> {
+    id: &'a str,
+    api_id: Option<&'a str>,
+    name: &'a str,
+    adapter: &'static str,
+    hostname: &'a str,
+    port: Option<u16>,
+    database: &'a str,
+    ssl: bool,
+    verify_server_hostname: bool,
+    restrict_access: bool,
+    review_bypass_allowed: bool,
+    group: Option<&'a str>,
+    slack_channel: Option<&'a str>,
+    tunnel_id: Option<&'a str>,
+    ai_enabled: bool,
+    ai_max_rows: u32,
+    connection_parameters: Vec<ParameterView<'a>>,
+    credentials: Vec<CredentialView<'a>>,
+    inserted_at: String,
+    updated_at: String,
+}
+
+#[derive(Serialize)]
+struct ParameterView<'a> {
+    name: &'a str,
+    value: &'a str,
+}
+
+#[derive(Serialize)]
+struct CredentialView<'a> {
+    id: &'a str,
+    username: &'a str,
+    hostname: Option<&'a str>,
+    ai_allowed: bool,
+    timeout: Option<u32>,
+    reviews_required: u32,
+    default_credential: bool,
+}
+
+impl<'a> From<&'a Credential> for CredentialView<'a> {
+    fn from(c: &'a Credential) -> Self {
+        Self {
+            id: c.id.as_str(),
+            username: &c.username,
+            hostname: c.hostname.as_deref(),
+            ai_allowed: c.ai_allowed,
+            timeout: c.timeout,
+            reviews_required: c.reviews_required,
+            default_credential: c.default_credential,
+        }
+    }
+}
+
+impl<'a> From<&'a Database> for DatabaseView<'a> {
+    fn from(db: &'a Database) -> Self {
+        Self {
+            id: db.id.as_str(),
+            api_id: db.api_id.as_deref(),
+            name: &db.name,
+            adapter: db.adapter.as_str(),
+            hostname: &db.hostname,
+            port: db.port,
+            database: &db.database,
+            ssl: db.ssl,
+            verify_server_hostname: db.verify_server_hostname,
+            restrict_access: db.restrict_access,
+            review_bypass_allowed: db.review_bypass_allowed,
+            group: db.group.as_deref(),
+            slack_channel: db.slack_channel.as_deref(),
+            tunnel_id: db.tunnel_id.as_deref(),
+            ai_enabled: db.ai_enabled,
+            ai_max_rows: db.ai_max_rows,
+            connection_parameters: db
+                .connection_parameters
+                .iter()
+                .map(|p| ParameterView {
+                    name: &p.name,
+                    value: &p.value,
+                })
+                .collect(),
+            credentials: db.credentials.iter().map(CredentialView::from).collect(),
+            inserted_at: db.inserted_at.to_string(),
+            updated_at: db.updated_at.to_string(),
+        }
+    }
+}
+
+/// A dashboard as every dashboard endpoint returns it: `id, name, restricted_access, panels`.
+#[derive(Serialize)]
+pub(crate) struct DashboardView<'a> {
+    id: &'a str,
+    name: &'a str,
+    restricted_access: bool,
+    panels: Vec<PanelView<'a>>,
+}
+
+#[derive(Serialize)]
+struct PanelView<'a> {
+    id: &'a str,
+    title: &'a str,
+    inputs: Vec<InputView<'a>>,
+    actions: Vec<ActionView<'a>>,
+    details: DetailsView<'a>,
+}
+
+#[derive(Serialize)]
+struct InputView<'a> {
+    key: &'a str,
+    description: &'a str,
+}
+
+#[derive(Serialize)]
+struct DetailsView<'a> {
+    __type__: &'static str,
+    query: &'a str,
+    credential_id: &'a str,
+}
+
+#[derive(Serialize)]
+struct ActionView<'a> {
+    id: &'a str,
+    label: Option<&'a str>,
+    workflow_id: Option<&'a str>,
+    input_mappings: Vec<MappingView<'a>>,
+}
+
+#[derive(Serialize)]
+struct MappingView<'a> {
+    workflow_input_key: &'a str,
+    column: Option<&'a str>,
+    prompt_user: bool,
+    prompt: Option<&'a str>,
+}
+
+impl<'a> From<&'a InputMapping> for MappingView<'a> {
+    fn from(m: &'a InputMapping) -> Self {
+        Self {
+            workflow_input_key: &m.workflow_input_key,
+            column: m.column.as_deref(),
+            prompt_user: m.prompt_user,
+            prompt: m.prompt.as_deref(),
+        }
+    }
+}
+
+impl<'a> From<&'a Action> for ActionView<'a> {
+    fn from(a: &'a Action) -> Self {
+        Self {
+            id: a.id.as_str(),
+            label: a.label.as_deref(),
+            workflow_id: a.workflow_id.as_deref(),
+            input_mappings: a.input_mappings.iter().map(MappingView::from).collect(),
+        }
+    }
+}
+
+impl<'a> From<&'a PanelInput> for InputView<'a> {
+    fn from(i: &'a PanelInput) -> Self {
+        Self {
+            key: &i.key,
+            description: &i.description,
+        }
+    }
+}
+
+impl<'a> From<&'a Panel> for PanelView<'a> {
+    fn from(p: &'a Panel) -> Self {
+        let PanelDetails::Query {
+            query,
+            credential_id,
+        } = &p.details;
+        Self {
+            id: p.id.as_str(),
+            title: &p.title,
+            inputs: p.inputs.iter().map(InputView::from).collect(),
+            actions: p.actions.iter().map(ActionView::from).collect(),
+            details: DetailsView {
+                __type__: "query",
+                query,
+                credential_id,
+            },
+        }
+    }
+}
+
+impl<'a> From<&'a Dashboard> for DashboardView<'a> {
+    fn from(d: &'a Dashboard) -> Self {
+        Self {
+            id: d.id.as_str(),
+            name: &d.name,
+            restricted_access: d.restricted_access,
+            panels: d.panels.iter().map(PanelView::from).collect(),
+        }
+    }
+}
+
+/// One page of a listing: `{"data": [...], "next": "<id>" | null}`.
+#[derive(Serialize)]
+pub(crate) struct PageView<T> {
+    pub(crate) data: Vec<T>,
+    pub(crate) next: Option<String>,
+}

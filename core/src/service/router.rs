@@ -1,0 +1,191 @@
+//! Routing: from method and path to a [`Route`], the methods it allows and who may call it.
+
+use std::borrow::Cow;
+
+use http::Method;
+use percent_encoding::percent_decode_str;
+
+use crate::auth::{CredentialKind, Scope};
+
+/// An endpoint of the API, with its path parameters (percent-decoded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Route<'a> {
+    /// `…/databases`: list (GET), create (POST).
+    Databases,
+    /// `…/databases/setup`: setup (PUT).
+    DatabaseSetup,
+    /// `…/databases/remove/{api_id}`: remove by api_id (DELETE).
+    DatabaseRemove(Cow<'a, str>),
+    /// `…/databases/{id}`: retrieve (GET), update (PATCH), delete (DELETE).
+    Database(Cow<'a, str>),
+    /// `…/databases/{id}/check-connection/{username}` (GET).
+    CheckConnection(Cow<'a, str>, Cow<'a, str>),
+    /// `/v1/dashboards` and `/api/v1/dashboards`: list (GET), create (POST).
+    Dashboards { compat: bool },
+    /// `…/dashboards/{id}`: retrieve (GET), update (PUT; PATCH too on the compat routes),
+    /// delete (DELETE).
+    Dashboard { id: Cow<'a, str>, compat: bool },
+}
+
+/// Which caller credentials a route takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Credentials {
+    /// `x-api-key` only.
+    ApiKey,
+    /// `Authorization: Bearer` only.
+    Bearer,
+    /// Either (the `/api/v1/dashboards` compatibility routes).
+    ApiKeyOrBearer,
+}
+
+impl Credentials {
+    /// Whether a 401 carries `www-authenticate: Bearer`.
+    pub(crate) fn takes_bearer(self) -> bool {
+        !matches!(self, Credentials::ApiKey)
+    }
+
+    /// Whether a presented credential of this kind is looked at.
+    pub(crate) fn accepts(self, kind: CredentialKind) -> bool {
+        match self {
+            Credentials::ApiKey => kind == CredentialKind::ApiKey,
+            Credentials::Bearer => kind == CredentialKind::AccessToken,
+            Credentials::ApiKeyOrBearer => true,
+        }
+    }
+}
+
+fn decode(segment: &str) -> Option<Cow<'_, str>> {
+    let decoded = percent_decode_str(segment).decode_utf8().ok()?;
+    (!decoded.is_empty()).then_some(decoded)
+}
+
+impl<'a> Route<'a> {
+    /// The route of a path, or `None` for an unknown path.
+    pub(crate) fn recognize(path: &'a str) -> Option<Route<'a>> {
+        let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
+        match segments.as_slice() {
+            ["api", "v1", "console" | "querydesk", "databases", rest @ ..] => match rest {
+                [] => Some(Route::Databases),
+                ["setup"] => Some(Route::DatabaseSetup),
+                ["remove", api_id] => Some(Route::DatabaseRemove(decode(api_id)?)),
+                [id] => Some(Route::Database(decode(id)?)),
+                [id, "check-connection", username] => {
+                    Some(Route::CheckConnection(decode(id)?, decode(username)?))
+                }
+                _ => None,
+            },
+            ["v1", "dashboards", rest @ ..] => Self::dashboards(rest, false),
+            ["api", "v1", "dashboards", rest @ ..] => Self::dashboards(rest, true),
+            _ => None,
+        }
+    }
+
+    fn dashboards(rest: &[&'a str], compat: bool) -> Option<Route<'a>> {
+        match rest {
+            [] => Some(Route::Dashboards { compat }),
+            [id] => Some(Route::Dashboard {
+                id: decode(id)?,
+                compat,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The methods this route answers.
+    pub(crate) fn allowed_methods(&self) -> &'static [Method] {
+        match self {
+            Route::Databases | Route::Dashboards { .. } => &[Method::GET, Method::POST],
+            Route::DatabaseSetup => &[Method::PUT],
+            Route::DatabaseRemove(_) => &[Method::DELETE],
+            Route::Database(_) => &[Method::GET, Method::PATCH, Method::DELETE],
+            Route::CheckConnection(..) => &[Method::GET],
+            Route::Dashboard { compat: false, .. } => &[Method::GET, Method::PUT, Method::DELETE],
+            Route::Dashboard { compat: true, .. } => {
+                &[Method::GET, Method::PUT, Method::PATCH, Method::DELETE]
+            }
+        }
+    }
+
+    /// The caller credentials this route takes.
+    pub(crate) fn credentials(&self) -> Credentials {
+        match self {
+            Route::Dashboards { compat: false } | Route::Dashboard { compat: false, .. } => {
+                Credentials::Bearer
+            }
+            Route::Dashboards { compat: true } | Route::Dashboard { compat: true, .. } => {
+                Credentials::ApiKeyOrBearer
+            }
+            _ => Credentials::ApiKey,
+        }
+    }
+
+    /// Whether a caller with this scope may call this route with this method.
+    pub(crate) fn permits(&self, scope: Scope, method: &Method) -> bool {
+        match scope {
+            Scope::Full => true,
+            Scope::Setup => matches!(
+                (self, method),
+                (Route::DatabaseSetup, &Method::PUT) | (Route::DatabaseRemove(_), &Method::DELETE)
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognizes_every_route() {
+        let cases = [
+            ("/api/v1/console/databases", Some(Route::Databases)),
+            ("/api/v1/querydesk/databases", Some(Route::Databases)),
+            (
+                "/api/v1/console/databases/setup",
+                Some(Route::DatabaseSetup),
+            ),
+            (
+                "/api/v1/console/databases/remove/a%20b",
+                Some(Route::DatabaseRemove("a b".into())),
+            ),
+            (
+                "/api/v1/console/databases/db_1",
+                Some(Route::Database("db_1".into())),
+            ),
+            (
+                "/api/v1/console/databases/db_1/check-connection/u%40x",
+                Some(Route::CheckConnection("db_1".into(), "u@x".into())),
+            ),
+            ("/v1/dashboards", Some(Route::Dashboards { compat: false })),
+            (
+                "/api/v1/dashboards/dash_1",
+                Some(Route::Dashboard {
+                    id: "dash_1".into(),
+                    compat: true,
+                }),
+            ),
+            ("/api/v1/console/databases/", None),
+            (
+                "/api/v1/console/databases/remove",
+                Some(Route::Database("remove".into())),
+            ),
+            ("/v1/dashboards/a/b", None),
+            ("/nope", None),
+            ("", None),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(Route::recognize(path), expected, "{path}");
+        }
+    }
+
+    #[test]
+    fn setup_scope_reaches_only_setup_and_remove() {
+        let setup = Route::DatabaseSetup;
+        let remove = Route::DatabaseRemove("x".into());
+        assert!(setup.permits(Scope::Setup, &Method::PUT));
+        assert!(remove.permits(Scope::Setup, &Method::DELETE));
+        assert!(!Route::Databases.permits(Scope::Setup, &Method::GET));
+        assert!(!Route::Database("x".into()).permits(Scope::Setup, &Method::DELETE));
+        assert!(Route::Databases.permits(Scope::Full, &Method::POST));
+    }
+}

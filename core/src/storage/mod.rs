@@ -1,0 +1,176 @@
+//! The [`Storage`] trait: where databases and dashboards live.
+//!
+//! # Contract
+//!
+//! Every method is **one atomic change of a whole aggregate**: a database with all its
+//! credentials, or a dashboard with all its panels and actions. A call either applies entirely
+//! or not at all, and concurrent calls never lose each other's changes:
+//!
+//! - the `update_*` and [`Storage::upsert_database_by_api_id`] methods are atomic
+//!   read-modify-write: the backend reads the stored record, calls the edit closure, and stores
+//!   what the closure returns, with no other write to that record in between (a lock, a
+//!   serialized write transaction, or a version check that retries — the closure may then be
+//!   called more than once, so it must be a pure function of its argument);
+//! - [`Storage::upsert_database_by_api_id`] creates at most one database per `api_id`, however
+//!   many callers race;
+//! - an edit closure that returns `Err` changes nothing, and the error comes back as
+//!   [`StorageError::Invalid`];
+//! - the deletes return the record as it was just before it was removed.
+//!
+//! Listings are ordered by id (ids sort by creation time) and use keyset pagination: `after` is
+//! exclusive and may be any string, stored or not.
+//!
+//! Backends map their private failures into [`StorageError::Backend`]; the service logs them
+//! and answers a generic 500. The conformance suite in [`testing`] (feature `testing`) checks all
+//! of this, and every backend runs it.
+
+use std::fmt::Debug;
+
+use async_trait::async_trait;
+
+use crate::model::{Dashboard, Database};
+use crate::validate::ValidationErrors;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+/// An edit of a stored database: given the stored record, returns the new one, or the
+/// validation errors that make the edit impossible. Must be pure (it may run more than once).
+pub type DatabaseEdit =
+    Box<dyn FnMut(&Database) -> Result<Database, ValidationErrors> + Send + 'static>;
+
+/// An upsert of a database by `api_id`: given the stored record with that `api_id` (or `None`),
+/// returns the record to store. Must be pure (it may run more than once).
+pub type DatabaseUpsert =
+    Box<dyn FnMut(Option<&Database>) -> Result<Database, ValidationErrors> + Send + 'static>;
+
+/// An edit of a stored dashboard; see [`DatabaseEdit`].
+pub type DashboardEdit =
+    Box<dyn FnMut(&Dashboard) -> Result<Dashboard, ValidationErrors> + Send + 'static>;
+
+/// How a database is addressed by the delete operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatabaseKey<'a> {
+    /// By its id.
+    Id(&'a str),
+    /// By its external `api_id`.
+    ApiId(&'a str),
+}
+
+/// One page request of a listing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Page<'a> {
+    /// Return only records whose id sorts after this one.
+    pub after: Option<&'a str>,
+    /// At most this many records.
+    pub limit: usize,
+}
+
+/// A database named in an error: its id and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DatabaseRef {
+    /// The database's id.
+    pub id: String,
+    /// The database's name.
+    pub name: String,
+}
+
+/// Everything a [`Storage`] call can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// No record with that key.
+    #[error("not found")]
+    NotFound,
+    /// A record with that id (or `api_id`) already exists.
+    #[error("already exists")]
+    AlreadyExists,
+    /// The edit closure rejected the change; nothing was written.
+    #[error(transparent)]
+    Invalid(ValidationErrors),
+    /// The database's data protection policies are inherited by these databases; nothing was
+    /// deleted.
+    #[error("data protection policies are inherited by {} database(s)", .0.len())]
+    Inherited(Vec<DatabaseRef>),
+    /// An edit closure changed the id or `api_id` of the record it edited (a bug in the
+    /// caller); nothing was written.
+    #[error("an edit changed the identity (id or api_id) of a record")]
+    IdentityChanged,
+    /// The backend failed (I/O, corruption, a lost connection…).
+    #[error("storage backend failure: {0}")]
+    Backend(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl StorageError {
+    /// Wraps a backend's own error.
+    pub fn backend(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Backend(Box::new(error))
+    }
+}
+
+/// [`StorageError::IdentityChanged`] unless an edit kept the id and `api_id` of the record: what
+/// a backend checks before it stores an edited database.
+pub fn ensure_same_identity(before: &Database, after: &Database) -> Result<(), StorageError> {
+    if before.id == after.id && before.api_id == after.api_id {
+        Ok(())
+    } else {
+        Err(StorageError::IdentityChanged)
+    }
+}
+
+/// Where databases and dashboards are kept. See the [module documentation](self) for the
+/// contract every implementation keeps.
+#[async_trait]
+pub trait Storage: Send + Sync + Debug + 'static {
+    /// Stores a new database. [`StorageError::AlreadyExists`] when its id, or its `api_id`, is
+    /// taken.
+    async fn insert_database(&self, database: Database) -> Result<(), StorageError>;
+
+    /// The database with this id.
+    async fn database(&self, id: &str) -> Result<Option<Database>, StorageError>;
+
+    /// The database with this `api_id`.
+    async fn database_by_api_id(&self, api_id: &str) -> Result<Option<Database>, StorageError>;
+
+    /// Databases ordered by id.
+    async fn list_databases(&self, page: Page<'_>) -> Result<Vec<Database>, StorageError>;
+
+    /// Atomically replaces the database with what `edit` returns for it; returns the stored
+    /// result. [`StorageError::NotFound`] when there is none. The edit must keep `id` and
+    /// `api_id`.
+    async fn update_database(&self, id: &str, edit: DatabaseEdit)
+    -> Result<Database, StorageError>;
+
+    /// Atomically creates or replaces the database with this `api_id` with what `edit` returns;
+    /// never creates two databases with the same `api_id`.
+    async fn upsert_database_by_api_id(
+        &self,
+        api_id: &str,
+        edit: DatabaseUpsert,
+    ) -> Result<Database, StorageError>;
+
+    /// Atomically deletes a database with everything that belongs to it and returns it as it
+    /// was. [`StorageError::NotFound`] when there is none; [`StorageError::Inherited`] when
+    /// another database inherits its data protection policies (then nothing changes).
+    async fn delete_database(&self, key: DatabaseKey<'_>) -> Result<Database, StorageError>;
+
+    /// Stores a new dashboard. [`StorageError::AlreadyExists`] when its id is taken.
+    async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError>;
+
+    /// The dashboard with this id.
+    async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError>;
+
+    /// Dashboards ordered by id.
+    async fn list_dashboards(&self, page: Page<'_>) -> Result<Vec<Dashboard>, StorageError>;
+
+    /// Atomically replaces the dashboard with what `edit` returns for it; see
+    /// [`Storage::update_database`].
+    async fn update_dashboard(
+        &self,
+        id: &str,
+        edit: DashboardEdit,
+    ) -> Result<Dashboard, StorageError>;
+
+    /// Deletes a dashboard with its panels and actions and returns it as it was.
+    async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError>;
+}

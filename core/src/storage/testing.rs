@@ -1,0 +1,1 @@
+//! Storage conformance suite (filled in next).

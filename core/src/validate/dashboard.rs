@@ -1,0 +1,247 @@
+//! Dashboards: the create/update body (one function for both).
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::ValidationErrors;
+use super::reader::{Reader, mark_repeats};
+use crate::model::{
+    Action, ActionId, Dashboard, DashboardId, InputMapping, Panel, PanelDetails, PanelId,
+    PanelInput, Timestamp,
+};
+
+const QUERY_TYPE_CHOICES: &str = "must be one of: query";
+const COLUMN_WHILE_PROMPTING: &str = "must be empty when prompt_user is true";
+
+/// Builds a dashboard from a create body (`stored` is `None`) or applies an update body to the
+/// stored dashboard, reporting every field error at once.
+///
+/// `panels`, when given, is the whole new list in order; each panel is given whole. A panel or
+/// action whose `id` is stored in this dashboard keeps it (once); any other gets a new id.
+pub fn dashboard_from_body(
+    stored: Option<&Dashboard>,
+    body: &Map<String, Value>,
+    now: Timestamp,
+) -> Result<Dashboard, ValidationErrors> {
+    let creating = stored.is_none();
+    let mut dashboard = stored.cloned().unwrap_or_else(|| Dashboard {
+        id: DashboardId::generate(),
+        name: String::new(),
+        restricted_access: false,
+        archived_at: None,
+        panels: Vec::new(),
+        inserted_at: now,
+        updated_at: now,
+    });
+    let mut r = Reader::new(body);
+    if let Some(name) = r.required_text("name", creating) {
+        dashboard.name = name;
+    }
+    match r.boolean("restricted_access") {
+        Some(Some(value)) => dashboard.restricted_access = value,
+        None if !creating => {}
+        _ => {
+            r.blank::<()>("restricted_access");
+        }
+    }
+    if let Some(items) = r.objects("panels") {
+        let mut ids = StoredIds::of(stored);
+        if let Some(panels) = panels(&items.unwrap_or_default(), &mut ids, r.errors()) {
+            dashboard.panels = panels;
+        }
+    }
+    if let Some(stored) = stored {
+        dashboard.updated_at = Timestamp::now_after(stored.updated_at).max(now);
+    }
+    r.finish().into_result(dashboard)
+}
+
+/// The panel and action ids of the stored dashboard that a request may keep, each once.
+#[derive(Default)]
+struct StoredIds {
+    panels: HashSet<String>,
+    actions: HashSet<String>,
+}
+
+impl StoredIds {
+    fn of(stored: Option<&Dashboard>) -> Self {
+        let mut ids = Self::default();
+        for panel in stored.map(|d| d.panels.as_slice()).unwrap_or_default() {
+            ids.panels.insert(panel.id.as_str().to_owned());
+            for action in &panel.actions {
+                ids.actions.insert(action.id.as_str().to_owned());
+            }
+        }
+        ids
+    }
+
+    /// The item's `id` when it is stored and not taken yet by an earlier item.
+    fn take(set: &mut HashSet<String>, item: &Map<String, Value>) -> Option<String> {
+        let id = item.get("id")?.as_str()?;
+        set.remove(id).then(|| id.to_owned())
+    }
+}
+
+fn panels(
+    items: &[&Map<String, Value>],
+    ids: &mut StoredIds,
+    errors: &mut ValidationErrors,
+) -> Option<Vec<Panel>> {
+    let mut item_errors = Vec::with_capacity(items.len());
+    let mut parsed = Vec::with_capacity(items.len());
+    for item in items {
+        let id = StoredIds::take(&mut ids.panels, item)
+            .map(PanelId::from_stored)
+            .unwrap_or_else(PanelId::generate);
+        let mut r = Reader::new(item);
+        parsed.push(panel(id, &mut r, ids));
+        item_errors.push(r.finish());
+    }
+    let valid = item_errors.iter().all(ValidationErrors::is_empty);
+    errors.add_items("panels", item_errors);
+    if valid {
+        parsed.into_iter().collect()
+    } else {
+        None
+    }
+}
+
+fn panel(id: PanelId, r: &mut Reader<'_>, ids: &mut StoredIds) -> Option<Panel> {
+    let title = r.required_text("title", true);
+    let inputs = r
+        .objects("inputs")
+        .flatten()
+        .map(|items| inputs(&items, r.errors()))
+        .unwrap_or(Some(Vec::new()));
+    let actions = r
+        .objects("actions")
+        .flatten()
+        .map(|items| actions(&items, ids, r.errors()))
+        .unwrap_or(Some(Vec::new()));
+    let details = match r.object("details") {
+        Some(Some(details)) => {
+            let mut d = Reader::new(details);
+            let parsed = query_details(&mut d);
+            r.errors().add_nested("details", d.finish());
+            parsed
+        }
+        Some(None) | None => r.blank("details"),
+    };
+    Some(Panel {
+        id,
+        title: title?,
+        inputs: inputs?,
+        actions: actions?,
+        details: details?,
+    })
+}
+
+fn query_details(d: &mut Reader<'_>) -> Option<PanelDetails> {
+    let kind = d.required_text("__type__", true);
+    if kind.as_deref().is_some_and(|kind| kind != "query") {
+        d.errors().add("__type__", QUERY_TYPE_CHOICES);
+    }
+    let query = d.required_text("query", true);
+    let credential_id = d.required_text("credential_id", true);
+    Some(PanelDetails::Query {
+        query: query?,
+        credential_id: credential_id?,
+    })
+}
+
+fn inputs(items: &[&Map<String, Value>], errors: &mut ValidationErrors) -> Option<Vec<PanelInput>> {
+    let mut item_errors = Vec::with_capacity(items.len());
+    let mut parsed = Vec::with_capacity(items.len());
+    for item in items {
+        let mut r = Reader::new(item);
+        let key = r.required_text("key", true);
+        let description = r.raw_text("description").unwrap_or_default();
+        item_errors.push(r.finish());
+        parsed.push(key.map(|key| PanelInput { key, description }));
+    }
+    let keys = parsed.iter().map(|i| i.as_ref().map(|i| i.key.clone()));
+    mark_repeats(&mut item_errors, keys, "key");
+    let valid = item_errors.iter().all(ValidationErrors::is_empty);
+    errors.add_items("inputs", item_errors);
+    if valid {
+        parsed.into_iter().collect()
+    } else {
+        None
+    }
+}
+
+fn actions(
+    items: &[&Map<String, Value>],
+    ids: &mut StoredIds,
+    errors: &mut ValidationErrors,
+) -> Option<Vec<Action>> {
+    let mut item_errors = Vec::with_capacity(items.len());
+    let mut parsed = Vec::with_capacity(items.len());
+    for item in items {
+        let id = StoredIds::take(&mut ids.actions, item)
+            .map(ActionId::from_stored)
+            .unwrap_or_else(ActionId::generate);
+        let mut r = Reader::new(item);
+        let label = r.text("label").flatten();
+        let workflow_id = r.text("workflow_id").flatten();
+        let mappings = r
+            .objects("input_mappings")
+            .flatten()
+            .map(|items| input_mappings(&items, r.errors()))
+            .unwrap_or(Some(Vec::new()));
+        item_errors.push(r.finish());
+        parsed.push(mappings.map(|input_mappings| Action {
+            id,
+            label,
+            workflow_id,
+            input_mappings,
+        }));
+    }
+    let valid = item_errors.iter().all(ValidationErrors::is_empty);
+    errors.add_items("actions", item_errors);
+    if valid {
+        parsed.into_iter().collect()
+    } else {
+        None
+    }
+}
+
+fn input_mappings(
+    items: &[&Map<String, Value>],
+    errors: &mut ValidationErrors,
+) -> Option<Vec<InputMapping>> {
+    let mut item_errors = Vec::with_capacity(items.len());
+    let mut parsed = Vec::with_capacity(items.len());
+    for item in items {
+        let mut r = Reader::new(item);
+        let key = r.required_text("workflow_input_key", true);
+        let prompt_user = r.boolean("prompt_user").flatten().unwrap_or(false);
+        let column = r.text("column").flatten();
+        let prompt = r.text("prompt").flatten();
+        if prompt_user && column.is_some() {
+            r.errors().add("column", COLUMN_WHILE_PROMPTING);
+        }
+        if !prompt_user && column.is_none() && !r.errors().fields().any(|f| f == "column") {
+            r.blank::<()>("column");
+        }
+        item_errors.push(r.finish());
+        parsed.push(key.map(|workflow_input_key| InputMapping {
+            workflow_input_key,
+            column,
+            prompt_user,
+            prompt,
+        }));
+    }
+    let keys = parsed
+        .iter()
+        .map(|m| m.as_ref().map(|m| m.workflow_input_key.clone()));
+    mark_repeats(&mut item_errors, keys, "workflow_input_key");
+    let valid = item_errors.iter().all(ValidationErrors::is_empty);
+    errors.add_items("input_mappings", item_errors);
+    if valid {
+        parsed.into_iter().collect()
+    } else {
+        None
+    }
+}

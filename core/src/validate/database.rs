@@ -1,0 +1,399 @@
+//! Databases: the create/update body (one function for both) and the setup body.
+
+use std::collections::HashSet;
+
+use serde_json::{Map, Value};
+
+use super::ValidationErrors;
+use super::errors::message;
+use super::reader::{Given, Reader, mark_repeats};
+use crate::model::{
+    Adapter, ConnectionParameter, Credential, CredentialId, Database, DatabaseId, Secret,
+    Timestamp, TlsMaterial,
+};
+
+/// The `ai_max_rows` of a database that does not set it.
+pub const DEFAULT_AI_MAX_ROWS: u32 = 500;
+
+const ADAPTER_CHOICES: &str = "must be one of: postgres, mysql, clickhouse, sqlserver, oracle";
+const NEEDS_CA: &str = "requires a CA certificate (ssl_ca_cert)";
+const RESERVED_PARAMETERS: [&str; 2] = ["user", "database"];
+
+/// Sets `target` from a nullable field: absent keeps it, null resets it to `default`.
+fn assign<T>(target: &mut T, given: Given<T>, default: T) {
+    if let Some(value) = given {
+        *target = value.unwrap_or(default);
+    }
+}
+
+/// Sets an optional field: absent keeps it, null or blank clears it.
+fn assign_opt<T>(target: &mut Option<T>, given: Given<T>) {
+    if let Some(value) = given {
+        *target = value;
+    }
+}
+
+fn u32_field(reader: &mut Reader<'_>, key: &str, min: i64) -> Given<u32> {
+    reader
+        .integer(key, min, i64::from(u32::MAX))
+        .map(|value| value.map(|v| v as u32))
+}
+
+fn adapter(reader: &mut Reader<'_>, required: bool) -> Option<Adapter> {
+    let name = reader.required_text("adapter", required)?;
+    match name.parse() {
+        Ok(adapter) => Some(adapter),
+        Err(_) => {
+            reader.errors().add("adapter", ADAPTER_CHOICES);
+            None
+        }
+    }
+}
+
+fn port(reader: &mut Reader<'_>) -> Given<u16> {
+    reader
+        .integer("port", 1, 65535)
+        .map(|value| value.map(|v| v as u16))
+}
+
+fn blank_database(now: Timestamp) -> Database {
+    Database {
+        id: DatabaseId::generate(),
+        api_id: None,
+        name: String::new(),
+        adapter: Adapter::Postgres,
+        hostname: String::new(),
+        port: None,
+        database: String::new(),
+        ssl: false,
+        verify_server_hostname: false,
+        restrict_access: false,
+        review_bypass_allowed: false,
+        group: None,
+        slack_channel: None,
+        tunnel_id: None,
+        ai_enabled: false,
+        ai_max_rows: DEFAULT_AI_MAX_ROWS,
+        connection_parameters: Vec::new(),
+        credentials: Vec::new(),
+        tls: TlsMaterial::default(),
+        inserted_at: now,
+        updated_at: now,
+    }
+}
+
+/// Builds a database from a create body (`stored` is `None`) or applies an update body to the
+/// stored database. One pass: every field error of the body is reported at once.
+///
+/// Fields left out keep their stored values (their defaults on create); null or a blank string
+/// resets a field to its default; `credentials` and `connection_parameters`, when given, are
+/// the whole new list (credentials merge with stored ones by id, see contract.md section 2).
+pub fn database_from_body(
+    stored: Option<&Database>,
+    body: &Map<String, Value>,
+    now: Timestamp,
+) -> Result<Database, ValidationErrors> {
+    let creating = stored.is_none();
+    let mut db = stored.cloned().unwrap_or_else(|| blank_database(now));
+    let mut r = Reader::new(body);
+
+    if let Some(name) = r.required_text("name", creating) {
+        db.name = name;
+    }
+    if let Some(adapter) = adapter(&mut r, creating) {
+        db.adapter = adapter;
+    }
+    if let Some(hostname) = r.required_text("hostname", creating) {
+        db.hostname = hostname;
+    }
+    if let Some(database) = r.required_text("database", creating) {
+        db.database = database;
+    }
+    assign_opt(&mut db.port, port(&mut r));
+    assign(&mut db.ssl, r.boolean("ssl"), false);
+    assign(
+        &mut db.verify_server_hostname,
+        r.boolean("verify_server_hostname"),
+        false,
+    );
+    assign(&mut db.restrict_access, r.boolean("restrict_access"), false);
+    assign(
+        &mut db.review_bypass_allowed,
+        r.boolean("review_bypass_allowed"),
+        false,
+    );
+    assign_opt(&mut db.group, r.text("group"));
+    assign_opt(&mut db.slack_channel, r.text("slack_channel"));
+    assign_opt(&mut db.tunnel_id, r.text("tunnel_id"));
+    assign(&mut db.ai_enabled, r.boolean("ai_enabled"), false);
+    assign(
+        &mut db.ai_max_rows,
+        u32_field(&mut r, "ai_max_rows", 1),
+        DEFAULT_AI_MAX_ROWS,
+    );
+    assign_opt(&mut db.tls.ca_cert, r.base64_secret("ssl_ca_cert"));
+    assign_opt(&mut db.tls.client_cert, r.base64_secret("ssl_cert"));
+    assign_opt(&mut db.tls.client_key, r.base64_secret("ssl_key"));
+
+    if let Some(parameters) = r.objects("connection_parameters") {
+        let items = parameters.unwrap_or_default();
+        if let Some(parsed) = connection_parameters(&items, r.errors()) {
+            db.connection_parameters = parsed;
+        }
+    }
+
+    match r.objects("credentials") {
+        None if creating => {
+            r.blank::<()>("credentials");
+        }
+        None => {}
+        Some(None) => {
+            r.blank::<()>("credentials");
+        }
+        Some(Some(items)) if items.is_empty() => {
+            r.errors().add("credentials", message::AT_LEAST_ONE);
+        }
+        Some(Some(items)) => {
+            if let Some(credentials) = credentials(&db.credentials, &items, r.errors()) {
+                db.credentials = credentials;
+            }
+        }
+    }
+
+    if db.verify_server_hostname && db.tls.ca_cert.is_none() {
+        r.errors().add("verify_server_hostname", NEEDS_CA);
+    }
+
+    if let Some(stored) = stored {
+        db.updated_at = Timestamp::now_after(stored.updated_at).max(now);
+    }
+    r.finish().into_result(db)
+}
+
+fn connection_parameters(
+    items: &[&Map<String, Value>],
+    errors: &mut ValidationErrors,
+) -> Option<Vec<ConnectionParameter>> {
+    let mut item_errors = Vec::with_capacity(items.len());
+    let mut parsed = Vec::with_capacity(items.len());
+    for item in items {
+        let mut r = Reader::new(item);
+        let name = r.required_text("name", true);
+        if let Some(name) = &name {
+            if RESERVED_PARAMETERS.contains(&name.to_ascii_lowercase().as_str()) {
+                r.errors().add("name", message::RESERVED);
+            }
+        }
+        let value = r.raw_text("value").unwrap_or_default();
+        item_errors.push(r.finish());
+        parsed.push(name.map(|name| ConnectionParameter { name, value }));
+    }
+    let names = parsed
+        .iter()
+        .map(|p| p.as_ref().map(|p| p.name.to_ascii_lowercase()));
+    mark_repeats(&mut item_errors, names, "name");
+    let valid = item_errors.iter().all(ValidationErrors::is_empty);
+    errors.add_items("connection_parameters", item_errors);
+    if valid {
+        parsed.into_iter().collect()
+    } else {
+        None
+    }
+}
+
+/// The new credential list: items with the id of a stored credential update it (fields left out
+/// keep their values); other items are new credentials; stored ones not listed are dropped.
+fn credentials(
+    stored: &[Credential],
+    items: &[&Map<String, Value>],
+    errors: &mut ValidationErrors,
+) -> Option<Vec<Credential>> {
+    let mut kept_ids = HashSet::new();
+    let mut item_errors = Vec::with_capacity(items.len());
+    let mut parsed = Vec::with_capacity(items.len());
+    for item in items {
+        let existing = item
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| stored.iter().find(|c| c.id.as_str() == id))
+            .filter(|c| kept_ids.insert(c.id.clone()));
+        let mut r = Reader::new(item);
+        let credential = credential(existing, &mut r);
+        item_errors.push(r.finish());
+        parsed.push(credential);
+    }
+    let usernames = parsed
+        .iter()
+        .map(|c| c.as_ref().map(|c| c.username.clone()));
+    mark_repeats(&mut item_errors, usernames, "username");
+    let defaults = parsed
+        .iter()
+        .map(|c| c.as_ref().filter(|c| c.default_credential).map(|_| true));
+    mark_repeats(&mut item_errors, defaults, "default_credential");
+    let valid = item_errors.iter().all(ValidationErrors::is_empty);
+    errors.add_items("credentials", item_errors);
+    if valid {
+        parsed.into_iter().collect()
+    } else {
+        None
+    }
+}
+
+fn credential(existing: Option<&Credential>, r: &mut Reader<'_>) -> Option<Credential> {
+    let mut credential = existing.cloned().unwrap_or_else(|| Credential {
+        id: CredentialId::generate(),
+        username: String::new(),
+        password: None,
+        hostname: None,
+        ai_allowed: false,
+        timeout: None,
+        reviews_required: 0,
+        default_credential: false,
+    });
+    let username = r.required_text("username", existing.is_none());
+    if let Some(username) = username.clone() {
+        credential.username = username;
+    }
+    assign_opt(&mut credential.password, r.password("password"));
+    assign_opt(&mut credential.hostname, r.text("hostname"));
+    assign(&mut credential.ai_allowed, r.boolean("ai_allowed"), false);
+    assign_opt(&mut credential.timeout, u32_field(r, "timeout", 1));
+    assign(
+        &mut credential.reviews_required,
+        u32_field(r, "reviews_required", 0),
+        0,
+    );
+    assign(
+        &mut credential.default_credential,
+        r.boolean("default_credential"),
+        false,
+    );
+    (existing.is_some() || username.is_some()).then_some(credential)
+}
+
+/// A validated setup body (`PUT /api/v1/console/databases/setup`).
+#[derive(Clone, Debug)]
+pub struct SetupRequest {
+    /// The external id (`id` in the body), stored as `api_id`.
+    pub api_id: String,
+    adapter: Adapter,
+    hostname: String,
+    database: String,
+    username: String,
+    password: Secret,
+    name: Option<String>,
+    port: Option<u16>,
+    group: Option<String>,
+    tunnel_id: Option<String>,
+    ssl: bool,
+    tls: TlsMaterial,
+    reviews_required: u32,
+    review_bypass_allowed: bool,
+}
+
+/// Reads a setup body. Setup is declarative: [`apply_setup`] sets every field it maps, absent
+/// optional ones to their defaults.
+pub fn parse_setup(body: &Map<String, Value>) -> Result<SetupRequest, ValidationErrors> {
+    let mut r = Reader::new(body);
+    let api_id = r.required_text("id", true);
+    let adapter = adapter(&mut r, true);
+    let hostname = r.required_text("hostname", true);
+    let database = r.required_text("database", true);
+    let username = r.required_text("username", true);
+    let password = r.password("password").flatten();
+    if password.is_none() {
+        r.blank::<()>("password");
+    }
+    let name = r.text("name").flatten();
+    let port = port(&mut r).flatten();
+    let group = r.text("group").flatten();
+    let tunnel_id = r.text("tunnel_id").flatten();
+    let ssl = match r.text("ssl") {
+        Some(Some(value)) => value == "enabled",
+        _ => false,
+    };
+    let tls = TlsMaterial {
+        ca_cert: r.base64_secret("ssl_ca_cert").flatten(),
+        client_cert: r.base64_secret("ssl_cert").flatten(),
+        client_key: r.base64_secret("ssl_key").flatten(),
+    };
+    let reviews_required = u32_field(&mut r, "reviews_required", 0)
+        .flatten()
+        .unwrap_or(0);
+    let review_bypass_allowed = r
+        .boolean("review_bypass_allowed")
+        .flatten()
+        .unwrap_or(false);
+    let errors = r.finish();
+    match (api_id, adapter, hostname, database, username, password) {
+        (
+            Some(api_id),
+            Some(adapter),
+            Some(hostname),
+            Some(database),
+            Some(username),
+            Some(password),
+        ) if errors.is_empty() => Ok(SetupRequest {
+            api_id,
+            adapter,
+            hostname,
+            database,
+            username,
+            password,
+            name,
+            port,
+            group,
+            tunnel_id,
+            ssl,
+            tls,
+            reviews_required,
+            review_bypass_allowed,
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// The database a setup leaves: created when `stored` is `None`, else the stored one with every
+/// field setup maps set from the request and the rest kept. It ends with exactly one
+/// credential, the default one; its id is kept when the stored default credential has the same
+/// username.
+pub fn apply_setup(stored: Option<&Database>, setup: &SetupRequest, now: Timestamp) -> Database {
+    let mut db = stored.cloned().unwrap_or_else(|| blank_database(now));
+    db.api_id = Some(setup.api_id.clone());
+    db.name = setup.name.clone().unwrap_or_else(|| setup.database.clone());
+    db.adapter = setup.adapter;
+    db.hostname = setup.hostname.clone();
+    db.database = setup.database.clone();
+    db.port = setup.port;
+    db.group = setup.group.clone();
+    db.tunnel_id = setup.tunnel_id.clone();
+    db.ssl = setup.ssl;
+    db.tls = setup.tls.clone();
+    db.review_bypass_allowed = setup.review_bypass_allowed;
+    if db.tls.ca_cert.is_none() {
+        db.verify_server_hostname = false;
+    }
+    let kept = db
+        .credentials
+        .iter()
+        .find(|c| c.default_credential && c.username == setup.username)
+        .cloned();
+    let mut credential = kept.unwrap_or_else(|| Credential {
+        id: CredentialId::generate(),
+        username: setup.username.clone(),
+        password: None,
+        hostname: None,
+        ai_allowed: false,
+        timeout: None,
+        reviews_required: 0,
+        default_credential: true,
+    });
+    credential.password = Some(setup.password.clone());
+    credential.reviews_required = setup.reviews_required;
+    credential.default_credential = true;
+    db.credentials = vec![credential];
+    if let Some(stored) = stored {
+        db.updated_at = Timestamp::now_after(stored.updated_at).max(now);
+    }
+    db
+}

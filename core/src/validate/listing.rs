@@ -1,0 +1,60 @@
+//! The `?limit=N&after=<id>` query of the listing endpoints.
+
+use super::ValidationErrors;
+use super::errors::message;
+
+/// Page size when `limit` is not given.
+pub const DEFAULT_PAGE_SIZE: usize = 50;
+/// The largest `limit` accepted.
+pub const MAX_PAGE_SIZE: usize = 500;
+
+/// A parsed listing query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageQuery {
+    /// Only ids after this one.
+    pub after: Option<String>,
+    /// At most this many items.
+    pub limit: usize,
+}
+
+/// Reads `limit` (1..=500, default 50) and `after` (any string) from a query string; other
+/// parameters are ignored.
+pub fn parse_page_query(query: Option<&str>) -> Result<PageQuery, ValidationErrors> {
+    let mut page = PageQuery {
+        after: None,
+        limit: DEFAULT_PAGE_SIZE,
+    };
+    let mut errors = ValidationErrors::new();
+    for (key, value) in form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        match key.as_ref() {
+            "limit" => match value.trim().parse::<i64>() {
+                Ok(n) if n < 1 => errors.add("limit", "must be greater than or equal to 1"),
+                Ok(n) if n > MAX_PAGE_SIZE as i64 => errors.add(
+                    "limit",
+                    format!("must be less than or equal to {MAX_PAGE_SIZE}"),
+                ),
+                Ok(n) => page.limit = n as usize,
+                Err(_) => errors.add("limit", message::INVALID),
+            },
+            "after" => page.after = (!value.is_empty()).then(|| value.into_owned()),
+            _ => {}
+        }
+    }
+    errors.into_result(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_bounds() {
+        assert_eq!(parse_page_query(None).unwrap().limit, DEFAULT_PAGE_SIZE);
+        let page = parse_page_query(Some("limit=2&after=db_x%5F&x=1")).unwrap();
+        assert_eq!((page.limit, page.after.as_deref()), (2, Some("db_x_")));
+        for bad in ["limit=0", "limit=501", "limit=abc", "limit="] {
+            let errors = parse_page_query(Some(bad)).unwrap_err();
+            assert_eq!(errors.fields().collect::<Vec<_>>(), ["limit"], "{bad}");
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Validation: pure functions from a JSON body (and the stored record, on update) to a new
+//! record or field-keyed [`ValidationErrors`]. No I/O happens here.
+
+mod dashboard;
+mod database;
+mod errors;
+mod listing;
+mod reader;
+
+pub use dashboard::dashboard_from_body;
+pub use database::{
+    DEFAULT_AI_MAX_ROWS, SetupRequest, apply_setup, database_from_body, parse_setup,
+};
+pub use errors::{FieldErrors, ValidationErrors, message};
+pub use listing::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PageQuery, parse_page_query};

@@ -1,0 +1,183 @@
+//! [`Reader`]: typed, error-accumulating access to the fields of one JSON object.
+//!
+//! Every accessor answers in three states, `None` (absent), `Some(None)` (null, or a blank
+//! string: contract.md treats both as "unset") and `Some(Some(value))`, and records the
+//! field's error itself, so a body is read in one pass and every error is reported at once.
+
+use base64::Engine as _;
+use serde_json::{Map, Value};
+
+use super::ValidationErrors;
+use super::errors::message;
+use crate::model::Secret;
+
+/// `None`: the field is absent. `Some(None)`: null or blank. `Some(Some(v))`: a value.
+pub(crate) type Given<T> = Option<Option<T>>;
+
+pub(crate) struct Reader<'a> {
+    object: &'a Map<String, Value>,
+    errors: ValidationErrors,
+}
+
+/// A whole number, also when JSON wrote it as a float with no fraction (`5.0`).
+fn whole_number(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(number) => number.as_i64().or_else(|| {
+            number
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+                .map(|f| f as i64)
+        }),
+        _ => None,
+    }
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(object: &'a Map<String, Value>) -> Self {
+        Self {
+            object,
+            errors: ValidationErrors::new(),
+        }
+    }
+
+    pub(crate) fn errors(&mut self) -> &mut ValidationErrors {
+        &mut self.errors
+    }
+
+    pub(crate) fn finish(self) -> ValidationErrors {
+        self.errors
+    }
+
+    fn invalid<T>(&mut self, key: &str) -> Option<T> {
+        self.errors.add(key, message::INVALID);
+        None
+    }
+
+    /// A string where blank means unset. The value itself is kept exactly as sent.
+    pub(crate) fn text(&mut self, key: &str) -> Given<String> {
+        match self.object.get(key)? {
+            Value::Null => Some(None),
+            Value::String(s) if s.trim().is_empty() => Some(None),
+            Value::String(s) => Some(Some(s.clone())),
+            _ => self.invalid(key),
+        }
+    }
+
+    /// A string kept as sent, `""` included; null gives `""`.
+    pub(crate) fn raw_text(&mut self, key: &str) -> Option<String> {
+        match self.object.get(key)? {
+            Value::Null => Some(String::new()),
+            Value::String(s) => Some(s.clone()),
+            _ => self.invalid(key),
+        }
+    }
+
+    /// A string that must be non-blank when given, and present when `required`.
+    pub(crate) fn required_text(&mut self, key: &str, required: bool) -> Option<String> {
+        match self.text(key) {
+            None if required => self.blank(key),
+            None => None,
+            Some(None) => self.blank(key),
+            Some(Some(value)) => Some(value),
+        }
+    }
+
+    pub(crate) fn blank<T>(&mut self, key: &str) -> Option<T> {
+        self.errors.add(key, message::BLANK);
+        None
+    }
+
+    pub(crate) fn boolean(&mut self, key: &str) -> Given<bool> {
+        match self.object.get(key)? {
+            Value::Null => Some(None),
+            Value::Bool(b) => Some(Some(*b)),
+            _ => self.invalid(key),
+        }
+    }
+
+    /// A whole number within `min..=max`.
+    pub(crate) fn integer(&mut self, key: &str, min: i64, max: i64) -> Given<i64> {
+        let value = self.object.get(key)?;
+        if value.is_null() {
+            return Some(None);
+        }
+        let Some(number) = whole_number(value) else {
+            return self.invalid(key);
+        };
+        if number < min {
+            self.errors
+                .add(key, format!("must be greater than or equal to {min}"));
+            None
+        } else if number > max {
+            self.errors
+                .add(key, format!("must be less than or equal to {max}"));
+            None
+        } else {
+            Some(Some(number))
+        }
+    }
+
+    /// A list of objects. Null means unset; an item that is not an object makes the whole field
+    /// invalid.
+    pub(crate) fn objects(&mut self, key: &str) -> Given<Vec<&'a Map<String, Value>>> {
+        let object = self.object;
+        match object.get(key)? {
+            Value::Null => Some(None),
+            Value::Array(items) => {
+                let objects: Option<Vec<_>> = items.iter().map(Value::as_object).collect();
+                match objects {
+                    Some(objects) => Some(Some(objects)),
+                    None => self.invalid(key),
+                }
+            }
+            _ => self.invalid(key),
+        }
+    }
+
+    /// A nested object. Null means unset.
+    pub(crate) fn object(&mut self, key: &str) -> Given<&'a Map<String, Value>> {
+        let object = self.object;
+        match object.get(key)? {
+            Value::Null => Some(None),
+            Value::Object(map) => Some(Some(map)),
+            _ => self.invalid(key),
+        }
+    }
+
+    /// Base64 text (whitespace ignored), decoded into a secret; blank means unset.
+    pub(crate) fn base64_secret(&mut self, key: &str) -> Given<Secret> {
+        let Some(text) = self.text(key)? else {
+            return Some(None);
+        };
+        let compact: Vec<u8> = text
+            .bytes()
+            .filter(|byte| !byte.is_ascii_whitespace())
+            .collect();
+        match base64::engine::general_purpose::STANDARD.decode(compact) {
+            Ok(bytes) if !bytes.is_empty() => Some(Some(Secret::new(bytes))),
+            _ => self.invalid(key),
+        }
+    }
+
+    /// A password: kept as sent when it is a non-empty string; null or blank clear it.
+    pub(crate) fn password(&mut self, key: &str) -> Given<Secret> {
+        self.text(key).map(|value| value.map(Secret::from))
+    }
+}
+
+/// Records `has already been taken` on `key` of every item whose value was seen on an earlier
+/// item.
+pub(crate) fn mark_repeats<T: Eq + std::hash::Hash>(
+    item_errors: &mut [ValidationErrors],
+    values: impl IntoIterator<Item = Option<T>>,
+    key: &str,
+) {
+    let mut seen = std::collections::HashSet::new();
+    for (index, value) in values.into_iter().enumerate() {
+        if let Some(value) = value {
+            if !seen.insert(value) {
+                item_errors[index].add(key, message::TAKEN);
+            }
+        }
+    }
+}
