@@ -1,0 +1,214 @@
+//! # dbconsole-tests
+//!
+//! The HTTP-level conformance suite: every rule of the interface and the contract, checked by
+//! driving [`ConsoleService`] through `tower::ServiceExt::oneshot`, exactly as a server would.
+//! It is written once and run per storage backend:
+//!
+//! ```ignore
+//! dbconsole_tests::http_suite!(|| std::sync::Arc::new(MyStorage::new()));
+//! ```
+//!
+//! expands to one `#[tokio::test]` per case, each with a fresh store from the closure.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use dbconsole_core::{Checkers, ConsoleService, Secret, StaticCredentials, Storage};
+use http::{HeaderMap, Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use serde_json::Value;
+use tower::ServiceExt;
+
+pub mod dashboards;
+pub mod databases;
+pub mod protocol;
+
+/// The API key the harness's service accepts.
+pub const API_KEY: &str = "test-api-key-0123456789";
+/// The access token the harness's service accepts.
+pub const ACCESS_TOKEN: &str = "test-access-token-0123456789";
+
+/// Path prefix of the database routes.
+pub const DATABASES: &str = "/api/v1/console/databases";
+/// Path prefix of the dashboard routes.
+pub const DASHBOARDS: &str = "/v1/dashboards";
+
+/// A service over one store, and helpers to call it.
+#[derive(Clone, Debug)]
+pub struct Api {
+    /// The service under test.
+    pub service: ConsoleService,
+}
+
+/// What the service answered.
+#[derive(Clone, Debug)]
+pub struct TestResponse {
+    /// Status code.
+    pub status: StatusCode,
+    /// Headers.
+    pub headers: HeaderMap,
+    /// Body bytes.
+    pub body: Bytes,
+}
+
+impl TestResponse {
+    /// The body as JSON (panics with the body text when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text()))
+    }
+
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Asserts the status, showing the body when it differs; returns `self`.
+    #[track_caller]
+    pub fn expect(self, status: u16) -> Self {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {}",
+            self.text()
+        );
+        self
+    }
+
+    /// A header as text.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+impl Api {
+    /// A service over `storage` with the harness's credentials and no connection checkers.
+    pub fn new(storage: Arc<dyn Storage>) -> Self {
+        Self::with_checkers(storage, Checkers::none())
+    }
+
+    /// A service over `storage` with the harness's credentials and these checkers.
+    pub fn with_checkers(storage: Arc<dyn Storage>, checkers: Checkers) -> Self {
+        let auth = StaticCredentials::new(
+            Some(&Secret::from(API_KEY)),
+            Some(&Secret::from(ACCESS_TOKEN)),
+        );
+        let service = ConsoleService::builder(storage, Arc::new(auth))
+            .checkers(checkers)
+            .build();
+        Self { service }
+    }
+
+    /// Sends a request as it is.
+    pub async fn send(&self, request: Request<Full<Bytes>>) -> TestResponse {
+        let response = self
+            .service
+            .clone()
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|never| match never {});
+        let (parts, body) = response.into_parts();
+        let body = body
+            .collect()
+            .await
+            .unwrap_or_else(|never| match never {})
+            .to_bytes();
+        TestResponse {
+            status: parts.status,
+            headers: parts.headers,
+            body,
+        }
+    }
+
+    /// A request with an optional JSON body (and `content-type: application/json` with it).
+    pub fn request(method: Method, path: &str, body: Option<&Value>) -> http::request::Builder {
+        let builder = Request::builder().method(method).uri(path);
+        match body {
+            Some(_) => builder.header(header::CONTENT_TYPE, "application/json"),
+            None => builder,
+        }
+    }
+
+    fn body(body: Option<&Value>) -> Full<Bytes> {
+        Full::new(body.map(|b| Bytes::from(b.to_string())).unwrap_or_default())
+    }
+
+    /// Calls a database route with the API key.
+    pub async fn db(&self, method: Method, path: &str, body: Option<&Value>) -> TestResponse {
+        let request = Self::request(method, path, body)
+            .header("x-api-key", API_KEY)
+            .body(Self::body(body))
+            .expect("valid request");
+        self.send(request).await
+    }
+
+    /// Calls a dashboard route with the access token.
+    pub async fn dash(&self, method: Method, path: &str, body: Option<&Value>) -> TestResponse {
+        let request = Self::request(method, path, body)
+            .header(header::AUTHORIZATION, format!("Bearer {ACCESS_TOKEN}"))
+            .body(Self::body(body))
+            .expect("valid request");
+        self.send(request).await
+    }
+
+    /// Creates a database (expecting 200) and returns its JSON.
+    pub async fn create_database(&self, body: &Value) -> Value {
+        self.db(Method::POST, DATABASES, Some(body))
+            .await
+            .expect(200)
+            .json()
+    }
+
+    /// Creates a dashboard (expecting 200) and returns its JSON.
+    pub async fn create_dashboard(&self, body: &Value) -> Value {
+        self.dash(Method::POST, DASHBOARDS, Some(body))
+            .await
+            .expect(200)
+            .json()
+    }
+}
+
+/// A minimal valid create-database body.
+pub fn minimal_database() -> Value {
+    serde_json::json!({
+        "name": "Orders",
+        "adapter": "postgres",
+        "hostname": "db.internal",
+        "database": "orders",
+        "credentials": [{"username": "reader", "password": "pw-reader-1"}]
+    })
+}
+
+/// A minimal valid create-dashboard body.
+pub fn minimal_dashboard() -> Value {
+    serde_json::json!({ "name": "Ops", "restricted_access": false })
+}
+
+/// Expands to the whole HTTP suite: one `#[tokio::test]` per case, each over a fresh store made
+/// by `$storage` (an expression that evaluates to `Arc<dyn Storage>`, called once per test).
+#[macro_export]
+macro_rules! http_suite {
+    ($storage:expr) => {
+        $crate::database_tests!($storage);
+        $crate::dashboard_tests!($storage);
+        $crate::protocol_tests!($storage);
+    };
+}
+
+/// Defines one `#[tokio::test]` per listed case of a suite module.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! suite_cases {
+    ($module:ident, $storage:expr, [$($case:ident),* $(,)?]) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let storage: ::std::sync::Arc<dyn $crate::__Storage> = ($storage)();
+                $crate::$module::$case(storage).await;
+            }
+        )*
+    };
+}
+
+#[doc(hidden)]
+pub use dbconsole_core::Storage as __Storage;
