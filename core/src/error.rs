@@ -147,6 +147,10 @@ pub(crate) fn json_response(status: StatusCode, body: &impl Serialize) -> Respon
                 br#"{"errors":{"detail":"Internal Server Error"}}"#,
             )));
             *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
             response
         }
     }

@@ -1,10 +1,30 @@
-//! Check-connection: the [`ConnectionChecker`] trait and the per-adapter registry.
+//! Check-connection: the [`ConnectionChecker`] trait, the per-adapter registry and the checkers.
 //!
-//! A checker opens a real connection with one credential and closes it. The service wraps every
-//! check in the timeout (the credential's, else the configured default), scrubs every secret
-//! out of the message and makes it one line, so checkers only report what their driver said.
+//! A checker opens a real connection with one credential, with its adapter's own protocol, and
+//! closes it. The service wraps every check in the timeout (the credential's, else the configured
+//! default), scrubs every secret out of the message and makes it one line, so checkers only
+//! report what their driver said (the whole `source()` chain, see [`error_chain`]).
+//!
+//! Each adapter's checker sits behind its own cargo feature, so an embedder compiles only the
+//! drivers it needs; [`standard_checkers`] registers every one that is compiled in:
+//!
+//! | feature | checker | driver |
+//! |---|---|---|
+//! | `postgres` | [`postgres::PostgresChecker`] | tokio-postgres |
+//! | `mysql` | [`mysql::MysqlChecker`] | mysql_async, always over TCP |
+//! | `clickhouse` | [`clickhouse::ClickhouseChecker`] | the clickhouse crate, over HTTP(S) |
+//! | `sqlserver` | [`sqlserver::SqlserverChecker`] | tiberius |
+//! | `oracle` | [`oracle::OracleChecker`] | the oracle crate (needs the Oracle Client library) |
+//!
+//! All of them use one TLS stack, rustls with the aws-lc-rs provider (see `tls.rs` for the rules:
+//! `ssl` off is plain; on without a CA certificate is encrypted but not verified; with a CA the
+//! chain is verified against every certificate of the bundle, not the host name; with
+//! `verify_server_hostname` the host name too; a stored client certificate and key are
+//! presented). A database with a `tunnel_id` is reached through the [`TunnelDialer`] the
+//! embedding application provides (see [`tunnel`]).
 
 use std::fmt::Debug;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +32,22 @@ use async_trait::async_trait;
 
 pub use crate::model::Adapter;
 use crate::model::{ConnectionParameter, Secret};
+
+#[cfg(feature = "clickhouse")]
+pub mod clickhouse;
+#[cfg(feature = "mysql")]
+pub mod mysql;
+#[cfg(feature = "oracle")]
+pub mod oracle;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+#[cfg(feature = "sqlserver")]
+pub mod sqlserver;
+#[cfg(feature = "tls")]
+mod tls;
+pub mod tunnel;
+
+pub use tunnel::{TunnelDialer, TunnelEndpoint};
 
 /// Everything a checker needs to open one connection.
 #[derive(Clone, Debug)]
@@ -42,6 +78,10 @@ pub struct CheckTarget {
     pub connection_parameters: Vec<ConnectionParameter>,
     /// Tunnel to reach the host through, when set.
     pub tunnel_id: Option<String>,
+    /// Where to open the TCP connection instead of `host:port`: the local end of the tunnel
+    /// (set by the service after the [`TunnelDialer`] answered; `None` means `host:port`).
+    /// TLS still names and verifies `host` wherever the driver allows it.
+    pub connect_via: Option<SocketAddr>,
     /// The bound the service puts around the whole check.
     pub timeout: Duration,
 }
@@ -91,6 +131,58 @@ impl Checkers {
     }
 }
 
+/// A checker for every adapter whose cargo feature is compiled in (`postgres`, `mysql`,
+/// `clickhouse`, `sqlserver`, `oracle`; `all-checkers` turns on all five).
+pub fn standard_checkers() -> Checkers {
+    #[allow(unused_mut)]
+    let mut checkers = Checkers::none();
+    #[cfg(feature = "tls")]
+    tls::install_default_provider();
+    #[cfg(feature = "postgres")]
+    {
+        checkers = checkers.with(Adapter::Postgres, Arc::new(postgres::PostgresChecker::new()));
+    }
+    #[cfg(feature = "mysql")]
+    {
+        checkers = checkers.with(Adapter::Mysql, Arc::new(mysql::MysqlChecker::new()));
+    }
+    #[cfg(feature = "clickhouse")]
+    {
+        checkers = checkers.with(
+            Adapter::Clickhouse,
+            Arc::new(clickhouse::ClickhouseChecker::new()),
+        );
+    }
+    #[cfg(feature = "sqlserver")]
+    {
+        checkers = checkers.with(
+            Adapter::Sqlserver,
+            Arc::new(sqlserver::SqlserverChecker::new()),
+        );
+    }
+    #[cfg(feature = "oracle")]
+    {
+        checkers = checkers.with(Adapter::Oracle, Arc::new(oracle::OracleChecker::new()));
+    }
+    checkers
+}
+
+/// An error and its whole `source()` chain on one line, joined with `": "`. A cause whose text
+/// the line already holds (drivers that print their cause themselves) is not repeated.
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let part = cause.to_string();
+        if !part.is_empty() && !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// The answer when no checker is compiled in for an adapter.
 pub fn not_built_message(adapter: Adapter) -> String {
     format!("the {adapter} connection checker is not built into this server")
@@ -122,6 +214,33 @@ mod tests {
         let password = Secret::from("s3cr3t");
         let text = scrub_message("login failed\nfor s3cr3t\r\n (s3cr3t)", [&password]);
         assert_eq!(text, "login failed for [REDACTED] ([REDACTED])");
+    }
+
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn error_chain_joins_causes_without_repeating_them() {
+        let inner = Layer("Connection refused (os error 111)", None);
+        let middle = Layer("io: Connection refused (os error 111)", Some(Box::new(inner)));
+        let outer = Layer("error connecting to server", Some(Box::new(middle)));
+        assert_eq!(
+            error_chain(&outer),
+            "error connecting to server: io: Connection refused (os error 111)"
+        );
+        assert_eq!(error_chain(&Layer("alone", None)), "alone");
     }
 
     #[test]

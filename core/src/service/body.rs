@@ -23,10 +23,10 @@ fn is_json(content_type: &str) -> bool {
 /// Checks the headers before anything is read: a content type other than JSON is 415, a
 /// declared length over `limit` is 413. A missing content type is taken as JSON.
 pub(crate) fn check_headers(headers: &HeaderMap, limit: usize) -> Result<(), ApiError> {
-    if let Some(value) = headers.get(header::CONTENT_TYPE) {
-        if !value.to_str().is_ok_and(is_json) {
-            return Err(ApiError::UnsupportedMediaType);
-        }
+    if let Some(value) = headers.get(header::CONTENT_TYPE)
+        && !value.to_str().is_ok_and(is_json)
+    {
+        return Err(ApiError::UnsupportedMediaType);
     }
     let declared = headers
         .get(header::CONTENT_LENGTH)

@@ -3,7 +3,7 @@
 use http::{Response, StatusCode};
 
 use super::Shared;
-use crate::check::{CheckTarget, not_built_message, scrub_message};
+use crate::check::{CheckTarget, not_built_message, scrub_message, tunnel};
 use crate::error::{ApiError, text_response};
 use crate::service::ResponseBody;
 
@@ -37,6 +37,7 @@ impl Shared {
             client_key: db.tls.client_key.clone(),
             connection_parameters: db.connection_parameters.clone(),
             tunnel_id: db.tunnel_id.clone(),
+            connect_via: None,
             timeout: credential
                 .timeout
                 .map(|secs| std::time::Duration::from_secs(u64::from(secs)))
@@ -48,7 +49,9 @@ impl Shared {
                 not_built_message(target.adapter),
             ));
         };
-        let answer = match tokio::time::timeout(target.timeout, checker.check(&target)).await {
+        let dialer = self.tunnel_dialer.as_deref();
+        let check = tunnel::check_through(checker.as_ref(), &target, dialer);
+        let answer = match tokio::time::timeout(target.timeout, check).await {
             Ok(Ok(())) => "ok".to_owned(),
             Ok(Err(message)) => scrub_message(&message, target.secrets()),
             Err(_) => format!(

@@ -26,7 +26,7 @@ use http_body::Body;
 use http_body_util::Full;
 
 use crate::auth::{Authenticator, CredentialKind};
-use crate::check::Checkers;
+use crate::check::{Checkers, TunnelDialer};
 use crate::error::ApiError;
 use crate::storage::{Page, Storage};
 use crate::validate::{PageQuery, parse_page_query};
@@ -53,6 +53,7 @@ struct Shared {
     storage: Arc<dyn Storage>,
     authenticator: Arc<dyn Authenticator>,
     checkers: Checkers,
+    tunnel_dialer: Option<Arc<dyn TunnelDialer>>,
     check_timeout: Duration,
     body_limit: usize,
 }
@@ -75,6 +76,7 @@ impl ConsoleService {
                 storage,
                 authenticator,
                 checkers: Checkers::none(),
+                tunnel_dialer: None,
                 check_timeout: DEFAULT_CHECK_TIMEOUT,
                 body_limit: DEFAULT_BODY_LIMIT,
             },
@@ -92,6 +94,13 @@ impl ConsoleServiceBuilder {
     /// that the adapter's checker is not built in).
     pub fn checkers(mut self, checkers: Checkers) -> Self {
         self.shared.checkers = checkers;
+        self
+    }
+
+    /// How check-connection reaches databases that have a `tunnel_id` (default: none, and such a
+    /// check answers that the tunnel is not available).
+    pub fn tunnel_dialer(mut self, dialer: Arc<dyn TunnelDialer>) -> Self {
+        self.shared.tunnel_dialer = Some(dialer);
         self
     }
 

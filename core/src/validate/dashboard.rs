@@ -216,13 +216,19 @@ fn input_mappings(
     for item in items {
         let mut r = Reader::new(item);
         let key = r.required_text("workflow_input_key", true);
-        let prompt_user = r.boolean("prompt_user").flatten().unwrap_or(false);
+        let prompt_user = r.boolean("prompt_user");
+        let prompt_user_known = prompt_user.is_some() || !item.contains_key("prompt_user");
+        let prompt_user = prompt_user.flatten().unwrap_or(false);
         let column = r.text("column").flatten();
         let prompt = r.text("prompt").flatten();
         if prompt_user && column.is_some() {
             r.errors().add("column", COLUMN_WHILE_PROMPTING);
         }
-        if !prompt_user && column.is_none() && !r.errors().fields().any(|f| f == "column") {
+        if prompt_user_known
+            && !prompt_user
+            && column.is_none()
+            && !r.errors().fields().any(|f| f == "column")
+        {
             r.blank::<()>("column");
         }
         item_errors.push(r.finish());

@@ -179,10 +179,10 @@ fn connection_parameters(
     for item in items {
         let mut r = Reader::new(item);
         let name = r.required_text("name", true);
-        if let Some(name) = &name {
-            if RESERVED_PARAMETERS.contains(&name.to_ascii_lowercase().as_str()) {
-                r.errors().add("name", message::RESERVED);
-            }
+        if let Some(name) = &name
+            && RESERVED_PARAMETERS.contains(&name.to_ascii_lowercase().as_str())
+        {
+            r.errors().add("name", message::RESERVED);
         }
         let value = r.raw_text("value").unwrap_or_default();
         item_errors.push(r.finish());

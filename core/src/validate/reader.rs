@@ -82,8 +82,12 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Records `can't be blank`, unless the field already has an error: a value of the wrong
+    /// type is `is invalid` only, not also blank.
     pub(crate) fn blank<T>(&mut self, key: &str) -> Option<T> {
-        self.errors.add(key, message::BLANK);
+        if self.errors.get(key).is_none() {
+            self.errors.add(key, message::BLANK);
+        }
         None
     }
 
@@ -174,10 +178,10 @@ pub(crate) fn mark_repeats<T: Eq + std::hash::Hash>(
 ) {
     let mut seen = std::collections::HashSet::new();
     for (index, value) in values.into_iter().enumerate() {
-        if let Some(value) = value {
-            if !seen.insert(value) {
-                item_errors[index].add(key, message::TAKEN);
-            }
+        if let Some(value) = value
+            && !seen.insert(value)
+        {
+            item_errors[index].add(key, message::TAKEN);
         }
     }
 }

@@ -1,0 +1,241 @@
+#!/usr/bin/env bash
+# Brings up the database servers that the check-connection tests (tests/tests/check_*.rs) connect
+# to: PostgreSQL 15, MariaDB 10.11 and ClickHouse 18.16 from Debian 12, on loopback only.
+# Run as root (CI: `bash .ci/db-servers-up.sh`; a developer machine: `sudo bash .ci/db-servers-up.sh`).
+# Idempotent: safe to re-run when the servers already run; it only restarts a server whose TLS
+# configuration changed.
+#
+# Accounts (password `checkpw`, database `checkdb`): `checker` on all three servers; `certuser`
+# (PostgreSQL and MariaDB) has no password and logs in only with the client certificate below;
+# `tlsuser` (MariaDB, password `checkpw`) logs in only over TLS.
+#
+# TLS, and why the certificates are made here and not by the tests: a server reads its certificate
+# when it starts, before any test runs, so the certificates have to exist first. This script makes
+# a small PKI once with openssl, under $DBCONSOLE_CI_CERTS (default /tmp/dbconsole-ci-certs), where
+# the tests read it:
+#   ca.pem            root CA (self-signed)
+#   intermediate.pem  intermediate CA, signed by the root
+#   ca-bundle.pem     intermediate + root: what a user stores as ssl_ca_cert
+#   server.pem/.key   the servers' certificate, signed by the intermediate, valid for the DNS name
+#                     `localhost` only (so connecting to 127.0.0.1 is a host name mismatch)
+#   client.pem/.key   a client certificate for `certuser` (CN=certuser), signed by the root
+#   other-ca.pem      an unrelated CA: verification against it must fail
+# The servers send the leaf certificate only (as many PostgreSQL/MySQL servers do), so
+# verification succeeds only when every certificate of the bundle is trusted. (They trust the
+# root alone for client certificates: with the intermediate in their CA file, OpenSSL would
+# complete and send the chain by itself.)
+#   PostgreSQL: ssl on (5432) with server.pem; pg_hba: `certuser` must use `cert` authentication.
+#   MariaDB:    TLS on (3306) with server.pem; `certuser` is REQUIRE X509.
+#   ClickHouse: HTTP on 8123 and HTTPS on 8443 with server.pem.
+# Each server gets its own copy of the key (owned by its service user). When the directory is
+# missing (e.g. /tmp was emptied), a new PKI is made and the servers are restarted with it.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+if [ "$(id -u)" != 0 ]; then
+  echo "run as root: sudo bash $0" >&2
+  exit 1
+fi
+
+certs=${DBCONSOLE_CI_CERTS:-/tmp/dbconsole-ci-certs}
+
+need_install=
+for cmd in pg_ctlcluster mariadb clickhouse-server openssl curl; do
+  command -v "$cmd" >/dev/null || need_install=1
+done
+if [ -n "$need_install" ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends \
+    postgresql mariadb-server clickhouse-server openssl curl ca-certificates >/dev/null
+fi
+
+# --- PKI ---------------------------------------------------------------------------------------
+make_pki() {
+  local dir=$1 tmp
+  tmp=$(mktemp -d)
+  (
+    cd "$tmp"
+    cat >ext.cnf <<'EOF'
+[ca]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[intermediate]
+basicConstraints = critical, CA:TRUE, pathlen:0
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+[server]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = DNS:localhost
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+[client]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = clientAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+EOF
+    gen() { openssl genpkey -quiet -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null \
+              || openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$1" 2>/dev/null; }
+    gen ca.key
+    openssl req -new -x509 -sha256 -days 3650 -key ca.key -subj "/CN=dbconsole CI root CA" \
+      -extensions ca -config ext.cnf -out ca.pem
+    gen other-ca.key
+    openssl req -new -x509 -sha256 -days 3650 -key other-ca.key -subj "/CN=dbconsole CI other CA" \
+      -extensions ca -config ext.cnf -out other-ca.pem
+    gen intermediate.key
+    openssl req -new -sha256 -key intermediate.key -subj "/CN=dbconsole CI intermediate CA" -out intermediate.csr
+    openssl x509 -req -sha256 -days 3650 -in intermediate.csr -CA ca.pem -CAkey ca.key -set_serial 0x1001 \
+      -extfile ext.cnf -extensions intermediate -out intermediate.pem 2>/dev/null
+    gen server.key
+    openssl req -new -sha256 -key server.key -subj "/CN=localhost" -out server.csr
+    openssl x509 -req -sha256 -days 3650 -in server.csr -CA intermediate.pem -CAkey intermediate.key \
+      -set_serial 0x2001 -extfile ext.cnf -extensions server -out server.pem 2>/dev/null
+    gen client.key
+    openssl req -new -sha256 -key client.key -subj "/CN=certuser" -out client.csr
+    openssl x509 -req -sha256 -days 3650 -in client.csr -CA ca.pem -CAkey ca.key \
+      -set_serial 0x3001 -extfile ext.cnf -extensions client -out client.pem 2>/dev/null
+    cat intermediate.pem ca.pem >ca-bundle.pem
+    echo "$pki_version" >VERSION
+  )
+  mkdir -p "$dir"
+  for f in ca.pem other-ca.pem intermediate.pem ca-bundle.pem server.pem server.key client.pem client.key VERSION; do
+    install -m 0644 "$tmp/$f" "$dir/$f"
+  done
+  rm -rf "$tmp"
+}
+
+pki_version=2   # bump when make_pki changes: the next run makes a new PKI
+if [ "$(cat "$certs/VERSION" 2>/dev/null)" != "$pki_version" ]; then
+  rm -rf "$certs"
+  make_pki "$certs"
+fi
+
+# Copies the server certificate, its key and the root CA (for client certificates) into $2 for user $1; prints "changed" when any
+# file differs from what was there.
+install_server_certs() {
+  local owner=$1 dir=$2 changed=
+  install -d -m 0750 -o "$owner" -g "$owner" "$dir"
+  for f in server.pem server.key ca.pem; do
+    if ! cmp -s "$certs/$f" "$dir/$f"; then
+      install -m 0600 -o "$owner" -g "$owner" "$certs/$f" "$dir/$f"
+      changed=1
+    fi
+  done
+  if [ -n "$changed" ]; then echo changed; fi
+}
+
+# Writes $2 into file $1 when it differs; prints "changed" when it did.
+write_if_changed() {
+  if ! [ -f "$1" ] || [ "$(cat "$1")" != "$2" ]; then
+    printf '%s\n' "$2" >"$1"
+    echo changed
+  fi
+}
+
+# --- PostgreSQL 15 -----------------------------------------------------------------------------
+# The package creates cluster 15/main on 127.0.0.1/::1:5432, scram-sha-256 for host lines.
+pgconf=/etc/postgresql/15/main
+install_server_certs postgres "$pgconf/dbconsole-ci" >/dev/null
+write_if_changed "$pgconf/conf.d/dbconsole-ci.conf" "# dbconsole CI (.ci/db-servers-up.sh)
+ssl = on
+ssl_cert_file = '$pgconf/dbconsole-ci/server.pem'
+ssl_key_file = '$pgconf/dbconsole-ci/server.key'
+ssl_ca_file = '$pgconf/dbconsole-ci/ca.pem'" >/dev/null
+if ! grep -q 'dbconsole-ci' "$pgconf/pg_hba.conf"; then
+  # First matching line wins: certuser's lines go before the package's host lines.
+  { printf '%s\n' \
+      '# dbconsole-ci: certuser logs in with its client certificate only' \
+      'hostssl all certuser 127.0.0.1/32 cert' \
+      'hostssl all certuser ::1/128 cert' \
+      'host    all certuser 0.0.0.0/0 reject' \
+      'host    all certuser ::/0 reject'
+    cat "$pgconf/pg_hba.conf"; } >"$pgconf/pg_hba.conf.new"
+  chown postgres:postgres "$pgconf/pg_hba.conf.new"
+  chmod 0640 "$pgconf/pg_hba.conf.new"
+  mv "$pgconf/pg_hba.conf.new" "$pgconf/pg_hba.conf"
+fi
+# `start` exits 2 when the cluster already runs; a reload picks up certificates and pg_hba.
+pg_ctlcluster 15 main start 2>/dev/null || pg_ctlcluster 15 main reload
+su postgres -c "psql -qAt -v ON_ERROR_STOP=1" <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'checker') THEN
+    CREATE ROLE checker LOGIN PASSWORD 'checkpw';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'certuser') THEN
+    CREATE ROLE certuser LOGIN;
+  END IF;
+END $$;
+SQL
+su postgres -c "psql -qAt -c \"SELECT 1 FROM pg_database WHERE datname='checkdb'\"" | grep -q 1 \
+  || su postgres -c "createdb -O checker checkdb"
+
+# --- MariaDB 10.11 -----------------------------------------------------------------------------
+# bind-address=127.0.0.1 by default; the init script waits until the server answers.
+mdb_changed=$(install_server_certs mysql /etc/mysql/dbconsole-ci)
+mdb_changed+=$(write_if_changed /etc/mysql/mariadb.conf.d/90-dbconsole-ci.cnf "# dbconsole CI (.ci/db-servers-up.sh)
+[mariadbd]
+ssl_cert = /etc/mysql/dbconsole-ci/server.pem
+ssl_key = /etc/mysql/dbconsole-ci/server.key
+ssl_ca = /etc/mysql/dbconsole-ci/ca.pem")
+if [ -n "$mdb_changed" ] && mariadb-admin ping >/dev/null 2>&1; then
+  /etc/init.d/mariadb restart >/dev/null
+else
+  /etc/init.d/mariadb start >/dev/null
+fi
+mariadb <<'SQL'
+CREATE USER IF NOT EXISTS 'checker'@'localhost' IDENTIFIED BY 'checkpw';
+CREATE USER IF NOT EXISTS 'checker'@'127.0.0.1' IDENTIFIED BY 'checkpw';
+CREATE USER IF NOT EXISTS 'tlsuser'@'localhost' IDENTIFIED BY 'checkpw' REQUIRE SSL;
+CREATE USER IF NOT EXISTS 'tlsuser'@'127.0.0.1' IDENTIFIED BY 'checkpw' REQUIRE SSL;
+CREATE USER IF NOT EXISTS 'certuser'@'localhost' REQUIRE X509;
+CREATE USER IF NOT EXISTS 'certuser'@'127.0.0.1' REQUIRE X509;
+CREATE DATABASE IF NOT EXISTS checkdb;
+GRANT ALL ON checkdb.* TO 'checker'@'localhost';
+GRANT ALL ON checkdb.* TO 'checker'@'127.0.0.1';
+GRANT ALL ON checkdb.* TO 'tlsuser'@'localhost';
+GRANT ALL ON checkdb.* TO 'tlsuser'@'127.0.0.1';
+GRANT ALL ON checkdb.* TO 'certuser'@'localhost';
+GRANT ALL ON checkdb.* TO 'certuser'@'127.0.0.1';
+SQL
+
+# --- ClickHouse 18.16 --------------------------------------------------------------------------
+# Listens on 127.0.0.1 and ::1 only (8123 http, 8443 https, 9000 native, 9009 interserver).
+install -d -o clickhouse -g clickhouse /var/lib/clickhouse   # adduser creates it only when the user is new
+mkdir -p /etc/clickhouse-server/users.d /etc/clickhouse-server/config.d
+ch_changed=$(install_server_certs clickhouse /etc/clickhouse-server/dbconsole-ci)
+ch_changed+=$(write_if_changed /etc/clickhouse-server/users.d/checker.xml '<yandex><users><checker>
+  <password>checkpw</password>
+  <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+  <profile>default</profile><quota>default</quota>
+</checker></users></yandex>')
+ch_changed+=$(write_if_changed /etc/clickhouse-server/config.d/dbconsole-ci-https.xml '<yandex>
+  <https_port>8443</https_port>
+  <openSSL><server>
+    <certificateFile>/etc/clickhouse-server/dbconsole-ci/server.pem</certificateFile>
+    <privateKeyFile>/etc/clickhouse-server/dbconsole-ci/server.key</privateKeyFile>
+    <dhParamsFile remove="1"/>
+    <verificationMode>none</verificationMode>
+    <loadDefaultCAFile>false</loadDefaultCAFile>
+  </server></openSSL>
+</yandex>')
+ch_up() { curl -sf http://127.0.0.1:8123/ping >/dev/null; }
+if [ -n "$ch_changed" ] && ch_up; then
+  /etc/init.d/clickhouse-server stop >/dev/null || true
+  for _ in $(seq 1 100); do ch_up || break; sleep 0.1; done
+fi
+ch_up || /etc/init.d/clickhouse-server start >/dev/null || true   # returns 0 even if the daemon dies
+for _ in $(seq 1 200); do ch_up && break; sleep 0.1; done
+curl -sf -u checker:checkpw 'http://127.0.0.1:8123/?query=SELECT%201' >/dev/null \
+  || { echo "ClickHouse did not come up; see /var/log/clickhouse-server/" >&2; exit 1; }
+for _ in $(seq 1 50); do
+  curl -sf --cacert "$certs/ca-bundle.pem" https://localhost:8443/ping >/dev/null && break
+  sleep 0.1
+done
+
+echo "database servers up: postgres 127.0.0.1:5432, mariadb 127.0.0.1:3306," \
+  "clickhouse http 127.0.0.1:8123 https 8443; certificates in $certs"

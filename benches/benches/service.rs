@@ -1,0 +1,142 @@
+//! Criterion benchmarks of the dbconsole service's main operations on the in-memory backend,
+//! with two baselines measured the same way in the same run, so results read as ratios.
+//!
+//! Run: `cargo bench -p dbconsole-benches` (add `-- --quick` for a fast, rougher run, or a
+//! filter such as `-- databases/`). At the end the run prints each benchmark's time and its
+//! ratio to the baselines; `benches/README.md` explains each benchmark and the figures measured.
+//!
+//! Every service benchmark builds its request and sends it with `oneshot` inside the timed
+//! loop, on a current-thread tokio runtime, and checks the status, so a benchmark that starts
+//! failing stops instead of timing error answers.
+
+use std::hint::black_box;
+use std::time::{Instant, SystemTime};
+
+use criterion::Criterion;
+use dbconsole_benches::fixtures::{
+    UNKNOWN_PATH, create_database_body, dashboard_body, seeded, update_database_body,
+};
+use dbconsole_benches::{
+    DASHBOARDS, DATABASES, dashboard_request, database_request, report, service, status_of,
+};
+use http::{Method, StatusCode};
+use tokio::runtime::Runtime;
+
+/// Databases in the store the read and update benchmarks use.
+const SEED_DATABASES: usize = 1_000;
+/// Dashboards in that store.
+const SEED_DASHBOARDS: usize = 100;
+/// Panels per dashboard, and row actions per panel.
+const PANELS: usize = 10;
+const ACTIONS: usize = 3;
+
+/// Every benchmark of this target, as `(group, bench)`, for the ratio table.
+const BENCHES: [(&str, &str); 7] = [
+    ("baseline", "unknown_route_404"),
+    ("baseline", "json_parse_body"),
+    ("databases", "create"),
+    ("databases", "retrieve"),
+    ("databases", "update"),
+    ("dashboards", "create_10x3"),
+    ("dashboards", "retrieve_10x3"),
+];
+
+fn baseline(c: &mut Criterion, runtime: &Runtime) {
+    let mut group = c.benchmark_group("baseline");
+    let service = service();
+    group.bench_function("unknown_route_404", |b| {
+        b.to_async(runtime).iter(|| async {
+            let request = database_request(Method::GET, UNKNOWN_PATH, None);
+            let status = status_of(&service, request).await;
+            assert_eq!(status, StatusCode::NOT_FOUND);
+        })
+    });
+    let body = create_database_body();
+    group.bench_function("json_parse_body", |b| {
+        b.iter(|| {
+            let value: serde_json::Value =
+                serde_json::from_slice(black_box(&body)).expect("valid JSON");
+            value
+        })
+    });
+    group.finish();
+}
+
+fn databases(c: &mut Criterion, runtime: &Runtime) {
+    let mut group = c.benchmark_group("databases");
+    let body = create_database_body();
+    // A fresh store per sample, so memory stays bounded however many iterations criterion asks.
+    group.bench_function("create", |b| {
+        b.to_async(runtime).iter_custom(|iters| {
+            let body = body.clone();
+            async move {
+                let service = service();
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let request = database_request(Method::POST, DATABASES, Some(body.clone()));
+                    assert_eq!(status_of(&service, request).await, StatusCode::OK);
+                }
+                start.elapsed()
+            }
+        })
+    });
+
+    let store = runtime.block_on(seeded(SEED_DATABASES, 0, PANELS, ACTIONS));
+    let path = format!("{DATABASES}/{}", store.database_id);
+    group.bench_function("retrieve", |b| {
+        b.to_async(runtime).iter(|| async {
+            let request = database_request(Method::GET, &path, None);
+            assert_eq!(status_of(&store.service, request).await, StatusCode::OK);
+        })
+    });
+    let body = update_database_body();
+    group.bench_function("update", |b| {
+        b.to_async(runtime).iter(|| async {
+            let request = database_request(Method::PATCH, &path, Some(body.clone()));
+            assert_eq!(status_of(&store.service, request).await, StatusCode::OK);
+        })
+    });
+    group.finish();
+}
+
+fn dashboards(c: &mut Criterion, runtime: &Runtime) {
+    let mut group = c.benchmark_group("dashboards");
+    let body = dashboard_body(PANELS, ACTIONS);
+    group.bench_function("create_10x3", |b| {
+        b.to_async(runtime).iter_custom(|iters| {
+            let body = body.clone();
+            async move {
+                let service = service();
+                let start = Instant::now();
+                for _ in 0..iters {
+                    let request = dashboard_request(Method::POST, DASHBOARDS, Some(body.clone()));
+                    assert_eq!(status_of(&service, request).await, StatusCode::OK);
+                }
+                start.elapsed()
+            }
+        })
+    });
+
+    let store = runtime.block_on(seeded(0, SEED_DASHBOARDS, PANELS, ACTIONS));
+    let path = format!("{DASHBOARDS}/{}", store.dashboard_id);
+    group.bench_function("retrieve_10x3", |b| {
+        b.to_async(runtime).iter(|| async {
+            let request = dashboard_request(Method::GET, &path, None);
+            assert_eq!(status_of(&store.service, request).await, StatusCode::OK);
+        })
+    });
+    group.finish();
+}
+
+fn main() {
+    let started = SystemTime::now();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("a tokio runtime");
+    let mut criterion = Criterion::default().configure_from_args();
+    baseline(&mut criterion, &runtime);
+    databases(&mut criterion, &runtime);
+    dashboards(&mut criterion, &runtime);
+    criterion.final_summary();
+    report::print_ratios(&BENCHES, started);
+}

@@ -1,0 +1,508 @@
+//! The `dbconsole` binary end to end: started as a process on port 0 (its address read from
+//! the `listening on` line), driven over TCP, stopped with real signals. Standard output and
+//! standard error are collected line by line, so the tests also check what it prints and logs.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::Notify;
+
+use support::{Conn, database_body, request, request_text};
+
+const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
+
+/// Only keeps a broken server from hanging the test run; no test measures time.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+const OUR_VARS: [&str; 6] = [
+    "DBCONSOLE_LISTEN",
+    "DBCONSOLE_STORAGE",
+    "DBCONSOLE_DATA_DIR",
+    "DBCONSOLE_CHECK_TIMEOUT_SECS",
+    "DBCONSOLE_API_KEY",
+    "DBCONSOLE_ACCESS_TOKEN",
+];
+
+const DATABASES: &str = "/api/v1/console/databases";
+
+#[derive(Default)]
+struct Collected {
+    lines: Vec<String>,
+    closed: bool,
+}
+
+/// The lines a child writes to one pipe, collected as they come.
+#[derive(Clone, Default)]
+struct Lines {
+    shared: Arc<(Mutex<Collected>, Notify)>,
+}
+
+impl Lines {
+    fn collect(pipe: impl AsyncRead + Unpin + Send + 'static) -> Self {
+        let lines = Self::default();
+        let shared = Arc::clone(&lines.shared);
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(pipe).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                shared.0.lock().unwrap().lines.push(line);
+                shared.1.notify_waiters();
+            }
+            shared.0.lock().unwrap().closed = true;
+            shared.1.notify_waiters();
+        });
+        lines
+    }
+
+    /// Waits until `done` returns something for the collected output.
+    async fn wait<T>(&self, what: &str, done: impl Fn(&Collected) -> Option<T>) -> T {
+        let wait = async {
+            loop {
+                let notified = self.shared.1.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                {
+                    let collected = self.shared.0.lock().unwrap();
+                    if let Some(found) = done(&collected) {
+                        return found;
+                    }
+                    assert!(
+                        !collected.closed,
+                        "output ended without {what}; got:\n{}",
+                        collected.lines.join("\n")
+                    );
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(HANG_GUARD, wait)
+            .await
+            .unwrap_or_else(|_| panic!("no {what} within the hang guard"))
+    }
+
+    /// The first line that `matches`, waiting for it; panics when the pipe closes without one.
+    async fn line(&self, what: &str, matches: impl Fn(&str) -> bool) -> String {
+        self.wait(what, |collected| {
+            collected.lines.iter().find(|line| matches(line)).cloned()
+        })
+        .await
+    }
+
+    /// All the output, once the pipe is closed (the process has exited).
+    async fn all(&self) -> String {
+        self.wait("the end of the output", |collected| {
+            collected.closed.then(|| collected.lines.join("\n"))
+        })
+        .await
+    }
+}
+
+/// The binary with none of our variables from the test's environment, logging at `info`.
+fn command(env: &[(&str, &str)], args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    for var in OUR_VARS {
+        command.env_remove(var);
+    }
+    command
+        .env("RUST_LOG", "info")
+        .envs(env.iter().copied())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// A running server.
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    stdout: Lines,
+    stderr: Lines,
+}
+
+impl Server {
+    /// `dbconsole serve --listen 127.0.0.1:0` with these environment variables.
+    async fn start(env: &[(&str, &str)]) -> Self {
+        Self::start_with(env, &["serve", "--listen", "127.0.0.1:0"]).await
+    }
+
+    async fn start_with(env: &[(&str, &str)], args: &[&str]) -> Self {
+        let mut child = command(env, args).spawn().expect("spawn dbconsole");
+        let stdout = Lines::collect(child.stdout.take().unwrap());
+        let stderr = Lines::collect(child.stderr.take().unwrap());
+        let listening = stdout
+            .line("the `listening on` line", |line| {
+                line.starts_with("listening on ")
+            })
+            .await;
+        let addr = listening["listening on ".len()..].parse().unwrap();
+        Self {
+            child,
+            addr,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// The API key this server accepts, from its generated-credentials banner.
+    async fn printed(&self, name: &str) -> String {
+        let prefix = format!("  {name}=");
+        let line = self
+            .stdout
+            .line(&prefix, |line| line.starts_with(&prefix))
+            .await;
+        line[prefix.len()..].to_owned()
+    }
+
+    fn signal(&self, signal: Signal) {
+        let pid = self.child.id().expect("still running");
+        kill(Pid::from_raw(pid as i32), signal).unwrap();
+    }
+
+    async fn exit_status(&mut self) -> ExitStatus {
+        tokio::time::timeout(HANG_GUARD, self.child.wait())
+            .await
+            .expect("the server did not exit within the hang guard")
+            .unwrap()
+    }
+
+    /// SIGTERM, then the exit status, standard output and standard error in full.
+    async fn stop(mut self) -> (ExitStatus, String, String) {
+        self.signal(Signal::SIGTERM);
+        let status = self.exit_status().await;
+        (status, self.stdout.all().await, self.stderr.all().await)
+    }
+}
+
+/// The request log line for `method path` with this status, in a server's standard error.
+fn logged<'a>(stderr: &'a str, method: &str, path: &str, status: u16) -> &'a str {
+    let fields = [
+        format!("method={method} "),
+        format!("path={path} "),
+        format!("status={status} "),
+    ];
+    stderr
+        .lines()
+        .find(|line| fields.iter().all(|field| line.contains(field.as_str())))
+        .unwrap_or_else(|| panic!("no log line for {method} {path} {status} in:\n{stderr}"))
+}
+
+const KEY: &str = "test-api-key-5c1d08a7";
+const TOKEN: &str = "test-access-token-9e42b6";
+
+fn configured() -> [(&'static str, &'static str); 2] {
+    [
+        ("DBCONSOLE_API_KEY", KEY),
+        ("DBCONSOLE_ACCESS_TOKEN", TOKEN),
+    ]
+}
+
+#[tokio::test]
+async fn healthz_answers_ok_without_credentials() {
+    let server = Server::start(&configured()).await;
+    let response = request(server.addr, "GET", "/healthz", &[], None).await;
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, "ok");
+    assert_eq!(
+        response.header("content-type"),
+        Some("text/plain; charset=utf-8")
+    );
+    let head = request(server.addr, "HEAD", "/healthz", &[], None).await;
+    assert_eq!(head.status, 200);
+    let post = request(server.addr, "POST", "/healthz", &[], None).await;
+    assert_eq!(post.status, 405);
+    assert_eq!(post.header("allow"), Some("GET, HEAD"));
+    let (_, _, stderr) = server.stop().await;
+    logged(&stderr, "GET", "/healthz", 200);
+    logged(&stderr, "POST", "/healthz", 405);
+}
+
+#[tokio::test]
+async fn the_configured_api_key_creates_and_retrieves_a_database() {
+    let server = Server::start(&configured()).await;
+    let created = request(
+        server.addr,
+        "POST",
+        DATABASES,
+        &[("x-api-key", KEY)],
+        Some(&database_body("pw-reader-1")),
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let created = created.json();
+    let id = created["id"].as_str().unwrap();
+    assert!(id.starts_with("db_"), "{id}");
+
+    let path = format!("{DATABASES}/{id}");
+    let fetched = request(server.addr, "GET", &path, &[("x-api-key", KEY)], None).await;
+    assert_eq!(fetched.status, 200, "{}", fetched.body);
+    assert_eq!(fetched.json(), created);
+    assert!(!fetched.body.contains("pw-reader-1"));
+
+    // The access token is for the dashboard routes only.
+    let token = format!("Bearer {TOKEN}");
+    let dashboard = request(
+        server.addr,
+        "POST",
+        "/v1/dashboards",
+        &[("authorization", &token)],
+        Some(r#"{"name":"Ops","restricted_access":false}"#),
+    )
+    .await;
+    assert_eq!(dashboard.status, 200, "{}", dashboard.body);
+    let wrong_kind = request(server.addr, "GET", &path, &[("x-api-key", TOKEN)], None).await;
+    assert_eq!(wrong_kind.status, 401);
+}
+
+#[tokio::test]
+async fn a_missing_or_wrong_api_key_is_401() {
+    let server = Server::start(&configured()).await;
+    let body = database_body("pw-reader-1");
+    let missing = request(server.addr, "POST", DATABASES, &[], Some(&body)).await;
+    assert_eq!(missing.status, 401);
+    assert_eq!(
+        missing.json(),
+        serde_json::json!({"errors": {"detail": "Unauthorized"}})
+    );
+    let wrong = request(
+        server.addr,
+        "POST",
+        DATABASES,
+        &[("x-api-key", "not-the-key")],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(wrong.status, 401);
+    let dashboards = request(server.addr, "GET", "/v1/dashboards", &[], None).await;
+    assert_eq!(dashboards.status, 401);
+    assert_eq!(dashboards.header("www-authenticate"), Some("Bearer"));
+}
+
+#[tokio::test]
+async fn generated_credentials_are_printed_once_and_work() {
+    let server = Server::start(&[]).await;
+    let key = server.printed("DBCONSOLE_API_KEY").await;
+    let token = server.printed("DBCONSOLE_ACCESS_TOKEN").await;
+    assert_eq!(key.len(), 43, "{key}");
+    assert_ne!(key, token);
+
+    let created = request(
+        server.addr,
+        "POST",
+        DATABASES,
+        &[("x-api-key", &key)],
+        Some(&database_body("pw-reader-1")),
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let bearer = format!("Bearer {token}");
+    let dashboards = request(
+        server.addr,
+        "GET",
+        "/v1/dashboards",
+        &[("authorization", &bearer)],
+        None,
+    )
+    .await;
+    assert_eq!(dashboards.status, 200, "{}", dashboards.body);
+
+    let (status, stdout, stderr) = server.stop().await;
+    assert!(status.success(), "{status:?}\n{stderr}");
+    assert_eq!(stdout.matches(&key).count(), 1, "{stdout}");
+    assert_eq!(stdout.matches(&token).count(), 1, "{stdout}");
+    assert!(stdout.contains("generated credentials"), "{stdout}");
+    assert!(
+        !stderr.contains(&key) && !stderr.contains(&token),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn another_servers_credentials_are_not_accepted() {
+    // Generated credentials are random: one run's key opens nothing on another run.
+    let first = Server::start(&[]).await;
+    let second = Server::start(&[]).await;
+    let key = first.printed("DBCONSOLE_API_KEY").await;
+    assert_ne!(key, second.printed("DBCONSOLE_API_KEY").await);
+    let response = request(second.addr, "GET", DATABASES, &[("x-api-key", &key)], None).await;
+    assert_eq!(response.status, 401);
+}
+
+#[tokio::test]
+async fn the_request_log_line_has_method_path_status_and_no_secret() {
+    let server = Server::start(&configured()).await;
+    let password = "pw-never-logged-73e1";
+    let created = request(
+        server.addr,
+        "POST",
+        DATABASES,
+        &[("x-api-key", KEY)],
+        Some(&database_body(password)),
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+
+    let query_secret = "query-secret-0b7f";
+    let listed = request(
+        server.addr,
+        "GET",
+        &format!("{DATABASES}?limit=5&token={query_secret}"),
+        &[("x-api-key", KEY)],
+        None,
+    )
+    .await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    let denied = request(
+        server.addr,
+        "GET",
+        DATABASES,
+        &[("x-api-key", password)],
+        None,
+    )
+    .await;
+    assert_eq!(denied.status, 401);
+
+    let (status, stdout, stderr) = server.stop().await;
+    assert!(status.success(), "{status:?}\n{stderr}");
+    let line = logged(&stderr, "POST", DATABASES, 200);
+    assert!(line.contains("duration_ms="), "{line}");
+    // The query string is not part of the logged path.
+    logged(&stderr, "GET", DATABASES, 200);
+    logged(&stderr, "GET", DATABASES, 401);
+    for secret in [KEY, TOKEN, password, query_secret] {
+        assert!(!stderr.contains(secret), "{secret} logged:\n{stderr}");
+        assert!(!stdout.contains(secret), "{secret} printed:\n{stdout}");
+    }
+    assert!(!stdout.contains("generated"), "{stdout}");
+    assert!(stderr.contains("storage=memory"), "{stderr}");
+}
+
+#[tokio::test]
+async fn sigterm_exits_zero() {
+    let server = Server::start(&configured()).await;
+    let (status, _, stderr) = server.stop().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("signal=\"SIGTERM\""), "{stderr}");
+    assert!(stderr.contains("shutdown complete"), "{stderr}");
+}
+
+#[tokio::test]
+async fn sigint_exits_zero() {
+    let mut server = Server::start(&configured()).await;
+    server.signal(Signal::SIGINT);
+    assert_eq!(server.exit_status().await.code(), Some(0));
+    let stderr = server.stderr.all().await;
+    assert!(stderr.contains("signal=\"SIGINT\""), "{stderr}");
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_request_in_flight_finish() {
+    let mut server = Server::start(&configured()).await;
+    let body = database_body("pw-reader-1");
+    let (first, rest) = body.split_at(body.len() / 2);
+
+    // The request head, then wait for `100 Continue`: the server has started the request and
+    // is reading its body.
+    let mut conn = Conn::connect(server.addr).await;
+    let head = request_text(
+        "POST",
+        DATABASES,
+        &[("x-api-key", KEY), ("expect", "100-continue")],
+        Some(&body),
+        false,
+    );
+    let head = head.strip_suffix(body.as_str()).unwrap();
+    conn.send(head).await;
+    assert_eq!(conn.read_response(false).await.status, 100);
+    conn.send(first).await;
+
+    server.signal(Signal::SIGTERM);
+    server
+        .stderr
+        .line("the shutdown log line", |line| {
+            line.contains("no longer accepting")
+        })
+        .await;
+    assert!(
+        tokio::net::TcpStream::connect(server.addr).await.is_err(),
+        "a new connection was accepted after shutdown began"
+    );
+
+    conn.send(rest).await;
+    let response = conn.read_response(false).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.json()["name"], "Orders");
+    assert!(conn.is_closed_by_server().await);
+    assert_eq!(server.exit_status().await.code(), Some(0));
+}
+
+#[tokio::test]
+async fn the_listen_address_can_come_from_the_environment() {
+    let server = Server::start_with(
+        &[
+            ("DBCONSOLE_LISTEN", "127.0.0.1:0"),
+            ("DBCONSOLE_STORAGE", "memory"),
+            ("DBCONSOLE_DATA_DIR", "/nonexistent/dbconsole-test"),
+            ("DBCONSOLE_CHECK_TIMEOUT_SECS", "3"),
+            ("DBCONSOLE_API_KEY", KEY),
+        ],
+        &["serve"],
+    )
+    .await;
+    assert!(server.addr.ip().is_loopback());
+    assert_ne!(server.addr.port(), 0);
+    let response = request(server.addr, "GET", DATABASES, &[("x-api-key", KEY)], None).await;
+    assert_eq!(response.status, 200, "{}", response.body);
+}
+
+#[tokio::test]
+async fn an_address_in_use_fails_with_a_one_line_message() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let output = command(&[], &["serve", "--listen", &addr])
+        .output()
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let message = stderr
+        .lines()
+        .find(|line| line.starts_with("dbconsole: "))
+        .unwrap_or_else(|| panic!("no error line in {stderr}"));
+    assert!(
+        message.contains(&format!("cannot listen on {addr}")),
+        "{message}"
+    );
+    // Nothing is printed on standard output: no credentials for a server that never ran.
+    assert_eq!(String::from_utf8(output.stdout).unwrap(), "");
+}
+
+#[tokio::test]
+async fn bad_flags_and_variables_exit_non_zero() {
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: [Case<'_>; 5] = [
+        (&[], &["serve", "--storage", "cassandra"]),
+        (&[], &["serve", "--listen", "not-an-address"]),
+        (&[], &["serve", "--check-timeout-secs", "0"]),
+        (&[("DBCONSOLE_STORAGE", "cassandra")], &["serve"]),
+        (&[], &["frobnicate"]),
+    ];
+    for (env, args) in cases {
+        let output = command(env, args).output().await.unwrap();
+        assert!(!output.status.success(), "{env:?} {args:?} was accepted");
+        assert!(!output.stderr.is_empty(), "{env:?} {args:?}: no message");
+        assert!(
+            output.stdout.is_empty(),
+            "{env:?} {args:?}: printed something"
+        );
+    }
+}

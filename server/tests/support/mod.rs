@@ -1,0 +1,171 @@
+//! A small HTTP/1 client over a raw `TcpStream`, enough to drive the server byte for byte
+//! (keep-alive, `expect: 100-continue`, a body sent in two parts).
+
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A parsed response.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Response {
+    /// The first value of this header (name compared without case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|error| panic!("body is not JSON ({error}): {}", self.body))
+    }
+}
+
+/// One client connection.
+pub struct Conn {
+    stream: TcpStream,
+    buffer: Vec<u8>,
+}
+
+impl Conn {
+    pub async fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr)
+            .await
+            .unwrap_or_else(|error| panic!("connect to {addr}: {error}"));
+        Self {
+            stream,
+            buffer: Vec::new(),
+        }
+    }
+
+    pub async fn send(&mut self, bytes: &str) {
+        self.stream.write_all(bytes.as_bytes()).await.unwrap();
+        self.stream.flush().await.unwrap();
+    }
+
+    /// Reads more bytes into the buffer; false at end of stream.
+    async fn fill(&mut self) -> bool {
+        let mut chunk = [0u8; 4096];
+        let read = self.stream.read(&mut chunk).await.unwrap_or(0);
+        self.buffer.extend_from_slice(&chunk[..read]);
+        read > 0
+    }
+
+    /// The next response (a `100 Continue` counts as one). `head`: the request was `HEAD`, so
+    /// the response has no body whatever its `content-length`.
+    pub async fn read_response(&mut self, head: bool) -> Response {
+        let end = loop {
+            if let Some(at) = find(&self.buffer, b"\r\n\r\n") {
+                break at;
+            }
+            assert!(
+                self.fill().await,
+                "connection closed before a response head; got {:?}",
+                String::from_utf8_lossy(&self.buffer)
+            );
+        };
+        let head_text = String::from_utf8(self.buffer[..end].to_vec()).unwrap();
+        self.buffer.drain(..end + 4);
+        let mut lines = head_text.split("\r\n");
+        let status_line = lines.next().unwrap();
+        let status: u16 = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("bad status line {status_line:?}"));
+        let headers: Vec<(String, String)> = lines
+            .map(|line| {
+                let (name, value) = line.split_once(':').expect("header line");
+                (name.trim().to_owned(), value.trim().to_owned())
+            })
+            .collect();
+        let mut response = Response {
+            status,
+            headers,
+            body: String::new(),
+        };
+        let length: usize = match response.header("content-length") {
+            _ if head || status < 200 => 0,
+            Some(length) => length.parse().unwrap(),
+            None => 0,
+        };
+        while self.buffer.len() < length {
+            assert!(self.fill().await, "connection closed inside a body");
+        }
+        let body: Vec<u8> = self.buffer.drain(..length).collect();
+        response.body = String::from_utf8(body).unwrap();
+        response
+    }
+
+    /// Whether the server closed the connection (the next read is the end of the stream).
+    pub async fn is_closed_by_server(&mut self) -> bool {
+        !self.fill().await && self.buffer.is_empty()
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
+
+/// The text of a request with a `content-length` for `body`; `close` adds `connection: close`.
+pub fn request_text(
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+    close: bool,
+) -> String {
+    let mut text = format!("{method} {path} HTTP/1.1\r\nhost: localhost\r\n");
+    for (name, value) in headers {
+        text.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if close {
+        text.push_str("connection: close\r\n");
+    }
+    if let Some(body) = body {
+        text.push_str(&format!(
+            "content-type: application/json\r\ncontent-length: {}\r\n",
+            body.len()
+        ));
+    }
+    text.push_str("\r\n");
+    text.push_str(body.unwrap_or(""));
+    text
+}
+
+/// One request on a fresh connection (closed after the response).
+pub async fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> Response {
+    let mut conn = Conn::connect(addr).await;
+    conn.send(&request_text(method, path, headers, body, true))
+        .await;
+    conn.read_response(method == "HEAD").await
+}
+
+/// A minimal valid create-database body; its password is `password`.
+pub fn database_body(password: &str) -> String {
+    serde_json::json!({
+        "name": "Orders",
+        "adapter": "postgres",
+        "hostname": "db.internal",
+        "database": "orders",
+        "credentials": [{"username": "reader", "password": password}]
+    })
+    .to_string()
+}

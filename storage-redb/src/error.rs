@@ -1,0 +1,49 @@
+//! [`OpenError`]: why a store could not be opened.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Why [`RedbStorage::open`](crate::RedbStorage::open) or
+/// [`RedbStorage::in_memory`](crate::RedbStorage::in_memory) failed. Opening never changes a
+/// file it refuses.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// The key check value in the file does not decrypt under the given key.
+    #[error("the secret key does not match the one this data was written with")]
+    WrongKey,
+    /// The file was written in a format newer than this build reads.
+    #[error(
+        "the data file was written in format {found} by a newer version of dbconsole; \
+         this version reads formats up to {supported}"
+    )]
+    NewerFormat {
+        /// The format version recorded in the file.
+        found: u32,
+        /// The newest format version this build reads.
+        supported: u32,
+    },
+    /// The file is a redb database, but not one that dbconsole wrote.
+    #[error("the file is a redb database but not a dbconsole data file")]
+    NotDbconsole,
+    /// The file's metadata is damaged.
+    #[error("the data file's metadata is damaged: {0}")]
+    Corrupt(&'static str),
+    /// Another process has the file open.
+    #[error("the data file {} is already open in another process", path.display())]
+    AlreadyOpen {
+        /// The data file.
+        path: PathBuf,
+    },
+    /// The data file or its directory could not be created.
+    #[error("cannot create {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: io::Error,
+    },
+    /// redb failed to open or initialise the file.
+    #[error("the data file could not be opened: {0}")]
+    Redb(#[from] redb::Error),
+}

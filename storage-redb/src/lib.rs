@@ -1,0 +1,843 @@
+//! # dbconsole-storage-redb
+//!
+//! The durable [`Storage`] backend of dbconsole: one [redb] file, secrets encrypted at rest.
+//!
+//! ## Why redb
+//!
+//! The control plane keeps a few thousand small records that change rarely and must never be
+//! half-written. redb is an embedded, pure-Rust, copy-on-write B-tree store with ACID write
+//! transactions: no server to run, one file to back up, and every trait call maps onto exactly
+//! one write transaction. It is blocking, so every operation runs on Tokio's blocking pool
+//! ([`tokio::task::spawn_blocking`]), never on the async threads.
+//!
+//! ## Atomicity
+//!
+//! Every [`Storage`] method is **one** redb transaction: a database with all its credentials and
+//! its `api_id` index entry, a dashboard with all its panels, a delete with its cascade and its
+//! guard. The `update_*` / `upsert_*` edit closures run inside the write transaction, between
+//! the read of the stored record and the write of the new one; redb runs one write transaction
+//! at a time, so no other write can come in between and each closure runs exactly once. When
+//! anything fails part-way (the closure answers `Err`, an edit changes the record's identity, a
+//! record does not encode, redb fails), the transaction is aborted and the file is left as it
+//! was. A caller that stops waiting (a dropped future) does not cancel the operation: it
+//! commits or aborts as a whole on the blocking pool.
+//!
+//! ## Durability
+//!
+//! Every write transaction commits with [`redb::Durability::Immediate`] (redb's default, set
+//! explicitly): "commits with this durability level are guaranteed to be persistent as soon as
+//! `commit` returns", i.e. redb has `fsync`ed the file before the operation answers. We also turn
+//! on redb's two-phase commit (new state, `fsync`, then the switch to it, `fsync`): a second
+//! `fsync` per write, cheap for a control plane that writes rarely, in exchange for never having
+//! to trust a checksum to pick the live commit after a crash. So **an operation that answered
+//! survives a crash** (process kill or power loss) right after; one that had not answered is
+//! either entirely there or entirely absent after a restart (as far as the disk honours
+//! `fsync`). After an unclean shutdown redb repairs its allocator state on the next open, which
+//! takes longer on a large file. A [`RedbStorage`] holds redb's file lock: a second process (or a
+//! second [`RedbStorage::open`] of the same file) is refused with [`OpenError::AlreadyOpen`].
+//!
+//! ## Secrets at rest
+//!
+//! Credential passwords and TLS material (the [`Secret`](dbconsole_core::model::Secret) fields:
+//! `Credential.password`, `Database.tls.{ca_cert, client_cert, client_key}`) are encrypted with
+//! XChaCha20-Poly1305 ([`chacha20poly1305`], RustCrypto) under a 32-byte [`SecretKey`], with a
+//! fresh random 24-byte nonce per value and per write. Each ciphertext is bound to its place by
+//! its associated data (`database/<id>/credential/<credential id>/password`,
+//! `database/<id>/tls/<field>`), so a ciphertext copied onto another credential, field or record
+//! does not decrypt. Everything else (names, host names, usernames, dashboards) is stored in
+//! clear. The key comes from `DBCONSOLE_SECRET_KEY` ([`SecretKey::from_base64`]) or from a key
+//! file created once ([`SecretKey::load_or_create`]). The meta table holds a key check value (a
+//! fixed label encrypted under the key), so opening a file with another key fails at once with
+//! [`OpenError::WrongKey`] instead of answering garbage later.
+//!
+//! ## Stored format
+//!
+//! | table | key → value | what |
+//! |---|---|---|
+//! | `meta` | `&str` → `&[u8]` | `format_version` (u32, little endian), `key_check` |
+//! | `databases` | id → record | a database with its credentials |
+//! | `database_api_ids` | `api_id` → id | index for lookups and deletes by `api_id` |
+//! | `dashboards` | id → record | a dashboard with its panels, actions and input mappings |
+//! | `inherited_by` (multimap) | id → ids | databases that inherit this one's data protection policies; a non-empty entry makes its delete fail with [`StorageError::Inherited`] |
+//!
+//! Lookups by id and by `api_id` are point reads, listings are range scans from `after`, never
+//! full scans. A record is one version byte followed by a private struct (separate from
+//! [`dbconsole_core::model`], which has no `Serialize` on purpose) encoded with [postcard]:
+//! compact, with a specified wire format. Postcard is not self-describing, so a record struct
+//! never changes shape: a new shape is a new version byte, and older versions stay readable.
+//! The file as a whole carries [`FORMAT_VERSION`] in `meta`; this build opens files up to that
+//! version and refuses a newer one with [`OpenError::NewerFormat`] (never misreading it). The
+//! `meta` table's own shape never changes.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! use std::sync::Arc;
+//! use dbconsole_core::{ConsoleService, StaticCredentials};
+//! use dbconsole_storage_redb::{RedbStorage, SecretKey};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let key = match std::env::var("DBCONSOLE_SECRET_KEY") {
+//!     Ok(text) => SecretKey::from_base64(&text)?,
+//!     Err(_) => SecretKey::load_or_create(Path::new("data/secret.key"))?,
+//! };
+//! let storage = RedbStorage::open(Path::new("data/dbconsole.redb"), key)?;
+//! let service =
+//!     ConsoleService::builder(Arc::new(storage), Arc::new(StaticCredentials::default())).build();
+//! # let _ = service;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! [redb]: https://www.redb.org
+//! [postcard]: https://docs.rs/postcard
+
+mod crypto;
+mod error;
+mod key;
+mod record;
+
+use std::fmt;
+use std::fs;
+use std::io;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use dbconsole_core::model::{Dashboard, Database};
+use dbconsole_core::storage::{
+    DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page, Storage,
+    StorageError, ensure_same_identity,
+};
+use redb::backends::InMemoryBackend;
+use redb::{
+    Durability, MultimapTableDefinition, ReadTransaction, ReadableDatabase, ReadableMultimapTable,
+    ReadableTable, Table, TableDefinition, TableHandle, WriteTransaction,
+};
+
+use crate::crypto::Cipher;
+pub use crate::error::OpenError;
+pub use crate::key::{KeyError, SecretKey};
+use crate::record::RecordError;
+
+/// The format version of files this build writes, and the newest it opens.
+pub const FORMAT_VERSION: u32 = 1;
+
+const META: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("meta");
+const DATABASES: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("databases");
+const DATABASE_API_IDS: TableDefinition<'static, &str, &str> =
+    TableDefinition::new("database_api_ids");
+const DASHBOARDS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("dashboards");
+const INHERITED_BY: MultimapTableDefinition<'static, &str, &str> =
+    MultimapTableDefinition::new("inherited_by");
+
+const META_FORMAT_VERSION: &str = "format_version";
+const META_KEY_CHECK: &str = "key_check";
+
+/// The redb backend. Open it once per process and share it with `Arc`; see the
+/// [crate documentation](crate) for what it guarantees.
+pub struct RedbStorage {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: redb::Database,
+    cipher: Cipher,
+    path: Option<PathBuf>,
+}
+
+impl fmt::Debug for RedbStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedbStorage")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedbStorage {
+    /// Opens the data file at `path`, creating it (mode 0600 on Unix) and its parent directory
+    /// when missing. A new file is initialised with the current format and a key check value
+    /// for `key`; an existing one must have been written with `key` in a format this build
+    /// reads. Blocking: call it before serving, or from a blocking thread.
+    pub fn open(path: &Path, key: SecretKey) -> Result<Self, OpenError> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent).map_err(|source| OpenError::Io {
+                path: parent.to_owned(),
+                source,
+            })?;
+        }
+        create_private_file(path)?;
+        let db = redb::Database::create(path).map_err(|error| match error {
+            redb::DatabaseError::DatabaseAlreadyOpen => OpenError::AlreadyOpen {
+                path: path.to_owned(),
+            },
+            other => OpenError::Redb(other.into()),
+        })?;
+        Self::initialise(db, &key, Some(path.to_owned()))
+    }
+
+    /// A store in memory (redb's [`InMemoryBackend`]): the same code paths as a file, nothing
+    /// survives the process. For tests.
+    pub fn in_memory(key: SecretKey) -> Result<Self, OpenError> {
+        let db = redb::Database::builder()
+            .create_with_backend(InMemoryBackend::new())
+            .map_err(redb::Error::from)?;
+        Self::initialise(db, &key, None)
+    }
+
+    /// The data file, or `None` in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.path.as_deref()
+    }
+
+    fn initialise(
+        db: redb::Database,
+        key: &SecretKey,
+        path: Option<PathBuf>,
+    ) -> Result<Self, OpenError> {
+        let cipher = Cipher::new(key);
+        let mut txn = db.begin_write().map_err(redb::Error::from)?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(redb::Error::from)?;
+        txn.set_two_phase_commit(true);
+        match check_or_write_meta(&txn, &cipher) {
+            Ok(()) => txn.commit().map_err(redb::Error::from)?,
+            Err(error) => {
+                if let Err(abort) = txn.abort() {
+                    tracing::warn!(error = %abort, "aborting the open transaction failed");
+                }
+                return Err(error);
+            }
+        }
+        Ok(Self {
+            inner: Arc::new(Inner { db, cipher, path }),
+        })
+    }
+
+    /// Runs `work` on the blocking pool. A panic in it (an edit closure's) is resumed here.
+    async fn run<T, F>(&self, work: F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T, StorageError> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        match tokio::task::spawn_blocking(move || work(&inner)).await {
+            Ok(result) => result,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(error) => Err(StorageError::backend(error)),
+        }
+    }
+}
+
+/// Creates an empty file with mode 0600 unless one exists (redb then initialises it), so the
+/// data file is never readable by other users, even for a moment.
+fn create_private_file(path: &Path) -> Result<(), OpenError> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(source) => Err(OpenError::Io {
+            path: path.to_owned(),
+            source,
+        }),
+    }
+}
+
+/// Checks the format version and the key of an existing file, or initialises a new one; then
+/// creates any missing table.
+fn check_or_write_meta(txn: &WriteTransaction, cipher: &Cipher) -> Result<(), OpenError> {
+    let redb = |error: redb::TableError| OpenError::Redb(error.into());
+    let tables: Vec<String> = txn
+        .list_tables()
+        .map_err(redb_storage)?
+        .map(|table| table.name().to_owned())
+        .collect();
+    let has_meta = tables.iter().any(|name| name == META.name());
+    if !has_meta {
+        let other_tables = !tables.is_empty()
+            || txn
+                .list_multimap_tables()
+                .map_err(redb_storage)?
+                .next()
+                .is_some();
+        if other_tables {
+            return Err(OpenError::NotDbconsole);
+        }
+    }
+    let mut meta = txn.open_table(META).map_err(redb)?;
+    if has_meta {
+        let version = match meta.get(META_FORMAT_VERSION).map_err(redb_storage)? {
+            None => return Err(OpenError::Corrupt("it has no format version")),
+            Some(bytes) => <[u8; 4]>::try_from(bytes.value())
+                .map(u32::from_le_bytes)
+                .map_err(|_| OpenError::Corrupt("its format version is not 4 bytes"))?,
+        };
+        if version > FORMAT_VERSION {
+            return Err(OpenError::NewerFormat {
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if version == 0 {
+            return Err(OpenError::Corrupt("its format version is 0"));
+        }
+        let matches = match meta.get(META_KEY_CHECK).map_err(redb_storage)? {
+            None => return Err(OpenError::Corrupt("it has no key check value")),
+            Some(check) => cipher.matches_key_check(check.value()),
+        };
+        if !matches {
+            return Err(OpenError::WrongKey);
+        }
+    } else {
+        let check = cipher
+            .key_check()
+            .map_err(|_| OpenError::Corrupt("the key check value could not be made"))?;
+        meta.insert(META_FORMAT_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())
+            .map_err(redb_storage)?;
+        meta.insert(META_KEY_CHECK, check.as_slice())
+            .map_err(redb_storage)?;
+    }
+    drop(meta);
+    txn.open_table(DATABASES).map_err(redb)?;
+    txn.open_table(DATABASE_API_IDS).map_err(redb)?;
+    txn.open_table(DASHBOARDS).map_err(redb)?;
+    txn.open_multimap_table(INHERITED_BY).map_err(redb)?;
+    Ok(())
+}
+
+fn redb_storage(error: redb::StorageError) -> OpenError {
+    OpenError::Redb(error.into())
+}
+
+/// Maps redb's errors into [`StorageError::Backend`].
+trait OrBackend<T> {
+    fn or_backend(self) -> Result<T, StorageError>;
+}
+
+impl<T, E: Into<redb::Error>> OrBackend<T> for Result<T, E> {
+    fn or_backend(self) -> Result<T, StorageError> {
+        self.map_err(|error| StorageError::backend(error.into()))
+    }
+}
+
+impl From<RecordError> for StorageError {
+    fn from(error: RecordError) -> Self {
+        StorageError::backend(error)
+    }
+}
+
+type BytesTable<'txn> = Table<'txn, &'static str, &'static [u8]>;
+
+impl Inner {
+    fn read<T>(
+        &self,
+        work: impl FnOnce(&ReadTransaction) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let txn = self.db.begin_read().or_backend()?;
+        work(&txn)
+    }
+
+    /// One durable write transaction: committed when `work` succeeds, aborted (leaving the
+    /// file as it was) when it fails.
+    fn write<T>(
+        &self,
+        work: impl FnOnce(&WriteTransaction) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let mut txn = self.db.begin_write().or_backend()?;
+        txn.set_durability(Durability::Immediate).or_backend()?;
+        txn.set_two_phase_commit(true);
+        match work(&txn) {
+            Ok(value) => {
+                txn.commit().or_backend()?;
+                Ok(value)
+            }
+            Err(error) => {
+                if let Err(abort) = txn.abort() {
+                    tracing::warn!(error = %abort, "aborting a failed write transaction failed");
+                }
+                Err(error)
+            }
+        }
+    }
+
+    fn get_database(
+        &self,
+        databases: &impl ReadableTable<&'static str, &'static [u8]>,
+        id: &str,
+    ) -> Result<Option<Database>, StorageError> {
+        match databases.get(id).or_backend()? {
+            None => Ok(None),
+            Some(bytes) => Ok(Some(record::decode_database(
+                &self.cipher,
+                id,
+                bytes.value(),
+            )?)),
+        }
+    }
+
+    fn id_by_api_id(
+        api_ids: &impl ReadableTable<&'static str, &'static str>,
+        api_id: &str,
+    ) -> Result<Option<String>, StorageError> {
+        Ok(api_ids
+            .get(api_id)
+            .or_backend()?
+            .map(|id| id.value().to_owned()))
+    }
+
+    /// Stores a database and its `api_id` index entry.
+    fn put_database(
+        &self,
+        databases: &mut BytesTable<'_>,
+        api_ids: &mut Table<'_, &'static str, &'static str>,
+        database: &Database,
+    ) -> Result<(), StorageError> {
+        let bytes = record::encode_database(&self.cipher, database)?;
+        let id = database.id.as_str();
+        databases.insert(id, bytes.as_slice()).or_backend()?;
+        if let Some(api_id) = &database.api_id {
+            api_ids.insert(api_id.as_str(), id).or_backend()?;
+        }
+        Ok(())
+    }
+}
+
+/// The records of a table from `page.after` (exclusive), at most `page.limit` of them.
+fn page<T>(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    page: Page<'_>,
+    mut decode: impl FnMut(&str, &[u8]) -> Result<T, RecordError>,
+) -> Result<Vec<T>, StorageError> {
+    let start = match page.after {
+        Some(after) => Bound::Excluded(after),
+        None => Bound::Unbounded,
+    };
+    let mut records = Vec::new();
+    if page.limit == 0 {
+        return Ok(records);
+    }
+    for entry in table
+        .range::<&str>((start, Bound::Unbounded))
+        .or_backend()?
+    {
+        let (key, value) = entry.or_backend()?;
+        records.push(decode(key.value(), value.value())?);
+        if records.len() == page.limit {
+            break;
+        }
+    }
+    Ok(records)
+}
+
+#[async_trait]
+impl Storage for RedbStorage {
+    async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut databases = txn.open_table(DATABASES).or_backend()?;
+                let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+                let id_taken = databases.get(database.id.as_str()).or_backend()?.is_some();
+                let api_id_taken = match &database.api_id {
+                    Some(api_id) => api_ids.get(api_id.as_str()).or_backend()?.is_some(),
+                    None => false,
+                };
+                if id_taken || api_id_taken {
+                    return Err(StorageError::AlreadyExists);
+                }
+                inner.put_database(&mut databases, &mut api_ids, &database)
+            })
+        })
+        .await
+    }
+
+    async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
+        let id = id.to_owned();
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let databases = txn.open_table(DATABASES).or_backend()?;
+                inner.get_database(&databases, &id)
+            })
+        })
+        .await
+    }
+
+    async fn database_by_api_id(&self, api_id: &str) -> Result<Option<Database>, StorageError> {
+        let api_id = api_id.to_owned();
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+                let Some(id) = Inner::id_by_api_id(&api_ids, &api_id)? else {
+                    return Ok(None);
+                };
+                let databases = txn.open_table(DATABASES).or_backend()?;
+                inner.get_database(&databases, &id)
+            })
+        })
+        .await
+    }
+
+    async fn list_databases(&self, request: Page<'_>) -> Result<Vec<Database>, StorageError> {
+        let after = request.after.map(str::to_owned);
+        let limit = request.limit;
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let databases = txn.open_table(DATABASES).or_backend()?;
+                let request = Page {
+                    after: after.as_deref(),
+                    limit,
+                };
+                page(&databases, request, |id, bytes| {
+                    record::decode_database(&inner.cipher, id, bytes)
+                })
+            })
+        })
+        .await
+    }
+
+    async fn update_database(
+        &self,
+        id: &str,
+        mut edit: DatabaseEdit,
+    ) -> Result<Database, StorageError> {
+        let id = id.to_owned();
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut databases = txn.open_table(DATABASES).or_backend()?;
+                let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+                let stored = inner
+                    .get_database(&databases, &id)?
+                    .ok_or(StorageError::NotFound)?;
+                let updated = edit(&stored).map_err(StorageError::Invalid)?;
+                ensure_same_identity(&stored, &updated)?;
+                inner.put_database(&mut databases, &mut api_ids, &updated)?;
+                Ok(updated)
+            })
+        })
+        .await
+    }
+
+    async fn upsert_database_by_api_id(
+        &self,
+        api_id: &str,
+        mut edit: DatabaseUpsert,
+    ) -> Result<Database, StorageError> {
+        let api_id = api_id.to_owned();
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut databases = txn.open_table(DATABASES).or_backend()?;
+                let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+                let stored = match Inner::id_by_api_id(&api_ids, &api_id)? {
+                    Some(id) => inner.get_database(&databases, &id)?,
+                    None => None,
+                };
+                let updated = edit(stored.as_ref()).map_err(StorageError::Invalid)?;
+                match &stored {
+                    Some(stored) => ensure_same_identity(stored, &updated)?,
+                    None if updated.api_id.as_deref() != Some(api_id.as_str()) => {
+                        return Err(StorageError::IdentityChanged);
+                    }
+                    None => {
+                        if databases.get(updated.id.as_str()).or_backend()?.is_some() {
+                            return Err(StorageError::AlreadyExists);
+                        }
+                    }
+                }
+                inner.put_database(&mut databases, &mut api_ids, &updated)?;
+                Ok(updated)
+            })
+        })
+        .await
+    }
+
+    async fn delete_database(&self, key: DatabaseKey<'_>) -> Result<Database, StorageError> {
+        enum OwnedKey {
+            Id(String),
+            ApiId(String),
+        }
+        let key = match key {
+            DatabaseKey::Id(id) => OwnedKey::Id(id.to_owned()),
+            DatabaseKey::ApiId(api_id) => OwnedKey::ApiId(api_id.to_owned()),
+        };
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut databases = txn.open_table(DATABASES).or_backend()?;
+                let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+                let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
+                let id = match key {
+                    OwnedKey::Id(id) => id,
+                    OwnedKey::ApiId(api_id) => {
+                        Inner::id_by_api_id(&api_ids, &api_id)?.ok_or(StorageError::NotFound)?
+                    }
+                };
+                let removed = inner
+                    .get_database(&databases, &id)?
+                    .ok_or(StorageError::NotFound)?;
+
+                // The guard: databases that inherit this one's data protection policies.
+                let mut heirs = Vec::new();
+                for heir in inherited_by.get(id.as_str()).or_backend()? {
+                    let heir = heir.or_backend()?.value().to_owned();
+                    let name = match databases.get(heir.as_str()).or_backend()? {
+                        Some(bytes) => record::decode_database_stored(&heir, bytes.value())?.name,
+                        // A dangling index entry; name the heir by its id alone.
+                        None => String::new(),
+                    };
+                    heirs.push(DatabaseRef { id: heir, name });
+                }
+                if !heirs.is_empty() {
+                    return Err(StorageError::Inherited(heirs));
+                }
+
+                databases.remove(id.as_str()).or_backend()?;
+                if let Some(api_id) = &removed.api_id {
+                    api_ids.remove(api_id.as_str()).or_backend()?;
+                }
+                inherited_by.remove_all(id.as_str()).or_backend()?;
+                Ok(removed)
+            })
+        })
+        .await
+    }
+
+    async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+                let id = dashboard.id.as_str();
+                if dashboards.get(id).or_backend()?.is_some() {
+                    return Err(StorageError::AlreadyExists);
+                }
+                let bytes = record::encode_dashboard(&dashboard)?;
+                dashboards.insert(id, bytes.as_slice()).or_backend()?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
+        let id = id.to_owned();
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+                match dashboards.get(id.as_str()).or_backend()? {
+                    None => Ok(None),
+                    Some(bytes) => Ok(Some(record::decode_dashboard(&id, bytes.value())?)),
+                }
+            })
+        })
+        .await
+    }
+
+    async fn list_dashboards(&self, request: Page<'_>) -> Result<Vec<Dashboard>, StorageError> {
+        let after = request.after.map(str::to_owned);
+        let limit = request.limit;
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+                let request = Page {
+                    after: after.as_deref(),
+                    limit,
+                };
+                page(&dashboards, request, record::decode_dashboard)
+            })
+        })
+        .await
+    }
+
+    async fn update_dashboard(
+        &self,
+        id: &str,
+        mut edit: DashboardEdit,
+    ) -> Result<Dashboard, StorageError> {
+        let id = id.to_owned();
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+                let stored = match dashboards.get(id.as_str()).or_backend()? {
+                    None => return Err(StorageError::NotFound),
+                    Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
+                };
+                let updated = edit(&stored).map_err(StorageError::Invalid)?;
+                if updated.id != stored.id {
+                    return Err(StorageError::IdentityChanged);
+                }
+                let bytes = record::encode_dashboard(&updated)?;
+                dashboards
+                    .insert(id.as_str(), bytes.as_slice())
+                    .or_backend()?;
+                Ok(updated)
+            })
+        })
+        .await
+    }
+
+    async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
+        let id = id.to_owned();
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+                let removed = match dashboards.remove(id.as_str()).or_backend()? {
+                    None => return Err(StorageError::NotFound),
+                    Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
+                };
+                Ok(removed)
+            })
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use dbconsole_core::model::{
+        Adapter, Credential, CredentialId, DatabaseId, Secret, Timestamp, TlsMaterial,
+    };
+    use redb::ReadableTableMetadata;
+
+    use super::*;
+
+    pub(crate) fn sample_database(name: &str, api_id: Option<&str>) -> Database {
+        let now = Timestamp::now();
+        Database {
+            id: DatabaseId::generate(),
+            api_id: api_id.map(str::to_owned),
+            name: name.to_owned(),
+            adapter: Adapter::Postgres,
+            hostname: "db.internal".to_owned(),
+            port: None,
+            database: "orders".to_owned(),
+            ssl: true,
+            verify_server_hostname: false,
+            restrict_access: false,
+            review_bypass_allowed: false,
+            group: None,
+            slack_channel: None,
+            tunnel_id: None,
+            ai_enabled: false,
+            ai_max_rows: 100,
+            connection_parameters: Vec::new(),
+            credentials: vec![Credential {
+                id: CredentialId::generate(),
+                username: "reader".to_owned(),
+                password: Some(Secret::from("pw-reader")),
+                hostname: None,
+                ai_allowed: false,
+                timeout: None,
+                reviews_required: 0,
+                default_credential: true,
+            }],
+            tls: TlsMaterial {
+                ca_cert: Some(Secret::from("ca")),
+                ..TlsMaterial::default()
+            },
+            inserted_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn store() -> RedbStorage {
+        RedbStorage::in_memory(SecretKey::generate().unwrap()).unwrap()
+    }
+
+    #[test]
+    fn a_write_that_fails_after_writing_leaves_nothing() {
+        let storage = store();
+        let database = sample_database("Orders", Some("ext-orders"));
+        let result: Result<(), StorageError> = storage.inner.write(|txn| {
+            let mut databases = txn.open_table(DATABASES).or_backend()?;
+            let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+            storage
+                .inner
+                .put_database(&mut databases, &mut api_ids, &database)?;
+            Err(StorageError::IdentityChanged)
+        });
+        assert!(matches!(result, Err(StorageError::IdentityChanged)));
+        let txn = storage.inner.db.begin_read().unwrap();
+        assert!(txn.open_table(DATABASES).unwrap().is_empty().unwrap());
+        assert!(
+            txn.open_table(DATABASE_API_IDS)
+                .unwrap()
+                .is_empty()
+                .unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn delete_of_a_database_whose_policies_are_inherited_is_refused() {
+        let storage = store();
+        let parent = sample_database("Parent", Some("ext-parent"));
+        let heir = sample_database("Heir", None);
+        storage.insert_database(parent.clone()).await.unwrap();
+        storage.insert_database(heir.clone()).await.unwrap();
+        storage
+            .inner
+            .write(|txn| {
+                let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
+                inherited_by
+                    .insert(parent.id.as_str(), heir.id.as_str())
+                    .or_backend()?;
+                Ok(())
+            })
+            .unwrap();
+
+        for key in [
+            DatabaseKey::Id(parent.id.as_str()),
+            DatabaseKey::ApiId("ext-parent"),
+        ] {
+            match storage.delete_database(key).await {
+                Err(StorageError::Inherited(heirs)) => assert_eq!(
+                    heirs,
+                    vec![DatabaseRef {
+                        id: heir.id.as_str().to_owned(),
+                        name: "Heir".to_owned(),
+                    }]
+                ),
+                other => panic!("expected Inherited, got {other:?}"),
+            }
+        }
+        // Nothing changed: the record, its api_id entry and the index entry are all there.
+        assert_eq!(
+            storage.database(parent.id.as_str()).await.unwrap(),
+            Some(parent.clone())
+        );
+        assert_eq!(
+            storage.database_by_api_id("ext-parent").await.unwrap(),
+            Some(parent.clone())
+        );
+
+        // The heir itself can go; then, with its entry removed, so can the parent.
+        storage
+            .delete_database(DatabaseKey::Id(heir.id.as_str()))
+            .await
+            .unwrap();
+        storage
+            .inner
+            .write(|txn| {
+                let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
+                inherited_by
+                    .remove(parent.id.as_str(), heir.id.as_str())
+                    .or_backend()?;
+                Ok(())
+            })
+            .unwrap();
+        let removed = storage
+            .delete_database(DatabaseKey::ApiId("ext-parent"))
+            .await
+            .unwrap();
+        assert_eq!(removed, parent);
+        assert_eq!(
+            storage.database_by_api_id("ext-parent").await.unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn debug_shows_no_key() {
+        let storage = store();
+        assert_eq!(format!("{storage:?}"), "RedbStorage { path: None, .. }");
+    }
+}

@@ -1,0 +1,506 @@
+//! The redb backend on a real data file: what is on disk (no plaintext secrets), what survives a
+//! close and reopen, what opening refuses (wrong key, newer format, a file already open, a
+//! foreign redb file), and that failed operations leave the file as it was.
+//!
+//! The size measurement is an ignored test:
+//! `cargo test --release -p dbconsole-storage-redb --test data_file -- --ignored --nocapture`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use dbconsole_core::ValidationErrors;
+use dbconsole_core::model::{
+    Action, ActionId, Adapter, ConnectionParameter, Credential, CredentialId, Dashboard,
+    DashboardId, Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput,
+    Secret, Timestamp, TlsMaterial,
+};
+use dbconsole_core::storage::{DatabaseKey, Page, Storage, StorageError};
+use dbconsole_storage_redb::{FORMAT_VERSION, OpenError, RedbStorage, SecretKey};
+use redb::{ReadableDatabase, TableDefinition};
+
+/// The `meta` table as the crate documents it.
+const META: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("meta");
+
+const ALL: Page<'static> = Page {
+    after: None,
+    limit: usize::MAX,
+};
+
+fn key() -> SecretKey {
+    SecretKey::generate().expect("a key")
+}
+
+fn data_file(dir: &tempfile::TempDir) -> PathBuf {
+    dir.path().join("data").join("dbconsole.redb")
+}
+
+fn credential(username: &str, password: &str) -> Credential {
+    Credential {
+        id: CredentialId::generate(),
+        username: username.to_owned(),
+        password: Some(Secret::from(password)),
+        hostname: None,
+        ai_allowed: true,
+        timeout: Some(7),
+        reviews_required: 1,
+        default_credential: false,
+    }
+}
+
+/// A database whose secrets all contain `tag`, so they can be searched for.
+fn database(n: usize, tag: &str, api_id: Option<String>) -> Database {
+    let now = Timestamp::now();
+    let mut first = credential(&format!("reader-{n}"), &format!("pw-{tag}-reader-{n}"));
+    first.default_credential = true;
+    Database {
+        id: DatabaseId::generate(),
+        api_id,
+        name: format!("Visible name {tag} {n}"),
+        adapter: Adapter::Postgres,
+        hostname: format!("host-{n}.internal"),
+        port: Some(5433),
+        database: "orders".to_owned(),
+        ssl: true,
+        verify_server_hostname: true,
+        restrict_access: true,
+        review_bypass_allowed: false,
+        group: Some("prod".to_owned()),
+        slack_channel: None,
+        tunnel_id: None,
+        ai_enabled: true,
+        ai_max_rows: 250,
+        connection_parameters: vec![ConnectionParameter {
+            name: "application_name".to_owned(),
+            value: "dbconsole".to_owned(),
+        }],
+        credentials: vec![
+            first,
+            credential(&format!("writer-{n}"), &format!("pw-{tag}-writer-{n}")),
+        ],
+        tls: TlsMaterial {
+            ca_cert: Some(Secret::from(format!(
+                "-----BEGIN CERTIFICATE-----\nCA-{tag}-{n}\n-----END CERTIFICATE-----\n"
+            ))),
+            client_cert: Some(Secret::from(format!(
+                "-----BEGIN CERTIFICATE-----\nCLIENT-{tag}-{n}\n-----END CERTIFICATE-----\n"
+            ))),
+            client_key: Some(Secret::from(format!(
+                "-----BEGIN PRIVATE KEY-----\nKEY-{tag}-{n}\n-----END PRIVATE KEY-----\n"
+            ))),
+        },
+        inserted_at: now,
+        updated_at: now,
+    }
+}
+
+fn dashboard(name: &str) -> Dashboard {
+    let now = Timestamp::now();
+    Dashboard {
+        id: DashboardId::generate(),
+        name: name.to_owned(),
+        restricted_access: true,
+        archived_at: None,
+        panels: vec![Panel {
+            id: PanelId::generate(),
+            title: "Recent orders".to_owned(),
+            inputs: vec![PanelInput {
+                key: "customer".to_owned(),
+                description: String::new(),
+            }],
+            actions: vec![Action {
+                id: ActionId::generate(),
+                label: Some("Refund".to_owned()),
+                workflow_id: Some("wf-refund".to_owned()),
+                input_mappings: vec![InputMapping {
+                    workflow_input_key: "order_id".to_owned(),
+                    column: Some("id".to_owned()),
+                    prompt_user: false,
+                    prompt: None,
+                }],
+            }],
+            details: PanelDetails::Query {
+                query: "select * from orders where customer = {{customer}}".to_owned(),
+                credential_id: "crd_x".to_owned(),
+            },
+        }],
+        inserted_at: now,
+        updated_at: now,
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+fn secrets_of(database: &Database) -> Vec<Vec<u8>> {
+    let tls = &database.tls;
+    database
+        .credentials
+        .iter()
+        .filter_map(|c| c.password.as_ref())
+        .chain(
+            [&tls.ca_cert, &tls.client_cert, &tls.client_key]
+                .into_iter()
+                .flatten(),
+        )
+        .map(|secret| secret.expose().to_vec())
+        .collect()
+}
+
+fn open(path: &Path, key: &SecretKey) -> RedbStorage {
+    RedbStorage::open(path, key.clone()).expect("the data file opens")
+}
+
+#[tokio::test]
+async fn the_file_holds_no_plaintext_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let storage = open(&path, &key);
+    let mut written = Vec::new();
+    for n in 0..20 {
+        let database = database(n, "Zq8Secret", Some(format!("ext-{n}")));
+        storage.insert_database(database.clone()).await.unwrap();
+        written.push(database);
+    }
+    // An update rewrites a record: its previous version must not leave plaintext behind either.
+    let first_id = written[0].id.clone();
+    let renamed = storage
+        .update_database(
+            first_id.as_str(),
+            Box::new(|stored: &Database| {
+                let mut next = stored.clone();
+                next.credentials[0].password = Some(Secret::from("pw-Zq8Secret-rotated"));
+                Ok(next)
+            }),
+        )
+        .await
+        .unwrap();
+    written.push(renamed);
+    drop(storage);
+
+    let bytes = fs::read(&path).unwrap();
+    // The search works: what is stored in clear is found.
+    assert!(contains(&bytes, b"Visible name Zq8Secret 7"));
+    assert!(contains(&bytes, b"host-7.internal"));
+    assert!(contains(&bytes, b"writer-7"));
+    for database in &written {
+        for secret in secrets_of(database) {
+            assert!(
+                !contains(&bytes, &secret),
+                "the data file holds a secret in clear: {}",
+                String::from_utf8_lossy(&secret)
+            );
+        }
+    }
+    assert!(!contains(&bytes, b"Zq8Secret-reader"));
+    assert!(!contains(&bytes, b"BEGIN PRIVATE KEY"));
+    assert!(!contains(&bytes, b"BEGIN CERTIFICATE"));
+
+    // Everything reads back, secrets included.
+    let storage = open(&path, &key);
+    let first = storage.database(first_id.as_str()).await.unwrap().unwrap();
+    assert_eq!(
+        first.credentials[0].password,
+        Some(Secret::from("pw-Zq8Secret-rotated"))
+    );
+    assert_eq!(
+        storage.database(written[5].id.as_str()).await.unwrap(),
+        Some(written[5].clone())
+    );
+}
+
+#[tokio::test]
+async fn everything_survives_close_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let storage = open(&path, &key);
+    let mut databases = Vec::new();
+    for n in 0..5 {
+        let api_id = (n % 2 == 0).then(|| format!("ext-{n}"));
+        let database = database(n, "reopen", api_id);
+        storage.insert_database(database.clone()).await.unwrap();
+        databases.push(database);
+    }
+    let dashboards = vec![dashboard("Ops"), dashboard("Sales")];
+    for dashboard in &dashboards {
+        storage.insert_dashboard(dashboard.clone()).await.unwrap();
+    }
+    // An update, an upsert that creates, a delete by api_id and a dashboard delete.
+    databases[1] = storage
+        .update_database(
+            databases[1].id.as_str(),
+            Box::new(|stored: &Database| {
+                let mut next = stored.clone();
+                next.name = "Renamed".to_owned();
+                next.credentials.pop();
+                next.updated_at = Timestamp::now_after(stored.updated_at);
+                Ok(next)
+            }),
+        )
+        .await
+        .unwrap();
+    let created = database(9, "reopen", Some("ext-setup".to_owned()));
+    let upserted = storage
+        .upsert_database_by_api_id(
+            "ext-setup",
+            Box::new(move |stored: Option<&Database>| {
+                assert!(stored.is_none());
+                Ok(created.clone())
+            }),
+        )
+        .await
+        .unwrap();
+    databases.push(upserted);
+    let deleted = storage
+        .delete_database(DatabaseKey::ApiId("ext-2"))
+        .await
+        .unwrap();
+    databases.retain(|d| d.id != deleted.id);
+    storage
+        .delete_dashboard(dashboards[1].id.as_str())
+        .await
+        .unwrap();
+    drop(storage);
+
+    let storage = open(&path, &key);
+    assert_eq!(storage.list_databases(ALL).await.unwrap(), databases);
+    assert_eq!(
+        storage.list_dashboards(ALL).await.unwrap(),
+        vec![dashboards[0].clone()]
+    );
+    assert_eq!(
+        storage.database_by_api_id("ext-setup").await.unwrap(),
+        databases.last().cloned()
+    );
+    assert_eq!(storage.database_by_api_id("ext-2").await.unwrap(), None);
+    assert_eq!(
+        storage.database_by_api_id("ext-4").await.unwrap(),
+        Some(databases[3].clone())
+    );
+    // The freed api_id can be taken again after the reopen.
+    let again = database(10, "reopen", Some("ext-2".to_owned()));
+    storage.insert_database(again.clone()).await.unwrap();
+    assert_eq!(
+        storage.database_by_api_id("ext-2").await.unwrap(),
+        Some(again)
+    );
+}
+
+#[tokio::test]
+async fn the_wrong_key_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let right = key();
+    let storage = open(&path, &right);
+    let written = database(1, "wrongkey", None);
+    storage.insert_database(written.clone()).await.unwrap();
+    drop(storage);
+
+    let error = RedbStorage::open(&path, key()).unwrap_err();
+    assert!(matches!(error, OpenError::WrongKey), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "the secret key does not match the one this data was written with"
+    );
+
+    // The refusal changed nothing: the right key still reads everything.
+    let storage = open(&path, &right);
+    assert_eq!(
+        storage.database(written.id.as_str()).await.unwrap(),
+        Some(written)
+    );
+}
+
+#[tokio::test]
+async fn a_file_of_a_newer_format_is_refused_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let storage = open(&path, &key);
+    storage
+        .insert_database(database(1, "newer", None))
+        .await
+        .unwrap();
+    drop(storage);
+
+    let newer = FORMAT_VERSION + 1;
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META)
+            .unwrap()
+            .insert("format_version", newer.to_le_bytes().as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+
+    let error = RedbStorage::open(&path, key).unwrap_err();
+    match &error {
+        OpenError::NewerFormat { found, supported } => {
+            assert_eq!((*found, *supported), (newer, FORMAT_VERSION));
+        }
+        other => panic!("expected NewerFormat, got {other:?}"),
+    }
+    let message = error.to_string();
+    assert!(message.contains("newer version of dbconsole"), "{message}");
+    assert!(message.contains(&format!("format {newer}")), "{message}");
+
+    // The refusal did not touch the file's format version.
+    let db = redb::Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(META).unwrap();
+    let stored = meta.get("format_version").unwrap().unwrap();
+    assert_eq!(stored.value(), newer.to_le_bytes().as_slice());
+}
+
+#[tokio::test]
+async fn a_new_file_records_its_format_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    drop(open(&path, &key()));
+    let db = redb::Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(META).unwrap();
+    let stored = meta.get("format_version").unwrap().unwrap();
+    assert_eq!(stored.value(), FORMAT_VERSION.to_le_bytes().as_slice());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the data file is private");
+    }
+}
+
+#[test]
+fn a_file_already_open_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let _first = open(&path, &key);
+    let error = RedbStorage::open(&path, key).unwrap_err();
+    assert!(matches!(error, OpenError::AlreadyOpen { .. }), "{error:?}");
+    assert!(error.to_string().contains("already open"), "{error}");
+}
+
+#[test]
+fn a_foreign_redb_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.redb");
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let table: TableDefinition<'static, u64, u64> = TableDefinition::new("counters");
+        txn.open_table(table).unwrap().insert(1, 2).unwrap();
+        txn.commit().unwrap();
+    }
+    let error = RedbStorage::open(&path, key()).unwrap_err();
+    assert!(matches!(error, OpenError::NotDbconsole), "{error:?}");
+}
+
+#[tokio::test]
+async fn failed_operations_leave_the_file_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let storage = open(&path, &key);
+    let stored = database(1, "failed", Some("ext-1".to_owned()));
+    storage.insert_database(stored.clone()).await.unwrap();
+    let board = dashboard("Ops");
+    storage.insert_dashboard(board.clone()).await.unwrap();
+    let before = fs::read(&path).unwrap();
+
+    let rejected = storage
+        .update_database(
+            stored.id.as_str(),
+            Box::new(|stored: &Database| {
+                let mut next = stored.clone();
+                next.name = "half-applied".to_owned();
+                next.credentials.clear();
+                Err(ValidationErrors::single("name", "rejected"))
+            }),
+        )
+        .await;
+    assert!(matches!(rejected, Err(StorageError::Invalid(_))));
+    let moved = storage
+        .update_database(
+            stored.id.as_str(),
+            Box::new(|stored: &Database| {
+                let mut next = stored.clone();
+                next.api_id = Some("ext-moved".to_owned());
+                Ok(next)
+            }),
+        )
+        .await;
+    assert!(matches!(moved, Err(StorageError::IdentityChanged)));
+    let upsert = storage
+        .upsert_database_by_api_id(
+            "ext-new",
+            Box::new(|_: Option<&Database>| Ok(database(2, "failed", Some("ext-other".into())))),
+        )
+        .await;
+    assert!(matches!(upsert, Err(StorageError::IdentityChanged)));
+    let duplicate = storage.insert_database(stored.clone()).await;
+    assert!(matches!(duplicate, Err(StorageError::AlreadyExists)));
+    let dashboard_edit = storage
+        .update_dashboard(
+            board.id.as_str(),
+            Box::new(|stored: &Dashboard| {
+                let mut next = stored.clone();
+                next.panels.clear();
+                Err(ValidationErrors::single("name", "rejected"))
+            }),
+        )
+        .await;
+    assert!(matches!(dashboard_edit, Err(StorageError::Invalid(_))));
+    let missing = storage.delete_database(DatabaseKey::Id("db_missing")).await;
+    assert!(matches!(missing, Err(StorageError::NotFound)));
+
+    // Not a byte of the file changed.
+    assert!(fs::read(&path).unwrap() == before, "the data file changed");
+    drop(storage);
+
+    let storage = open(&path, &key);
+    assert_eq!(
+        storage.database_by_api_id("ext-1").await.unwrap(),
+        Some(stored)
+    );
+    assert_eq!(storage.database_by_api_id("ext-moved").await.unwrap(), None);
+    assert_eq!(storage.database_by_api_id("ext-new").await.unwrap(), None);
+    assert_eq!(storage.list_dashboards(ALL).await.unwrap(), vec![board]);
+}
+
+/// Measures the data file for 10,000 databases with 2 credentials each (and TLS material).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: writes 10,000 databases with one fsync each"]
+async fn size_of_10000_databases() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let storage = open(&path, &key());
+    let total = 10_000;
+    for n in 0..total {
+        let mut record = database(n, "size", Some(format!("ext-{n}")));
+        record.tls = TlsMaterial::default();
+        storage.insert_database(record).await.unwrap();
+    }
+    let size = fs::metadata(&path).unwrap().len();
+    let one = storage
+        .list_databases(Page {
+            after: None,
+            limit: 1,
+        })
+        .await
+        .unwrap();
+    assert_eq!(one.len(), 1);
+    drop(storage);
+    let closed = fs::metadata(&path).unwrap().len();
+    println!(
+        "{total} databases with 2 credentials each: data file {size} bytes while open, \
+         {closed} bytes after close ({:.1} MiB, {} bytes per database)",
+        closed as f64 / (1024.0 * 1024.0),
+        closed / total as u64
+    );
+}
