@@ -7,6 +7,15 @@ use std::sync::Arc;
 use clap::ValueEnum;
 use dbconsole_core::Storage;
 use dbconsole_storage_memory::MemoryStorage;
+use dbconsole_storage_redb::{RedbStorage, SecretKey};
+
+/// The variable that holds the key secrets are encrypted with at rest (base64 of 32 bytes).
+/// When unset, the key is read from [`KEY_FILE`] in the data directory, created there once.
+pub const SECRET_KEY_VAR: &str = "DBCONSOLE_SECRET_KEY";
+/// The key file's name inside the data directory.
+pub const KEY_FILE: &str = "secret.key";
+/// The redb data file's name inside the data directory.
+pub const DATA_FILE: &str = "dbconsole.redb";
 
 /// The error of [`StorageKind::open`]: the backend's own error, shown to the operator.
 pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
@@ -14,6 +23,8 @@ pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
 /// A storage backend, chosen with `--storage` / `DBCONSOLE_STORAGE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum StorageKind {
+    /// A redb file in the data directory: durable, secrets encrypted at rest. The default.
+    Redb,
     /// Everything in memory: fast, and nothing survives the process.
     Memory,
 }
@@ -22,18 +33,28 @@ impl StorageKind {
     /// The name the flag takes (`memory`, …).
     pub fn as_str(self) -> &'static str {
         match self {
+            StorageKind::Redb => "redb",
             StorageKind::Memory => "memory",
         }
     }
 
-    /// Opens the backend. `data_dir` is where backends that keep files put them; `memory`
-    /// ignores it.
-    pub fn open(self, data_dir: &Path) -> Result<Arc<dyn Storage>, OpenError> {
+    /// Opens the backend. `data_dir` is where backends that keep files put them (created when
+    /// missing); `memory` ignores it. `secret_key` is the value of [`SECRET_KEY_VAR`], if set.
+    pub fn open(
+        self,
+        data_dir: &Path,
+        secret_key: Option<&str>,
+    ) -> Result<Arc<dyn Storage>, OpenError> {
         match self {
-            StorageKind::Memory => {
-                let _ = data_dir;
-                Ok(Arc::new(MemoryStorage::new()))
+            StorageKind::Redb => {
+                let key = match secret_key.map(str::trim).filter(|k| !k.is_empty()) {
+                    Some(text) => SecretKey::from_base64(text)
+                        .map_err(|error| format!("{SECRET_KEY_VAR}: {error}"))?,
+                    None => SecretKey::load_or_create(&data_dir.join(KEY_FILE))?,
+                };
+                Ok(Arc::new(RedbStorage::open(&data_dir.join(DATA_FILE), key)?))
             }
+            StorageKind::Memory => Ok(Arc::new(MemoryStorage::new())),
         }
     }
 }
@@ -60,12 +81,46 @@ mod tests {
     #[tokio::test]
     async fn memory_opens_an_empty_store() {
         let storage = StorageKind::Memory
-            .open(Path::new("/nonexistent/never/created"))
+            .open(Path::new("/nonexistent/never/created"), None)
             .expect("memory always opens");
         let page = dbconsole_core::storage::Page {
             after: None,
             limit: 10,
         };
         assert!(storage.list_databases(page).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn redb_creates_its_directory_key_file_and_data_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().join("nested").join("data");
+        let storage = StorageKind::Redb.open(&data_dir, None).expect("redb opens");
+        let page = dbconsole_core::storage::Page {
+            after: None,
+            limit: 10,
+        };
+        assert!(storage.list_databases(page).await.unwrap().is_empty());
+        assert!(data_dir.join(DATA_FILE).is_file());
+        let mode = std::fs::metadata(data_dir.join(KEY_FILE)).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn redb_with_another_key_fails_clearly() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(StorageKind::Redb.open(dir.path(), None).expect("first open"));
+        let other = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        let error = StorageKind::Redb
+            .open(dir.path(), Some(other))
+            .expect_err("another key is refused");
+        assert!(error.to_string().contains("does not match"), "{error}");
+        let error = StorageKind::Redb
+            .open(dir.path(), Some("not base64!"))
+            .expect_err("a malformed key is refused");
+        assert!(error.to_string().contains(SECRET_KEY_VAR), "{error}");
+        StorageKind::Redb
+            .open(dir.path(), None)
+            .expect("the key file still opens it");
     }
 }

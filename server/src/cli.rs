@@ -34,6 +34,8 @@ Callers' credentials come from the environment only:
   DBCONSOLE_API_KEY       API key for the database routes (x-api-key)
   DBCONSOLE_ACCESS_TOKEN  access token for the dashboard routes (Authorization: Bearer)
 When neither is set, one of each is generated and printed once on standard output.
+  DBCONSOLE_SECRET_KEY    base64 of the 32-byte key that encrypts secrets at rest (redb);
+                          when unset, DATA_DIR/secret.key is used, created once (mode 0600)
 Logs go to standard error; RUST_LOG filters them (default: info).";
 
 /// The flags of `dbconsole serve`.
@@ -45,10 +47,11 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
 
     /// Storage backend.
-    #[arg(long, env = "DBCONSOLE_STORAGE", value_enum, default_value_t = StorageKind::Memory)]
+    #[arg(long, env = "DBCONSOLE_STORAGE", value_enum, default_value_t = StorageKind::Redb)]
     pub storage: StorageKind,
 
-    /// Directory where backends that keep files store them (unused by `memory`).
+    /// Directory of the redb data file and, unless DBCONSOLE_SECRET_KEY is set, of the secret
+    /// key file; created when missing (unused by `memory`).
     #[arg(long, env = "DBCONSOLE_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
 

@@ -7,14 +7,14 @@
 //! shutdown. Programs that embed the API in their own server do not need it.
 //!
 //! ```text
-//! dbconsole serve [--listen ADDR] [--storage memory] [--data-dir DIR] [--check-timeout-secs N]
+//! dbconsole serve [--listen ADDR] [--storage redb|memory] [--data-dir DIR] [--check-timeout-secs N]
 //! ```
 //!
 //! | flag | environment | default | meaning |
 //! |---|---|---|---|
 //! | `--listen` | `DBCONSOLE_LISTEN` | `127.0.0.1:4000` | socket address to listen on; port 0 picks a free one |
-//! | `--storage` | `DBCONSOLE_STORAGE` | `memory` | storage backend: `memory` (nothing survives the process) |
-//! | `--data-dir` | `DBCONSOLE_DATA_DIR` | `./data` | directory of backends that keep files (unused by `memory`) |
+//! | `--storage` | `DBCONSOLE_STORAGE` | `redb` | storage backend: `redb` (durable file in the data directory) or `memory` (nothing survives the process) |
+//! | `--data-dir` | `DBCONSOLE_DATA_DIR` | `./data` | directory of the redb file `dbconsole.redb` and the key file `secret.key`, created when missing (unused by `memory`) |
 //! | `--check-timeout-secs` | `DBCONSOLE_CHECK_TIMEOUT_SECS` | `10` | check-connection timeout for credentials that set none |
 //!
 //! **Callers' credentials.** `DBCONSOLE_API_KEY` (sent as `x-api-key` on the database routes)
@@ -23,6 +23,12 @@
 //! the process list). When neither is set, the server generates one of each at start (32 bytes
 //! from the operating system's random source, base64url) and prints them once on standard
 //! output; they are valid for that run only. A configured credential is never printed.
+//!
+//! **Secrets at rest.** With `redb`, passwords, certificates and keys are encrypted with
+//! XChaCha20-Poly1305 under a 32-byte key: `DBCONSOLE_SECRET_KEY` (base64) when set, else the
+//! key file `secret.key` in the data directory, created once with mode 0600. Starting with a
+//! key other than the one the data was written with fails with a clear message. Keep a copy of
+//! the key apart from backups of the data file.
 //!
 //! **Output.** Standard output carries only the generated credentials (when any) and the line
 //! `listening on <address>` once the socket is bound, so a supervisor or a test can start the

@@ -34,7 +34,12 @@ fn main() -> ExitCode {
 async fn serve(args: ServeArgs) -> Result<(), String> {
     let storage = args
         .storage
-        .open(&args.data_dir)
+        .open(
+            &args.data_dir,
+            std::env::var(dbconsole_server::backend::SECRET_KEY_VAR)
+                .ok()
+                .as_deref(),
+        )
         .map_err(|error| format!("cannot open the {} storage: {error}", args.storage))?;
     let credentials = CallerCredentials::from_env()
         .map_err(|error| format!("cannot generate credentials: {error}"))?;

@@ -22,7 +22,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 /// Only keeps a broken server from hanging the test run; no test measures time.
 const HANG_GUARD: Duration = Duration::from_secs(60);
 
-const OUR_VARS: [&str; 6] = [
+const OUR_VARS: [&str; 7] = [
+    "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
     "DBCONSOLE_STORAGE",
     "DBCONSOLE_DATA_DIR",
@@ -104,7 +105,9 @@ impl Lines {
     }
 }
 
-/// The binary with none of our variables from the test's environment, logging at `info`.
+/// The binary with none of our variables from the test's environment, logging at `info`, on
+/// the memory backend unless `env` says otherwise (the redb default has tests of its own in
+/// `crash.rs`).
 fn command(env: &[(&str, &str)], args: &[&str]) -> Command {
     let mut command = Command::new(BIN);
     for var in OUR_VARS {
@@ -112,6 +115,7 @@ fn command(env: &[(&str, &str)], args: &[&str]) -> Command {
     }
     command
         .env("RUST_LOG", "info")
+        .env("DBCONSOLE_STORAGE", "memory")
         .envs(env.iter().copied())
         .args(args)
         .stdin(Stdio::null())

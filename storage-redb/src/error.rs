@@ -35,6 +35,9 @@ pub enum OpenError {
         /// The data file.
         path: PathBuf,
     },
+    /// The system random number generator failed (while making a new file's key check value).
+    #[error("the system random number generator failed")]
+    Random,
     /// The data file or its directory could not be created.
     #[error("cannot create {}: {source}", path.display())]
     Io {

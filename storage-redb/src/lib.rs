@@ -60,6 +60,11 @@
 //! | `dashboards` | id → record | a dashboard with its panels, actions and input mappings |
 //! | `inherited_by` (multimap) | id → ids | databases that inherit this one's data protection policies; a non-empty entry makes its delete fail with [`StorageError::Inherited`] |
 //!
+//! Nothing writes `inherited_by` yet (the model has no policy inheritance); the delete already
+//! checks it inside its transaction. When inheritance lands, the database record will carry
+//! `inherits_from`, and the writes that set, change or delete it will update the index entry in
+//! the same transaction.
+//!
 //! Lookups by id and by `api_id` are point reads, listings are range scans from `after`, never
 //! full scans. A record is one version byte followed by a private struct (separate from
 //! [`dbconsole_core::model`], which has no `Serialize` on purpose) encoded with [postcard]:
@@ -78,7 +83,8 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let key = match std::env::var("DBCONSOLE_SECRET_KEY") {
 //!     Ok(text) => SecretKey::from_base64(&text)?,
-//!     Err(_) => SecretKey::load_or_create(Path::new("data/secret.key"))?,
+//!     // Outside the data directory: a copy of the data alone reveals no secret.
+//!     Err(_) => SecretKey::load_or_create(Path::new("/etc/dbconsole/secret.key"))?,
 //! };
 //! let storage = RedbStorage::open(Path::new("data/dbconsole.redb"), key)?;
 //! let service =
@@ -292,9 +298,7 @@ fn check_or_write_meta(txn: &WriteTransaction, cipher: &Cipher) -> Result<(), Op
             return Err(OpenError::WrongKey);
         }
     } else {
-        let check = cipher
-            .key_check()
-            .map_err(|_| OpenError::Corrupt("the key check value could not be made"))?;
+        let check = cipher.key_check().map_err(|_| OpenError::Random)?;
         meta.insert(META_FORMAT_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())
             .map_err(redb_storage)?;
         meta.insert(META_KEY_CHECK, check.as_slice())

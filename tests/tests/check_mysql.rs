@@ -92,9 +92,8 @@ async fn silent_host_times_out_within_the_credential_timeout() {
 #[tokio::test]
 async fn talks_tcp_even_on_loopback() {
     up().await;
-    // Over the unix socket MariaDB would call the client 'checker'@'localhost' too, but a TCP
-    // login as 'localhost' with a wrong password names the TCP account; the real proof is that
-    // TLS (only possible over TCP) works for a user who requires it.
+    // `tlsuser` may log in only over TLS, which mysql_async never uses on a unix socket: plain
+    // is refused and TLS accepted, so the login really went over TCP (prefer_socket is off).
     let plain = my("127.0.0.1", PORT, "checkdb", "tlsuser", PASSWORD);
     let answer = check_body(&plain).await;
     assert_eq!(

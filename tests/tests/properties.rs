@@ -1066,23 +1066,18 @@ impl Patch {
                 credentials: None,
             });
         };
+        let stored_ids: Vec<String> = held
+            .iter()
+            .map(|h| str_of(&h.view["id"]).to_owned())
+            .collect();
         let mut taken = HashSet::new();
         let mut sent = Vec::new();
         let mut after = Vec::new();
         for item in items {
-            let kept = match &item.target {
-                Target::Stored(index) if !held.is_empty() => {
-                    let i = index.index(held.len());
-                    taken.insert(i).then(|| &held[i])
-                }
-                _ => None,
-            };
+            let (id, kept_id) = resolve_id(&item.target, &stored_ids, &mut taken);
+            let kept = kept_id.and_then(|id| held.iter().find(|h| h.view["id"] == id.as_str()));
             let mut credential = item.body.clone();
-            credential.id = match (kept, &item.target) {
-                (Some(kept), _) => Some(str_of(&kept.view["id"]).to_owned()),
-                (None, Target::Foreign(id)) => Some(id.clone()),
-                (None, _) => None,
-            };
+            credential.id = id;
             if kept.is_some() && !item.send_username {
                 credential.username = None;
             }
@@ -1184,103 +1179,409 @@ proptest! {
 // Dashboards
 // ---------------------------------------------------------------------------------------------
 
-fn query_details() -> BoxedStrategy<Value> {
+fn query_details() -> BoxedStrategy<Given> {
     (non_blank_text(), "[\\PC\n\t]{1,80}")
-        .prop_filter("query is not blank", |(_, query)| !query.trim().is_empty())
+        .prop_filter("the query is not blank", |(_, query)| {
+            !query.trim().is_empty()
+        })
         .prop_map(|(credential_id, query)| {
-            json!({"__type__": "query", "query": query, "credential_id": credential_id})
+            Given::same(
+                json!({"__type__": "query", "query": query, "credential_id": credential_id}),
+            )
         })
         .boxed()
 }
 
-fn panel_inputs() -> BoxedStrategy<Value> {
-    vec(
-        (non_blank_text(), prop_oneof![text(), Just(String::new())]),
-        0..3,
-    )
-    .prop_filter("keys are distinct", |inputs| {
-        distinct(inputs.iter().map(|(key, _)| key))
-    })
-    .prop_map(|inputs| {
-        inputs
-            .into_iter()
-            .map(|(key, description)| json!({"key": key, "description": description}))
-            .collect()
-    })
-    .boxed()
-}
-
-/// A mapping from a result column, or one that prompts the user (with an optional prompt).
-fn input_mapping() -> BoxedStrategy<Map<String, Value>> {
+/// `{key: Given}` pairs with distinct keys as a list of objects (the key goes in `key_name`);
+/// null for the whole list reads back as `[]`.
+fn keyed_list(
+    key_name: &'static str,
+    item: BoxedStrategy<Given>,
+    len: std::ops::Range<usize>,
+) -> BoxedStrategy<Given> {
     prop_oneof![
-        (non_blank_text(), any::<bool>()).prop_map(|(column, explicit)| {
-            let mut mapping = Map::new();
-            mapping.insert("column".into(), column.into());
-            if explicit {
-                mapping.insert("prompt_user".into(), false.into());
-            }
-            mapping
-        }),
-        weighted(0.5, text()).prop_map(|prompt| {
-            let mut mapping = Map::new();
-            mapping.insert("prompt_user".into(), true.into());
-            if let Some(prompt) = prompt {
-                mapping.insert("prompt".into(), prompt.into());
-            }
-            mapping
-        }),
+        4 => vec((non_blank_text(), item), len)
+            .prop_filter("keys are distinct", |items| distinct(items.iter().map(|(key, _)| key)))
+            .prop_map(move |items| {
+                let (send, expect) = items
+                    .into_iter()
+                    .map(|(key, mut given)| {
+                        given.send[key_name] = key.clone().into();
+                        given.expect[key_name] = key.into();
+                        (given.send, given.expect)
+                    })
+                    .unzip::<_, _, Vec<_>, Vec<_>>();
+                Given::reads_as(send, expect)
+            }),
+        1 => Just(Given::reads_as(Value::Null, json!([]))),
     ]
     .boxed()
 }
 
-fn action() -> BoxedStrategy<Value> {
+/// A panel input without its key: the description is kept as given, null or left out read
+/// back as `""`.
+fn panel_input() -> BoxedStrategy<Given> {
+    prop_oneof![
+        3 => prop_oneof![text(), Just(String::new()), blank().prop_map(str::to_owned)]
+            .prop_map(|d| Given::same(json!({"description": d}))),
+        1 => Just(Given::reads_as(json!({"description": null}), json!({"description": ""}))),
+        1 => Just(Given::reads_as(json!({}), json!({"description": ""}))),
+    ]
+    .boxed()
+}
+
+/// An optional member of an object: sent when given, read back as null when left out.
+fn optional_member(object: &mut Given, key: &str, given: Option<Given>) {
+    match given {
+        Some(given) => {
+            object.send[key] = given.send;
+            object.expect[key] = given.expect;
+        }
+        None => object.expect[key] = Value::Null,
+    }
+}
+
+/// An input mapping without its key: from a result column (`prompt_user` false, left out or
+/// null), or prompting the user (`column` left out, null or blank); `prompt` optional.
+fn input_mapping() -> BoxedStrategy<Given> {
+    let not_prompting = prop_oneof![
+        Just(None),
+        Just(Some(Given::same(false))),
+        Just(Some(Given::reads_as(Value::Null, false))),
+    ];
+    let by_column = (non_blank_text(), not_prompting).prop_map(|(column, prompt_user)| {
+        let mut mapping = Given::reads_as(json!({"column": column}), json!({"column": column}));
+        match prompt_user {
+            Some(given) => {
+                mapping.send["prompt_user"] = given.send;
+                mapping.expect["prompt_user"] = given.expect;
+            }
+            None => mapping.expect["prompt_user"] = false.into(),
+        }
+        mapping
+    });
+    let no_column = prop_oneof![
+        Just(None),
+        Just(Some(Value::Null)),
+        blank().prop_map(|b| Some(Value::from(b))),
+    ];
+    let by_prompt = no_column.prop_map(|column| {
+        let mut mapping = Given::reads_as(
+            json!({"prompt_user": true}),
+            json!({"prompt_user": true, "column": null}),
+        );
+        if let Some(column) = column {
+            mapping.send["column"] = column;
+        }
+        mapping
+    });
     (
-        weighted(0.7, non_blank_text()),
-        weighted(0.7, non_blank_text()),
-        vec((non_blank_text(), input_mapping()), 0..3),
+        prop_oneof![by_column, by_prompt],
+        weighted(0.6, optional_text()),
     )
-        .prop_filter("workflow input keys are distinct", |(_, _, mappings)| {
-            distinct(mappings.iter().map(|(key, _)| key))
-        })
-        .prop_map(|(label, workflow_id, mappings)| {
-            let mappings: Vec<Value> = mappings
-                .into_iter()
-                .map(|(key, mut mapping)| {
-                    mapping.insert("workflow_input_key".into(), key.into());
-                    Value::Object(mapping)
-                })
-                .collect();
-            json!({"label": label, "workflow_id": workflow_id, "input_mappings": mappings})
+        .prop_map(|(mut mapping, prompt)| {
+            optional_member(&mut mapping, "prompt", prompt);
+            mapping
         })
         .boxed()
 }
 
-fn panel() -> BoxedStrategy<Value> {
+/// A row action of a request: which stored action it names, what it sends and reads back as
+/// (without its id).
+#[derive(Clone, Debug)]
+struct ActionBody {
+    target: Target,
+    given: Given,
+}
+
+fn action() -> BoxedStrategy<ActionBody> {
     (
+        target(),
+        weighted(0.8, optional_text()),
+        weighted(0.8, optional_text()),
+        weighted(0.8, keyed_list("workflow_input_key", input_mapping(), 0..3)),
+    )
+        .prop_map(|(target, label, workflow_id, mappings)| {
+            let mut given = Given::reads_as(json!({}), json!({}));
+            optional_member(&mut given, "label", label);
+            optional_member(&mut given, "workflow_id", workflow_id);
+            match mappings {
+                Some(mappings) => {
+                    given.send["input_mappings"] = mappings.send;
+                    given.expect["input_mappings"] = mappings.expect;
+                }
+                None => given.expect["input_mappings"] = json!([]),
+            }
+            ActionBody { target, given }
+        })
+        .boxed()
+}
+
+/// A panel of a request: which stored panel it names, its own fields, and its actions.
+#[derive(Clone, Debug)]
+struct PanelBody {
+    target: Target,
+    /// Title, inputs and details (actions aside).
+    given: Given,
+    actions: Vec<ActionBody>,
+    /// How an empty action list is sent: `[]`, null or left out.
+    empty_actions: Value,
+}
+
+fn panel() -> BoxedStrategy<PanelBody> {
+    (
+        target(),
         non_blank_text(),
-        panel_inputs(),
+        weighted(0.8, keyed_list("key", panel_input(), 0..3)),
         vec(action(), 0..3),
+        select(vec![json!([]), Value::Null, json!("left out")]),
         query_details(),
     )
-        .prop_map(|(title, inputs, actions, details)| {
-            json!({"title": title, "inputs": inputs, "actions": actions, "details": details})
+        .prop_map(|(target, title, inputs, actions, empty_actions, details)| {
+            let mut given = Given::same(json!({"title": title, "details": details.send}));
+            match inputs {
+                Some(inputs) => {
+                    given.send["inputs"] = inputs.send;
+                    given.expect["inputs"] = inputs.expect;
+                }
+                None => given.expect["inputs"] = json!([]),
+            }
+            PanelBody {
+                target,
+                given,
+                actions,
+                empty_actions,
+            }
         })
         .boxed()
 }
 
-/// A valid dashboard update (PUT): a random subset of name, restricted_access and panels.
-fn dashboard_update() -> BoxedStrategy<Value> {
+/// The ids a dashboard holds now, that a request's panels and actions may name.
+#[derive(Default)]
+struct DashboardIds {
+    panels: Vec<String>,
+    actions: Vec<String>,
+}
+
+impl DashboardIds {
+    fn of(dashboard: &Value) -> Self {
+        let mut ids = Self::default();
+        for panel in dashboard["panels"].as_array().into_iter().flatten() {
+            ids.panels.push(str_of(&panel["id"]).to_owned());
+            for action in panel["actions"].as_array().into_iter().flatten() {
+                ids.actions.push(str_of(&action["id"]).to_owned());
+            }
+        }
+        ids
+    }
+}
+
+/// The id an item sends, and the stored id it keeps (each stored id is kept once at most: an
+/// item that names one taken before gets a new id).
+fn resolve_id(
+    target: &Target,
+    stored: &[String],
+    taken: &mut HashSet<usize>,
+) -> (Option<String>, Option<String>) {
+    match target {
+        Target::Stored(index) if !stored.is_empty() => {
+            let i = index.index(stored.len());
+            let id = stored[i].clone();
+            let kept = taken.insert(i).then(|| id.clone());
+            (Some(id), kept)
+        }
+        Target::Foreign(id) => (Some(id.clone()), None),
+        _ => (None, None),
+    }
+}
+
+/// A panel's expected reading: the stored panel id it keeps, its fields without ids, and the
+/// stored id each of its actions keeps.
+#[derive(Debug)]
+struct ExpectedPanel {
+    kept: Option<String>,
+    view: Value,
+    actions_kept: Vec<Option<String>>,
+}
+
+/// Panels as a request sends them against `stored`, and what must read back.
+fn resolve_panels(panels: &[PanelBody], stored: &DashboardIds) -> (Value, Vec<ExpectedPanel>) {
+    let (mut panels_taken, mut actions_taken) = (HashSet::new(), HashSet::new());
+    let mut sent = Vec::new();
+    let mut expected = Vec::new();
+    for panel in panels {
+        let (id, kept) = resolve_id(&panel.target, &stored.panels, &mut panels_taken);
+        let mut send = panel.given.send.clone();
+        let mut view = panel.given.expect.clone();
+        if let Some(id) = id {
+            send["id"] = id.into();
+        }
+        let mut actions_sent = Vec::new();
+        let mut actions_view = Vec::new();
+        let mut actions_kept = Vec::new();
+        for action in &panel.actions {
+            let (id, kept) = resolve_id(&action.target, &stored.actions, &mut actions_taken);
+            let mut send = action.given.send.clone();
+            if let Some(id) = id {
+                send["id"] = id.into();
+            }
+            actions_sent.push(send);
+            actions_view.push(action.given.expect.clone());
+            actions_kept.push(kept);
+        }
+        match (actions_sent.is_empty(), &panel.empty_actions) {
+            (true, Value::String(_)) => {}
+            (true, empty) => send["actions"] = empty.clone(),
+            (false, _) => send["actions"] = actions_sent.into(),
+        }
+        view["actions"] = actions_view.into();
+        sent.push(send);
+        expected.push(ExpectedPanel {
+            kept,
+            view,
+            actions_kept,
+        });
+    }
+    (sent.into(), expected)
+}
+
+/// Checks `actual` panels against `expected`: kept ids kept, other ids new and unique, every
+/// other field as expected.
+fn assert_panels(
+    actual: &Value,
+    expected: &[ExpectedPanel],
+    before: &DashboardIds,
+) -> Result<(), TestCaseError> {
+    let actual = actual.as_array().map(Vec::as_slice).unwrap_or_default();
+    prop_assert_eq!(actual.len(), expected.len(), "panels: {:?}", actual);
+    let mut ids = HashSet::new();
+    for (panel, expected) in actual.iter().zip(expected) {
+        assert_kept_or_new(&panel["id"], expected.kept.as_ref(), "pl", &before.panels)?;
+        prop_assert!(ids.insert(panel["id"].clone()), "panel id twice");
+        let actions = panel["actions"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        prop_assert_eq!(actions.len(), expected.actions_kept.len());
+        for (action, kept) in actions.iter().zip(&expected.actions_kept) {
+            assert_kept_or_new(&action["id"], kept.as_ref(), "act", &before.actions)?;
+            prop_assert!(ids.insert(action["id"].clone()), "action id twice");
+        }
+        let mut view = panel.clone();
+        if let Some(view) = view.as_object_mut() {
+            view.remove("id");
+        }
+        for action in view["actions"].as_array_mut().into_iter().flatten() {
+            if let Some(action) = action.as_object_mut() {
+                action.remove("id");
+            }
+        }
+        prop_assert_eq!(&view, &expected.view);
+    }
+    Ok(())
+}
+
+/// `id` is the stored id `kept`, or (with none) a fresh id that no stored item had.
+fn assert_kept_or_new(
+    id: &Value,
+    kept: Option<&String>,
+    prefix: &str,
+    stored: &[String],
+) -> Result<(), TestCaseError> {
+    match kept {
+        Some(kept) => prop_assert_eq!(str_of(id), kept.as_str(), "a kept {} id", prefix),
+        None => {
+            assert_id(id, prefix)?;
+            prop_assert!(
+                !stored.iter().any(|s| s == str_of(id)),
+                "a new {} got a stored id",
+                prefix
+            );
+        }
+    }
+    Ok(())
+}
+
+/// A valid dashboard body: name and restricted_access (required on create), panels.
+#[derive(Clone, Debug)]
+struct DashboardBody {
+    fields: Fields,
+    panels: Option<Vec<PanelBody>>,
+}
+
+fn dashboard_body(create: bool) -> BoxedStrategy<DashboardBody> {
     let table: FieldTable = vec![
         ("name", required_text()),
         (
             "restricted_access",
             any::<bool>().prop_map(Given::same).boxed(),
         ),
-        ("panels", vec(panel(), 0..3).prop_map(Given::same).boxed()),
     ];
-    some_of(table, 0.5, &[])
-        .prop_map(|fields| Value::Object(fields_json(&fields)))
+    let required: &'static [&'static str] = if create {
+        &["name", "restricted_access"]
+    } else {
+        &[]
+    };
+    (
+        some_of(table, 0.5, required),
+        weighted(0.6, vec(panel(), 0..4)),
+    )
+        .prop_map(|(fields, panels)| DashboardBody { fields, panels })
         .boxed()
+}
+
+impl DashboardBody {
+    /// The body to send against the dashboard's ids now, and the panels that must result
+    /// (`None`: the body leaves panels alone).
+    fn resolve(&self, stored: &DashboardIds) -> (Value, Option<Vec<ExpectedPanel>>) {
+        let mut body = fields_json(&self.fields);
+        let expected = self.panels.as_ref().map(|panels| {
+            let (sent, expected) = resolve_panels(panels, stored);
+            body.insert("panels".into(), sent);
+            expected
+        });
+        (Value::Object(body), expected)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    #[test]
+    fn dashboard_fields_left_out_of_an_update_never_move(
+        create in dashboard_body(true),
+        update in dashboard_body(false),
+    ) {
+        run(async {
+            let api = fresh_api();
+            let (body, expected) = create.resolve(&DashboardIds::default());
+            let answer = api.dash(Method::POST, DASHBOARDS, Some(&body)).await;
+            let before = expect_status(answer, 200, "create")?;
+            assert_id(&before["id"], "dash")?;
+            for (key, given) in &create.fields {
+                prop_assert_eq!(&before[*key], &given.expect, "{}", key);
+            }
+            assert_panels(&before["panels"], &expected.unwrap_or_default(), &DashboardIds::default())?;
+
+            let stored = DashboardIds::of(&before);
+            let (body, expected) = update.resolve(&stored);
+            let path = dashboard_path(str_of(&before["id"]));
+            let after = expect_status(api.dash(Method::PUT, &path, Some(&body)).await, 200, "update")?;
+            let retrieved = expect_status(api.dash(Method::GET, &path, None).await, 200, "retrieve")?;
+            prop_assert_eq!(&retrieved, &after);
+
+            prop_assert_eq!(&after["id"], &before["id"]);
+            for key in ["name", "restricted_access"] {
+                let expected = expect_of(&update.fields, key).unwrap_or_else(|| before[key].clone());
+                prop_assert_eq!(&after[key], &expected, "{}", key);
+            }
+            match expected {
+                Some(expected) => assert_panels(&after["panels"], &expected, &stored)?,
+                None => prop_assert_eq!(&after["panels"], &before["panels"]),
+            }
+            Ok(())
+        })?;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1346,7 +1647,8 @@ fn step() -> BoxedStrategy<Step> {
             Step::PatchDatabase(fields)
         }),
         2 => setup_body().prop_map(Step::Setup),
-        3 => dashboard_update().prop_map(Step::PutDashboard),
+        3 => dashboard_body(false)
+            .prop_map(|body| Step::PutDashboard(body.resolve(&DashboardIds::default()).0)),
     ]
     .boxed()
 }
@@ -1495,135 +1797,44 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 
 /// Every key the service reads in some body, to aim junk at.
+#[rustfmt::skip]
 const KNOWN_KEYS: &[&str] = &[
-    "id",
-    "api_id",
-    "name",
-    "adapter",
-    "hostname",
-    "port",
-    "database",
-    "ssl",
-    "verify_server_hostname",
-    "restrict_access",
-    "review_bypass_allowed",
-    "group",
-    "slack_channel",
-    "tunnel_id",
-    "ai_enabled",
-    "ai_max_rows",
-    "connection_parameters",
-    "credentials",
-    "username",
-    "password",
-    "ai_allowed",
-    "timeout",
-    "reviews_required",
-    "default_credential",
-    "value",
-    "ssl_ca_cert",
-    "ssl_cert",
-    "ssl_key",
-    "restricted_access",
-    "panels",
-    "title",
-    "inputs",
-    "actions",
-    "details",
-    "__type__",
-    "query",
-    "credential_id",
-    "key",
-    "description",
-    "label",
-    "workflow_id",
-    "input_mappings",
-    "workflow_input_key",
-    "column",
-    "prompt_user",
-    "prompt",
-    "inserted_at",
-    "updated_at",
+    "id", "api_id", "name", "adapter", "hostname", "port", "database", "ssl",
+    "verify_server_hostname", "restrict_access", "review_bypass_allowed", "group",
+    "slack_channel", "tunnel_id", "ai_enabled", "ai_max_rows", "connection_parameters",
+    "credentials", "username", "password", "ai_allowed", "timeout", "reviews_required",
+    "default_credential", "value", "ssl_ca_cert", "ssl_cert", "ssl_key", "restricted_access",
+    "panels", "title", "inputs", "actions", "details", "__type__", "query", "credential_id",
+    "key", "description", "label", "workflow_id", "input_mappings", "workflow_input_key",
+    "column", "prompt_user", "prompt", "inserted_at", "updated_at",
 ];
 
-/// Placeholders that a request's strings may hold, replaced by the stored records' ids when
-/// it is sent.
-const PLACEHOLDERS: &[&str] = &[
-    "{db}", "{crd}", "{dash}", "{pl}", "{act}", "{api}", "{user}",
-];
-
+#[rustfmt::skip]
 fn edge_numbers() -> Vec<Value> {
     vec![
-        json!(0),
-        json!(-1),
-        json!(1),
-        json!(65535),
-        json!(65536),
-        json!(u32::MAX),
-        json!(u64::from(u32::MAX) + 1),
-        json!(i64::MIN),
-        json!(i64::MAX),
-        json!(u64::MAX),
-        json!(0.5),
-        json!(-0.0),
-        json!(1.0),
-        json!(5.0),
-        json!(-5.0),
-        json!(1e300),
-        json!(-1e300),
-        json!(9.0e15),
-        json!(9.5e15),
-        json!(f64::MAX),
-        json!(f64::MIN_POSITIVE),
-        json!(4_294_967_295.0),
-        json!(4_294_967_296.0),
+        json!(0), json!(-1), json!(1), json!(65535), json!(65536), json!(u32::MAX),
+        json!(u64::from(u32::MAX) + 1), json!(i64::MIN), json!(i64::MAX), json!(u64::MAX),
+        json!(0.5), json!(-0.0), json!(1.0), json!(5.0), json!(-5.0), json!(1e300),
+        json!(-1e300), json!(9.0e15), json!(9.5e15), json!(f64::MAX), json!(f64::MIN_POSITIVE),
+        json!(4_294_967_295.0), json!(4_294_967_296.0),
     ]
 }
 
+/// Strings that mean something somewhere (adapter names, `"enabled"`, near-base64, reserved
+/// parameter names, id prefixes, placeholders).
+#[rustfmt::skip]
+const JUNK_WORDS: &[&str] = &[
+    "", " ", "\u{0}", "postgres", "POSTGRES", " postgres", "mongodb", "query", "Query", "chart",
+    "enabled", "ENABLED", "true", "null", "user", "USER", "database", "1", "-1", "1e999", "=",
+    "====", "AAAA", "AA==", "A", "QUJD\nREVG", "not base64!", "%00", "\u{feff}", "\u{202e}",
+    "crd_", "db_", "dash_", "{db}", "{crd}", "{dash}", "{pl}", "{act}", "{api}", "{user}",
+];
+
 fn junk_text() -> BoxedStrategy<String> {
-    let words: Vec<String> = [
-        "",
-        " ",
-        "\u{0}",
-        "postgres",
-        "POSTGRES",
-        " postgres",
-        "mongodb",
-        "query",
-        "Query",
-        "chart",
-        "enabled",
-        "ENABLED",
-        "true",
-        "null",
-        "user",
-        "USER",
-        "database",
-        "1",
-        "-1",
-        "1e999",
-        "=",
-        "====",
-        "AAAA",
-        "AA==",
-        "A",
-        "QUJD\nREVG",
-        "not base64!",
-        "%00",
-        "\u{feff}",
-        "\u{202e}",
-        "crd_",
-        "db_",
-        "dash_",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .chain(PLACEHOLDERS.iter().map(|s| (*s).to_owned()))
-    .collect();
     prop_oneof![
         2 => "\\PC{0,16}",
         1 => ".{0,8}",
-        2 => select(words),
+        2 => select(JUNK_WORDS).prop_map(str::to_owned),
     ]
     .boxed()
 }
@@ -1849,37 +2060,20 @@ fn hostile_dashboard() -> BoxedStrategy<Value> {
     ])
 }
 
-/// Text that is not a JSON object, or not JSON at all.
+#[rustfmt::skip]
+const MALFORMED_JSON: &[&str] = &[
+    "", " ", "null", "[]", "\"text\"", "42", "{", "}", "{\"name\":}", "{\"port\": 1e999}",
+    "{\"port\": 123456789012345678901234567890}", "{\"port\": -0}", "{\"port\": 1.5e3}",
+    "{\"name\": \"\\ud800\"}", "{\"a\":1,\"a\":2}", "{\"name\": \"x\"} trailing", "\u{feff}{}",
+    "{\"name\": \"x\",}", "{'name': 'x'}", "{\"name\": NaN}", "{\"name\": Infinity}",
+    "{\"credentials\": [{\"username\": \"u\"},]}",
+];
+
+/// Text that is not a JSON object, or not JSON at all: fixed cases, nesting far deeper than
+/// any parser allows, and any JSON value cut short.
 fn malformed_json() -> BoxedStrategy<String> {
-    let fixed: Vec<String> = [
-        "",
-        " ",
-        "null",
-        "[]",
-        "\"text\"",
-        "42",
-        "{",
-        "}",
-        "{\"name\":}",
-        "{\"port\": 1e999}",
-        "{\"port\": 123456789012345678901234567890}",
-        "{\"port\": -0}",
-        "{\"port\": 1.5e3}",
-        "{\"name\": \"\\ud800\"}",
-        "{\"a\":1,\"a\":2}",
-        "{\"name\": \"x\"} trailing",
-        "\u{feff}{}",
-        "{\"name\": \"x\",}",
-        "{'name': 'x'}",
-        "{\"name\": NaN}",
-        "{\"name\": Infinity}",
-        "{\"credentials\": [{\"username\": \"u\"},]}",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
     prop_oneof![
-        2 => select(fixed),
+        2 => select(MALFORMED_JSON).prop_map(str::to_owned),
         1 => (1usize..3000).prop_map(|n| format!("{}{}", "[".repeat(n), "]".repeat(n))),
         1 => (1usize..3000).prop_map(|n| format!("{}1{}", "{\"a\":".repeat(n), "}".repeat(n))),
         1 => (1usize..3000).prop_map(|n| format!("{{\"credentials\":{}", "[".repeat(n))),
@@ -2027,6 +2221,8 @@ impl Stored {
         }
     }
 
+    /// `text` with the placeholders `{db}`, `{crd}`, `{dash}`, `{pl}`, `{act}`, `{api}` and
+    /// `{user}` replaced by the stored records' ids (and the setup api_id, a username).
     fn fill(&self, text: &str) -> String {
         text.replace("{db}", &self.db)
             .replace("{crd}", &self.crd)
@@ -2076,7 +2272,6 @@ impl Stored {
     ) -> Result<(), TestCaseError> {
         let before = self.snapshot().await;
         let answer = self.api.send(request).await;
-        eprintln!("STAT {} {} {}", answer.status.as_u16(), answer.text().chars().take(100).collect::<String>(), described.chars().take(200).collect::<String>());
         prop_assert!(
             answer.status.as_u16() < 500,
             "{} answered {}: {}",
@@ -2170,69 +2365,34 @@ const PATH_PREFIXES: &[&str] = &[
     "/healthz",
 ];
 
+/// Path segments that mean something to the router, or break percent-decoding.
+#[rustfmt::skip]
+const PATH_WORDS: &[&str] = &[
+    "setup", "remove", "check-connection", "permissions", "data-protection", "healthz", "..",
+    ".", "", "%2F", "%00", "%FF", "%E2%82", "%C0%AF", "%F0%9F%98%80", "%zz", "%", "%%", "%2",
+    "db_", "dash_", "crd_", "{db}", "{crd}", "{dash}", "{pl}", "{act}", "{api}", "{user}",
+];
+
 fn path_segment() -> BoxedStrategy<String> {
-    let words: Vec<String> = [
-        "setup",
-        "remove",
-        "check-connection",
-        "permissions",
-        "data-protection",
-        "healthz",
-        "..",
-        ".",
-        "",
-        "%2F",
-        "%00",
-        "%FF",
-        "%E2%82",
-        "%C0%AF",
-        "%F0%9F%98%80",
-        "%zz",
-        "%",
-        "%%",
-        "%2",
-        "db_",
-        "dash_",
-        "crd_",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .chain(PLACEHOLDERS.iter().map(|s| (*s).to_owned()))
-    .collect();
     prop_oneof![
-        3 => select(words),
+        3 => select(PATH_WORDS).prop_map(str::to_owned),
         2 => "[A-Za-z0-9._~!$&'()*+,;=:@-]{1,12}",
         2 => "\\PC{1,8}".prop_map(|s| percent_encode(&s)),
     ]
     .boxed()
 }
 
+/// `limit` and `after` values: in and out of range, not numbers, overflowing, badly encoded.
+#[rustfmt::skip]
+const QUERY_WORDS: &[&str] = &[
+    "", "0", "1", "-1", "50", "500", "501", "abc", "1e3", "%205", "+1", "5.0", "0x10",
+    "99999999999999999999999", "-99999999999999999999", "%FF", "%", "{db}", "{dash}", "db_",
+    "dash_zzzz",
+];
+
 fn query_value() -> BoxedStrategy<String> {
-    let values = [
-        "",
-        "0",
-        "1",
-        "-1",
-        "50",
-        "500",
-        "501",
-        "abc",
-        "1e3",
-        "%205",
-        "+1",
-        "5.0",
-        "0x10",
-        "99999999999999999999999",
-        "-99999999999999999999",
-        "%FF",
-        "%",
-        "{db}",
-        "{dash}",
-        "db_",
-        "dash_zzzz",
-    ];
     prop_oneof![
-        3 => select(values.to_vec()).prop_map(str::to_owned),
+        3 => select(QUERY_WORDS).prop_map(str::to_owned),
         1 => "[0-9]{1,25}",
         1 => "\\PC{1,8}".prop_map(|s| percent_encode(&s)),
     ]

@@ -6,7 +6,8 @@
 //! PostgreSQL's).
 //!
 //! TLS: `ssl` off asks for no encryption at all (`ENCRYPT_NOT_SUP`; a server that requires
-//! encryption refuses, and says so); `ssl` on requires encryption. Without a CA certificate the
+//! encryption anyway gets it, with its certificate not verified, as with any SQL Server client's
+//! `Encrypt=false`); `ssl` on requires encryption (a server that cannot encrypt is refused). Without a CA certificate the
 //! server certificate is not verified. With one, tiberius verifies the chain against it (and the
 //! platform's trust store) **and the host name**: tiberius builds its own rustls verifier and has
 //! no chain-only mode, so for this adapter a CA certificate always means chain and host name. A
@@ -42,7 +43,14 @@ impl ConnectionChecker for SqlserverChecker {
             Some(via) => TcpStream::connect(via).await,
             None => TcpStream::connect((target.host.as_str(), target.port)).await,
         }
-        .map_err(|error| error_chain(&error))?;
+        .map_err(|error| {
+            format!(
+                "error connecting to {}:{}: {}",
+                target.host,
+                target.port,
+                error_chain(&error)
+            )
+        })?;
         let _ = tcp.set_nodelay(true);
         let mut client = match Client::connect(config.clone(), tcp.compat_write()).await {
             Ok(client) => client,
@@ -53,7 +61,11 @@ impl ConnectionChecker for SqlserverChecker {
                 let tcp = TcpStream::connect((host.as_str(), port))
                     .await
                     .map_err(|error| {
-                        format!("redirected to {host}:{port}: {}", error_chain(&error))
+                        format!(
+                            "error connecting to {host}:{port} (the server redirected the \
+                             login there): {}",
+                            error_chain(&error)
+                        )
                     })?;
                 let _ = tcp.set_nodelay(true);
                 Client::connect(routed, tcp.compat_write())
@@ -88,6 +100,9 @@ fn config(target: &CheckTarget) -> Result<(Config, Option<tempfile::TempDir>), S
     config.authentication(AuthMethod::sql_server(&target.username, password));
     if !target.ssl {
         config.encryption(EncryptionLevel::NotSupported);
+        // A server that requires encryption makes tiberius encrypt anyway; like every SQL Server
+        // client with `Encrypt=false`, it then does not verify the certificate.
+        config.trust_cert();
         return Ok((config, None));
     }
     config.encryption(EncryptionLevel::Required);

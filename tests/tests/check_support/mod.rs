@@ -3,6 +3,8 @@
 //! certificates it makes, and stand-in servers (silent, closed).
 #![allow(dead_code)] // each test file uses a part
 
+pub mod mock_tds;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
