@@ -191,11 +191,17 @@ pub fn not_built_message(adapter: Adapter) -> String {
 /// Makes a driver's message safe to answer: every secret's text replaced by `[REDACTED]`, and
 /// everything on one line.
 pub fn scrub_message<'a>(message: &str, secrets: impl IntoIterator<Item = &'a Secret>) -> String {
+    // Longest first: a secret that contains another (a password cut out of a certificate) must
+    // go whole before the shorter one cuts it into pieces that no longer match.
+    let mut values: Vec<&str> = secrets
+        .into_iter()
+        .filter_map(Secret::expose_str)
+        .filter(|value| !value.is_empty())
+        .collect();
+    values.sort_by_key(|value| std::cmp::Reverse(value.len()));
     let mut text = message.to_owned();
-    for secret in secrets {
-        if let Some(value) = secret.expose_str().filter(|value| !value.is_empty()) {
-            text = text.replace(value, "[REDACTED]");
-        }
+    for value in values {
+        text = text.replace(value, "[REDACTED]");
     }
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.is_empty() {
