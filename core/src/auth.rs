@@ -1,21 +1,44 @@
 //! Authentication of callers: an API key (`x-api-key`) on database routes, an access token
 //! (`Authorization: Bearer`) on dashboard routes, checked before anything else.
 
-use std::fmt::Debug;
+use std::collections::HashMap;
+use std::fmt::{self, Debug};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use base64::Engine as _;
+use rand::RngCore as _;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::model::Secret;
+use crate::model::{CallerKey, KeyId, Secret, Timestamp};
+use crate::storage::Storage;
 
-/// Which kind of caller credential was presented.
+/// Which kind of caller credential was presented (and which kind a stored one is).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CredentialKind {
     /// An API key, from `x-api-key`; database routes and the `/api/v1/dashboards` routes.
     ApiKey,
     /// An access token, from `Authorization: Bearer`; dashboard routes.
     AccessToken,
+}
+
+impl CredentialKind {
+    /// The wire and command-line name: `api-key` or `access-token`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CredentialKind::ApiKey => "api-key",
+            CredentialKind::AccessToken => "access-token",
+        }
+    }
+
+    /// The kind named `api-key` or `access-token`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [CredentialKind::ApiKey, CredentialKind::AccessToken]
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
 }
 
 /// What an authenticated caller may do.
@@ -26,6 +49,23 @@ pub enum Scope {
     /// Only setup (`PUT …/databases/setup`) and remove by api_id
     /// (`DELETE …/databases/remove/{api_id}`).
     Setup,
+}
+
+impl Scope {
+    /// The wire and command-line name: `full` or `setup`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Full => "full",
+            Scope::Setup => "setup",
+        }
+    }
+
+    /// The scope named `full` or `setup`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Scope::Full, Scope::Setup]
+            .into_iter()
+            .find(|scope| scope.as_str() == name)
+    }
 }
 
 /// Decides whether a presented credential is valid, and with which scope.
@@ -98,6 +138,117 @@ impl Authenticator for StaticCredentials {
         };
         let matches: bool = digest(presented.as_bytes()).ct_eq(&expected).into();
         Ok(matches.then_some(Scope::Full))
+    }
+}
+
+/// SHA-256 of a presented or minted secret: what a [`CallerKey`] stores.
+pub fn key_digest(secret: &[u8]) -> [u8; 32] {
+    digest(secret)
+}
+
+/// Mints a new caller credential: the record to store (digest only) and the secret to show
+/// once. The secret is `dbc_<ak|at>_` and 32 random bytes in base64url, so it can be recognised
+/// in a leak scan.
+pub fn mint_caller_key(kind: CredentialKind, scope: Scope, name: &str) -> (CallerKey, Secret) {
+    let mut random = zeroize::Zeroizing::new([0u8; 32]);
+    rand::rng().fill_bytes(random.as_mut());
+    let prefix = match kind {
+        CredentialKind::ApiKey => "dbc_ak_",
+        CredentialKind::AccessToken => "dbc_at_",
+    };
+    let secret = Secret::from(format!(
+        "{prefix}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random.as_ref())
+    ));
+    let key = CallerKey {
+        id: KeyId::generate(),
+        name: name.to_owned(),
+        kind,
+        scope,
+        digest: digest(secret.expose()),
+        created_at: Timestamp::now(),
+        last_used_at: None,
+    };
+    (key, secret)
+}
+
+/// How often a stored key's `last_used_at` is written at most (a write per request would make
+/// every request a durable write).
+pub const LAST_USED_RESOLUTION: Duration = Duration::from_secs(60);
+
+/// Callers' credentials kept in the [`Storage`] (as digests), plus optional static ones. A
+/// stored key is looked up by the SHA-256 of what was presented, every request, so a revoked
+/// key fails from the next request on, whichever process revoked it.
+pub struct StoredCredentials {
+    storage: Arc<dyn Storage>,
+    fixed: StaticCredentials,
+    touched: Mutex<HashMap<KeyId, Instant>>,
+}
+
+impl Debug for StoredCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredCredentials")
+            .field("storage", &self.storage)
+            .field("fixed", &self.fixed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StoredCredentials {
+    /// Accepts the keys stored in `storage` and the static `fixed` ones.
+    pub fn new(storage: Arc<dyn Storage>, fixed: StaticCredentials) -> Self {
+        Self {
+            storage,
+            fixed,
+            touched: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether `last_used_at` of this key is due for a write.
+    fn due(&self, id: &KeyId) -> bool {
+        let now = Instant::now();
+        let mut touched = self.touched.lock().unwrap_or_else(|p| p.into_inner());
+        match touched.get(id) {
+            Some(at) if now.duration_since(*at) < LAST_USED_RESOLUTION => false,
+            _ => {
+                touched.insert(id.clone(), now);
+                true
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Authenticator for StoredCredentials {
+    async fn authenticate(
+        &self,
+        kind: CredentialKind,
+        presented: &str,
+    ) -> Result<Option<Scope>, Box<dyn std::error::Error + Send + Sync>> {
+        if let Some(scope) = self.fixed.authenticate(kind, presented).await? {
+            return Ok(Some(scope));
+        }
+        let Some(key) = self
+            .storage
+            .caller_key_by_digest(&digest(presented.as_bytes()))
+            .await?
+        else {
+            return Ok(None);
+        };
+        if key.kind != kind {
+            return Ok(None);
+        }
+        if self.due(&key.id) {
+            match self
+                .storage
+                .touch_caller_key(key.id.as_str(), Timestamp::now())
+                .await
+            {
+                Ok(()) | Err(crate::StorageError::NotFound) => {}
+                Err(error) => tracing::warn!(%error, "could not record the use of a key"),
+            }
+        }
+        Ok(Some(key.scope))
     }
 }
 

@@ -24,10 +24,10 @@ use std::ops::Bound;
 use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use dbconsole_core::model::{Dashboard, Database};
+use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 use dbconsole_core::storage::{
-    DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseUpsert, Page, Storage, StorageError,
-    ensure_same_identity,
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
+    Storage, StorageError, check_inheritance, ensure_same_identity,
 };
 
 /// The in-memory backend. Cheap to create; share it with `Arc`.
@@ -42,6 +42,11 @@ struct State {
     /// `api_id` → id.
     api_ids: HashMap<String, String>,
     dashboards: BTreeMap<String, Dashboard>,
+    /// Database id → its permissions and data protection (absent: the default).
+    access: HashMap<String, AccessControl>,
+    keys: BTreeMap<String, CallerKey>,
+    /// Digest → key id.
+    key_digests: HashMap<[u8; 32], String>,
 }
 
 impl MemoryStorage {
@@ -78,6 +83,22 @@ impl State {
         }
         self.databases
             .insert(database.id.as_str().to_owned(), database);
+    }
+
+    /// The databases whose data protection inherits from `id`, ordered by id.
+    fn heirs_of(&self, id: &str) -> Vec<DatabaseRef> {
+        let mut heirs: Vec<DatabaseRef> = self
+            .access
+            .iter()
+            .filter(|(_, access)| access.data_protection.inherits_from.as_deref() == Some(id))
+            .filter_map(|(heir, _)| self.databases.get(heir))
+            .map(|db| DatabaseRef {
+                id: db.id.as_str().to_owned(),
+                name: db.name.clone(),
+            })
+            .collect();
+        heirs.sort_by(|a, b| a.id.cmp(&b.id));
+        heirs
     }
 
     fn id_of(&self, key: DatabaseKey<'_>) -> Option<String> {
@@ -161,6 +182,11 @@ impl Storage for MemoryStorage {
     async fn delete_database(&self, key: DatabaseKey<'_>) -> Result<Database, StorageError> {
         let mut state = self.state();
         let id = state.id_of(key).ok_or(StorageError::NotFound)?;
+        let heirs = state.heirs_of(&id);
+        if !heirs.is_empty() {
+            return Err(StorageError::Inherited(heirs));
+        }
+        state.access.remove(&id);
         let removed = state.databases.remove(&id).ok_or(StorageError::NotFound)?;
         if let Some(api_id) = &removed.api_id {
             state.api_ids.remove(api_id);
@@ -207,5 +233,85 @@ impl Storage for MemoryStorage {
             .dashboards
             .remove(id)
             .ok_or(StorageError::NotFound)
+    }
+
+    async fn access_control(
+        &self,
+        database_id: &str,
+    ) -> Result<Option<AccessControl>, StorageError> {
+        let state = self.state();
+        if !state.databases.contains_key(database_id) {
+            return Ok(None);
+        }
+        Ok(Some(
+            state.access.get(database_id).cloned().unwrap_or_default(),
+        ))
+    }
+
+    async fn update_access_control(
+        &self,
+        database_id: &str,
+        mut edit: AccessEdit,
+    ) -> Result<AccessControl, StorageError> {
+        let mut state = self.state();
+        if !state.databases.contains_key(database_id) {
+            return Err(StorageError::NotFound);
+        }
+        let stored = state.access.get(database_id).cloned().unwrap_or_default();
+        let updated = edit(&stored).map_err(StorageError::Invalid)?;
+        if let Some(target) = &updated.data_protection.inherits_from {
+            check_inheritance(database_id, target, |id| {
+                Ok(state.databases.contains_key(id).then(|| {
+                    state
+                        .access
+                        .get(id)
+                        .and_then(|a| a.data_protection.inherits_from.clone())
+                }))
+            })?;
+        }
+        state.access.insert(database_id.to_owned(), updated.clone());
+        Ok(updated)
+    }
+
+    async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
+        let mut state = self.state();
+        if state.keys.contains_key(key.id.as_str()) || state.key_digests.contains_key(&key.digest) {
+            return Err(StorageError::AlreadyExists);
+        }
+        state
+            .key_digests
+            .insert(key.digest, key.id.as_str().to_owned());
+        state.keys.insert(key.id.as_str().to_owned(), key);
+        Ok(())
+    }
+
+    async fn caller_key_by_digest(
+        &self,
+        digest: &[u8; 32],
+    ) -> Result<Option<CallerKey>, StorageError> {
+        let state = self.state();
+        Ok(state
+            .key_digests
+            .get(digest)
+            .and_then(|id| state.keys.get(id))
+            .cloned())
+    }
+
+    async fn list_caller_keys(&self) -> Result<Vec<CallerKey>, StorageError> {
+        Ok(self.state().keys.values().cloned().collect())
+    }
+
+    async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
+        let mut state = self.state();
+        let key = state.keys.get_mut(id).ok_or(StorageError::NotFound)?;
+        key.last_used_at = key.last_used_at.max(Some(at));
+        Ok(())
+    }
+
+    async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
+        let mut state = self.state();
+        let key = state.keys.remove(id).ok_or(StorageError::NotFound)?;
+        state.key_digests.remove(&key.digest);
+        Ok(key)
     }
 }

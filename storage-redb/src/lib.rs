@@ -693,6 +693,39 @@ impl Storage for RedbStorage {
         })
         .await
     }
+
+    // PLACEHOLDERS (issue 5 in progress): replaced by the real implementation before landing.
+    async fn access_control(
+        &self,
+        _database_id: &str,
+    ) -> Result<Option<dbconsole_core::model::AccessControl>, StorageError> {
+        Err(StorageError::backend(std::io::Error::other("not yet implemented")))
+    }
+    async fn update_access_control(
+        &self,
+        _database_id: &str,
+        _edit: dbconsole_core::storage::AccessEdit,
+    ) -> Result<dbconsole_core::model::AccessControl, StorageError> {
+        Err(StorageError::backend(std::io::Error::other("not yet implemented")))
+    }
+    async fn insert_caller_key(&self, _key: dbconsole_core::model::CallerKey) -> Result<(), StorageError> {
+        Err(StorageError::backend(std::io::Error::other("not yet implemented")))
+    }
+    async fn caller_key_by_digest(
+        &self,
+        _digest: &[u8; 32],
+    ) -> Result<Option<dbconsole_core::model::CallerKey>, StorageError> {
+        Ok(None)
+    }
+    async fn list_caller_keys(&self) -> Result<Vec<dbconsole_core::model::CallerKey>, StorageError> {
+        Ok(Vec::new())
+    }
+    async fn touch_caller_key(&self, _id: &str, _at: dbconsole_core::model::Timestamp) -> Result<(), StorageError> {
+        Err(StorageError::NotFound)
+    }
+    async fn delete_caller_key(&self, _id: &str) -> Result<dbconsole_core::model::CallerKey, StorageError> {
+        Err(StorageError::NotFound)
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use http_body_util::{BodyExt, Full};
 use serde_json::Value;
 use tower::ServiceExt;
 
+pub mod access;
 pub mod dashboards;
 pub mod databases;
 pub mod protocol;
@@ -192,6 +193,7 @@ macro_rules! http_suite {
         $crate::database_tests!($storage);
         $crate::dashboard_tests!($storage);
         $crate::protocol_tests!($storage);
+        $crate::access_tests!($storage);
     };
 }
 

@@ -94,7 +94,9 @@ impl ConnectionChecker for OracleChecker {
     async fn check(&self, target: &CheckTarget) -> Result<(), String> {
         let login = login(target)?;
         let connect = Arc::clone(&self.connect);
-        connect(&login)
+        tokio::task::spawn_blocking(move || connect(&login))
+            .await
+            .map_err(|error| format!("the Oracle connection attempt failed: {error}"))?
     }
 }
 

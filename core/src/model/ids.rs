@@ -89,6 +89,11 @@ id_type!(
     ActionId,
     "act"
 );
+id_type!(
+    /// Id of a stored caller credential (`key_…`).
+    KeyId,
+    "key"
+);
 
 #[cfg(test)]
 mod tests {

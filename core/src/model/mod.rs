@@ -4,16 +4,21 @@
 //! These are stored types, not wire types: responses are rendered from them by the service,
 //! which leaves every [`Secret`] out.
 
+mod access;
 mod dashboard;
 mod database;
 mod ids;
 mod secret;
 mod time;
 
+pub use access::{
+    AccessControl, AccessLevel, CallerKey, ColumnAction, ColumnRule, DataProtection, Permission,
+    Policy, SubjectKind,
+};
 pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};
 pub use database::{
     Adapter, ConnectionParameter, Credential, Database, TlsMaterial, UnknownAdapter,
 };
-pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, PanelId};
+pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, KeyId, PanelId};
 pub use secret::Secret;
 pub use time::Timestamp;

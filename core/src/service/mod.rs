@@ -6,6 +6,7 @@
 //! and asks the [`Storage`]. Every error becomes its status in [`crate::error`], so the service
 //! never fails: `Error = Infallible`.
 
+mod access;
 mod body;
 mod check_connection;
 mod dashboards;
@@ -207,6 +208,7 @@ impl Shared {
             | Route::DatabaseSetup
             | Route::DatabaseRemove(_)
             | Route::Database(_) => self.databases(route, call).await,
+            Route::Permissions(_) | Route::DataProtection(_) => self.access(route, call).await,
             Route::CheckConnection(id, username) => self.check_connection(&id, &username).await,
             Route::Dashboards { .. } | Route::Dashboard { .. } => {
                 self.dashboards(route, call).await

@@ -4,7 +4,8 @@
 use serde::Serialize;
 
 use crate::model::{
-    Action, Credential, Dashboard, Database, InputMapping, Panel, PanelDetails, PanelInput,
+    AccessControl, Action, Credential, Dashboard, Database, InputMapping, Panel, PanelDetails,
+    PanelInput,
 };
 
 /// A database as every database endpoint returns it.
@@ -211,4 +212,84 @@ impl<'a> From<&'a Dashboard> for DashboardView<'a> {
 pub(crate) struct PageView<T> {
     pub(crate) data: Vec<T>,
     pub(crate) next: Option<String>,
+}
+
+/// `GET|PUT …/permissions`: `{"database_id", "permissions": [{"subject_kind", "subject",
+/// "access"}]}`.
+#[derive(Serialize)]
+pub(crate) struct PermissionsView<'a> {
+    database_id: &'a str,
+    permissions: Vec<PermissionView<'a>>,
+}
+
+#[derive(Serialize)]
+struct PermissionView<'a> {
+    subject_kind: &'static str,
+    subject: &'a str,
+    access: &'static str,
+}
+
+impl<'a> PermissionsView<'a> {
+    pub(crate) fn new(database_id: &'a str, access: &'a AccessControl) -> Self {
+        Self {
+            database_id,
+            permissions: access
+                .permissions
+                .iter()
+                .map(|p| PermissionView {
+                    subject_kind: p.subject_kind.as_str(),
+                    subject: &p.subject,
+                    access: p.access.as_str(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `GET|PUT …/data-protection`: `{"database_id", "inherits_from", "policies": [{"name",
+/// "description", "columns": [{"column", "action"}]}]}`.
+#[derive(Serialize)]
+pub(crate) struct DataProtectionView<'a> {
+    database_id: &'a str,
+    inherits_from: Option<&'a str>,
+    policies: Vec<PolicyView<'a>>,
+}
+
+#[derive(Serialize)]
+struct PolicyView<'a> {
+    name: &'a str,
+    description: Option<&'a str>,
+    columns: Vec<ColumnView<'a>>,
+}
+
+#[derive(Serialize)]
+struct ColumnView<'a> {
+    column: &'a str,
+    action: &'static str,
+}
+
+impl<'a> DataProtectionView<'a> {
+    pub(crate) fn new(database_id: &'a str, access: &'a AccessControl) -> Self {
+        let document = &access.data_protection;
+        Self {
+            database_id,
+            inherits_from: document.inherits_from.as_deref(),
+            policies: document
+                .policies
+                .iter()
+                .map(|p| PolicyView {
+                    name: &p.name,
+                    description: p.description.as_deref(),
+                    columns: p
+                        .columns
+                        .iter()
+                        .map(|c| ColumnView {
+                            column: &c.column,
+                            action: c.action.as_str(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
 }

@@ -18,6 +18,10 @@ pub(crate) enum Route<'a> {
     DatabaseRemove(Cow<'a, str>),
     /// `…/databases/{id}`: retrieve (GET), update (PATCH), delete (DELETE).
     Database(Cow<'a, str>),
+    /// `…/databases/{id}/permissions`: read (GET), replace (PUT).
+    Permissions(Cow<'a, str>),
+    /// `…/databases/{id}/data-protection`: read (GET), replace (PUT).
+    DataProtection(Cow<'a, str>),
     /// `…/databases/{id}/check-connection/{username}` (GET).
     CheckConnection(Cow<'a, str>, Cow<'a, str>),
     /// `/v1/dashboards` and `/api/v1/dashboards`: list (GET), create (POST).
@@ -69,6 +73,8 @@ impl<'a> Route<'a> {
                 ["setup"] => Some(Route::DatabaseSetup),
                 ["remove", api_id] => Some(Route::DatabaseRemove(decode(api_id)?)),
                 [id] => Some(Route::Database(decode(id)?)),
+                [id, "permissions"] => Some(Route::Permissions(decode(id)?)),
+                [id, "data-protection"] => Some(Route::DataProtection(decode(id)?)),
                 [id, "check-connection", username] => {
                     Some(Route::CheckConnection(decode(id)?, decode(username)?))
                 }
@@ -99,6 +105,7 @@ impl<'a> Route<'a> {
             Route::DatabaseRemove(_) => &[Method::DELETE],
             Route::Database(_) => &[Method::GET, Method::PATCH, Method::DELETE],
             Route::CheckConnection(..) => &[Method::GET],
+            Route::Permissions(_) | Route::DataProtection(_) => &[Method::GET, Method::PUT],
             Route::Dashboard { compat: false, .. } => &[Method::GET, Method::PUT, Method::DELETE],
             Route::Dashboard { compat: true, .. } => {
                 &[Method::GET, Method::PUT, Method::PATCH, Method::DELETE]
@@ -157,6 +164,14 @@ mod tests {
                 Some(Route::CheckConnection("db_1".into(), "u@x".into())),
             ),
             ("/v1/dashboards", Some(Route::Dashboards { compat: false })),
+            (
+                "/api/v1/console/databases/db_1/permissions",
+                Some(Route::Permissions("db_1".into())),
+            ),
+            (
+                "/api/v1/querydesk/databases/db_1/data-protection",
+                Some(Route::DataProtection("db_1".into())),
+            ),
             (
                 "/api/v1/dashboards/dash_1",
                 Some(Route::Dashboard {

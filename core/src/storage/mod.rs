@@ -28,7 +28,7 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 
-use crate::model::{Dashboard, Database};
+use crate::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 use crate::validate::ValidationErrors;
 
 #[cfg(feature = "testing")]
@@ -47,6 +47,11 @@ pub type DatabaseUpsert =
 /// An edit of a stored dashboard; see [`DatabaseEdit`].
 pub type DashboardEdit =
     Box<dyn FnMut(&Dashboard) -> Result<Dashboard, ValidationErrors> + Send + 'static>;
+
+/// An edit of a database's access control (permissions and data protection); see
+/// [`DatabaseEdit`].
+pub type AccessEdit =
+    Box<dyn FnMut(&AccessControl) -> Result<AccessControl, ValidationErrors> + Send + 'static>;
 
 /// How a database is addressed by the delete operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,6 +123,50 @@ pub fn ensure_same_identity(before: &Database, after: &Database) -> Result<(), S
     }
 }
 
+/// Messages of the `inherits_from` rules.
+pub mod inheritance_message {
+    /// `inherits_from` names the database itself.
+    pub const ITSELF: &str = "can't be the database itself";
+    /// `inherits_from` names no stored database.
+    pub const MISSING: &str = "does not exist";
+    /// Following `inherits_from` from the target leads back to the database.
+    pub const CYCLE: &str = "would create an inheritance cycle";
+}
+
+/// Checks that database `id` may inherit the data protection policies of `target`: `target`
+/// exists, is not `id`, and following `inherits_from` from `target` never comes back to `id`.
+/// `inherits_from_of(x)` answers `None` when database `x` does not exist, else its
+/// `inherits_from`. Backends call this inside the transaction that stores the change, and
+/// answer its `Err` as it is.
+pub fn check_inheritance(
+    id: &str,
+    target: &str,
+    mut inherits_from_of: impl FnMut(&str) -> Result<Option<Option<String>>, StorageError>,
+) -> Result<(), StorageError> {
+    use inheritance_message::{CYCLE, ITSELF, MISSING};
+    let refuse = |message: &str| {
+        Err(StorageError::Invalid(ValidationErrors::single(
+            "inherits_from",
+            message,
+        )))
+    };
+    if id == target {
+        return refuse(ITSELF);
+    }
+    let Some(mut next) = inherits_from_of(target)? else {
+        return refuse(MISSING);
+    };
+    // Stored chains never loop (every write is checked), so this ends; the bound is a guard.
+    for _ in 0..100_000 {
+        match next {
+            None => return Ok(()),
+            Some(parent) if parent == id => return refuse(CYCLE),
+            Some(parent) => next = inherits_from_of(&parent)?.flatten(),
+        }
+    }
+    refuse(CYCLE)
+}
+
 /// Where databases and dashboards are kept. See the [module documentation](self) for the
 /// contract every implementation keeps.
 #[async_trait]
@@ -173,4 +222,42 @@ pub trait Storage: Send + Sync + Debug + 'static {
 
     /// Deletes a dashboard with its panels and actions and returns it as it was.
     async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError>;
+
+    /// The access control of a database (the default, empty one when none was written);
+    /// `None` when the database does not exist.
+    async fn access_control(
+        &self,
+        database_id: &str,
+    ) -> Result<Option<AccessControl>, StorageError>;
+
+    /// Atomically replaces a database's access control with what `edit` returns for it.
+    /// [`StorageError::NotFound`] when the database does not exist. When the result's
+    /// `data_protection.inherits_from` is set, the backend checks it with
+    /// [`check_inheritance`] in the same transaction and answers its error. The delete guard
+    /// ([`StorageError::Inherited`]) reads what this stores.
+    async fn update_access_control(
+        &self,
+        database_id: &str,
+        edit: AccessEdit,
+    ) -> Result<AccessControl, StorageError>;
+
+    /// Stores a new caller credential. [`StorageError::AlreadyExists`] when its id or its digest
+    /// is taken.
+    async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError>;
+
+    /// The caller credential with this SHA-256 digest (an index lookup).
+    async fn caller_key_by_digest(
+        &self,
+        digest: &[u8; 32],
+    ) -> Result<Option<CallerKey>, StorageError>;
+
+    /// Every caller credential, ordered by id.
+    async fn list_caller_keys(&self) -> Result<Vec<CallerKey>, StorageError>;
+
+    /// Records that a caller credential was used at `at` (keeps the later of the stored time and
+    /// `at`). [`StorageError::NotFound`] when it does not exist (any more).
+    async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError>;
+
+    /// Deletes (revokes) a caller credential and returns it.
+    async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError>;
 }

@@ -1,12 +1,14 @@
 //! Validation: pure functions from a JSON body (and the stored record, on update) to a new
 //! record or field-keyed [`ValidationErrors`]. No I/O happens here.
 
+mod access;
 mod dashboard;
 mod database;
 mod errors;
 mod listing;
 mod reader;
 
+pub use access::{data_protection_from_body, permissions_from_body};
 pub use dashboard::dashboard_from_body;
 pub use database::{
     DEFAULT_AI_MAX_ROWS, SetupRequest, apply_setup, database_from_body, parse_setup,

@@ -1,0 +1,170 @@
+//! Who may use a database (permissions), how its data is protected (policies, possibly inherited
+//! from another database), and the stored credentials of callers of the API.
+//!
+//! Permissions and policies belong to their database: they are written by their own endpoints
+//! but deleted with the database, in the same atomic change.
+
+use std::fmt;
+use std::str::FromStr;
+
+use super::{KeyId, Timestamp};
+use crate::auth::{CredentialKind, Scope};
+
+/// Who a permission is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SubjectKind {
+    /// One user, named by e-mail or login.
+    User,
+    /// A group of users.
+    Group,
+}
+
+/// What a permission allows, each level including the ones before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AccessLevel {
+    /// Run queries (subject to the credential's required reviews).
+    Query,
+    /// Also review other people's queries.
+    Review,
+    /// Also manage the database record, its permissions and its policies.
+    Admin,
+}
+
+/// One grant of access to a database whose `restrict_access` is true.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Permission {
+    /// User or group.
+    pub subject_kind: SubjectKind,
+    /// The user's e-mail or login, or the group's name; unique per kind within a database.
+    pub subject: String,
+    /// What it allows.
+    pub access: AccessLevel,
+}
+
+/// What a policy does to a column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ColumnAction {
+    /// The column is left out of results.
+    Hide,
+    /// The column's values are replaced by a mask.
+    Mask,
+}
+
+/// One column a policy protects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnRule {
+    /// The column, as `table.column` or `schema.table.column`.
+    pub column: String,
+    /// Hide or mask.
+    pub action: ColumnAction,
+}
+
+/// A named data protection policy of a database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Name, unique within the database.
+    pub name: String,
+    /// What the policy is for.
+    pub description: Option<String>,
+    /// The columns it protects (at least one), each once.
+    pub columns: Vec<ColumnRule>,
+}
+
+/// A database's data protection: its own policies, and the database whose policies it inherits.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DataProtection {
+    /// The id of another existing database whose policies also apply here; never this database,
+    /// never a chain that leads back here.
+    pub inherits_from: Option<String>,
+    /// The database's own policies.
+    pub policies: Vec<Policy>,
+}
+
+/// The access-control part of a database: stored beside it, deleted with it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AccessControl {
+    /// Grants of access, in order.
+    pub permissions: Vec<Permission>,
+    /// Policies and inheritance.
+    pub data_protection: DataProtection,
+}
+
+/// A stored caller credential: an API key or an access token, kept as a SHA-256 digest only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CallerKey {
+    /// Assigned at creation (`key_…`); what `keys revoke` takes.
+    pub id: KeyId,
+    /// A name for people (what the key is for).
+    pub name: String,
+    /// API key (database routes) or access token (dashboard routes).
+    pub kind: CredentialKind,
+    /// What it allows.
+    pub scope: Scope,
+    /// SHA-256 of the secret. The secret itself is shown once at creation and never stored.
+    pub digest: [u8; 32],
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last time it authenticated a request (recorded at most about once a minute).
+    pub last_used_at: Option<Timestamp>,
+}
+
+impl fmt::Debug for CallerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallerKey")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("scope", &self.scope)
+            .field("digest", &"[REDACTED]")
+            .field("created_at", &self.created_at)
+            .field("last_used_at", &self.last_used_at)
+            .finish()
+    }
+}
+
+macro_rules! wire_enum {
+    ($type:ty, $error:literal, [$($variant:path => $name:literal),* $(,)?]) => {
+        impl $type {
+            /// Every value, in order.
+            pub const ALL: &'static [$type] = &[$($variant),*];
+
+            /// The wire name.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($variant => $name,)*
+                }
+            }
+        }
+
+        impl FromStr for $type {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($name => Ok($variant),)*
+                    _ => Err(format!($error)),
+                }
+            }
+        }
+
+        impl fmt::Display for $type {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+wire_enum!(SubjectKind, "must be one of: user, group", [
+    SubjectKind::User => "user",
+    SubjectKind::Group => "group",
+]);
+wire_enum!(AccessLevel, "must be one of: query, review, admin", [
+    AccessLevel::Query => "query",
+    AccessLevel::Review => "review",
+    AccessLevel::Admin => "admin",
+]);
+wire_enum!(ColumnAction, "must be one of: hide, mask", [
+    ColumnAction::Hide => "hide",
+    ColumnAction::Mask => "mask",
+]);

@@ -1,0 +1,62 @@
+//! A database's permissions and data protection: `GET|PUT …/databases/{id}/permissions` and
+//! `GET|PUT …/databases/{id}/data-protection`.
+
+use http::{Method, Response, StatusCode};
+use http_body::Body;
+
+use super::render::{DataProtectionView, PermissionsView};
+use super::router::Route;
+use super::{Call, Shared};
+use crate::error::{ApiError, json_response};
+use crate::model::AccessControl;
+use crate::service::ResponseBody;
+use crate::validate::{data_protection_from_body, permissions_from_body};
+
+impl Shared {
+    pub(super) async fn access<B>(
+        &self,
+        route: Route<'_>,
+        call: Call<B>,
+    ) -> Result<Response<ResponseBody>, ApiError>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let (id, permissions) = match &route {
+            Route::Permissions(id) => (id.as_ref(), true),
+            Route::DataProtection(id) => (id.as_ref(), false),
+            _ => return Err(ApiError::NotFound),
+        };
+        let access = if call.method == Method::PUT {
+            let body = call.json(self.body_limit).await?;
+            let edit: crate::storage::AccessEdit = if permissions {
+                let list = permissions_from_body(&body)?;
+                Box::new(move |stored: &AccessControl| {
+                    Ok(AccessControl {
+                        permissions: list.clone(),
+                        ..stored.clone()
+                    })
+                })
+            } else {
+                let document = data_protection_from_body(id, &body)?;
+                Box::new(move |stored: &AccessControl| {
+                    Ok(AccessControl {
+                        data_protection: document.clone(),
+                        ..stored.clone()
+                    })
+                })
+            };
+            self.storage.update_access_control(id, edit).await?
+        } else {
+            self.storage
+                .access_control(id)
+                .await?
+                .ok_or(ApiError::NotFound)?
+        };
+        Ok(if permissions {
+            json_response(StatusCode::OK, &PermissionsView::new(id, &access))
+        } else {
+            json_response(StatusCode::OK, &DataProtectionView::new(id, &access))
+        })
+    }
+}
