@@ -160,7 +160,7 @@ if ! grep -q 'dbconsole-ci' "$pgconf/pg_hba.conf"; then
   mv "$pgconf/pg_hba.conf.new" "$pgconf/pg_hba.conf"
 fi
 # `start` exits 2 when the cluster already runs; a reload picks up certificates and pg_hba.
-pg_ctlcluster 15 main start 2>/dev/null || pg_ctlcluster 15 main reload
+pg_ctlcluster 15 main start >/dev/null 2>&1 || pg_ctlcluster 15 main reload
 su postgres -c "psql -qAt -v ON_ERROR_STOP=1" <<'SQL'
 DO $$ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'checker') THEN

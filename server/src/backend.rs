@@ -16,6 +16,9 @@ pub const SECRET_KEY_VAR: &str = "DBCONSOLE_SECRET_KEY";
 pub const KEY_FILE: &str = "secret.key";
 /// The redb data file's name inside the data directory.
 pub const DATA_FILE: &str = "dbconsole.redb";
+/// The admin socket's name inside the data directory: a server on redb listens there for
+/// `dbconsole keys` (see [`crate::admin`]).
+pub const ADMIN_SOCKET_FILE: &str = "admin.sock";
 
 /// The error of [`StorageKind::open`]: the backend's own error, shown to the operator.
 pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
@@ -50,13 +53,41 @@ impl StorageKind {
                 let key = match secret_key.map(str::trim).filter(|k| !k.is_empty()) {
                     Some(text) => SecretKey::from_base64(text)
                         .map_err(|error| format!("{SECRET_KEY_VAR}: {error}"))?,
-                    None => SecretKey::load_or_create(&data_dir.join(KEY_FILE))?,
+                    None => {
+                        let key_file = data_dir.join(KEY_FILE);
+                        // Data without its key file was written under a key from the
+                        // environment (or the key file was lost): a new key file could not
+                        // open it, and would be left behind to confuse the next start.
+                        if !key_file.exists() && data_dir.join(DATA_FILE).exists() {
+                            return Err(format!(
+                                "{} exists but {} does not: set {SECRET_KEY_VAR} to the key \
+                                 the data was written with",
+                                data_dir.join(DATA_FILE).display(),
+                                key_file.display(),
+                            )
+                            .into());
+                        }
+                        SecretKey::load_or_create(&key_file)?
+                    }
                 };
                 Ok(Arc::new(RedbStorage::open(&data_dir.join(DATA_FILE), key)?))
             }
             StorageKind::Memory => Ok(Arc::new(MemoryStorage::new())),
         }
     }
+}
+
+/// Whether [`StorageKind::open`] failed because another process has the data file open.
+pub fn is_already_open(error: &(dyn std::error::Error + 'static)) -> bool {
+    matches!(
+        error.downcast_ref::<dbconsole_storage_redb::OpenError>(),
+        Some(dbconsole_storage_redb::OpenError::AlreadyOpen { .. })
+    )
+}
+
+/// The value of [`SECRET_KEY_VAR`], when set and valid Unicode.
+pub fn secret_key_from_env() -> Option<String> {
+    std::env::var(SECRET_KEY_VAR).ok()
 }
 
 impl fmt::Display for StorageKind {
@@ -122,5 +153,38 @@ mod tests {
         StorageKind::Redb
             .open(dir.path(), None)
             .expect("the key file still opens it");
+    }
+
+    #[test]
+    fn a_second_open_is_recognised_as_already_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = StorageKind::Redb.open(dir.path(), None).expect("first open");
+        let error = StorageKind::Redb
+            .open(dir.path(), None)
+            .expect_err("the file is open");
+        assert!(is_already_open(&*error), "{error}");
+        drop(first);
+        StorageKind::Redb
+            .open(dir.path(), None)
+            .expect("closed, it opens again");
+        let other = StorageKind::Redb
+            .open(dir.path(), Some("not base64!"))
+            .expect_err("a malformed key is refused");
+        assert!(!is_already_open(&*other), "{other}");
+    }
+
+    #[test]
+    fn data_without_its_key_file_asks_for_the_key_and_creates_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        drop(StorageKind::Redb.open(dir.path(), Some(key)).expect("opens with the variable"));
+        let error = StorageKind::Redb
+            .open(dir.path(), None)
+            .expect_err("no key file, no variable");
+        assert!(error.to_string().contains(SECRET_KEY_VAR), "{error}");
+        assert!(!dir.path().join(KEY_FILE).exists());
+        StorageKind::Redb
+            .open(dir.path(), Some(key))
+            .expect("the variable still opens it");
     }
 }

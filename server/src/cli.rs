@@ -1,4 +1,5 @@
-//! The command line: `dbconsole serve` and its flags, each also read from the environment.
+//! The command line: `dbconsole serve` and `dbconsole keys`, their flags each also read from
+//! the environment.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::StorageKind;
+use crate::keys::{KeyKind, KeyScope};
 
 /// The `dbconsole` command line.
 #[derive(Debug, Parser)]
@@ -26,6 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the HTTP API until SIGINT or SIGTERM.
     Serve(ServeArgs),
+    /// Create, list and revoke the stored API keys and access tokens (redb storage).
+    Keys(KeysArgs),
 }
 
 /// Shown after `dbconsole serve --help`: what the flags do not say.
@@ -33,7 +37,9 @@ const SERVE_AFTER_HELP: &str = "\
 Callers' credentials come from the environment only:
   DBCONSOLE_API_KEY       API key for the database routes (x-api-key)
   DBCONSOLE_ACCESS_TOKEN  access token for the dashboard routes (Authorization: Bearer)
-When neither is set, one of each is generated and printed once on standard output.
+They are static, full-access and never stored. Stored keys are managed with `dbconsole keys`;
+when no credential is set and none is stored, one API key and one access token are created,
+stored (digests only) and printed once on standard output.
   DBCONSOLE_SECRET_KEY    base64 of the 32-byte key that encrypts secrets at rest (redb);
                           when unset, DATA_DIR/secret.key is used, created once (mode 0600)
 Logs go to standard error; RUST_LOG filters them (default: info).";
@@ -72,6 +78,63 @@ impl ServeArgs {
     }
 }
 
+/// Shown after `dbconsole keys --help`.
+const KEYS_AFTER_HELP: &str = "\
+Keys live in the redb data file of DATA_DIR, as SHA-256 digests only: a secret is printed once,
+by `keys create`, and cannot be shown again. The commands work whether or not a server is
+running on DATA_DIR: when one is, they ask it through DATA_DIR/admin.sock, and a revoke takes
+effect from its next request. Without a running server they open the data file themselves,
+with the same secret key as `serve`:
+  DBCONSOLE_SECRET_KEY    base64 of the 32-byte key that encrypts secrets at rest; when unset,
+                          DATA_DIR/secret.key is used
+API keys (x-api-key) are for the database routes, access tokens (Authorization: Bearer) for the
+dashboard routes. Scope `setup` allows only PUT /api/v1/console/databases/setup and
+DELETE /api/v1/console/databases/remove/{api_id}; anything else answers 403.";
+
+/// The flags of `dbconsole keys`.
+#[derive(Clone, Debug, Args)]
+#[command(after_help = KEYS_AFTER_HELP)]
+pub struct KeysArgs {
+    /// Directory of the redb data file (the same as `serve`'s).
+    #[arg(long, env = "DBCONSOLE_DATA_DIR", default_value = "./data", global = true)]
+    pub data_dir: PathBuf,
+
+    /// What to do with the keys.
+    #[command(subcommand)]
+    pub command: KeysCommand,
+}
+
+/// The subcommands of `dbconsole keys`.
+#[derive(Clone, Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Create a key and print its secret, once.
+    Create(CreateKeyArgs),
+    /// List the stored keys (never a secret).
+    List,
+    /// Revoke (delete) a key: requests with it fail with 401 from then on.
+    Revoke {
+        /// The key's id (`key_…`), as `keys list` shows it.
+        id: String,
+    },
+}
+
+/// The flags of `dbconsole keys create`.
+#[derive(Clone, Debug, Args)]
+pub struct CreateKeyArgs {
+    /// An API key (database routes, `x-api-key`) or an access token (dashboard routes,
+    /// `Authorization: Bearer`).
+    #[arg(long, value_enum)]
+    pub kind: KeyKind,
+
+    /// What the key allows: everything, or only setup and remove by api_id.
+    #[arg(long, value_enum)]
+    pub scope: KeyScope,
+
+    /// What the key is for (shown by `keys list`); at most 100 characters.
+    #[arg(long)]
+    pub name: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,8 +143,18 @@ mod tests {
 
     fn serve_args(args: &[&str]) -> Result<ServeArgs, clap::Error> {
         let cli = Cli::try_parse_from(["dbconsole", "serve"].iter().chain(args))?;
-        let Command::Serve(args) = cli.command;
-        Ok(args)
+        match cli.command {
+            Command::Serve(args) => Ok(args),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    fn keys_args(args: &[&str]) -> Result<KeysArgs, clap::Error> {
+        let cli = Cli::try_parse_from(["dbconsole", "keys"].iter().chain(args))?;
+        match cli.command {
+            Command::Keys(args) => Ok(args),
+            other => panic!("parsed as {other:?}"),
+        }
     }
 
     #[test]
@@ -118,6 +191,53 @@ mod tests {
             &["--no-such-flag"],
         ] {
             assert!(serve_args(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn keys_subcommands_parse() {
+        let args = keys_args(&[
+            "create",
+            "--kind",
+            "access-token",
+            "--scope",
+            "setup",
+            "--name",
+            "ci",
+            "--data-dir",
+            "/srv/data",
+        ])
+        .unwrap();
+        assert_eq!(args.data_dir, PathBuf::from("/srv/data"));
+        let KeysCommand::Create(create) = args.command else {
+            panic!("{args:?}");
+        };
+        assert_eq!(create.kind, KeyKind::AccessToken);
+        assert_eq!(create.scope, KeyScope::Setup);
+        assert_eq!(create.name, "ci");
+
+        // `--data-dir` may also come before the subcommand.
+        let args = keys_args(&["--data-dir", "/srv/other", "revoke", "key_01"]).unwrap();
+        assert_eq!(args.data_dir, PathBuf::from("/srv/other"));
+        assert!(matches!(args.command, KeysCommand::Revoke { id } if id == "key_01"));
+        assert!(matches!(
+            keys_args(&["list"]).unwrap().command,
+            KeysCommand::List
+        ));
+    }
+
+    #[test]
+    fn bad_keys_commands_are_rejected() {
+        for bad in [
+            &["create", "--kind", "api-key", "--scope", "full"][..],
+            &["create", "--kind", "password", "--scope", "full", "--name", "x"],
+            &["create", "--kind", "api-key", "--scope", "admin", "--name", "x"],
+            &["create", "--kind", "api-key", "--name", "x"],
+            &["revoke"],
+            &["list", "extra"],
+            &[],
+        ] {
+            assert!(keys_args(bad).is_err(), "{bad:?} was accepted");
         }
     }
 

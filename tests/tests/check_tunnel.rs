@@ -16,7 +16,7 @@ use dbconsole_core::check::oracle::OracleChecker;
 use dbconsole_core::check::{Adapter, TunnelDialer, TunnelEndpoint, standard_checkers};
 use dbconsole_core::{Checkers, ConsoleService, Secret, StaticCredentials};
 use dbconsole_storage_memory::MemoryStorage;
-use dbconsole_tests::{API_KEY, ACCESS_TOKEN, Api};
+use dbconsole_tests::{ACCESS_TOKEN, API_KEY, Api};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -127,11 +127,7 @@ async fn postgres_through_the_tunnel() {
     assert_eq!(answer, "ok");
     assert_eq!(
         *dialer.forwarded.lock().unwrap(),
-        [(
-            "tun-1".to_owned(),
-            "db.private.invalid".to_owned(),
-            5432
-        )]
+        [("tun-1".to_owned(), "db.private.invalid".to_owned(), 5432)]
     );
     assert_eq!(dialer.closed.load(Ordering::SeqCst), 1, "forwarding closed");
 }

@@ -10,11 +10,14 @@
 //!
 //! | feature | checker | driver |
 //! |---|---|---|
-//! | `postgres` | [`postgres::PostgresChecker`] | tokio-postgres |
-//! | `mysql` | [`mysql::MysqlChecker`] | mysql_async, always over TCP |
-//! | `clickhouse` | [`clickhouse::ClickhouseChecker`] | the clickhouse crate, over HTTP(S) |
-//! | `sqlserver` | [`sqlserver::SqlserverChecker`] | tiberius |
-//! | `oracle` | [`oracle::OracleChecker`] | the oracle crate (needs the Oracle Client library) |
+//! | `postgres` | `postgres::PostgresChecker` | tokio-postgres |
+//! | `mysql` | `mysql::MysqlChecker` | mysql_async, always over TCP |
+//! | `clickhouse` | `clickhouse::ClickhouseChecker` | the clickhouse crate, over HTTP(S) |
+//! | `sqlserver` | `sqlserver::SqlserverChecker` | tiberius |
+//! | `oracle` | `oracle::OracleChecker` | the oracle crate (needs the Oracle Client library) |
+//!
+//! `all-checkers` turns on all five. Each module's documentation says what its check does and
+//! where its driver departs from the common rules.
 //!
 //! All of them use one TLS stack, rustls with the aws-lc-rs provider (see `tls.rs` for the rules:
 //! `ssl` off is plain; on without a CA certificate is encrypted but not verified; with a CA the
@@ -140,7 +143,10 @@ pub fn standard_checkers() -> Checkers {
     tls::install_default_provider();
     #[cfg(feature = "postgres")]
     {
-        checkers = checkers.with(Adapter::Postgres, Arc::new(postgres::PostgresChecker::new()));
+        checkers = checkers.with(
+            Adapter::Postgres,
+            Arc::new(postgres::PostgresChecker::new()),
+        );
     }
     #[cfg(feature = "mysql")]
     {
@@ -240,7 +246,10 @@ mod tests {
     #[test]
     fn error_chain_joins_causes_without_repeating_them() {
         let inner = Layer("Connection refused (os error 111)", None);
-        let middle = Layer("io: Connection refused (os error 111)", Some(Box::new(inner)));
+        let middle = Layer(
+            "io: Connection refused (os error 111)",
+            Some(Box::new(inner)),
+        );
         let outer = Layer("error connecting to server", Some(Box::new(middle)));
         assert_eq!(
             error_chain(&outer),

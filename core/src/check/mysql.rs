@@ -35,25 +35,31 @@ impl MysqlChecker {
 #[async_trait]
 impl ConnectionChecker for MysqlChecker {
     async fn check(&self, target: &CheckTarget) -> Result<(), String> {
-        tls::install_default_provider();
-        let mut conn = match Conn::new(opts(target, None)?).await {
-            Ok(conn) => conn,
-            Err(error) => {
-                let certified = (target.ssl && Verify::of(target) == Verify::Chain)
-                    .then(|| name_the_certificate_is_valid_for(&error))
-                    .flatten();
-                let Some(name) = certified else {
-                    return Err(error_chain(&error));
-                };
-                Conn::new(opts(target, Some(name))?)
-                    .await
-                    .map_err(|error| error_chain(&error))?
-            }
-        };
+        let mut conn = connect(target).await?;
         let answer = conn.query_drop("SELECT 1").await;
         let closed = conn.disconnect().await;
         answer.map_err(|error| error_chain(&error))?;
         closed.map_err(|error| error_chain(&error))
+    }
+}
+
+/// Opens the connection the checker opens (same settings and TLS) and hands it over, for
+/// embedders that want to run more than the check on it.
+pub async fn connect(target: &CheckTarget) -> Result<Conn, String> {
+    tls::install_default_provider();
+    match Conn::new(opts(target, None)?).await {
+        Ok(conn) => Ok(conn),
+        Err(error) => {
+            let certified = (target.ssl && Verify::of(target) == Verify::Chain)
+                .then(|| name_the_certificate_is_valid_for(&error))
+                .flatten();
+            let Some(name) = certified else {
+                return Err(error_chain(&error));
+            };
+            Conn::new(opts(target, Some(name))?)
+                .await
+                .map_err(|error| error_chain(&error))
+        }
     }
 }
 

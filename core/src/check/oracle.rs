@@ -103,10 +103,13 @@ impl ConnectionChecker for OracleChecker {
 /// What [`OracleChecker::new`] runs: connect, `SELECT 1 FROM DUAL`, close.
 fn connect_with_oracle_crate(login: &OracleLogin) -> Result<(), String> {
     let password = String::from_utf8_lossy(login.password.expose()).into_owned();
-    let connection =
-        oracle::Connector::new(login.username.as_str(), password, login.connect_descriptor.as_str())
-            .connect()
-            .map_err(|error| describe(&error))?;
+    let connection = oracle::Connector::new(
+        login.username.as_str(),
+        password,
+        login.connect_descriptor.as_str(),
+    )
+    .connect()
+    .map_err(|error| describe(&error))?;
     let answer = connection.query_row("SELECT 1 FROM DUAL", &[]).map(drop);
     let closed = connection.close();
     answer.map_err(|error| describe(&error))?;

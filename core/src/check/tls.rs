@@ -15,6 +15,17 @@
 //! chain-only mode is a verifier of its own ([`ChainOnlyVerifier`]). A stored client certificate
 //! and key are presented to the server.
 
+// Each checker uses a part of this module; with only some of them compiled in, the rest is idle.
+#![cfg_attr(
+    not(all(
+        feature = "postgres",
+        feature = "mysql",
+        feature = "clickhouse",
+        feature = "sqlserver"
+    )),
+    allow(dead_code)
+)]
+
 use std::sync::{Arc, Once};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -178,7 +189,6 @@ pub(crate) fn placeholder_config() -> Result<ClientConfig, String> {
         .with_no_client_auth())
 }
 
-
 /// `ssl` without a CA certificate: any certificate is accepted (the connection is encrypted,
 /// the peer is not authenticated). The handshake signatures are still checked.
 #[derive(Debug)]
@@ -306,7 +316,8 @@ mod tests {
         assert_eq!(certificates(&der, "CA").unwrap().len(), 1);
         let empty = Secret::new(Vec::new());
         assert_eq!(certificates(&empty, "CA").unwrap_err(), "the CA is empty");
-        let no_cert = Secret::from("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n");
+        let no_cert =
+            Secret::from("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n");
         assert_eq!(
             certificates(&no_cert, "CA").unwrap_err(),
             "the CA holds no certificate"

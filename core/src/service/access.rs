@@ -29,19 +29,19 @@ impl Shared {
         };
         let access = if call.method == Method::PUT {
             let body = call.json(self.body_limit).await?;
+            // Validated inside the edit, like a PATCH: a missing database is 404 before any 422.
+            let database_id = id.to_owned();
             let edit: crate::storage::AccessEdit = if permissions {
-                let list = permissions_from_body(&body)?;
                 Box::new(move |stored: &AccessControl| {
                     Ok(AccessControl {
-                        permissions: list.clone(),
+                        permissions: permissions_from_body(&body)?,
                         ..stored.clone()
                     })
                 })
             } else {
-                let document = data_protection_from_body(id, &body)?;
                 Box::new(move |stored: &AccessControl| {
                     Ok(AccessControl {
-                        data_protection: document.clone(),
+                        data_protection: data_protection_from_body(&database_id, &body)?,
                         ..stored.clone()
                     })
                 })

@@ -125,7 +125,7 @@ impl ConsoleServiceBuilder {
     }
 }
 
-/// The future of [`ConsoleService::call`].
+/// The future of `ConsoleService`'s `Service::call`.
 pub type ResponseFuture =
     Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
 

@@ -21,7 +21,7 @@
 //! exclusive and may be any string, stored or not.
 //!
 //! Backends map their private failures into [`StorageError::Backend`]; the service logs them
-//! and answers a generic 500. The conformance suite in [`testing`] (feature `testing`) checks all
+//! and answers a generic 500. The conformance suite in `storage::testing` (feature `testing`) checks all
 //! of this, and every backend runs it.
 
 use std::fmt::Debug;

@@ -45,11 +45,20 @@
 //!   changes the identity; deletes by id and by `api_id` return the record as it was and free
 //!   its `api_id`.
 //! - Dashboards: the same for insert, read, listing, update and delete.
-//! - Concurrency: no lost update under 32 racing updates, one database per `api_id` under
-//!   racing upserts and inserts, and a delete racing an update or an upsert is all-or-nothing.
+//! - Access control: `None` for a missing database, the default for a new one; updates apply
+//!   exactly what the edit returned (`NotFound` for a missing database, `Invalid` changing
+//!   nothing); `inherits_from` refused with the [`inheritance_message`] rules (itself, a
+//!   missing database, a cycle of two or three) changing nothing, and clearable; the delete
+//!   guard by id and by `api_id` ([`StorageError::Inherited`] naming every heir, ordered by id,
+//!   nothing deleted), and a delete that takes the access control with it.
+//! - Caller keys: insert, lookup by digest, listing by id, touch (the later time wins), delete
+//!   (revoked at once); a taken id or digest is refused.
+//! - Concurrency: no lost update under 32 racing updates (16 for access control), one database
+//!   per `api_id` under racing upserts and inserts, a delete racing an update or an upsert is
+//!   all-or-nothing, a delete racing an inheritance never leaves an heir of a deleted database,
+//!   and crossing inheritances never make a cycle.
 //!
-//! Not covered here: [`StorageError::Inherited`] (the model has no policy inheritance yet) and
-//! [`StorageError::Backend`] (backend-specific failures).
+//! Not covered here: [`StorageError::Backend`] (backend-specific failures).
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -60,11 +69,13 @@ use serde_json::{Map, Value, json};
 use tokio::sync::Barrier;
 use tokio::task::JoinHandle;
 
-use super::{DatabaseKey, Page, Storage, StorageError};
+use super::{DatabaseKey, DatabaseRef, Page, Storage, StorageError, inheritance_message};
+use crate::auth::{CredentialKind, Scope, mint_caller_key};
 use crate::model::{
-    Action, ActionId, Adapter, ConnectionParameter, Credential, CredentialId, Dashboard,
-    DashboardId, Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput,
-    Secret, Timestamp, TlsMaterial,
+    AccessControl, AccessLevel, Action, ActionId, Adapter, CallerKey, ColumnAction, ColumnRule,
+    ConnectionParameter, Credential, CredentialId, Dashboard, DashboardId, DataProtection,
+    Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput, Permission,
+    Policy, Secret, SubjectKind, Timestamp, TlsMaterial,
 };
 use crate::validate::{ValidationErrors, dashboard_from_body, database_from_body, message};
 
@@ -122,6 +133,23 @@ macro_rules! storage_conformance_suite {
             delete_racing_update_is_all_or_nothing,
             upsert_racing_delete_is_all_or_nothing,
             concurrent_dashboard_updates_lose_nothing,
+            access_control_is_default_for_new_database_and_none_for_missing,
+            access_control_update_applies_and_returns_stored,
+            access_control_update_of_missing_database_is_not_found,
+            access_control_update_rejected_by_edit_changes_nothing,
+            inheritance_from_itself_is_refused,
+            inheritance_from_missing_database_is_refused,
+            inheritance_cycles_are_refused,
+            inheritance_can_be_cleared_and_repointed,
+            delete_of_inherited_database_by_id_is_refused,
+            delete_of_inherited_database_by_api_id_is_refused,
+            caller_keys_round_trip_by_digest_and_listing,
+            caller_key_insert_with_taken_id_or_digest_is_refused,
+            caller_key_touch_keeps_the_later_time,
+            caller_key_delete_returns_it_and_revokes_it,
+            concurrent_access_control_updates_lose_nothing,
+            delete_racing_inheritance_never_leaves_a_dangling_heir,
+            racing_inheritances_never_make_a_cycle,
         ]);
     };
 }
@@ -2285,4 +2313,1210 @@ pub async fn concurrent_dashboard_updates_lose_nothing(storage: Arc<dyn Storage>
         UPDATERS,
         "panels after 32 concurrent update_dashboard calls",
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Access control: permissions and data protection
+// ---------------------------------------------------------------------------------------------
+
+fn permission(kind: SubjectKind, subject: &str, access: AccessLevel) -> Permission {
+    Permission {
+        subject_kind: kind,
+        subject: subject.to_owned(),
+        access,
+    }
+}
+
+/// Access control with every part set: permissions of both kinds and several levels (not in
+/// sorted order), policies with a description and without, hide and mask rules.
+fn rich_access_control(inherits_from: Option<&str>) -> AccessControl {
+    AccessControl {
+        permissions: vec![
+            permission(SubjectKind::User, "zoë@example.com", AccessLevel::Review),
+            permission(SubjectKind::Group, "Payments", AccessLevel::Admin),
+            permission(SubjectKind::User, "ana", AccessLevel::Query),
+        ],
+        data_protection: DataProtection {
+            inherits_from: inherits_from.map(str::to_owned),
+            policies: vec![
+                Policy {
+                    name: "pii".to_owned(),
+                    description: Some("Personal data — ünïcode".to_owned()),
+                    columns: vec![
+                        ColumnRule {
+                            column: "users.email".to_owned(),
+                            action: ColumnAction::Mask,
+                        },
+                        ColumnRule {
+                            column: "public.users.ssn".to_owned(),
+                            action: ColumnAction::Hide,
+                        },
+                    ],
+                },
+                Policy {
+                    name: "cards".to_owned(),
+                    description: None,
+                    columns: vec![ColumnRule {
+                        column: "payments.card_number".to_owned(),
+                        action: ColumnAction::Hide,
+                    }],
+                },
+            ],
+        },
+    }
+}
+
+/// The access control of a stored database.
+async fn access_of(storage: &dyn Storage, id: &str, context: &str) -> AccessControl {
+    found(
+        storage.access_control(id).await,
+        &format!("access_control({id}) {context}"),
+    )
+}
+
+/// Stores `access` as the whole access control of database `id` (it must be accepted).
+async fn put_access(storage: &dyn Storage, id: &str, access: AccessControl) -> AccessControl {
+    let edit = Box::new(move |_: &AccessControl| Ok(access.clone()));
+    ok(
+        storage.update_access_control(id, edit).await,
+        &format!("update_access_control({id}) storing a whole access control"),
+    )
+}
+
+/// Sets (or clears) `inherits_from` of database `id`, keeping everything else.
+async fn set_inheritance(
+    storage: &dyn Storage,
+    id: &str,
+    target: Option<&str>,
+) -> Result<AccessControl, StorageError> {
+    let target = target.map(str::to_owned);
+    let edit = Box::new(move |stored: &AccessControl| {
+        let mut next = stored.clone();
+        next.data_protection.inherits_from = target.clone();
+        Ok(next)
+    });
+    storage.update_access_control(id, edit).await
+}
+
+/// Asserts that `result` is the refusal of an `inherits_from` with this message.
+#[track_caller]
+fn assert_inheritance_refused(
+    result: Result<AccessControl, StorageError>,
+    expected: &str,
+    context: &str,
+) {
+    match result {
+        Err(StorageError::Invalid(errors)) => assert_eq!(
+            errors,
+            ValidationErrors::single("inherits_from", expected),
+            "{context}: StorageError::Invalid must carry `inherits_from: {expected}`"
+        ),
+        other => {
+            panic!("{context}: expected Err(Invalid(inherits_from: {expected:?})), got {other:?}")
+        }
+    }
+}
+
+fn reference(database: &Database) -> DatabaseRef {
+    DatabaseRef {
+        id: database.id.as_str().to_owned(),
+        name: database.name.clone(),
+    }
+}
+
+/// Inserts databases named after `names`, in that order (so their ids sort in that order).
+async fn insert_named(storage: &dyn Storage, names: &[&str]) -> Vec<Database> {
+    let mut databases = Vec::new();
+    for name in names {
+        let database = plain_database(name, None);
+        ok(
+            storage.insert_database(database.clone()).await,
+            "insert_database",
+        );
+        databases.push(database);
+    }
+    databases
+}
+
+/// `access_control` is `None` for a database that is not stored (on an empty store, for an id
+/// never stored, for an `api_id`), and the default, empty access control for a new database.
+pub async fn access_control_is_default_for_new_database_and_none_for_missing(
+    storage: Arc<dyn Storage>,
+) {
+    absent(
+        storage.access_control("db_missing").await,
+        "access_control on an empty store",
+    );
+    let database = plain_database("Orders", Some("ext-1"));
+    ok(
+        storage.insert_database(database.clone()).await,
+        "insert_database",
+    );
+    let access = access_of(storage.as_ref(), database.id.as_str(), "of a new database").await;
+    assert_eq!(
+        access,
+        AccessControl::default(),
+        "access_control of a new database: no permissions, no policies, no inheritance"
+    );
+    absent(
+        storage.access_control("db_missing").await,
+        "access_control(an id that is not stored)",
+    );
+    absent(
+        storage.access_control("ext-1").await,
+        "access_control(a stored api_id): access_control takes an id",
+    );
+}
+
+/// `update_access_control` passes the stored access control to the edit (the default one
+/// first), stores exactly what the edit returned, and returns it; each database has its own.
+pub async fn access_control_update_applies_and_returns_stored(storage: Arc<dyn Storage>) {
+    let [target, parent, other] = <[Database; 3]>::try_from(
+        insert_named(storage.as_ref(), &["Target", "Parent", "Bystander"]).await,
+    )
+    .expect("three databases");
+    let id = target.id.as_str();
+    let produced = rich_access_control(Some(parent.id.as_str()));
+
+    let seen: Arc<Mutex<Vec<AccessControl>>> = Arc::default();
+    let edit = {
+        let (seen, produced) = (Arc::clone(&seen), produced.clone());
+        Box::new(move |stored: &AccessControl| {
+            seen.lock().unwrap().push(stored.clone());
+            Ok(produced.clone())
+        })
+    };
+    let returned = ok(
+        storage.update_access_control(id, edit).await,
+        "update_access_control",
+    );
+    let seen = seen.lock().unwrap().clone();
+    assert!(
+        !seen.is_empty(),
+        "update_access_control never called the edit"
+    );
+    for stored in &seen {
+        assert_eq!(
+            stored,
+            &AccessControl::default(),
+            "the first update_access_control must pass the default access control to the edit"
+        );
+    }
+    assert_eq!(
+        returned, produced,
+        "update_access_control must return what the edit produced"
+    );
+    assert_eq!(
+        access_of(storage.as_ref(), id, "after update_access_control").await,
+        produced,
+        "access_control after update_access_control: exactly what the edit returned, in order"
+    );
+
+    // A second edit sees the first one's result, and may empty every part.
+    let seen_second: Arc<Mutex<Option<AccessControl>>> = Arc::default();
+    let edit = {
+        let seen_second = Arc::clone(&seen_second);
+        Box::new(move |stored: &AccessControl| {
+            *seen_second.lock().unwrap() = Some(stored.clone());
+            let mut next = stored.clone();
+            next.permissions.truncate(1);
+            next.data_protection.policies.clear();
+            next.data_protection.inherits_from = None;
+            Ok(next)
+        })
+    };
+    let second = ok(
+        storage.update_access_control(id, edit).await,
+        "a second update_access_control",
+    );
+    assert_eq!(
+        seen_second.lock().unwrap().clone(),
+        Some(produced.clone()),
+        "a second update_access_control must pass the stored access control to the edit"
+    );
+    let expected = AccessControl {
+        permissions: produced.permissions[..1].to_vec(),
+        data_protection: DataProtection::default(),
+    };
+    assert_eq!(
+        second, expected,
+        "the second update_access_control's result"
+    );
+    assert_eq!(
+        access_of(storage.as_ref(), id, "after a second update_access_control").await,
+        expected
+    );
+
+    for bystander in [&parent, &other] {
+        assert_eq!(
+            access_of(
+                storage.as_ref(),
+                bystander.id.as_str(),
+                "of another database"
+            )
+            .await,
+            AccessControl::default(),
+            "update_access_control of one database must not touch another's"
+        );
+    }
+    // The database record itself is untouched.
+    let stored = found(storage.database(id).await, "database");
+    assert_same_database(&stored, &target, "database after update_access_control");
+}
+
+/// `update_access_control` of a database that is not stored fails with `NotFound`, without
+/// calling the edit into a stored record: a database inserted later with that id starts with
+/// the default access control.
+pub async fn access_control_update_of_missing_database_is_not_found(storage: Arc<dyn Storage>) {
+    let edit = || Box::new(|_: &AccessControl| Ok(rich_access_control(None)));
+    assert_err!(
+        storage.update_access_control("db_missing", edit()).await,
+        StorageError::NotFound,
+        "update_access_control on an empty store"
+    );
+    let stored = plain_database("Orders", Some("ext-1"));
+    ok(
+        storage.insert_database(stored.clone()).await,
+        "insert_database",
+    );
+    let late_id = DatabaseId::generate();
+    assert_err!(
+        storage
+            .update_access_control(late_id.as_str(), edit())
+            .await,
+        StorageError::NotFound,
+        "update_access_control of an id that is not stored"
+    );
+    assert_err!(
+        storage.update_access_control("ext-1", edit()).await,
+        StorageError::NotFound,
+        "update_access_control(a stored api_id): update_access_control takes an id"
+    );
+    absent(
+        storage.access_control(late_id.as_str()).await,
+        "access_control of the id a failed update_access_control named",
+    );
+
+    let mut late = plain_database("Late", None);
+    late.id = late_id.clone();
+    ok(storage.insert_database(late).await, "insert_database");
+    assert_eq!(
+        access_of(
+            storage.as_ref(),
+            late_id.as_str(),
+            "of a database inserted later"
+        )
+        .await,
+        AccessControl::default(),
+        "an update_access_control that failed with NotFound must not have stored anything"
+    );
+    assert_eq!(
+        access_of(storage.as_ref(), stored.id.as_str(), "of a bystander").await,
+        AccessControl::default()
+    );
+}
+
+/// An edit that returns `Err` makes `update_access_control` fail with `Invalid` carrying those
+/// errors, and nothing changes.
+pub async fn access_control_update_rejected_by_edit_changes_nothing(storage: Arc<dyn Storage>) {
+    let [database, parent] =
+        <[Database; 2]>::try_from(insert_named(storage.as_ref(), &["Orders", "Parent"]).await)
+            .expect("two databases");
+    let id = database.id.as_str();
+    let original = put_access(storage.as_ref(), id, rich_access_control(None)).await;
+
+    let parent_id = parent.id.as_str().to_owned();
+    let edit = Box::new(move |stored: &AccessControl| {
+        let mut next = stored.clone();
+        next.permissions.clear();
+        next.data_protection.inherits_from = Some(parent_id.clone());
+        Err(edit_errors())
+    });
+    match storage.update_access_control(id, edit).await {
+        Err(StorageError::Invalid(errors)) => assert_eq!(
+            errors,
+            edit_errors(),
+            "StorageError::Invalid must carry the edit's own errors"
+        ),
+        other => panic!(
+            "update_access_control with an edit that returns Err: expected Err(Invalid), got \
+             {other:?}"
+        ),
+    }
+    assert_eq!(
+        access_of(storage.as_ref(), id, "after a rejected edit").await,
+        original,
+        "access_control after a rejected edit"
+    );
+    // The rejected edit named `parent`, but nothing inherits it: it can be deleted.
+    ok(
+        storage
+            .delete_database(DatabaseKey::Id(parent.id.as_str()))
+            .await,
+        "delete_database of the database a rejected edit wanted to inherit from",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Access control: inheritance
+// ---------------------------------------------------------------------------------------------
+
+/// A database cannot inherit its own policies: `Invalid` on `inherits_from` with
+/// [`ITSELF`](inheritance_message::ITSELF), and nothing changes.
+pub async fn inheritance_from_itself_is_refused(storage: Arc<dyn Storage>) {
+    let [database] = <[Database; 1]>::try_from(insert_named(storage.as_ref(), &["Self"]).await)
+        .expect("one database");
+    let id = database.id.as_str();
+    let original = put_access(storage.as_ref(), id, rich_access_control(None)).await;
+    assert_inheritance_refused(
+        set_inheritance(storage.as_ref(), id, Some(id)).await,
+        inheritance_message::ITSELF,
+        "update_access_control setting inherits_from to the database itself",
+    );
+    assert_eq!(
+        access_of(storage.as_ref(), id, "after a refused inheritance").await,
+        original,
+        "access_control after a refused inheritance from itself"
+    );
+    ok(
+        storage.delete_database(DatabaseKey::Id(id)).await,
+        "delete_database after a refused inheritance from itself (nothing inherits it)",
+    );
+}
+
+/// A database cannot inherit from a database that is not stored — never stored, deleted, or
+/// named by its `api_id`: `Invalid` on `inherits_from` with
+/// [`MISSING`](inheritance_message::MISSING), and nothing changes.
+pub async fn inheritance_from_missing_database_is_refused(storage: Arc<dyn Storage>) {
+    let heir = plain_database("Heir", None);
+    let external = plain_database("External", Some("ext-parent"));
+    let deleted = plain_database("Deleted", None);
+    for database in [&heir, &external, &deleted] {
+        ok(
+            storage.insert_database(database.clone()).await,
+            "insert_database",
+        );
+    }
+    ok(
+        storage
+            .delete_database(DatabaseKey::Id(deleted.id.as_str()))
+            .await,
+        "delete_database",
+    );
+    let id = heir.id.as_str();
+    let original = put_access(storage.as_ref(), id, rich_access_control(None)).await;
+
+    for (target, what) in [
+        ("db_missing", "an id that was never stored"),
+        (deleted.id.as_str(), "a deleted database"),
+        ("ext-parent", "a stored api_id (inherits_from takes an id)"),
+    ] {
+        assert_inheritance_refused(
+            set_inheritance(storage.as_ref(), id, Some(target)).await,
+            inheritance_message::MISSING,
+            &format!("update_access_control setting inherits_from to {what}"),
+        );
+        assert_eq!(
+            access_of(storage.as_ref(), id, "after a refused inheritance").await,
+            original,
+            "access_control after a refused inheritance from {what}"
+        );
+    }
+    ok(
+        storage
+            .delete_database(DatabaseKey::ApiId("ext-parent"))
+            .await,
+        "delete_database of a database only named by its api_id in a refused inheritance",
+    );
+}
+
+/// No inheritance cycle: with A → B stored, B → A is refused; with A → B → C stored, C → A is
+/// refused (`Invalid` on `inherits_from` with [`CYCLE`](inheritance_message::CYCLE)); nothing
+/// changes. Chains and several heirs of one database are fine.
+pub async fn inheritance_cycles_are_refused(storage: Arc<dyn Storage>) {
+    let databases = insert_named(storage.as_ref(), &["A", "B", "C", "D"]).await;
+    let [a, b, c, d] = [0, 1, 2, 3].map(|index| databases[index].id.as_str().to_owned());
+
+    ok(
+        set_inheritance(storage.as_ref(), &a, Some(&b)).await,
+        "update_access_control: A inherits from B",
+    );
+    let b_before = put_access(storage.as_ref(), &b, rich_access_control(None)).await;
+    assert_inheritance_refused(
+        set_inheritance(storage.as_ref(), &b, Some(&a)).await,
+        inheritance_message::CYCLE,
+        "update_access_control: B inherits from A while A inherits from B",
+    );
+    assert_eq!(
+        access_of(storage.as_ref(), &b, "after a refused cycle").await,
+        b_before,
+        "B's access control after its refused inheritance from A"
+    );
+
+    ok(
+        set_inheritance(storage.as_ref(), &b, Some(&c)).await,
+        "update_access_control: B inherits from C (A → B → C)",
+    );
+    let c_before = put_access(storage.as_ref(), &c, rich_access_control(None)).await;
+    for (heir, name) in [(&c, "C"), (&b, "B")] {
+        assert_inheritance_refused(
+            set_inheritance(storage.as_ref(), heir, Some(&a)).await,
+            inheritance_message::CYCLE,
+            &format!("update_access_control: {name} inherits from A while A → B → C"),
+        );
+    }
+    assert_eq!(
+        access_of(storage.as_ref(), &c, "after a refused cycle").await,
+        c_before,
+        "C's access control after its refused inheritance from A"
+    );
+    let chain = [(&a, Some(&b)), (&b, Some(&c)), (&c, None)];
+    for (id, parent) in chain {
+        assert_eq!(
+            access_of(storage.as_ref(), id, "after refused cycles")
+                .await
+                .data_protection
+                .inherits_from
+                .as_ref(),
+            parent,
+            "inherits_from of {id} after refused cycles: A → B → C stays as it was"
+        );
+    }
+
+    // Not a cycle: a second heir of A, and an heir of the end of the chain.
+    ok(
+        set_inheritance(storage.as_ref(), &d, Some(&a)).await,
+        "update_access_control: D inherits from A (D → A → B → C)",
+    );
+    assert_inheritance_refused(
+        set_inheritance(storage.as_ref(), &c, Some(&d)).await,
+        inheritance_message::CYCLE,
+        "update_access_control: C inherits from D while D → A → B → C",
+    );
+    // Setting the same target again is no cycle.
+    ok(
+        set_inheritance(storage.as_ref(), &a, Some(&b)).await,
+        "update_access_control: A inherits from B again",
+    );
+}
+
+/// `inherits_from` can be cleared and pointed elsewhere; after that, the old links no longer
+/// count for cycles or for the delete guard.
+pub async fn inheritance_can_be_cleared_and_repointed(storage: Arc<dyn Storage>) {
+    let databases = insert_named(storage.as_ref(), &["A", "B", "C"]).await;
+    let [a, b, c] = [0, 1, 2].map(|index| databases[index].id.as_str().to_owned());
+    let original = put_access(storage.as_ref(), &a, rich_access_control(Some(b.as_str()))).await;
+
+    let cleared = ok(
+        set_inheritance(storage.as_ref(), &a, None).await,
+        "update_access_control clearing inherits_from",
+    );
+    let mut expected = original.clone();
+    expected.data_protection.inherits_from = None;
+    assert_eq!(
+        cleared, expected,
+        "clearing inherits_from keeps everything else"
+    );
+    assert_eq!(
+        access_of(storage.as_ref(), &a, "after clearing inherits_from").await,
+        expected
+    );
+    ok(
+        set_inheritance(storage.as_ref(), &b, Some(&a)).await,
+        "update_access_control: B inherits from A once A no longer inherits from B",
+    );
+
+    // Re-point C from A to B; then A is inherited by B only.
+    ok(
+        set_inheritance(storage.as_ref(), &c, Some(&a)).await,
+        "update_access_control: C inherits from A",
+    );
+    ok(
+        set_inheritance(storage.as_ref(), &c, Some(&b)).await,
+        "update_access_control: C inherits from B instead",
+    );
+    match storage.delete_database(DatabaseKey::Id(&a)).await {
+        Err(StorageError::Inherited(heirs)) => assert_eq!(
+            heirs,
+            vec![reference(&databases[1])],
+            "delete_database of A: only B still inherits from A (C was re-pointed to B)"
+        ),
+        other => {
+            panic!("delete_database of an inherited database: expected Inherited, got {other:?}")
+        }
+    }
+    ok(
+        set_inheritance(storage.as_ref(), &b, None).await,
+        "update_access_control: B clears its inheritance",
+    );
+    ok(
+        storage.delete_database(DatabaseKey::Id(&a)).await,
+        "delete_database of A once no database inherits from it",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Access control: the delete guard, and the delete's cascade
+// ---------------------------------------------------------------------------------------------
+
+/// Asserts that deleting `parent` through `key` is refused with `Inherited(expected)` and that
+/// the parent is still there.
+async fn assert_delete_refused(
+    storage: &dyn Storage,
+    key: DatabaseKey<'_>,
+    parent: &Database,
+    expected: &[DatabaseRef],
+    context: &str,
+) {
+    match storage.delete_database(key).await {
+        Err(StorageError::Inherited(named)) => assert_eq!(
+            named, expected,
+            "{context}: StorageError::Inherited must name every heir (id and name), ordered by id"
+        ),
+        other => panic!("{context}: expected Err(Inherited), got {other:?}"),
+    }
+    let stored = found(
+        storage.database(parent.id.as_str()).await,
+        &format!("database(id) after {context}"),
+    );
+    assert_same_database(&stored, parent, &format!("the parent after {context}"));
+    let by_api_id = found(
+        storage.database_by_api_id("ext-parent").await,
+        &format!("database_by_api_id after {context}"),
+    );
+    assert_same_database(&by_api_id, parent, &format!("the parent after {context}"));
+}
+
+/// Checks the delete guard through `Id` or `ApiId`: refused with every heir named (ordered by
+/// id) and nothing deleted; allowed once the heirs are gone or no longer inherit, and then the
+/// access control goes with the database.
+async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
+    let mut parent = plain_database("Parent", Some("ext-parent"));
+    parent.restrict_access = true;
+    ok(
+        storage.insert_database(parent.clone()).await,
+        "insert_database",
+    );
+    // Heirs made in id order but linked in another order; a bystander inheriting elsewhere.
+    let heirs = insert_named(storage, &["Heir one", "Heir two ✓", "Heir three"]).await;
+    let [other_parent, bystander] =
+        <[Database; 2]>::try_from(insert_named(storage, &["Other parent", "Bystander"]).await)
+            .expect("two databases");
+    let parent_access = put_access(storage, parent.id.as_str(), rich_access_control(None)).await;
+    for index in [2, 0, 1] {
+        ok(
+            set_inheritance(storage, heirs[index].id.as_str(), Some(parent.id.as_str())).await,
+            "update_access_control: an heir inherits from the parent",
+        );
+    }
+    ok(
+        set_inheritance(
+            storage,
+            bystander.id.as_str(),
+            Some(other_parent.id.as_str()),
+        )
+        .await,
+        "update_access_control: the bystander inherits from another database",
+    );
+    let key = if by_api_id {
+        DatabaseKey::ApiId("ext-parent")
+    } else {
+        DatabaseKey::Id(parent.id.as_str())
+    };
+
+    let all_heirs: Vec<DatabaseRef> = heirs.iter().map(reference).collect();
+    assert_delete_refused(
+        storage,
+        key,
+        &parent,
+        &all_heirs,
+        &format!("delete_database({key:?}) of a database three others inherit from"),
+    )
+    .await;
+    assert_eq!(
+        access_of(storage, parent.id.as_str(), "after a refused delete").await,
+        parent_access,
+        "the parent's access control after a refused delete"
+    );
+    for heir in &heirs {
+        let access = access_of(storage, heir.id.as_str(), "after a refused delete").await;
+        assert_eq!(
+            access.data_protection.inherits_from.as_deref(),
+            Some(parent.id.as_str()),
+            "an heir's inheritance after a refused delete of its parent"
+        );
+    }
+    assert_eq!(
+        all_databases(storage).await.len(),
+        6,
+        "list_databases after a refused delete"
+    );
+
+    // One heir drops its inheritance, another is deleted (its access control with it).
+    ok(
+        set_inheritance(storage, heirs[1].id.as_str(), None).await,
+        "update_access_control: an heir clears its inheritance",
+    );
+    ok(
+        storage
+            .delete_database(DatabaseKey::Id(heirs[0].id.as_str()))
+            .await,
+        "delete_database of an heir (nothing inherits from it)",
+    );
+    assert_delete_refused(
+        storage,
+        key,
+        &parent,
+        &all_heirs[2..],
+        &format!("delete_database({key:?}) with one heir left"),
+    )
+    .await;
+    ok(
+        set_inheritance(storage, heirs[2].id.as_str(), Some(heirs[1].id.as_str())).await,
+        "update_access_control: the last heir inherits from another database instead",
+    );
+
+    let removed = ok(
+        storage.delete_database(key).await,
+        &format!("delete_database({key:?}) once no database inherits from it"),
+    );
+    assert_same_database(
+        &removed,
+        &parent,
+        &format!("delete_database({key:?}) must return the record as it was"),
+    );
+    absent(
+        storage.database(parent.id.as_str()).await,
+        "database(id) after the delete",
+    );
+    absent(
+        storage.access_control(parent.id.as_str()).await,
+        "access_control of a deleted database",
+    );
+    assert_inheritance_refused(
+        set_inheritance(storage, heirs[1].id.as_str(), Some(parent.id.as_str())).await,
+        inheritance_message::MISSING,
+        "update_access_control inheriting from a deleted database",
+    );
+
+    // The access control went with the database: a database stored again under the same ids
+    // (the deleted parent's, the deleted heir's) starts with the default.
+    for (old, name) in [(&parent, "the parent"), (&heirs[0], "the deleted heir")] {
+        let mut again = plain_database("Again", None);
+        again.id = old.id.clone();
+        ok(
+            storage.insert_database(again).await,
+            &format!("insert_database with the id of {name}"),
+        );
+        assert_eq!(
+            access_of(storage, old.id.as_str(), "of a database stored again").await,
+            AccessControl::default(),
+            "a delete must remove the access control of {name} with it: a database stored \
+             again under its id must not see the old one"
+        );
+    }
+    // And the re-stored parent is not held by its old heirs.
+    ok(
+        storage
+            .delete_database(DatabaseKey::Id(parent.id.as_str()))
+            .await,
+        "delete_database of a database stored again under a deleted parent's id",
+    );
+    let bystander_access = access_of(storage, bystander.id.as_str(), "of the bystander").await;
+    assert_eq!(
+        bystander_access.data_protection.inherits_from.as_deref(),
+        Some(other_parent.id.as_str()),
+        "another database's inheritance after the delete"
+    );
+}
+
+/// `delete_database(Id)` of a database others inherit from is refused with `Inherited` naming
+/// them, and changes nothing; once they no longer inherit, the delete succeeds and takes the
+/// access control with it.
+pub async fn delete_of_inherited_database_by_id_is_refused(storage: Arc<dyn Storage>) {
+    check_delete_guard(storage.as_ref(), false).await;
+}
+
+/// The same as [`delete_of_inherited_database_by_id_is_refused`], through `ApiId`.
+pub async fn delete_of_inherited_database_by_api_id_is_refused(storage: Arc<dyn Storage>) {
+    check_delete_guard(storage.as_ref(), true).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Caller keys
+// ---------------------------------------------------------------------------------------------
+
+/// Asserts two caller keys are equal, naming the digest when it differs (it prints redacted).
+#[track_caller]
+fn assert_same_key(actual: &CallerKey, expected: &CallerKey, context: &str) {
+    assert!(
+        actual.digest == expected.digest,
+        "{context}: the key {} has another digest than expected (digests print redacted)",
+        actual.id
+    );
+    assert_eq!(actual, expected, "{context}");
+}
+
+#[track_caller]
+fn assert_same_keys(actual: &[CallerKey], expected: &[CallerKey], context: &str) {
+    let ids = |keys: &[CallerKey]| -> Vec<String> {
+        keys.iter().map(|k| k.id.as_str().to_owned()).collect()
+    };
+    assert_eq!(
+        ids(actual),
+        ids(expected),
+        "{context}: the keys' ids, in order"
+    );
+    for (actual, expected) in actual.iter().zip(expected) {
+        assert_same_key(actual, expected, context);
+    }
+}
+
+/// Three keys of different kinds and scopes, in id order; one already used.
+fn caller_keys() -> Vec<CallerKey> {
+    let (mut used, _) = mint_caller_key(CredentialKind::ApiKey, Scope::Full, "deploy bot");
+    used.last_used_at = Some(Timestamp::from_micros(1_795_341_845_123_456));
+    let (setup, _) = mint_caller_key(CredentialKind::ApiKey, Scope::Setup, "setup ✓");
+    let (token, _) = mint_caller_key(CredentialKind::AccessToken, Scope::Full, "");
+    vec![used, setup, token]
+}
+
+/// Caller keys read back exactly as inserted, by digest and in the listing (ordered by id);
+/// an unknown digest is `None`.
+pub async fn caller_keys_round_trip_by_digest_and_listing(storage: Arc<dyn Storage>) {
+    assert!(
+        ok(storage.list_caller_keys().await, "list_caller_keys").is_empty(),
+        "list_caller_keys on an empty store must be empty"
+    );
+    absent(
+        storage.caller_key_by_digest(&[0; 32]).await,
+        "caller_key_by_digest on an empty store",
+    );
+    let keys = caller_keys();
+    for index in [2, 0, 1] {
+        ok(
+            storage.insert_caller_key(keys[index].clone()).await,
+            "insert_caller_key",
+        );
+    }
+    for key in &keys {
+        let by_digest = found(
+            storage.caller_key_by_digest(&key.digest).await,
+            "caller_key_by_digest",
+        );
+        assert_same_key(
+            &by_digest,
+            key,
+            "caller_key_by_digest after insert_caller_key",
+        );
+    }
+    let mut unknown = keys[0].digest;
+    unknown[31] ^= 1;
+    absent(
+        storage.caller_key_by_digest(&unknown).await,
+        "caller_key_by_digest(a digest one bit away from a stored one)",
+    );
+    assert_same_keys(
+        &ok(storage.list_caller_keys().await, "list_caller_keys"),
+        &keys,
+        "list_caller_keys: every key, ordered by id",
+    );
+}
+
+/// Inserting a caller key whose id or digest is taken fails with `AlreadyExists` and changes
+/// nothing.
+pub async fn caller_key_insert_with_taken_id_or_digest_is_refused(storage: Arc<dyn Storage>) {
+    let keys = caller_keys();
+    ok(
+        storage.insert_caller_key(keys[0].clone()).await,
+        "insert_caller_key",
+    );
+
+    let mut same_id = keys[1].clone();
+    same_id.id = keys[0].id.clone();
+    assert_err!(
+        storage.insert_caller_key(same_id.clone()).await,
+        StorageError::AlreadyExists,
+        "insert_caller_key with the id of a stored key"
+    );
+    let mut same_digest = keys[2].clone();
+    same_digest.digest = keys[0].digest;
+    assert_err!(
+        storage.insert_caller_key(same_digest.clone()).await,
+        StorageError::AlreadyExists,
+        "insert_caller_key with the digest of a stored key"
+    );
+
+    absent(
+        storage.caller_key_by_digest(&same_id.digest).await,
+        "caller_key_by_digest(the digest of a key refused for its id)",
+    );
+    let by_digest = found(
+        storage.caller_key_by_digest(&keys[0].digest).await,
+        "caller_key_by_digest",
+    );
+    assert_same_key(&by_digest, &keys[0], "the stored key after refused inserts");
+    assert_same_keys(
+        &ok(storage.list_caller_keys().await, "list_caller_keys"),
+        &keys[..1],
+        "list_caller_keys after refused inserts",
+    );
+    // Neither refused insert left its id behind.
+    ok(
+        storage.insert_caller_key(keys[2].clone()).await,
+        "insert_caller_key of the key whose id a refused insert used",
+    );
+}
+
+/// `touch_caller_key` keeps the later of the stored time and the given one, changes nothing
+/// else, and is `NotFound` for a key that is not stored.
+pub async fn caller_key_touch_keeps_the_later_time(storage: Arc<dyn Storage>) {
+    let keys = caller_keys();
+    for key in &keys {
+        ok(
+            storage.insert_caller_key(key.clone()).await,
+            "insert_caller_key",
+        );
+    }
+    let (t1, t2, t3) = (
+        Timestamp::from_micros(1_800_000_000_000_001),
+        Timestamp::from_micros(1_800_000_000_000_002),
+        Timestamp::from_micros(1_800_000_060_000_000),
+    );
+    let fresh = &keys[1];
+    assert_eq!(fresh.last_used_at, None);
+    let mut expected = keys.clone();
+    for (at, kept, what) in [
+        (t2, t2, "a first use"),
+        (t1, t2, "an earlier time (kept the later one)"),
+        (t2, t2, "the same time"),
+        (t3, t3, "a later time"),
+    ] {
+        ok(
+            storage.touch_caller_key(fresh.id.as_str(), at).await,
+            &format!("touch_caller_key with {what}"),
+        );
+        expected[1].last_used_at = Some(kept);
+        let by_digest = found(
+            storage.caller_key_by_digest(&fresh.digest).await,
+            "caller_key_by_digest",
+        );
+        assert_same_key(
+            &by_digest,
+            &expected[1],
+            &format!("caller_key_by_digest after touch_caller_key with {what}"),
+        );
+    }
+    // The already used key goes back in time: its stored time stays.
+    ok(
+        storage
+            .touch_caller_key(keys[0].id.as_str(), Timestamp::from_micros(5))
+            .await,
+        "touch_caller_key with a time before the stored one",
+    );
+    assert_same_keys(
+        &ok(storage.list_caller_keys().await, "list_caller_keys"),
+        &expected,
+        "list_caller_keys after touches: only the touched key's last_used_at moved",
+    );
+    assert_err!(
+        storage.touch_caller_key("key_missing", t3).await,
+        StorageError::NotFound,
+        "touch_caller_key of a key that is not stored"
+    );
+    assert_same_keys(
+        &ok(storage.list_caller_keys().await, "list_caller_keys"),
+        &expected,
+        "list_caller_keys after a touch of a missing key (it creates nothing)",
+    );
+}
+
+/// `delete_caller_key` returns the key as it was and revokes it: not found by its digest, not
+/// listed, not touchable; a second delete is `NotFound`.
+pub async fn caller_key_delete_returns_it_and_revokes_it(storage: Arc<dyn Storage>) {
+    let mut keys = caller_keys();
+    for key in &keys {
+        ok(
+            storage.insert_caller_key(key.clone()).await,
+            "insert_caller_key",
+        );
+    }
+    let at = Timestamp::from_micros(1_800_000_000_000_000);
+    ok(
+        storage.touch_caller_key(keys[1].id.as_str(), at).await,
+        "touch_caller_key",
+    );
+    keys[1].last_used_at = Some(at);
+
+    let removed = ok(
+        storage.delete_caller_key(keys[1].id.as_str()).await,
+        "delete_caller_key",
+    );
+    assert_same_key(
+        &removed,
+        &keys[1],
+        "delete_caller_key must return the key as it was",
+    );
+    absent(
+        storage.caller_key_by_digest(&keys[1].digest).await,
+        "caller_key_by_digest of a deleted key",
+    );
+    let remaining = vec![keys[0].clone(), keys[2].clone()];
+    assert_same_keys(
+        &ok(storage.list_caller_keys().await, "list_caller_keys"),
+        &remaining,
+        "list_caller_keys after delete_caller_key",
+    );
+    assert_err!(
+        storage.touch_caller_key(keys[1].id.as_str(), at).await,
+        StorageError::NotFound,
+        "touch_caller_key of a deleted key"
+    );
+    assert_err!(
+        storage.delete_caller_key(keys[1].id.as_str()).await,
+        StorageError::NotFound,
+        "a second delete_caller_key"
+    );
+    assert_err!(
+        storage.delete_caller_key("key_missing").await,
+        StorageError::NotFound,
+        "delete_caller_key of a key that is not stored"
+    );
+    for key in &remaining {
+        let by_digest = found(
+            storage.caller_key_by_digest(&key.digest).await,
+            "caller_key_by_digest of a key that was not deleted",
+        );
+        assert_same_key(&by_digest, key, "another key after delete_caller_key");
+    }
+    // The deleted key's id and digest are free again.
+    ok(
+        storage.insert_caller_key(keys[1].clone()).await,
+        "insert_caller_key with the id and digest of a deleted key",
+    );
+    assert_same_keys(
+        &ok(storage.list_caller_keys().await, "list_caller_keys"),
+        &keys,
+        "list_caller_keys after the key was stored again",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Access control: concurrency
+// ---------------------------------------------------------------------------------------------
+
+/// 16 concurrent `update_access_control` calls on one database, each appending its own
+/// permission: afterwards every one of them is there, once.
+pub async fn concurrent_access_control_updates_lose_nothing(storage: Arc<dyn Storage>) {
+    let database = plain_database("Contended", None);
+    let id = database.id.as_str().to_owned();
+    ok(storage.insert_database(database).await, "insert_database");
+
+    let tasks = spawn_together(RACERS, |index| {
+        let storage = Arc::clone(&storage);
+        let id = id.clone();
+        async move {
+            let edit = Box::new(move |stored: &AccessControl| {
+                std::thread::yield_now();
+                let mut next = stored.clone();
+                next.permissions.push(permission(
+                    SubjectKind::User,
+                    &format!("s{index}"),
+                    AccessLevel::Query,
+                ));
+                Ok(next)
+            });
+            storage.update_access_control(&id, edit).await
+        }
+    });
+    for (index, result) in join_all(tasks).await.into_iter().enumerate() {
+        let returned = ok(
+            result,
+            &format!("concurrent update_access_control #{index}"),
+        );
+        assert!(
+            returned
+                .permissions
+                .iter()
+                .any(|p| p.subject == format!("s{index}")),
+            "update_access_control #{index} returned access control without its own \
+             permission s{index}"
+        );
+    }
+    let stored = access_of(storage.as_ref(), &id, "after concurrent updates").await;
+    assert_each_once(
+        stored.permissions.iter().map(|p| p.subject.as_str()),
+        "s",
+        RACERS,
+        "permissions after 16 concurrent update_access_control calls",
+    );
+}
+
+/// How many rounds the inheritance races run.
+const INHERITANCE_ROUNDS: usize = 30;
+
+/// A delete of A racing "B inherits from A", 30 rounds: either the inheritance came first (it
+/// succeeded, the delete was refused naming B, A is still there) or the delete came first (A
+/// is gone, the inheritance was refused with [`MISSING`](inheritance_message::MISSING)). Never
+/// an heir of a deleted database.
+pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc<dyn Storage>) {
+    for round in 0..INHERITANCE_ROUNDS {
+        let api_id = format!("ext-inherit-race-{round}");
+        let target = plain_database(&format!("Target {round}"), Some(&api_id));
+        let heir = plain_database(&format!("Heir {round}"), None);
+        for database in [&target, &heir] {
+            ok(
+                storage.insert_database(database.clone()).await,
+                "insert_database",
+            );
+        }
+        let (a, b) = (target.id.as_str().to_owned(), heir.id.as_str().to_owned());
+        let by_api_id = round % 2 == 1;
+
+        let barrier = Arc::new(Barrier::new(2));
+        let inherit = {
+            let (storage, barrier) = (Arc::clone(&storage), Arc::clone(&barrier));
+            let (a, b) = (a.clone(), b.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let edit = Box::new(move |stored: &AccessControl| {
+                    std::thread::yield_now();
+                    let mut next = stored.clone();
+                    next.data_protection.inherits_from = Some(a.clone());
+                    Ok(next)
+                });
+                storage.update_access_control(&b, edit).await
+            })
+        };
+        let delete = {
+            let (storage, barrier) = (Arc::clone(&storage), Arc::clone(&barrier));
+            let (a, api_id) = (a.clone(), api_id.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let key = if by_api_id {
+                    DatabaseKey::ApiId(&api_id)
+                } else {
+                    DatabaseKey::Id(&a)
+                };
+                storage.delete_database(key).await
+            })
+        };
+        let inherit = join_all(vec![inherit]).await.remove(0);
+        let delete = join_all(vec![delete]).await.remove(0);
+        let context = format!(
+            "round {round}, delete by {}",
+            if by_api_id { "api_id" } else { "id" }
+        );
+
+        let stored_a = ok(
+            storage.database(&a).await,
+            &format!("{context}: database(A)"),
+        );
+        let inherits = access_of(storage.as_ref(), &b, &format!("{context}: of B"))
+            .await
+            .data_protection
+            .inherits_from;
+        match (&inherit, &delete) {
+            (Ok(returned), Err(StorageError::Inherited(heirs))) => {
+                assert_eq!(
+                    returned.data_protection.inherits_from.as_deref(),
+                    Some(a.as_str()),
+                    "{context}: the inheritance that won returns it"
+                );
+                assert_eq!(
+                    heirs,
+                    &vec![reference(&heir)],
+                    "{context}: the refused delete names B"
+                );
+                assert!(
+                    stored_a.is_some(),
+                    "{context}: the delete was refused, but A is gone"
+                );
+                assert_eq!(
+                    inherits.as_deref(),
+                    Some(a.as_str()),
+                    "{context}: the inheritance succeeded, but B does not inherit from A"
+                );
+                ok(
+                    set_inheritance(storage.as_ref(), &b, None).await,
+                    &format!("{context}: B clears its inheritance"),
+                );
+                ok(
+                    storage.delete_database(DatabaseKey::Id(&a)).await,
+                    &format!("{context}: delete_database(A) once B no longer inherits"),
+                );
+            }
+            (Err(StorageError::Invalid(errors)), Ok(removed)) => {
+                assert_eq!(
+                    errors,
+                    &ValidationErrors::single("inherits_from", inheritance_message::MISSING),
+                    "{context}: the inheritance that lost the race is refused: A is missing"
+                );
+                assert_same_database(removed, &target, &format!("{context}: the deleted A"));
+                assert!(
+                    stored_a.is_none(),
+                    "{context}: the delete succeeded, but A is still there"
+                );
+                assert_eq!(
+                    inherits, None,
+                    "{context}: B inherits from a deleted database"
+                );
+            }
+            _ => panic!(
+                "{context}: expected (Ok, Err(Inherited)) or (Err(Invalid), Ok), got \
+                 inheritance {inherit:?} and delete {delete:?}"
+            ),
+        }
+        ok(
+            storage.delete_database(DatabaseKey::Id(&b)).await,
+            &format!("{context}: delete_database(B)"),
+        );
+    }
+    assert!(
+        all_databases(storage.as_ref()).await.is_empty(),
+        "list_databases after every round"
+    );
+}
+
+/// "A inherits from B" racing "B inherits from A", 30 rounds: exactly one succeeds, the other
+/// is refused with [`CYCLE`](inheritance_message::CYCLE); never a cycle.
+pub async fn racing_inheritances_never_make_a_cycle(storage: Arc<dyn Storage>) {
+    for round in 0..INHERITANCE_ROUNDS {
+        let pair = insert_named(storage.as_ref(), &["A", "B"]).await;
+        let ids: Vec<String> = pair.iter().map(|d| d.id.as_str().to_owned()).collect();
+        let tasks = spawn_together(2, |index| {
+            let storage = Arc::clone(&storage);
+            let (id, target) = (ids[index].clone(), ids[1 - index].clone());
+            async move { set_inheritance(storage.as_ref(), &id, Some(&target)).await }
+        });
+        let results = join_all(tasks).await;
+        let context = format!("round {round}");
+        let winners: Vec<usize> = (0..2).filter(|&i| results[i].is_ok()).collect();
+        assert_eq!(
+            winners.len(),
+            1,
+            "{context}: exactly one of two crossing inheritances must succeed; got {results:?}"
+        );
+        let loser = 1 - winners[0];
+        let result = results.into_iter().nth(loser).expect("two results");
+        assert_inheritance_refused(
+            result,
+            inheritance_message::CYCLE,
+            &format!("{context}: the crossing inheritance that lost"),
+        );
+        let links: Vec<Option<String>> = {
+            let mut links = Vec::new();
+            for id in &ids {
+                let access = access_of(storage.as_ref(), id, &context).await;
+                links.push(access.data_protection.inherits_from);
+            }
+            links
+        };
+        assert_eq!(
+            links[winners[0]].as_deref(),
+            Some(ids[loser].as_str()),
+            "{context}: the winner inherits"
+        );
+        assert_eq!(links[loser], None, "{context}: the loser does not inherit");
+    }
 }

@@ -134,7 +134,9 @@ async fn serve(mut socket: TcpStream) -> std::io::Result<()> {
     // PRELOGIN: answer VERSION and ENCRYPTION = ENCRYPT_NOT_SUP (2).
     let (kind, _) = read_message(&mut socket).await?;
     assert_eq!(kind, 0x12, "expected PRELOGIN");
-    let mut prelogin = vec![0x00, 0x00, 0x0B, 0x00, 0x06, 0x01, 0x00, 0x11, 0x00, 0x01, 0xFF];
+    let mut prelogin = vec![
+        0x00, 0x00, 0x0B, 0x00, 0x06, 0x01, 0x00, 0x11, 0x00, 0x01, 0xFF,
+    ];
     prelogin.extend_from_slice(&[16, 0, 0x10, 0x00, 0, 0]);
     prelogin.push(0x02);
     send_reply(&mut socket, &prelogin).await?;
@@ -147,7 +149,12 @@ async fn serve(mut socket: TcpStream) -> std::io::Result<()> {
     let database = login_field(&login, 68, false);
     let mut reply = Vec::new();
     if user != USER || password != PASSWORD {
-        reply.extend(error(18456, 1, 14, &format!("Login failed for user '{user}'.")));
+        reply.extend(error(
+            18456,
+            1,
+            14,
+            &format!("Login failed for user '{user}'."),
+        ));
         reply.extend(done(0x0002));
         return send_reply(&mut socket, &reply).await;
     }
@@ -156,7 +163,9 @@ async fn serve(mut socket: TcpStream) -> std::io::Result<()> {
             4060,
             1,
             11,
-            &format!("Cannot open database \"{database}\" requested by the login. The login failed."),
+            &format!(
+                "Cannot open database \"{database}\" requested by the login. The login failed."
+            ),
         ));
         reply.extend(done(0x0002));
         return send_reply(&mut socket, &reply).await;

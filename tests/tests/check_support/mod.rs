@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 /// How to bring up what these tests need.
-pub const START_SERVERS: &str = "start the test database servers with `sudo bash .ci/db-servers-up.sh`";
+pub const START_SERVERS: &str =
+    "start the test database servers with `sudo bash .ci/db-servers-up.sh`";
 
 /// The password of the `checker` account on every test server.
 pub const PASSWORD: &str = "checkpw";
