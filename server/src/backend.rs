@@ -133,14 +133,21 @@ mod tests {
         };
         assert!(storage.list_databases(page).await.unwrap().is_empty());
         assert!(data_dir.join(DATA_FILE).is_file());
-        let mode = std::fs::metadata(data_dir.join(KEY_FILE)).unwrap().permissions().mode();
+        let mode = std::fs::metadata(data_dir.join(KEY_FILE))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
 
     #[test]
     fn redb_with_another_key_fails_clearly() {
         let dir = tempfile::tempdir().unwrap();
-        drop(StorageKind::Redb.open(dir.path(), None).expect("first open"));
+        drop(
+            StorageKind::Redb
+                .open(dir.path(), None)
+                .expect("first open"),
+        );
         let other = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
         let error = StorageKind::Redb
             .open(dir.path(), Some(other))
@@ -158,7 +165,9 @@ mod tests {
     #[test]
     fn a_second_open_is_recognised_as_already_open() {
         let dir = tempfile::tempdir().unwrap();
-        let first = StorageKind::Redb.open(dir.path(), None).expect("first open");
+        let first = StorageKind::Redb
+            .open(dir.path(), None)
+            .expect("first open");
         let error = StorageKind::Redb
             .open(dir.path(), None)
             .expect_err("the file is open");
@@ -177,7 +186,11 @@ mod tests {
     fn data_without_its_key_file_asks_for_the_key_and_creates_none() {
         let dir = tempfile::tempdir().unwrap();
         let key = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
-        drop(StorageKind::Redb.open(dir.path(), Some(key)).expect("opens with the variable"));
+        drop(
+            StorageKind::Redb
+                .open(dir.path(), Some(key))
+                .expect("opens with the variable"),
+        );
         let error = StorageKind::Redb
             .open(dir.path(), None)
             .expect_err("no key file, no variable");

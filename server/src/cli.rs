@@ -34,12 +34,13 @@ pub enum Command {
 
 /// Shown after `dbconsole serve --help`: what the flags do not say.
 const SERVE_AFTER_HELP: &str = "\
-Callers' credentials come from the environment only:
+Static full-access credentials come from the environment only (never stored):
   DBCONSOLE_API_KEY       API key for the database routes (x-api-key)
   DBCONSOLE_ACCESS_TOKEN  access token for the dashboard routes (Authorization: Bearer)
-They are static, full-access and never stored. Stored keys are managed with `dbconsole keys`;
-when no credential is set and none is stored, one API key and one access token are created,
-stored (digests only) and printed once on standard output.
+Stored keys are managed with `dbconsole keys`. When neither variable is set and no key is
+stored, one API key and one access token are created, stored (digests only) and printed once
+on standard output. With redb, DATA_DIR/admin.sock (mode 0600) serves `dbconsole keys` while
+the server runs.
   DBCONSOLE_SECRET_KEY    base64 of the 32-byte key that encrypts secrets at rest (redb);
                           when unset, DATA_DIR/secret.key is used, created once (mode 0600)
 Logs go to standard error; RUST_LOG filters them (default: info).";
@@ -96,7 +97,12 @@ DELETE /api/v1/console/databases/remove/{api_id}; anything else answers 403.";
 #[command(after_help = KEYS_AFTER_HELP)]
 pub struct KeysArgs {
     /// Directory of the redb data file (the same as `serve`'s).
-    #[arg(long, env = "DBCONSOLE_DATA_DIR", default_value = "./data", global = true)]
+    #[arg(
+        long,
+        env = "DBCONSOLE_DATA_DIR",
+        default_value = "./data",
+        global = true
+    )]
     pub data_dir: PathBuf,
 
     /// What to do with the keys.
@@ -230,8 +236,12 @@ mod tests {
     fn bad_keys_commands_are_rejected() {
         for bad in [
             &["create", "--kind", "api-key", "--scope", "full"][..],
-            &["create", "--kind", "password", "--scope", "full", "--name", "x"],
-            &["create", "--kind", "api-key", "--scope", "admin", "--name", "x"],
+            &[
+                "create", "--kind", "password", "--scope", "full", "--name", "x",
+            ],
+            &[
+                "create", "--kind", "api-key", "--scope", "admin", "--name", "x",
+            ],
             &["create", "--kind", "api-key", "--name", "x"],
             &["revoke"],
             &["list", "extra"],

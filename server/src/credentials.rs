@@ -152,7 +152,10 @@ mod tests {
     /// The secret printed for `kind`: the last word of its line.
     fn secret_of(out: &str, kind: CredentialKind) -> String {
         out.lines()
-            .find(|line| line.trim_start().starts_with(&format!("{} ", kind.as_str())))
+            .find(|line| {
+                line.trim_start()
+                    .starts_with(&format!("{} ", kind.as_str()))
+            })
             .and_then(|line| line.split_whitespace().last())
             .unwrap_or_else(|| panic!("no {kind:?} in {out}"))
             .to_owned()
@@ -220,7 +223,10 @@ mod tests {
         let out = printed(&created);
         let key = secret_of(&out, CredentialKind::ApiKey);
         let token = secret_of(&out, CredentialKind::AccessToken);
-        assert!(key.starts_with("dbc_ak_") && token.starts_with("dbc_at_"), "{out}");
+        assert!(
+            key.starts_with("dbc_ak_") && token.starts_with("dbc_at_"),
+            "{out}"
+        );
         for stored in &stored {
             assert!(out.contains(stored.id.as_str()), "{out}");
         }
@@ -229,7 +235,9 @@ mod tests {
 
         let auth = StoredCredentials::new(storage.clone(), env.static_credentials());
         assert_eq!(
-            auth.authenticate(CredentialKind::ApiKey, &key).await.unwrap(),
+            auth.authenticate(CredentialKind::ApiKey, &key)
+                .await
+                .unwrap(),
             Some(Scope::Full)
         );
         assert_eq!(

@@ -496,8 +496,8 @@ fn printable(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use dbconsole_core::Authenticator;
-    use dbconsole_core::auth::StoredCredentials;
     use dbconsole_core::StaticCredentials;
+    use dbconsole_core::auth::StoredCredentials;
     use dbconsole_storage_memory::MemoryStorage;
 
     use super::*;
@@ -534,10 +534,9 @@ mod tests {
 
     #[test]
     fn requests_have_the_documented_wire_form() {
-        let request: KeyRequest = serde_json::from_str(
-            r#"{"op":"create","kind":"api-key","scope":"setup","name":"ci"}"#,
-        )
-        .unwrap();
+        let request: KeyRequest =
+            serde_json::from_str(r#"{"op":"create","kind":"api-key","scope":"setup","name":"ci"}"#)
+                .unwrap();
         assert_eq!(request, create(KeyKind::ApiKey, KeyScope::Setup, "ci"));
         let request: KeyRequest = serde_json::from_str(r#"{"op":"list"}"#).unwrap();
         assert_eq!(request, KeyRequest::List);
@@ -601,14 +600,23 @@ mod tests {
         let KeyReply::Listed { keys } = execute(&*storage, KeyRequest::List).await else {
             panic!("not listed");
         };
-        assert_eq!(keys, vec![key.clone()]);
+        // The same key, now with the use just recorded.
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].id, key.id);
+        assert!(keys[0].last_used_at.is_some(), "{keys:?}");
         let listing = printed(&KeyReply::Listed { keys });
-        assert!(listing.contains(&key.id) && listing.contains("setup"), "{listing}");
+        assert!(
+            listing.contains(&key.id) && listing.contains("setup"),
+            "{listing}"
+        );
         assert!(!listing.contains(&secret_text), "{listing}");
 
         let revoke = KeyRequest::Revoke { id: key.id.clone() };
         let reply = execute(&*storage, revoke.clone()).await;
-        assert!(matches!(&reply, KeyReply::Revoked { key: gone } if gone == key), "{reply:?}");
+        assert!(
+            matches!(&reply, KeyReply::Revoked { key: gone } if gone.id == key.id),
+            "{reply:?}"
+        );
         assert_eq!(
             auth.authenticate(CredentialKind::ApiKey, &secret_text)
                 .await
@@ -631,7 +639,13 @@ mod tests {
         for name in ["", "   ", "a\nb", "tab\there", long.as_str()] {
             let reply = execute(&storage, create(KeyKind::AccessToken, KeyScope::Full, name)).await;
             assert!(
-                matches!(reply, KeyReply::Failed { error: Failure::Invalid, .. }),
+                matches!(
+                    reply,
+                    KeyReply::Failed {
+                        error: Failure::Invalid,
+                        ..
+                    }
+                ),
                 "{name:?}: {reply:?}"
             );
         }
@@ -679,7 +693,11 @@ mod tests {
         assert_eq!(lines.len(), 3, "{out}");
         assert!(lines[0].starts_with("ID     KIND     SCOPE  NAME"), "{out}");
         let created = lines[0].find("CREATED").unwrap();
-        assert_eq!(lines[1].find("2026-01-02T03:04:05Z"), Some(created), "{out}");
+        assert_eq!(
+            lines[1].find("2026-01-02T03:04:05Z"),
+            Some(created),
+            "{out}"
+        );
         assert!(lines[1].ends_with("never"), "{out}");
         assert!(lines[2].ends_with("2026-02-03T04:05:06Z"), "{out}");
         assert!(lines[2].contains("bell\\u{7}"), "{out}");

@@ -1,57 +1,120 @@
 //! # dbconsole-server
 //!
 //! The reference server of dbconsole: the binary `dbconsole`, which serves the HTTP JSON API of
-//! [`dbconsole_core::ConsoleService`] over HTTP/1 with hyper. The API itself (routes,
-//! validation, errors) lives in `dbconsole-core`; this crate only chooses a storage backend,
-//! reads the callers' credentials, and runs the accept loop with request logging and graceful
-//! shutdown. Programs that embed the API in their own server do not need it.
+//! [`dbconsole_core::ConsoleService`] over HTTP/1 with hyper, and manages the stored keys of its
+//! callers. The API itself (routes, validation, errors, scopes) lives in `dbconsole-core`; this
+//! crate only chooses a storage backend, sets up the callers' credentials, and runs the accept
+//! loop with request logging and graceful shutdown. Programs that embed the API in their own
+//! server do not need it.
 //!
 //! ```text
 //! dbconsole serve [--listen ADDR] [--storage redb|memory] [--data-dir DIR] [--check-timeout-secs N]
+//! dbconsole keys [--data-dir DIR] create --kind api-key|access-token --scope full|setup --name NAME
+//! dbconsole keys [--data-dir DIR] list
+//! dbconsole keys [--data-dir DIR] revoke ID
 //! ```
 //!
 //! | flag | environment | default | meaning |
 //! |---|---|---|---|
 //! | `--listen` | `DBCONSOLE_LISTEN` | `127.0.0.1:4000` | socket address to listen on; port 0 picks a free one |
 //! | `--storage` | `DBCONSOLE_STORAGE` | `redb` | storage backend: `redb` (durable file in the data directory) or `memory` (nothing survives the process) |
-//! | `--data-dir` | `DBCONSOLE_DATA_DIR` | `./data` | directory of the redb file `dbconsole.redb` and the key file `secret.key`, created when missing (unused by `memory`) |
+//! | `--data-dir` | `DBCONSOLE_DATA_DIR` | `./data` | directory of the redb file `dbconsole.redb`, the key file `secret.key` and the admin socket `admin.sock`, created when missing (unused by `memory`) |
 //! | `--check-timeout-secs` | `DBCONSOLE_CHECK_TIMEOUT_SECS` | `10` | check-connection timeout for credentials that set none |
 //!
-//! **Callers' credentials.** `DBCONSOLE_API_KEY` (sent as `x-api-key` on the database routes)
-//! and `DBCONSOLE_ACCESS_TOKEN` (sent as `Authorization: Bearer` on the dashboard routes) are
-//! static full-access credentials, read from the environment only (never a flag: flags show in
-//! the process list). When neither is set, the server generates one of each at start (32 bytes
-//! from the operating system's random source, base64url) and prints them once on standard
-//! output; they are valid for that run only. A configured credential is never printed.
+//! ## Callers' credentials
 //!
-//! **Secrets at rest.** With `redb`, passwords, certificates and keys are encrypted with
-//! XChaCha20-Poly1305 under a 32-byte key: `DBCONSOLE_SECRET_KEY` (base64) when set, else the
-//! key file `secret.key` in the data directory, created once with mode 0600. Starting with a
-//! key other than the one the data was written with fails with a clear message. Keep a copy of
-//! the key apart from backups of the data file.
+//! A caller presents an API key (`x-api-key`, database routes) or an access token
+//! (`Authorization: Bearer`, dashboard routes). Two sources are accepted, checked on every
+//! request ([`dbconsole_core::auth::StoredCredentials`]):
 //!
-//! **Output.** Standard output carries only the generated credentials (when any) and the line
-//! `listening on <address>` once the socket is bound, so a supervisor or a test can start the
-//! server on port 0 and read the address. Logs go to standard error through `tracing`, filtered
-//! by `RUST_LOG` (default `info`): startup (address, storage), one line per request (method,
-//! path without the query string, status, duration in milliseconds; never a body, a header
-//! value or a secret), and shutdown.
+//! - **Static**: `DBCONSOLE_API_KEY` and `DBCONSOLE_ACCESS_TOKEN`, full access, read from the
+//!   environment only (never a flag: flags show in the process list), never stored, never
+//!   printed.
+//! - **Stored keys**: kept in the storage backend as SHA-256 digests only, each with an id
+//!   (`key_…`), a name, a kind, a scope (`full`, or `setup`: only
+//!   `PUT /api/v1/console/databases/setup` and `DELETE /api/v1/console/databases/remove/{api_id}`,
+//!   anything else answers 403), its creation time and the time it was last used (recorded at
+//!   most once a minute). A secret is `dbc_ak_…` (API key) or `dbc_at_…` (access token), 32
+//!   random bytes in base64url; it is printed once when the key is created and cannot be shown
+//!   again. A revoked key is refused (401) from the next request on.
+//!
+//! **First start.** When neither variable is set and the store holds no key at all, `serve`
+//! creates one full-scope API key and one full-scope access token, stores them (digests only)
+//! and prints them once on standard output, labelled, before the `listening on` line. With
+//! `redb` they survive restarts, and a restart creates no more; with `memory` they last as long
+//! as the process. Should every key be revoked later, the next start without the variables
+//! creates two new ones.
+//!
+//! ## `dbconsole keys`
+//!
+//! Keys are managed on the command line, with the same `--data-dir` (and `DBCONSOLE_SECRET_KEY`)
+//! as `serve`; they are for `redb` storage (the `memory` backend has nothing another process
+//! can see). `keys create` prints the id and the secret, once; `keys list` prints a table (id,
+//! kind, scope, name, created, last used), never a secret or a digest; `keys revoke ID` prints
+//! what was revoked. A command that fails (an unknown id, a bad name) exits non-zero with a
+//! one-line message on standard error.
+//!
+//! redb lets one process at a time open the data file, so the commands work in two ways:
+//!
+//! - **A server is running on the data directory**: the command connects to the server's
+//!   admin socket `DATA_DIR/admin.sock` and the server runs it on its own store, so a created
+//!   key works and a revoked one fails from the server's next request. No secret key is needed
+//!   on this path. See [`admin`] for the protocol (one JSON line each way).
+//! - **No server is running**: the command opens the data file itself, does its work and
+//!   closes it. `keys create` creates the data directory, the key file and the data file when
+//!   missing, so keys can be made before the first `serve`; `list` and `revoke` need existing
+//!   data. While the command holds the file (a moment), a `serve` starting on it fails with
+//!   "already open in another process".
+//!
+//! The command tries the socket first; when nothing answers there it opens the file; when the
+//! file is held by a process whose socket does not answer (a server starting or stopping), it
+//! tries again for a few seconds, then fails with a message that says so.
+//!
+//! **The admin socket is as sensitive as the data directory**: whoever can connect can create
+//! full-access keys, as whoever can read `secret.key` can read the stored secrets. It is created
+//! with mode 0600 inside the data directory, the server serves only peers running as its own
+//! user or root, and it exists only while a server on `redb` runs (removed at shutdown; one left
+//! by a killed server is removed at the next start). Keep the data directory private to the
+//! server's user.
+//!
+//! ## Secrets at rest
+//!
+//! With `redb`, passwords, certificates and keys are encrypted with XChaCha20-Poly1305 under a
+//! 32-byte key: `DBCONSOLE_SECRET_KEY` (base64) when set, else the key file `secret.key` in the
+//! data directory, created once with mode 0600. Starting with a key other than the one the data
+//! was written with fails with a clear message, and so does data without its key file and
+//! without the variable (no new key file is made then). Keep a copy of the key apart from
+//! backups of the data file. The data file holds the callers' keys as digests only.
+//!
+//! ## Output
+//!
+//! Standard output of `serve` carries only the keys created at first start (when any) and the
+//! line `listening on <address>` once the socket is bound, so a supervisor or a test can start
+//! the server on port 0 and read the address. Logs go to standard error through `tracing`,
+//! filtered by `RUST_LOG` (default `info`): startup (address, storage), one line per request
+//! (method, path without the query string, status, duration in milliseconds; never a body, a
+//! header value or a secret), one line per admin-socket key operation (operation, result, key
+//! id, kind, scope), and shutdown.
 //!
 //! **Health.** `GET /healthz` answers 200 `ok` without credentials; the server answers it before
 //! the API service sees the request.
 //!
 //! **Shutdown.** On SIGINT or SIGTERM the server stops accepting connections, finishes the
-//! requests in flight, closes idle connections and exits with status 0. A flag it cannot parse
-//! or an address it cannot bind ends it with a non-zero status and a one-line message.
+//! requests in flight, closes idle connections, removes the admin socket and exits with status
+//! 0. A flag it cannot parse or an address it cannot bind ends it with a non-zero status and a
+//! one-line message.
 
+#[cfg(unix)]
+pub mod admin;
 pub mod backend;
 pub mod cli;
 pub mod credentials;
+pub mod keys;
 pub mod serve;
 
 pub use backend::StorageKind;
-pub use cli::{Cli, Command, ServeArgs};
-pub use credentials::CallerCredentials;
+pub use cli::{Cli, Command, KeysArgs, KeysCommand, ServeArgs};
+pub use credentials::EnvCredentials;
 pub use serve::{ShutdownSignal, serve};
 
 /// Sends `tracing` output to standard error, filtered by `RUST_LOG` (default `info`), without

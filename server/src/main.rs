@@ -44,6 +44,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     let env = EnvCredentials::from_env();
     let authenticator = StoredCredentials::new(Arc::clone(&storage), env.static_credentials());
     let service = ConsoleService::builder(Arc::clone(&storage), Arc::new(authenticator))
+        .checkers(dbconsole_core::check::standard_checkers())
         .check_timeout(args.check_timeout())
         .build();
 

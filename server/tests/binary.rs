@@ -157,14 +157,15 @@ impl Server {
         }
     }
 
-    /// The API key this server accepts, from its generated-credentials banner.
-    async fn printed(&self, name: &str) -> String {
-        let prefix = format!("  {name}=");
+    /// The secret of the key of this kind (`api-key`, `access-token`) that the server created
+    /// at start, from its banner: the last word of the line `  <kind> <id>  <secret>`.
+    async fn printed(&self, kind: &str) -> String {
+        let prefix = format!("  {kind} ");
         let line = self
             .stdout
             .line(&prefix, |line| line.starts_with(&prefix))
             .await;
-        line[prefix.len()..].to_owned()
+        line.split_whitespace().last().unwrap().to_owned()
     }
 
     fn signal(&self, signal: Signal) {
@@ -292,12 +293,14 @@ async fn a_missing_or_wrong_api_key_is_401() {
 }
 
 #[tokio::test]
-async fn generated_credentials_are_printed_once_and_work() {
+async fn created_credentials_are_printed_once_and_work() {
+    // On the memory backend the keys created at start live as long as the process; `keys.rs`
+    // checks that on redb they are stored and survive a restart.
     let server = Server::start(&[]).await;
-    let key = server.printed("DBCONSOLE_API_KEY").await;
-    let token = server.printed("DBCONSOLE_ACCESS_TOKEN").await;
-    assert_eq!(key.len(), 43, "{key}");
-    assert_ne!(key, token);
+    let key = server.printed("api-key").await;
+    let token = server.printed("access-token").await;
+    assert!(key.starts_with("dbc_ak_") && key.len() == 50, "{key}");
+    assert!(token.starts_with("dbc_at_") && token.len() == 50, "{token}");
 
     let created = request(
         server.addr,
@@ -323,7 +326,7 @@ async fn generated_credentials_are_printed_once_and_work() {
     assert!(status.success(), "{status:?}\n{stderr}");
     assert_eq!(stdout.matches(&key).count(), 1, "{stdout}");
     assert_eq!(stdout.matches(&token).count(), 1, "{stdout}");
-    assert!(stdout.contains("generated credentials"), "{stdout}");
+    assert!(stdout.contains("shown this once"), "{stdout}");
     assert!(
         !stderr.contains(&key) && !stderr.contains(&token),
         "{stderr}"
@@ -332,11 +335,11 @@ async fn generated_credentials_are_printed_once_and_work() {
 
 #[tokio::test]
 async fn another_servers_credentials_are_not_accepted() {
-    // Generated credentials are random: one run's key opens nothing on another run.
+    // Created keys are random: one store's key opens nothing on another store.
     let first = Server::start(&[]).await;
     let second = Server::start(&[]).await;
-    let key = first.printed("DBCONSOLE_API_KEY").await;
-    assert_ne!(key, second.printed("DBCONSOLE_API_KEY").await);
+    let key = first.printed("api-key").await;
+    assert_ne!(key, second.printed("api-key").await);
     let response = request(second.addr, "GET", DATABASES, &[("x-api-key", &key)], None).await;
     assert_eq!(response.status, 401);
 }
@@ -386,7 +389,7 @@ async fn the_request_log_line_has_method_path_status_and_no_secret() {
         assert!(!stderr.contains(secret), "{secret} logged:\n{stderr}");
         assert!(!stdout.contains(secret), "{secret} printed:\n{stdout}");
     }
-    assert!(!stdout.contains("generated"), "{stdout}");
+    assert!(!stdout.contains("shown this once"), "{stdout}");
     assert!(stderr.contains("storage=memory"), "{stderr}");
 }
 
@@ -509,4 +512,51 @@ async fn bad_flags_and_variables_exit_non_zero() {
             "{env:?} {args:?}: printed something"
         );
     }
+}
+
+/// The server is built with every adapter's checker: a real PostgreSQL answers `ok`, a closed
+/// SQL Server port answers the driver's refusal, and Oracle says its client library is missing.
+#[tokio::test]
+async fn check_connection_uses_the_drivers_built_into_the_server() {
+    let server = Server::start(&configured()).await;
+    let check = async |adapter: &str, port: u16, password: &str| {
+        let body = serde_json::json!({
+            "name": adapter, "adapter": adapter, "hostname": "127.0.0.1", "port": port,
+            "database": "checkdb",
+            "credentials": [{"username": "checker", "password": password, "timeout": 5}]
+        })
+        .to_string();
+        let created = request(
+            server.addr,
+            "POST",
+            DATABASES,
+            &[("x-api-key", KEY)],
+            Some(&body),
+        )
+        .await;
+        assert_eq!(created.status, 200, "{}", created.body);
+        let id = created.json()["id"].as_str().unwrap().to_owned();
+        let path = format!("{DATABASES}/{id}/check-connection/checker");
+        let answer = request(server.addr, "GET", &path, &[("x-api-key", KEY)], None).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        assert_eq!(
+            answer.header("content-type"),
+            Some("text/plain; charset=utf-8")
+        );
+        answer.body
+    };
+    let postgres = check("postgres", 5432, "checkpw").await;
+    assert_eq!(
+        postgres, "ok",
+        "PostgreSQL on 127.0.0.1:5432 (user checker, database checkdb) did not answer ok; start \
+         the test database servers with `sudo bash .ci/db-servers-up.sh`"
+    );
+    let wrong = check("postgres", 5432, "wrong-password-7f3a").await;
+    assert!(wrong.contains("password authentication failed"), "{wrong}");
+    assert!(!wrong.contains("wrong-password-7f3a"), "{wrong}");
+    let sqlserver = check("sqlserver", 1, "pw").await;
+    assert!(sqlserver.contains("Connection refused"), "{sqlserver}");
+    let oracle = check("oracle", 1521, "pw").await;
+    assert!(oracle.contains("Oracle Client library"), "{oracle}");
+    server.stop().await;
 }

@@ -132,7 +132,7 @@ struct Writes {
     sent: u64,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Ledger {
     databases: HashMap<String, Writes>,
     dashboards: HashMap<String, Writes>,
@@ -159,7 +159,7 @@ fn database_body(client: usize, seq: u64, credential_id: Option<&str>) -> Value 
 fn dashboard_body(client: usize, seq: u64) -> Value {
     json!({
         "name": format!("c{client}-s{seq}"),
-        "restricted_access": seq % 2 == 0,
+        "restricted_access": seq.is_multiple_of(2),
         "panels": [{
             "title": format!("t{seq}"),
             "details": {"__type__": "query", "query": format!("select {seq}"), "credential_id": "crd_x"},
@@ -180,7 +180,11 @@ fn database_seq(db: &Value) -> u64 {
         .1
         .parse()
         .expect("seq");
-    assert_eq!(db["port"], json!(1000 + seq % 60_000), "partial record: {db}");
+    assert_eq!(
+        db["port"],
+        json!(1000 + seq % 60_000),
+        "partial record: {db}"
+    );
     assert_eq!(
         db["group"],
         json!(format!("g{seq}")),
@@ -213,7 +217,7 @@ fn dashboard_seq(dashboard: &Value) -> u64 {
     let panel = &dashboard["panels"][0];
     assert_eq!(
         dashboard["restricted_access"],
-        json!(seq % 2 == 0),
+        json!(seq.is_multiple_of(2)),
         "partial record: {dashboard}"
     );
     assert_eq!(
@@ -404,11 +408,8 @@ async fn run_rounds(kills: usize) {
     for round in 0..kills {
         let server = Server::start(data.path()).await;
         if round > 0 {
-            let (dbs, dashes) = verify(
-                server.addr,
-                &ledger.lock().unwrap_or_else(|p| p.into_inner()),
-            )
-            .await;
+            let known = ledger.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let (dbs, dashes) = verify(server.addr, &known).await;
             eprintln!("round {round}: {dbs} databases, {dashes} dashboards verified after SIGKILL");
         }
         let clients: Vec<_> = (0..CLIENTS)
@@ -428,7 +429,8 @@ async fn run_rounds(kills: usize) {
         seq_base += 1_000_000;
     }
     let server = Server::start(data.path()).await;
-    let (dbs, dashes) = verify(server.addr, &ledger.lock().unwrap()).await;
+    let known = ledger.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let (dbs, dashes) = verify(server.addr, &known).await;
     eprintln!("after {kills} kills: {dbs} databases, {dashes} dashboards, all complete");
     assert!(
         dbs > 0,

@@ -62,18 +62,18 @@
 //! | `databases` | id → record | a database with its credentials |
 //! | `database_api_ids` | `api_id` → id | index for lookups and deletes by `api_id` |
 //! | `dashboards` | id → record | a dashboard with its panels, actions and input mappings |
-//! | `inherited_by` (multimap) | id → ids | databases that inherit this one's data protection policies; a non-empty entry makes its delete fail with [`StorageError::Inherited`] |
+//! | `inherited_by` (multimap) | id → ids | databases that inherit this one's data protection policies (the reverse of `inherits_from`); while one does, its delete fails with [`StorageError::Inherited`] |
 //! | `access_control` | database id → record | a database's permissions, policies and `inherits_from` (absent: the default, empty one) |
 //! | `caller_keys` | key id → record | a caller credential: name, kind, scope, SHA-256 digest, times |
 //! | `caller_key_digests` | `[u8; 32]` digest → key id | index for authenticating a presented key |
 //!
 //! `inherited_by` is the reverse of `access_control`'s `inherits_from`: every
 //! [`Storage::update_access_control`] that changes `inherits_from` moves the entry in the same
-//! transaction (after checking the new target with
-//! [`check_inheritance`](dbconsole_core::storage::check_inheritance) there), and a delete
-//! removes the database's access control with its own entry. So the delete guard is an index
-//! lookup, not a scan; each heir it finds is confirmed by the heir's own record before it
-//! refuses. A database's access control is deleted with the database, in its transaction.
+//! transaction (after checking the new target there with
+//! [`dbconsole_core::storage::check_inheritance`]), and a delete removes the database's access
+//! control with its own entry. So the delete guard is an index lookup, not a scan; each heir it
+//! finds is confirmed by the heir's own record (the source of truth) before it refuses. A
+//! database's access control is deleted with the database, in its transaction.
 //!
 //! The last three tables came after format 1 was first written; they are additive (no existing
 //! record changed), so the format stays 1: a file written before them gets them, empty, at its
@@ -635,7 +635,7 @@ impl Storage for RedbStorage {
                         heirs.push(DatabaseRef { id: heir, name });
                     }
                 }
-                if heirs.is_empty() && false {
+                if !heirs.is_empty() {
                     return Err(StorageError::Inherited(heirs));
                 }
 

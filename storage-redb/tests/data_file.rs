@@ -1,6 +1,7 @@
-//! The redb backend on a real data file: what is on disk (no plaintext secrets), what survives a
-//! close and reopen, what opening refuses (wrong key, newer format, a file already open, a
-//! foreign redb file), and that failed operations leave the file as it was.
+//! The redb backend on a real data file: what is on disk (no plaintext secrets, caller keys as
+//! digests only), what survives a close and reopen (access control and caller keys included),
+//! what opening refuses (wrong key, newer format, a file already open, a foreign redb file), and
+//! that failed operations leave the file as it was.
 //!
 //! The size measurement is an ignored test:
 //! `cargo test --release -p dbconsole-storage-redb --test data_file -- --ignored --nocapture`.
@@ -9,12 +10,14 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use dbconsole_core::ValidationErrors;
+use dbconsole_core::auth::{CredentialKind, Scope, key_digest, mint_caller_key};
 use dbconsole_core::model::{
-    Action, ActionId, Adapter, ConnectionParameter, Credential, CredentialId, Dashboard,
-    DashboardId, Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput,
-    Secret, Timestamp, TlsMaterial,
+    AccessControl, AccessLevel, Action, ActionId, Adapter, ColumnAction, ColumnRule,
+    ConnectionParameter, Credential, CredentialId, Dashboard, DashboardId, DataProtection,
+    Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput, Permission,
+    Policy, Secret, SubjectKind, Timestamp, TlsMaterial,
 };
-use dbconsole_core::storage::{DatabaseKey, Page, Storage, StorageError};
+use dbconsole_core::storage::{DatabaseKey, DatabaseRef, Page, Storage, StorageError};
 use dbconsole_storage_redb::{FORMAT_VERSION, OpenError, RedbStorage, SecretKey};
 use redb::{ReadableDatabase, TableDefinition};
 
@@ -291,6 +294,156 @@ async fn everything_survives_close_and_reopen() {
 }
 
 #[tokio::test]
+async fn caller_keys_are_stored_as_digests_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let storage = open(&path, &key);
+    let (api_key, api_secret) = mint_caller_key(CredentialKind::ApiKey, Scope::Setup, "ci setup");
+    let (token, token_secret) =
+        mint_caller_key(CredentialKind::AccessToken, Scope::Full, "dashboards");
+    let (revoked, revoked_secret) = mint_caller_key(CredentialKind::ApiKey, Scope::Full, "old");
+    for caller_key in [&api_key, &token, &revoked] {
+        storage.insert_caller_key(caller_key.clone()).await.unwrap();
+    }
+    let used_at = Timestamp::from_micros(1_800_000_000_000_000);
+    storage
+        .touch_caller_key(token.id.as_str(), used_at)
+        .await
+        .unwrap();
+    storage
+        .delete_caller_key(revoked.id.as_str())
+        .await
+        .unwrap();
+    drop(storage);
+
+    let bytes = fs::read(&path).unwrap();
+    // The search works: the key's name and digest are stored.
+    assert!(contains(&bytes, b"ci setup"));
+    assert!(contains(&bytes, &api_key.digest));
+    for secret in [&api_secret, &token_secret, &revoked_secret] {
+        let secret = secret.expose();
+        assert!(
+            !contains(&bytes, secret),
+            "the data file holds a caller key's secret"
+        );
+        // Nor its random part without the `dbc_…_` prefix.
+        assert!(
+            !contains(&bytes, &secret[7..]),
+            "the data file holds a caller key's secret"
+        );
+    }
+
+    let storage = open(&path, &key);
+    let mut touched = token.clone();
+    touched.last_used_at = Some(used_at);
+    assert_eq!(
+        storage.list_caller_keys().await.unwrap(),
+        vec![api_key.clone(), touched.clone()]
+    );
+    let presented = key_digest(token_secret.expose());
+    assert_eq!(
+        storage.caller_key_by_digest(&presented).await.unwrap(),
+        Some(touched)
+    );
+    assert_eq!(
+        storage
+            .caller_key_by_digest(&key_digest(api_secret.expose()))
+            .await
+            .unwrap(),
+        Some(api_key)
+    );
+    assert_eq!(
+        storage
+            .caller_key_by_digest(&key_digest(revoked_secret.expose()))
+            .await
+            .unwrap(),
+        None,
+        "a revoked key stays revoked after a reopen"
+    );
+}
+
+#[tokio::test]
+async fn access_control_and_inheritance_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let storage = open(&path, &key);
+    let parent = database(1, "access", Some("ext-parent".to_owned()));
+    let heir = database(2, "access", None);
+    for record in [&parent, &heir] {
+        storage.insert_database(record.clone()).await.unwrap();
+    }
+    let access = AccessControl {
+        permissions: vec![Permission {
+            subject_kind: SubjectKind::Group,
+            subject: "Payments".to_owned(),
+            access: AccessLevel::Review,
+        }],
+        data_protection: DataProtection {
+            inherits_from: Some(parent.id.as_str().to_owned()),
+            policies: vec![Policy {
+                name: "pii".to_owned(),
+                description: None,
+                columns: vec![ColumnRule {
+                    column: "users.email".to_owned(),
+                    action: ColumnAction::Mask,
+                }],
+            }],
+        },
+    };
+    let stored = access.clone();
+    storage
+        .update_access_control(heir.id.as_str(), Box::new(move |_| Ok(stored.clone())))
+        .await
+        .unwrap();
+    drop(storage);
+
+    let storage = open(&path, &key);
+    assert_eq!(
+        storage.access_control(heir.id.as_str()).await.unwrap(),
+        Some(access)
+    );
+    assert_eq!(
+        storage.access_control(parent.id.as_str()).await.unwrap(),
+        Some(AccessControl::default())
+    );
+    // The inheritance index was written with it: the guard holds after a reopen.
+    match storage
+        .delete_database(DatabaseKey::ApiId("ext-parent"))
+        .await
+    {
+        Err(StorageError::Inherited(heirs)) => assert_eq!(
+            heirs,
+            vec![DatabaseRef {
+                id: heir.id.as_str().to_owned(),
+                name: heir.name.clone(),
+            }]
+        ),
+        other => panic!("expected Inherited, got {other:?}"),
+    }
+    storage
+        .delete_database(DatabaseKey::Id(heir.id.as_str()))
+        .await
+        .unwrap();
+    drop(storage);
+
+    let storage = open(&path, &key);
+    assert_eq!(
+        storage.access_control(heir.id.as_str()).await.unwrap(),
+        None
+    );
+    storage
+        .delete_database(DatabaseKey::ApiId("ext-parent"))
+        .await
+        .unwrap();
+    assert_eq!(
+        storage.access_control(parent.id.as_str()).await.unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
 async fn the_wrong_key_is_refused_at_open() {
     let dir = tempfile::tempdir().unwrap();
     let path = data_file(&dir);
@@ -411,6 +564,8 @@ async fn failed_operations_leave_the_file_as_it_was() {
     storage.insert_database(stored.clone()).await.unwrap();
     let board = dashboard("Ops");
     storage.insert_dashboard(board.clone()).await.unwrap();
+    let (caller_key, _) = mint_caller_key(CredentialKind::ApiKey, Scope::Full, "ci");
+    storage.insert_caller_key(caller_key.clone()).await.unwrap();
     let before = fs::read(&path).unwrap();
 
     let rejected = storage
@@ -458,6 +613,31 @@ async fn failed_operations_leave_the_file_as_it_was() {
     assert!(matches!(dashboard_edit, Err(StorageError::Invalid(_))));
     let missing = storage.delete_database(DatabaseKey::Id("db_missing")).await;
     assert!(matches!(missing, Err(StorageError::NotFound)));
+    let self_heir = stored.id.as_str().to_owned();
+    let inherit_itself = storage
+        .update_access_control(
+            stored.id.as_str(),
+            Box::new(move |access: &AccessControl| {
+                let mut next = access.clone();
+                next.data_protection.inherits_from = Some(self_heir.clone());
+                Ok(next)
+            }),
+        )
+        .await;
+    assert!(matches!(inherit_itself, Err(StorageError::Invalid(_))));
+    let rejected_access = storage
+        .update_access_control(
+            stored.id.as_str(),
+            Box::new(|_: &AccessControl| Err(ValidationErrors::single("permissions", "no"))),
+        )
+        .await;
+    assert!(matches!(rejected_access, Err(StorageError::Invalid(_))));
+    let duplicate_key = storage.insert_caller_key(caller_key.clone()).await;
+    assert!(matches!(duplicate_key, Err(StorageError::AlreadyExists)));
+    let missing_key = storage
+        .touch_caller_key("key_missing", Timestamp::now())
+        .await;
+    assert!(matches!(missing_key, Err(StorageError::NotFound)));
 
     // Not a byte of the file changed.
     assert!(fs::read(&path).unwrap() == before, "the data file changed");
@@ -466,11 +646,16 @@ async fn failed_operations_leave_the_file_as_it_was() {
     let storage = open(&path, &key);
     assert_eq!(
         storage.database_by_api_id("ext-1").await.unwrap(),
-        Some(stored)
+        Some(stored.clone())
     );
     assert_eq!(storage.database_by_api_id("ext-moved").await.unwrap(), None);
     assert_eq!(storage.database_by_api_id("ext-new").await.unwrap(), None);
     assert_eq!(storage.list_dashboards(ALL).await.unwrap(), vec![board]);
+    assert_eq!(
+        storage.access_control(stored.id.as_str()).await.unwrap(),
+        Some(AccessControl::default())
+    );
+    assert_eq!(storage.list_caller_keys().await.unwrap(), vec![caller_key]);
 }
 
 /// Measures the data file for 10,000 databases with 2 credentials each (and TLS material).
