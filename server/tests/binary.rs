@@ -5,7 +5,7 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,20 +17,8 @@ use tokio::sync::Notify;
 
 use support::{Conn, database_body, request, request_text};
 
-const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
-
 /// Only keeps a broken server from hanging the test run; no test measures time.
 const HANG_GUARD: Duration = Duration::from_secs(60);
-
-const OUR_VARS: [&str; 7] = [
-    "DBCONSOLE_SECRET_KEY",
-    "DBCONSOLE_LISTEN",
-    "DBCONSOLE_STORAGE",
-    "DBCONSOLE_DATA_DIR",
-    "DBCONSOLE_CHECK_TIMEOUT_SECS",
-    "DBCONSOLE_API_KEY",
-    "DBCONSOLE_ACCESS_TOKEN",
-];
 
 const DATABASES: &str = "/api/v1/console/databases";
 
@@ -109,20 +97,9 @@ impl Lines {
 /// the memory backend unless `env` says otherwise (the redb default has tests of its own in
 /// `crash.rs`).
 fn command(env: &[(&str, &str)], args: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
-    for var in OUR_VARS {
-        command.env_remove(var);
-    }
-    command
-        .env("RUST_LOG", "info")
-        .env("DBCONSOLE_STORAGE", "memory")
-        .envs(env.iter().copied())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    command
+    let mut with_memory = vec![("DBCONSOLE_STORAGE", "memory")];
+    with_memory.extend_from_slice(env);
+    support::dbconsole(&with_memory, args)
 }
 
 /// A running server.

@@ -10,55 +10,25 @@ mod support;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Child;
 use tokio::task::JoinHandle;
 
-use support::{database_body, request};
-
-const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
+use support::{database_body, dbconsole, request};
 
 /// Only keeps a broken binary from hanging the test run; no test measures time.
 const HANG_GUARD: Duration = Duration::from_secs(60);
-
-const OUR_VARS: [&str; 7] = [
-    "DBCONSOLE_SECRET_KEY",
-    "DBCONSOLE_LISTEN",
-    "DBCONSOLE_STORAGE",
-    "DBCONSOLE_DATA_DIR",
-    "DBCONSOLE_CHECK_TIMEOUT_SECS",
-    "DBCONSOLE_API_KEY",
-    "DBCONSOLE_ACCESS_TOKEN",
-];
 
 const DATABASES: &str = "/api/v1/console/databases";
 const SETUP: &str = "/api/v1/console/databases/setup";
 const DASHBOARDS: &str = "/v1/dashboards";
 const DATA_FILE: &str = "dbconsole.redb";
 const SOCKET: &str = "admin.sock";
-
-/// The binary with none of our variables from the test's environment, on the default (redb)
-/// storage, with `env` added.
-fn dbconsole(env: &[(&str, &str)], args: &[&str]) -> Command {
-    let mut command = Command::new(BIN);
-    for var in OUR_VARS {
-        command.env_remove(var);
-    }
-    command
-        .env("RUST_LOG", "info")
-        .envs(env.iter().copied())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    command
-}
 
 /// What a finished command printed.
 struct Output {

@@ -251,17 +251,7 @@ pub(crate) fn encode_database(cipher: &Cipher, db: &Database) -> Result<Vec<u8>,
 /// Decodes a stored database without opening its secrets (for its id and name), checking that
 /// it is the record of `key`.
 pub(crate) fn decode_database_stored(key: &str, bytes: &[u8]) -> Result<DatabaseV1, RecordError> {
-    let stored: DatabaseV1 = match unframed(bytes)? {
-        (RECORD_V1, body) => postcard::from_bytes(body)?,
-        (version, _) => return Err(RecordError::UnknownVersion(version)),
-    };
-    if stored.id != key {
-        return Err(RecordError::KeyMismatch {
-            key: key.to_owned(),
-            id: stored.id,
-        });
-    }
-    Ok(stored)
+    decode_keyed(key, bytes)
 }
 
 /// Decodes the database stored under `key`, opening its secrets.
@@ -387,16 +377,7 @@ pub(crate) fn encode_dashboard(dashboard: &Dashboard) -> Result<Vec<u8>, RecordE
 
 /// Decodes the dashboard stored under `key`.
 pub(crate) fn decode_dashboard(key: &str, bytes: &[u8]) -> Result<Dashboard, RecordError> {
-    let stored: DashboardV1 = match unframed(bytes)? {
-        (RECORD_V1, body) => postcard::from_bytes(body)?,
-        (version, _) => return Err(RecordError::UnknownVersion(version)),
-    };
-    if stored.id != key {
-        return Err(RecordError::KeyMismatch {
-            key: key.to_owned(),
-            id: stored.id,
-        });
-    }
+    let stored: DashboardV1 = decode_keyed(key, bytes)?;
     Ok(Dashboard {
         id: DashboardId::from_stored(stored.id),
         name: stored.name,
@@ -448,6 +429,48 @@ pub(crate) fn decode_dashboard(key: &str, bytes: &[u8]) -> Result<Dashboard, Rec
     })
 }
 
+/// A stored record that names the key it is stored under.
+trait Keyed: serde::de::DeserializeOwned {
+    fn stored_key(&self) -> &str;
+}
+
+impl Keyed for DatabaseV1 {
+    fn stored_key(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Keyed for DashboardV1 {
+    fn stored_key(&self) -> &str {
+        &self.id
+    }
+}
+
+impl Keyed for AccessControlV1 {
+    fn stored_key(&self) -> &str {
+        &self.database_id
+    }
+}
+
+impl Keyed for CallerKeyV1 {
+    fn stored_key(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Decodes the record stored under `key`: a format version this build reads, and the record of
+/// `key` (not one stored under another key by mistake).
+fn decode_keyed<T: Keyed>(key: &str, bytes: &[u8]) -> Result<T, RecordError> {
+    let stored: T = match unframed(bytes)? {
+        (RECORD_V1, body) => postcard::from_bytes(body)?,
+        (version, _) => return Err(RecordError::UnknownVersion(version)),
+    };
+    if stored.stored_key() != key {
+        return Err(key_mismatch(key, stored.stored_key().to_owned()));
+    }
+    Ok(stored)
+}
+
 fn key_mismatch(key: &str, id: String) -> RecordError {
     RecordError::KeyMismatch {
         key: key.to_owned(),
@@ -496,13 +519,7 @@ pub(crate) fn encode_access_control(
 
 /// Decodes the access control stored under the database id `key`.
 pub(crate) fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, RecordError> {
-    let stored: AccessControlV1 = match unframed(bytes)? {
-        (RECORD_V1, body) => postcard::from_bytes(body)?,
-        (version, _) => return Err(RecordError::UnknownVersion(version)),
-    };
-    if stored.database_id != key {
-        return Err(key_mismatch(key, stored.database_id));
-    }
+    let stored: AccessControlV1 = decode_keyed(key, bytes)?;
     let permissions = stored
         .permissions
         .into_iter()
@@ -559,13 +576,7 @@ pub(crate) fn encode_caller_key(key: &CallerKey) -> Result<Vec<u8>, RecordError>
 
 /// Decodes the caller credential stored under `key`.
 pub(crate) fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, RecordError> {
-    let stored: CallerKeyV1 = match unframed(bytes)? {
-        (RECORD_V1, body) => postcard::from_bytes(body)?,
-        (version, _) => return Err(RecordError::UnknownVersion(version)),
-    };
-    if stored.id != key {
-        return Err(key_mismatch(key, stored.id));
-    }
+    let stored: CallerKeyV1 = decode_keyed(key, bytes)?;
     Ok(CallerKey {
         kind: CredentialKind::parse(&stored.kind)
             .ok_or(RecordError::UnknownValue("credential kind"))?,

@@ -12,7 +12,7 @@
 //! Every certificate of the stored CA bundle (root and intermediates) is a trust anchor: servers
 //! usually send only their leaf certificate, and a chain that needs an intermediate the server
 //! does not send must still verify. rustls's stock verifier always checks the name, so the
-//! chain-only mode is a verifier of its own ([`ChainOnlyVerifier`]). A stored client certificate
+//! chain-only mode is a verifier of its own ([`NameUncheckedVerifier`]). A stored client certificate
 //! and key are presented to the server.
 
 // Each checker uses a part of this module; with only some of them compiled in, the rest is idle.
@@ -162,11 +162,14 @@ pub(crate) fn client_config(target: &CheckTarget) -> Result<ClientConfig, String
                 .build()
                 .map_err(|error| format!("TLS configuration: {error}"))?
         }
-        (Verify::Chain, Some(roots)) => Arc::new(ChainOnlyVerifier {
-            roots: Arc::new(roots),
+        (Verify::Chain, Some(roots)) => Arc::new(NameUncheckedVerifier {
+            roots: Some(Arc::new(roots)),
             provider,
         }),
-        _ => Arc::new(UnverifiedCertificate { provider }),
+        _ => Arc::new(NameUncheckedVerifier {
+            roots: None,
+            provider,
+        }),
     };
     let builder = builder
         .dangerous()
@@ -189,69 +192,18 @@ pub(crate) fn placeholder_config() -> Result<ClientConfig, String> {
         .with_no_client_auth())
 }
 
-/// `ssl` without a CA certificate: any certificate is accepted (the connection is encrypted,
-/// the peer is not authenticated). The handshake signatures are still checked.
+/// A verifier that never compares the host name. With `roots`, the chain must lead to one of
+/// the stored certificates (a CA certificate without `verify_server_hostname`: libpq's
+/// `verify-ca`); without, any certificate is accepted (`ssl` without a CA certificate: the
+/// connection is encrypted, the peer is not authenticated). Either way the handshake signatures
+/// are checked.
 #[derive(Debug)]
-struct UnverifiedCertificate {
+struct NameUncheckedVerifier {
+    roots: Option<Arc<RootCertStore>>,
     provider: Arc<CryptoProvider>,
 }
 
-impl ServerCertVerifier for UnverifiedCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// A CA certificate without `verify_server_hostname`: the chain must lead to one of the stored
-/// certificates; the host name is not compared (libpq's `verify-ca`).
-#[derive(Debug)]
-struct ChainOnlyVerifier {
-    roots: Arc<RootCertStore>,
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for ChainOnlyVerifier {
+impl ServerCertVerifier for NameUncheckedVerifier {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -260,14 +212,16 @@ impl ServerCertVerifier for ChainOnlyVerifier {
         _ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        let cert = ParsedCertificate::try_from(end_entity)?;
-        verify_server_cert_signed_by_trust_anchor(
-            &cert,
-            &self.roots,
-            intermediates,
-            now,
-            self.provider.signature_verification_algorithms.all,
-        )?;
+        if let Some(roots) = &self.roots {
+            let cert = ParsedCertificate::try_from(end_entity)?;
+            verify_server_cert_signed_by_trust_anchor(
+                &cert,
+                roots,
+                intermediates,
+                now,
+                self.provider.signature_verification_algorithms.all,
+            )?;
+        }
         Ok(ServerCertVerified::assertion())
     }
 

@@ -2,9 +2,46 @@
 //! (keep-alive, `expect: 100-continue`, a body sent in two parts).
 
 use std::net::SocketAddr;
+use std::process::Stdio;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::process::Command;
+
+/// The binary under test.
+#[allow(dead_code, reason = "serve_loop.rs uses the client only")]
+const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
+
+/// The variables the binary reads; none leaks in from the test's own environment.
+#[allow(dead_code, reason = "serve_loop.rs uses the client only")]
+const OUR_VARS: [&str; 7] = [
+    "DBCONSOLE_SECRET_KEY",
+    "DBCONSOLE_LISTEN",
+    "DBCONSOLE_STORAGE",
+    "DBCONSOLE_DATA_DIR",
+    "DBCONSOLE_CHECK_TIMEOUT_SECS",
+    "DBCONSOLE_API_KEY",
+    "DBCONSOLE_ACCESS_TOKEN",
+];
+
+/// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
+/// `env` added (later pairs win) and piped output.
+#[allow(dead_code, reason = "serve_loop.rs uses the client only")]
+pub fn dbconsole(env: &[(&str, &str)], args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    for var in OUR_VARS {
+        command.env_remove(var);
+    }
+    command
+        .env("RUST_LOG", "info")
+        .envs(env.iter().copied())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
 
 /// A parsed response.
 #[derive(Debug)]
