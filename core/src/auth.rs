@@ -24,22 +24,7 @@ pub enum CredentialKind {
     AccessToken,
 }
 
-impl CredentialKind {
-    /// The wire and command-line name: `api-key` or `access-token`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CredentialKind::ApiKey => "api-key",
-            CredentialKind::AccessToken => "access-token",
-        }
-    }
-
-    /// The kind named `api-key` or `access-token`.
-    pub fn parse(name: &str) -> Option<Self> {
-        [CredentialKind::ApiKey, CredentialKind::AccessToken]
-            .into_iter()
-            .find(|kind| kind.as_str() == name)
-    }
-}
+wire_enum!(CredentialKind, [ApiKey => "api-key", AccessToken => "access-token"]);
 
 /// What an authenticated caller may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -51,22 +36,7 @@ pub enum Scope {
     Setup,
 }
 
-impl Scope {
-    /// The wire and command-line name: `full` or `setup`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Full => "full",
-            Scope::Setup => "setup",
-        }
-    }
-
-    /// The scope named `full` or `setup`.
-    pub fn parse(name: &str) -> Option<Self> {
-        [Scope::Full, Scope::Setup]
-            .into_iter()
-            .find(|scope| scope.as_str() == name)
-    }
-}
+wire_enum!(Scope, [Full => "full", Setup => "setup"]);
 
 /// Decides whether a presented credential is valid, and with which scope.
 #[async_trait]

@@ -26,6 +26,9 @@
 //! # let _ = service;
 //! ```
 
+#[macro_use]
+mod wire;
+
 pub mod auth;
 pub mod check;
 pub mod error;

@@ -521,13 +521,13 @@ mod tests {
         for kind in KeyKind::value_variants() {
             let name = kind.to_possible_value().unwrap().get_name().to_owned();
             assert_eq!(name, kind.as_str());
-            assert_eq!(CredentialKind::parse(&name), Some((*kind).into()));
+            assert_eq!(name.parse::<CredentialKind>(), Ok((*kind).into()));
             assert_eq!(serde_json::to_value(kind).unwrap(), name.as_str());
         }
         for scope in KeyScope::value_variants() {
             let name = scope.to_possible_value().unwrap().get_name().to_owned();
             assert_eq!(name, scope.as_str());
-            assert_eq!(Scope::parse(&name), Some((*scope).into()));
+            assert_eq!(name.parse::<Scope>(), Ok((*scope).into()));
             assert_eq!(serde_json::to_value(scope).unwrap(), name.as_str());
         }
     }

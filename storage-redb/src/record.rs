@@ -578,9 +578,8 @@ pub(crate) fn encode_caller_key(key: &CallerKey) -> Result<Vec<u8>, RecordError>
 pub(crate) fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, RecordError> {
     let stored: CallerKeyV1 = decode_keyed(key, bytes)?;
     Ok(CallerKey {
-        kind: CredentialKind::parse(&stored.kind)
-            .ok_or(RecordError::UnknownValue("credential kind"))?,
-        scope: Scope::parse(&stored.scope).ok_or(RecordError::UnknownValue("scope"))?,
+        kind: parse::<CredentialKind>(&stored.kind, "credential kind")?,
+        scope: parse::<Scope>(&stored.scope, "scope")?,
         id: KeyId::from_stored(stored.id),
         name: stored.name,
         digest: stored.digest,

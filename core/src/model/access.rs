@@ -5,7 +5,6 @@
 //! but deleted with the database, in the same atomic change.
 
 use std::fmt;
-use std::str::FromStr;
 
 use super::{KeyId, Timestamp};
 use crate::auth::{CredentialKind, Scope};
@@ -122,49 +121,6 @@ impl fmt::Debug for CallerKey {
     }
 }
 
-macro_rules! wire_enum {
-    ($type:ty, $error:literal, [$($variant:path => $name:literal),* $(,)?]) => {
-        impl $type {
-            /// Every value, in order.
-            pub const ALL: &'static [$type] = &[$($variant),*];
-
-            /// The wire name.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($variant => $name,)*
-                }
-            }
-        }
-
-        impl FromStr for $type {
-            type Err = String;
-
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s {
-                    $($name => Ok($variant),)*
-                    _ => Err(format!($error)),
-                }
-            }
-        }
-
-        impl fmt::Display for $type {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-}
-
-wire_enum!(SubjectKind, "must be one of: user, group", [
-    SubjectKind::User => "user",
-    SubjectKind::Group => "group",
-]);
-wire_enum!(AccessLevel, "must be one of: query, review, admin", [
-    AccessLevel::Query => "query",
-    AccessLevel::Review => "review",
-    AccessLevel::Admin => "admin",
-]);
-wire_enum!(ColumnAction, "must be one of: hide, mask", [
-    ColumnAction::Hide => "hide",
-    ColumnAction::Mask => "mask",
-]);
+wire_enum!(SubjectKind, [User => "user", Group => "group"]);
+wire_enum!(AccessLevel, [Query => "query", Review => "review", Admin => "admin"]);
+wire_enum!(ColumnAction, [Hide => "hide", Mask => "mask"]);

@@ -1,8 +1,5 @@
 //! Database connection records and their credentials, as stored.
 
-use std::fmt;
-use std::str::FromStr;
-
 use super::{CredentialId, DatabaseId, Secret, Timestamp};
 
 /// The database engines the console can connect to.
@@ -20,27 +17,15 @@ pub enum Adapter {
     Oracle,
 }
 
+wire_enum!(Adapter, [
+    Postgres => "postgres",
+    Mysql => "mysql",
+    Clickhouse => "clickhouse",
+    Sqlserver => "sqlserver",
+    Oracle => "oracle",
+]);
+
 impl Adapter {
-    /// Every adapter, in the order the interface lists them.
-    pub const ALL: [Adapter; 5] = [
-        Adapter::Postgres,
-        Adapter::Mysql,
-        Adapter::Clickhouse,
-        Adapter::Sqlserver,
-        Adapter::Oracle,
-    ];
-
-    /// The wire name: `postgres`, `mysql`, `clickhouse`, `sqlserver` or `oracle`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Adapter::Postgres => "postgres",
-            Adapter::Mysql => "mysql",
-            Adapter::Clickhouse => "clickhouse",
-            Adapter::Sqlserver => "sqlserver",
-            Adapter::Oracle => "oracle",
-        }
-    }
-
     /// The port a connection uses when the record has none.
     pub fn default_port(self, ssl: bool) -> u16 {
         match self {
@@ -51,28 +36,6 @@ impl Adapter {
             Adapter::Sqlserver => 1433,
             Adapter::Oracle => 1521,
         }
-    }
-}
-
-impl fmt::Display for Adapter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The text was not one of the adapter names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown adapter")]
-pub struct UnknownAdapter;
-
-impl FromStr for Adapter {
-    type Err = UnknownAdapter;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Adapter::ALL
-            .into_iter()
-            .find(|adapter| adapter.as_str() == s)
-            .ok_or(UnknownAdapter)
     }
 }
 

@@ -16,9 +16,7 @@ pub use access::{
     Policy, SubjectKind,
 };
 pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};
-pub use database::{
-    Adapter, ConnectionParameter, Credential, Database, TlsMaterial, UnknownAdapter,
-};
+pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsMaterial};
 pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, KeyId, PanelId};
 pub use secret::Secret;
 pub use time::Timestamp;

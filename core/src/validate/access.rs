@@ -1,8 +1,6 @@
 //! Permissions and data protection documents (`PUT …/permissions`, `PUT …/data-protection`).
 //! Each PUT replaces the whole document.
 
-use std::str::FromStr;
-
 use serde_json::{Map, Value};
 
 use super::ValidationErrors;
@@ -12,18 +10,6 @@ use crate::model::{
     AccessLevel, ColumnAction, ColumnRule, DataProtection, Permission, Policy, SubjectKind,
 };
 use crate::storage::inheritance_message;
-
-/// A required field that names one value of a wire enum.
-fn choice<T: FromStr<Err = String>>(r: &mut Reader<'_>, key: &str) -> Option<T> {
-    let text = r.required_text(key, true)?;
-    match text.parse() {
-        Ok(value) => Some(value),
-        Err(choices) => {
-            r.errors().add(key, choices);
-            None
-        }
-    }
-}
 
 /// A required list of objects: absent is blank, null is empty.
 fn required_list<'a>(r: &mut Reader<'a>, key: &str) -> Option<Vec<&'a Map<String, Value>>> {
@@ -44,9 +30,9 @@ pub fn permissions_from_body(
     let mut parsed = Vec::with_capacity(items.len());
     for item in &items {
         let mut ir = Reader::new(item);
-        let subject_kind = choice::<SubjectKind>(&mut ir, "subject_kind");
+        let subject_kind = ir.choice::<SubjectKind>("subject_kind", true);
         let subject = ir.required_text("subject", true);
-        let access = choice::<AccessLevel>(&mut ir, "access");
+        let access = ir.choice::<AccessLevel>("access", true);
         item_errors.push(ir.finish());
         parsed.push(match (subject_kind, subject, access) {
             (Some(subject_kind), Some(subject), Some(access)) => Some(Permission {
@@ -117,7 +103,7 @@ fn policy(r: &mut Reader<'_>) -> Option<Policy> {
     for item in &items {
         let mut cr = Reader::new(item);
         let column = cr.required_text("column", true);
-        let action = choice::<ColumnAction>(&mut cr, "action");
+        let action = cr.choice::<ColumnAction>("action", true);
         item_errors.push(cr.finish());
         parsed.push(
             column

@@ -15,7 +15,6 @@ use crate::model::{
 /// The `ai_max_rows` of a database that does not set it.
 pub const DEFAULT_AI_MAX_ROWS: u32 = 500;
 
-const ADAPTER_CHOICES: &str = "must be one of: postgres, mysql, clickhouse, sqlserver, oracle";
 const NEEDS_CA: &str = "requires a CA certificate (ssl_ca_cert)";
 const RESERVED_PARAMETERS: [&str; 2] = ["user", "database"];
 
@@ -37,17 +36,6 @@ fn u32_field(reader: &mut Reader<'_>, key: &str, min: i64) -> Given<u32> {
     reader
         .integer(key, min, i64::from(u32::MAX))
         .map(|value| value.map(|v| v as u32))
-}
-
-fn adapter(reader: &mut Reader<'_>, required: bool) -> Option<Adapter> {
-    let name = reader.required_text("adapter", required)?;
-    match name.parse() {
-        Ok(adapter) => Some(adapter),
-        Err(_) => {
-            reader.errors().add("adapter", ADAPTER_CHOICES);
-            None
-        }
-    }
 }
 
 fn port(reader: &mut Reader<'_>) -> Given<u16> {
@@ -100,7 +88,7 @@ pub fn database_from_body(
     if let Some(name) = r.required_text("name", creating) {
         db.name = name;
     }
-    if let Some(adapter) = adapter(&mut r, creating) {
+    if let Some(adapter) = r.choice::<Adapter>("adapter", creating) {
         db.adapter = adapter;
     }
     if let Some(hostname) = r.required_text("hostname", creating) {
@@ -296,7 +284,7 @@ pub struct SetupRequest {
 pub fn parse_setup(body: &Map<String, Value>) -> Result<SetupRequest, ValidationErrors> {
     let mut r = Reader::new(body);
     let api_id = r.required_text("id", true);
-    let adapter = adapter(&mut r, true);
+    let adapter = r.choice::<Adapter>("adapter", true);
     let hostname = r.required_text("hostname", true);
     let database = r.required_text("database", true);
     let username = r.required_text("username", true);

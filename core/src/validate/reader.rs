@@ -84,6 +84,23 @@ impl<'a> Reader<'a> {
 
     /// Records `can't be blank`, unless the field already has an error: a value of the wrong
     /// type is `is invalid` only, not also blank.
+    /// A string that names one value of a wire enum (see `wire_enum!`), non-blank when given and
+    /// present when `required`; another name gets the enum's `must be one of: …`.
+    pub(crate) fn choice<T: std::str::FromStr<Err = String>>(
+        &mut self,
+        key: &str,
+        required: bool,
+    ) -> Option<T> {
+        let name = self.required_text(key, required)?;
+        match name.parse() {
+            Ok(value) => Some(value),
+            Err(choices) => {
+                self.errors.add(key, choices);
+                None
+            }
+        }
+    }
+
     pub(crate) fn blank<T>(&mut self, key: &str) -> Option<T> {
         if self.errors.get(key).is_none() {
             self.errors.add(key, message::BLANK);
