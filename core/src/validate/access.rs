@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 
 use super::ValidationErrors;
 use super::errors::message;
-use super::reader::{Reader, mark_repeats};
+use super::reader::{Items, Reader};
 use crate::model::{
     AccessLevel, ColumnAction, ColumnRule, DataProtection, Permission, Policy, SubjectKind,
 };
@@ -26,30 +26,20 @@ pub fn permissions_from_body(
 ) -> Result<Vec<Permission>, ValidationErrors> {
     let mut r = Reader::new(body);
     let items = required_list(&mut r, "permissions").unwrap_or_default();
-    let mut item_errors = Vec::with_capacity(items.len());
-    let mut parsed = Vec::with_capacity(items.len());
-    for item in &items {
-        let mut ir = Reader::new(item);
+    let permissions = Items::read(&items, |_, ir| {
         let subject_kind = ir.choice::<SubjectKind>("subject_kind", true);
         let subject = ir.required_text("subject", true);
         let access = ir.choice::<AccessLevel>("access", true);
-        item_errors.push(ir.finish());
-        parsed.push(match (subject_kind, subject, access) {
-            (Some(subject_kind), Some(subject), Some(access)) => Some(Permission {
-                subject_kind,
-                subject,
-                access,
-            }),
-            _ => None,
-        });
-    }
-    let subjects = parsed
-        .iter()
-        .map(|p| p.as_ref().map(|p| (p.subject_kind, p.subject.clone())));
-    mark_repeats(&mut item_errors, subjects, "subject");
-    r.errors().add_items("permissions", item_errors);
+        Some(Permission {
+            subject_kind: subject_kind?,
+            subject: subject?,
+            access: access?,
+        })
+    })
+    .unique_by("subject", |p| Some((p.subject_kind, p.subject.clone())))
+    .finish(r.errors(), "permissions");
     let errors = r.finish();
-    match parsed.into_iter().collect::<Option<Vec<_>>>() {
+    match permissions {
         Some(permissions) if errors.is_empty() => Ok(permissions),
         _ => Err(errors),
     }
@@ -69,19 +59,11 @@ pub fn data_protection_from_body(
         r.errors().add("inherits_from", inheritance_message::ITSELF);
     }
     let items = required_list(&mut r, "policies").unwrap_or_default();
-    let mut item_errors = Vec::with_capacity(items.len());
-    let mut parsed = Vec::with_capacity(items.len());
-    for item in &items {
-        let mut pr = Reader::new(item);
-        let policy = policy(&mut pr);
-        item_errors.push(pr.finish());
-        parsed.push(policy);
-    }
-    let names = parsed.iter().map(|p| p.as_ref().map(|p| p.name.clone()));
-    mark_repeats(&mut item_errors, names, "name");
-    r.errors().add_items("policies", item_errors);
+    let policies = Items::read(&items, |_, pr| policy(pr))
+        .unique_by("name", |p| Some(p.name.clone()))
+        .finish(r.errors(), "policies");
     let errors = r.finish();
-    match parsed.into_iter().collect::<Option<Vec<_>>>() {
+    match policies {
         Some(policies) if errors.is_empty() => Ok(DataProtection {
             inherits_from,
             policies,
@@ -97,26 +79,17 @@ fn policy(r: &mut Reader<'_>) -> Option<Policy> {
     if items.as_ref().is_some_and(Vec::is_empty) {
         r.errors().add("columns", message::AT_LEAST_ONE);
     }
-    let items = items.unwrap_or_default();
-    let mut item_errors = Vec::with_capacity(items.len());
-    let mut parsed = Vec::with_capacity(items.len());
-    for item in &items {
-        let mut cr = Reader::new(item);
+    let columns = Items::read(&items.unwrap_or_default(), |_, cr| {
         let column = cr.required_text("column", true);
         let action = cr.choice::<ColumnAction>("action", true);
-        item_errors.push(cr.finish());
-        parsed.push(
-            column
-                .zip(action)
-                .map(|(column, action)| ColumnRule { column, action }),
-        );
-    }
-    let columns = parsed.iter().map(|c| c.as_ref().map(|c| c.column.clone()));
-    mark_repeats(&mut item_errors, columns, "column");
-    let valid = item_errors.iter().all(ValidationErrors::is_empty);
-    r.errors().add_items("columns", item_errors);
-    let columns: Vec<ColumnRule> = parsed.into_iter().collect::<Option<_>>()?;
-    (valid && !columns.is_empty()).then_some(Policy {
+        Some(ColumnRule {
+            column: column?,
+            action: action?,
+        })
+    })
+    .unique_by("column", |c| Some(c.column.clone()))
+    .finish(r.errors(), "columns")?;
+    (!columns.is_empty()).then_some(Policy {
         name: name?,
         description,
         columns,

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use super::ValidationErrors;
-use super::reader::{Reader, mark_repeats};
+use super::reader::{Items, Reader};
 use crate::model::{
     Action, ActionId, Dashboard, DashboardId, InputMapping, Panel, PanelDetails, PanelId,
     PanelInput, Timestamp,
@@ -88,23 +88,13 @@ fn panels(
     ids: &mut StoredIds,
     errors: &mut ValidationErrors,
 ) -> Option<Vec<Panel>> {
-    let mut item_errors = Vec::with_capacity(items.len());
-    let mut parsed = Vec::with_capacity(items.len());
-    for item in items {
+    Items::read(items, |item, r| {
         let id = StoredIds::take(&mut ids.panels, item)
             .map(PanelId::from_stored)
             .unwrap_or_else(PanelId::generate);
-        let mut r = Reader::new(item);
-        parsed.push(panel(id, &mut r, ids));
-        item_errors.push(r.finish());
-    }
-    let valid = item_errors.iter().all(ValidationErrors::is_empty);
-    errors.add_items("panels", item_errors);
-    if valid {
-        parsed.into_iter().collect()
-    } else {
-        None
-    }
+        panel(id, r, ids)
+    })
+    .finish(errors, "panels")
 }
 
 fn panel(id: PanelId, r: &mut Reader<'_>, ids: &mut StoredIds) -> Option<Panel> {
@@ -151,24 +141,13 @@ fn query_details(d: &mut Reader<'_>) -> Option<PanelDetails> {
 }
 
 fn inputs(items: &[&Map<String, Value>], errors: &mut ValidationErrors) -> Option<Vec<PanelInput>> {
-    let mut item_errors = Vec::with_capacity(items.len());
-    let mut parsed = Vec::with_capacity(items.len());
-    for item in items {
-        let mut r = Reader::new(item);
+    Items::read(items, |_, r| {
         let key = r.required_text("key", true);
         let description = r.raw_text("description").unwrap_or_default();
-        item_errors.push(r.finish());
-        parsed.push(key.map(|key| PanelInput { key, description }));
-    }
-    let keys = parsed.iter().map(|i| i.as_ref().map(|i| i.key.clone()));
-    mark_repeats(&mut item_errors, keys, "key");
-    let valid = item_errors.iter().all(ValidationErrors::is_empty);
-    errors.add_items("inputs", item_errors);
-    if valid {
-        parsed.into_iter().collect()
-    } else {
-        None
-    }
+        key.map(|key| PanelInput { key, description })
+    })
+    .unique_by("key", |input| Some(input.key.clone()))
+    .finish(errors, "inputs")
 }
 
 fn actions(
@@ -176,13 +155,10 @@ fn actions(
     ids: &mut StoredIds,
     errors: &mut ValidationErrors,
 ) -> Option<Vec<Action>> {
-    let mut item_errors = Vec::with_capacity(items.len());
-    let mut parsed = Vec::with_capacity(items.len());
-    for item in items {
+    Items::read(items, |item, r| {
         let id = StoredIds::take(&mut ids.actions, item)
             .map(ActionId::from_stored)
             .unwrap_or_else(ActionId::generate);
-        let mut r = Reader::new(item);
         let label = r.text("label").flatten();
         let workflow_id = r.text("workflow_id").flatten();
         let mappings = r
@@ -190,31 +166,21 @@ fn actions(
             .flatten()
             .map(|items| input_mappings(&items, r.errors()))
             .unwrap_or(Some(Vec::new()));
-        item_errors.push(r.finish());
-        parsed.push(mappings.map(|input_mappings| Action {
+        mappings.map(|input_mappings| Action {
             id,
             label,
             workflow_id,
             input_mappings,
-        }));
-    }
-    let valid = item_errors.iter().all(ValidationErrors::is_empty);
-    errors.add_items("actions", item_errors);
-    if valid {
-        parsed.into_iter().collect()
-    } else {
-        None
-    }
+        })
+    })
+    .finish(errors, "actions")
 }
 
 fn input_mappings(
     items: &[&Map<String, Value>],
     errors: &mut ValidationErrors,
 ) -> Option<Vec<InputMapping>> {
-    let mut item_errors = Vec::with_capacity(items.len());
-    let mut parsed = Vec::with_capacity(items.len());
-    for item in items {
-        let mut r = Reader::new(item);
+    Items::read(items, |item, r| {
         let key = r.required_text("workflow_input_key", true);
         let prompt_user = r.boolean("prompt_user");
         let prompt_user_known = prompt_user.is_some() || !item.contains_key("prompt_user");
@@ -231,23 +197,13 @@ fn input_mappings(
         {
             r.blank::<()>("column");
         }
-        item_errors.push(r.finish());
-        parsed.push(key.map(|workflow_input_key| InputMapping {
+        key.map(|workflow_input_key| InputMapping {
             workflow_input_key,
             column,
             prompt_user,
             prompt,
-        }));
-    }
-    let keys = parsed
-        .iter()
-        .map(|m| m.as_ref().map(|m| m.workflow_input_key.clone()));
-    mark_repeats(&mut item_errors, keys, "workflow_input_key");
-    let valid = item_errors.iter().all(ValidationErrors::is_empty);
-    errors.add_items("input_mappings", item_errors);
-    if valid {
-        parsed.into_iter().collect()
-    } else {
-        None
-    }
+        })
+    })
+    .unique_by("workflow_input_key", |m| Some(m.workflow_input_key.clone()))
+    .finish(errors, "input_mappings")
 }

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::ValidationErrors;
 use super::errors::message;
-use super::reader::{Given, Reader, mark_repeats};
+use super::reader::{Given, Items, Reader};
 use crate::model::{
     Adapter, ConnectionParameter, Credential, CredentialId, Database, DatabaseId, Secret,
     Timestamp, TlsMaterial,
@@ -162,10 +162,7 @@ fn connection_parameters(
     items: &[&Map<String, Value>],
     errors: &mut ValidationErrors,
 ) -> Option<Vec<ConnectionParameter>> {
-    let mut item_errors = Vec::with_capacity(items.len());
-    let mut parsed = Vec::with_capacity(items.len());
-    for item in items {
-        let mut r = Reader::new(item);
+    Items::read(items, |_, r| {
         let name = r.required_text("name", true);
         if let Some(name) = &name
             && RESERVED_PARAMETERS.contains(&name.to_ascii_lowercase().as_str())
@@ -173,20 +170,10 @@ fn connection_parameters(
             r.errors().add("name", message::RESERVED);
         }
         let value = r.raw_text("value").unwrap_or_default();
-        item_errors.push(r.finish());
-        parsed.push(name.map(|name| ConnectionParameter { name, value }));
-    }
-    let names = parsed
-        .iter()
-        .map(|p| p.as_ref().map(|p| p.name.to_ascii_lowercase()));
-    mark_repeats(&mut item_errors, names, "name");
-    let valid = item_errors.iter().all(ValidationErrors::is_empty);
-    errors.add_items("connection_parameters", item_errors);
-    if valid {
-        parsed.into_iter().collect()
-    } else {
-        None
-    }
+        name.map(|name| ConnectionParameter { name, value })
+    })
+    .unique_by("name", |p| Some(p.name.to_ascii_lowercase()))
+    .finish(errors, "connection_parameters")
 }
 
 /// The new credential list: items with the id of a stored credential update it (fields left out
@@ -197,34 +184,17 @@ fn credentials(
     errors: &mut ValidationErrors,
 ) -> Option<Vec<Credential>> {
     let mut kept_ids = HashSet::new();
-    let mut item_errors = Vec::with_capacity(items.len());
-    let mut parsed = Vec::with_capacity(items.len());
-    for item in items {
+    Items::read(items, |item, r| {
         let existing = item
             .get("id")
             .and_then(Value::as_str)
             .and_then(|id| stored.iter().find(|c| c.id.as_str() == id))
             .filter(|c| kept_ids.insert(c.id.clone()));
-        let mut r = Reader::new(item);
-        let credential = credential(existing, &mut r);
-        item_errors.push(r.finish());
-        parsed.push(credential);
-    }
-    let usernames = parsed
-        .iter()
-        .map(|c| c.as_ref().map(|c| c.username.clone()));
-    mark_repeats(&mut item_errors, usernames, "username");
-    let defaults = parsed
-        .iter()
-        .map(|c| c.as_ref().filter(|c| c.default_credential).map(|_| true));
-    mark_repeats(&mut item_errors, defaults, "default_credential");
-    let valid = item_errors.iter().all(ValidationErrors::is_empty);
-    errors.add_items("credentials", item_errors);
-    if valid {
-        parsed.into_iter().collect()
-    } else {
-        None
-    }
+        credential(existing, r)
+    })
+    .unique_by("username", |c| Some(c.username.clone()))
+    .unique_by("default_credential", |c| c.default_credential.then_some(()))
+    .finish(errors, "credentials")
 }
 
 fn credential(existing: Option<&Credential>, r: &mut Reader<'_>) -> Option<Credential> {

@@ -4,6 +4,9 @@
 //! string: contract.md treats both as "unset") and `Some(Some(value))`, and records the
 //! field's error itself, so a body is read in one pass and every error is reported at once.
 
+use std::collections::HashSet;
+use std::hash::Hash;
+
 use base64::Engine as _;
 use serde_json::{Map, Value};
 
@@ -186,19 +189,56 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Records `has already been taken` on `key` of every item whose value was seen on an earlier
-/// item.
-pub(crate) fn mark_repeats<T: Eq + std::hash::Hash>(
-    item_errors: &mut [ValidationErrors],
-    values: impl IntoIterator<Item = Option<T>>,
-    key: &str,
-) {
-    let mut seen = std::collections::HashSet::new();
-    for (index, value) in values.into_iter().enumerate() {
-        if let Some(value) = value
-            && !seen.insert(value)
-        {
-            item_errors[index].add(key, message::TAKEN);
+/// The items of one list field, each read with a [`Reader`] of its own: what each item gave
+/// (`None` when it could not be read) and each item's errors, in order.
+pub(crate) struct Items<T> {
+    values: Vec<Option<T>>,
+    errors: Vec<ValidationErrors>,
+}
+
+impl<T> Items<T> {
+    /// Reads every item with `read`, which gets the item and a reader on it.
+    pub(crate) fn read<'a>(
+        items: &[&'a Map<String, Value>],
+        mut read: impl FnMut(&'a Map<String, Value>, &mut Reader<'a>) -> Option<T>,
+    ) -> Self {
+        let mut values = Vec::with_capacity(items.len());
+        let mut errors = Vec::with_capacity(items.len());
+        for item in items {
+            let mut reader = Reader::new(item);
+            values.push(read(item, &mut reader));
+            errors.push(reader.finish());
+        }
+        Self { values, errors }
+    }
+
+    /// Records `has already been taken` on `field` of every item whose `key` equals the key of
+    /// an earlier item (the error sits on the later one); items whose key is `None` take part
+    /// in no comparison.
+    pub(crate) fn unique_by<K: Eq + Hash>(
+        mut self,
+        field: &str,
+        key: impl Fn(&T) -> Option<K>,
+    ) -> Self {
+        let mut seen = HashSet::new();
+        for (value, errors) in self.values.iter().zip(&mut self.errors) {
+            if let Some(key) = value.as_ref().and_then(&key)
+                && !seen.insert(key)
+            {
+                errors.add(field, message::TAKEN);
+            }
+        }
+        self
+    }
+
+    /// Records the item errors under `field`; the values when every item is valid.
+    pub(crate) fn finish(self, errors: &mut ValidationErrors, field: &str) -> Option<Vec<T>> {
+        let valid = self.errors.iter().all(ValidationErrors::is_empty);
+        errors.add_items(field, self.errors);
+        if valid {
+            self.values.into_iter().collect()
+        } else {
+            None
         }
     }
 }
