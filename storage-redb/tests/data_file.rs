@@ -240,7 +240,7 @@ async fn everything_survives_close_and_reopen() {
                 let mut next = stored.clone();
                 next.name = "Renamed".to_owned();
                 next.credentials.pop();
-                next.updated_at = Timestamp::now_after(stored.updated_at);
+                next.updated_at = Timestamp::now().not_before_next(stored.updated_at);
                 Ok(next)
             }),
         )

@@ -15,10 +15,11 @@ impl Timestamp {
         Self(Utc::now().timestamp_micros())
     }
 
-    /// The current time, or one microsecond after `previous` when the clock has not moved past
-    /// it: what `updated_at` becomes on an update, so that it strictly increases.
-    pub fn now_after(previous: Timestamp) -> Self {
-        Self::now().max(Self(previous.0.saturating_add(1)))
+    /// This time, or one microsecond after `previous` when this time is not past it: what
+    /// `updated_at` becomes on an update (`now.not_before_next(stored.updated_at)`), so that it
+    /// strictly increases even when the clock stands still or steps back.
+    pub fn not_before_next(self, previous: Timestamp) -> Self {
+        self.max(Self(previous.0.saturating_add(1)))
     }
 
     /// From microseconds since the Unix epoch.
@@ -62,10 +63,15 @@ mod tests {
     }
 
     #[test]
-    fn now_after_strictly_increases() {
+    fn not_before_next_strictly_increases() {
         let far = Timestamp::from_micros(i64::MAX / 2);
-        assert_eq!(Timestamp::now_after(far).as_micros(), far.as_micros() + 1);
+        assert_eq!(
+            Timestamp::now().not_before_next(far).as_micros(),
+            far.as_micros() + 1
+        );
         let past = Timestamp::from_micros(0);
-        assert!(Timestamp::now_after(past) > past);
+        assert!(Timestamp::now().not_before_next(past) > past);
+        let now = Timestamp::now();
+        assert_eq!(now.not_before_next(past), now);
     }
 }

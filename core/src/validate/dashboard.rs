@@ -52,7 +52,7 @@ pub fn dashboard_from_body(
         }
     }
     if let Some(stored) = stored {
-        dashboard.updated_at = Timestamp::now_after(stored.updated_at).max(now);
+        dashboard.updated_at = now.not_before_next(stored.updated_at);
     }
     r.finish().into_result(dashboard)
 }

@@ -153,7 +153,7 @@ pub fn database_from_body(
     }
 
     if let Some(stored) = stored {
-        db.updated_at = Timestamp::now_after(stored.updated_at).max(now);
+        db.updated_at = now.not_before_next(stored.updated_at);
     }
     r.finish().into_result(db)
 }
@@ -351,7 +351,7 @@ pub fn apply_setup(stored: Option<&Database>, setup: &SetupRequest, now: Timesta
     credential.default_credential = true;
     db.credentials = vec![credential];
     if let Some(stored) = stored {
-        db.updated_at = Timestamp::now_after(stored.updated_at).max(now);
+        db.updated_at = now.not_before_next(stored.updated_at);
     }
     db
 }
