@@ -12,31 +12,8 @@ use rand::RngCore as _;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::model::{CallerKey, KeyId, Secret, Timestamp};
+use crate::model::{CallerKey, CredentialKind, KeyId, Scope, Secret, Timestamp};
 use crate::storage::Storage;
-
-/// Which kind of caller credential was presented (and which kind a stored one is).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum CredentialKind {
-    /// An API key, from `x-api-key`; database routes and the `/api/v1/dashboards` routes.
-    ApiKey,
-    /// An access token, from `Authorization: Bearer`; dashboard routes.
-    AccessToken,
-}
-
-wire_enum!(CredentialKind, [ApiKey => "api-key", AccessToken => "access-token"]);
-
-/// What an authenticated caller may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Scope {
-    /// Every operation.
-    Full,
-    /// Only setup (`PUT …/databases/setup`) and remove by api_id
-    /// (`DELETE …/databases/remove/{api_id}`).
-    Setup,
-}
-
-wire_enum!(Scope, [Full => "full", Setup => "setup"]);
 
 /// Decides whether a presented credential is valid, and with which scope.
 #[async_trait]
@@ -174,6 +151,22 @@ impl StoredCredentials {
         }
     }
 
+    /// Writes `last_used_at` of a key in the background: the request that used the key never
+    /// waits for that write. Outside a Tokio runtime the write is skipped.
+    fn record_use(&self, id: KeyId) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let storage = Arc::clone(&self.storage);
+        let at = Timestamp::now();
+        runtime.spawn(async move {
+            match storage.touch_caller_key(id.as_str(), at).await {
+                Ok(()) | Err(crate::StorageError::NotFound) => {}
+                Err(error) => tracing::warn!(%error, "could not record the use of a key"),
+            }
+        });
+    }
+
     /// Whether `last_used_at` of this key is due for a write.
     fn due(&self, id: &KeyId) -> bool {
         let now = Instant::now();
@@ -209,14 +202,7 @@ impl Authenticator for StoredCredentials {
             return Ok(None);
         }
         if self.due(&key.id) {
-            match self
-                .storage
-                .touch_caller_key(key.id.as_str(), Timestamp::now())
-                .await
-            {
-                Ok(()) | Err(crate::StorageError::NotFound) => {}
-                Err(error) => tracing::warn!(%error, "could not record the use of a key"),
-            }
+            self.record_use(key.id);
         }
         Ok(Some(key.scope))
     }
@@ -243,7 +229,10 @@ mod tests {
             Some(Scope::Full)
         );
         assert_eq!(check(CredentialKind::AccessToken, "").await, None);
-        assert!(!format!("{auth:?}").contains("key\""));
+        assert_eq!(
+            format!("{auth:?}"),
+            r#"StaticCredentials { api_key: Some("[REDACTED]"), access_token: Some("[REDACTED]") }"#
+        );
     }
 
     #[tokio::test]

@@ -8,22 +8,33 @@
 //! Why a hand-written `Service` and not a web framework: the API has to mount inside any
 //! tower-based server (axum, a plain hyper loop, a test's `oneshot`) without choosing one for
 //! the embedder, and every error has to become its status and body in exactly one place
-//! ([`error`]).
+//! ([`ApiError`]).
 //!
 //! Why a storage trait with closures: every write is one atomic change of a whole aggregate, so
 //! concurrent requests never lose each other's changes and a crash never splits a write. The
 //! service computes the new record from the stored one inside the backend's transaction; see
 //! [`storage`].
 //!
+//! Why sealed secrets: a record carries its passwords and keys encrypted
+//! ([`model::SealedSecret`]), so reading, listing and storing records never decrypts anything;
+//! only check-connection opens a secret ([`seal`]).
+//!
+//! The modules read bottom-up: [`model`] → [`seal`] → [`validate`] → [`storage`] → [`check`] →
+//! [`auth`] → [`service`].
+//!
 //! ```no_run
 //! use std::sync::Arc;
-//! use dbconsole_core::{ConsoleService, StaticCredentials, Secret};
+//! use dbconsole_core::{ConsoleService, Sealer, StaticCredentials, Secret};
 //! # fn storage() -> Arc<dyn dbconsole_core::Storage> { unimplemented!() }
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //!
 //! let auth = StaticCredentials::new(Some(&Secret::from("api-key")), Some(&Secret::from("token")));
-//! let service = ConsoleService::builder(storage(), Arc::new(auth)).build();
+//! let sealer = Sealer::ephemeral()?; // a durable store: the sealer it was opened with
+//! let service = ConsoleService::builder(storage(), Arc::new(auth), sealer).build();
 //! // `service` is a `tower::Service<http::Request<B>>`: serve it with hyper, mount it in axum…
 //! # let _ = service;
+//! # Ok(())
+//! # }
 //! ```
 
 #[macro_use]
@@ -31,16 +42,16 @@ mod wire;
 
 pub mod auth;
 pub mod check;
-pub mod error;
 pub mod model;
+pub mod seal;
 pub mod service;
 pub mod storage;
 pub mod validate;
 
-pub use auth::{Authenticator, CredentialKind, Scope, StaticCredentials};
+pub use auth::{Authenticator, StaticCredentials};
 pub use check::{Checkers, ConnectionChecker};
-pub use error::ApiError;
-pub use model::Secret;
-pub use service::{ConsoleService, ConsoleServiceBuilder, ResponseBody};
+pub use model::{CredentialKind, Scope, Secret};
+pub use seal::{Sealer, SecretKey};
+pub use service::{ApiError, ConsoleService, ConsoleServiceBuilder, ResponseBody};
 pub use storage::{Storage, StorageError};
 pub use validate::ValidationErrors;

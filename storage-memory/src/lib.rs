@@ -1,19 +1,27 @@
 //! # dbconsole-storage-memory
 //!
-//! An in-memory [`Storage`] backend: everything lives in two ordered maps behind one lock, so
-//! every trait call is trivially one atomic change and concurrent calls never interleave.
-//! It is the reference implementation of the `Storage` contract (the conformance suite in
+//! An in-memory [`Storage`] backend: ordered maps of shared records behind one lock. It is the
+//! reference implementation of the `Storage` contract (the conformance suite in
 //! `dbconsole_core::storage::testing` is written against it first) and the backend of choice
 //! for tests of programs that embed the service. Nothing survives the process.
 //!
+//! The lock is held only to look records up and to swap them, never while an edit closure runs
+//! (closures parse JSON, decode base64 and seal secrets). An update takes the stored record
+//! (an `Arc`), runs the edit outside the lock, then stores the result only if the record is
+//! still the one it edited, and otherwise runs the edit again on the newer record: optimistic
+//! concurrency, as the contract allows. So concurrent updates never lose each other's changes,
+//! and a read never waits for an edit. The rules of the contract ([`rules`]) are checked under
+//! the lock, at the swap.
+//!
 //! ```
 //! use std::sync::Arc;
-//! use dbconsole_core::{ConsoleService, StaticCredentials};
+//! use dbconsole_core::{ConsoleService, Sealer, StaticCredentials};
 //! use dbconsole_storage_memory::MemoryStorage;
 //!
 //! let service = ConsoleService::builder(
 //!     Arc::new(MemoryStorage::new()),
 //!     Arc::new(StaticCredentials::default()),
+//!     Sealer::ephemeral().expect("a random key"),
 //! )
 //! .build();
 //! # let _ = service;
@@ -21,13 +29,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 use dbconsole_core::storage::{
     AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
-    Storage, StorageError, check_inheritance, ensure_same_identity,
+    Storage, StorageError, rules,
 };
 
 /// The in-memory backend. Cheap to create; share it with `Arc`.
@@ -38,12 +46,12 @@ pub struct MemoryStorage {
 
 #[derive(Debug, Default)]
 struct State {
-    databases: BTreeMap<String, Database>,
+    databases: BTreeMap<String, Arc<Database>>,
     /// `api_id` → id.
     api_ids: HashMap<String, String>,
-    dashboards: BTreeMap<String, Dashboard>,
+    dashboards: BTreeMap<String, Arc<Dashboard>>,
     /// Database id → its permissions and data protection (absent: the default).
-    access: HashMap<String, AccessControl>,
+    access: HashMap<String, Arc<AccessControl>>,
     keys: BTreeMap<String, CallerKey>,
     /// Digest → key id.
     key_digests: HashMap<[u8; 32], String>,
@@ -64,19 +72,33 @@ impl MemoryStorage {
     }
 }
 
-fn page<T: Clone>(map: &BTreeMap<String, T>, page: Page<'_>) -> Vec<T> {
+/// One page of shared records, taken under the lock; copied after it is released.
+fn page<T>(map: &BTreeMap<String, Arc<T>>, page: Page<'_>) -> Vec<Arc<T>> {
     let start = match page.after {
         Some(after) => Bound::Excluded(after.to_owned()),
         None => Bound::Unbounded,
     };
     map.range((start, Bound::Unbounded))
         .take(page.limit)
-        .map(|(_, value)| value.clone())
+        .map(|(_, value)| Arc::clone(value))
         .collect()
 }
 
+fn owned<T: Clone>(records: Vec<Arc<T>>) -> Vec<T> {
+    records.iter().map(|record| T::clone(record)).collect()
+}
+
+/// Whether a record is still the one an edit started from (both absent counts).
+fn unchanged<T>(now: Option<&Arc<T>>, before: Option<&Arc<T>>) -> bool {
+    match (now, before) {
+        (Some(now), Some(before)) => Arc::ptr_eq(now, before),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
 impl State {
-    fn put_database(&mut self, database: Database) {
+    fn put_database(&mut self, database: Arc<Database>) {
         if let Some(api_id) = &database.api_id {
             self.api_ids
                 .insert(api_id.clone(), database.id.as_str().to_owned());
@@ -85,10 +107,15 @@ impl State {
             .insert(database.id.as_str().to_owned(), database);
     }
 
-    /// The databases whose data protection inherits from `id`, ordered by id.
+    fn database_by_api_id(&self, api_id: &str) -> Option<&Arc<Database>> {
+        self.api_ids
+            .get(api_id)
+            .and_then(|id| self.databases.get(id))
+    }
+
+    /// The databases whose data protection inherits from `id`.
     fn heirs_of(&self, id: &str) -> Vec<DatabaseRef> {
-        let mut heirs: Vec<DatabaseRef> = self
-            .access
+        self.access
             .iter()
             .filter(|(_, access)| access.data_protection.inherits_from.as_deref() == Some(id))
             .filter_map(|(heir, _)| self.databases.get(heir))
@@ -96,9 +123,17 @@ impl State {
                 id: db.id.as_str().to_owned(),
                 name: db.name.clone(),
             })
-            .collect();
-        heirs.sort_by(|a, b| a.id.cmp(&b.id));
-        heirs
+            .collect()
+    }
+
+    /// What [`rules::check_inheritance`] looks up: `None` for a missing database, else its
+    /// `inherits_from`.
+    fn inherits_from_of(&self, id: &str) -> Option<Option<String>> {
+        self.databases.contains_key(id).then(|| {
+            self.access
+                .get(id)
+                .and_then(|access| access.data_protection.inherits_from.clone())
+        })
     }
 
     fn id_of(&self, key: DatabaseKey<'_>) -> Option<String> {
@@ -120,25 +155,23 @@ impl Storage for MemoryStorage {
         if api_id_taken || state.databases.contains_key(database.id.as_str()) {
             return Err(StorageError::AlreadyExists);
         }
-        state.put_database(database);
+        state.put_database(Arc::new(database));
         Ok(())
     }
 
     async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
-        Ok(self.state().databases.get(id).cloned())
+        let found = self.state().databases.get(id).cloned();
+        Ok(found.as_deref().cloned())
     }
 
     async fn database_by_api_id(&self, api_id: &str) -> Result<Option<Database>, StorageError> {
-        let state = self.state();
-        Ok(state
-            .api_ids
-            .get(api_id)
-            .and_then(|id| state.databases.get(id))
-            .cloned())
+        let found = self.state().database_by_api_id(api_id).cloned();
+        Ok(found.as_deref().cloned())
     }
 
     async fn list_databases(&self, request: Page<'_>) -> Result<Vec<Database>, StorageError> {
-        Ok(page(&self.state().databases, request))
+        let records = page(&self.state().databases, request);
+        Ok(owned(records))
     }
 
     async fn update_database(
@@ -146,12 +179,20 @@ impl Storage for MemoryStorage {
         id: &str,
         mut edit: DatabaseEdit,
     ) -> Result<Database, StorageError> {
-        let mut state = self.state();
-        let stored = state.databases.get(id).ok_or(StorageError::NotFound)?;
-        let updated = edit(stored).map_err(StorageError::Invalid)?;
-        ensure_same_identity(stored, &updated)?;
-        state.put_database(updated.clone());
-        Ok(updated)
+        loop {
+            let stored = self
+                .state()
+                .databases
+                .get(id)
+                .cloned()
+                .ok_or(StorageError::NotFound)?;
+            let updated = Arc::new(rules::edit_database(&stored, &mut edit)?);
+            let mut state = self.state();
+            if unchanged(state.databases.get(id), Some(&stored)) {
+                state.put_database(Arc::clone(&updated));
+                return Ok(Database::clone(&updated));
+            }
+        }
     }
 
     async fn upsert_database_by_api_id(
@@ -159,39 +200,36 @@ impl Storage for MemoryStorage {
         api_id: &str,
         mut edit: DatabaseUpsert,
     ) -> Result<Database, StorageError> {
-        let mut state = self.state();
-        let stored = state
-            .api_ids
-            .get(api_id)
-            .and_then(|id| state.databases.get(id));
-        let updated = edit(stored).map_err(StorageError::Invalid)?;
-        match stored {
-            Some(stored) => ensure_same_identity(stored, &updated)?,
-            None if updated.api_id.as_deref() != Some(api_id) => {
-                return Err(StorageError::IdentityChanged);
+        loop {
+            let stored = self.state().database_by_api_id(api_id).cloned();
+            let updated = Arc::new(rules::upsert_database(
+                api_id,
+                stored.as_deref(),
+                &mut edit,
+            )?);
+            let mut state = self.state();
+            if !unchanged(state.database_by_api_id(api_id), stored.as_ref()) {
+                continue;
             }
-            None if state.databases.contains_key(updated.id.as_str()) => {
+            if stored.is_none() && state.databases.contains_key(updated.id.as_str()) {
                 return Err(StorageError::AlreadyExists);
             }
-            None => {}
+            state.put_database(Arc::clone(&updated));
+            return Ok(Database::clone(&updated));
         }
-        state.put_database(updated.clone());
-        Ok(updated)
     }
 
     async fn delete_database(&self, key: DatabaseKey<'_>) -> Result<Database, StorageError> {
         let mut state = self.state();
         let id = state.id_of(key).ok_or(StorageError::NotFound)?;
-        let heirs = state.heirs_of(&id);
-        if !heirs.is_empty() {
-            return Err(StorageError::Inherited(heirs));
-        }
+        rules::guard_delete(state.heirs_of(&id))?;
         state.access.remove(&id);
         let removed = state.databases.remove(&id).ok_or(StorageError::NotFound)?;
         if let Some(api_id) = &removed.api_id {
             state.api_ids.remove(api_id);
         }
-        Ok(removed)
+        drop(state);
+        Ok(Database::clone(&removed))
     }
 
     async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
@@ -201,16 +239,18 @@ impl Storage for MemoryStorage {
         }
         state
             .dashboards
-            .insert(dashboard.id.as_str().to_owned(), dashboard);
+            .insert(dashboard.id.as_str().to_owned(), Arc::new(dashboard));
         Ok(())
     }
 
     async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
-        Ok(self.state().dashboards.get(id).cloned())
+        let found = self.state().dashboards.get(id).cloned();
+        Ok(found.as_deref().cloned())
     }
 
     async fn list_dashboards(&self, request: Page<'_>) -> Result<Vec<Dashboard>, StorageError> {
-        Ok(page(&self.state().dashboards, request))
+        let records = page(&self.state().dashboards, request);
+        Ok(owned(records))
     }
 
     async fn update_dashboard(
@@ -218,20 +258,26 @@ impl Storage for MemoryStorage {
         id: &str,
         mut edit: DashboardEdit,
     ) -> Result<Dashboard, StorageError> {
-        let mut state = self.state();
-        let stored = state.dashboards.get(id).ok_or(StorageError::NotFound)?;
-        let updated = edit(stored).map_err(StorageError::Invalid)?;
-        if updated.id != stored.id {
-            return Err(StorageError::IdentityChanged);
+        loop {
+            let stored = self
+                .state()
+                .dashboards
+                .get(id)
+                .cloned()
+                .ok_or(StorageError::NotFound)?;
+            let updated = Arc::new(rules::edit_dashboard(&stored, &mut edit)?);
+            let mut state = self.state();
+            if unchanged(state.dashboards.get(id), Some(&stored)) {
+                state.dashboards.insert(id.to_owned(), Arc::clone(&updated));
+                return Ok(Dashboard::clone(&updated));
+            }
         }
-        state.dashboards.insert(id.to_owned(), updated.clone());
-        Ok(updated)
     }
 
     async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
-        self.state()
-            .dashboards
-            .remove(id)
+        let removed = self.state().dashboards.remove(id);
+        removed
+            .map(|dashboard| Dashboard::clone(&dashboard))
             .ok_or(StorageError::NotFound)
     }
 
@@ -243,9 +289,9 @@ impl Storage for MemoryStorage {
         if !state.databases.contains_key(database_id) {
             return Ok(None);
         }
-        Ok(Some(
-            state.access.get(database_id).cloned().unwrap_or_default(),
-        ))
+        let found = state.access.get(database_id).cloned();
+        drop(state);
+        Ok(Some(found.as_deref().cloned().unwrap_or_default()))
     }
 
     async fn update_access_control(
@@ -253,24 +299,33 @@ impl Storage for MemoryStorage {
         database_id: &str,
         mut edit: AccessEdit,
     ) -> Result<AccessControl, StorageError> {
-        let mut state = self.state();
-        if !state.databases.contains_key(database_id) {
-            return Err(StorageError::NotFound);
+        loop {
+            let stored = {
+                let state = self.state();
+                if !state.databases.contains_key(database_id) {
+                    return Err(StorageError::NotFound);
+                }
+                state.access.get(database_id).cloned()
+            };
+            let before = stored.as_deref().cloned().unwrap_or_default();
+            let updated = rules::edit_access_control(&before, &mut edit)?;
+            let mut state = self.state();
+            if !state.databases.contains_key(database_id) {
+                return Err(StorageError::NotFound);
+            }
+            if !unchanged(state.access.get(database_id), stored.as_ref()) {
+                continue;
+            }
+            rules::check_access_control(
+                database_id,
+                &updated,
+                |id| Ok(state.inherits_from_of(id)),
+            )?;
+            state
+                .access
+                .insert(database_id.to_owned(), Arc::new(updated.clone()));
+            return Ok(updated);
         }
-        let stored = state.access.get(database_id).cloned().unwrap_or_default();
-        let updated = edit(&stored).map_err(StorageError::Invalid)?;
-        if let Some(target) = &updated.data_protection.inherits_from {
-            check_inheritance(database_id, target, |id| {
-                Ok(state.databases.contains_key(id).then(|| {
-                    state
-                        .access
-                        .get(id)
-                        .and_then(|a| a.data_protection.inherits_from.clone())
-                }))
-            })?;
-        }
-        state.access.insert(database_id.to_owned(), updated.clone());
-        Ok(updated)
     }
 
     async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {

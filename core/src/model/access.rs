@@ -1,13 +1,8 @@
-//! Who may use a database (permissions), how its data is protected (policies, possibly inherited
-//! from another database), and the stored credentials of callers of the API.
+//! Who may use a database (permissions) and how its data is protected (policies, possibly
+//! inherited from another database).
 //!
 //! Permissions and policies belong to their database: they are written by their own endpoints
 //! but deleted with the database, in the same atomic change.
-
-use std::fmt;
-
-use super::{KeyId, Timestamp};
-use crate::auth::{CredentialKind, Scope};
 
 /// Who a permission is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -86,39 +81,6 @@ pub struct AccessControl {
     pub permissions: Vec<Permission>,
     /// Policies and inheritance.
     pub data_protection: DataProtection,
-}
-
-/// A stored caller credential: an API key or an access token, kept as a SHA-256 digest only.
-#[derive(Clone, PartialEq, Eq)]
-pub struct CallerKey {
-    /// Assigned at creation (`key_…`); what `keys revoke` takes.
-    pub id: KeyId,
-    /// A name for people (what the key is for).
-    pub name: String,
-    /// API key (database routes) or access token (dashboard routes).
-    pub kind: CredentialKind,
-    /// What it allows.
-    pub scope: Scope,
-    /// SHA-256 of the secret. The secret itself is shown once at creation and never stored.
-    pub digest: [u8; 32],
-    /// Creation time.
-    pub created_at: Timestamp,
-    /// Last time it authenticated a request (recorded at most about once a minute).
-    pub last_used_at: Option<Timestamp>,
-}
-
-impl fmt::Debug for CallerKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CallerKey")
-            .field("id", &self.id)
-            .field("name", &self.name)
-            .field("kind", &self.kind)
-            .field("scope", &self.scope)
-            .field("digest", &"[REDACTED]")
-            .field("created_at", &self.created_at)
-            .field("last_used_at", &self.last_used_at)
-            .finish()
-    }
 }
 
 wire_enum!(SubjectKind, [User => "user", Group => "group"]);

@@ -1,6 +1,6 @@
 //! Database connection records and their credentials, as stored.
 
-use super::{CredentialId, DatabaseId, Secret, Timestamp};
+use super::{CredentialId, DatabaseId, SealedSecret, Timestamp};
 
 /// The database engines the console can connect to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -117,8 +117,8 @@ pub struct Credential {
     pub id: CredentialId,
     /// Login name; unique within the database, compared with case.
     pub username: String,
-    /// Login password; never part of a response.
-    pub password: Option<Secret>,
+    /// Login password, sealed; never part of a response.
+    pub password: Option<SealedSecret>,
     /// Overrides the database's host name when set.
     pub hostname: Option<String>,
     /// Whether the AI may run queries as this credential.
@@ -131,14 +131,78 @@ pub struct Credential {
     pub default_credential: bool,
 }
 
-/// Certificates and keys for TLS connections, as the decoded bytes of the base64 the client
-/// sent (PEM text, or DER). Never part of a response.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TlsMaterial {
+/// Certificates and keys for TLS connections: the decoded bytes of the base64 the client sent
+/// (PEM text, or DER). Records hold them sealed (the default `S`); never part of a response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsMaterial<S = SealedSecret> {
     /// CA certificate(s) the server chain is verified against.
-    pub ca_cert: Option<Secret>,
+    pub ca_cert: Option<S>,
     /// Client certificate presented to the server.
-    pub client_cert: Option<Secret>,
+    pub client_cert: Option<S>,
     /// Key of the client certificate.
-    pub client_key: Option<Secret>,
+    pub client_key: Option<S>,
+}
+
+impl<S> Default for TlsMaterial<S> {
+    fn default() -> Self {
+        Self {
+            ca_cert: None,
+            client_cert: None,
+            client_key: None,
+        }
+    }
+}
+
+impl<S> TlsMaterial<S> {
+    /// One field.
+    pub fn get(&self, field: TlsField) -> Option<&S> {
+        match field {
+            TlsField::CaCert => self.ca_cert.as_ref(),
+            TlsField::ClientCert => self.client_cert.as_ref(),
+            TlsField::ClientKey => self.client_key.as_ref(),
+        }
+    }
+
+    /// One field, to set.
+    pub fn get_mut(&mut self, field: TlsField) -> &mut Option<S> {
+        match field {
+            TlsField::CaCert => &mut self.ca_cert,
+            TlsField::ClientCert => &mut self.client_cert,
+            TlsField::ClientKey => &mut self.client_key,
+        }
+    }
+}
+
+/// The fields of [`TlsMaterial`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TlsField {
+    /// The CA certificate(s) (`ssl_ca_cert`).
+    CaCert,
+    /// The client certificate (`ssl_cert`).
+    ClientCert,
+    /// The client certificate's key (`ssl_key`).
+    ClientKey,
+}
+
+impl TlsField {
+    /// Every field, in order.
+    pub const ALL: [TlsField; 3] = [TlsField::CaCert, TlsField::ClientCert, TlsField::ClientKey];
+
+    /// The field's name in a request body.
+    pub fn body_key(self) -> &'static str {
+        match self {
+            TlsField::CaCert => "ssl_ca_cert",
+            TlsField::ClientCert => "ssl_cert",
+            TlsField::ClientKey => "ssl_key",
+        }
+    }
+
+    /// The field's name in the place a sealed value is bound to.
+    pub fn place_name(self) -> &'static str {
+        match self {
+            TlsField::CaCert => "ca_cert",
+            TlsField::ClientCert => "client_cert",
+            TlsField::ClientKey => "client_key",
+        }
+    }
 }

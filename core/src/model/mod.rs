@@ -5,6 +5,7 @@
 //! which leaves every [`Secret`] out.
 
 mod access;
+mod caller;
 mod dashboard;
 mod database;
 mod ids;
@@ -12,11 +13,12 @@ mod secret;
 mod time;
 
 pub use access::{
-    AccessControl, AccessLevel, CallerKey, ColumnAction, ColumnRule, DataProtection, Permission,
-    Policy, SubjectKind,
+    AccessControl, AccessLevel, ColumnAction, ColumnRule, DataProtection, Permission, Policy,
+    SubjectKind,
 };
+pub use caller::{CallerKey, CredentialKind, Scope};
 pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};
-pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsMaterial};
+pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsField, TlsMaterial};
 pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, KeyId, PanelId};
-pub use secret::Secret;
+pub use secret::{SealedSecret, Secret};
 pub use time::Timestamp;

@@ -1,7 +1,9 @@
-//! [`Secret`]: bytes that must never leave the process by accident.
+//! [`Secret`]: bytes that must never leave the process by accident; [`SealedSecret`]: a secret
+//! as it is kept, encrypted (see [`crate::seal`]).
 
 use std::fmt;
 
+use bytes::Bytes;
 use subtle::ConstantTimeEq;
 use zeroize::Zeroizing;
 
@@ -59,6 +61,34 @@ impl PartialEq for Secret {
 
 impl Eq for Secret {}
 
+/// A secret as records hold it: `nonce ‖ ciphertext ‖ tag` of XChaCha20-Poly1305, made by
+/// [`crate::seal::Sealer::seal`] and bound to its place (which database, credential and field).
+///
+/// Records carry secrets only in this form: reading, listing or rendering a record never
+/// decrypts anything, and a backend stores these bytes as they are. Only check-connection
+/// opens one, with [`crate::seal::Sealer::open`]. Cloning is cheap (shared bytes). Its `Debug`
+/// shows the length only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SealedSecret(Bytes);
+
+impl SealedSecret {
+    /// Wraps sealed bytes as a backend stored them.
+    pub fn from_stored(bytes: impl Into<Bytes>) -> Self {
+        Self(bytes.into())
+    }
+
+    /// The sealed bytes, to store.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SealedSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SealedSecret({} bytes)", self.0.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +102,12 @@ mod tests {
             "Some(Secret([REDACTED]))"
         );
         assert_eq!(secret.expose_str(), Some("hunter2"));
+    }
+
+    #[test]
+    fn sealed_debug_shows_the_length_only() {
+        let sealed = SealedSecret::from_stored(b"\x01\x02hunter2".to_vec());
+        assert_eq!(format!("{sealed:?}"), "SealedSecret(9 bytes)");
     }
 
     #[test]

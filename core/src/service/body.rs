@@ -1,4 +1,4 @@
-//! Reading a request body as one JSON object, with the 400/413/415 answers of contract.md.
+//! Reading a request body as one JSON object, with the 400/413/415 answers of the README (*Endpoints*).
 
 use bytes::Bytes;
 use http::{HeaderMap, header};
@@ -6,7 +6,7 @@ use http_body::Body;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 
-use crate::error::ApiError;
+use super::error::ApiError;
 
 /// Whether a content type is JSON (`application/json`, `application/*+json`, any parameters).
 fn is_json(content_type: &str) -> bool {
@@ -33,7 +33,7 @@ pub(crate) fn check_headers(headers: &HeaderMap, limit: usize) -> Result<(), Api
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit as u64) {
-        return Err(ApiError::PayloadTooLarge);
+        return Err(ApiError::PayloadTooLarge { limit });
     }
     Ok(())
 }
@@ -46,7 +46,9 @@ where
 {
     let bytes: Bytes = match Limited::new(body, limit).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(error) if error.is::<LengthLimitError>() => return Err(ApiError::PayloadTooLarge),
+        Err(error) if error.is::<LengthLimitError>() => {
+            return Err(ApiError::PayloadTooLarge { limit });
+        }
         Err(_) => {
             return Err(ApiError::BadRequest(
                 "the request body could not be read".into(),

@@ -3,9 +3,11 @@
 use http::{Response, StatusCode};
 
 use super::Shared;
+use super::error::ApiError;
+use super::response::{ResponseBody, text_response};
 use crate::check::{CheckTarget, not_built_message, scrub_message, tunnel};
-use crate::error::{ApiError, text_response};
-use crate::service::ResponseBody;
+use crate::model::{SealedSecret, TlsField};
+use crate::seal::Place;
 
 impl Shared {
     pub(super) async fn check_connection(
@@ -20,6 +22,21 @@ impl Shared {
         let Some(credential) = db.credential_by_username(username) else {
             return Ok(not_found());
         };
+        // The only place secrets are opened.
+        let open = |sealed: Option<&SealedSecret>, place: Place| {
+            sealed
+                .map(|sealed| self.sealer.open(sealed, &place))
+                .transpose()
+                .map_err(|error| {
+                    tracing::error!(%error, "a stored secret does not open");
+                    ApiError::Internal
+                })
+        };
+        let password = open(
+            credential.password.as_ref(),
+            Place::password(db.id.as_str(), credential.id.as_str()),
+        )?;
+        let tls = |field| open(db.tls.get(field), Place::tls(db.id.as_str(), field));
         let target = CheckTarget {
             adapter: db.adapter,
             host: credential
@@ -29,12 +46,12 @@ impl Shared {
             port: db.effective_port(),
             database: db.database.clone(),
             username: credential.username.clone(),
-            password: credential.password.clone(),
+            password,
             ssl: db.ssl,
             verify_server_hostname: db.verify_server_hostname,
-            ca_cert: db.tls.ca_cert.clone(),
-            client_cert: db.tls.client_cert.clone(),
-            client_key: db.tls.client_key.clone(),
+            ca_cert: tls(TlsField::CaCert)?,
+            client_cert: tls(TlsField::ClientCert)?,
+            client_key: tls(TlsField::ClientKey)?,
             connection_parameters: db.connection_parameters.clone(),
             tunnel_id: db.tunnel_id.clone(),
             connect_via: None,

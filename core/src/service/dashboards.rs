@@ -3,12 +3,12 @@
 use http::{Method, Response, StatusCode};
 use http_body::Body;
 
+use super::error::ApiError;
 use super::render::{DashboardView, PageView};
+use super::response::{ResponseBody, json_response};
 use super::router::Route;
 use super::{Call, Shared, page_request, split_page};
-use crate::error::{ApiError, json_response};
 use crate::model::{Dashboard, Timestamp};
-use crate::service::ResponseBody;
 use crate::validate::dashboard_from_body;
 
 impl Shared {
@@ -30,7 +30,7 @@ impl Shared {
                 let data = items.iter().map(DashboardView::from).collect();
                 return Ok(json_response(StatusCode::OK, &PageView { data, next }));
             }
-            (Route::Dashboards { .. }, _) => {
+            (Route::Dashboards { .. }, &Method::POST) => {
                 let body = call.json(self.body_limit).await?;
                 let dashboard = dashboard_from_body(None, &body, Timestamp::now())?;
                 storage.insert_dashboard(dashboard.clone()).await?;
@@ -40,14 +40,14 @@ impl Shared {
                 storage.dashboard(&id).await?.ok_or(ApiError::NotFound)?
             }
             (Route::Dashboard { id, .. }, &Method::DELETE) => storage.delete_dashboard(&id).await?,
-            (Route::Dashboard { id, .. }, _) => {
+            (Route::Dashboard { id, .. }, &Method::PUT | &Method::PATCH) => {
                 let body = call.json(self.body_limit).await?;
                 let edit = move |stored: &Dashboard| {
                     dashboard_from_body(Some(stored), &body, Timestamp::now())
                 };
                 storage.update_dashboard(&id, Box::new(edit)).await?
             }
-            _ => return Err(ApiError::NotFound),
+            (route, _) => return Err(ApiError::MethodNotAllowed(route.allowed_methods())),
         };
         Ok(json_response(
             StatusCode::OK,

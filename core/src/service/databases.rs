@@ -3,12 +3,12 @@
 use http::{Method, Response, StatusCode};
 use http_body::Body;
 
+use super::error::ApiError;
 use super::render::{DatabaseView, PageView};
+use super::response::{ResponseBody, json_response};
 use super::router::Route;
 use super::{Call, Shared, page_request, split_page};
-use crate::error::{ApiError, json_response};
 use crate::model::{Database, Timestamp};
-use crate::service::ResponseBody;
 use crate::storage::DatabaseKey;
 use crate::validate::{apply_setup, database_from_body, parse_setup};
 
@@ -35,9 +35,9 @@ impl Shared {
                 let data = items.iter().map(DatabaseView::from).collect();
                 return Ok(json_response(StatusCode::OK, &PageView { data, next }));
             }
-            (Route::Databases, _) => {
+            (Route::Databases, &Method::POST) => {
                 let body = call.json(self.body_limit).await?;
-                let db = database_from_body(None, &body, Timestamp::now())?;
+                let db = database_from_body(None, &body, Timestamp::now(), &self.sealer)?;
                 storage.insert_database(db.clone()).await?;
                 db
             }
@@ -46,27 +46,31 @@ impl Shared {
             }
             (Route::Database(id), &Method::PATCH) => {
                 let body = call.json(self.body_limit).await?;
+                let sealer = self.sealer.clone();
                 let edit = move |stored: &Database| {
-                    database_from_body(Some(stored), &body, Timestamp::now())
+                    database_from_body(Some(stored), &body, Timestamp::now(), &sealer)
                 };
                 storage.update_database(&id, Box::new(edit)).await?
             }
-            (Route::Database(id), _) => storage.delete_database(DatabaseKey::Id(&id)).await?,
-            (Route::DatabaseSetup, _) => {
+            (Route::Database(id), &Method::DELETE) => {
+                storage.delete_database(DatabaseKey::Id(&id)).await?
+            }
+            (Route::DatabaseSetup, &Method::PUT) => {
                 let body = call.json(self.body_limit).await?;
                 let setup = parse_setup(&body)?;
                 let api_id = setup.api_id.clone();
+                let sealer = self.sealer.clone();
                 let upsert = move |stored: Option<&Database>| {
-                    Ok(apply_setup(stored, &setup, Timestamp::now()))
+                    apply_setup(stored, &setup, Timestamp::now(), &sealer)
                 };
                 storage
                     .upsert_database_by_api_id(&api_id, Box::new(upsert))
                     .await?
             }
-            (Route::DatabaseRemove(api_id), _) => {
+            (Route::DatabaseRemove(api_id), &Method::DELETE) => {
                 storage.delete_database(DatabaseKey::ApiId(&api_id)).await?
             }
-            _ => return Err(ApiError::NotFound),
+            (route, _) => return Err(ApiError::MethodNotAllowed(route.allowed_methods())),
         };
         Ok(database_response(&db))
     }

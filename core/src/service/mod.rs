@@ -3,16 +3,24 @@
 //! A request goes through the same steps in the same order whatever the route: recognize the
 //! path (unknown: 404), authenticate (401) and check the scope (403), check the method (405),
 //! then the handler of the route family, which reads the body (400/413/415), validates it (422)
-//! and asks the [`Storage`]. Every error becomes its status in [`crate::error`], so the service
-//! never fails: `Error = Infallible`.
+//! and asks the [`Storage`]. Every error becomes its status in [`ApiError`] (module `error`), so
+//! the service never fails: `Error = Infallible`.
+//!
+//! Secrets arrive in bodies and are sealed by validation with the service's [`Sealer`]; only
+//! check-connection opens them.
 
 mod access;
 mod body;
 mod check_connection;
 mod dashboards;
 mod databases;
+mod error;
 mod render;
+mod response;
 mod router;
+
+pub use error::ApiError;
+pub use response::ResponseBody;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -21,20 +29,16 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{HeaderMap, Method, Request, Response, header};
 use http_body::Body;
-use http_body_util::Full;
 
-use crate::auth::{Authenticator, CredentialKind};
+use crate::auth::Authenticator;
 use crate::check::{Checkers, TunnelDialer};
-use crate::error::ApiError;
+use crate::model::CredentialKind;
+use crate::seal::Sealer;
 use crate::storage::{Page, Storage};
 use crate::validate::{PageQuery, parse_page_query};
 use router::{Credentials, Route};
-
-/// The body of every response of the service.
-pub type ResponseBody = Full<Bytes>;
 
 /// Largest request body accepted (1 MiB); larger is 413.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
@@ -53,6 +57,8 @@ pub struct ConsoleService {
 struct Shared {
     storage: Arc<dyn Storage>,
     authenticator: Arc<dyn Authenticator>,
+    sealer: Sealer,
+    base_path: String,
     checkers: Checkers,
     tunnel_dialer: Option<Arc<dyn TunnelDialer>>,
     check_timeout: Duration,
@@ -67,15 +73,20 @@ pub struct ConsoleServiceBuilder {
 
 impl ConsoleService {
     /// Starts building a service over this storage, accepting the callers this authenticator
-    /// accepts.
+    /// accepts, sealing secrets with this sealer. A durable storage must be given the sealer it
+    /// was opened with (its key check proves the key), or the secrets it keeps will not open
+    /// after a restart.
     pub fn builder(
         storage: Arc<dyn Storage>,
         authenticator: Arc<dyn Authenticator>,
+        sealer: Sealer,
     ) -> ConsoleServiceBuilder {
         ConsoleServiceBuilder {
             shared: Shared {
                 storage,
                 authenticator,
+                sealer,
+                base_path: String::new(),
                 checkers: Checkers::none(),
                 tunnel_dialer: None,
                 check_timeout: DEFAULT_CHECK_TIMEOUT,
@@ -88,7 +99,17 @@ impl ConsoleService {
     pub fn storage(&self) -> &Arc<dyn Storage> {
         &self.shared.storage
     }
+
+    /// The sealer the service seals secrets with.
+    pub fn sealer(&self) -> &Sealer {
+        &self.shared.sealer
+    }
 }
+
+/// A base path is empty or starts with `/`, does not end with one, and has no empty segment.
+#[derive(Debug, thiserror::Error)]
+#[error("a base path must start with '/' and not end with '/', like /console (got {0:?})")]
+pub struct InvalidBasePath(String);
 
 impl ConsoleServiceBuilder {
     /// The connection checkers, one per adapter (default: none, and check-connection answers
@@ -109,6 +130,20 @@ impl ConsoleServiceBuilder {
     pub fn check_timeout(mut self, timeout: Duration) -> Self {
         self.shared.check_timeout = timeout;
         self
+    }
+
+    /// Routes on the path below `base` (default: none, the full path). With
+    /// `.base_path("/console")` the service answers `/console/api/v1/console/databases` and
+    /// 404 for any path outside `/console/`: for servers that hand a mounted service the full
+    /// path. (axum's `nest_service` strips the prefix itself, so it needs no base.)
+    pub fn base_path(mut self, base: &str) -> Result<Self, InvalidBasePath> {
+        let valid = base.is_empty()
+            || (base.starts_with('/') && !base.ends_with('/') && !base.contains("//"));
+        if !valid {
+            return Err(InvalidBasePath(base.to_owned()));
+        }
+        self.shared.base_path = base.to_owned();
+        Ok(self)
     }
 
     /// The largest request body accepted (default 1 MiB).
@@ -190,7 +225,13 @@ impl Shared {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (parts, body) = request.into_parts();
-        let path = parts.uri.path().to_owned();
+        let path = parts
+            .uri
+            .path()
+            .strip_prefix(self.base_path.as_str())
+            .filter(|rest| rest.starts_with('/'))
+            .ok_or(ApiError::NotFound)?
+            .to_owned();
         let route = Route::recognize(&path).ok_or(ApiError::NotFound)?;
         self.authorize(&route, &parts.method, &parts.headers)
             .await?;

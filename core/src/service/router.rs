@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use http::Method;
 use percent_encoding::percent_decode_str;
 
-use crate::auth::{CredentialKind, Scope};
+use crate::model::{CredentialKind, Scope};
 
 /// An endpoint of the API, with its path parameters (percent-decoded).
 #[derive(Clone, Debug, PartialEq, Eq)]

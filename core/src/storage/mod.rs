@@ -20,9 +20,17 @@
 //! Listings are ordered by id (ids sort by creation time) and use keyset pagination: `after` is
 //! exclusive and may be any string, stored or not.
 //!
+//! The rules every backend applies inside its transaction (an edit keeps the record's identity,
+//! `inherits_from` makes no cycle, the delete guard) live in [`rules`], once; a backend supplies
+//! only the lookups they need.
+//!
+//! Secrets reach a backend sealed ([`crate::model::SealedSecret`]): it stores those bytes as they
+//! are and never needs the key.
+//!
 //! Backends map their private failures into [`StorageError::Backend`]; the service logs them
-//! and answers a generic 500. The conformance suite in `storage::testing` (feature `testing`) checks all
-//! of this, and every backend runs it.
+//! and answers a generic 500. The conformance suite in `storage::testing` (feature `testing`)
+//! checks all of this, and every backend runs it. `Arc<S>` and `Box<S>` of a storage are
+//! storages too.
 
 use std::fmt::Debug;
 
@@ -31,6 +39,8 @@ use async_trait::async_trait;
 use crate::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 use crate::validate::ValidationErrors;
 
+mod forward;
+pub mod rules;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -113,60 +123,6 @@ impl StorageError {
     }
 }
 
-/// [`StorageError::IdentityChanged`] unless an edit kept the id and `api_id` of the record: what
-/// a backend checks before it stores an edited database.
-pub fn ensure_same_identity(before: &Database, after: &Database) -> Result<(), StorageError> {
-    if before.id == after.id && before.api_id == after.api_id {
-        Ok(())
-    } else {
-        Err(StorageError::IdentityChanged)
-    }
-}
-
-/// Messages of the `inherits_from` rules.
-pub mod inheritance_message {
-    /// `inherits_from` names the database itself.
-    pub const ITSELF: &str = "can't be the database itself";
-    /// `inherits_from` names no stored database.
-    pub const MISSING: &str = "does not exist";
-    /// Following `inherits_from` from the target leads back to the database.
-    pub const CYCLE: &str = "would create an inheritance cycle";
-}
-
-/// Checks that database `id` may inherit the data protection policies of `target`: `target`
-/// exists, is not `id`, and following `inherits_from` from `target` never comes back to `id`.
-/// `inherits_from_of(x)` answers `None` when database `x` does not exist, else its
-/// `inherits_from`. Backends call this inside the transaction that stores the change, and
-/// answer its `Err` as it is.
-pub fn check_inheritance(
-    id: &str,
-    target: &str,
-    mut inherits_from_of: impl FnMut(&str) -> Result<Option<Option<String>>, StorageError>,
-) -> Result<(), StorageError> {
-    use inheritance_message::{CYCLE, ITSELF, MISSING};
-    let refuse = |message: &str| {
-        Err(StorageError::Invalid(ValidationErrors::single(
-            "inherits_from",
-            message,
-        )))
-    };
-    if id == target {
-        return refuse(ITSELF);
-    }
-    let Some(mut next) = inherits_from_of(target)? else {
-        return refuse(MISSING);
-    };
-    // Stored chains never loop (every write is checked), so this ends; the bound is a guard.
-    for _ in 0..100_000 {
-        match next {
-            None => return Ok(()),
-            Some(parent) if parent == id => return refuse(CYCLE),
-            Some(parent) => next = inherits_from_of(&parent)?.flatten(),
-        }
-    }
-    refuse(CYCLE)
-}
-
 /// Where databases and dashboards are kept. See the [module documentation](self) for the
 /// contract every implementation keeps.
 #[async_trait]
@@ -233,7 +189,7 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// Atomically replaces a database's access control with what `edit` returns for it.
     /// [`StorageError::NotFound`] when the database does not exist. When the result's
     /// `data_protection.inherits_from` is set, the backend checks it with
-    /// [`check_inheritance`] in the same transaction and answers its error. The delete guard
+    /// [`rules::check_inheritance`] in the same transaction and answers its error. The delete guard
     /// ([`StorageError::Inherited`]) reads what this stores.
     async fn update_access_control(
         &self,

@@ -9,7 +9,6 @@ use super::reader::{Items, Reader};
 use crate::model::{
     AccessLevel, ColumnAction, ColumnRule, DataProtection, Permission, Policy, SubjectKind,
 };
-use crate::storage::inheritance_message;
 
 /// A required list of objects: absent is blank, null is empty.
 fn required_list<'a>(r: &mut Reader<'a>, key: &str) -> Option<Vec<&'a Map<String, Value>>> {
@@ -48,7 +47,7 @@ pub fn permissions_from_body(
 /// Reads `{"inherits_from": id | null, "policies": [{"name", "description", "columns":
 /// [{"column", "action"}]}]}` for database `database_id`: the whole new document. Whether
 /// `inherits_from` exists and makes no cycle is checked by the storage, atomically with the
-/// write ([`crate::storage::check_inheritance`]).
+/// write ([`crate::storage::rules::check_inheritance`]).
 pub fn data_protection_from_body(
     database_id: &str,
     body: &Map<String, Value>,
@@ -56,7 +55,7 @@ pub fn data_protection_from_body(
     let mut r = Reader::new(body);
     let inherits_from = r.text("inherits_from").flatten();
     if inherits_from.as_deref() == Some(database_id) {
-        r.errors().add("inherits_from", inheritance_message::ITSELF);
+        r.errors().add("inherits_from", message::INHERITS_ITSELF);
     }
     let items = required_list(&mut r, "policies").unwrap_or_default();
     let policies = Items::read(&items, |_, pr| policy(pr))

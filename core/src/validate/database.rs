@@ -9,13 +9,13 @@ use super::errors::message;
 use super::reader::{Given, Items, Reader};
 use crate::model::{
     Adapter, ConnectionParameter, Credential, CredentialId, Database, DatabaseId, Secret,
-    Timestamp, TlsMaterial,
+    Timestamp, TlsField, TlsMaterial,
 };
+use crate::seal::{Place, Sealer};
 
 /// The `ai_max_rows` of a database that does not set it.
 pub const DEFAULT_AI_MAX_ROWS: u32 = 500;
 
-const NEEDS_CA: &str = "requires a CA certificate (ssl_ca_cert)";
 const RESERVED_PARAMETERS: [&str; 2] = ["user", "database"];
 
 /// Sets `target` from a nullable field: absent keeps it, null resets it to `default`.
@@ -75,11 +75,13 @@ fn blank_database(now: Timestamp) -> Database {
 ///
 /// Fields left out keep their stored values (their defaults on create); null or a blank string
 /// resets a field to its default; `credentials` and `connection_parameters`, when given, are
-/// the whole new list (credentials merge with stored ones by id, see contract.md section 2).
+/// the whole new list (credentials merge with stored ones by id, see the README, *Endpoints*).
+/// Passwords and TLS material are sealed with `sealer` for their place.
 pub fn database_from_body(
     stored: Option<&Database>,
     body: &Map<String, Value>,
     now: Timestamp,
+    sealer: &Sealer,
 ) -> Result<Database, ValidationErrors> {
     let creating = stored.is_none();
     let mut db = stored.cloned().unwrap_or_else(|| blank_database(now));
@@ -119,9 +121,12 @@ pub fn database_from_body(
         u32_field(&mut r, "ai_max_rows", 1),
         DEFAULT_AI_MAX_ROWS,
     );
-    assign_opt(&mut db.tls.ca_cert, r.base64_secret("ssl_ca_cert"));
-    assign_opt(&mut db.tls.client_cert, r.base64_secret("ssl_cert"));
-    assign_opt(&mut db.tls.client_key, r.base64_secret("ssl_key"));
+    for field in TlsField::ALL {
+        let given = r.base64_secret(field.body_key());
+        let place = Place::tls(db.id.as_str(), field);
+        let sealed = r.sealed(field.body_key(), given, sealer, &place);
+        assign_opt(db.tls.get_mut(field), sealed);
+    }
 
     if let Some(parameters) = r.objects("connection_parameters") {
         let items = parameters.unwrap_or_default();
@@ -142,20 +147,30 @@ pub fn database_from_body(
             r.errors().add("credentials", message::AT_LEAST_ONE);
         }
         Some(Some(items)) => {
-            if let Some(credentials) = credentials(&db.credentials, &items, r.errors()) {
+            let seal = CredentialSealing {
+                sealer,
+                database_id: db.id.as_str(),
+            };
+            if let Some(credentials) = credentials(&db.credentials, &items, &seal, r.errors()) {
                 db.credentials = credentials;
             }
         }
     }
 
     if db.verify_server_hostname && db.tls.ca_cert.is_none() {
-        r.errors().add("verify_server_hostname", NEEDS_CA);
+        r.errors().add("verify_server_hostname", message::NEEDS_CA);
     }
 
     if let Some(stored) = stored {
         db.updated_at = now.not_before_next(stored.updated_at);
     }
     r.finish().into_result(db)
+}
+
+/// What sealing a credential's password needs: the sealer and the database it belongs to.
+struct CredentialSealing<'a> {
+    sealer: &'a Sealer,
+    database_id: &'a str,
 }
 
 fn connection_parameters(
@@ -181,6 +196,7 @@ fn connection_parameters(
 fn credentials(
     stored: &[Credential],
     items: &[&Map<String, Value>],
+    seal: &CredentialSealing<'_>,
     errors: &mut ValidationErrors,
 ) -> Option<Vec<Credential>> {
     let mut kept_ids = HashSet::new();
@@ -190,14 +206,18 @@ fn credentials(
             .and_then(Value::as_str)
             .and_then(|id| stored.iter().find(|c| c.id.as_str() == id))
             .filter(|c| kept_ids.insert(c.id.clone()));
-        credential(existing, r)
+        credential(existing, seal, r)
     })
     .unique_by("username", |c| Some(c.username.clone()))
     .unique_by("default_credential", |c| c.default_credential.then_some(()))
     .finish(errors, "credentials")
 }
 
-fn credential(existing: Option<&Credential>, r: &mut Reader<'_>) -> Option<Credential> {
+fn credential(
+    existing: Option<&Credential>,
+    seal: &CredentialSealing<'_>,
+    r: &mut Reader<'_>,
+) -> Option<Credential> {
     let mut credential = existing.cloned().unwrap_or_else(|| Credential {
         id: CredentialId::generate(),
         username: String::new(),
@@ -212,7 +232,10 @@ fn credential(existing: Option<&Credential>, r: &mut Reader<'_>) -> Option<Crede
     if let Some(username) = username.clone() {
         credential.username = username;
     }
-    assign_opt(&mut credential.password, r.password("password"));
+    let password = r.password("password");
+    let place = Place::password(seal.database_id, credential.id.as_str());
+    let password = r.sealed("password", password, seal.sealer, &place);
+    assign_opt(&mut credential.password, password);
     assign_opt(&mut credential.hostname, r.text("hostname"));
     assign(&mut credential.ai_allowed, r.boolean("ai_allowed"), false);
     assign_opt(&mut credential.timeout, u32_field(r, "timeout", 1));
@@ -244,7 +267,7 @@ pub struct SetupRequest {
     group: Option<String>,
     tunnel_id: Option<String>,
     ssl: bool,
-    tls: TlsMaterial,
+    tls: TlsMaterial<Secret>,
     reviews_required: u32,
     review_bypass_allowed: bool,
 }
@@ -270,11 +293,10 @@ pub fn parse_setup(body: &Map<String, Value>) -> Result<SetupRequest, Validation
         Some(Some(value)) => value == "enabled",
         _ => false,
     };
-    let tls = TlsMaterial {
-        ca_cert: r.base64_secret("ssl_ca_cert").flatten(),
-        client_cert: r.base64_secret("ssl_cert").flatten(),
-        client_key: r.base64_secret("ssl_key").flatten(),
-    };
+    let mut tls = TlsMaterial::default();
+    for field in TlsField::ALL {
+        *tls.get_mut(field) = r.base64_secret(field.body_key()).flatten();
+    }
     let reviews_required = u32_field(&mut r, "reviews_required", 0)
         .flatten()
         .unwrap_or(0);
@@ -314,8 +336,13 @@ pub fn parse_setup(body: &Map<String, Value>) -> Result<SetupRequest, Validation
 /// The database a setup leaves: created when `stored` is `None`, else the stored one with every
 /// field setup maps set from the request and the rest kept. It ends with exactly one
 /// credential, the default one; its id is kept when the stored default credential has the same
-/// username.
-pub fn apply_setup(stored: Option<&Database>, setup: &SetupRequest, now: Timestamp) -> Database {
+/// username. Its secrets are sealed with `sealer` for their place.
+pub fn apply_setup(
+    stored: Option<&Database>,
+    setup: &SetupRequest,
+    now: Timestamp,
+    sealer: &Sealer,
+) -> Result<Database, ValidationErrors> {
     let mut db = stored.cloned().unwrap_or_else(|| blank_database(now));
     db.api_id = Some(setup.api_id.clone());
     db.name = setup.name.clone().unwrap_or_else(|| setup.database.clone());
@@ -326,7 +353,18 @@ pub fn apply_setup(stored: Option<&Database>, setup: &SetupRequest, now: Timesta
     db.group = setup.group.clone();
     db.tunnel_id = setup.tunnel_id.clone();
     db.ssl = setup.ssl;
-    db.tls = setup.tls.clone();
+    let mut errors = ValidationErrors::new();
+    let mut seal = |key: &str, secret: Option<&Secret>, place: Place| {
+        let sealed = secret.map(|secret| sealer.seal(secret, &place)).transpose();
+        sealed.unwrap_or_else(|_| {
+            errors.add(key, message::NOT_SEALED);
+            None
+        })
+    };
+    for field in TlsField::ALL {
+        let place = Place::tls(db.id.as_str(), field);
+        *db.tls.get_mut(field) = seal(field.body_key(), setup.tls.get(field), place);
+    }
     db.review_bypass_allowed = setup.review_bypass_allowed;
     if db.tls.ca_cert.is_none() {
         db.verify_server_hostname = false;
@@ -346,12 +384,16 @@ pub fn apply_setup(stored: Option<&Database>, setup: &SetupRequest, now: Timesta
         reviews_required: 0,
         default_credential: true,
     });
-    credential.password = Some(setup.password.clone());
+    credential.password = seal(
+        "password",
+        Some(&setup.password),
+        Place::password(db.id.as_str(), credential.id.as_str()),
+    );
     credential.reviews_required = setup.reviews_required;
     credential.default_credential = true;
     db.credentials = vec![credential];
     if let Some(stored) = stored {
         db.updated_at = now.not_before_next(stored.updated_at);
     }
-    db
+    errors.into_result(db)
 }

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
-/// Validation messages, exactly as contract.md lists them.
+/// Validation messages: the ones the README's *Endpoints* section lists, then the project's own
+/// (README, *Decisions where the spec is silent*).
 pub mod message {
     /// Required field absent, null or blank.
     pub const BLANK: &str = "can't be blank";
@@ -18,6 +19,16 @@ pub mod message {
     pub const TAKEN: &str = "has already been taken";
     /// An empty list where at least one item is needed.
     pub const AT_LEAST_ONE: &str = "should have at least 1 item(s)";
+    /// `verify_server_hostname` without a CA certificate.
+    pub const NEEDS_CA: &str = "requires a CA certificate (ssl_ca_cert)";
+    /// A secret that could not be sealed (the system random number generator failed).
+    pub const NOT_SEALED: &str = "could not be encrypted";
+    /// `inherits_from` names the database itself.
+    pub const INHERITS_ITSELF: &str = "can't be the database itself";
+    /// `inherits_from` names no stored database.
+    pub const INHERITS_MISSING: &str = "does not exist";
+    /// Following `inherits_from` from the target leads back to the database.
+    pub const INHERITS_CYCLE: &str = "would create an inheritance cycle";
 }
 
 /// Errors for one field: messages, or one error set per item of a list (`{}` for a valid item).

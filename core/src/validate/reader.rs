@@ -1,7 +1,7 @@
 //! [`Reader`]: typed, error-accumulating access to the fields of one JSON object.
 //!
 //! Every accessor answers in three states, `None` (absent), `Some(None)` (null, or a blank
-//! string: contract.md treats both as "unset") and `Some(Some(value))`, and records the
+//! string: the README treats both as "unset") and `Some(Some(value))`, and records the
 //! field's error itself, so a body is read in one pass and every error is reported at once.
 
 use std::collections::HashSet;
@@ -12,7 +12,8 @@ use serde_json::{Map, Value};
 
 use super::ValidationErrors;
 use super::errors::message;
-use crate::model::Secret;
+use crate::model::{SealedSecret, Secret};
+use crate::seal::{Place, Sealer};
 
 /// `None`: the field is absent. `Some(None)`: null or blank. `Some(Some(v))`: a value.
 pub(crate) type Given<T> = Option<Option<T>>;
@@ -186,6 +187,28 @@ impl<'a> Reader<'a> {
     /// A password: kept as sent when it is a non-empty string; null or blank clear it.
     pub(crate) fn password(&mut self, key: &str) -> Given<Secret> {
         self.text(key).map(|value| value.map(Secret::from))
+    }
+
+    /// A secret of field `key` (from [`Reader::password`] or [`Reader::base64_secret`]),
+    /// sealed for `place`. Sealing fails only when the system random number generator does (or
+    /// for a value far beyond any body limit); the field then reports it.
+    pub(crate) fn sealed(
+        &mut self,
+        key: &str,
+        given: Given<Secret>,
+        sealer: &Sealer,
+        place: &Place,
+    ) -> Given<SealedSecret> {
+        match given? {
+            None => Some(None),
+            Some(secret) => match sealer.seal(&secret, place) {
+                Ok(sealed) => Some(Some(sealed)),
+                Err(_) => {
+                    self.errors.add(key, message::NOT_SEALED);
+                    None
+                }
+            },
+        }
     }
 }
 

@@ -13,7 +13,8 @@ use super::fixtures::{
     rich_access_control, set_inheritance,
 };
 use crate::model::{AccessControl, DataProtection, Database, DatabaseId};
-use crate::storage::{DatabaseKey, DatabaseRef, Storage, StorageError, inheritance_message};
+use crate::storage::{DatabaseKey, DatabaseRef, Storage, StorageError};
+use crate::validate::message;
 
 // ---------------------------------------------------------------------------------------------
 // Permissions and data protection
@@ -243,7 +244,7 @@ pub async fn access_control_update_rejected_by_edit_changes_nothing(storage: Arc
 // ---------------------------------------------------------------------------------------------
 
 /// A database cannot inherit its own policies: `Invalid` on `inherits_from` with
-/// [`ITSELF`](inheritance_message::ITSELF), and nothing changes.
+/// [`ITSELF`](message::INHERITS_ITSELF), and nothing changes.
 pub async fn inheritance_from_itself_is_refused(storage: Arc<dyn Storage>) {
     let [database] = <[Database; 1]>::try_from(insert_named(storage.as_ref(), &["Self"]).await)
         .expect("one database");
@@ -251,7 +252,7 @@ pub async fn inheritance_from_itself_is_refused(storage: Arc<dyn Storage>) {
     let original = put_access(storage.as_ref(), id, rich_access_control(None)).await;
     assert_inheritance_refused(
         set_inheritance(storage.as_ref(), id, Some(id)).await,
-        inheritance_message::ITSELF,
+        message::INHERITS_ITSELF,
         "update_access_control setting inherits_from to the database itself",
     );
     assert_eq!(
@@ -267,7 +268,7 @@ pub async fn inheritance_from_itself_is_refused(storage: Arc<dyn Storage>) {
 
 /// A database cannot inherit from a database that is not stored — never stored, deleted, or
 /// named by its `api_id`: `Invalid` on `inherits_from` with
-/// [`MISSING`](inheritance_message::MISSING), and nothing changes.
+/// [`MISSING`](message::INHERITS_MISSING), and nothing changes.
 pub async fn inheritance_from_missing_database_is_refused(storage: Arc<dyn Storage>) {
     let heir = plain_database("Heir", None);
     let external = plain_database("External", Some("ext-parent"));
@@ -294,7 +295,7 @@ pub async fn inheritance_from_missing_database_is_refused(storage: Arc<dyn Stora
     ] {
         assert_inheritance_refused(
             set_inheritance(storage.as_ref(), id, Some(target)).await,
-            inheritance_message::MISSING,
+            message::INHERITS_MISSING,
             &format!("update_access_control setting inherits_from to {what}"),
         );
         assert_eq!(
@@ -312,7 +313,7 @@ pub async fn inheritance_from_missing_database_is_refused(storage: Arc<dyn Stora
 }
 
 /// No inheritance cycle: with A → B stored, B → A is refused; with A → B → C stored, C → A is
-/// refused (`Invalid` on `inherits_from` with [`CYCLE`](inheritance_message::CYCLE)); nothing
+/// refused (`Invalid` on `inherits_from` with [`CYCLE`](message::INHERITS_CYCLE)); nothing
 /// changes. Chains and several heirs of one database are fine.
 pub async fn inheritance_cycles_are_refused(storage: Arc<dyn Storage>) {
     let databases = insert_named(storage.as_ref(), &["A", "B", "C", "D"]).await;
@@ -325,7 +326,7 @@ pub async fn inheritance_cycles_are_refused(storage: Arc<dyn Storage>) {
     let b_before = put_access(storage.as_ref(), &b, rich_access_control(None)).await;
     assert_inheritance_refused(
         set_inheritance(storage.as_ref(), &b, Some(&a)).await,
-        inheritance_message::CYCLE,
+        message::INHERITS_CYCLE,
         "update_access_control: B inherits from A while A inherits from B",
     );
     assert_eq!(
@@ -342,7 +343,7 @@ pub async fn inheritance_cycles_are_refused(storage: Arc<dyn Storage>) {
     for (heir, name) in [(&c, "C"), (&b, "B")] {
         assert_inheritance_refused(
             set_inheritance(storage.as_ref(), heir, Some(&a)).await,
-            inheritance_message::CYCLE,
+            message::INHERITS_CYCLE,
             &format!("update_access_control: {name} inherits from A while A → B → C"),
         );
     }
@@ -371,7 +372,7 @@ pub async fn inheritance_cycles_are_refused(storage: Arc<dyn Storage>) {
     );
     assert_inheritance_refused(
         set_inheritance(storage.as_ref(), &c, Some(&d)).await,
-        inheritance_message::CYCLE,
+        message::INHERITS_CYCLE,
         "update_access_control: C inherits from D while D → A → B → C",
     );
     // Setting the same target again is no cycle.
@@ -576,7 +577,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
     );
     assert_inheritance_refused(
         set_inheritance(storage, heirs[1].id.as_str(), Some(parent.id.as_str())).await,
-        inheritance_message::MISSING,
+        message::INHERITS_MISSING,
         "update_access_control inheriting from a deleted database",
     );
 

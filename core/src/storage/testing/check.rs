@@ -5,7 +5,7 @@
 use std::fmt::Debug;
 
 use super::fixtures::ALL;
-use crate::model::{AccessControl, Database, Secret, TlsMaterial};
+use crate::model::{AccessControl, Database, SealedSecret, TlsMaterial};
 use crate::storage::StorageError;
 use crate::validate::ValidationErrors;
 
@@ -56,22 +56,25 @@ pub(super) fn absent<T: Debug>(result: Result<Option<T>, StorageError>, call: &s
 }
 
 /// How two secrets differ, without showing them; `None` when they are equal.
-fn secret_difference(actual: Option<&Secret>, expected: Option<&Secret>) -> Option<String> {
+fn secret_difference(
+    actual: Option<&SealedSecret>,
+    expected: Option<&SealedSecret>,
+) -> Option<String> {
     match (actual, expected) {
         (actual, expected) if actual == expected => None,
         (None, Some(expected)) => Some(format!(
             "missing (expected {} bytes)",
-            expected.expose().len()
+            expected.as_bytes().len()
         )),
         (Some(actual), None) => Some(format!(
             "present ({} bytes) where none was stored",
-            actual.expose().len()
+            actual.as_bytes().len()
         )),
-        (Some(actual), Some(expected)) if actual.expose().len() != expected.expose().len() => {
+        (Some(actual), Some(expected)) if actual.as_bytes().len() != expected.as_bytes().len() => {
             Some(format!(
                 "{} bytes long, expected {} bytes",
-                actual.expose().len(),
-                expected.expose().len()
+                actual.as_bytes().len(),
+                expected.as_bytes().len()
             ))
         }
         _ => Some("the same length but different bytes".to_owned()),
@@ -81,7 +84,11 @@ fn secret_difference(actual: Option<&Secret>, expected: Option<&Secret>) -> Opti
 /// The database with every secret replaced by an empty one: equal to another such copy when
 /// everything but the secrets' bytes is equal (presence included).
 fn masked(database: &Database) -> Database {
-    let mask = |secret: &Option<Secret>| secret.as_ref().map(|_| Secret::new(Vec::new()));
+    let mask = |secret: &Option<SealedSecret>| {
+        secret
+            .as_ref()
+            .map(|_| SealedSecret::from_stored(Vec::new()))
+    };
     let mut masked = database.clone();
     masked.tls = TlsMaterial {
         ca_cert: mask(&database.tls.ca_cert),

@@ -13,8 +13,10 @@ use super::check::{
 };
 use super::fixtures::{
     all_databases, edit_errors, object, parameter, plain_dashboard, plain_database, rich_database,
+    sealed,
 };
-use crate::model::{Database, DatabaseId, Secret, Timestamp};
+use crate::model::{Database, DatabaseId, Timestamp};
+use crate::seal::{Place, Sealer};
 use crate::storage::{DatabaseKey, Page, Storage, StorageError};
 use crate::validate::{ValidationErrors, database_from_body};
 
@@ -281,15 +283,17 @@ pub async fn database_update_applies_and_returns_stored(storage: Arc<dyn Storage
         ],
     }));
     let now = Timestamp::now();
+    let sealer = Sealer::ephemeral().expect("a random key");
     let seen: Arc<Mutex<Vec<Database>>> = Arc::default();
     let produced: Arc<Mutex<Option<Database>>> = Arc::default();
     let edit = {
         let seen = Arc::clone(&seen);
         let produced = Arc::clone(&produced);
+        let sealer = sealer.clone();
         Box::new(move |stored: &Database| {
             seen.lock().unwrap().push(stored.clone());
-            let mut next = database_from_body(Some(stored), &body, now)?;
-            next.tls.client_key = Some(Secret::new(vec![0x01, 0x00, 0x02]));
+            let mut next = database_from_body(Some(stored), &body, now, &sealer)?;
+            next.tls.client_key = Some(sealed(vec![0x01, 0x00, 0x02]));
             next.tls.client_cert = None;
             *produced.lock().unwrap() = Some(next.clone());
             Ok(next)
@@ -336,10 +340,14 @@ pub async fn database_update_applies_and_returns_stored(storage: Arc<dyn Storage
         "credentials in the new order"
     );
     assert_eq!(returned.credentials[1].id.as_str(), kept);
-    assert_eq!(
-        returned.credentials[1].password,
-        Some(Secret::from("n3w-pässword")),
-        "the kept credential's new password (redacted)"
+    let password = returned.credentials[1]
+        .password
+        .as_ref()
+        .expect("the kept credential's new password");
+    let place = Place::password(original.id.as_str(), &kept);
+    assert!(
+        sealer.open(password, &place).unwrap().expose() == "n3w-pässword".as_bytes(),
+        "the kept credential's new password, sealed for its place"
     );
 
     let by_id = found(storage.database(original.id.as_str()).await, "database");
@@ -591,8 +599,8 @@ pub async fn upsert_updates_when_present(storage: Arc<dyn Storage>) {
         next.name = "Upserted".to_owned();
         next.connection_parameters
             .push(parameter("upserted", "yes"));
-        next.credentials[0].password = Some(Secret::from("upserted-pässword"));
-        next.tls.ca_cert = Some(Secret::new(vec![0xde, 0xad, 0x00, 0xbe, 0xef]));
+        next.credentials[0].password = Some(sealed("upserted-pässword"));
+        next.tls.ca_cert = Some(sealed(vec![0xde, 0xad, 0x00, 0xbe, 0xef]));
         next
     }
     let expected = apply(&target);

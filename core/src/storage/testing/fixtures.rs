@@ -5,15 +5,22 @@
 use serde_json::{Map, Value, json};
 
 use super::check::{found, ok};
-use crate::auth::{CredentialKind, Scope, mint_caller_key};
+use crate::auth::mint_caller_key;
 use crate::model::{
     AccessControl, AccessLevel, Action, ActionId, Adapter, CallerKey, ColumnAction, ColumnRule,
-    ConnectionParameter, Credential, CredentialId, Dashboard, DashboardId, DataProtection,
-    Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput, Permission,
-    Policy, Secret, SubjectKind, Timestamp, TlsMaterial,
+    ConnectionParameter, Credential, CredentialId, CredentialKind, Dashboard, DashboardId,
+    DataProtection, Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput,
+    Permission, Policy, Scope, SealedSecret, SubjectKind, Timestamp, TlsMaterial,
 };
+use crate::seal::Sealer;
 use crate::storage::{DatabaseRef, Page, Storage, StorageError};
 use crate::validate::{ValidationErrors, dashboard_from_body, database_from_body, message};
+
+/// Sealed bytes as a store keeps them: the stores never open them, so any bytes do (zeros and
+/// invalid UTF-8 included).
+pub(super) fn sealed(bytes: impl Into<Vec<u8>>) -> SealedSecret {
+    SealedSecret::from_stored(bytes.into())
+}
 
 // ---------------------------------------------------------------------------------------------
 // Whole listings, and request bodies
@@ -88,7 +95,7 @@ pub(super) fn rich_database(api_id: Option<&str>) -> Database {
             Credential {
                 id: newest,
                 username: "writer".to_owned(),
-                password: Some(Secret::from("wr1ter-pässwörd")),
+                password: Some(sealed("wr1ter-pässwörd")),
                 hostname: Some("primary.internal".to_owned()),
                 ai_allowed: true,
                 timeout: Some(30),
@@ -108,7 +115,7 @@ pub(super) fn rich_database(api_id: Option<&str>) -> Database {
             Credential {
                 id: newer,
                 username: "reader".to_owned(),
-                password: Some(Secret::from("r3ader password with spaces ")),
+                password: Some(sealed("r3ader password with spaces ")),
                 hostname: Some("replica.internal".to_owned()),
                 ai_allowed: false,
                 timeout: Some(1),
@@ -117,13 +124,11 @@ pub(super) fn rich_database(api_id: Option<&str>) -> Database {
             },
         ],
         tls: TlsMaterial {
-            ca_cert: Some(Secret::new(vec![
-                0x30, 0x82, 0x01, 0x0a, 0x00, 0xff, 0xfe, 0x00,
-            ])),
-            client_cert: Some(Secret::from(
+            ca_cert: Some(sealed(vec![0x30, 0x82, 0x01, 0x0a, 0x00, 0xff, 0xfe, 0x00])),
+            client_cert: Some(sealed(
                 "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----\n",
             )),
-            client_key: Some(Secret::new(vec![0x00, 0x9f, 0x80, 0xc3, 0x28, 0x0a, 0x00])),
+            client_key: Some(sealed(vec![0x00, 0x9f, 0x80, 0xc3, 0x28, 0x0a, 0x00])),
         },
         inserted_at: Timestamp::from_micros(1_795_341_845_123_456),
         updated_at: Timestamp::from_micros(1_795_341_905_654_321),
@@ -139,7 +144,8 @@ pub(super) fn plain_database(name: &str, api_id: Option<&str>) -> Database {
         "database": "app",
         "credentials": [{"username": "reader", "password": "pw-reader-1"}],
     }));
-    let mut database = match database_from_body(None, &body, Timestamp::now()) {
+    let sealer = Sealer::ephemeral().expect("a random key");
+    let mut database = match database_from_body(None, &body, Timestamp::now(), &sealer) {
         Ok(database) => database,
         Err(errors) => panic!("fixture database body is invalid: {errors}"),
     };

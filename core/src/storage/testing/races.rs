@@ -12,11 +12,11 @@ use tokio::task::JoinHandle;
 use super::check::{absent, assert_inheritance_refused, assert_same_database, found, ok};
 use super::fixtures::{
     access_of, all_databases, insert_named, parameter, permission, plain_dashboard, plain_database,
-    query_panel, reference, rich_database, set_inheritance,
+    query_panel, reference, rich_database, sealed, set_inheritance,
 };
-use crate::model::{AccessControl, AccessLevel, Dashboard, Database, PanelId, Secret, SubjectKind};
-use crate::storage::{DatabaseKey, Storage, StorageError, inheritance_message};
-use crate::validate::ValidationErrors;
+use crate::model::{AccessControl, AccessLevel, Dashboard, Database, PanelId, SubjectKind};
+use crate::storage::{DatabaseKey, Storage, StorageError};
+use crate::validate::{ValidationErrors, message};
 
 /// Spawns `future` as a task of the runtime that first waits at `barrier`.
 fn spawn_at<F>(barrier: &Arc<Barrier>, future: F) -> JoinHandle<F::Output>
@@ -314,8 +314,8 @@ fn race_update(stored: &Database) -> Database {
     next.name = "Updated".to_owned();
     next.hostname = "updated.internal".to_owned();
     next.connection_parameters.push(parameter("raced", "yes"));
-    next.credentials[0].password = Some(Secret::from("upd4ted-pässword"));
-    next.tls.client_key = Some(Secret::new(vec![0x42, 0x00, 0x42]));
+    next.credentials[0].password = Some(sealed("upd4ted-pässword"));
+    next.tls.client_key = Some(sealed(vec![0x42, 0x00, 0x42]));
     next
 }
 
@@ -589,7 +589,7 @@ const INHERITANCE_ROUNDS: usize = 30;
 
 /// A delete of A racing "B inherits from A", 30 rounds: either the inheritance came first (it
 /// succeeded, the delete was refused naming B, A is still there) or the delete came first (A
-/// is gone, the inheritance was refused with [`MISSING`](inheritance_message::MISSING)). Never
+/// is gone, the inheritance was refused with [`MISSING`](message::INHERITS_MISSING)). Never
 /// an heir of a deleted database.
 pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc<dyn Storage>) {
     for round in 0..INHERITANCE_ROUNDS {
@@ -665,7 +665,7 @@ pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc
             (Err(StorageError::Invalid(errors)), Ok(removed)) => {
                 assert_eq!(
                     errors,
-                    &ValidationErrors::single("inherits_from", inheritance_message::MISSING),
+                    &ValidationErrors::single("inherits_from", message::INHERITS_MISSING),
                     "{context}: the inheritance that lost the race is refused: A is missing"
                 );
                 assert_same_database(removed, &target, &format!("{context}: the deleted A"));
@@ -695,7 +695,7 @@ pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc
 }
 
 /// "A inherits from B" racing "B inherits from A", 30 rounds: exactly one succeeds, the other
-/// is refused with [`CYCLE`](inheritance_message::CYCLE); never a cycle.
+/// is refused with [`CYCLE`](message::INHERITS_CYCLE); never a cycle.
 pub async fn racing_inheritances_never_make_a_cycle(storage: Arc<dyn Storage>) {
     for round in 0..INHERITANCE_ROUNDS {
         let pair = insert_named(storage.as_ref(), &["A", "B"]).await;
@@ -717,7 +717,7 @@ pub async fn racing_inheritances_never_make_a_cycle(storage: Arc<dyn Storage>) {
         let result = results.into_iter().nth(loser).expect("two results");
         assert_inheritance_refused(
             result,
-            inheritance_message::CYCLE,
+            message::INHERITS_CYCLE,
             &format!("{context}: the crossing inheritance that lost"),
         );
         let links: Vec<Option<String>> = {

@@ -11,12 +11,11 @@ use chacha20poly1305::XChaCha20Poly1305;
 use chacha20poly1305::aead::{Generate, Key};
 use zeroize::{Zeroize, Zeroizing};
 
-/// The 32-byte key that encrypts every password, certificate and private key the store writes
-/// (XChaCha20-Poly1305).
+/// The 32-byte key that seals every password, certificate and private key (XChaCha20-Poly1305).
 ///
 /// Its `Debug` is redacted, it has no `Display`, and its memory is wiped on drop. Keep it
 /// outside the data directory's backups: whoever holds both the data file and the key can read
-/// the secrets. Lose the key and the secrets are lost with it (the store refuses to open).
+/// the secrets. Lose the key and the secrets are lost with it (a durable store refuses to open).
 ///
 /// Its text form, in the environment variable `DBCONSOLE_SECRET_KEY` and in a key file, is the
 /// standard base64 of the 32 bytes (44 characters).
@@ -147,7 +146,7 @@ impl SecretKey {
     }
 
     /// The key's text form (standard base64).
-    pub(crate) fn to_base64(&self) -> Zeroizing<String> {
+    pub fn to_base64(&self) -> Zeroizing<String> {
         Zeroizing::new(STANDARD.encode(self.0.as_slice()))
     }
 

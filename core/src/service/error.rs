@@ -1,13 +1,10 @@
 //! [`ApiError`]: every answer that is not a success, and the single place where errors become
-//! statuses and bodies (contract.md section 1).
+//! statuses and bodies (README, *Endpoints*: error bodies).
 
-use bytes::Bytes;
 use http::{HeaderValue, Method, Response, StatusCode, header};
-use http_body_util::Full;
-use serde::Serialize;
 use serde_json::json;
 
-use crate::service::ResponseBody;
+use super::response::{ResponseBody, json_response};
 use crate::storage::{DatabaseRef, StorageError};
 use crate::validate::ValidationErrors;
 
@@ -28,8 +25,11 @@ pub enum ApiError {
     NotFound,
     /// 405: known path, other method; the allowed methods go into `allow`.
     MethodNotAllowed(&'static [Method]),
-    /// 413: body over the limit.
-    PayloadTooLarge,
+    /// 413: body over the limit (in bytes).
+    PayloadTooLarge {
+        /// The limit the body went over.
+        limit: usize,
+    },
     /// 415: a body that is not JSON.
     UnsupportedMediaType,
     /// 422: field-keyed validation errors.
@@ -74,7 +74,7 @@ impl ApiError {
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
-            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Invalid(_) | ApiError::Inherited(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -90,7 +90,10 @@ impl ApiError {
             ApiError::Forbidden => detail("Forbidden"),
             ApiError::NotFound => detail("Not Found"),
             ApiError::MethodNotAllowed(_) => detail("Method Not Allowed"),
-            ApiError::PayloadTooLarge => detail("request body is larger than 1 MiB"),
+            ApiError::PayloadTooLarge { limit } => detail(&format!(
+                "request body is larger than {}",
+                human_size(*limit)
+            )),
             ApiError::UnsupportedMediaType => {
                 detail("request body must be JSON (content-type: application/json)")
             }
@@ -129,40 +132,29 @@ impl ApiError {
     }
 }
 
-/// A JSON response with this status.
-pub(crate) fn json_response(status: StatusCode, body: &impl Serialize) -> Response<ResponseBody> {
-    match serde_json::to_vec(body) {
-        Ok(bytes) => {
-            let mut response = Response::new(Full::new(Bytes::from(bytes)));
-            *response.status_mut() = status;
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
-        }
-        Err(error) => {
-            tracing::error!(%error, "response did not serialize");
-            let mut response = Response::new(Full::new(Bytes::from_static(
-                br#"{"errors":{"detail":"Internal Server Error"}}"#,
-            )));
-            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
-        }
+/// A byte count as people write it: `1 MiB`, `64 KiB`, or `1000 bytes`.
+fn human_size(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * KIB;
+    if bytes >= MIB && bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes % KIB == 0 {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
     }
 }
 
-/// A `text/plain; charset=utf-8` response with this status.
-pub(crate) fn text_response(status: StatusCode, text: String) -> Response<ResponseBody> {
-    let mut response = Response::new(Full::new(Bytes::from(text)));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_too_large_names_the_limit() {
+        assert_eq!(human_size(1024 * 1024), "1 MiB");
+        assert_eq!(human_size(64 * 1024), "64 KiB");
+        assert_eq!(human_size(1000), "1000 bytes");
+        let response = ApiError::PayloadTooLarge { limit: 2048 }.into_response();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    }
 }

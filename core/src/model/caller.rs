@@ -1,0 +1,62 @@
+//! Callers of the API: the kinds of credential they present, what a credential allows, and
+//! the stored ones ([`CallerKey`]), kept as digests only.
+
+use std::fmt;
+
+use super::{KeyId, Timestamp};
+
+/// Which kind of caller credential was presented (and which kind a stored one is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CredentialKind {
+    /// An API key, from `x-api-key`; database routes and the `/api/v1/dashboards` routes.
+    ApiKey,
+    /// An access token, from `Authorization: Bearer`; dashboard routes.
+    AccessToken,
+}
+
+wire_enum!(CredentialKind, [ApiKey => "api-key", AccessToken => "access-token"]);
+
+/// What an authenticated caller may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Every operation.
+    Full,
+    /// Only setup (`PUT …/databases/setup`) and remove by api_id
+    /// (`DELETE …/databases/remove/{api_id}`).
+    Setup,
+}
+
+wire_enum!(Scope, [Full => "full", Setup => "setup"]);
+
+/// A stored caller credential: an API key or an access token, kept as a SHA-256 digest only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CallerKey {
+    /// Assigned at creation (`key_…`); what `keys revoke` takes.
+    pub id: KeyId,
+    /// A name for people (what the key is for).
+    pub name: String,
+    /// API key (database routes) or access token (dashboard routes).
+    pub kind: CredentialKind,
+    /// What it allows.
+    pub scope: Scope,
+    /// SHA-256 of the secret. The secret itself is shown once at creation and never stored.
+    pub digest: [u8; 32],
+    /// Creation time.
+    pub created_at: Timestamp,
+    /// Last time it authenticated a request (recorded at most about once a minute).
+    pub last_used_at: Option<Timestamp>,
+}
+
+impl fmt::Debug for CallerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CallerKey")
+            .field("id", &self.id)
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("scope", &self.scope)
+            .field("digest", &"[REDACTED]")
+            .field("created_at", &self.created_at)
+            .field("last_used_at", &self.last_used_at)
+            .finish()
+    }
+}

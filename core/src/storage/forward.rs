@@ -1,0 +1,128 @@
+//! `Arc<S>` and `Box<S>` of a [`Storage`] are storages: each call goes to the inner one.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::{
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseUpsert, Page, Storage,
+    StorageError,
+};
+use crate::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
+
+macro_rules! forward_storage {
+    ($wrapper:ident) => {
+        #[async_trait]
+        impl<S: Storage + ?Sized> Storage for $wrapper<S> {
+            async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
+                (**self).insert_database(database).await
+            }
+
+            async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
+                (**self).database(id).await
+            }
+
+            async fn database_by_api_id(
+                &self,
+                api_id: &str,
+            ) -> Result<Option<Database>, StorageError> {
+                (**self).database_by_api_id(api_id).await
+            }
+
+            async fn list_databases(&self, page: Page<'_>) -> Result<Vec<Database>, StorageError> {
+                (**self).list_databases(page).await
+            }
+
+            async fn update_database(
+                &self,
+                id: &str,
+                edit: DatabaseEdit,
+            ) -> Result<Database, StorageError> {
+                (**self).update_database(id, edit).await
+            }
+
+            async fn upsert_database_by_api_id(
+                &self,
+                api_id: &str,
+                edit: DatabaseUpsert,
+            ) -> Result<Database, StorageError> {
+                (**self).upsert_database_by_api_id(api_id, edit).await
+            }
+
+            async fn delete_database(
+                &self,
+                key: DatabaseKey<'_>,
+            ) -> Result<Database, StorageError> {
+                (**self).delete_database(key).await
+            }
+
+            async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
+                (**self).insert_dashboard(dashboard).await
+            }
+
+            async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
+                (**self).dashboard(id).await
+            }
+
+            async fn list_dashboards(
+                &self,
+                page: Page<'_>,
+            ) -> Result<Vec<Dashboard>, StorageError> {
+                (**self).list_dashboards(page).await
+            }
+
+            async fn update_dashboard(
+                &self,
+                id: &str,
+                edit: DashboardEdit,
+            ) -> Result<Dashboard, StorageError> {
+                (**self).update_dashboard(id, edit).await
+            }
+
+            async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
+                (**self).delete_dashboard(id).await
+            }
+
+            async fn access_control(
+                &self,
+                database_id: &str,
+            ) -> Result<Option<AccessControl>, StorageError> {
+                (**self).access_control(database_id).await
+            }
+
+            async fn update_access_control(
+                &self,
+                database_id: &str,
+                edit: AccessEdit,
+            ) -> Result<AccessControl, StorageError> {
+                (**self).update_access_control(database_id, edit).await
+            }
+
+            async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
+                (**self).insert_caller_key(key).await
+            }
+
+            async fn caller_key_by_digest(
+                &self,
+                digest: &[u8; 32],
+            ) -> Result<Option<CallerKey>, StorageError> {
+                (**self).caller_key_by_digest(digest).await
+            }
+
+            async fn list_caller_keys(&self) -> Result<Vec<CallerKey>, StorageError> {
+                (**self).list_caller_keys().await
+            }
+
+            async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
+                (**self).touch_caller_key(id, at).await
+            }
+
+            async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
+                (**self).delete_caller_key(id).await
+            }
+        }
+    };
+}
+
+forward_storage!(Arc);
+forward_storage!(Box);
