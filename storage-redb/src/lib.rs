@@ -38,16 +38,13 @@
 //!
 //! ## Secrets at rest
 //!
-//! Credential passwords and TLS material (the [`Secret`](dbconsole_core::model::Secret) fields:
-//! `Credential.password`, `Database.tls.{ca_cert, client_cert, client_key}`) are encrypted with
-//! XChaCha20-Poly1305 ([`chacha20poly1305`], RustCrypto) under a 32-byte [`SecretKey`], with a
-//! fresh random 24-byte nonce per value and per write. Each ciphertext is bound to its place by
-//! its associated data (`database/<id>/credential/<credential id>/password`,
-//! `database/<id>/tls/<field>`), so a ciphertext copied onto another credential, field or record
-//! does not decrypt. Everything else (names, host names, usernames, dashboards) is stored in
-//! clear. The key comes from `DBCONSOLE_SECRET_KEY` ([`SecretKey::from_base64`]) or from a key
-//! file created once ([`SecretKey::load_or_create`]). The meta table holds a key check value (a
-//! fixed label encrypted under the key), so opening a file with another key fails at once with
+//! Credential passwords and TLS material reach the store already sealed by core
+//! ([`SealedSecret`](dbconsole_core::model::SealedSecret): XChaCha20-Poly1305 under the
+//! deployment's [`SecretKey`], each value bound to its place; see [`dbconsole_core::seal`]). The
+//! store writes those bytes as they are and reads them back as they are: it never holds the key,
+//! and reading a record decrypts nothing. Everything else (names, host names, usernames,
+//! dashboards) is stored in clear. The meta table holds a key check value (a fixed label sealed
+//! under the key, [`Sealer::key_check`]), so opening a file with another key fails at once with
 //! [`OpenError::WrongKey`] instead of answering garbage later.
 //!
 //! Callers' API keys and access tokens are never stored, encrypted or not: a
@@ -70,7 +67,7 @@
 //! `inherited_by` is the reverse of `access_control`'s `inherits_from`: every
 //! [`Storage::update_access_control`] that changes `inherits_from` moves the entry in the same
 //! transaction (after checking the new target there with
-//! [`dbconsole_core::storage::check_inheritance`]), and a delete removes the database's access
+//! [`dbconsole_core::storage::rules::check_access_control`]), and a delete removes the database's access
 //! control with its own entry. So the delete guard is an index lookup, not a scan; each heir it
 //! finds is confirmed by the heir's own record (the source of truth) before it refuses. A
 //! database's access control is deleted with the database, in its transaction.
@@ -94,8 +91,8 @@
 //! ```no_run
 //! use std::path::Path;
 //! use std::sync::Arc;
-//! use dbconsole_core::{ConsoleService, StaticCredentials};
-//! use dbconsole_storage_redb::{RedbStorage, SecretKey};
+//! use dbconsole_core::{ConsoleService, SecretKey, Sealer, StaticCredentials};
+//! use dbconsole_storage_redb::RedbStorage;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let key = match std::env::var("DBCONSOLE_SECRET_KEY") {
@@ -103,9 +100,10 @@
 //!     // Outside the data directory: a copy of the data alone reveals no secret.
 //!     Err(_) => SecretKey::load_or_create(Path::new("/etc/dbconsole/secret.key"))?,
 //! };
-//! let storage = RedbStorage::open(Path::new("data/dbconsole.redb"), key)?;
-//! let service =
-//!     ConsoleService::builder(Arc::new(storage), Arc::new(StaticCredentials::default())).build();
+//! let sealer = Sealer::new(&key);
+//! let storage = RedbStorage::open(Path::new("data/dbconsole.redb"), &sealer)?;
+//! let auth = Arc::new(StaticCredentials::default());
+//! let service = ConsoleService::builder(Arc::new(storage), auth, sealer).build();
 //! # let _ = service;
 //! # Ok(())
 //! # }
@@ -114,9 +112,7 @@
 //! [redb]: https://www.redb.org
 //! [postcard]: https://docs.rs/postcard
 
-mod crypto;
 mod error;
-mod key;
 mod record;
 
 use std::fmt;
@@ -128,9 +124,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
+use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::{
     AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
-    Storage, StorageError, check_inheritance, ensure_same_identity,
+    Storage, StorageError, rules,
 };
 use redb::backends::InMemoryBackend;
 use redb::{
@@ -138,9 +135,7 @@ use redb::{
     ReadableTable, Table, TableDefinition, TableHandle, WriteTransaction,
 };
 
-use crate::crypto::Cipher;
 pub use crate::error::OpenError;
-pub use crate::key::{KeyError, SecretKey};
 use crate::record::RecordError;
 
 /// The format version of files this build writes, and the newest it opens.
@@ -170,7 +165,6 @@ pub struct RedbStorage {
 
 struct Inner {
     db: redb::Database,
-    cipher: Cipher,
     path: Option<PathBuf>,
 }
 
@@ -185,9 +179,10 @@ impl fmt::Debug for RedbStorage {
 impl RedbStorage {
     /// Opens the data file at `path`, creating it (mode 0600 on Unix) and its parent directory
     /// when missing. A new file is initialised with the current format and a key check value
-    /// for `key`; an existing one must have been written with `key` in a format this build
-    /// reads. Blocking: call it before serving, or from a blocking thread.
-    pub fn open(path: &Path, key: SecretKey) -> Result<Self, OpenError> {
+    /// of `sealer`'s key; an existing one must have been written with the same key, in a format
+    /// this build reads. Give the service the same sealer. Blocking: call it before serving, or
+    /// from a blocking thread.
+    pub fn open(path: &Path, sealer: &Sealer) -> Result<Self, OpenError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs::create_dir_all(parent).map_err(|source| OpenError::Io {
                 path: parent.to_owned(),
@@ -201,16 +196,16 @@ impl RedbStorage {
             },
             other => OpenError::Redb(other.into()),
         })?;
-        Self::initialise(db, &key, Some(path.to_owned()))
+        Self::initialise(db, sealer, Some(path.to_owned()))
     }
 
     /// A store in memory (redb's [`InMemoryBackend`]): the same code paths as a file, nothing
     /// survives the process. For tests.
-    pub fn in_memory(key: SecretKey) -> Result<Self, OpenError> {
+    pub fn in_memory(sealer: &Sealer) -> Result<Self, OpenError> {
         let db = redb::Database::builder()
             .create_with_backend(InMemoryBackend::new())
             .map_err(redb::Error::from)?;
-        Self::initialise(db, &key, None)
+        Self::initialise(db, sealer, None)
     }
 
     /// The data file, or `None` in memory.
@@ -220,15 +215,14 @@ impl RedbStorage {
 
     fn initialise(
         db: redb::Database,
-        key: &SecretKey,
+        sealer: &Sealer,
         path: Option<PathBuf>,
     ) -> Result<Self, OpenError> {
-        let cipher = Cipher::new(key);
         let mut txn = db.begin_write().map_err(redb::Error::from)?;
         txn.set_durability(Durability::Immediate)
             .map_err(redb::Error::from)?;
         txn.set_two_phase_commit(true);
-        match check_or_write_meta(&txn, &cipher) {
+        match check_or_write_meta(&txn, sealer) {
             Ok(()) => txn.commit().map_err(redb::Error::from)?,
             Err(error) => {
                 if let Err(abort) = txn.abort() {
@@ -238,7 +232,7 @@ impl RedbStorage {
             }
         }
         Ok(Self {
-            inner: Arc::new(Inner { db, cipher, path }),
+            inner: Arc::new(Inner { db, path }),
         })
     }
 
@@ -276,7 +270,7 @@ fn create_private_file(path: &Path) -> Result<(), OpenError> {
 
 /// Checks the format version and the key of an existing file, or initialises a new one; then
 /// creates any missing table.
-fn check_or_write_meta(txn: &WriteTransaction, cipher: &Cipher) -> Result<(), OpenError> {
+fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), OpenError> {
     let redb = |error: redb::TableError| OpenError::Redb(error.into());
     let tables: Vec<String> = txn
         .list_tables()
@@ -314,13 +308,13 @@ fn check_or_write_meta(txn: &WriteTransaction, cipher: &Cipher) -> Result<(), Op
         }
         let matches = match meta.get(META_KEY_CHECK).map_err(redb_storage)? {
             None => return Err(OpenError::Corrupt("it has no key check value")),
-            Some(check) => cipher.matches_key_check(check.value()),
+            Some(check) => sealer.matches_key_check(check.value()),
         };
         if !matches {
             return Err(OpenError::WrongKey);
         }
     } else {
-        let check = cipher.key_check().map_err(|_| OpenError::Random)?;
+        let check = sealer.key_check().map_err(|_| OpenError::Random)?;
         meta.insert(META_FORMAT_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())
             .map_err(redb_storage)?;
         meta.insert(META_KEY_CHECK, check.as_slice())
@@ -399,11 +393,7 @@ impl Inner {
     ) -> Result<Option<Database>, StorageError> {
         match databases.get(id).or_backend()? {
             None => Ok(None),
-            Some(bytes) => Ok(Some(record::decode_database(
-                &self.cipher,
-                id,
-                bytes.value(),
-            )?)),
+            Some(bytes) => Ok(Some(record::decode_database(id, bytes.value())?)),
         }
     }
 
@@ -424,7 +414,7 @@ impl Inner {
         api_ids: &mut Table<'_, &'static str, &'static str>,
         database: &Database,
     ) -> Result<(), StorageError> {
-        let bytes = record::encode_database(&self.cipher, database)?;
+        let bytes = record::encode_database(database)?;
         let id = database.id.as_str();
         databases.insert(id, bytes.as_slice()).or_backend()?;
         if let Some(api_id) = &database.api_id {
@@ -529,9 +519,7 @@ impl Storage for RedbStorage {
                     after: after.as_deref(),
                     limit,
                 };
-                page(&databases, request, |id, bytes| {
-                    record::decode_database(&inner.cipher, id, bytes)
-                })
+                page(&databases, request, record::decode_database)
             })
         })
         .await
@@ -550,8 +538,7 @@ impl Storage for RedbStorage {
                 let stored = inner
                     .get_database(&databases, &id)?
                     .ok_or(StorageError::NotFound)?;
-                let updated = edit(&stored).map_err(StorageError::Invalid)?;
-                ensure_same_identity(&stored, &updated)?;
+                let updated = rules::edit_database(&stored, &mut edit)?;
                 inner.put_database(&mut databases, &mut api_ids, &updated)?;
                 Ok(updated)
             })
@@ -573,17 +560,9 @@ impl Storage for RedbStorage {
                     Some(id) => inner.get_database(&databases, &id)?,
                     None => None,
                 };
-                let updated = edit(stored.as_ref()).map_err(StorageError::Invalid)?;
-                match &stored {
-                    Some(stored) => ensure_same_identity(stored, &updated)?,
-                    None if updated.api_id.as_deref() != Some(api_id.as_str()) => {
-                        return Err(StorageError::IdentityChanged);
-                    }
-                    None => {
-                        if databases.get(updated.id.as_str()).or_backend()?.is_some() {
-                            return Err(StorageError::AlreadyExists);
-                        }
-                    }
+                let updated = rules::upsert_database(&api_id, stored.as_ref(), &mut edit)?;
+                if stored.is_none() && databases.get(updated.id.as_str()).or_backend()?.is_some() {
+                    return Err(StorageError::AlreadyExists);
                 }
                 inner.put_database(&mut databases, &mut api_ids, &updated)?;
                 Ok(updated)
@@ -618,7 +597,7 @@ impl Storage for RedbStorage {
                     .ok_or(StorageError::NotFound)?;
 
                 // The guard: databases that inherit this one's data protection policies, from
-                // the index (its values are sorted, so the heirs come ordered by id). Each entry
+                // the index. Each entry
                 // is confirmed by the heir's own record, the source of truth: an entry that an
                 // older build left behind (it deleted an heir without knowing the index) does
                 // not block the delete, and goes with it.
@@ -635,9 +614,7 @@ impl Storage for RedbStorage {
                         heirs.push(DatabaseRef { id: heir, name });
                     }
                 }
-                if !heirs.is_empty() {
-                    return Err(StorageError::Inherited(heirs));
-                }
+                rules::guard_delete(heirs)?;
 
                 databases.remove(id.as_str()).or_backend()?;
                 if let Some(api_id) = &removed.api_id {
@@ -723,10 +700,7 @@ impl Storage for RedbStorage {
                     None => return Err(StorageError::NotFound),
                     Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
                 };
-                let updated = edit(&stored).map_err(StorageError::Invalid)?;
-                if updated.id != stored.id {
-                    return Err(StorageError::IdentityChanged);
-                }
+                let updated = rules::edit_dashboard(&stored, &mut edit)?;
                 let bytes = record::encode_dashboard(&updated)?;
                 dashboards
                     .insert(id.as_str(), bytes.as_slice())
@@ -785,19 +759,17 @@ impl Storage for RedbStorage {
                     return Err(StorageError::NotFound);
                 }
                 let stored = get_access(&access, &id)?.unwrap_or_default();
-                let updated = edit(&stored).map_err(StorageError::Invalid)?;
+                let updated = rules::edit_access_control(&stored, &mut edit)?;
+                rules::check_access_control(&id, &updated, |other| {
+                    if databases.get(other).or_backend()?.is_none() {
+                        return Ok(None);
+                    }
+                    let inherits =
+                        get_access(&access, other)?.and_then(|a| a.data_protection.inherits_from);
+                    Ok(Some(inherits))
+                })?;
                 let before = stored.data_protection.inherits_from.as_deref();
                 let after = updated.data_protection.inherits_from.as_deref();
-                if let Some(target) = after {
-                    check_inheritance(&id, target, |other| {
-                        if databases.get(other).or_backend()?.is_none() {
-                            return Ok(None);
-                        }
-                        let inherits = get_access(&access, other)?
-                            .and_then(|a| a.data_protection.inherits_from);
-                        Ok(Some(inherits))
-                    })?;
-                }
                 if before != after {
                     if let Some(old) = before {
                         inherited_by.remove(old, id.as_str()).or_backend()?;
@@ -909,7 +881,7 @@ impl Storage for RedbStorage {
 #[cfg(test)]
 mod tests {
     use dbconsole_core::model::{
-        Adapter, Credential, CredentialId, DatabaseId, Secret, Timestamp, TlsMaterial,
+        Adapter, Credential, CredentialId, DatabaseId, SealedSecret, Timestamp, TlsMaterial,
     };
     use redb::ReadableTableMetadata;
 
@@ -938,7 +910,7 @@ mod tests {
             credentials: vec![Credential {
                 id: CredentialId::generate(),
                 username: "reader".to_owned(),
-                password: Some(Secret::from("pw-reader")),
+                password: Some(SealedSecret::from_stored(b"sealed-pw".to_vec())),
                 hostname: None,
                 ai_allowed: false,
                 timeout: None,
@@ -946,7 +918,7 @@ mod tests {
                 default_credential: true,
             }],
             tls: TlsMaterial {
-                ca_cert: Some(Secret::from("ca")),
+                ca_cert: Some(SealedSecret::from_stored(b"sealed-ca".to_vec())),
                 ..TlsMaterial::default()
             },
             inserted_at: now,
@@ -955,7 +927,7 @@ mod tests {
     }
 
     fn store() -> RedbStorage {
-        RedbStorage::in_memory(SecretKey::generate().unwrap()).unwrap()
+        RedbStorage::in_memory(&Sealer::ephemeral().unwrap()).unwrap()
     }
 
     #[test]
@@ -1114,11 +1086,5 @@ mod tests {
             .unwrap();
         assert_eq!(removed, parent);
         assert_eq!(index_entries(&storage), Vec::new());
-    }
-
-    #[test]
-    fn debug_shows_no_key() {
-        let storage = store();
-        assert_eq!(format!("{storage:?}"), "RedbStorage { path: None, .. }");
     }
 }

@@ -8,16 +8,13 @@
 //! version). Enums are stored by their wire names (`postgres`, `admin`, `mask`…), so reordering
 //! or extending an enum in the model never changes what a stored record means.
 
-use dbconsole_core::auth::{CredentialKind, Scope};
 use dbconsole_core::model::{
     AccessControl, AccessLevel, Action, ActionId, Adapter, CallerKey, ColumnAction, ColumnRule,
-    ConnectionParameter, Credential, CredentialId, Dashboard, DashboardId, DataProtection,
-    Database, DatabaseId, InputMapping, KeyId, Panel, PanelDetails, PanelId, PanelInput,
-    Permission, Policy, Secret, SubjectKind, Timestamp, TlsMaterial,
+    ConnectionParameter, Credential, CredentialId, CredentialKind, Dashboard, DashboardId,
+    DataProtection, Database, DatabaseId, InputMapping, KeyId, Panel, PanelDetails, PanelId,
+    PanelInput, Permission, Policy, Scope, SealedSecret, SubjectKind, Timestamp, TlsMaterial,
 };
 use serde::{Deserialize, Serialize};
-
-use crate::crypto::{Cipher, CryptoError, Place};
 
 /// The version byte of records written now.
 const RECORD_V1: u8 = 1;
@@ -34,9 +31,6 @@ pub(crate) enum RecordError {
     /// Postcard failed.
     #[error("a stored record could not be encoded or decoded: {0}")]
     Postcard(#[from] postcard::Error),
-    /// A secret could not be sealed or opened.
-    #[error(transparent)]
-    Crypto(#[from] CryptoError),
     /// The stored adapter name is unknown.
     #[error("a stored record names an unknown adapter")]
     Adapter,
@@ -54,7 +48,8 @@ pub(crate) enum RecordError {
     },
 }
 
-/// A database as stored (version 1). Secrets are sealed: `nonce ‖ ciphertext ‖ tag`.
+/// A database as stored (version 1). Secrets are as core sealed them
+/// ([`SealedSecret`]: `nonce ‖ ciphertext ‖ tag`), stored as they are.
 #[derive(Serialize, Deserialize)]
 pub(crate) struct DatabaseV1 {
     pub(crate) id: String,
@@ -191,31 +186,31 @@ fn unframed(bytes: &[u8]) -> Result<(u8, &[u8]), RecordError> {
         .ok_or(RecordError::Empty)
 }
 
-/// Encodes a database, sealing its secrets.
-pub(crate) fn encode_database(cipher: &Cipher, db: &Database) -> Result<Vec<u8>, RecordError> {
+fn stored_secret(secret: Option<&SealedSecret>) -> Option<Vec<u8>> {
+    secret.map(|sealed| sealed.as_bytes().to_vec())
+}
+
+fn sealed_secret(stored: Option<Vec<u8>>) -> Option<SealedSecret> {
+    stored.map(SealedSecret::from_stored)
+}
+
+/// Encodes a database; its secrets are already sealed.
+pub(crate) fn encode_database(db: &Database) -> Result<Vec<u8>, RecordError> {
     let id = db.id.as_str();
-    let seal_tls = |secret: Option<&Secret>, field: &str| {
-        cipher.seal_secret(secret, Place(&["database", id, "tls", field]))
-    };
     let credentials = db
         .credentials
         .iter()
-        .map(|c| {
-            Ok(CredentialV1 {
-                id: c.id.as_str().to_owned(),
-                username: c.username.clone(),
-                password: cipher.seal_secret(
-                    c.password.as_ref(),
-                    Place(&["database", id, "credential", c.id.as_str(), "password"]),
-                )?,
-                hostname: c.hostname.clone(),
-                ai_allowed: c.ai_allowed,
-                timeout: c.timeout,
-                reviews_required: c.reviews_required,
-                default_credential: c.default_credential,
-            })
+        .map(|c| CredentialV1 {
+            id: c.id.as_str().to_owned(),
+            username: c.username.clone(),
+            password: stored_secret(c.password.as_ref()),
+            hostname: c.hostname.clone(),
+            ai_allowed: c.ai_allowed,
+            timeout: c.timeout,
+            reviews_required: c.reviews_required,
+            default_credential: c.default_credential,
         })
-        .collect::<Result<Vec<_>, CryptoError>>()?;
+        .collect();
     let stored = DatabaseV1 {
         id: id.to_owned(),
         api_id: db.api_id.clone(),
@@ -239,55 +234,42 @@ pub(crate) fn encode_database(cipher: &Cipher, db: &Database) -> Result<Vec<u8>,
             .map(|p| (p.name.clone(), p.value.clone()))
             .collect(),
         credentials,
-        ca_cert: seal_tls(db.tls.ca_cert.as_ref(), "ca_cert")?,
-        client_cert: seal_tls(db.tls.client_cert.as_ref(), "client_cert")?,
-        client_key: seal_tls(db.tls.client_key.as_ref(), "client_key")?,
+        ca_cert: stored_secret(db.tls.ca_cert.as_ref()),
+        client_cert: stored_secret(db.tls.client_cert.as_ref()),
+        client_key: stored_secret(db.tls.client_key.as_ref()),
         inserted_at: db.inserted_at.as_micros(),
         updated_at: db.updated_at.as_micros(),
     };
     framed(RECORD_V1, &stored)
 }
 
-/// Decodes a stored database without opening its secrets (for its id and name), checking that
-/// it is the record of `key`.
+/// Decodes a stored database as its stored struct (for its id and name), checking that it is
+/// the record of `key`.
 pub(crate) fn decode_database_stored(key: &str, bytes: &[u8]) -> Result<DatabaseV1, RecordError> {
     decode_keyed(key, bytes)
 }
 
-/// Decodes the database stored under `key`, opening its secrets.
-pub(crate) fn decode_database(
-    cipher: &Cipher,
-    key: &str,
-    bytes: &[u8],
-) -> Result<Database, RecordError> {
+/// Decodes the database stored under `key`. Its secrets stay sealed.
+pub(crate) fn decode_database(key: &str, bytes: &[u8]) -> Result<Database, RecordError> {
     let stored = decode_database_stored(key, bytes)?;
-    let id = stored.id.as_str();
-    let open_tls = |sealed: Option<Vec<u8>>, field: &str| {
-        cipher.open_secret(sealed.as_deref(), Place(&["database", id, "tls", field]))
-    };
     let credentials = stored
         .credentials
         .into_iter()
-        .map(|c| {
-            Ok(Credential {
-                password: cipher.open_secret(
-                    c.password.as_deref(),
-                    Place(&["database", id, "credential", &c.id, "password"]),
-                )?,
-                id: CredentialId::from_stored(c.id),
-                username: c.username,
-                hostname: c.hostname,
-                ai_allowed: c.ai_allowed,
-                timeout: c.timeout,
-                reviews_required: c.reviews_required,
-                default_credential: c.default_credential,
-            })
+        .map(|c| Credential {
+            password: sealed_secret(c.password),
+            id: CredentialId::from_stored(c.id),
+            username: c.username,
+            hostname: c.hostname,
+            ai_allowed: c.ai_allowed,
+            timeout: c.timeout,
+            reviews_required: c.reviews_required,
+            default_credential: c.default_credential,
         })
-        .collect::<Result<Vec<_>, CryptoError>>()?;
+        .collect();
     let tls = TlsMaterial {
-        ca_cert: open_tls(stored.ca_cert, "ca_cert")?,
-        client_cert: open_tls(stored.client_cert, "client_cert")?,
-        client_key: open_tls(stored.client_key, "client_key")?,
+        ca_cert: sealed_secret(stored.ca_cert),
+        client_cert: sealed_secret(stored.client_cert),
+        client_key: sealed_secret(stored.client_key),
     };
     Ok(Database {
         adapter: stored
@@ -590,76 +572,59 @@ pub(crate) fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, Re
 
 #[cfg(test)]
 mod tests {
+    use dbconsole_core::model::Secret;
+    use dbconsole_core::seal::{Place, Sealer};
+
     use super::*;
-    use crate::key::SecretKey;
     use crate::tests::sample_database;
 
-    fn cipher() -> Cipher {
-        Cipher::new(&SecretKey::from_bytes([3; 32]))
-    }
-
     #[test]
-    fn database_round_trips_and_seals_its_secrets() {
-        let cipher = cipher();
+    fn database_round_trips_with_its_sealed_secrets_as_they_are() {
+        let sealer = Sealer::ephemeral().unwrap();
         let mut database = sample_database("Orders", Some("ext"));
+        let id = CredentialId::generate();
+        let place = Place::password(database.id.as_str(), id.as_str());
         database.credentials.push(Credential {
-            id: CredentialId::generate(),
+            password: Some(
+                sealer
+                    .seal(&Secret::from("pw-writer-distinctive"), &place)
+                    .unwrap(),
+            ),
+            id,
             username: "writer".to_owned(),
-            password: Some(Secret::from("pw-writer-distinctive")),
             hostname: Some("replica".to_owned()),
             ai_allowed: true,
             timeout: Some(5),
             reviews_required: 2,
             default_credential: false,
         });
-        let bytes = encode_database(&cipher, &database).unwrap();
+        let bytes = encode_database(&database).unwrap();
         assert_eq!(bytes[0], RECORD_V1);
         assert!(!bytes.windows(21).any(|w| w == b"pw-writer-distinctive"));
-        let back = decode_database(&cipher, database.id.as_str(), &bytes).unwrap();
+        let back = decode_database(database.id.as_str(), &bytes).unwrap();
         assert_eq!(back, database);
-    }
-
-    #[test]
-    fn a_password_moved_to_another_credential_does_not_decrypt() {
-        let cipher = cipher();
-        let mut database = sample_database("Orders", None);
-        let mut second = database.credentials[0].clone();
-        second.id = CredentialId::generate();
-        second.username = "other".to_owned();
-        database.credentials.push(second);
-        let bytes = encode_database(&cipher, &database).unwrap();
-
-        let mut stored = decode_database_stored(database.id.as_str(), &bytes).unwrap();
-        let first = stored.credentials[0].password.take();
-        stored.credentials[0].password = stored.credentials[1].password.take();
-        stored.credentials[1].password = first;
-        let swapped = framed(RECORD_V1, &stored).unwrap();
-        let error = decode_database(&cipher, database.id.as_str(), &swapped).unwrap_err();
-        assert!(matches!(error, RecordError::Crypto(_)), "{error}");
-
-        // A TLS file moved to another field does not decrypt either.
-        let mut stored = decode_database_stored(database.id.as_str(), &bytes).unwrap();
-        stored.client_key = stored.ca_cert.take();
-        let moved = framed(RECORD_V1, &stored).unwrap();
-        assert!(decode_database(&cipher, database.id.as_str(), &moved).is_err());
+        let password = back.credentials.last().unwrap().password.as_ref().unwrap();
+        assert_eq!(
+            sealer.open(password, &place).unwrap().expose(),
+            b"pw-writer-distinctive"
+        );
     }
 
     #[test]
     fn a_record_under_another_key_or_of_an_unknown_version_is_refused() {
-        let cipher = cipher();
         let database = sample_database("Orders", None);
-        let mut bytes = encode_database(&cipher, &database).unwrap();
+        let mut bytes = encode_database(&database).unwrap();
         assert!(matches!(
-            decode_database(&cipher, "db_other", &bytes),
+            decode_database("db_other", &bytes),
             Err(RecordError::KeyMismatch { .. })
         ));
         bytes[0] = 9;
         assert!(matches!(
-            decode_database(&cipher, database.id.as_str(), &bytes),
+            decode_database(database.id.as_str(), &bytes),
             Err(RecordError::UnknownVersion(9))
         ));
         assert!(matches!(
-            decode_database(&cipher, database.id.as_str(), &[]),
+            decode_database(database.id.as_str(), &[]),
             Err(RecordError::Empty)
         ));
     }

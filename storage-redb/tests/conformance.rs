@@ -1,7 +1,8 @@
 //! The storage conformance suite (`dbconsole_core::storage::testing`) over the redb backend,
 //! twice: on a data file in a temporary directory, and on redb's in-memory backend.
 
-use dbconsole_storage_redb::{RedbStorage, SecretKey};
+use dbconsole_core::Sealer;
+use dbconsole_storage_redb::RedbStorage;
 
 /// A store on a fresh data file with a fresh key.
 ///
@@ -10,15 +11,13 @@ use dbconsole_storage_redb::{RedbStorage, SecretKey};
 /// leaves files behind.
 fn on_file() -> RedbStorage {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    RedbStorage::open(
-        &dir.path().join("dbconsole.redb"),
-        SecretKey::generate().expect("a key"),
-    )
-    .expect("a new data file opens")
+    let sealer = Sealer::ephemeral().expect("a key");
+    RedbStorage::open(&dir.path().join("dbconsole.redb"), &sealer).expect("a new data file opens")
 }
 
 fn in_memory() -> RedbStorage {
-    RedbStorage::in_memory(SecretKey::generate().expect("a key")).expect("an in-memory store")
+    let sealer = Sealer::ephemeral().expect("a key");
+    RedbStorage::in_memory(&sealer).expect("an in-memory store")
 }
 
 mod file {

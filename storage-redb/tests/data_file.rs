@@ -10,15 +10,16 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use dbconsole_core::ValidationErrors;
-use dbconsole_core::auth::{CredentialKind, Scope, key_digest, mint_caller_key};
+use dbconsole_core::auth::{key_digest, mint_caller_key};
 use dbconsole_core::model::{
     AccessControl, AccessLevel, Action, ActionId, Adapter, ColumnAction, ColumnRule,
-    ConnectionParameter, Credential, CredentialId, Dashboard, DashboardId, DataProtection,
-    Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput, Permission,
-    Policy, Secret, SubjectKind, Timestamp, TlsMaterial,
+    ConnectionParameter, Credential, CredentialId, CredentialKind, Dashboard, DashboardId,
+    DataProtection, Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput,
+    Permission, Policy, Scope, SealedSecret, Secret, SubjectKind, Timestamp, TlsField, TlsMaterial,
 };
+use dbconsole_core::seal::{Place, Sealer};
 use dbconsole_core::storage::{DatabaseKey, DatabaseRef, Page, Storage, StorageError};
-use dbconsole_storage_redb::{FORMAT_VERSION, OpenError, RedbStorage, SecretKey};
+use dbconsole_storage_redb::{FORMAT_VERSION, OpenError, RedbStorage};
 use redb::{ReadableDatabase, TableDefinition};
 
 /// The `meta` table as the crate documents it.
@@ -29,19 +30,27 @@ const ALL: Page<'static> = Page {
     limit: usize::MAX,
 };
 
-fn key() -> SecretKey {
-    SecretKey::generate().expect("a key")
+fn key() -> Sealer {
+    Sealer::ephemeral().expect("a key")
+}
+
+/// The one sealer the fixtures seal with; the stores under test never open anything.
+fn fixture_sealer() -> &'static Sealer {
+    static SEALER: std::sync::OnceLock<Sealer> = std::sync::OnceLock::new();
+    SEALER.get_or_init(key)
 }
 
 fn data_file(dir: &tempfile::TempDir) -> PathBuf {
     dir.path().join("data").join("dbconsole.redb")
 }
 
-fn credential(username: &str, password: &str) -> Credential {
+fn credential(database_id: &DatabaseId, username: &str, password: &str) -> Credential {
+    let id = CredentialId::generate();
+    let place = Place::password(database_id.as_str(), id.as_str());
     Credential {
-        id: CredentialId::generate(),
+        password: Some(seal(password, &place)),
+        id,
         username: username.to_owned(),
-        password: Some(Secret::from(password)),
         hostname: None,
         ai_allowed: true,
         timeout: Some(7),
@@ -50,13 +59,22 @@ fn credential(username: &str, password: &str) -> Credential {
     }
 }
 
-/// A database whose secrets all contain `tag`, so they can be searched for.
+fn seal(plaintext: &str, place: &Place) -> SealedSecret {
+    fixture_sealer()
+        .seal(&Secret::from(plaintext), place)
+        .expect("sealed")
+}
+
+/// A database whose secrets all contain `tag`, so they can be searched for; sealed as core
+/// seals them.
 fn database(n: usize, tag: &str, api_id: Option<String>) -> Database {
     let now = Timestamp::now();
-    let mut first = credential(&format!("reader-{n}"), &format!("pw-{tag}-reader-{n}"));
+    let id = DatabaseId::generate();
+    let tls = |field| Place::tls(id.as_str(), field);
+    let mut first = credential(&id, &format!("reader-{n}"), &format!("pw-{tag}-reader-{n}"));
     first.default_credential = true;
     Database {
-        id: DatabaseId::generate(),
+        id: id.clone(),
         api_id,
         name: format!("Visible name {tag} {n}"),
         adapter: Adapter::Postgres,
@@ -78,18 +96,23 @@ fn database(n: usize, tag: &str, api_id: Option<String>) -> Database {
         }],
         credentials: vec![
             first,
-            credential(&format!("writer-{n}"), &format!("pw-{tag}-writer-{n}")),
+            credential(&id, &format!("writer-{n}"), &format!("pw-{tag}-writer-{n}")),
         ],
         tls: TlsMaterial {
-            ca_cert: Some(Secret::from(format!(
-                "-----BEGIN CERTIFICATE-----\nCA-{tag}-{n}\n-----END CERTIFICATE-----\n"
-            ))),
-            client_cert: Some(Secret::from(format!(
-                "-----BEGIN CERTIFICATE-----\nCLIENT-{tag}-{n}\n-----END CERTIFICATE-----\n"
-            ))),
-            client_key: Some(Secret::from(format!(
-                "-----BEGIN PRIVATE KEY-----\nKEY-{tag}-{n}\n-----END PRIVATE KEY-----\n"
-            ))),
+            ca_cert: Some(seal(
+                &format!("-----BEGIN CERTIFICATE-----\nCA-{tag}-{n}\n-----END CERTIFICATE-----\n"),
+                &tls(TlsField::CaCert),
+            )),
+            client_cert: Some(seal(
+                &format!(
+                    "-----BEGIN CERTIFICATE-----\nCLIENT-{tag}-{n}\n-----END CERTIFICATE-----\n"
+                ),
+                &tls(TlsField::ClientCert),
+            )),
+            client_key: Some(seal(
+                &format!("-----BEGIN PRIVATE KEY-----\nKEY-{tag}-{n}\n-----END PRIVATE KEY-----\n"),
+                &tls(TlsField::ClientKey),
+            )),
         },
         inserted_at: now,
         updated_at: now,
@@ -137,23 +160,28 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
         .any(|window| window == needle)
 }
 
+/// The plaintexts of a fixture database's secrets.
 fn secrets_of(database: &Database) -> Vec<Vec<u8>> {
-    let tls = &database.tls;
-    database
-        .credentials
-        .iter()
-        .filter_map(|c| c.password.as_ref())
-        .chain(
-            [&tls.ca_cert, &tls.client_cert, &tls.client_key]
-                .into_iter()
-                .flatten(),
-        )
-        .map(|secret| secret.expose().to_vec())
+    let id = database.id.as_str();
+    let passwords = database.credentials.iter().filter_map(|c| {
+        let place = Place::password(id, c.id.as_str());
+        c.password.as_ref().map(|sealed| (sealed, place))
+    });
+    let tls = TlsField::ALL.into_iter().filter_map(|field| {
+        let place = Place::tls(id, field);
+        database.tls.get(field).map(|sealed| (sealed, place))
+    });
+    passwords
+        .chain(tls)
+        .map(|(sealed, place)| {
+            let secret = fixture_sealer().open(sealed, &place).expect("opens");
+            secret.expose().to_vec()
+        })
         .collect()
 }
 
-fn open(path: &Path, key: &SecretKey) -> RedbStorage {
-    RedbStorage::open(path, key.clone()).expect("the data file opens")
+fn open(path: &Path, key: &Sealer) -> RedbStorage {
+    RedbStorage::open(path, key).expect("the data file opens")
 }
 
 #[tokio::test]
@@ -175,7 +203,8 @@ async fn the_file_holds_no_plaintext_secret() {
             first_id.as_str(),
             Box::new(|stored: &Database| {
                 let mut next = stored.clone();
-                next.credentials[0].password = Some(Secret::from("pw-Zq8Secret-rotated"));
+                let place = Place::password(stored.id.as_str(), stored.credentials[0].id.as_str());
+                next.credentials[0].password = Some(seal("pw-Zq8Secret-rotated", &place));
                 Ok(next)
             }),
         )
@@ -205,10 +234,7 @@ async fn the_file_holds_no_plaintext_secret() {
     // Everything reads back, secrets included.
     let storage = open(&path, &key);
     let first = storage.database(first_id.as_str()).await.unwrap().unwrap();
-    assert_eq!(
-        first.credentials[0].password,
-        Some(Secret::from("pw-Zq8Secret-rotated"))
-    );
+    assert_eq!(secrets_of(&first)[0], b"pw-Zq8Secret-rotated");
     assert_eq!(
         storage.database(written[5].id.as_str()).await.unwrap(),
         Some(written[5].clone())
@@ -453,7 +479,7 @@ async fn the_wrong_key_is_refused_at_open() {
     storage.insert_database(written.clone()).await.unwrap();
     drop(storage);
 
-    let error = RedbStorage::open(&path, key()).unwrap_err();
+    let error = RedbStorage::open(&path, &key()).unwrap_err();
     assert!(matches!(error, OpenError::WrongKey), "{error:?}");
     assert_eq!(
         error.to_string(),
@@ -491,7 +517,7 @@ async fn a_file_of_a_newer_format_is_refused_at_open() {
         txn.commit().unwrap();
     }
 
-    let error = RedbStorage::open(&path, key).unwrap_err();
+    let error = RedbStorage::open(&path, &key).unwrap_err();
     match &error {
         OpenError::NewerFormat { found, supported } => {
             assert_eq!((*found, *supported), (newer, FORMAT_VERSION));
@@ -534,7 +560,7 @@ fn a_file_already_open_is_refused() {
     let path = data_file(&dir);
     let key = key();
     let _first = open(&path, &key);
-    let error = RedbStorage::open(&path, key).unwrap_err();
+    let error = RedbStorage::open(&path, &key).unwrap_err();
     assert!(matches!(error, OpenError::AlreadyOpen { .. }), "{error:?}");
     assert!(error.to_string().contains("already open"), "{error}");
 }
@@ -550,7 +576,7 @@ fn a_foreign_redb_file_is_refused() {
         txn.open_table(table).unwrap().insert(1, 2).unwrap();
         txn.commit().unwrap();
     }
-    let error = RedbStorage::open(&path, key()).unwrap_err();
+    let error = RedbStorage::open(&path, &key()).unwrap_err();
     assert!(matches!(error, OpenError::NotDbconsole), "{error:?}");
 }
 
