@@ -210,7 +210,8 @@ fn assert_forbidden(response: &TestResponse, what: &str) {
 fn keyed_api(storage: &Arc<dyn Storage>) -> Api {
     let auth = StoredCredentials::new(storage.clone(), StaticCredentials::default());
     Api {
-        service: ConsoleService::builder(storage.clone(), Arc::new(auth)).build(),
+        service: ConsoleService::builder(storage.clone(), Arc::new(auth), crate::test_sealer())
+            .build(),
     }
 }
 
@@ -1472,7 +1473,8 @@ pub async fn access_stored_credentials_keep_static_ones(storage: Arc<dyn Storage
     );
     let auth = StoredCredentials::new(storage.clone(), fixed);
     let api = Api {
-        service: ConsoleService::builder(storage.clone(), Arc::new(auth)).build(),
+        service: ConsoleService::builder(storage.clone(), Arc::new(auth), crate::test_sealer())
+            .build(),
     };
     let (_, setup_key) = stored_key(&storage, CredentialKind::ApiKey, Scope::Setup, "tf").await;
     api.db(Method::GET, DATABASES, None).await.expect(200);

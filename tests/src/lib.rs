@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use dbconsole_core::{Checkers, ConsoleService, Secret, StaticCredentials, Storage};
+use dbconsole_core::{Checkers, ConsoleService, Sealer, Secret, StaticCredentials, Storage};
 use http::{HeaderMap, Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use serde_json::Value;
@@ -33,6 +33,19 @@ pub const ACCESS_TOKEN: &str = "test-access-token-0123456789";
 pub const DATABASES: &str = "/api/v1/console/databases";
 /// Path prefix of the dashboard routes.
 pub const DASHBOARDS: &str = "/v1/dashboards";
+
+/// The static credentials the harness's services accept: [`API_KEY`] and [`ACCESS_TOKEN`].
+pub fn test_credentials() -> StaticCredentials {
+    StaticCredentials::new(
+        Some(&Secret::from(API_KEY)),
+        Some(&Secret::from(ACCESS_TOKEN)),
+    )
+}
+
+/// A sealer with a new random key.
+pub fn test_sealer() -> Sealer {
+    Sealer::ephemeral().expect("the system random number generator")
+}
 
 /// A service over one store, and helpers to call it.
 #[derive(Clone, Debug)]
@@ -83,18 +96,22 @@ impl TestResponse {
 }
 
 impl Api {
-    /// A service over `storage` with the harness's credentials and no connection checkers.
+    /// A service over `storage` with the harness's credentials, a sealer with a random key and
+    /// no connection checkers. (The stores never open secrets, so any key does.)
     pub fn new(storage: Arc<dyn Storage>) -> Self {
         Self::with_checkers(storage, Checkers::none())
     }
 
-    /// A service over `storage` with the harness's credentials and these checkers.
+    /// A service over `storage` with the harness's credentials, a sealer with a random key and
+    /// these checkers.
     pub fn with_checkers(storage: Arc<dyn Storage>, checkers: Checkers) -> Self {
-        let auth = StaticCredentials::new(
-            Some(&Secret::from(API_KEY)),
-            Some(&Secret::from(ACCESS_TOKEN)),
-        );
-        let service = ConsoleService::builder(storage, Arc::new(auth))
+        Self::with_sealer(storage, test_sealer(), checkers)
+    }
+
+    /// A service over `storage` with the harness's credentials, this sealer and these
+    /// checkers.
+    pub fn with_sealer(storage: Arc<dyn Storage>, sealer: Sealer, checkers: Checkers) -> Self {
+        let service = ConsoleService::builder(storage, Arc::new(test_credentials()), sealer)
             .checkers(checkers)
             .build();
         Self { service }

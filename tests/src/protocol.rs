@@ -51,7 +51,8 @@ impl Authenticator for ScopedAuth {
 
 fn scoped_api(storage: Arc<dyn Storage>) -> Api {
     Api {
-        service: ConsoleService::builder(storage, Arc::new(ScopedAuth)).build(),
+        service: ConsoleService::builder(storage, Arc::new(ScopedAuth), crate::test_sealer())
+            .build(),
     }
 }
 

@@ -79,10 +79,14 @@ fn api_with_dialer(dialer: Arc<LoopbackDialer>) -> Api {
         Some(&Secret::from(API_KEY)),
         Some(&Secret::from(ACCESS_TOKEN)),
     );
-    let service = ConsoleService::builder(Arc::new(MemoryStorage::new()), Arc::new(auth))
-        .checkers(standard_checkers())
-        .tunnel_dialer(dialer)
-        .build();
+    let service = ConsoleService::builder(
+        Arc::new(MemoryStorage::new()),
+        Arc::new(auth),
+        dbconsole_tests::test_sealer(),
+    )
+    .checkers(standard_checkers())
+    .tunnel_dialer(dialer)
+    .build();
     Api { service }
 }
 
@@ -204,10 +208,14 @@ async fn oracle_connects_to_the_tunnel() {
     };
     let dialer = Arc::new(LoopbackDialer::default());
     let auth = StaticCredentials::new(Some(&Secret::from(API_KEY)), None);
-    let service = ConsoleService::builder(Arc::new(MemoryStorage::new()), Arc::new(auth))
-        .checkers(Checkers::none().with(Adapter::Oracle, Arc::new(oracle)))
-        .tunnel_dialer(Arc::clone(&dialer) as Arc<dyn TunnelDialer>)
-        .build();
+    let service = ConsoleService::builder(
+        Arc::new(MemoryStorage::new()),
+        Arc::new(auth),
+        dbconsole_tests::test_sealer(),
+    )
+    .checkers(Checkers::none().with(Adapter::Oracle, Arc::new(oracle)))
+    .tunnel_dialer(Arc::clone(&dialer) as Arc<dyn TunnelDialer>)
+    .build();
     let api = Api { service };
     let id = create(&api, &private("oracle", 1521, "FREEPDB1")).await;
     assert_eq!(check(&api, &id, "checker").await, "ok");

@@ -22,6 +22,9 @@ impl Shared {
         let Some(credential) = db.credential_by_username(username) else {
             return Ok(not_found());
         };
+        let Some(checker) = self.checkers.get(db.adapter) else {
+            return Ok(text_response(StatusCode::OK, not_built_message(db.adapter)));
+        };
         // The only place secrets are opened.
         let open = |sealed: Option<&SealedSecret>, place: Place| {
             sealed
@@ -59,12 +62,6 @@ impl Shared {
                 .timeout
                 .map(|secs| std::time::Duration::from_secs(u64::from(secs)))
                 .unwrap_or(self.check_timeout),
-        };
-        let Some(checker) = self.checkers.get(target.adapter) else {
-            return Ok(text_response(
-                StatusCode::OK,
-                not_built_message(target.adapter),
-            ));
         };
         let dialer = self.tunnel_dialer.as_deref();
         let check = tunnel::check_through(checker.as_ref(), &target, dialer);
