@@ -90,6 +90,112 @@ pub struct CheckTarget {
 }
 
 impl CheckTarget {
+    /// A target with the connection's identity and nothing else: no password, TLS off, no
+    /// certificates, no connection parameters, no tunnel, and a 10 s timeout. The chained
+    /// setters below fill in the rest:
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # use dbconsole_core::check::{Adapter, CheckTarget};
+    /// let target = CheckTarget::new(Adapter::Postgres, "db.internal", 5432, "orders", "reader")
+    ///     .password("secret")
+    ///     .ssl(true)
+    ///     .timeout(Duration::from_secs(3));
+    /// assert!(target.ssl && target.password.is_some());
+    /// ```
+    pub fn new(
+        adapter: Adapter,
+        host: impl Into<String>,
+        port: u16,
+        database: impl Into<String>,
+        username: impl Into<String>,
+    ) -> Self {
+        Self {
+            adapter,
+            host: host.into(),
+            port,
+            database: database.into(),
+            username: username.into(),
+            password: None,
+            ssl: false,
+            verify_server_hostname: false,
+            ca_cert: None,
+            client_cert: None,
+            client_key: None,
+            connection_parameters: Vec::new(),
+            tunnel_id: None,
+            connect_via: None,
+            timeout: Self::DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// The timeout of [`CheckTarget::new`] (the reference server's default check timeout).
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// Sets the login password.
+    #[must_use]
+    pub fn password(mut self, password: impl Into<Secret>) -> Self {
+        self.password = Some(password.into());
+        self
+    }
+
+    /// Turns TLS on or off.
+    #[must_use]
+    pub fn ssl(mut self, ssl: bool) -> Self {
+        self.ssl = ssl;
+        self
+    }
+
+    /// Sets whether the certificate must match the host name.
+    #[must_use]
+    pub fn verify_server_hostname(mut self, verify: bool) -> Self {
+        self.verify_server_hostname = verify;
+        self
+    }
+
+    /// Sets the CA certificate(s) to verify the chain against.
+    #[must_use]
+    pub fn ca_cert(mut self, pem: impl Into<Secret>) -> Self {
+        self.ca_cert = Some(pem.into());
+        self
+    }
+
+    /// Sets the client certificate and its key, to present.
+    #[must_use]
+    pub fn client_identity(mut self, cert: impl Into<Secret>, key: impl Into<Secret>) -> Self {
+        self.client_cert = Some(cert.into());
+        self.client_key = Some(key.into());
+        self
+    }
+
+    /// Sets the PostgreSQL run-time parameters.
+    #[must_use]
+    pub fn connection_parameters(mut self, parameters: Vec<ConnectionParameter>) -> Self {
+        self.connection_parameters = parameters;
+        self
+    }
+
+    /// Sets the tunnel to reach the host through.
+    #[must_use]
+    pub fn tunnel_id(mut self, tunnel_id: impl Into<String>) -> Self {
+        self.tunnel_id = Some(tunnel_id.into());
+        self
+    }
+
+    /// Sets where to open the TCP connection instead of `host:port`.
+    #[must_use]
+    pub fn connect_via(mut self, addr: SocketAddr) -> Self {
+        self.connect_via = Some(addr);
+        self
+    }
+
+    /// Sets the bound around the whole check.
+    #[must_use]
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     /// Every secret of the target, so that messages can be scrubbed of them.
     pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
         [
@@ -113,7 +219,9 @@ pub trait ConnectionChecker: Send + Sync + Debug + 'static {
 /// The checkers compiled into a service, one per adapter at most.
 #[derive(Clone, Debug, Default)]
 pub struct Checkers {
-    by_adapter: [Option<Arc<dyn ConnectionChecker>>; 5],
+    /// One slot per adapter, indexed by `adapter as usize`: sized from [`Adapter::ALL`], so a new
+    /// adapter grows the table (and `index` below makes sure the discriminants fit it).
+    by_adapter: [Option<Arc<dyn ConnectionChecker>>; Adapter::ALL.len()],
 }
 
 impl Checkers {
@@ -124,14 +232,30 @@ impl Checkers {
 
     /// Adds (or replaces) the checker of one adapter.
     pub fn with(mut self, adapter: Adapter, checker: Arc<dyn ConnectionChecker>) -> Self {
-        self.by_adapter[adapter as usize] = Some(checker);
+        self.by_adapter[index(adapter)] = Some(checker);
         self
     }
 
     /// The checker of one adapter.
     pub fn get(&self, adapter: Adapter) -> Option<&Arc<dyn ConnectionChecker>> {
-        self.by_adapter[adapter as usize].as_ref()
+        self.by_adapter[index(adapter)].as_ref()
     }
+}
+
+/// The slot of an adapter in [`Checkers`]. Checked at compile time for every adapter: a variant
+/// whose discriminant does not index `Adapter::ALL` to itself stops the build.
+const fn index(adapter: Adapter) -> usize {
+    const {
+        let mut i = 0;
+        while i < Adapter::ALL.len() {
+            assert!(
+                Adapter::ALL[i] as usize == i,
+                "Adapter::ALL must list the adapters in declaration order"
+            );
+            i += 1;
+        }
+    }
+    adapter as usize
 }
 
 /// A checker for every adapter whose cargo feature is compiled in (`postgres`, `mysql`,

@@ -1,7 +1,8 @@
 //! Oracle: [`OracleChecker`], with the oracle crate (ODPI-C over the Oracle Client library).
 //!
 //! The oracle crate is blocking, so the connection attempt runs on tokio's blocking pool
-//! (`spawn_blocking`): slow Oracle checks never hold an async worker thread, and the service's
+//! (`spawn_blocking`), together with writing and removing the temporary wallet (blocking file
+//! I/O): slow Oracle checks never hold an async worker thread, and the service's
 //! timeout still bounds the answer. A timed-out attempt keeps its blocking thread until the
 //! Oracle client gives up, so the connect descriptor also carries the timeout
 //! (`CONNECT_TIMEOUT`, `TRANSPORT_CONNECT_TIMEOUT`, no retries).
@@ -92,9 +93,11 @@ impl fmt::Debug for OracleChecker {
 #[async_trait]
 impl ConnectionChecker for OracleChecker {
     async fn check(&self, target: &CheckTarget) -> Result<(), String> {
-        let login = login(target)?;
+        let target = target.clone();
         let connect = Arc::clone(&self.connect);
-        tokio::task::spawn_blocking(move || connect(&login))
+        // The login writes (and, when dropped, removes) the temporary wallet: blocking file I/O,
+        // so it is made on the blocking pool with the connection attempt.
+        tokio::task::spawn_blocking(move || connect(&login(&target)?))
             .await
             .map_err(|error| format!("the Oracle connection attempt failed: {error}"))?
     }
@@ -214,23 +217,9 @@ mod tests {
     use crate::model::Adapter;
 
     fn target() -> CheckTarget {
-        CheckTarget {
-            adapter: Adapter::Oracle,
-            host: "db.example.com".to_owned(),
-            port: 1521,
-            database: "ORCLPDB1".to_owned(),
-            username: "scott".to_owned(),
-            password: Some(Secret::from("tiger")),
-            ssl: false,
-            verify_server_hostname: false,
-            ca_cert: None,
-            client_cert: None,
-            client_key: None,
-            connection_parameters: Vec::new(),
-            tunnel_id: None,
-            connect_via: None,
-            timeout: Duration::from_millis(2500),
-        }
+        CheckTarget::new(Adapter::Oracle, "db.example.com", 1521, "ORCLPDB1", "scott")
+            .password("tiger")
+            .timeout(Duration::from_millis(2500))
     }
 
     #[test]

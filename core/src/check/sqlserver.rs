@@ -13,8 +13,11 @@
 //! no chain-only mode, so for this adapter a CA certificate always means chain and host name. A
 //! stored client certificate and key are presented; tiberius reads them from files, so they are
 //! written to a private temporary directory (mode 0700) that is removed when the check ends.
+//! Writing and removing those files is blocking file I/O, so both run on tokio's blocking pool
+//! (`spawn_blocking`), never on an async worker thread.
 
 use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use base64::Engine as _;
@@ -38,7 +41,7 @@ impl SqlserverChecker {
 #[async_trait]
 impl ConnectionChecker for SqlserverChecker {
     async fn check(&self, target: &CheckTarget) -> Result<(), String> {
-        let (config, _files) = config(target)?;
+        let (config, _files) = config(target).await?;
         let tcp = match target.connect_via {
             Some(via) => TcpStream::connect(via).await,
             None => TcpStream::connect((target.host.as_str(), target.port)).await,
@@ -86,7 +89,7 @@ impl ConnectionChecker for SqlserverChecker {
 
 /// The tiberius configuration, and the temporary directory holding the client certificate files
 /// (kept until the check ends).
-fn config(target: &CheckTarget) -> Result<(Config, Option<tempfile::TempDir>), String> {
+async fn config(target: &CheckTarget) -> Result<(Config, ClientFiles), String> {
     let mut config = Config::new();
     config.host(&target.host);
     config.port(target.port);
@@ -103,7 +106,7 @@ fn config(target: &CheckTarget) -> Result<(Config, Option<tempfile::TempDir>), S
         // A server that requires encryption makes tiberius encrypt anyway; like every SQL Server
         // client with `Encrypt=false`, it then does not verify the certificate.
         config.trust_cert();
-        return Ok((config, None));
+        return Ok((config, ClientFiles(None)));
     }
     config.encryption(EncryptionLevel::Required);
     match &target.ca_cert {
@@ -114,28 +117,55 @@ fn config(target: &CheckTarget) -> Result<(Config, Option<tempfile::TempDir>), S
         }
     }
     let files = match tls::client_identity(target)? {
-        Some((chain, key)) => {
-            let dir = tempfile::TempDir::new()
-                .map_err(|error| format!("client certificate: {}", error_chain(&error)))?;
-            let cert_path = dir.path().join("client.pem");
-            let key_path = dir.path().join("client.key");
-            let mut cert_pem = String::new();
-            for cert in &chain {
-                cert_pem.push_str(&pem("CERTIFICATE", cert.as_ref()));
-            }
-            let label = match &key {
-                rustls::pki_types::PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
-                rustls::pki_types::PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
-                _ => "PRIVATE KEY",
-            };
-            write_private(&cert_path, cert_pem.as_bytes())?;
-            write_private(&key_path, pem(label, key.secret_der()).as_bytes())?;
+        Some(identity) => {
+            let (dir, cert_path, key_path) =
+                tokio::task::spawn_blocking(move || write_client_identity(identity))
+                    .await
+                    .map_err(|error| format!("client certificate: {error}"))??;
             config.client_certificate(cert_path, key_path);
-            Some(dir)
+            ClientFiles(Some(dir))
         }
-        None => None,
+        None => ClientFiles(None),
     };
     Ok((config, files))
+}
+
+/// The temporary directory of the client certificate files, if any. Dropping it removes the
+/// directory on the blocking pool (also when the check is cancelled by its timeout).
+struct ClientFiles(Option<tempfile::TempDir>);
+
+impl Drop for ClientFiles {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take() {
+            match tokio::runtime::Handle::try_current() {
+                Ok(runtime) => drop(runtime.spawn_blocking(move || drop(dir))),
+                Err(_) => drop(dir),
+            }
+        }
+    }
+}
+
+/// Writes the client certificate chain and key as PEM files into a new private temporary
+/// directory: the directory and the two paths. Blocking: runs on the blocking pool.
+fn write_client_identity(
+    (chain, key): tls::ClientIdentity,
+) -> Result<(tempfile::TempDir, PathBuf, PathBuf), String> {
+    let dir = tempfile::TempDir::new()
+        .map_err(|error| format!("client certificate: {}", error_chain(&error)))?;
+    let cert_path = dir.path().join("client.pem");
+    let key_path = dir.path().join("client.key");
+    let mut cert_pem = String::new();
+    for cert in &chain {
+        cert_pem.push_str(&pem("CERTIFICATE", cert.as_ref()));
+    }
+    let label = match &key {
+        rustls::pki_types::PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
+        rustls::pki_types::PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
+        _ => "PRIVATE KEY",
+    };
+    write_private(&cert_path, cert_pem.as_bytes())?;
+    write_private(&key_path, pem(label, key.secret_der()).as_bytes())?;
+    Ok((dir, cert_path, key_path))
 }
 
 fn pem(label: &str, der: &[u8]) -> String {
@@ -149,7 +179,7 @@ fn pem(label: &str, der: &[u8]) -> String {
     text
 }
 
-fn write_private(path: &std::path::Path, bytes: &[u8]) -> Result<(), String> {
+fn write_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]

@@ -1,6 +1,6 @@
 //! The one TLS stack of every checker: rustls with the aws-lc-rs provider.
 //!
-//! The rules (interface.md 2.1, contract.md 3):
+//! The rules (README, "Check connection", TLS):
 //!
 //! | stored | verification |
 //! |---|---|

@@ -1,9 +1,11 @@
 //! Shared helpers of the check-connection tests (`check_*.rs`): the service with the standard
 //! checkers, database records, the servers started by `.ci/db-servers-up.sh` and the
-//! certificates it makes, and stand-in servers (silent, closed).
+//! certificates it makes, and stand-in servers (silent, closed). The cases every adapter shares
+//! are one table, in `suite.rs`.
 #![allow(dead_code)] // each test file uses a part
 
 pub mod mock_tds;
+pub mod suite;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,0 +1,97 @@
+//! Property 2 (databases): fields left out of a PATCH never move; credentials that carry their
+//! id keep it, and their left-out fields (the password included) keep their values.
+
+use std::sync::Arc;
+
+use dbconsole_tests::DATABASES;
+use http::Method;
+use proptest::prelude::*;
+use serde_json::Value;
+
+use crate::model::*;
+use crate::strategies::*;
+use crate::support::*;
+
+async fn update_keeps_left_out_fields(create: CreateBody, mut patch: Patch) -> Checked {
+    verify_only_with_ca(
+        &mut patch.fields,
+        create.tls.ca.is_some() || patch.ca.is_some(),
+    );
+    let recorder = Arc::new(RecordingChecker::default());
+    let api = api_checked_by(recorder.clone());
+    let answer = api.db(Method::POST, DATABASES, Some(&create.json())).await;
+    let before = expect_status(answer, 200, "create")?;
+    let held: Vec<Held> = credentials_of(&before)
+        .iter()
+        .zip(create.passwords())
+        .map(|(view, password)| Held {
+            view: view.as_object().cloned().unwrap_or_default(),
+            password,
+        })
+        .collect();
+    let resolved = patch.resolve(&held);
+    let path = database_path(str_of(&before["id"]));
+    let answer = api.db(Method::PATCH, &path, Some(&resolved.body)).await;
+
+    if resolved.conflict {
+        let refused = expect_status(answer, 422, "update with a username twice")?;
+        prop_assert!(refused["errors"]["credentials"].is_array(), "{}", refused);
+        let retrieved = api.db(Method::GET, &path, None).await.json();
+        prop_assert_eq!(retrieved, before);
+        return Ok(());
+    }
+    let after = expect_status(answer, 200, "update")?;
+    let retrieved = expect_status(api.db(Method::GET, &path, None).await, 200, "retrieve")?;
+    prop_assert_eq!(&retrieved, &after);
+
+    for key in ["id", "api_id", "inserted_at"] {
+        prop_assert_eq!(&after[key], &before[key], "{}", key);
+    }
+    for key in DATABASE_FIELDS {
+        let expected = expect_of(&patch.fields, key).unwrap_or_else(|| before[key].clone());
+        prop_assert_eq!(&after[key], &expected, "{}", key);
+    }
+
+    let held_after = match &resolved.credentials {
+        None => {
+            prop_assert_eq!(&after["credentials"], &before["credentials"]);
+            held
+        }
+        Some(expected) => {
+            let actual = credentials_of(&after);
+            prop_assert_eq!(actual.len(), expected.len());
+            let stored: Vec<&Value> = credentials_of(&before).iter().map(|c| &c["id"]).collect();
+            for (actual, (kept_id, held)) in actual.iter().zip(expected) {
+                match kept_id {
+                    Some(id) => prop_assert_eq!(&actual["id"], id, "a kept credential's id"),
+                    None => {
+                        assert_id(&actual["id"], "crd")?;
+                        prop_assert!(
+                            !stored.contains(&&actual["id"]),
+                            "a new one got a stored id"
+                        );
+                    }
+                }
+                prop_assert_eq!(without_id(actual), Value::Object(held.view.clone()));
+            }
+            expected.iter().map(|(_, held)| held.clone()).collect()
+        }
+    };
+
+    // What is not in a response (passwords, certificates) is what the checker is handed.
+    let tls = Tls {
+        ca: patch.ca.clone().or(create.tls.ca.clone()),
+        ..create.tls.clone()
+    };
+    let passwords: Vec<Option<String>> = held_after.into_iter().map(|h| h.password).collect();
+    assert_connections(&api, &recorder, &after, &passwords, &tls).await
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    #[test]
+    fn fields_left_out_of_an_update_never_move(create in create_body(), patch in patch()) {
+        run(update_keeps_left_out_fields(create, patch))?;
+    }
+}
