@@ -13,12 +13,18 @@ use std::hint::black_box;
 use std::time::{Instant, SystemTime};
 
 use criterion::Criterion;
+use std::sync::Arc;
+
 use dbconsole_benches::fixtures::{
-    UNKNOWN_PATH, create_database_body, dashboard_body, seeded, update_database_body,
+    UNKNOWN_PATH, create_database_body, dashboard_body, seeded, seeded_on, update_database_body,
 };
 use dbconsole_benches::{
-    DASHBOARDS, DATABASES, dashboard_request, database_request, report, service, status_of,
+    DASHBOARDS, DATABASES, dashboard_request, database_request, report, service, service_on,
+    status_of,
 };
+use dbconsole_core::model::{SealedSecret, TlsField};
+use dbconsole_core::seal::{Place, Sealer};
+use dbconsole_storage_redb::RedbStorage;
 use http::{Method, StatusCode};
 use tokio::runtime::Runtime;
 
@@ -31,7 +37,7 @@ const PANELS: usize = 10;
 const ACTIONS: usize = 3;
 
 /// Every benchmark of this target, as `(group, bench)`, for the ratio table.
-const BENCHES: [(&str, &str); 7] = [
+const BENCHES: [(&str, &str); 9] = [
     ("baseline", "unknown_route_404"),
     ("baseline", "json_parse_body"),
     ("databases", "create"),
@@ -39,6 +45,8 @@ const BENCHES: [(&str, &str); 7] = [
     ("databases", "update"),
     ("dashboards", "create_10x3"),
     ("dashboards", "retrieve_10x3"),
+    ("redb", "retrieve"),
+    ("redb", "open_secrets_of_one_database"),
 ];
 
 fn baseline(c: &mut Criterion, runtime: &Runtime) {
@@ -128,6 +136,54 @@ fn dashboards(c: &mut Criterion, runtime: &Runtime) {
     group.finish();
 }
 
+/// GET of a database on redb (a data file in a temporary directory), and what that GET used to
+/// pay on top before records carried their secrets sealed: opening every secret of the record
+/// (two passwords and a CA certificate). After the run, the sealer's count proves the GETs opened
+/// nothing.
+fn redb(c: &mut Criterion, runtime: &Runtime) {
+    let mut group = c.benchmark_group("redb");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let sealer = Sealer::ephemeral().expect("a random key");
+    let storage = RedbStorage::open(&dir.path().join("bench.redb"), &sealer).expect("opens");
+    let service = service_on(Arc::new(storage), sealer.clone());
+    let store = runtime.block_on(seeded_on(service, 200, 0, PANELS, ACTIONS));
+    let path = format!("{DATABASES}/{}", store.database_id);
+    group.bench_function("retrieve", |b| {
+        b.to_async(runtime).iter(|| async {
+            let request = database_request(Method::GET, &path, None);
+            assert_eq!(status_of(&store.service, request).await, StatusCode::OK);
+        })
+    });
+    assert_eq!(sealer.opened(), 0, "a GET of a database opened a secret");
+
+    let database = runtime
+        .block_on(store.service.storage().database(&store.database_id))
+        .expect("the store answers")
+        .expect("the seeded database");
+    let mut sealed: Vec<(SealedSecret, Place)> = database
+        .credentials
+        .iter()
+        .filter_map(|c| {
+            let place = Place::password(database.id.as_str(), c.id.as_str());
+            c.password.clone().map(|secret| (secret, place))
+        })
+        .collect();
+    for field in TlsField::ALL {
+        if let Some(secret) = database.tls.get(field) {
+            sealed.push((secret.clone(), Place::tls(database.id.as_str(), field)));
+        }
+    }
+    assert!(!sealed.is_empty(), "the seeded database has secrets");
+    group.bench_function("open_secrets_of_one_database", |b| {
+        b.iter(|| {
+            for (secret, place) in &sealed {
+                black_box(sealer.open(secret, place).expect("opens"));
+            }
+        })
+    });
+    group.finish();
+}
+
 fn main() {
     let started = SystemTime::now();
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -137,6 +193,7 @@ fn main() {
     baseline(&mut criterion, &runtime);
     databases(&mut criterion, &runtime);
     dashboards(&mut criterion, &runtime);
+    redb(&mut criterion, &runtime);
     criterion.final_summary();
     report::print_ratios(&BENCHES, started);
 }

@@ -113,7 +113,17 @@ pub struct Seeded {
 ///
 /// When the service refuses one of the creations.
 pub async fn seeded(databases: usize, dashboards: usize, panels: usize, actions: usize) -> Seeded {
-    let service = crate::service();
+    seeded_on(crate::service(), databases, dashboards, panels, actions).await
+}
+
+/// As [`seeded`], on the store of `service`.
+pub async fn seeded_on(
+    service: ConsoleService,
+    databases: usize,
+    dashboards: usize,
+    panels: usize,
+    actions: usize,
+) -> Seeded {
     let mut database_id = String::new();
     for i in 0..databases {
         let request = database_request(Method::POST, DATABASES, Some(create_database_body()));

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use dbconsole_core::{ConsoleService, Secret, StaticCredentials, Storage};
+use dbconsole_core::{ConsoleService, Sealer, Secret, StaticCredentials, Storage};
 use dbconsole_storage_memory::MemoryStorage;
 use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
@@ -34,12 +34,18 @@ pub const DASHBOARDS: &str = "/v1/dashboards";
 
 /// A service over a fresh, empty in-memory store.
 pub fn service() -> ConsoleService {
-    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let sealer = Sealer::ephemeral().expect("a random key");
+    service_on(Arc::new(MemoryStorage::new()), sealer)
+}
+
+/// A service over this store, sealing with this sealer (the one a durable store was opened
+/// with).
+pub fn service_on(storage: Arc<dyn Storage>, sealer: Sealer) -> ConsoleService {
     let auth = StaticCredentials::new(
         Some(&Secret::from(API_KEY)),
         Some(&Secret::from(ACCESS_TOKEN)),
     );
-    ConsoleService::builder(storage, Arc::new(auth)).build()
+    ConsoleService::builder(storage, Arc::new(auth), sealer).build()
 }
 
 /// A request to a database route (`x-api-key`), with a JSON body when one is given.

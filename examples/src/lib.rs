@@ -24,7 +24,7 @@ use axum::http::StatusCode;
 use axum::response::Json;
 use axum::routing::get;
 use dbconsole_core::storage::Page;
-use dbconsole_core::{ConsoleService, Secret, StaticCredentials, Storage};
+use dbconsole_core::{ConsoleService, Sealer, Secret, StaticCredentials, Storage};
 use dbconsole_storage_memory::MemoryStorage;
 use serde_json::{Value, json};
 
@@ -42,7 +42,9 @@ pub const DEMO_ACCESS_TOKEN: &str = "demo-access-token";
 pub fn memory_console(api_key: &Secret, access_token: &Secret) -> ConsoleService {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let auth = StaticCredentials::new(Some(api_key), Some(access_token));
-    ConsoleService::builder(storage, Arc::new(auth)).build()
+    // The in-memory store does not outlive the process, so a random sealing key is enough.
+    let sealer = Sealer::ephemeral().expect("the system random number generator");
+    ConsoleService::builder(storage, Arc::new(auth), sealer).build()
 }
 
 /// The example application: its own routes, and the dbconsole API mounted next to them.
@@ -51,14 +53,20 @@ pub fn memory_console(api_key: &Secret, access_token: &Secret) -> ConsoleService
 /// - `GET /healthz`: `ok`;
 /// - `GET /app/status`: JSON with how many databases and dashboards the console holds, read
 ///   straight from the storage the console shares with the application;
+/// - `/console/...`: the same dbconsole API nested under a prefix with `nest_service` (axum
+///   strips `/console` before the service sees the path);
 /// - everything else: the dbconsole API (`/api/v1/console/databases...`, `/v1/dashboards...`
 ///   and the compatibility routes), with its own authentication and error bodies.
+///
+/// (A server that hands a mounted service the full path instead would build the console with
+/// `ConsoleServiceBuilder::base_path("/console")`.)
 pub fn app(console: ConsoleService) -> Router {
     let storage = Arc::clone(console.storage());
     Router::new()
         .route("/", get(index))
         .route("/healthz", get(|| async { "ok" }))
         .route("/app/status", get(status))
+        .nest_service("/console", console.clone())
         .fallback_service(console)
         .with_state(storage)
 }

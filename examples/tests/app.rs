@@ -107,6 +107,34 @@ async fn mounted_api_answers_with_full_paths_and_shares_the_store() {
 }
 
 #[tokio::test]
+async fn the_api_nested_under_a_prefix_answers_there_on_the_same_store() {
+    let router = router();
+    let mut create = create_database();
+    *create.uri_mut() = "/console/api/v1/console/databases".parse().unwrap();
+    let (status, _, body) = call(&router, create).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let id = json(&body)["id"].as_str().unwrap().to_owned();
+
+    // The same record, through the nested path and through the full path.
+    for path in [
+        format!("/console/api/v1/console/databases/{id}"),
+        format!("/api/v1/console/databases/{id}"),
+    ] {
+        let request = Request::get(&path)
+            .header("x-api-key", KEY)
+            .body(Body::empty())
+            .unwrap();
+        let (status, _, body) = call(&router, request).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        assert_eq!(json(&body)["id"], id.as_str(), "{path}");
+    }
+    // Its own errors, below the prefix too.
+    let (status, _, body) = call(&router, get("/console/api/v1/console/databases")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(json(&body), json!({"errors": {"detail": "Unauthorized"}}));
+}
+
+#[tokio::test]
 async fn mounted_api_keeps_its_own_authentication_and_errors() {
     let router = router();
     // The console's 401, with its JSON body, for a database route without a key.

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use dbconsole_core::{ConsoleService, Secret, StaticCredentials, Storage};
+use dbconsole_core::{ConsoleService, Sealer, Secret, StaticCredentials, Storage};
 use dbconsole_examples::provision::{DatabaseSpec, ProvisionError, Provisioner};
 use dbconsole_storage_memory::MemoryStorage;
 use http::{Request, StatusCode};
@@ -26,7 +26,8 @@ const KEY: &str = "embedded-test-key";
 fn console() -> ConsoleService {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let auth = StaticCredentials::new(Some(&Secret::from(KEY)), None);
-    ConsoleService::builder(storage, Arc::new(auth)).build()
+    let sealer = Sealer::ephemeral().expect("a random key");
+    ConsoleService::builder(storage, Arc::new(auth), sealer).build()
 }
 
 fn spec(api_id: &str, password: &str) -> DatabaseSpec {
@@ -185,4 +186,54 @@ async fn a_wrong_key_is_refused_and_never_shown() {
     let shown = format!("{provisioner:?} {:?}", spec("orders-db", "pw-secret"));
     assert!(!shown.contains("not-the-key"), "{shown}");
     assert!(!shown.contains("pw-secret"), "{shown}");
+}
+
+/// A console built with a base path answers only below it, and routes on the path below it
+/// exactly as it would from the root (for servers that hand a mounted service the full path).
+#[tokio::test]
+async fn a_base_path_mounts_the_whole_api_below_it() {
+    let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+    let auth = StaticCredentials::new(Some(&Secret::from(KEY)), None);
+    let sealer = Sealer::ephemeral().expect("a random key");
+    let console = ConsoleService::builder(storage, Arc::new(auth), sealer)
+        .base_path("/console")
+        .expect("a valid base path")
+        .build();
+    let status = |path: &'static str| {
+        let console = console.clone();
+        async move {
+            let request = Request::get(path)
+                .header("x-api-key", KEY)
+                .body(Full::new(Bytes::new()))
+                .unwrap();
+            console.oneshot(request).await.unwrap().status()
+        }
+    };
+    assert_eq!(
+        status("/console/api/v1/console/databases").await,
+        StatusCode::OK
+    );
+    assert_eq!(
+        status("/console/api/v1/console/databases/db_x").await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        status("/api/v1/console/databases").await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        status("/consoleapi/v1/console/databases").await,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(status("/console").await, StatusCode::NOT_FOUND);
+
+    let builder = || {
+        let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
+        let auth = Arc::new(StaticCredentials::default());
+        ConsoleService::builder(storage, auth, Sealer::ephemeral().unwrap())
+    };
+    for invalid in ["console", "/console/", "//console", "/a//b"] {
+        assert!(builder().base_path(invalid).is_err(), "{invalid}");
+    }
+    assert!(builder().base_path("").is_ok());
 }
