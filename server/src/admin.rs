@@ -279,7 +279,7 @@ pub enum ClientError {
 /// What a server on the admin socket did instead of answering a reply.
 #[derive(Debug, Error)]
 pub enum ProtocolError {
-    /// No answer within [`REPLY_TIMEOUT`].
+    /// No answer within the reply timeout.
     #[error("did not answer within {} s", REPLY_TIMEOUT.as_secs())]
     Timeout,
     /// The connection ended before a reply line.

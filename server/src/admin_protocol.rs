@@ -1,5 +1,5 @@
-//! The admin wire protocol: the messages `dbconsole keys` and a running server's
-//! [admin socket](crate::admin) exchange, one JSON line each way (README, "Caller credentials").
+//! The admin wire protocol: the messages `dbconsole keys` and a running server's admin socket
+//! exchange, one JSON line each way (README, section "Caller credentials").
 //!
 //! A [`KeyRequest`] is tagged by `op`, a [`KeyReply`] by `result`. Kinds and scopes travel as
 //! the wire names of [`CredentialKind`] and [`Scope`] (`api-key`, `access-token`; `full`,

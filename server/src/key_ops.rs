@@ -1,6 +1,6 @@
 //! Executing a key command on a store: what `dbconsole keys create|list|revoke` does to the
 //! stored keys, wherever it runs (in the command's own process on a store it opened, or in a
-//! server answering its [admin socket](crate::admin)).
+//! server answering its admin socket).
 
 use dbconsole_core::auth::mint_caller_key;
 use dbconsole_core::{Storage, StorageError};
