@@ -6,7 +6,8 @@
 //! store: a revoke is seen by its next request.
 //!
 //! **Protocol.** One connection, one exchange: the client writes one [`KeyRequest`] as a JSON
-//! line, the server answers one [`KeyReply`] as a JSON line and closes. A request line is at
+//! line, the server answers one [`KeyReply`] as a JSON line and closes (the messages are
+//! [`crate::admin_protocol`]; the server runs them with [`crate::key_ops::execute`]). A request line is at
 //! most [`MAX_REQUEST_BYTES`] bytes and must arrive within [`REQUEST_TIMEOUT`].
 //!
 //! **Who may connect.** Access to the socket is access to the data directory: whoever can
@@ -19,7 +20,6 @@
 //!
 //! [`ADMIN_SOCKET_FILE`]: crate::backend::ADMIN_SOCKET_FILE
 
-use std::fmt;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -28,13 +28,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dbconsole_core::Storage;
+use thiserror::Error;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 
+use crate::admin_protocol::{Failure, KeyReply, KeyRequest};
 use crate::backend::ADMIN_SOCKET_FILE;
-use crate::keys::{Failure, KeyReply, KeyRequest, execute};
+use crate::key_ops::execute;
 
 /// The longest request line the server reads.
 pub const MAX_REQUEST_BYTES: u64 = 64 * 1024;
@@ -248,37 +250,56 @@ fn log_reply(op: &str, reply: &KeyReply) {
 }
 
 /// Why [`request`] got no reply.
-#[derive(Debug)]
+#[derive(Debug, Error)]
 pub enum ClientError {
     /// Nothing listens on the socket (no socket file, or one left by a server that is gone).
+    #[error("no server listens on the admin socket")]
     NoServer,
     /// The socket could not be used.
-    Io(PathBuf, io::Error),
+    #[error("cannot use the admin socket {}: {source}", path.display())]
+    Io {
+        /// The socket.
+        path: PathBuf,
+        /// What failed.
+        source: io::Error,
+    },
     /// The server closed the connection, or answered something that is not a reply.
-    Protocol(PathBuf, String),
+    #[error(
+        "the server on {} {problem}; `dbconsole keys list` shows whether the change was made",
+        path.display()
+    )]
+    Protocol {
+        /// The socket.
+        path: PathBuf,
+        /// What the server did.
+        problem: ProtocolError,
+    },
 }
 
-impl fmt::Display for ClientError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClientError::NoServer => f.write_str("no server listens on the admin socket"),
-            ClientError::Io(path, error) => {
-                write!(f, "cannot use the admin socket {}: {error}", path.display())
-            }
-            ClientError::Protocol(path, what) => write!(
-                f,
-                "the server on {} {what}; `dbconsole keys list` shows whether the change was made",
-                path.display()
-            ),
-        }
-    }
+/// What a server on the admin socket did instead of answering a reply.
+#[derive(Debug, Error)]
+pub enum ProtocolError {
+    /// No answer within the reply timeout.
+    #[error("did not answer within {} s", REPLY_TIMEOUT.as_secs())]
+    Timeout,
+    /// The connection ended before a reply line.
+    #[error("closed the connection without answering")]
+    Closed,
+    /// The line is not a [`KeyReply`].
+    #[error("answered something unreadable ({0})")]
+    Unreadable(serde_json::Error),
 }
-
-impl std::error::Error for ClientError {}
 
 /// Sends `request` to the server listening on `socket` and reads its reply.
 pub async fn request(socket: &Path, request: &KeyRequest) -> Result<KeyReply, ClientError> {
-    let io_error = |error| ClientError::Io(socket.to_owned(), error);
+    let io_error = |source| ClientError::Io {
+        path: socket.to_owned(),
+        source,
+    };
+    let protocol_error = |problem| ClientError::Protocol {
+        path: socket.to_owned(),
+        problem,
+    };
     let mut stream = match UnixStream::connect(socket).await {
         Ok(stream) => stream,
         Err(error)
@@ -303,27 +324,14 @@ pub async fn request(socket: &Path, request: &KeyRequest) -> Result<KeyReply, Cl
         Ok::<_, io::Error>(reply)
     };
     let reply = match tokio::time::timeout(REPLY_TIMEOUT, exchange).await {
-        Err(_) => {
-            return Err(ClientError::Protocol(
-                socket.to_owned(),
-                format!("did not answer within {} s", REPLY_TIMEOUT.as_secs()),
-            ));
-        }
+        Err(_) => return Err(protocol_error(ProtocolError::Timeout)),
         Ok(Err(error)) => return Err(io_error(error)),
         Ok(Ok(reply)) => reply,
     };
     if reply.is_empty() {
-        return Err(ClientError::Protocol(
-            socket.to_owned(),
-            "closed the connection without answering".to_owned(),
-        ));
+        return Err(protocol_error(ProtocolError::Closed));
     }
-    serde_json::from_slice(&reply).map_err(|error| {
-        ClientError::Protocol(
-            socket.to_owned(),
-            format!("answered something unreadable ({error})"),
-        )
-    })
+    serde_json::from_slice(&reply).map_err(|error| protocol_error(ProtocolError::Unreadable(error)))
 }
 
 #[cfg(test)]
@@ -333,7 +341,6 @@ mod tests {
     use dbconsole_storage_memory::MemoryStorage;
 
     use super::*;
-    use crate::keys::{KeyKind, KeyScope};
 
     async fn raw_exchange(socket: &Path, bytes: &[u8]) -> String {
         let mut stream = UnixStream::connect(socket).await.unwrap();
@@ -354,8 +361,8 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
 
         let create = KeyRequest::Create {
-            kind: KeyKind::AccessToken,
-            scope: KeyScope::Full,
+            kind: CredentialKind::AccessToken,
+            scope: Scope::Full,
             name: "grafana".to_owned(),
         };
         let reply = request(&socket, &create).await.unwrap();
@@ -458,6 +465,61 @@ mod tests {
             .expect_err("a regular file is not replaced");
         assert!(error.to_string().contains("not a socket"), "{error}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "not a socket");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_does_not_answer_a_reply_is_a_protocol_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(ADMIN_SOCKET_FILE);
+        let listener = UnixListener::bind(&path).unwrap();
+        let server = tokio::spawn(async move {
+            for answer in [&b""[..], b"not json\n"] {
+                let (mut stream, _) = listener.accept().await.unwrap();
+                let mut line = Vec::new();
+                BufReader::new(&mut stream)
+                    .read_until(b'\n', &mut line)
+                    .await
+                    .unwrap();
+                stream.write_all(answer).await.unwrap();
+            }
+        });
+        let error = request(&path, &KeyRequest::List).await.unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ClientError::Protocol {
+                    problem: ProtocolError::Closed,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the server on {} closed the connection without answering; `dbconsole keys list` \
+                 shows whether the change was made",
+                path.display()
+            )
+        );
+        let error = request(&path, &KeyRequest::List).await.unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                ClientError::Protocol {
+                    problem: ProtocolError::Unreadable(_),
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("answered something unreadable ("),
+            "{error}"
+        );
+        server.await.unwrap();
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@ pub const KEY_FILE: &str = "secret.key";
 /// The redb data file's name inside the data directory.
 pub const DATA_FILE: &str = "dbconsole.redb";
 /// The admin socket's name inside the data directory: a server on redb listens there for
-/// `dbconsole keys` (see [`crate::admin`]).
+/// `dbconsole keys`.
 pub const ADMIN_SOCKET_FILE: &str = "admin.sock";
 
 /// The error of [`StorageKind::open`]: the backend's own error, shown to the operator.

@@ -1,14 +1,17 @@
 //! The command line: `dbconsole serve` and `dbconsole keys`, their flags each also read from
 //! the environment.
 
+use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Duration;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use dbconsole_core::{CredentialKind, Scope};
 
 use crate::backend::StorageKind;
-use crate::keys::{KeyKind, KeyScope};
 
 /// The `dbconsole` command line.
 #[derive(Debug, Parser)]
@@ -28,7 +31,7 @@ pub struct Cli {
 pub enum Command {
     /// Serve the HTTP API until SIGINT or SIGTERM.
     Serve(ServeArgs),
-    /// Create, list and revoke the stored API keys and access tokens (redb storage).
+    /// Create, list and revoke the stored API keys and access tokens (of the redb storage).
     Keys(KeysArgs),
 }
 
@@ -81,13 +84,16 @@ impl ServeArgs {
 
 /// Shown after `dbconsole keys --help`.
 const KEYS_AFTER_HELP: &str = "\
-Keys live in the redb data file of DATA_DIR, as SHA-256 digests only: a secret is printed once,
-by `keys create`, and cannot be shown again. The commands work whether or not a server is
-running on DATA_DIR: when one is, they ask it through DATA_DIR/admin.sock, and a revoke takes
-effect from its next request. Without a running server they open the data file themselves,
-with the same secret key as `serve`:
+Keys live in the storage `serve` uses (the same --storage and --data-dir): the redb data file of
+DATA_DIR, as SHA-256 digests only: a secret is printed once, by `keys create`, and cannot be
+shown again. The commands work whether or not a server is running on DATA_DIR: when one is,
+they ask it through DATA_DIR/admin.sock, and a revoke takes effect from its next request.
+Without a running server they open the data file themselves, with the same secret key as
+`serve`:
   DBCONSOLE_SECRET_KEY    base64 of the 32-byte key that encrypts secrets at rest; when unset,
                           DATA_DIR/secret.key is used
+With --storage memory the commands fail: a memory store lives inside its server process, which
+no other process can reach.
 API keys (x-api-key) are for the database routes, access tokens (Authorization: Bearer) for the
 dashboard routes. Scope `setup` allows only PUT /api/v1/console/databases/setup and
 DELETE /api/v1/console/databases/remove/{api_id}; anything else answers 403.";
@@ -96,6 +102,17 @@ DELETE /api/v1/console/databases/remove/{api_id}; anything else answers 403.";
 #[derive(Clone, Debug, Args)]
 #[command(after_help = KEYS_AFTER_HELP)]
 pub struct KeysArgs {
+    /// Storage backend (the same as `serve`'s): `redb`; `memory` cannot be reached from
+    /// another process.
+    #[arg(
+        long,
+        env = "DBCONSOLE_STORAGE",
+        value_enum,
+        default_value_t = StorageKind::Redb,
+        global = true
+    )]
+    pub storage: StorageKind,
+
     /// Directory of the redb data file (the same as `serve`'s).
     #[arg(
         long,
@@ -129,16 +146,31 @@ pub enum KeysCommand {
 pub struct CreateKeyArgs {
     /// An API key (database routes, `x-api-key`) or an access token (dashboard routes,
     /// `Authorization: Bearer`).
-    #[arg(long, value_enum)]
-    pub kind: KeyKind,
+    #[arg(long, value_parser = wire_names(CredentialKind::ALL, CredentialKind::as_str))]
+    pub kind: CredentialKind,
 
     /// What the key allows: everything, or only setup and remove by api_id.
-    #[arg(long, value_enum)]
-    pub scope: KeyScope,
+    #[arg(long, value_parser = wire_names(Scope::ALL, Scope::as_str))]
+    pub scope: Scope,
 
     /// What the key is for (shown by `keys list`); at most 100 characters.
     #[arg(long)]
     pub name: String,
+}
+
+/// Parses the name of one of `all` (the names are listed in `--help` and in errors) with the
+/// type's `FromStr`: for core's wire enums, with their `ALL` and `as_str`.
+fn wire_names<T, const N: usize>(
+    all: [T; N],
+    name: fn(T) -> &'static str,
+) -> impl TypedValueParser<Value = T>
+where
+    T: FromStr<Err: Debug> + Clone + Send + Sync + 'static,
+{
+    PossibleValuesParser::new(all.map(name)).map(|name| {
+        name.parse()
+            .expect("a possible value is one of the type's names")
+    })
 }
 
 #[cfg(test)]
@@ -218,8 +250,9 @@ mod tests {
         let KeysCommand::Create(create) = args.command else {
             panic!("{args:?}");
         };
-        assert_eq!(create.kind, KeyKind::AccessToken);
-        assert_eq!(create.scope, KeyScope::Setup);
+        assert_eq!(create.kind, CredentialKind::AccessToken);
+        assert_eq!(create.scope, Scope::Setup);
+        assert_eq!(args.storage, StorageKind::Redb);
         assert_eq!(create.name, "ci");
 
         // `--data-dir` may also come before the subcommand.
@@ -230,6 +263,56 @@ mod tests {
             keys_args(&["list"]).unwrap().command,
             KeysCommand::List
         ));
+
+        // `--storage` is `serve`'s, before or after the subcommand.
+        for args in [
+            &["--storage", "memory", "list"],
+            &["list", "--storage", "memory"],
+        ] {
+            assert_eq!(keys_args(args).unwrap().storage, StorageKind::Memory);
+        }
+    }
+
+    #[test]
+    fn kinds_and_scopes_are_offered_by_their_core_names() {
+        let command = Cli::command();
+        let create = command
+            .find_subcommand("keys")
+            .and_then(|keys| keys.find_subcommand("create"))
+            .unwrap();
+        let offered = |flag: &str| -> Vec<String> {
+            let arg = create
+                .get_arguments()
+                .find(|arg| arg.get_id() == flag)
+                .unwrap();
+            arg.get_possible_values()
+                .iter()
+                .map(|value| value.get_name().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            offered("kind"),
+            CredentialKind::ALL.map(CredentialKind::as_str)
+        );
+        assert_eq!(offered("scope"), Scope::ALL.map(Scope::as_str));
+        for kind in CredentialKind::ALL {
+            for scope in Scope::ALL {
+                let args = keys_args(&[
+                    "create",
+                    "--kind",
+                    kind.as_str(),
+                    "--scope",
+                    scope.as_str(),
+                    "--name",
+                    "x",
+                ])
+                .unwrap();
+                let KeysCommand::Create(create) = args.command else {
+                    panic!("{args:?}");
+                };
+                assert_eq!((create.kind, create.scope), (kind, scope));
+            }
+        }
     }
 
     #[test]
@@ -245,6 +328,7 @@ mod tests {
             &["create", "--kind", "api-key", "--name", "x"],
             &["revoke"],
             &["list", "extra"],
+            &["--storage", "cassandra", "list"],
             &[],
         ] {
             assert!(keys_args(bad).is_err(), "{bad:?} was accepted");

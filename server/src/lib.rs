@@ -9,9 +9,9 @@
 //!
 //! ```text
 //! dbconsole serve [--listen ADDR] [--storage redb|memory] [--data-dir DIR] [--check-timeout-secs N]
-//! dbconsole keys [--data-dir DIR] create --kind api-key|access-token --scope full|setup --name NAME
-//! dbconsole keys [--data-dir DIR] list
-//! dbconsole keys [--data-dir DIR] revoke ID
+//! dbconsole keys [--storage redb|memory] [--data-dir DIR] create --kind api-key|access-token --scope full|setup --name NAME
+//! dbconsole keys [--storage redb|memory] [--data-dir DIR] list
+//! dbconsole keys [--storage redb|memory] [--data-dir DIR] revoke ID
 //! ```
 //!
 //! | flag | environment | default | meaning |
@@ -47,9 +47,10 @@
 //!
 //! ## `dbconsole keys`
 //!
-//! Keys are managed on the command line, with the same `--data-dir` (and `DBCONSOLE_SECRET_KEY`)
-//! as `serve`; they are for `redb` storage (the `memory` backend has nothing another process
-//! can see). `keys create` prints the id and the secret, once; `keys list` prints a table (id,
+//! Keys are managed on the command line, on the storage `serve` uses: the same `--storage`,
+//! `--data-dir` (and `DBCONSOLE_STORAGE`, `DBCONSOLE_DATA_DIR`, `DBCONSOLE_SECRET_KEY`). With
+//! `memory` the commands fail with a message that says why: a memory store lives inside its
+//! server process, which has no admin socket, so no other process can reach its keys. `keys create` prints the id and the secret, once; `keys list` prints a table (id,
 //! kind, scope, name, created, last used), never a secret or a digest; `keys revoke ID` prints
 //! what was revoked. A command that fails (an unknown id, a bad name) exits non-zero with a
 //! one-line message on standard error.
@@ -59,7 +60,8 @@
 //! - **A server is running on the data directory**: the command connects to the server's
 //!   admin socket `DATA_DIR/admin.sock` and the server runs it on its own store, so a created
 //!   key works and a revoked one fails from the server's next request. No secret key is needed
-//!   on this path. See [`admin`] for the protocol (one JSON line each way).
+//!   on this path. See [`admin`] for the socket and [`admin_protocol`] for the messages (one
+//!   JSON line each way).
 //! - **No server is running**: the command opens the data file itself, does its work and
 //!   closes it. `keys create` creates the data directory, the key file and the data file when
 //!   missing, so keys can be made before the first `serve`; `list` and `revoke` need existing
@@ -106,9 +108,12 @@
 
 #[cfg(unix)]
 pub mod admin;
+pub mod admin_protocol;
 pub mod backend;
 pub mod cli;
 pub mod credentials;
+pub mod key_ops;
+pub mod key_print;
 pub mod keys;
 pub mod serve;
 

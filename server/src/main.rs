@@ -2,17 +2,21 @@
 //! Flags, environment and behaviour are described in the crate docs of [`dbconsole_server`];
 //! `dbconsole serve --help` and `dbconsole keys --help` list them.
 
-use std::io::Write;
+use std::io::{self, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
 use dbconsole_core::ConsoleService;
 use dbconsole_core::auth::StoredCredentials;
-use dbconsole_core::{CredentialKind, Storage};
-use dbconsole_server::backend::secret_key_from_env;
+use dbconsole_core::{CredentialKind, Storage, StorageError};
+use dbconsole_server::backend::{OpenError, secret_key_from_env};
 use dbconsole_server::credentials::{self, ACCESS_TOKEN_VAR, API_KEY_VAR, EnvCredentials};
-use dbconsole_server::{Cli, Command, KeysArgs, ServeArgs, ShutdownSignal, StorageKind, keys};
+use dbconsole_server::key_print::{PrintError, print_reply};
+use dbconsole_server::keys::{self, KeysError};
+use dbconsole_server::{Cli, Command, KeysArgs, ServeArgs, ShutdownSignal, StorageKind};
 use tokio::net::TcpListener;
 
 fn main() -> ExitCode {
@@ -21,26 +25,26 @@ fn main() -> ExitCode {
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|error| format!("cannot start the async runtime: {error}"))
+        .map_err(Error::Runtime)
         .and_then(|runtime| match command {
             Command::Serve(args) => runtime.block_on(serve(args)),
             Command::Keys(args) => runtime.block_on(manage_keys(args)),
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("dbconsole: {message}");
+        Err(error) => {
+            eprintln!("dbconsole: {error}");
             ExitCode::FAILURE
         }
     }
 }
 
 /// Storage + authenticator + service, then the serving loop until a signal.
-async fn serve(args: ServeArgs) -> Result<(), String> {
+async fn serve(args: ServeArgs) -> Result<(), Error> {
     let storage = args
         .storage
         .open(&args.data_dir, secret_key_from_env().as_deref())
-        .map_err(|error| format!("cannot open the {} storage: {error}", args.storage))?;
+        .map_err(|source| Error::OpenStorage(args.storage, source))?;
     let env = EnvCredentials::from_env();
     let authenticator = StoredCredentials::new(Arc::clone(&storage), env.static_credentials());
     let service = ConsoleService::builder(Arc::clone(&storage), Arc::new(authenticator))
@@ -48,23 +52,18 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         .check_timeout(args.check_timeout())
         .build();
 
-    let signal = ShutdownSignal::install()
-        .map_err(|error| format!("cannot install signal handlers: {error}"))?;
+    let signal = ShutdownSignal::install().map_err(Error::Signals)?;
     let listener = TcpListener::bind(args.listen)
         .await
-        .map_err(|error| format!("cannot listen on {}: {error}", args.listen))?;
-    let address = listener
-        .local_addr()
-        .map_err(|error| format!("cannot read the bound address: {error}"))?;
+        .map_err(|source| Error::Listen(args.listen, source))?;
+    let address = listener.local_addr().map_err(Error::BoundAddress)?;
     #[cfg(unix)]
     let admin = match args.storage {
         StorageKind::Redb => Some(
             dbconsole_server::admin::AdminSocket::bind(&args.data_dir, Arc::clone(&storage))
-                .map_err(|error| {
-                    format!(
-                        "cannot create the admin socket in {}: {error}",
-                        args.data_dir.display()
-                    )
+                .map_err(|source| Error::AdminSocket {
+                    dir: args.data_dir.clone(),
+                    source,
                 })?,
         ),
         StorageKind::Memory => None,
@@ -73,7 +72,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
     // After everything that can fail before serving: keys created here are printed below.
     let created = credentials::bootstrap(&*storage, &env)
         .await
-        .map_err(|error| format!("cannot create the initial keys: {error}"))?;
+        .map_err(Error::InitialKeys)?;
     warn_about_missing_credentials(&*storage, &env).await;
     tracing::info!(
         %address,
@@ -87,7 +86,7 @@ async fn serve(args: ServeArgs) -> Result<(), String> {
         .map_or(Ok(()), |created| created.write(&mut stdout))
         .and_then(|()| writeln!(stdout, "listening on {address}"))
         .and_then(|()| stdout.flush())
-        .map_err(|error| format!("cannot write to standard output: {error}"))?;
+        .map_err(Error::Stdout)?;
     drop(stdout);
     drop(created);
 
@@ -124,7 +123,32 @@ async fn warn_about_missing_credentials(storage: &dyn Storage, env: &EnvCredenti
 }
 
 /// `dbconsole keys …`: the reply on standard output, a failure as the error.
-async fn manage_keys(args: KeysArgs) -> Result<(), String> {
+async fn manage_keys(args: KeysArgs) -> Result<(), Error> {
     let reply = keys::run(args, secret_key_from_env().as_deref()).await?;
-    keys::print_reply(&reply, &mut std::io::stdout().lock())
+    Ok(print_reply(&reply, &mut io::stdout().lock())?)
+}
+
+/// Why `dbconsole` exits with a failure: printed as one line on standard error.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(io::Error),
+    #[error("cannot open the {0} storage: {1}")]
+    OpenStorage(StorageKind, OpenError),
+    #[error("cannot install signal handlers: {0}")]
+    Signals(io::Error),
+    #[error("cannot listen on {0}: {1}")]
+    Listen(SocketAddr, io::Error),
+    #[error("cannot read the bound address: {0}")]
+    BoundAddress(io::Error),
+    #[error("cannot create the admin socket in {}: {source}", dir.display())]
+    AdminSocket { dir: PathBuf, source: io::Error },
+    #[error("cannot create the initial keys: {0}")]
+    InitialKeys(StorageError),
+    #[error("cannot write to standard output: {0}")]
+    Stdout(io::Error),
+    #[error(transparent)]
+    Keys(#[from] KeysError),
+    #[error(transparent)]
+    Print(#[from] PrintError),
 }

@@ -568,3 +568,30 @@ async fn a_socket_left_by_a_killed_server_is_not_in_the_way() {
     server.stop().await;
     assert!(!socket.exists());
 }
+
+#[tokio::test]
+async fn the_memory_storage_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    for (env, args) in [
+        (&[("DBCONSOLE_STORAGE", "memory")][..], &["list"][..]),
+        (&[], &["--storage", "memory", "list"]),
+        (
+            &[("DBCONSOLE_STORAGE", "memory")],
+            &[
+                "create", "--kind", "api-key", "--scope", "full", "--name", "x",
+            ],
+        ),
+    ] {
+        let refused = keys_with(&data_dir, env, args).await;
+        assert!(!refused.status.success(), "{env:?} {args:?}");
+        assert_eq!(refused.stdout, "");
+        assert!(
+            refused.stderr.starts_with("dbconsole: the memory storage")
+                && refused.stderr.contains("--storage redb"),
+            "{}",
+            refused.stderr
+        );
+    }
+    assert!(!data_dir.exists(), "a memory command created the data dir");
+}

@@ -1,0 +1,368 @@
+//! The admin wire protocol: the messages `dbconsole keys` and a running server's admin socket
+//! exchange, one JSON line each way (README, section "Caller credentials").
+//!
+//! A [`KeyRequest`] is tagged by `op`, a [`KeyReply`] by `result`. Kinds and scopes travel as
+//! the wire names of [`CredentialKind`] and [`Scope`] (`api-key`, `access-token`; `full`,
+//! `setup`), times as RFC 3339 UTC with six fractional digits ([`Timestamp`]'s `Display`), and
+//! a created key's secret as its base64url text. Only core types and serde are used here: the
+//! module knows nothing of sockets, stores or terminals.
+
+use dbconsole_core::model::{CallerKey, Timestamp};
+use dbconsole_core::{CredentialKind, Scope, Secret};
+use serde::{Deserialize, Serialize};
+
+/// One operation on the stored keys; on the admin socket, one JSON line tagged by `op`:
+/// `{"op":"create","kind":"api-key","scope":"setup","name":"ci"}`, `{"op":"list"}`,
+/// `{"op":"revoke","id":"key_…"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum KeyRequest {
+    /// Mint a key, store its digest, answer its secret (once).
+    Create {
+        /// API key or access token.
+        #[serde(with = "wire_name")]
+        kind: CredentialKind,
+        /// What it allows.
+        #[serde(with = "wire_name")]
+        scope: Scope,
+        /// What it is for.
+        name: String,
+    },
+    /// Every stored key, without secrets (there are none to show) or digests.
+    List,
+    /// Delete a key.
+    Revoke {
+        /// The key's id.
+        id: String,
+    },
+}
+
+impl KeyRequest {
+    /// `create`, `list` or `revoke`: for log lines.
+    pub fn op(&self) -> &'static str {
+        match self {
+            KeyRequest::Create { .. } => "create",
+            KeyRequest::List => "list",
+            KeyRequest::Revoke { .. } => "revoke",
+        }
+    }
+}
+
+/// A stored key as the commands show it: everything but the digest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyInfo {
+    /// `key_…`.
+    pub id: String,
+    /// API key or access token.
+    #[serde(with = "wire_name")]
+    pub kind: CredentialKind,
+    /// What it allows.
+    #[serde(with = "wire_name")]
+    pub scope: Scope,
+    /// What it is for.
+    pub name: String,
+    /// Creation time.
+    #[serde(with = "rfc3339")]
+    pub created_at: Timestamp,
+    /// Last use; `None` (JSON `null`) when never used.
+    #[serde(with = "rfc3339::option", default)]
+    pub last_used_at: Option<Timestamp>,
+}
+
+impl From<&CallerKey> for KeyInfo {
+    fn from(key: &CallerKey) -> Self {
+        Self {
+            id: key.id.to_string(),
+            kind: key.kind,
+            scope: key.scope,
+            name: key.name.clone(),
+            created_at: key.created_at,
+            last_used_at: key.last_used_at,
+        }
+    }
+}
+
+/// Why an operation failed, for a program reading the admin socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Failure {
+    /// No key has that id.
+    NotFound,
+    /// The request is well-formed but its values are not acceptable (an empty name…).
+    Invalid,
+    /// The line is not a request.
+    BadRequest,
+    /// The store failed.
+    Storage,
+}
+
+/// The answer to a [`KeyRequest`]; on the admin socket, one JSON line tagged by `result`.
+/// `Debug` shows no secret.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "lowercase")]
+pub enum KeyReply {
+    /// The key was stored; `secret` is the only copy there will ever be.
+    Created {
+        /// The stored key.
+        key: KeyInfo,
+        /// Its secret.
+        #[serde(with = "secret_text")]
+        secret: Secret,
+    },
+    /// The stored keys, ordered by id.
+    Listed {
+        /// The keys.
+        keys: Vec<KeyInfo>,
+    },
+    /// The key was deleted.
+    Revoked {
+        /// The key as it was.
+        key: KeyInfo,
+    },
+    /// Nothing was changed.
+    Failed {
+        /// Why, for programs.
+        error: Failure,
+        /// Why, for people.
+        message: String,
+    },
+}
+
+impl KeyReply {
+    /// A [`KeyReply::Failed`].
+    pub fn failed(error: Failure, message: impl Into<String>) -> Self {
+        KeyReply::Failed {
+            error,
+            message: message.into(),
+        }
+    }
+
+    /// `created`, `listed`, `revoked` or `failed`: for log lines.
+    pub fn result(&self) -> &'static str {
+        match self {
+            KeyReply::Created { .. } => "created",
+            KeyReply::Listed { .. } => "listed",
+            KeyReply::Revoked { .. } => "revoked",
+            KeyReply::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// A core wire enum as its wire name: written with `Display` (its `as_str`), read with
+/// `FromStr`.
+mod wire_name {
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub fn serialize<T: Display, S: Serializer>(
+        value: &T,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(value)
+    }
+
+    pub fn deserialize<'de, T, D>(deserializer: D) -> Result<T, D::Error>
+    where
+        T: FromStr<Err: Display>,
+        D: Deserializer<'de>,
+    {
+        let name = String::deserialize(deserializer)?;
+        name.parse()
+            .map_err(|error| D::Error::custom(format_args!("{name:?}: {error}")))
+    }
+}
+
+/// A [`Timestamp`] as RFC 3339 text: its `Display` (`2026-11-22T10:04:05.123456Z`), read back
+/// from any RFC 3339 time.
+mod rfc3339 {
+    use chrono::DateTime;
+    use dbconsole_core::model::Timestamp;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(at: &Timestamp, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(at)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Timestamp, D::Error> {
+        parse(&String::deserialize(deserializer)?)
+    }
+
+    fn parse<E: serde::de::Error>(text: &str) -> Result<Timestamp, E> {
+        let at = DateTime::parse_from_rfc3339(text).map_err(|error| {
+            E::custom(format_args!("{text:?} is not an RFC 3339 time: {error}"))
+        })?;
+        Ok(Timestamp::from_micros(at.timestamp_micros()))
+    }
+
+    /// The same for an optional time, `null` when absent.
+    pub mod option {
+        use dbconsole_core::model::Timestamp;
+        use serde::{Deserialize, Deserializer, Serializer};
+
+        pub fn serialize<S: Serializer>(
+            at: &Option<Timestamp>,
+            serializer: S,
+        ) -> Result<S::Ok, S::Error> {
+            match at {
+                Some(at) => serializer.collect_str(at),
+                None => serializer.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            deserializer: D,
+        ) -> Result<Option<Timestamp>, D::Error> {
+            Option::<String>::deserialize(deserializer)?
+                .map(|text| super::parse(&text))
+                .transpose()
+        }
+    }
+}
+
+/// The secret of a created key as a JSON string (it is base64url text).
+mod secret_text {
+    use dbconsole_core::Secret;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _, ser::Error as _};
+
+    pub fn serialize<S: Serializer>(secret: &Secret, serializer: S) -> Result<S::Ok, S::Error> {
+        let text = secret
+            .expose_str()
+            .ok_or_else(|| S::Error::custom("the secret is not text"))?;
+        serializer.serialize_str(text)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Secret, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text.is_empty() {
+            return Err(D::Error::custom("empty secret"));
+        }
+        Ok(Secret::from(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn create(kind: CredentialKind, scope: Scope, name: &str) -> KeyRequest {
+        KeyRequest::Create {
+            kind,
+            scope,
+            name: name.to_owned(),
+        }
+    }
+
+    #[test]
+    fn kinds_and_scopes_travel_by_their_core_names() {
+        for kind in CredentialKind::ALL {
+            let request = create(kind, Scope::Full, "x");
+            let json = serde_json::to_value(&request).unwrap();
+            assert_eq!(json["kind"], kind.as_str());
+            assert_eq!(serde_json::from_value::<KeyRequest>(json).unwrap(), request);
+        }
+        for scope in Scope::ALL {
+            let request = create(CredentialKind::ApiKey, scope, "x");
+            let json = serde_json::to_value(&request).unwrap();
+            assert_eq!(json["scope"], scope.as_str());
+            assert_eq!(serde_json::from_value::<KeyRequest>(json).unwrap(), request);
+        }
+    }
+
+    #[test]
+    fn requests_have_the_documented_wire_form() {
+        let request: KeyRequest =
+            serde_json::from_str(r#"{"op":"create","kind":"api-key","scope":"setup","name":"ci"}"#)
+                .unwrap();
+        assert_eq!(request, create(CredentialKind::ApiKey, Scope::Setup, "ci"));
+        let request: KeyRequest = serde_json::from_str(r#"{"op":"list"}"#).unwrap();
+        assert_eq!(request, KeyRequest::List);
+        let request: KeyRequest = serde_json::from_str(r#"{"op":"revoke","id":"key_1"}"#).unwrap();
+        assert_eq!(
+            request,
+            KeyRequest::Revoke {
+                id: "key_1".to_owned()
+            }
+        );
+        for bad in [
+            r#"{"op":"drop"}"#,
+            r#"{"op":"create","kind":"password","scope":"full","name":"x"}"#,
+            r#"{"op":"create","kind":"api-key","scope":"admin","name":"x"}"#,
+            r#"{"op":"revoke"}"#,
+            "list",
+        ] {
+            assert!(serde_json::from_str::<KeyRequest>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn key_infos_have_the_documented_wire_form() {
+        let info = KeyInfo {
+            id: "key_01".to_owned(),
+            kind: CredentialKind::AccessToken,
+            scope: Scope::Setup,
+            name: "grafana".to_owned(),
+            created_at: Timestamp::from_micros(1_767_323_045_678_901),
+            last_used_at: None,
+        };
+        let wire = json!({
+            "id": "key_01",
+            "kind": "access-token",
+            "scope": "setup",
+            "name": "grafana",
+            "created_at": "2026-01-02T03:04:05.678901Z",
+            "last_used_at": null,
+        });
+        assert_eq!(serde_json::to_value(&info).unwrap(), wire);
+        assert_eq!(serde_json::from_value::<KeyInfo>(wire).unwrap(), info);
+
+        let used = KeyInfo {
+            last_used_at: Some(Timestamp::from_micros(1_770_091_506_000_001)),
+            ..info.clone()
+        };
+        let json = serde_json::to_value(&used).unwrap();
+        assert_eq!(json["last_used_at"], "2026-02-03T04:05:06.000001Z");
+        assert_eq!(serde_json::from_value::<KeyInfo>(json).unwrap(), used);
+
+        // A missing `last_used_at` is never used; a time that is not RFC 3339 is refused.
+        let mut wire = serde_json::to_value(&info).unwrap();
+        wire.as_object_mut().unwrap().remove("last_used_at");
+        assert_eq!(
+            serde_json::from_value::<KeyInfo>(wire.clone()).unwrap(),
+            info
+        );
+        wire["created_at"] = json!("yesterday");
+        assert!(serde_json::from_value::<KeyInfo>(wire).is_err());
+    }
+
+    #[test]
+    fn replies_are_tagged_by_result_and_debug_shows_no_secret() {
+        let reply = KeyReply::Failed {
+            error: Failure::NotFound,
+            message: "no key".to_owned(),
+        };
+        assert_eq!(
+            serde_json::to_value(&reply).unwrap(),
+            json!({"result": "failed", "error": "not_found", "message": "no key"})
+        );
+        let reply: KeyReply = serde_json::from_value(json!({
+            "result": "created",
+            "key": {
+                "id": "key_01", "kind": "api-key", "scope": "full", "name": "ci",
+                "created_at": "2026-01-02T03:04:05.678901Z", "last_used_at": null,
+            },
+            "secret": "dbc_ak_s3cr3t",
+        }))
+        .unwrap();
+        assert_eq!(reply.result(), "created");
+        assert!(!format!("{reply:?}").contains("s3cr3t"), "{reply:?}");
+        assert!(
+            serde_json::to_string(&reply)
+                .unwrap()
+                .contains("dbc_ak_s3cr3t")
+        );
+    }
+}

@@ -1,0 +1,226 @@
+//! Executing a key command on a store: what `dbconsole keys create|list|revoke` does to the
+//! stored keys, wherever it runs (in the command's own process on a store it opened, or in a
+//! server answering its admin socket).
+
+use dbconsole_core::auth::mint_caller_key;
+use dbconsole_core::{Storage, StorageError};
+use thiserror::Error;
+
+use crate::admin_protocol::{Failure, KeyInfo, KeyReply, KeyRequest};
+
+/// The longest key name, in characters.
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// Why a key name is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
+pub enum NameError {
+    /// Nothing but whitespace.
+    #[error("the key name must not be empty")]
+    Empty,
+    /// More than [`MAX_NAME_CHARS`] characters.
+    #[error("the key name must be at most {MAX_NAME_CHARS} characters")]
+    TooLong,
+    /// A control character (a newline, a tab…): names are printed in a table.
+    #[error("the key name must not contain control characters")]
+    ControlCharacter,
+}
+
+/// A key's name, trimmed: not empty, at most [`MAX_NAME_CHARS`] characters, no control
+/// characters (it is printed in a table).
+pub fn check_name(name: &str) -> Result<String, NameError> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(NameError::Empty);
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(NameError::TooLong);
+    }
+    if name.chars().any(char::is_control) {
+        return Err(NameError::ControlCharacter);
+    }
+    Ok(name.to_owned())
+}
+
+/// Runs one request on `storage`. A created key's secret is in the reply and nowhere else: only
+/// its digest is stored.
+pub async fn execute(storage: &dyn Storage, request: KeyRequest) -> KeyReply {
+    match request {
+        KeyRequest::Create { kind, scope, name } => {
+            let name = match check_name(&name) {
+                Ok(name) => name,
+                Err(error) => return KeyReply::failed(Failure::Invalid, error.to_string()),
+            };
+            let (key, secret) = mint_caller_key(kind, scope, &name);
+            let info = KeyInfo::from(&key);
+            match storage.insert_caller_key(key).await {
+                Ok(()) => KeyReply::Created { key: info, secret },
+                Err(error) => storage_failed(&error),
+            }
+        }
+        KeyRequest::List => match storage.list_caller_keys().await {
+            Ok(keys) => KeyReply::Listed {
+                keys: keys.iter().map(KeyInfo::from).collect(),
+            },
+            Err(error) => storage_failed(&error),
+        },
+        KeyRequest::Revoke { id } => match storage.delete_caller_key(&id).await {
+            Ok(key) => KeyReply::Revoked {
+                key: KeyInfo::from(&key),
+            },
+            Err(StorageError::NotFound) => KeyReply::failed(
+                Failure::NotFound,
+                format!("no key has the id {id:?} (`dbconsole keys list` shows the ids)"),
+            ),
+            Err(error) => storage_failed(&error),
+        },
+    }
+}
+
+fn storage_failed(error: &StorageError) -> KeyReply {
+    KeyReply::failed(Failure::Storage, format!("the store failed: {error}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use dbconsole_core::auth::StoredCredentials;
+    use dbconsole_core::{Authenticator, CredentialKind, Scope, StaticCredentials};
+    use dbconsole_storage_memory::MemoryStorage;
+
+    use super::*;
+    use crate::key_print::print_reply;
+
+    fn create(kind: CredentialKind, scope: Scope, name: &str) -> KeyRequest {
+        KeyRequest::Create {
+            kind,
+            scope,
+            name: name.to_owned(),
+        }
+    }
+
+    #[tokio::test]
+    async fn create_list_revoke_on_a_store() {
+        let storage = Arc::new(MemoryStorage::new());
+        let reply = execute(
+            &*storage,
+            create(CredentialKind::ApiKey, Scope::Setup, " ci "),
+        )
+        .await;
+        let KeyReply::Created { key, secret } = &reply else {
+            panic!("{reply:?}");
+        };
+        assert!(key.id.starts_with("key_"), "{key:?}");
+        assert_eq!(
+            (key.kind, key.scope),
+            (CredentialKind::ApiKey, Scope::Setup)
+        );
+        assert_eq!(key.name, "ci");
+        assert_eq!(key.last_used_at, None);
+        let secret_text = secret.expose_str().unwrap().to_owned();
+        assert!(secret_text.starts_with("dbc_ak_"), "{secret_text}");
+
+        // The secret is in the reply's JSON (that is how it reaches the command), never in
+        // its Debug, its listing or what the store keeps.
+        let json = serde_json::to_string(&reply).unwrap();
+        assert!(json.contains(&secret_text));
+        assert!(!format!("{reply:?}").contains(&secret_text));
+        let back: KeyReply = serde_json::from_str(&json).unwrap();
+        assert!(matches!(back, KeyReply::Created { secret: s, .. } if s == *secret));
+        let stored = storage.list_caller_keys().await.unwrap();
+        assert_eq!(stored.len(), 1);
+        assert_ne!(&stored[0].digest[..], secret.expose());
+        assert_eq!(stored[0].created_at, key.created_at);
+
+        // The stored key authenticates, with its scope and only as its kind.
+        let auth = StoredCredentials::new(storage.clone(), StaticCredentials::default());
+        assert_eq!(
+            auth.authenticate(CredentialKind::ApiKey, &secret_text)
+                .await
+                .unwrap(),
+            Some(Scope::Setup)
+        );
+        assert_eq!(
+            auth.authenticate(CredentialKind::AccessToken, &secret_text)
+                .await
+                .unwrap(),
+            None
+        );
+
+        let KeyReply::Listed { keys } = execute(&*storage, KeyRequest::List).await else {
+            panic!("not listed");
+        };
+        // The same key, now with the use just recorded.
+        assert_eq!(keys.len(), 1);
+        assert_eq!(keys[0].id, key.id);
+        assert!(keys[0].last_used_at.is_some(), "{keys:?}");
+        let mut listing = Vec::new();
+        print_reply(&KeyReply::Listed { keys }, &mut listing).unwrap();
+        let listing = String::from_utf8(listing).unwrap();
+        assert!(
+            listing.contains(&key.id) && listing.contains("setup"),
+            "{listing}"
+        );
+        assert!(!listing.contains(&secret_text), "{listing}");
+
+        let revoke = KeyRequest::Revoke { id: key.id.clone() };
+        let reply = execute(&*storage, revoke.clone()).await;
+        assert!(
+            matches!(&reply, KeyReply::Revoked { key: gone } if gone.id == key.id),
+            "{reply:?}"
+        );
+        assert_eq!(
+            auth.authenticate(CredentialKind::ApiKey, &secret_text)
+                .await
+                .unwrap(),
+            None
+        );
+        let again = execute(&*storage, revoke).await;
+        assert!(
+            matches!(&again, KeyReply::Failed { error: Failure::NotFound, message }
+                if message.contains(&key.id)),
+            "{again:?}"
+        );
+        assert!(print_reply(&again, &mut Vec::new()).is_err());
+    }
+
+    #[tokio::test]
+    async fn bad_names_are_refused_and_nothing_is_stored() {
+        let storage = MemoryStorage::new();
+        let long = "x".repeat(MAX_NAME_CHARS + 1);
+        for name in ["", "   ", "a\nb", "tab\there", long.as_str()] {
+            let reply = execute(
+                &storage,
+                create(CredentialKind::AccessToken, Scope::Full, name),
+            )
+            .await;
+            assert!(
+                matches!(
+                    reply,
+                    KeyReply::Failed {
+                        error: Failure::Invalid,
+                        ..
+                    }
+                ),
+                "{name:?}: {reply:?}"
+            );
+        }
+        assert!(storage.list_caller_keys().await.unwrap().is_empty());
+        assert!(check_name(&"é".repeat(MAX_NAME_CHARS)).is_ok());
+    }
+
+    #[test]
+    fn names_are_refused_for_a_reason() {
+        assert_eq!(check_name(" \t "), Err(NameError::Empty));
+        assert_eq!(
+            check_name(&"x".repeat(MAX_NAME_CHARS + 1)),
+            Err(NameError::TooLong)
+        );
+        assert_eq!(check_name("a\u{7}b"), Err(NameError::ControlCharacter));
+        assert_eq!(check_name("  ci  ").as_deref(), Ok("ci"));
+        assert_eq!(
+            NameError::TooLong.to_string(),
+            format!("the key name must be at most {MAX_NAME_CHARS} characters")
+        );
+    }
+}

@@ -1,0 +1,231 @@
+//! Printing key replies for people: what `dbconsole keys` writes on standard output (a created
+//! key with its secret, a table of keys, what was revoked), and a failed reply as the error.
+
+use std::io::{self, Write};
+
+use chrono::DateTime;
+use dbconsole_core::model::Timestamp;
+use dbconsole_core::{CredentialKind, Secret};
+use thiserror::Error;
+
+use crate::admin_protocol::{Failure, KeyInfo, KeyReply};
+
+/// Why [`print_reply`] printed nothing, or not everything.
+#[derive(Debug, Error)]
+pub enum PrintError {
+    /// The reply was a [`KeyReply::Failed`]: its message is the error.
+    #[error("{message}")]
+    Refused {
+        /// Why, for programs.
+        error: Failure,
+        /// Why, for people.
+        message: String,
+    },
+    /// Writing failed.
+    #[error("cannot write to standard output: {0}")]
+    Write(#[from] io::Error),
+}
+
+/// Prints a reply for people on `out`; a [`KeyReply::Failed`] is the error instead.
+pub fn print_reply(reply: &KeyReply, out: &mut impl Write) -> Result<(), PrintError> {
+    match reply {
+        KeyReply::Created { key, secret } => print_created(key, secret, out)?,
+        KeyReply::Listed { keys } => print_table(keys, out)?,
+        KeyReply::Revoked { key } => writeln!(
+            out,
+            "revoked {} {} (scope {}, name {})",
+            key.kind,
+            key.id,
+            key.scope,
+            printable(&key.name),
+        )?,
+        KeyReply::Failed { error, message } => {
+            return Err(PrintError::Refused {
+                error: *error,
+                message: message.clone(),
+            });
+        }
+    }
+    Ok(out.flush()?)
+}
+
+fn print_created(key: &KeyInfo, secret: &Secret, out: &mut impl Write) -> io::Result<()> {
+    let secret = secret.expose_str().unwrap_or("");
+    let (header, routes) = match key.kind {
+        CredentialKind::ApiKey => ("x-api-key: <secret>", "the database routes"),
+        CredentialKind::AccessToken => ("Authorization: Bearer <secret>", "the dashboard routes"),
+    };
+    writeln!(out, "id:     {}", key.id)?;
+    writeln!(out, "kind:   {}", key.kind)?;
+    writeln!(out, "scope:  {}", key.scope)?;
+    writeln!(out, "name:   {}", printable(&key.name))?;
+    writeln!(out, "secret: {secret}")?;
+    writeln!(
+        out,
+        "Store the secret now: it is shown only this once (only its SHA-256 digest is kept). \
+         Send it as `{header}` on {routes}."
+    )
+}
+
+fn print_table(keys: &[KeyInfo], out: &mut impl Write) -> io::Result<()> {
+    if keys.is_empty() {
+        return writeln!(out, "no stored keys");
+    }
+    let rows: Vec<[String; 6]> = keys
+        .iter()
+        .map(|key| {
+            [
+                key.id.clone(),
+                key.kind.to_string(),
+                key.scope.to_string(),
+                printable(&key.name),
+                to_seconds(key.created_at),
+                key.last_used_at
+                    .map_or_else(|| "never".to_owned(), to_seconds),
+            ]
+        })
+        .collect();
+    let header = ["ID", "KIND", "SCOPE", "NAME", "CREATED", "LAST USED"].map(str::to_owned);
+    let mut widths = header.clone().map(|cell| cell.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = String::new();
+        for (column, (cell, width)) in row.iter().zip(widths).enumerate() {
+            if column + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  "));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// A time to the second, RFC 3339 UTC: `2026-11-22T10:04:05Z`.
+fn to_seconds(at: Timestamp) -> String {
+    match DateTime::from_timestamp_micros(at.as_micros()) {
+        Some(at) => at.format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+        None => at.to_string(),
+    }
+}
+
+/// A name as it can be printed on a terminal: control characters escaped (names are checked
+/// at creation, but a store may hold older or foreign ones).
+fn printable(name: &str) -> String {
+    name.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use dbconsole_core::Scope;
+
+    use super::*;
+
+    fn printed(reply: &KeyReply) -> String {
+        let mut out = Vec::new();
+        print_reply(reply, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// 2026-01-02T03:04:05.678901Z.
+    fn created() -> Timestamp {
+        Timestamp::from_micros(1_767_323_045_678_901)
+    }
+
+    #[test]
+    fn created_output_labels_the_secret_and_the_id() {
+        let reply = KeyReply::Created {
+            key: KeyInfo {
+                id: "key_01".to_owned(),
+                kind: CredentialKind::AccessToken,
+                scope: Scope::Full,
+                name: "grafana".to_owned(),
+                created_at: created(),
+                last_used_at: None,
+            },
+            secret: Secret::from("dbc_at_s3cr3t"),
+        };
+        let out = printed(&reply);
+        assert!(out.contains("id:     key_01\n"), "{out}");
+        assert!(out.contains("kind:   access-token\n"), "{out}");
+        assert!(out.contains("secret: dbc_at_s3cr3t\n"), "{out}");
+        assert_eq!(out.matches("dbc_at_s3cr3t").count(), 1, "{out}");
+        assert!(out.contains("Authorization: Bearer"), "{out}");
+    }
+
+    #[test]
+    fn the_table_aligns_columns_and_shortens_times() {
+        let key = |id: &str, name: &str, used: Option<Timestamp>| KeyInfo {
+            id: id.to_owned(),
+            kind: CredentialKind::ApiKey,
+            scope: Scope::Full,
+            name: name.to_owned(),
+            created_at: created(),
+            last_used_at: used,
+        };
+        // 2026-02-03T04:05:06.000001Z.
+        let used = Timestamp::from_micros(1_770_091_506_000_001);
+        let out = printed(&KeyReply::Listed {
+            keys: vec![
+                key("key_a", "a long name here", None),
+                key("key_b", "bell\u{7}", Some(used)),
+            ],
+        });
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3, "{out}");
+        assert!(lines[0].starts_with("ID     KIND     SCOPE  NAME"), "{out}");
+        let created = lines[0].find("CREATED").unwrap();
+        assert_eq!(
+            lines[1].find("2026-01-02T03:04:05Z"),
+            Some(created),
+            "{out}"
+        );
+        assert!(lines[1].ends_with("never"), "{out}");
+        assert!(lines[2].ends_with("2026-02-03T04:05:06Z"), "{out}");
+        assert!(lines[2].contains("bell\\u{7}"), "{out}");
+        assert_eq!(
+            printed(&KeyReply::Listed { keys: Vec::new() }),
+            "no stored keys\n"
+        );
+    }
+
+    #[test]
+    fn times_are_cut_to_the_second_not_rounded() {
+        assert_eq!(
+            to_seconds(Timestamp::from_micros(1_767_323_045_999_999)),
+            "2026-01-02T03:04:05Z"
+        );
+        assert_eq!(
+            to_seconds(Timestamp::from_micros(0)),
+            "1970-01-01T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn a_failed_reply_is_the_error() {
+        let reply = KeyReply::failed(Failure::NotFound, "no key has the id \"key_x\"");
+        let error = print_reply(&reply, &mut Vec::new()).unwrap_err();
+        assert!(matches!(
+            error,
+            PrintError::Refused {
+                error: Failure::NotFound,
+                ..
+            }
+        ));
+        assert_eq!(error.to_string(), "no key has the id \"key_x\"");
+    }
+}
