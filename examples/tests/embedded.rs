@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use dbconsole_core::seal::Place;
 use dbconsole_core::{ConsoleService, Sealer, Secret, StaticCredentials, Storage};
 use dbconsole_examples::provision::{DatabaseSpec, ProvisionError, Provisioner};
 use dbconsole_storage_memory::MemoryStorage;
@@ -55,11 +56,15 @@ async fn get_json(console: &ConsoleService, path: &str) -> (StatusCode, Value) {
     (status, serde_json::from_slice(&body).unwrap())
 }
 
-/// The stored password of the database's only credential, read straight from the store.
+/// The stored password of the database's only credential, read straight from the store and
+/// opened with the console's sealer.
 async fn stored_password(console: &ConsoleService, id: &str) -> Option<Secret> {
     let database = console.storage().database(id).await.unwrap().unwrap();
     assert_eq!(database.credentials.len(), 1);
-    database.credentials[0].password.clone()
+    let credential = &database.credentials[0];
+    let place = Place::password(database.id.as_str(), credential.id.as_str());
+    let sealed = credential.password.as_ref()?;
+    Some(console.sealer().open(sealed, &place).expect("opens"))
 }
 
 #[tokio::test]

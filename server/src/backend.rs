@@ -1,13 +1,14 @@
 //! The storage backends the server can run on, one variant and one `match` arm each.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use clap::ValueEnum;
 use dbconsole_core::Storage;
+use dbconsole_core::seal::{KeyError, Sealer, SecretKey};
 use dbconsole_storage_memory::MemoryStorage;
-use dbconsole_storage_redb::{RedbStorage, SecretKey};
+use dbconsole_storage_redb::RedbStorage;
 
 /// The variable that holds the key secrets are encrypted with at rest (base64 of 32 bytes).
 /// When unset, the key is read from [`KEY_FILE`] in the data directory, created there once.
@@ -20,8 +21,51 @@ pub const DATA_FILE: &str = "dbconsole.redb";
 /// `dbconsole keys`.
 pub const ADMIN_SOCKET_FILE: &str = "admin.sock";
 
-/// The error of [`StorageKind::open`]: the backend's own error, shown to the operator.
-pub type OpenError = Box<dyn std::error::Error + Send + Sync>;
+/// Why [`StorageKind::open`] failed; shown to the operator.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// `DBCONSOLE_SECRET_KEY` is set but is not a key.
+    #[error("{SECRET_KEY_VAR}: {0}")]
+    KeyVariable(#[source] KeyError),
+    /// The data file exists but the key file does not.
+    #[error(
+        "{} exists but {} does not: set {SECRET_KEY_VAR} to the key the data was written with",
+        data_file.display(),
+        key_file.display()
+    )]
+    KeyFileMissing {
+        /// The data file.
+        data_file: PathBuf,
+        /// The key file that should be beside it.
+        key_file: PathBuf,
+    },
+    /// The key file could not be read or created, or a key could not be made.
+    #[error(transparent)]
+    Key(KeyError),
+    /// The redb file could not be opened.
+    #[error(transparent)]
+    Redb(#[from] dbconsole_storage_redb::OpenError),
+}
+
+impl OpenError {
+    /// Whether another process has the data file open.
+    pub fn is_already_open(&self) -> bool {
+        matches!(
+            self,
+            OpenError::Redb(dbconsole_storage_redb::OpenError::AlreadyOpen { .. })
+        )
+    }
+}
+
+/// An open storage and the sealer that seals its secrets: the one its key check was made with,
+/// for the service to use.
+#[derive(Debug)]
+pub struct Opened {
+    /// The storage.
+    pub storage: Arc<dyn Storage>,
+    /// The sealer of its secrets.
+    pub sealer: Sealer,
+}
 
 /// A storage backend, chosen with `--storage` / `DBCONSOLE_STORAGE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -41,48 +85,42 @@ impl StorageKind {
         }
     }
 
-    /// Opens the backend. `data_dir` is where backends that keep files put them (created when
-    /// missing); `memory` ignores it. `secret_key` is the value of [`SECRET_KEY_VAR`], if set.
-    pub fn open(
-        self,
-        data_dir: &Path,
-        secret_key: Option<&str>,
-    ) -> Result<Arc<dyn Storage>, OpenError> {
+    /// Opens the backend with its sealer. `data_dir` is where backends that keep files put them
+    /// (created when missing); `memory` ignores it and seals under a random key, since nothing
+    /// it holds outlives the process. `secret_key` is the value of [`SECRET_KEY_VAR`], if set.
+    pub fn open(self, data_dir: &Path, secret_key: Option<&str>) -> Result<Opened, OpenError> {
         match self {
             StorageKind::Redb => {
                 let key = match secret_key.map(str::trim).filter(|k| !k.is_empty()) {
-                    Some(text) => SecretKey::from_base64(text)
-                        .map_err(|error| format!("{SECRET_KEY_VAR}: {error}"))?,
+                    Some(text) => SecretKey::from_base64(text).map_err(OpenError::KeyVariable)?,
                     None => {
                         let key_file = data_dir.join(KEY_FILE);
+                        let data_file = data_dir.join(DATA_FILE);
                         // Data without its key file was written under a key from the
                         // environment (or the key file was lost): a new key file could not
                         // open it, and would be left behind to confuse the next start.
-                        if !key_file.exists() && data_dir.join(DATA_FILE).exists() {
-                            return Err(format!(
-                                "{} exists but {} does not: set {SECRET_KEY_VAR} to the key \
-                                 the data was written with",
-                                data_dir.join(DATA_FILE).display(),
-                                key_file.display(),
-                            )
-                            .into());
+                        if !key_file.exists() && data_file.exists() {
+                            return Err(OpenError::KeyFileMissing {
+                                data_file,
+                                key_file,
+                            });
                         }
-                        SecretKey::load_or_create(&key_file)?
+                        SecretKey::load_or_create(&key_file).map_err(OpenError::Key)?
                     }
                 };
-                Ok(Arc::new(RedbStorage::open(&data_dir.join(DATA_FILE), key)?))
+                let sealer = Sealer::new(&key);
+                let storage = RedbStorage::open(&data_dir.join(DATA_FILE), &sealer)?;
+                Ok(Opened {
+                    storage: Arc::new(storage),
+                    sealer,
+                })
             }
-            StorageKind::Memory => Ok(Arc::new(MemoryStorage::new())),
+            StorageKind::Memory => Ok(Opened {
+                storage: Arc::new(MemoryStorage::new()),
+                sealer: Sealer::ephemeral().map_err(OpenError::Key)?,
+            }),
         }
     }
-}
-
-/// Whether [`StorageKind::open`] failed because another process has the data file open.
-pub fn is_already_open(error: &(dyn std::error::Error + 'static)) -> bool {
-    matches!(
-        error.downcast_ref::<dbconsole_storage_redb::OpenError>(),
-        Some(dbconsole_storage_redb::OpenError::AlreadyOpen { .. })
-    )
 }
 
 /// The value of [`SECRET_KEY_VAR`], when set and valid Unicode.
@@ -118,7 +156,14 @@ mod tests {
             after: None,
             limit: 10,
         };
-        assert!(storage.list_databases(page).await.unwrap().is_empty());
+        assert!(
+            storage
+                .storage
+                .list_databases(page)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[tokio::test]
@@ -131,7 +176,14 @@ mod tests {
             after: None,
             limit: 10,
         };
-        assert!(storage.list_databases(page).await.unwrap().is_empty());
+        assert!(
+            storage
+                .storage
+                .list_databases(page)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         assert!(data_dir.join(DATA_FILE).is_file());
         let mode = std::fs::metadata(data_dir.join(KEY_FILE))
             .unwrap()
@@ -171,7 +223,7 @@ mod tests {
         let error = StorageKind::Redb
             .open(dir.path(), None)
             .expect_err("the file is open");
-        assert!(is_already_open(&*error), "{error}");
+        assert!(error.is_already_open(), "{error}");
         drop(first);
         StorageKind::Redb
             .open(dir.path(), None)
@@ -179,7 +231,7 @@ mod tests {
         let other = StorageKind::Redb
             .open(dir.path(), Some("not base64!"))
             .expect_err("a malformed key is refused");
-        assert!(!is_already_open(&*other), "{other}");
+        assert!(!other.is_already_open(), "{other}");
     }
 
     #[test]

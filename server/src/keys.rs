@@ -12,7 +12,7 @@ use dbconsole_core::Storage;
 use thiserror::Error;
 
 use crate::admin_protocol::{KeyReply, KeyRequest};
-use crate::backend::{self, ADMIN_SOCKET_FILE, DATA_FILE, OpenError, StorageKind};
+use crate::backend::{ADMIN_SOCKET_FILE, DATA_FILE, OpenError, StorageKind};
 use crate::cli::{KeysArgs, KeysCommand};
 use crate::key_ops::execute;
 
@@ -140,8 +140,8 @@ fn open_directly(
             data_file,
         });
     }
-    storage.open(data_dir, secret_key).map_err(|source| {
-        if backend::is_already_open(&*source) {
+    let opened = storage.open(data_dir, secret_key).map_err(|source| {
+        if source.is_already_open() {
             KeysError::Busy {
                 data_file,
                 socket: data_dir.join(ADMIN_SOCKET_FILE),
@@ -149,7 +149,8 @@ fn open_directly(
         } else {
             KeysError::Open { storage, source }
         }
-    })
+    })?;
+    Ok(opened.storage)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use clap::Parser;
 use dbconsole_core::ConsoleService;
 use dbconsole_core::auth::StoredCredentials;
 use dbconsole_core::{CredentialKind, Storage, StorageError};
-use dbconsole_server::backend::{OpenError, secret_key_from_env};
+use dbconsole_server::backend::{OpenError, Opened, secret_key_from_env};
 use dbconsole_server::credentials::{self, ACCESS_TOKEN_VAR, API_KEY_VAR, EnvCredentials};
 use dbconsole_server::key_print::{PrintError, print_reply};
 use dbconsole_server::keys::{self, KeysError};
@@ -41,13 +41,13 @@ fn main() -> ExitCode {
 
 /// Storage + authenticator + service, then the serving loop until a signal.
 async fn serve(args: ServeArgs) -> Result<(), Error> {
-    let storage = args
+    let Opened { storage, sealer } = args
         .storage
         .open(&args.data_dir, secret_key_from_env().as_deref())
         .map_err(|source| Error::OpenStorage(args.storage, source))?;
     let env = EnvCredentials::from_env();
     let authenticator = StoredCredentials::new(Arc::clone(&storage), env.static_credentials());
-    let service = ConsoleService::builder(Arc::clone(&storage), Arc::new(authenticator))
+    let service = ConsoleService::builder(Arc::clone(&storage), Arc::new(authenticator), sealer)
         .checkers(dbconsole_core::check::standard_checkers())
         .check_timeout(args.check_timeout())
         .build();

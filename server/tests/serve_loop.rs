@@ -22,7 +22,12 @@ async fn start() -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let auth = StaticCredentials::new(Some(&Secret::from(KEY)), None);
-    let service = ConsoleService::builder(Arc::new(MemoryStorage::new()), Arc::new(auth)).build();
+    let service = ConsoleService::builder(
+        Arc::new(MemoryStorage::new()),
+        Arc::new(auth),
+        dbconsole_core::Sealer::ephemeral().unwrap(),
+    )
+    .build();
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(dbconsole_server::serve(listener, service, async {
         let _ = stopped.await;

@@ -136,9 +136,9 @@ impl ApiError {
 fn human_size(bytes: usize) -> String {
     const KIB: usize = 1024;
     const MIB: usize = 1024 * KIB;
-    if bytes >= MIB && bytes % MIB == 0 {
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
         format!("{} MiB", bytes / MIB)
-    } else if bytes >= KIB && bytes % KIB == 0 {
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
         format!("{} KiB", bytes / KIB)
     } else {
         format!("{bytes} bytes")
