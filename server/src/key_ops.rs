@@ -147,10 +147,20 @@ mod tests {
             None
         );
 
-        let KeyReply::Listed { keys } = execute(&*storage, KeyRequest::List).await else {
-            panic!("not listed");
-        };
-        // The same key, now with the use just recorded.
+        // The same key, with the use just recorded: written in the background, so it shows
+        // up shortly after the request, not necessarily before it answered.
+        let mut keys = Vec::new();
+        for _ in 0..200 {
+            let KeyReply::Listed { keys: listed } = execute(&*storage, KeyRequest::List).await
+            else {
+                panic!("not listed");
+            };
+            keys = listed;
+            if keys.first().is_some_and(|k| k.last_used_at.is_some()) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         assert_eq!(keys.len(), 1);
         assert_eq!(keys[0].id, key.id);
         assert!(keys[0].last_used_at.is_some(), "{keys:?}");

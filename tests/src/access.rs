@@ -1,5 +1,5 @@
 //! Cases of the HTTP suite: permissions, data protection, the delete guard, stored caller keys
-//! (contract.md sections 2 and 5, interface.md 4.6).
+//! (README, *Permissions and data protection* and *Caller credentials*).
 //!
 //! - `GET|PUT …/databases/{id}/permissions`: `{"database_id", "permissions": [{"subject_kind",
 //!   "subject", "access"}]}`, each PUT replacing the whole list;

@@ -1,4 +1,4 @@
-//! Cases of the HTTP suite: dashboards (interface.md 2.3–2.6 and 4.7, contract.md 4 and 4a).
+//! Cases of the HTTP suite: dashboards (README, *Endpoints*, and the dashboard rules of *Decisions where the spec is silent*).
 //!
 //! Every case drives the service over HTTP with the access token (`Api::dash`), except the
 //! compatibility-route cases, which also use the API key.

@@ -1,6 +1,7 @@
 //! Cases of the HTTP suite: databases. Create, retrieve, update, delete, setup, remove by
 //! `api_id`, check-connection, listing and the `/api/v1/querydesk` compatibility prefix, as
-//! interface.md (2.1, 2.2, 4.1–4.6) and contract.md (2, 3, 4a, 5) describe them.
+//! the README's *Endpoints*, *Check connection* and *Decisions where the spec is silent*
+//! describe them.
 //!
 //! Passwords and certificates never come back in a response, so what the service stored is
 //! observed through check-connection: `FakeChecker` records the [`CheckTarget`] the service
@@ -24,7 +25,7 @@ const INVALID: &str = "is invalid";
 const TAKEN: &str = "has already been taken";
 const ADAPTERS: &str = "must be one of: postgres, mysql, clickhouse, sqlserver, oracle";
 
-/// Response keys of a database, exactly (contract.md section 2).
+/// Response keys of a database, exactly (README, *Endpoints*).
 const DATABASE_KEYS: [&str; 20] = [
     "id",
     "api_id",

@@ -1,4 +1,5 @@
-//! Cases of the HTTP suite: the protocol (contract.md sections 1 and 4a): authentication and
+//! Cases of the HTTP suite: the protocol (README, *Endpoints* and *Decisions where the spec is
+//! silent*): authentication and
 //! scopes, the order of checks, request bodies, unknown routes and methods, statuses and the
 //! shape of every error.
 

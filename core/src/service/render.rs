@@ -1,4 +1,5 @@
-//! Response bodies: the wire shape of each record, with exactly the keys contract.md lists and
+//! Response bodies: the wire shape of each record, with exactly the keys the README's
+//! *Endpoints* lists and
 //! never a secret (the stored types hold secrets; these views have no field for them).
 
 use serde::Serialize;
