@@ -93,7 +93,7 @@ impl From<KeysCommand> for KeyRequest {
 
 /// Runs `dbconsole keys …` on the storage of `args`: through the admin socket when a server
 /// has the data directory open, else on the data file itself. `secret_key` is the value of
-/// [`backend::SECRET_KEY_VAR`], used only when the file is opened here. A memory store cannot
+/// [`crate::backend::SECRET_KEY_VAR`], used only when the file is opened here. A memory store cannot
 /// be reached from another process: that is [`KeysError::MemoryStorage`].
 ///
 /// `list` and `revoke` need an existing data file; `create` creates one (and the key file)

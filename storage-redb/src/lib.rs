@@ -40,7 +40,7 @@
 //!
 //! Credential passwords and TLS material reach the store already sealed by core
 //! ([`SealedSecret`](dbconsole_core::model::SealedSecret): XChaCha20-Poly1305 under the
-//! deployment's [`SecretKey`], each value bound to its place; see [`dbconsole_core::seal`]). The
+//! deployment's [`SecretKey`](dbconsole_core::SecretKey), each value bound to its place; see [`dbconsole_core::seal`]). The
 //! store writes those bytes as they are and reads them back as they are: it never holds the key,
 //! and reading a record decrypts nothing. Everything else (names, host names, usernames,
 //! dashboards) is stored in clear. The meta table holds a key check value (a fixed label sealed

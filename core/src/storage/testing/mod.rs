@@ -1,4 +1,4 @@
-//! The storage conformance suite: every rule of the [`Storage`] contract (see the
+//! The storage conformance suite: every rule of the [`Storage`](super::Storage) contract (see the
 //! [`storage`](super) module documentation), written once against the trait and run by every
 //! backend.
 //!
@@ -75,7 +75,7 @@
 //! - Access control (README, *Permissions and data protection*): `None` for a missing database,
 //!   the default for a new one; updates apply exactly what the edit returned (`NotFound` for a
 //!   missing database, `Invalid` changing nothing); `inherits_from` refused with the
-//!   [`inheritance_message`](super::inheritance_message) rules (itself, a missing database, a
+//!   [`check_inheritance`](super::rules::check_inheritance) rules (itself, a missing database, a
 //!   cycle of two or three) changing nothing, and clearable; the delete guard by id and by
 //!   `api_id` ([`StorageError::Inherited`](super::StorageError::Inherited) naming every heir,
 //!   ordered by id, nothing deleted), and a delete that takes the access control with it.
