@@ -7,12 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use base64::Engine as _;
-use rand::RngCore as _;
-use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::model::{CallerKey, CredentialKind, KeyId, Scope, Secret, Timestamp};
+use crate::model::{CredentialKind, KeyId, Scope, Secret, Timestamp};
+pub use crate::model::{key_digest, mint_caller_key};
 use crate::storage::Storage;
 
 /// Decides whether a presented credential is valid, and with which scope.
@@ -44,10 +42,6 @@ impl Debug for StaticCredentials {
     }
 }
 
-fn digest(bytes: &[u8]) -> [u8; 32] {
-    Sha256::digest(bytes).into()
-}
-
 impl StaticCredentials {
     /// Accepts this API key (database routes) and this access token (dashboard routes), each
     /// when given and not empty.
@@ -55,7 +49,7 @@ impl StaticCredentials {
         let keep = |secret: Option<&Secret>| {
             secret
                 .filter(|secret| !secret.is_empty())
-                .map(|secret| digest(secret.expose()))
+                .map(|secret| key_digest(secret.expose()))
         };
         Self {
             api_key: keep(api_key),
@@ -83,40 +77,9 @@ impl Authenticator for StaticCredentials {
         let Some(expected) = expected else {
             return Ok(None);
         };
-        let matches: bool = digest(presented.as_bytes()).ct_eq(&expected).into();
+        let matches: bool = key_digest(presented.as_bytes()).ct_eq(&expected).into();
         Ok(matches.then_some(Scope::Full))
     }
-}
-
-/// SHA-256 of a presented or minted secret: what a [`CallerKey`] stores.
-pub fn key_digest(secret: &[u8]) -> [u8; 32] {
-    digest(secret)
-}
-
-/// Mints a new caller credential: the record to store (digest only) and the secret to show
-/// once. The secret is `dbc_<ak|at>_` and 32 random bytes in base64url, so it can be recognised
-/// in a leak scan.
-pub fn mint_caller_key(kind: CredentialKind, scope: Scope, name: &str) -> (CallerKey, Secret) {
-    let mut random = zeroize::Zeroizing::new([0u8; 32]);
-    rand::rng().fill_bytes(random.as_mut());
-    let prefix = match kind {
-        CredentialKind::ApiKey => "dbc_ak_",
-        CredentialKind::AccessToken => "dbc_at_",
-    };
-    let secret = Secret::from(format!(
-        "{prefix}{}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random.as_ref())
-    ));
-    let key = CallerKey {
-        id: KeyId::generate(),
-        name: name.to_owned(),
-        kind,
-        scope,
-        digest: digest(secret.expose()),
-        created_at: Timestamp::now(),
-        last_used_at: None,
-    };
-    (key, secret)
 }
 
 /// How often a stored key's `last_used_at` is written at most (a write per request would make
@@ -193,7 +156,7 @@ impl Authenticator for StoredCredentials {
         }
         let Some(key) = self
             .storage
-            .caller_key_by_digest(&digest(presented.as_bytes()))
+            .caller_key_by_digest(&key_digest(presented.as_bytes()))
             .await?
         else {
             return Ok(None);

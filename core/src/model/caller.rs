@@ -3,7 +3,11 @@
 
 use std::fmt;
 
-use super::{KeyId, Timestamp};
+use base64::Engine as _;
+use rand::RngCore as _;
+use sha2::{Digest, Sha256};
+
+use super::{KeyId, Secret, Timestamp};
 
 /// Which kind of caller credential was presented (and which kind a stored one is).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -59,4 +63,35 @@ impl fmt::Debug for CallerKey {
             .field("last_used_at", &self.last_used_at)
             .finish()
     }
+}
+
+/// SHA-256 of a presented or minted secret: what a [`CallerKey`] stores.
+pub fn key_digest(secret: &[u8]) -> [u8; 32] {
+    Sha256::digest(secret).into()
+}
+
+/// Mints a new caller credential: the record to store (digest only) and the secret to show
+/// once. The secret is `dbc_<ak|at>_` and 32 random bytes in base64url, so it can be recognised
+/// in a leak scan.
+pub fn mint_caller_key(kind: CredentialKind, scope: Scope, name: &str) -> (CallerKey, Secret) {
+    let mut random = zeroize::Zeroizing::new([0u8; 32]);
+    rand::rng().fill_bytes(random.as_mut());
+    let prefix = match kind {
+        CredentialKind::ApiKey => "dbc_ak_",
+        CredentialKind::AccessToken => "dbc_at_",
+    };
+    let secret = Secret::from(format!(
+        "{prefix}{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(random.as_ref())
+    ));
+    let key = CallerKey {
+        id: KeyId::generate(),
+        name: name.to_owned(),
+        kind,
+        scope,
+        digest: key_digest(secret.expose()),
+        created_at: Timestamp::now(),
+        last_used_at: None,
+    };
+    (key, secret)
 }

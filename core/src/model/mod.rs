@@ -16,7 +16,7 @@ pub use access::{
     AccessControl, AccessLevel, ColumnAction, ColumnRule, DataProtection, Permission, Policy,
     SubjectKind,
 };
-pub use caller::{CallerKey, CredentialKind, Scope};
+pub use caller::{CallerKey, CredentialKind, Scope, key_digest, mint_caller_key};
 pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};
 pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsField, TlsMaterial};
 pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, KeyId, PanelId};

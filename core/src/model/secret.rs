@@ -1,5 +1,5 @@
 //! [`Secret`]: bytes that must never leave the process by accident; [`SealedSecret`]: a secret
-//! as it is kept, encrypted (see [`crate::seal`]).
+//! as it is kept, encrypted (by the `seal` module).
 
 use std::fmt;
 
@@ -62,11 +62,11 @@ impl PartialEq for Secret {
 impl Eq for Secret {}
 
 /// A secret as records hold it: `nonce ‖ ciphertext ‖ tag` of XChaCha20-Poly1305, made by
-/// [`crate::seal::Sealer::seal`] and bound to its place (which database, credential and field).
+/// `seal::Sealer::seal` and bound to its place (which database, credential and field).
 ///
 /// Records carry secrets only in this form: reading, listing or rendering a record never
 /// decrypts anything, and a backend stores these bytes as they are. Only check-connection
-/// opens one, with [`crate::seal::Sealer::open`]. Cloning is cheap (shared bytes). Its `Debug`
+/// opens one, with `seal::Sealer::open`. Cloning is cheap (shared bytes). Its `Debug`
 /// shows the length only.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SealedSecret(Bytes);

@@ -47,7 +47,7 @@ pub fn permissions_from_body(
 /// Reads `{"inherits_from": id | null, "policies": [{"name", "description", "columns":
 /// [{"column", "action"}]}]}` for database `database_id`: the whole new document. Whether
 /// `inherits_from` exists and makes no cycle is checked by the storage, atomically with the
-/// write ([`crate::storage::rules::check_inheritance`]).
+/// write (`storage::rules::check_inheritance`).
 pub fn data_protection_from_body(
     database_id: &str,
     body: &Map<String, Value>,

@@ -5,12 +5,11 @@
 use serde_json::{Map, Value, json};
 
 use super::check::{found, ok};
-use crate::auth::mint_caller_key;
 use crate::model::{
     AccessControl, AccessLevel, Action, ActionId, Adapter, CallerKey, ColumnAction, ColumnRule,
     ConnectionParameter, Credential, CredentialId, CredentialKind, Dashboard, DashboardId,
     DataProtection, Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput,
-    Permission, Policy, Scope, SealedSecret, SubjectKind, Timestamp, TlsMaterial,
+    Permission, Policy, Scope, SealedSecret, SubjectKind, Timestamp, TlsMaterial, mint_caller_key,
 };
 use crate::seal::Sealer;
 use crate::storage::{DatabaseRef, Page, Storage, StorageError};
