@@ -113,7 +113,6 @@
 //! [postcard]: https://docs.rs/postcard
 
 mod error;
-mod record;
 
 use std::fmt;
 use std::fs;
@@ -136,7 +135,7 @@ use redb::{
 };
 
 pub use crate::error::OpenError;
-use crate::record::RecordError;
+use dbconsole_core::storage::record::{self, RecordError};
 
 /// The format version of files this build writes, and the newest it opens.
 pub const FORMAT_VERSION: u32 = 1;
@@ -343,12 +342,6 @@ trait OrBackend<T> {
 impl<T, E: Into<redb::Error>> OrBackend<T> for Result<T, E> {
     fn or_backend(self) -> Result<T, StorageError> {
         self.map_err(|error| StorageError::backend(error.into()))
-    }
-}
-
-impl From<RecordError> for StorageError {
-    fn from(error: RecordError) -> Self {
-        StorageError::backend(error)
     }
 }
 
@@ -610,7 +603,7 @@ impl Storage for RedbStorage {
                     let inherits =
                         get_access(&access, &heir)?.and_then(|a| a.data_protection.inherits_from);
                     if inherits.as_deref() == Some(id.as_str()) {
-                        let name = record::decode_database_stored(&heir, bytes.value())?.name;
+                        let name = record::decode_database_name(&heir, bytes.value())?;
                         heirs.push(DatabaseRef { id: heir, name });
                     }
                 }

@@ -40,6 +40,7 @@ use crate::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 use crate::validate::ValidationErrors;
 
 mod forward;
+pub mod record;
 pub mod rules;
 #[cfg(feature = "testing")]
 pub mod testing;

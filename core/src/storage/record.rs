@@ -1,5 +1,6 @@
-//! The stored format of records: private structs, separate from `dbconsole_core::model`, encoded
-//! as one version byte followed by the record in postcard.
+//! The stored form of records, for backends that keep each aggregate as bytes (redb, and the
+//! record column of PostgreSQL): private structs, separate from [`crate::model`] (which has no
+//! `Serialize` on purpose), encoded as one version byte followed by the record in postcard.
 //!
 //! Postcard is compact and its wire format is specified and frozen for 1.x, but it is not
 //! self-describing: a field is identified by its position. So a record struct never changes
@@ -8,7 +9,7 @@
 //! version). Enums are stored by their wire names (`postgres`, `admin`, `mask`…), so reordering
 //! or extending an enum in the model never changes what a stored record means.
 
-use dbconsole_core::model::{
+use crate::model::{
     AccessControl, AccessLevel, Action, ActionId, Adapter, CallerKey, ColumnAction, ColumnRule,
     ConnectionParameter, Credential, CredentialId, CredentialKind, Dashboard, DashboardId,
     DataProtection, Database, DatabaseId, InputMapping, KeyId, Panel, PanelDetails, PanelId,
@@ -21,7 +22,8 @@ const RECORD_V1: u8 = 1;
 
 /// A record could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RecordError {
+#[non_exhaustive]
+pub enum RecordError {
     /// The record starts with a version this build does not know.
     #[error("a stored record has format version {0}, which this version of dbconsole cannot read")]
     UnknownVersion(u8),
@@ -195,7 +197,7 @@ fn sealed_secret(stored: Option<Vec<u8>>) -> Option<SealedSecret> {
 }
 
 /// Encodes a database; its secrets are already sealed.
-pub(crate) fn encode_database(db: &Database) -> Result<Vec<u8>, RecordError> {
+pub fn encode_database(db: &Database) -> Result<Vec<u8>, RecordError> {
     let id = db.id.as_str();
     let credentials = db
         .credentials
@@ -249,8 +251,19 @@ pub(crate) fn decode_database_stored(key: &str, bytes: &[u8]) -> Result<Database
     decode_keyed(key, bytes)
 }
 
+/// The name of the database stored under `key`, without building the whole record.
+pub fn decode_database_name(key: &str, bytes: &[u8]) -> Result<String, RecordError> {
+    Ok(decode_database_stored(key, bytes)?.name)
+}
+
+impl From<RecordError> for super::StorageError {
+    fn from(error: RecordError) -> Self {
+        super::StorageError::backend(error)
+    }
+}
+
 /// Decodes the database stored under `key`. Its secrets stay sealed.
-pub(crate) fn decode_database(key: &str, bytes: &[u8]) -> Result<Database, RecordError> {
+pub fn decode_database(key: &str, bytes: &[u8]) -> Result<Database, RecordError> {
     let stored = decode_database_stored(key, bytes)?;
     let credentials = stored
         .credentials
@@ -304,7 +317,7 @@ pub(crate) fn decode_database(key: &str, bytes: &[u8]) -> Result<Database, Recor
 }
 
 /// Encodes a dashboard (dashboards hold no secrets).
-pub(crate) fn encode_dashboard(dashboard: &Dashboard) -> Result<Vec<u8>, RecordError> {
+pub fn encode_dashboard(dashboard: &Dashboard) -> Result<Vec<u8>, RecordError> {
     let stored = DashboardV1 {
         id: dashboard.id.as_str().to_owned(),
         name: dashboard.name.clone(),
@@ -358,7 +371,7 @@ pub(crate) fn encode_dashboard(dashboard: &Dashboard) -> Result<Vec<u8>, RecordE
 }
 
 /// Decodes the dashboard stored under `key`.
-pub(crate) fn decode_dashboard(key: &str, bytes: &[u8]) -> Result<Dashboard, RecordError> {
+pub fn decode_dashboard(key: &str, bytes: &[u8]) -> Result<Dashboard, RecordError> {
     let stored: DashboardV1 = decode_keyed(key, bytes)?;
     Ok(Dashboard {
         id: DashboardId::from_stored(stored.id),
@@ -465,7 +478,7 @@ fn parse<T: std::str::FromStr>(name: &str, what: &'static str) -> Result<T, Reco
 }
 
 /// Encodes the access control of the database `database_id`.
-pub(crate) fn encode_access_control(
+pub fn encode_access_control(
     database_id: &str,
     access: &AccessControl,
 ) -> Result<Vec<u8>, RecordError> {
@@ -500,7 +513,7 @@ pub(crate) fn encode_access_control(
 }
 
 /// Decodes the access control stored under the database id `key`.
-pub(crate) fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, RecordError> {
+pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, RecordError> {
     let stored: AccessControlV1 = decode_keyed(key, bytes)?;
     let permissions = stored
         .permissions
@@ -543,7 +556,7 @@ pub(crate) fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessCon
 }
 
 /// Encodes a caller credential (its digest; it has no secret to seal).
-pub(crate) fn encode_caller_key(key: &CallerKey) -> Result<Vec<u8>, RecordError> {
+pub fn encode_caller_key(key: &CallerKey) -> Result<Vec<u8>, RecordError> {
     let stored = CallerKeyV1 {
         id: key.id.as_str().to_owned(),
         name: key.name.clone(),
@@ -557,7 +570,7 @@ pub(crate) fn encode_caller_key(key: &CallerKey) -> Result<Vec<u8>, RecordError>
 }
 
 /// Decodes the caller credential stored under `key`.
-pub(crate) fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, RecordError> {
+pub fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, RecordError> {
     let stored: CallerKeyV1 = decode_keyed(key, bytes)?;
     Ok(CallerKey {
         kind: parse::<CredentialKind>(&stored.kind, "credential kind")?,
@@ -572,11 +585,39 @@ pub(crate) fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, Re
 
 #[cfg(test)]
 mod tests {
-    use dbconsole_core::model::Secret;
-    use dbconsole_core::seal::{Place, Sealer};
-
     use super::*;
-    use crate::tests::sample_database;
+    use crate::model::Secret;
+    use crate::seal::{Place, Sealer};
+
+    fn sample_database(name: &str, api_id: Option<&str>) -> Database {
+        let now = Timestamp::now();
+        Database {
+            id: DatabaseId::generate(),
+            api_id: api_id.map(str::to_owned),
+            name: name.to_owned(),
+            adapter: Adapter::Mysql,
+            hostname: "db.internal".to_owned(),
+            port: Some(3307),
+            database: "orders".to_owned(),
+            ssl: true,
+            verify_server_hostname: false,
+            restrict_access: true,
+            review_bypass_allowed: false,
+            group: Some("prod".to_owned()),
+            slack_channel: None,
+            tunnel_id: None,
+            ai_enabled: true,
+            ai_max_rows: 99,
+            connection_parameters: vec![ConnectionParameter {
+                name: "search_path".to_owned(),
+                value: String::new(),
+            }],
+            credentials: Vec::new(),
+            tls: TlsMaterial::default(),
+            inserted_at: now,
+            updated_at: now,
+        }
+    }
 
     #[test]
     fn database_round_trips_with_its_sealed_secrets_as_they_are() {
@@ -713,7 +754,7 @@ mod tests {
     #[test]
     fn caller_key_round_trips() {
         let (mut key, _secret) =
-            dbconsole_core::auth::mint_caller_key(CredentialKind::AccessToken, Scope::Setup, "ci");
+            crate::model::mint_caller_key(CredentialKind::AccessToken, Scope::Setup, "ci");
         key.last_used_at = Some(Timestamp::from_micros(1_795_341_845_123_456));
         let bytes = encode_caller_key(&key).unwrap();
         assert_eq!(bytes[0], RECORD_V1);
