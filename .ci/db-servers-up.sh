@@ -173,6 +173,18 @@ END $$;
 SQL
 su postgres -c "psql -qAt -c \"SELECT 1 FROM pg_database WHERE datname='checkdb'\"" | grep -q 1 \
   || su postgres -c "createdb -O checker checkdb"
+# The PostgreSQL storage's tests (storage-postgres, the HTTP suite, the two-node and fault tests)
+# keep their records in database `dbconsole`, owned by `dbconsole` (password `dbconsolepw`),
+# each run in schemas of its own.
+su postgres -c "psql -qAt -v ON_ERROR_STOP=1" <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dbconsole') THEN
+    CREATE ROLE dbconsole LOGIN PASSWORD 'dbconsolepw';
+  END IF;
+END $$;
+SQL
+su postgres -c "psql -qAt -c \"SELECT 1 FROM pg_database WHERE datname='dbconsole'\"" | grep -q 1 \
+  || su postgres -c "createdb -O dbconsole dbconsole"
 
 # --- MariaDB 10.11 -----------------------------------------------------------------------------
 # bind-address=127.0.0.1 by default; the init script waits until the server answers.

@@ -209,6 +209,14 @@ impl CheckTarget {
     }
 }
 
+/// The rustls client configuration that check-connection's TLS rules give `target` (see the
+/// module documentation), for other connections that follow the same rules: the PostgreSQL
+/// storage's own connection uses it, so the whole service has one TLS stack.
+#[cfg(feature = "tls")]
+pub fn tls_client_config(target: &CheckTarget) -> Result<rustls::ClientConfig, String> {
+    tls::client_config(target)
+}
+
 /// Opens a real connection for one adapter.
 #[async_trait]
 pub trait ConnectionChecker: Send + Sync + Debug + 'static {

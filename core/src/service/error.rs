@@ -39,6 +39,8 @@ pub enum ApiError {
     Inherited(Vec<DatabaseRef>),
     /// 500: a backend failure (already logged; the body says nothing more).
     Internal,
+    /// 503: the storage cannot be reached now (already logged); the caller may retry.
+    Unavailable,
 }
 
 impl From<ValidationErrors> for ApiError {
@@ -53,6 +55,10 @@ impl From<StorageError> for ApiError {
             StorageError::NotFound => ApiError::NotFound,
             StorageError::Invalid(errors) => ApiError::Invalid(errors),
             StorageError::Inherited(databases) => ApiError::Inherited(databases),
+            StorageError::Unavailable(error) => {
+                tracing::warn!(%error, "storage unavailable");
+                ApiError::Unavailable
+            }
             other => {
                 tracing::error!(error = %other, "storage failure");
                 ApiError::Internal
@@ -78,6 +84,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Invalid(_) | ApiError::Inherited(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -113,6 +120,7 @@ impl ApiError {
                 }})
             }
             ApiError::Internal => detail("Internal Server Error"),
+            ApiError::Unavailable => detail("storage temporarily unavailable, try again"),
         };
         let mut response = json_response(status, &body);
         let headers = response.headers_mut();

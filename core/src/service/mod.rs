@@ -36,7 +36,7 @@ use crate::auth::Authenticator;
 use crate::check::{Checkers, TunnelDialer};
 use crate::model::CredentialKind;
 use crate::seal::Sealer;
-use crate::storage::{Page, Storage};
+use crate::storage::{Page, Storage, StorageError};
 use crate::validate::{PageQuery, parse_page_query};
 use router::{Credentials, Route};
 
@@ -274,9 +274,12 @@ impl Shared {
                 .authenticator
                 .authenticate(kind, secret)
                 .await
-                .map_err(|error| {
-                    tracing::error!(%error, "authenticator failure");
-                    ApiError::Internal
+                .map_err(|error| match error.downcast::<StorageError>() {
+                    Ok(error) => ApiError::from(*error),
+                    Err(error) => {
+                        tracing::error!(%error, "authenticator failure");
+                        ApiError::Internal
+                    }
                 })?;
             if scope.is_some() {
                 break;

@@ -14,6 +14,10 @@ macro_rules! forward_storage {
     ($wrapper:ident) => {
         #[async_trait]
         impl<S: Storage + ?Sized> Storage for $wrapper<S> {
+            async fn check_ready(&self) -> Result<(), StorageError> {
+                (**self).check_ready().await
+            }
+
             async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
                 (**self).insert_database(database).await
             }

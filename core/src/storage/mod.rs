@@ -115,12 +115,21 @@ pub enum StorageError {
     /// The backend failed (I/O, corruption, a lost connection…).
     #[error("storage backend failure: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The backend cannot be reached now (a database server restarting, a network down, no
+    /// connection free within the time limit); nothing was written. Answered 503: try again.
+    #[error("storage unavailable: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl StorageError {
     /// Wraps a backend's own error.
     pub fn backend(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Backend(Box::new(error))
+    }
+
+    /// Wraps the error that makes the backend unreachable now.
+    pub fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Unavailable(Box::new(error))
     }
 }
 
@@ -217,4 +226,11 @@ pub trait Storage: Send + Sync + Debug + 'static {
 
     /// Deletes (revokes) a caller credential and returns it.
     async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError>;
+
+    /// Whether the backend can serve requests now (a readiness check): `Ok` by default, for
+    /// backends that live in the process; a networked backend answers
+    /// [`StorageError::Unavailable`] while it cannot reach its server.
+    async fn check_ready(&self) -> Result<(), StorageError> {
+        Ok(())
+    }
 }

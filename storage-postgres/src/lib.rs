@@ -1,0 +1,787 @@
+//! # dbconsole-storage-postgres
+//!
+//! The [`Storage`] backend for several server nodes on one shared, durable store: PostgreSQL.
+//! Every node opens the same database (and schema); each trait call is one PostgreSQL
+//! transaction, so a node or a connection that dies mid-call leaves nothing half-written, and
+//! every rule of the contract holds across nodes, not only inside one process.
+//!
+//! ## How the contract holds across nodes
+//!
+//! - **Updates** (`update_*`, `upsert_database_by_api_id`) read the row they will replace with
+//!   `SELECT … FOR UPDATE`: the edit closure runs against the stored row, and a second node's
+//!   update of the same record waits for the first to commit, then edits the result. Two nodes
+//!   never lose each other's PATCH.
+//! - **Setup by `api_id`** creates at most one database: `api_id` is a unique column, and a
+//!   node that loses the race to insert retries as an update of the winner's row.
+//! - **Inheritance and the delete guard**: writes run at `SERIALIZABLE` isolation and are
+//!   retried on serialization failures, so `A → B` on one node and `B → A` on another can't
+//!   both commit, and a delete can't slip past a concurrent `inherits_from` (PostgreSQL's
+//!   serializable snapshot isolation detects both). The rules themselves are core's
+//!   ([`dbconsole_core::storage::rules`]); this crate supplies the lookups.
+//! - **Times**: `updated_at` is computed from the stored one (`not before the next
+//!   microsecond`), so it strictly increases per record even when the nodes' clocks differ.
+//!
+//! ## Secrets and the key
+//!
+//! Records reach the store with their secrets sealed by core
+//! ([`SealedSecret`](dbconsole_core::model::SealedSecret)); no column ever holds a plaintext.
+//! Nodes share the sealing key. The `meta` table keeps a key check value made with the first
+//! node's key: [`PostgresStorage::connect`] with another key fails with
+//! [`ConnectError::WrongKey`] before the node answers anything.
+//!
+//! ## Schema and migrations
+//!
+//! The tables live in one schema ([`PostgresOptions::schema`], default `dbconsole`), created
+//! when missing. Versioned SQL migrations are embedded in the binary (`migrations/`) and applied
+//! at connect, in one transaction under an advisory lock, so nodes starting together migrate
+//! once. A node refuses a schema newer than it knows ([`ConnectError::NewerSchema`]).
+//!
+//! | table | what |
+//! |---|---|
+//! | `databases` | `id`, `api_id` (unique), `name`, and `record`: the database with its credentials in dbconsole's stored form ([`dbconsole_core::storage::record`]) |
+//! | `dashboards` | `id`, `record` |
+//! | `access_control` | `database_id` (deleted with its database), `inherits_from` (indexed, for the delete guard), `record` |
+//! | `caller_keys` | `id`, `digest` (unique, the SHA-256 a presented key is looked up by), `record` |
+//! | `meta` | the key check value |
+//! | `schema_migrations` | applied versions |
+//!
+//! ## Faults
+//!
+//! Every operation is bounded by [`PostgresOptions::timeout`] (waiting for a connection
+//! included). When PostgreSQL restarts or the network to it drops, an operation answers
+//! [`StorageError::Unavailable`] (the service answers 503) instead of hanging;
+//! [`Storage::check_ready`] says whether the store can be reached; dead connections are
+//! dropped from the pool and new ones made, so a node recovers by itself when PostgreSQL is
+//! back. A write is acknowledged only after its `COMMIT` returned.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use dbconsole_core::{ConsoleService, SecretKey, Sealer, StaticCredentials};
+//! use dbconsole_storage_postgres::{PostgresOptions, PostgresStorage};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let key = SecretKey::from_base64(&std::env::var("DBCONSOLE_SECRET_KEY")?)?;
+//! let sealer = Sealer::new(&key);
+//! let options = PostgresOptions::new("postgres://dbconsole:secret@db.internal/dbconsole");
+//! let storage = PostgresStorage::connect(options, &sealer).await?;
+//! let auth = Arc::new(StaticCredentials::default());
+//! let service = ConsoleService::builder(Arc::new(storage), auth, sealer).build();
+//! # let _ = service;
+//! # Ok(())
+//! # }
+//! ```
+
+mod migrate;
+mod options;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
+use dbconsole_core::seal::Sealer;
+use dbconsole_core::storage::record::{self, RecordError};
+use dbconsole_core::storage::{
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
+    Storage, StorageError, rules,
+};
+use deadpool_postgres::{Object, Pool, PoolError};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{IsolationLevel, Row};
+
+pub use crate::migrate::SCHEMA_VERSION;
+pub use crate::options::{ConnectError, PostgresOptions};
+
+/// How many times a transaction that lost a serialization conflict is run again.
+const MAX_ATTEMPTS: u32 = 100;
+
+/// The PostgreSQL backend: a pool of connections to one database and schema. Cheap to share with
+/// `Arc`; see the [crate documentation](crate) for what it guarantees.
+pub struct PostgresStorage {
+    pool: Pool,
+    timeout: Duration,
+    schema: String,
+}
+
+impl fmt::Debug for PostgresStorage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStorage")
+            .field("schema", &self.schema)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why one attempt of an operation failed: a conflict to run again, or the answer.
+enum Failure {
+    /// A serialization failure or deadlock: the transaction rolled back; run it again.
+    Retry(tokio_postgres::Error),
+    /// The operation's answer.
+    Fail(StorageError),
+}
+
+impl From<StorageError> for Failure {
+    fn from(error: StorageError) -> Self {
+        Failure::Fail(error)
+    }
+}
+
+impl From<RecordError> for Failure {
+    fn from(error: RecordError) -> Self {
+        Failure::Fail(error.into())
+    }
+}
+
+impl From<tokio_postgres::Error> for Failure {
+    fn from(error: tokio_postgres::Error) -> Self {
+        match error.code() {
+            Some(code)
+                if *code == SqlState::T_R_SERIALIZATION_FAILURE
+                    || *code == SqlState::T_R_DEADLOCK_DETECTED =>
+            {
+                Failure::Retry(error)
+            }
+            _ => Failure::Fail(classify(error)),
+        }
+    }
+}
+
+/// A PostgreSQL error as the contract sees it: the server or the network being away is
+/// [`StorageError::Unavailable`]; anything else is a backend failure.
+fn classify(error: tokio_postgres::Error) -> StorageError {
+    let unreachable = match error.code() {
+        None => true,
+        Some(code) => {
+            let code = code.code();
+            // 08: connection exception; 57P01..57P03: shutdown, crash, cannot connect now;
+            // 53: insufficient resources (too many connections…).
+            code.starts_with("08") || code.starts_with("57P") || code.starts_with("53")
+        }
+    };
+    if unreachable {
+        StorageError::unavailable(error)
+    } else {
+        StorageError::backend(error)
+    }
+}
+
+fn is_unique_violation(error: &tokio_postgres::Error, constraint: &str) -> bool {
+    error.as_db_error().is_some_and(|db| {
+        *db.code() == SqlState::UNIQUE_VIOLATION && db.constraint() == Some(constraint)
+    })
+}
+
+/// The operation took longer than the configured bound.
+#[derive(Debug, thiserror::Error)]
+#[error("PostgreSQL did not answer within {0:?}")]
+struct TimedOut(Duration);
+
+impl PostgresStorage {
+    /// Connects to PostgreSQL, creates the schema when missing, applies the migrations this
+    /// build knows (once, whatever the number of nodes starting), and checks the sealing key
+    /// against the key check value (storing it on first use). Refuses a schema newer than this
+    /// build ([`ConnectError::NewerSchema`]) and another key ([`ConnectError::WrongKey`]).
+    pub async fn connect(options: PostgresOptions, sealer: &Sealer) -> Result<Self, ConnectError> {
+        let pool = options.pool()?;
+        let storage = Self {
+            pool,
+            timeout: options.timeout,
+            schema: options.schema.clone(),
+        };
+        let mut client = storage
+            .pool
+            .get()
+            .await
+            .map_err(|error| ConnectError::Connect(Box::new(error)))?;
+        migrate::run(&mut client, &options.schema, sealer).await?;
+        Ok(storage)
+    }
+
+    /// The schema the tables live in.
+    pub fn schema(&self) -> &str {
+        &self.schema
+    }
+
+    /// Runs `work` within the time bound; a bound reached is [`StorageError::Unavailable`].
+    async fn bounded<T>(
+        &self,
+        work: impl Future<Output = Result<T, StorageError>>,
+    ) -> Result<T, StorageError> {
+        match tokio::time::timeout(self.timeout, work).await {
+            Ok(result) => result,
+            Err(_) => Err(StorageError::unavailable(TimedOut(self.timeout))),
+        }
+    }
+
+    async fn client(&self) -> Result<Object, StorageError> {
+        self.pool.get().await.map_err(|error| match error {
+            PoolError::Backend(error) => classify(error),
+            other => StorageError::unavailable(other),
+        })
+    }
+
+    /// A read: one statement, no transaction needed.
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<Row>, StorageError> {
+        let client = self.client().await?;
+        let statement = client.prepare_cached(sql).await.map_err(classify)?;
+        client.query(&statement, params).await.map_err(classify)
+    }
+}
+
+/// Runs one attempt of a serializable transaction again while it loses serialization
+/// conflicts. `$attempt` is an expression using `$client` (a `&mut Object`) that evaluates to
+/// `Result<T, Failure>`.
+macro_rules! serializable {
+    ($self:ident, |$client:ident| $attempt:expr) => {
+        $self
+            .bounded(async {
+                let mut object = $self.client().await?;
+                let mut attempts = 0;
+                loop {
+                    attempts += 1;
+                    let $client = &mut object;
+                    match $attempt {
+                        Ok(value) => break Ok(value),
+                        Err(Failure::Fail(error)) => break Err(error),
+                        Err(Failure::Retry(error)) if attempts >= MAX_ATTEMPTS => {
+                            break Err(StorageError::backend(error));
+                        }
+                        Err(Failure::Retry(_)) => {
+                            let pause = Duration::from_millis(u64::from(attempts.min(10)) * 2);
+                            tokio::time::sleep(pause).await;
+                        }
+                    }
+                }
+            })
+            .await
+    };
+}
+
+async fn begin(client: &mut Object) -> Result<deadpool_postgres::Transaction<'_>, Failure> {
+    Ok(client
+        .build_transaction()
+        .isolation_level(IsolationLevel::Serializable)
+        .start()
+        .await?)
+}
+
+fn bytes(row: &Row, column: &str) -> Result<Vec<u8>, StorageError> {
+    row.try_get::<_, Vec<u8>>(column).map_err(classify)
+}
+
+fn text(row: &Row, column: &str) -> Result<String, StorageError> {
+    row.try_get::<_, String>(column).map_err(classify)
+}
+
+fn database_of(row: &Row) -> Result<Database, StorageError> {
+    Ok(record::decode_database(
+        &text(row, "id")?,
+        &bytes(row, "record")?,
+    )?)
+}
+
+fn dashboard_of(row: &Row) -> Result<Dashboard, StorageError> {
+    Ok(record::decode_dashboard(
+        &text(row, "id")?,
+        &bytes(row, "record")?,
+    )?)
+}
+
+fn caller_key_of(row: &Row) -> Result<CallerKey, StorageError> {
+    Ok(record::decode_caller_key(
+        &text(row, "id")?,
+        &bytes(row, "record")?,
+    )?)
+}
+
+/// Limits fit PostgreSQL's `bigint`.
+fn limit(page: Page<'_>) -> i64 {
+    i64::try_from(page.limit).unwrap_or(i64::MAX)
+}
+
+const INSERT_DATABASE: &str =
+    "INSERT INTO databases (id, api_id, name, record) VALUES ($1, $2, $3, $4)";
+const UPDATE_DATABASE: &str = "UPDATE databases SET name = $2, record = $3 WHERE id = $1";
+
+/// The chain of `inherits_from` from one database: each database on it with what it inherits
+/// from (null: nothing, or no access control yet), bounded against a stored loop.
+const INHERITANCE_CHAIN: &str = "
+    WITH RECURSIVE chain (id, parent, depth) AS (
+        SELECT d.id, a.inherits_from, 0
+          FROM databases d LEFT JOIN access_control a ON a.database_id = d.id
+         WHERE d.id = $1
+        UNION ALL
+        SELECT d.id, a.inherits_from, c.depth + 1
+          FROM chain c
+          JOIN databases d ON d.id = c.parent
+          LEFT JOIN access_control a ON a.database_id = d.id
+         WHERE c.depth < 100000
+    )
+    SELECT id, parent FROM chain";
+
+impl PostgresStorage {
+    async fn try_update_database(
+        client: &mut Object,
+        id: &str,
+        edit: &mut DatabaseEdit,
+    ) -> Result<Database, Failure> {
+        let txn = begin(client).await?;
+        let select = txn
+            .prepare_cached("SELECT id, record FROM databases WHERE id = $1 FOR UPDATE")
+            .await?;
+        let row = txn
+            .query_opt(&select, &[&id])
+            .await?
+            .ok_or(StorageError::NotFound)?;
+        let stored = database_of(&row)?;
+        let updated = rules::edit_database(&stored, edit)?;
+        let bytes = record::encode_database(&updated)?;
+        let update = txn.prepare_cached(UPDATE_DATABASE).await?;
+        txn.execute(&update, &[&id, &updated.name, &bytes]).await?;
+        txn.commit().await?;
+        Ok(updated)
+    }
+
+    async fn try_upsert_database(
+        client: &mut Object,
+        api_id: &str,
+        edit: &mut DatabaseUpsert,
+    ) -> Result<Database, Failure> {
+        let txn = begin(client).await?;
+        let select = txn
+            .prepare_cached("SELECT id, record FROM databases WHERE api_id = $1 FOR UPDATE")
+            .await?;
+        let stored = match txn.query_opt(&select, &[&api_id]).await? {
+            Some(row) => Some(database_of(&row)?),
+            None => None,
+        };
+        let updated = rules::upsert_database(api_id, stored.as_ref(), edit)?;
+        let bytes = record::encode_database(&updated)?;
+        if stored.is_some() {
+            let update = txn.prepare_cached(UPDATE_DATABASE).await?;
+            txn.execute(&update, &[&updated.id.as_str(), &updated.name, &bytes])
+                .await?;
+        } else {
+            let insert = txn.prepare_cached(INSERT_DATABASE).await?;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+                [&updated.id.as_str(), &updated.api_id, &updated.name, &bytes];
+            match txn.execute(&insert, &params).await {
+                Ok(_) => {}
+                // Another node created this api_id meanwhile: run again, as an update.
+                Err(error) if is_unique_violation(&error, "databases_api_id_key") => {
+                    return Err(Failure::Retry(error));
+                }
+                Err(error) if is_unique_violation(&error, "databases_pkey") => {
+                    return Err(StorageError::AlreadyExists.into());
+                }
+                Err(error) => return Err(error.into()),
+            }
+        }
+        txn.commit().await?;
+        Ok(updated)
+    }
+
+    async fn try_delete_database(
+        client: &mut Object,
+        key: DatabaseKey<'_>,
+    ) -> Result<Database, Failure> {
+        let txn = begin(client).await?;
+        let sql = match key {
+            DatabaseKey::Id(_) => "SELECT id, record FROM databases WHERE id = $1 FOR UPDATE",
+            DatabaseKey::ApiId(_) => {
+                "SELECT id, record FROM databases WHERE api_id = $1 FOR UPDATE"
+            }
+        };
+        let (DatabaseKey::Id(value) | DatabaseKey::ApiId(value)) = key;
+        let select = txn.prepare_cached(sql).await?;
+        let row = txn
+            .query_opt(&select, &[&value])
+            .await?
+            .ok_or(StorageError::NotFound)?;
+        let removed = database_of(&row)?;
+        let heirs_sql = "SELECT d.id, d.name FROM access_control a
+                           JOIN databases d ON d.id = a.database_id
+                          WHERE a.inherits_from = $1";
+        let heirs = txn.prepare_cached(heirs_sql).await?;
+        let heirs = txn
+            .query(&heirs, &[&removed.id.as_str()])
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(DatabaseRef {
+                    id: text(row, "id")?,
+                    name: text(row, "name")?,
+                })
+            })
+            .collect::<Result<Vec<_>, StorageError>>()?;
+        rules::guard_delete(heirs)?;
+        // Its access control goes with it (ON DELETE CASCADE), in this transaction.
+        let delete = txn
+            .prepare_cached("DELETE FROM databases WHERE id = $1")
+            .await?;
+        txn.execute(&delete, &[&removed.id.as_str()]).await?;
+        txn.commit().await?;
+        Ok(removed)
+    }
+
+    async fn try_update_dashboard(
+        client: &mut Object,
+        id: &str,
+        edit: &mut DashboardEdit,
+    ) -> Result<Dashboard, Failure> {
+        let txn = begin(client).await?;
+        let select = txn
+            .prepare_cached("SELECT id, record FROM dashboards WHERE id = $1 FOR UPDATE")
+            .await?;
+        let row = txn
+            .query_opt(&select, &[&id])
+            .await?
+            .ok_or(StorageError::NotFound)?;
+        let stored = dashboard_of(&row)?;
+        let updated = rules::edit_dashboard(&stored, edit)?;
+        let bytes = record::encode_dashboard(&updated)?;
+        let update = txn
+            .prepare_cached("UPDATE dashboards SET record = $2 WHERE id = $1")
+            .await?;
+        txn.execute(&update, &[&id, &bytes]).await?;
+        txn.commit().await?;
+        Ok(updated)
+    }
+
+    async fn try_update_access_control(
+        client: &mut Object,
+        database_id: &str,
+        edit: &mut AccessEdit,
+    ) -> Result<AccessControl, Failure> {
+        let txn = begin(client).await?;
+        // The database row is locked against a concurrent delete for the transaction.
+        let exists = txn
+            .prepare_cached("SELECT 1 FROM databases WHERE id = $1 FOR KEY SHARE")
+            .await?;
+        if txn.query_opt(&exists, &[&database_id]).await?.is_none() {
+            return Err(StorageError::NotFound.into());
+        }
+        let select = txn
+            .prepare_cached("SELECT record FROM access_control WHERE database_id = $1 FOR UPDATE")
+            .await?;
+        let stored = match txn.query_opt(&select, &[&database_id]).await? {
+            Some(row) => record::decode_access_control(database_id, &bytes(&row, "record")?)?,
+            None => AccessControl::default(),
+        };
+        let updated = rules::edit_access_control(&stored, edit)?;
+        if let Some(target) = &updated.data_protection.inherits_from {
+            let chain = txn.prepare_cached(INHERITANCE_CHAIN).await?;
+            let mut parents: HashMap<String, Option<String>> = HashMap::new();
+            for row in txn.query(&chain, &[target]).await? {
+                let parent: Option<String> = row.try_get("parent").map_err(classify)?;
+                parents.insert(text(&row, "id")?, parent);
+            }
+            rules::check_access_control(database_id, &updated, |id| Ok(parents.get(id).cloned()))?;
+        }
+        let bytes = record::encode_access_control(database_id, &updated)?;
+        let upsert = txn
+            .prepare_cached(
+                "INSERT INTO access_control (database_id, inherits_from, record)
+                 VALUES ($1, $2, $3)
+                 ON CONFLICT (database_id)
+                 DO UPDATE SET inherits_from = EXCLUDED.inherits_from, record = EXCLUDED.record",
+            )
+            .await?;
+        let inherits_from = &updated.data_protection.inherits_from;
+        txn.execute(&upsert, &[&database_id, inherits_from, &bytes])
+            .await?;
+        txn.commit().await?;
+        Ok(updated)
+    }
+
+    async fn try_touch_caller_key(
+        client: &mut Object,
+        id: &str,
+        at: Timestamp,
+    ) -> Result<(), Failure> {
+        let txn = begin(client).await?;
+        let select = txn
+            .prepare_cached("SELECT id, record FROM caller_keys WHERE id = $1 FOR UPDATE")
+            .await?;
+        let row = txn
+            .query_opt(&select, &[&id])
+            .await?
+            .ok_or(StorageError::NotFound)?;
+        let mut key = caller_key_of(&row)?;
+        if key.last_used_at >= Some(at) {
+            return Ok(());
+        }
+        key.last_used_at = Some(at);
+        let bytes = record::encode_caller_key(&key)?;
+        let update = txn
+            .prepare_cached("UPDATE caller_keys SET record = $2 WHERE id = $1")
+            .await?;
+        txn.execute(&update, &[&id, &bytes]).await?;
+        txn.commit().await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Storage for PostgresStorage {
+    async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
+        self.bounded(async {
+            let bytes = record::encode_database(&database)?;
+            let client = self.client().await?;
+            let insert = client
+                .prepare_cached(INSERT_DATABASE)
+                .await
+                .map_err(classify)?;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
+                &database.id.as_str(),
+                &database.api_id,
+                &database.name,
+                &bytes,
+            ];
+            match client.execute(&insert, &params).await {
+                Ok(_) => Ok(()),
+                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    Err(StorageError::AlreadyExists)
+                }
+                Err(error) => Err(classify(error)),
+            }
+        })
+        .await
+    }
+
+    async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
+        self.bounded(async {
+            let sql = "SELECT id, record FROM databases WHERE id = $1";
+            self.query(sql, &[&id])
+                .await?
+                .first()
+                .map(database_of)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn database_by_api_id(&self, api_id: &str) -> Result<Option<Database>, StorageError> {
+        self.bounded(async {
+            let sql = "SELECT id, record FROM databases WHERE api_id = $1";
+            self.query(sql, &[&api_id])
+                .await?
+                .first()
+                .map(database_of)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn list_databases(&self, page: Page<'_>) -> Result<Vec<Database>, StorageError> {
+        self.bounded(async {
+            let sql = "SELECT id, record FROM databases
+                        WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
+            let rows = self.query(sql, &[&page.after, &limit(page)]).await?;
+            rows.iter().map(database_of).collect()
+        })
+        .await
+    }
+
+    async fn update_database(
+        &self,
+        id: &str,
+        mut edit: DatabaseEdit,
+    ) -> Result<Database, StorageError> {
+        serializable!(self, |client| Self::try_update_database(
+            client, id, &mut edit
+        )
+        .await)
+    }
+
+    async fn upsert_database_by_api_id(
+        &self,
+        api_id: &str,
+        mut edit: DatabaseUpsert,
+    ) -> Result<Database, StorageError> {
+        serializable!(self, |client| Self::try_upsert_database(
+            client, api_id, &mut edit
+        )
+        .await)
+    }
+
+    async fn delete_database(&self, key: DatabaseKey<'_>) -> Result<Database, StorageError> {
+        serializable!(self, |client| Self::try_delete_database(client, key).await)
+    }
+
+    async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
+        self.bounded(async {
+            let bytes = record::encode_dashboard(&dashboard)?;
+            let client = self.client().await?;
+            let sql = "INSERT INTO dashboards (id, record) VALUES ($1, $2)";
+            let insert = client.prepare_cached(sql).await.map_err(classify)?;
+            match client
+                .execute(&insert, &[&dashboard.id.as_str(), &bytes])
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    Err(StorageError::AlreadyExists)
+                }
+                Err(error) => Err(classify(error)),
+            }
+        })
+        .await
+    }
+
+    async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
+        self.bounded(async {
+            let sql = "SELECT id, record FROM dashboards WHERE id = $1";
+            self.query(sql, &[&id])
+                .await?
+                .first()
+                .map(dashboard_of)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn list_dashboards(&self, page: Page<'_>) -> Result<Vec<Dashboard>, StorageError> {
+        self.bounded(async {
+            let sql = "SELECT id, record FROM dashboards
+                        WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
+            let rows = self.query(sql, &[&page.after, &limit(page)]).await?;
+            rows.iter().map(dashboard_of).collect()
+        })
+        .await
+    }
+
+    async fn update_dashboard(
+        &self,
+        id: &str,
+        mut edit: DashboardEdit,
+    ) -> Result<Dashboard, StorageError> {
+        serializable!(self, |client| Self::try_update_dashboard(
+            client, id, &mut edit
+        )
+        .await)
+    }
+
+    async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
+        self.bounded(async {
+            let sql = "DELETE FROM dashboards WHERE id = $1 RETURNING id, record";
+            self.query(sql, &[&id])
+                .await?
+                .first()
+                .map(dashboard_of)
+                .transpose()?
+                .ok_or(StorageError::NotFound)
+        })
+        .await
+    }
+
+    async fn access_control(
+        &self,
+        database_id: &str,
+    ) -> Result<Option<AccessControl>, StorageError> {
+        self.bounded(async {
+            let sql = "SELECT a.record FROM databases d
+                         LEFT JOIN access_control a ON a.database_id = d.id
+                        WHERE d.id = $1";
+            let rows = self.query(sql, &[&database_id]).await?;
+            let Some(row) = rows.first() else {
+                return Ok(None);
+            };
+            let stored: Option<Vec<u8>> = row.try_get("record").map_err(classify)?;
+            Ok(Some(match stored {
+                Some(bytes) => record::decode_access_control(database_id, &bytes)?,
+                None => AccessControl::default(),
+            }))
+        })
+        .await
+    }
+
+    async fn update_access_control(
+        &self,
+        database_id: &str,
+        mut edit: AccessEdit,
+    ) -> Result<AccessControl, StorageError> {
+        serializable!(self, |client| {
+            Self::try_update_access_control(client, database_id, &mut edit).await
+        })
+    }
+
+    async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
+        self.bounded(async {
+            let bytes = record::encode_caller_key(&key)?;
+            let client = self.client().await?;
+            let sql = "INSERT INTO caller_keys (id, digest, record) VALUES ($1, $2, $3)";
+            let insert = client.prepare_cached(sql).await.map_err(classify)?;
+            let digest = key.digest.as_slice();
+            match client
+                .execute(&insert, &[&key.id.as_str(), &digest, &bytes])
+                .await
+            {
+                Ok(_) => Ok(()),
+                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    Err(StorageError::AlreadyExists)
+                }
+                Err(error) => Err(classify(error)),
+            }
+        })
+        .await
+    }
+
+    async fn caller_key_by_digest(
+        &self,
+        digest: &[u8; 32],
+    ) -> Result<Option<CallerKey>, StorageError> {
+        self.bounded(async {
+            let sql = "SELECT id, record FROM caller_keys WHERE digest = $1";
+            self.query(sql, &[&digest.as_slice()])
+                .await?
+                .first()
+                .map(caller_key_of)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn list_caller_keys(&self) -> Result<Vec<CallerKey>, StorageError> {
+        self.bounded(async {
+            let sql = "SELECT id, record FROM caller_keys ORDER BY id";
+            let rows = self.query(sql, &[]).await?;
+            rows.iter().map(caller_key_of).collect()
+        })
+        .await
+    }
+
+    async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
+        serializable!(self, |client| Self::try_touch_caller_key(client, id, at)
+            .await)
+    }
+
+    async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
+        self.bounded(async {
+            let sql = "DELETE FROM caller_keys WHERE id = $1 RETURNING id, record";
+            self.query(sql, &[&id])
+                .await?
+                .first()
+                .map(caller_key_of)
+                .transpose()?
+                .ok_or(StorageError::NotFound)
+        })
+        .await
+    }
+
+    async fn check_ready(&self) -> Result<(), StorageError> {
+        self.bounded(async {
+            self.query("SELECT 1", &[]).await?;
+            Ok(())
+        })
+        .await
+    }
+}

@@ -1,0 +1,78 @@
+//! The schema's migrations: versioned SQL embedded in the binary, applied at connect in one
+//! transaction under an advisory lock, so nodes starting at once migrate once.
+
+use dbconsole_core::seal::Sealer;
+use deadpool_postgres::Object;
+
+use crate::options::ConnectError;
+
+/// The migrations, in order: version and SQL.
+const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("../migrations/0001_initial.sql"))];
+
+/// The newest schema version this build knows.
+pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+
+/// Creates the schema when missing, applies the migrations it lacks, and checks (or stores) the
+/// key check value of `sealer`'s key.
+pub(crate) async fn run(
+    client: &mut Object,
+    schema: &str,
+    sealer: &Sealer,
+) -> Result<(), ConnectError> {
+    let txn = client.transaction().await.map_err(ConnectError::Migrate)?;
+    let lock_key = format!("dbconsole migrations: {schema}");
+    txn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock_key])
+        .await
+        .map_err(ConnectError::Migrate)?;
+    // `schema` is a checked identifier (see PostgresOptions::pool).
+    let setup = format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema};
+         CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
+             version    integer PRIMARY KEY,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         );"
+    );
+    txn.batch_execute(&setup)
+        .await
+        .map_err(ConnectError::Migrate)?;
+    let found: Option<i32> = txn
+        .query_one("SELECT max(version) FROM schema_migrations", &[])
+        .await
+        .map_err(ConnectError::Migrate)?
+        .get(0);
+    let found = found.unwrap_or(0);
+    if found > SCHEMA_VERSION {
+        return Err(ConnectError::NewerSchema {
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    for (version, sql) in MIGRATIONS.iter().filter(|(version, _)| *version > found) {
+        txn.batch_execute(sql)
+            .await
+            .map_err(ConnectError::Migrate)?;
+        txn.execute(
+            "INSERT INTO schema_migrations (version) VALUES ($1)",
+            &[version],
+        )
+        .await
+        .map_err(ConnectError::Migrate)?;
+        tracing::info!(schema, version, "applied a schema migration");
+    }
+    let check = sealer.key_check().map_err(|_| ConnectError::Random)?;
+    txn.execute(
+        "INSERT INTO meta (key, value) VALUES ('key_check', $1) ON CONFLICT (key) DO NOTHING",
+        &[&check],
+    )
+    .await
+    .map_err(ConnectError::Migrate)?;
+    let stored: Vec<u8> = txn
+        .query_one("SELECT value FROM meta WHERE key = 'key_check'", &[])
+        .await
+        .map_err(ConnectError::Migrate)?
+        .get(0);
+    if !sealer.matches_key_check(&stored) {
+        return Err(ConnectError::WrongKey);
+    }
+    txn.commit().await.map_err(ConnectError::Migrate)
+}
