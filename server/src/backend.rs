@@ -8,6 +8,7 @@ use clap::ValueEnum;
 use dbconsole_core::Storage;
 use dbconsole_core::seal::{KeyError, Sealer, SecretKey};
 use dbconsole_storage_memory::MemoryStorage;
+use dbconsole_storage_postgres::{PostgresOptions, PostgresStorage};
 use dbconsole_storage_redb::RedbStorage;
 
 /// The variable that holds the key secrets are encrypted with at rest (base64 of 32 bytes).
@@ -45,6 +46,25 @@ pub enum OpenError {
     /// The redb file could not be opened.
     #[error(transparent)]
     Redb(#[from] dbconsole_storage_redb::OpenError),
+    /// `--storage postgres` without `--database-url`.
+    #[error("--storage postgres needs --database-url or DBCONSOLE_DATABASE_URL")]
+    NoDatabaseUrl,
+    /// The CA file of `--database-ca-file` could not be read.
+    #[error("cannot read the database CA file {}: {source}", path.display())]
+    CaFile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// PostgreSQL was written with another sealing key.
+    #[error(
+        "the secret key does not match the one the PostgreSQL store was written with: every          node must run with the same {SECRET_KEY_VAR}"
+    )]
+    PostgresWrongKey,
+    /// The PostgreSQL store could not be reached or prepared.
+    #[error(transparent)]
+    Postgres(dbconsole_storage_postgres::ConnectError),
 }
 
 impl OpenError {
@@ -74,6 +94,21 @@ pub enum StorageKind {
     Redb,
     /// Everything in memory: fast, and nothing survives the process.
     Memory,
+    /// A PostgreSQL database shared by every node (`--database-url`).
+    Postgres,
+}
+
+/// Where the storage is: what `serve` and `keys` share.
+#[derive(Clone, Debug, Default)]
+pub struct StorageLocation {
+    /// The data directory (redb's file; the key file unless `DBCONSOLE_SECRET_KEY` is set).
+    pub data_dir: PathBuf,
+    /// The PostgreSQL URL (`--storage postgres`). Never logged.
+    pub database_url: Option<String>,
+    /// The PostgreSQL schema.
+    pub database_schema: String,
+    /// A CA bundle (PEM) the PostgreSQL server certificate must chain to.
+    pub database_ca_file: Option<PathBuf>,
 }
 
 impl StorageKind {
@@ -82,32 +117,23 @@ impl StorageKind {
         match self {
             StorageKind::Redb => "redb",
             StorageKind::Memory => "memory",
+            StorageKind::Postgres => "postgres",
         }
     }
 
-    /// Opens the backend with its sealer. `data_dir` is where backends that keep files put them
-    /// (created when missing); `memory` ignores it and seals under a random key, since nothing
-    /// it holds outlives the process. `secret_key` is the value of [`SECRET_KEY_VAR`], if set.
-    pub fn open(self, data_dir: &Path, secret_key: Option<&str>) -> Result<Opened, OpenError> {
+    /// Opens the backend with its sealer. Backends that keep files put them in the data
+    /// directory (created when missing); `memory` seals under a random key, since nothing it
+    /// holds outlives the process. `secret_key` is the value of [`SECRET_KEY_VAR`], if set;
+    /// else the key file of the data directory holds the key (created once).
+    pub async fn open(
+        self,
+        location: &StorageLocation,
+        secret_key: Option<&str>,
+    ) -> Result<Opened, OpenError> {
+        let data_dir = location.data_dir.as_path();
         match self {
             StorageKind::Redb => {
-                let key = match secret_key.map(str::trim).filter(|k| !k.is_empty()) {
-                    Some(text) => SecretKey::from_base64(text).map_err(OpenError::KeyVariable)?,
-                    None => {
-                        let key_file = data_dir.join(KEY_FILE);
-                        let data_file = data_dir.join(DATA_FILE);
-                        // Data without its key file was written under a key from the
-                        // environment (or the key file was lost): a new key file could not
-                        // open it, and would be left behind to confuse the next start.
-                        if !key_file.exists() && data_file.exists() {
-                            return Err(OpenError::KeyFileMissing {
-                                data_file,
-                                key_file,
-                            });
-                        }
-                        SecretKey::load_or_create(&key_file).map_err(OpenError::Key)?
-                    }
-                };
+                let key = load_key(data_dir, secret_key, true)?;
                 let sealer = Sealer::new(&key);
                 let storage = RedbStorage::open(&data_dir.join(DATA_FILE), &sealer)?;
                 Ok(Opened {
@@ -119,8 +145,61 @@ impl StorageKind {
                 storage: Arc::new(MemoryStorage::new()),
                 sealer: Sealer::ephemeral().map_err(OpenError::Key)?,
             }),
+            StorageKind::Postgres => {
+                let url = location
+                    .database_url
+                    .clone()
+                    .filter(|url| !url.trim().is_empty())
+                    .ok_or(OpenError::NoDatabaseUrl)?;
+                let mut options = PostgresOptions::new(url);
+                options.schema = location.database_schema.clone();
+                if let Some(path) = &location.database_ca_file {
+                    let pem = std::fs::read(path).map_err(|source| OpenError::CaFile {
+                        path: path.clone(),
+                        source,
+                    })?;
+                    options.ca_cert = Some(pem);
+                }
+                let key = load_key(data_dir, secret_key, false)?;
+                let sealer = Sealer::new(&key);
+                let storage = PostgresStorage::connect(options, &sealer).await.map_err(
+                    |error| match error {
+                        dbconsole_storage_postgres::ConnectError::WrongKey => {
+                            OpenError::PostgresWrongKey
+                        }
+                        other => OpenError::Postgres(other),
+                    },
+                )?;
+                Ok(Opened {
+                    storage: Arc::new(storage),
+                    sealer,
+                })
+            }
         }
     }
+}
+
+/// The sealing key: from [`SECRET_KEY_VAR`] when set, else from the key file of the data
+/// directory (created once). With `guard_data_file`, a redb data file without its key file is
+/// refused: it was written under a key from the environment (or the key file was lost), and a
+/// new key file could not open it.
+fn load_key(
+    data_dir: &Path,
+    secret_key: Option<&str>,
+    guard_data_file: bool,
+) -> Result<SecretKey, OpenError> {
+    if let Some(text) = secret_key.map(str::trim).filter(|k| !k.is_empty()) {
+        return SecretKey::from_base64(text).map_err(OpenError::KeyVariable);
+    }
+    let key_file = data_dir.join(KEY_FILE);
+    let data_file = data_dir.join(DATA_FILE);
+    if guard_data_file && !key_file.exists() && data_file.exists() {
+        return Err(OpenError::KeyFileMissing {
+            data_file,
+            key_file,
+        });
+    }
+    SecretKey::load_or_create(&key_file).map_err(OpenError::Key)
 }
 
 /// The value of [`SECRET_KEY_VAR`], when set and valid Unicode.
@@ -138,6 +217,13 @@ impl fmt::Display for StorageKind {
 mod tests {
     use super::*;
 
+    fn at(data_dir: &Path) -> StorageLocation {
+        StorageLocation {
+            data_dir: data_dir.to_owned(),
+            ..StorageLocation::default()
+        }
+    }
+
     #[test]
     fn every_kind_is_named_as_its_flag_value() {
         for kind in StorageKind::value_variants() {
@@ -150,7 +236,8 @@ mod tests {
     #[tokio::test]
     async fn memory_opens_an_empty_store() {
         let storage = StorageKind::Memory
-            .open(Path::new("/nonexistent/never/created"), None)
+            .open(&at(Path::new("/nonexistent/never/created")), None)
+            .await
             .expect("memory always opens");
         let page = dbconsole_core::storage::Page {
             after: None,
@@ -171,7 +258,10 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let data_dir = dir.path().join("nested").join("data");
-        let storage = StorageKind::Redb.open(&data_dir, None).expect("redb opens");
+        let storage = StorageKind::Redb
+            .open(&at(&data_dir), None)
+            .await
+            .expect("redb opens");
         let page = dbconsole_core::storage::Page {
             after: None,
             limit: 10,
@@ -192,64 +282,75 @@ mod tests {
         assert_eq!(mode & 0o777, 0o600);
     }
 
-    #[test]
-    fn redb_with_another_key_fails_clearly() {
+    #[tokio::test]
+    async fn redb_with_another_key_fails_clearly() {
         let dir = tempfile::tempdir().unwrap();
         drop(
             StorageKind::Redb
-                .open(dir.path(), None)
+                .open(&at(dir.path()), None)
+                .await
                 .expect("first open"),
         );
         let other = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
         let error = StorageKind::Redb
-            .open(dir.path(), Some(other))
+            .open(&at(dir.path()), Some(other))
+            .await
             .expect_err("another key is refused");
         assert!(error.to_string().contains("does not match"), "{error}");
         let error = StorageKind::Redb
-            .open(dir.path(), Some("not base64!"))
+            .open(&at(dir.path()), Some("not base64!"))
+            .await
             .expect_err("a malformed key is refused");
         assert!(error.to_string().contains(SECRET_KEY_VAR), "{error}");
         StorageKind::Redb
-            .open(dir.path(), None)
+            .open(&at(dir.path()), None)
+            .await
             .expect("the key file still opens it");
     }
 
-    #[test]
-    fn a_second_open_is_recognised_as_already_open() {
+    #[tokio::test]
+    async fn a_second_open_is_recognised_as_already_open() {
         let dir = tempfile::tempdir().unwrap();
         let first = StorageKind::Redb
-            .open(dir.path(), None)
+            .open(&at(dir.path()), None)
+            .await
             .expect("first open");
         let error = StorageKind::Redb
-            .open(dir.path(), None)
+            .open(&at(dir.path()), None)
+            .await
             .expect_err("the file is open");
         assert!(error.is_already_open(), "{error}");
         drop(first);
         StorageKind::Redb
-            .open(dir.path(), None)
+            .open(&at(dir.path()), None)
+            .await
             .expect("closed, it opens again");
         let other = StorageKind::Redb
-            .open(dir.path(), Some("not base64!"))
+            .open(&at(dir.path()), Some("not base64!"))
+            .await
             .expect_err("a malformed key is refused");
         assert!(!other.is_already_open(), "{other}");
     }
 
-    #[test]
-    fn data_without_its_key_file_asks_for_the_key_and_creates_none() {
+    #[tokio::test]
+    async fn data_without_its_key_file_asks_for_the_key_and_creates_none() {
         let dir = tempfile::tempdir().unwrap();
         let key = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
         drop(
             StorageKind::Redb
-                .open(dir.path(), Some(key))
+                .open(&at(dir.path()), Some(key))
+                .await
                 .expect("opens with the variable"),
         );
         let error = StorageKind::Redb
-            .open(dir.path(), None)
+            .open(&at(dir.path()), None)
+            .await
             .expect_err("no key file, no variable");
         assert!(error.to_string().contains(SECRET_KEY_VAR), "{error}");
         assert!(!dir.path().join(KEY_FILE).exists());
         StorageKind::Redb
-            .open(dir.path(), Some(key))
+            .open(&at(dir.path()), Some(key))
+            .await
             .expect("the variable still opens it");
     }
 }

@@ -11,7 +11,7 @@ use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
 use dbconsole_core::{CredentialKind, Scope};
 
-use crate::backend::StorageKind;
+use crate::backend::{StorageKind, StorageLocation};
 
 /// The `dbconsole` command line.
 #[derive(Debug, Parser)]
@@ -65,6 +65,10 @@ pub struct ServeArgs {
     #[arg(long, env = "DBCONSOLE_DATA_DIR", default_value = "./data")]
     pub data_dir: PathBuf,
 
+    /// Where the PostgreSQL storage is.
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
     /// Check-connection timeout in seconds, for credentials that set none.
     #[arg(
         long,
@@ -73,6 +77,46 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub check_timeout_secs: u64,
+}
+
+/// The PostgreSQL storage's flags, shared by `serve` and `keys`.
+#[derive(Clone, Debug, Args)]
+pub struct DatabaseArgs {
+    /// PostgreSQL URL for `--storage postgres`, e.g.
+    /// postgres://dbconsole:PASSWORD@db.internal:5432/dbconsole?sslmode=require (never logged).
+    #[arg(
+        long,
+        env = "DBCONSOLE_DATABASE_URL",
+        hide_env_values = true,
+        global = true
+    )]
+    pub database_url: Option<String>,
+
+    /// PostgreSQL schema the tables live in (created when missing).
+    #[arg(
+        long,
+        env = "DBCONSOLE_DATABASE_SCHEMA",
+        default_value = "dbconsole",
+        global = true
+    )]
+    pub database_schema: String,
+
+    /// CA bundle (PEM) the PostgreSQL server certificate must chain to; with it, TLS is required
+    /// and the host name verified.
+    #[arg(long, env = "DBCONSOLE_DATABASE_CA_FILE", global = true)]
+    pub database_ca_file: Option<PathBuf>,
+}
+
+impl DatabaseArgs {
+    /// The storage's location with this data directory.
+    pub fn location(&self, data_dir: &std::path::Path) -> StorageLocation {
+        StorageLocation {
+            data_dir: data_dir.to_owned(),
+            database_url: self.database_url.clone(),
+            database_schema: self.database_schema.clone(),
+            database_ca_file: self.database_ca_file.clone(),
+        }
+    }
 }
 
 impl ServeArgs {
@@ -121,6 +165,10 @@ pub struct KeysArgs {
         global = true
     )]
     pub data_dir: PathBuf,
+
+    /// Where the PostgreSQL storage is (the same as `serve`'s).
+    #[command(flatten)]
+    pub database: DatabaseArgs,
 
     /// What to do with the keys.
     #[command(subcommand)]
@@ -223,7 +271,7 @@ mod tests {
     fn bad_values_are_rejected() {
         for bad in [
             &["--listen", "localhost"][..],
-            &["--storage", "postgres"],
+            &["--storage", "cassandra"],
             &["--check-timeout-secs", "0"],
             &["--check-timeout-secs", "soon"],
             &["--no-such-flag"],

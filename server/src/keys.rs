@@ -4,7 +4,7 @@
 //! open it). The operation itself is [`crate::key_ops::execute`]; the README section "Caller
 //! credentials" describes the command.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,7 +12,7 @@ use dbconsole_core::Storage;
 use thiserror::Error;
 
 use crate::admin_protocol::{KeyReply, KeyRequest};
-use crate::backend::{ADMIN_SOCKET_FILE, DATA_FILE, OpenError, StorageKind};
+use crate::backend::{ADMIN_SOCKET_FILE, DATA_FILE, OpenError, StorageKind, StorageLocation};
 use crate::cli::{KeysArgs, KeysCommand};
 use crate::key_ops::execute;
 
@@ -100,11 +100,30 @@ impl From<KeysCommand> for KeyRequest {
 /// when missing, so keys can be made before the first `serve`.
 pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<KeyReply, KeysError> {
     let storage = args.storage;
-    if storage == StorageKind::Memory {
-        return Err(KeysError::MemoryStorage);
-    }
-    let data_dir = args.data_dir;
+    let location = args.database.location(&args.data_dir);
     let request = KeyRequest::from(args.command);
+    match storage {
+        StorageKind::Memory => Err(KeysError::MemoryStorage),
+        // Every node and this command share the database: no server to go through.
+        StorageKind::Postgres => {
+            let opened = storage
+                .open(&location, secret_key)
+                .await
+                .map_err(|source| KeysError::Open { storage, source })?;
+            Ok(execute(&*opened.storage, request).await)
+        }
+        StorageKind::Redb => run_on_redb(&location, secret_key, request).await,
+    }
+}
+
+/// redb lets one process open the file: through the server's admin socket when one runs on the
+/// data directory, else on the file itself.
+async fn run_on_redb(
+    location: &StorageLocation,
+    secret_key: Option<&str>,
+    request: KeyRequest,
+) -> Result<KeyReply, KeysError> {
+    let data_dir = &location.data_dir;
     let patience = Instant::now() + BUSY_PATIENCE;
     loop {
         #[cfg(unix)]
@@ -116,7 +135,7 @@ pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<KeyReply, K
                 Err(error) => return Err(error.into()),
             }
         }
-        match open_directly(storage, &data_dir, secret_key, &request) {
+        match open_redb(location, secret_key, &request).await {
             Ok(store) => return Ok(execute(&*store, request).await),
             Err(KeysError::Busy { .. }) if Instant::now() < patience => {
                 tokio::time::sleep(BUSY_RETRY).await;
@@ -127,12 +146,12 @@ pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<KeyReply, K
 }
 
 /// Opens the data file here: [`KeysError::Busy`] when another process has it open.
-fn open_directly(
-    storage: StorageKind,
-    data_dir: &Path,
+async fn open_redb(
+    location: &StorageLocation,
     secret_key: Option<&str>,
     request: &KeyRequest,
 ) -> Result<Arc<dyn Storage>, KeysError> {
+    let data_dir = &location.data_dir;
     let data_file = data_dir.join(DATA_FILE);
     if !matches!(request, KeyRequest::Create { .. }) && !data_file.exists() {
         return Err(KeysError::NoData {
@@ -140,7 +159,8 @@ fn open_directly(
             data_file,
         });
     }
-    let opened = storage.open(data_dir, secret_key).map_err(|source| {
+    let storage = StorageKind::Redb;
+    let opened = storage.open(location, secret_key).await.map_err(|source| {
         if source.is_already_open() {
             KeysError::Busy {
                 data_file,

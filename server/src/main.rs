@@ -41,9 +41,11 @@ fn main() -> ExitCode {
 
 /// Storage + authenticator + service, then the serving loop until a signal.
 async fn serve(args: ServeArgs) -> Result<(), Error> {
+    let location = args.database.location(&args.data_dir);
     let Opened { storage, sealer } = args
         .storage
-        .open(&args.data_dir, secret_key_from_env().as_deref())
+        .open(&location, secret_key_from_env().as_deref())
+        .await
         .map_err(|source| Error::OpenStorage(args.storage, source))?;
     let env = EnvCredentials::from_env();
     let authenticator = StoredCredentials::new(Arc::clone(&storage), env.static_credentials());
@@ -66,7 +68,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
                     source,
                 })?,
         ),
-        StorageKind::Memory => None,
+        StorageKind::Memory | StorageKind::Postgres => None,
     };
 
     // After everything that can fail before serving: keys created here are printed below.

@@ -18,8 +18,12 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tower_service::Service;
 
-/// The path of the health check.
+/// The path of the health check (liveness: the process answers).
 pub const HEALTHZ: &str = "/healthz";
+
+/// The path of the readiness check: 200 `ready` when the storage can serve requests, 503 when
+/// it cannot be reached now (a load balancer takes the node out of rotation meanwhile).
+pub const READYZ: &str = "/readyz";
 
 /// How long to wait before accepting again after `accept` failed (out of file descriptors…),
 /// so that a persistent failure does not spin.
@@ -85,6 +89,8 @@ async fn handle(
     let path = request.uri().path().to_owned();
     let response = if path == HEALTHZ {
         healthz(&method)
+    } else if path == READYZ {
+        readyz(&method, &service).await
     } else {
         poll_fn(|cx| Service::<Request<Incoming>>::poll_ready(&mut service, cx)).await?;
         service.call(request).await?
@@ -106,8 +112,29 @@ fn healthz(method: &Method) -> Response<ResponseBody> {
     if method != Method::GET && method != Method::HEAD {
         return ApiError::MethodNotAllowed(&[Method::GET, Method::HEAD]).into_response();
     }
-    let mut response = Response::new(Full::new(Bytes::from_static(b"ok")));
-    *response.status_mut() = StatusCode::OK;
+    plain(StatusCode::OK, "ok")
+}
+
+/// `GET /readyz`: 200 `ready`, or 503 `not ready: storage unavailable` (the reason is logged).
+async fn readyz(method: &Method, service: &ConsoleService) -> Response<ResponseBody> {
+    if method != Method::GET && method != Method::HEAD {
+        return ApiError::MethodNotAllowed(&[Method::GET, Method::HEAD]).into_response();
+    }
+    match service.storage().check_ready().await {
+        Ok(()) => plain(StatusCode::OK, "ready"),
+        Err(error) => {
+            tracing::warn!(%error, "not ready");
+            plain(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not ready: storage unavailable",
+            )
+        }
+    }
+}
+
+fn plain(status: StatusCode, text: &'static str) -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+    *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
