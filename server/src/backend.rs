@@ -59,7 +59,8 @@ pub enum OpenError {
     },
     /// PostgreSQL was written with another sealing key.
     #[error(
-        "the secret key does not match the one the PostgreSQL store was written with: every          node must run with the same {SECRET_KEY_VAR}"
+        "the secret key does not match the one the PostgreSQL store was written with: every \
+         node must run with the same {SECRET_KEY_VAR}"
     )]
     PostgresWrongKey,
     /// The PostgreSQL store could not be reached or prepared.

@@ -115,7 +115,10 @@ impl PostgresOptions {
             None => return Err(ConnectError::NoHost),
         };
         // Every statement is unqualified: the pool's connections work in the schema.
-        config.options(format!("-c search_path={}", self.schema));
+        config.options(format!(
+            "-c search_path={} -c client_min_messages=warning",
+            self.schema
+        ));
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(self.timeout);
         }

@@ -14,7 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 
 /// The variables the binary reads; none leaks in from the test's own environment.
 #[allow(dead_code, reason = "serve_loop.rs uses the client only")]
-const OUR_VARS: [&str; 7] = [
+const OUR_VARS: [&str; 10] = [
     "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
     "DBCONSOLE_STORAGE",
@@ -22,6 +22,9 @@ const OUR_VARS: [&str; 7] = [
     "DBCONSOLE_CHECK_TIMEOUT_SECS",
     "DBCONSOLE_API_KEY",
     "DBCONSOLE_ACCESS_TOKEN",
+    "DBCONSOLE_DATABASE_URL",
+    "DBCONSOLE_DATABASE_SCHEMA",
+    "DBCONSOLE_DATABASE_CA_FILE",
 ];
 
 /// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
