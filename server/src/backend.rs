@@ -110,6 +110,8 @@ pub struct StorageLocation {
     pub database_schema: String,
     /// A CA bundle (PEM) the PostgreSQL server certificate must chain to.
     pub database_ca_file: Option<PathBuf>,
+    /// The bound on each PostgreSQL operation.
+    pub database_timeout: std::time::Duration,
 }
 
 impl StorageKind {
@@ -154,6 +156,7 @@ impl StorageKind {
                     .ok_or(OpenError::NoDatabaseUrl)?;
                 let mut options = PostgresOptions::new(url);
                 options.schema = location.database_schema.clone();
+                options.timeout = location.database_timeout;
                 if let Some(path) = &location.database_ca_file {
                     let pem = std::fs::read(path).map_err(|source| OpenError::CaFile {
                         path: path.clone(),

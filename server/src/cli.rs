@@ -105,6 +105,17 @@ pub struct DatabaseArgs {
     /// and the host name verified.
     #[arg(long, env = "DBCONSOLE_DATABASE_CA_FILE", global = true)]
     pub database_ca_file: Option<PathBuf>,
+
+    /// Bound in seconds on each PostgreSQL operation, waiting for a connection included; a
+    /// request that reaches it answers 503.
+    #[arg(
+        long,
+        env = "DBCONSOLE_DATABASE_TIMEOUT_SECS",
+        default_value_t = 5,
+        value_parser = clap::value_parser!(u64).range(1..),
+        global = true
+    )]
+    pub database_timeout_secs: u64,
 }
 
 impl DatabaseArgs {
@@ -115,6 +126,7 @@ impl DatabaseArgs {
             database_url: self.database_url.clone(),
             database_schema: self.database_schema.clone(),
             database_ca_file: self.database_ca_file.clone(),
+            database_timeout: Duration::from_secs(self.database_timeout_secs),
         }
     }
 }
@@ -128,9 +140,11 @@ impl ServeArgs {
 
 /// Shown after `dbconsole keys --help`.
 const KEYS_AFTER_HELP: &str = "\
-Keys live in the storage `serve` uses (the same --storage and --data-dir): the redb data file of
-DATA_DIR, as SHA-256 digests only: a secret is printed once, by `keys create`, and cannot be
-shown again. The commands work whether or not a server is running on DATA_DIR: when one is,
+Keys live in the storage `serve` uses (the same --storage, --data-dir and --database-url), as
+SHA-256 digests only: a secret is printed once, by `keys create`, and cannot be shown again.
+With --storage postgres the commands work on the shared database, and every node honours a
+new or revoked key from its next request. With redb (the default) they work on the data file of
+DATA_DIR. The commands work whether or not a server is running on DATA_DIR: when one is,
 they ask it through DATA_DIR/admin.sock, and a revoke takes effect from its next request.
 Without a running server they open the data file themselves, with the same secret key as
 `serve`:

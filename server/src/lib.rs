@@ -8,10 +8,10 @@
 //! server do not need it.
 //!
 //! ```text
-//! dbconsole serve [--listen ADDR] [--storage redb|memory] [--data-dir DIR] [--check-timeout-secs N]
-//! dbconsole keys [--storage redb|memory] [--data-dir DIR] create --kind api-key|access-token --scope full|setup --name NAME
-//! dbconsole keys [--storage redb|memory] [--data-dir DIR] list
-//! dbconsole keys [--storage redb|memory] [--data-dir DIR] revoke ID
+//! dbconsole serve [--listen ADDR] [--storage redb|memory|postgres] [--data-dir DIR] [--database-url URL] [--check-timeout-secs N]
+//! dbconsole keys [--storage redb|memory|postgres] [--data-dir DIR] [--database-url URL] create --kind api-key|access-token --scope full|setup --name NAME
+//! dbconsole keys [--storage …] list
+//! dbconsole keys [--storage …] revoke ID
 //! ```
 //!
 //! | flag | environment | default | meaning |
@@ -20,6 +20,19 @@
 //! | `--storage` | `DBCONSOLE_STORAGE` | `redb` | storage backend: `redb` (durable file in the data directory) or `memory` (nothing survives the process) |
 //! | `--data-dir` | `DBCONSOLE_DATA_DIR` | `./data` | directory of the redb file `dbconsole.redb`, the key file `secret.key` and the admin socket `admin.sock`, created when missing (unused by `memory`) |
 //! | `--check-timeout-secs` | `DBCONSOLE_CHECK_TIMEOUT_SECS` | `10` | check-connection timeout for credentials that set none |
+//! | `--database-url` | `DBCONSOLE_DATABASE_URL` | | PostgreSQL URL for `--storage postgres` (never logged or shown in `--help`) |
+//! | `--database-schema` | `DBCONSOLE_DATABASE_SCHEMA` | `dbconsole` | the schema the tables live in, created when missing |
+//! | `--database-ca-file` | `DBCONSOLE_DATABASE_CA_FILE` | | CA bundle (PEM) for TLS to PostgreSQL: the chain and the host name are verified |
+//! | `--database-timeout-secs` | `DBCONSOLE_DATABASE_TIMEOUT_SECS` | `5` | bound on each PostgreSQL operation; a request that reaches it answers 503 |
+//!
+//! `GET /healthz` answers 200 `ok` while the process runs (liveness); `GET /readyz` answers 200
+//! `ready` while the storage can be reached and 503 `not ready: storage unavailable` while it
+//! cannot (readiness: a load balancer takes the node out of rotation meanwhile).
+//!
+//! **Several nodes**: with `--storage postgres`, any number of `dbconsole serve` processes share
+//! one PostgreSQL database (the same `--database-url` and `--database-schema`) and must share
+//! the sealing key: set the same `DBCONSOLE_SECRET_KEY` on every node (a node whose key does not
+//! match the store refuses to start, saying so).
 //!
 //! ## Callers' credentials
 //!
@@ -48,7 +61,10 @@
 //! ## `dbconsole keys`
 //!
 //! Keys are managed on the command line, on the storage `serve` uses: the same `--storage`,
-//! `--data-dir` (and `DBCONSOLE_STORAGE`, `DBCONSOLE_DATA_DIR`, `DBCONSOLE_SECRET_KEY`). With
+//! `--data-dir`, `--database-url` (and `DBCONSOLE_STORAGE`, `DBCONSOLE_DATA_DIR`,
+//! `DBCONSOLE_DATABASE_URL`, `DBCONSOLE_SECRET_KEY`). With `postgres` the commands work on the
+//! shared database directly, and every node honours a new or revoked key from its next request
+//! (each request looks the key up in the store). With
 //! `memory` the commands fail with a message that says why: a memory store lives inside its
 //! server process, which has no admin socket, so no other process can reach its keys. `keys create` prints the id and the secret, once; `keys list` prints a table (id,
 //! kind, scope, name, created, last used), never a secret or a digest; `keys revoke ID` prints

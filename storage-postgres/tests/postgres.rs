@@ -138,3 +138,43 @@ async fn no_column_holds_a_secret_in_clear() {
         .unwrap();
     assert_eq!(ca.expose(), b"-----BEGIN CERTIFICATE----- Zq8CA");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn updated_at_increases_when_the_writing_node_clock_is_behind() {
+    let sealer = Sealer::ephemeral().unwrap();
+    let storage = PostgresStorage::connect(fresh_options(), &sealer)
+        .await
+        .unwrap_or_else(|error| panic!("{}", not_running(&error)));
+    let body = json!({
+        "name": "Orders", "adapter": "postgres", "hostname": "db.internal", "database": "app",
+        "credentials": [{"username": "reader"}],
+    });
+    let body = body.as_object().unwrap().clone();
+    // Written by a node whose clock is a second ahead of this one.
+    let ahead = Timestamp::from_micros(Timestamp::now().as_micros() + 1_000_000);
+    let database = database_from_body(None, &body, ahead, &sealer).unwrap();
+    storage.insert_database(database.clone()).await.unwrap();
+
+    let patch = json!({"name": "Orders (renamed)"})
+        .as_object()
+        .unwrap()
+        .clone();
+    let edit_sealer = sealer.clone();
+    let updated = storage
+        .update_database(
+            database.id.as_str(),
+            Box::new(move |stored| {
+                database_from_body(Some(stored), &patch, Timestamp::now(), &edit_sealer)
+            }),
+        )
+        .await
+        .unwrap();
+    assert!(
+        updated.updated_at > database.updated_at,
+        "{} is not after {}",
+        updated.updated_at,
+        database.updated_at
+    );
+    assert_eq!(updated.id, database.id);
+    assert_eq!(updated.inserted_at, database.inserted_at);
+}

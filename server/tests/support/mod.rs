@@ -14,7 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 
 /// The variables the binary reads; none leaks in from the test's own environment.
 #[allow(dead_code, reason = "serve_loop.rs uses the client only")]
-const OUR_VARS: [&str; 10] = [
+const OUR_VARS: [&str; 11] = [
     "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
     "DBCONSOLE_STORAGE",
@@ -25,6 +25,7 @@ const OUR_VARS: [&str; 10] = [
     "DBCONSOLE_DATABASE_URL",
     "DBCONSOLE_DATABASE_SCHEMA",
     "DBCONSOLE_DATABASE_CA_FILE",
+    "DBCONSOLE_DATABASE_TIMEOUT_SECS",
 ];
 
 /// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
