@@ -1,0 +1,375 @@
+//! End to end, on loopback: the release `dbconsole` server on redb against its limits, measured
+//! in the same run.
+//!
+//! Run: `bash benches/load.sh` (it builds the release server, then this bench). Each figure is
+//! the median of 3 rounds of 5 s (`LOAD_SECONDS`, `LOAD_ROUNDS` change that):
+//!
+//! - `GET /databases/{id}`, 32 keep-alive connections, against a bare hyper server answering
+//!   the same bytes (same status, headers and body) in a process of the same kind;
+//! - `POST /databases` (each answered after its fsync), 8 connections, against a raw redb loop
+//!   that inserts the same record bytes with one durable commit each (the rate one writer gets
+//!   from redb; a single caller, as the store had one transaction per call);
+//! - p50/p99 latencies, and the server's resident memory (VmRSS) after each phase.
+//!
+//! The load generator is this process: a minimal HTTP/1.1 client per connection (write the
+//! request, read the head, read `content-length` bytes), so its cost is the same for the
+//! server and the baseline.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dbconsole_benches::fixtures::create_database_body;
+use http_body_util::Full;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use redb::{Durability, TableDefinition};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+
+const API_KEY: &str = "load-bench-api-key";
+const DATABASES: &str = "/api/v1/console/databases";
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// What one phase measured.
+#[derive(Clone, Debug)]
+struct Phase {
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+fn median(mut phases: Vec<Phase>) -> Phase {
+    phases.sort_by(|a, b| a.per_second.total_cmp(&b.per_second));
+    phases[phases.len() / 2].clone()
+}
+
+/// Reads one response: the status, and the body (by `content-length`).
+async fn read_response(reader: &mut BufReader<TcpStream>) -> std::io::Result<(u16, Vec<u8>)> {
+    let mut line = String::new();
+    reader.read_line(&mut line).await?;
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut length = 0usize;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).await?;
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).await?;
+    Ok((status, body))
+}
+
+/// `connections` keep-alive connections sending `request` for `period`; every answer must be
+/// `expect`. Returns requests per second and latencies.
+async fn load(
+    addr: SocketAddr,
+    connections: usize,
+    request: Arc<Vec<u8>>,
+    expect: u16,
+    period: Duration,
+) -> Phase {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let (stop, request) = (Arc::clone(&stop), Arc::clone(&request));
+        tasks.push(tokio::spawn(async move {
+            let stream = TcpStream::connect(addr).await.expect("connect");
+            stream.set_nodelay(true).expect("nodelay");
+            let mut reader = BufReader::new(stream);
+            let mut latencies = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                reader.get_mut().write_all(&request).await.expect("send");
+                let (status, body) = read_response(&mut reader).await.expect("answer");
+                assert_eq!(status, expect, "{}", String::from_utf8_lossy(&body));
+                latencies.push(started.elapsed());
+            }
+            latencies
+        }));
+    }
+    tokio::time::sleep(period).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.expect("a connection panicked"));
+    }
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    Phase {
+        per_second: latencies.len() as f64 / period.as_secs_f64(),
+        p50: at(0.50),
+        p99: at(0.99),
+    }
+}
+
+fn request_bytes(method: &str, path: &str, body: Option<&[u8]>) -> Vec<u8> {
+    let mut text =
+        format!("{method} {path} HTTP/1.1\r\nhost: localhost\r\nx-api-key: {API_KEY}\r\n");
+    if let Some(body) = body {
+        text.push_str(&format!(
+            "content-type: application/json\r\ncontent-length: {}\r\n",
+            body.len()
+        ));
+    }
+    text.push_str("\r\n");
+    let mut bytes = text.into_bytes();
+    bytes.extend_from_slice(body.unwrap_or_default());
+    bytes
+}
+
+/// The release server, started on a fresh data directory; its address from `listening on`.
+async fn start_server(binary: &PathBuf, data_dir: &std::path::Path) -> (Child, SocketAddr) {
+    let mut child = Command::new(binary)
+        .args(["serve", "--listen", "127.0.0.1:0", "--storage", "redb"])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .env("DBCONSOLE_API_KEY", API_KEY)
+        .env("DBCONSOLE_ACCESS_TOKEN", "load-bench-token")
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start {}: {error}", binary.display()));
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next_line().await.unwrap().expect("the server exited");
+        if let Some(addr) = line.strip_prefix("listening on ") {
+            break addr.parse().unwrap();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
+
+/// The bare baseline: this bench's binary again, as a process of its own (as the server is),
+/// answering every request with the bytes of `body_file`.
+async fn start_bare(body: &[u8], dir: &std::path::Path) -> (Child, SocketAddr) {
+    let body_file = dir.join("get-answer.json");
+    std::fs::write(&body_file, body).expect("the answer's bytes written");
+    let mut child = Command::new(std::env::current_exe().expect("this binary"))
+        .env(BARE_BODY_VAR, &body_file)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the bare server starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let line = lines
+        .next_line()
+        .await
+        .unwrap()
+        .expect("the bare server's address");
+    let addr = line.strip_prefix("listening on ").unwrap().parse().unwrap();
+    (child, addr)
+}
+
+/// Set when this binary runs as the bare server: the file of the bytes to answer.
+const BARE_BODY_VAR: &str = "LOAD_BENCH_BARE_BODY";
+
+/// The bare server: hyper's HTTP/1 on a multi-thread runtime (as the server's), answering the
+/// same status, content type and body to every request.
+async fn serve_bare(body: Bytes) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("listening on {}", listener.local_addr().unwrap());
+    {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let body = body.clone();
+            tokio::spawn(async move {
+                let service = service_fn(move |_request| {
+                    let body = body.clone();
+                    async move {
+                        let mut response = http::Response::new(Full::new(body));
+                        response.headers_mut().insert(
+                            http::header::CONTENT_TYPE,
+                            http::HeaderValue::from_static("application/json"),
+                        );
+                        Ok::<_, std::convert::Infallible>(response)
+                    }
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    }
+}
+
+/// Inserts with one durable commit each (as the store commits: immediate durability, two-phase
+/// commit), for `period`, on a blocking thread. Commits per second.
+fn raw_redb_commits(dir: &std::path::Path, record: &[u8], period: Duration) -> f64 {
+    const TABLE: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("databases");
+    let db = redb::Database::create(dir.join("raw.redb")).expect("a redb file");
+    let started = Instant::now();
+    let mut commits = 0u64;
+    while started.elapsed() < period {
+        let mut txn = db.begin_write().expect("write");
+        txn.set_durability(Durability::Immediate)
+            .expect("durability");
+        txn.set_two_phase_commit(true);
+        {
+            let mut table = txn.open_table(TABLE).expect("table");
+            let key = format!("db_{commits:026}");
+            table.insert(key.as_str(), record).expect("insert");
+        }
+        txn.commit().expect("commit");
+        commits += 1;
+    }
+    commits as f64 / started.elapsed().as_secs_f64()
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn server_binary() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let binary = target.join("release").join("dbconsole");
+    assert!(
+        binary.exists(),
+        "{} is missing: run `bash benches/load.sh`, which builds it first",
+        binary.display()
+    );
+    binary
+}
+
+fn main() {
+    if let Some(body_file) = std::env::var_os(BARE_BODY_VAR) {
+        let body = std::fs::read(body_file).expect("the answer's bytes");
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        runtime.block_on(serve_bare(Bytes::from(body)));
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(run());
+}
+
+async fn run() {
+    let period = Duration::from_secs(env_or("LOAD_SECONDS", 5));
+    let rounds = env_or("LOAD_ROUNDS", 3) as usize;
+    let binary = server_binary();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let (server, addr) = start_server(&binary, &dir.path().join("data")).await;
+    let pid = server.id().expect("running");
+
+    // Seed, and take the GET answer's bytes for the bare server.
+    let body = create_database_body();
+    let create = Arc::new(request_bytes("POST", DATABASES, Some(&body)));
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut id = String::new();
+    for _ in 0..1_000 {
+        reader.get_mut().write_all(&create).await.unwrap();
+        let (status, answer) = read_response(&mut reader).await.unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+        let json: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        id = json["id"].as_str().unwrap().to_owned();
+    }
+    let path = format!("{DATABASES}/{id}");
+    let get = Arc::new(request_bytes("GET", &path, None));
+    reader.get_mut().write_all(&get).await.unwrap();
+    let (_, get_answer) = read_response(&mut reader).await.unwrap();
+    drop(reader);
+    let (_bare_process, bare) = start_bare(&get_answer, dir.path()).await;
+    let rss_seeded = rss_kib(pid);
+
+    let mut get_server = Vec::new();
+    let mut get_bare = Vec::new();
+    let mut post_server = Vec::new();
+    let mut raw_commits = Vec::new();
+    for _ in 0..rounds {
+        get_server.push(load(addr, 32, Arc::clone(&get), 200, period).await);
+        get_bare.push(load(bare, 32, Arc::clone(&get), 200, period).await);
+        post_server.push(load(addr, 8, Arc::clone(&create), 200, period).await);
+        let raw_dir = tempfile::tempdir().unwrap();
+        let record = vec![7u8; 700];
+        let raw_path = raw_dir.path().to_owned();
+        raw_commits.push(
+            tokio::task::spawn_blocking(move || raw_redb_commits(&raw_path, &record, period))
+                .await
+                .unwrap(),
+        );
+    }
+    let rss_after = rss_kib(pid);
+    let (get_server, get_bare, post_server) =
+        (median(get_server), median(get_bare), median(post_server));
+    raw_commits.sort_by(f64::total_cmp);
+    let raw = raw_commits[raw_commits.len() / 2];
+
+    println!("\nend to end on loopback, median of {rounds} rounds of {period:?}:");
+    println!(
+        "{:<44} {:>10} {:>10} {:>10} {:>8}",
+        "", "req/s", "p50", "p99", "ratio"
+    );
+    let row = |name: &str, phase: &Phase, ratio: Option<f64>| {
+        println!(
+            "{name:<44} {:>10.0} {:>10.2?} {:>10.2?} {:>8}",
+            phase.per_second,
+            phase.p50,
+            phase.p99,
+            ratio.map(|r| format!("{r:.2}")).unwrap_or_default()
+        );
+    };
+    row(
+        "GET by id, dbconsole on redb (32 conns)",
+        &get_server,
+        Some(get_server.per_second / get_bare.per_second),
+    );
+    row("GET, bare hyper, same bytes (32 conns)", &get_bare, None);
+    row(
+        "POST create, durable (8 conns)",
+        &post_server,
+        Some(post_server.per_second / raw),
+    );
+    println!(
+        "{:<44} {raw:>10.0}",
+        "raw redb: one insert + durable commit"
+    );
+    println!(
+        "server RSS: {} KiB after seeding 1,000 databases, {} KiB at the end",
+        rss_seeded, rss_after
+    );
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The end-to-end load bench (benches/benches/load.rs): builds the release server, then runs the
+# bench, which starts it on a fresh redb data directory next to its own baselines and prints the
+# ratios. LOAD_SECONDS (default 5) and LOAD_ROUNDS (default 3) change the length of a run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release -p dbconsole-server
+cargo bench -p dbconsole-benches --bench load
