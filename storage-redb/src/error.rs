@@ -49,4 +49,7 @@ pub enum OpenError {
     /// redb failed to open or initialise the file.
     #[error("the data file could not be opened: {0}")]
     Redb(#[from] redb::Error),
+    /// The writer thread could not be started.
+    #[error("the writer thread could not be started: {0}")]
+    Thread(#[source] io::Error),
 }

@@ -113,6 +113,7 @@
 //! [postcard]: https://docs.rs/postcard
 
 mod error;
+mod writer;
 
 use std::fmt;
 use std::fs;
@@ -160,6 +161,7 @@ const META_KEY_CHECK: &str = "key_check";
 /// [crate documentation](crate) for what it guarantees.
 pub struct RedbStorage {
     inner: Arc<Inner>,
+    writer: writer::Writer,
 }
 
 struct Inner {
@@ -230,9 +232,34 @@ impl RedbStorage {
                 return Err(error);
             }
         }
-        Ok(Self {
-            inner: Arc::new(Inner { db, path }),
-        })
+        let inner = Arc::new(Inner { db, path });
+        let writer = writer::Writer::start(Arc::clone(&inner)).map_err(OpenError::Thread)?;
+        Ok(Self { inner, writer })
+    }
+
+    /// Runs a point read here, on the caller's thread: one short read transaction, served from
+    /// redb's cache and the page cache, is cheaper than the hop to the blocking pool and back
+    /// (which cost most of a GET). Listings and every write still run on the blocking pool.
+    fn read_now<T>(
+        &self,
+        work: impl FnOnce(&Inner) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        work(&self.inner)
+    }
+
+    /// Runs `work` in a write transaction of the writer thread (group commit, see `writer.rs`);
+    /// answers once the commit that holds its change is durable. `work` may run more than once
+    /// (when a job before it in the batch is refused). A panic in it (an edit
+    /// closure's) is resumed here.
+    async fn write<T, F>(&self, work: F) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: FnMut(&Inner, &WriteTransaction) -> Result<T, StorageError> + Send + 'static,
+    {
+        match self.writer.submit(work).await {
+            Ok(result) => result,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
     }
 
     /// Runs `work` on the blocking pool. A panic in it (an edit closure's) is resumed here.
@@ -356,29 +383,6 @@ impl Inner {
         work(&txn)
     }
 
-    /// One durable write transaction: committed when `work` succeeds, aborted (leaving the
-    /// file as it was) when it fails.
-    fn write<T>(
-        &self,
-        work: impl FnOnce(&WriteTransaction) -> Result<T, StorageError>,
-    ) -> Result<T, StorageError> {
-        let mut txn = self.db.begin_write().or_backend()?;
-        txn.set_durability(Durability::Immediate).or_backend()?;
-        txn.set_two_phase_commit(true);
-        match work(&txn) {
-            Ok(value) => {
-                txn.commit().or_backend()?;
-                Ok(value)
-            }
-            Err(error) => {
-                if let Err(abort) = txn.abort() {
-                    tracing::warn!(error = %abort, "aborting a failed write transaction failed");
-                }
-                Err(error)
-            }
-        }
-    }
-
     fn get_database(
         &self,
         databases: &impl ReadableTable<&'static str, &'static [u8]>,
@@ -458,48 +462,42 @@ fn page<T>(
 #[async_trait]
 impl Storage for RedbStorage {
     async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut databases = txn.open_table(DATABASES).or_backend()?;
-                let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
-                let id_taken = databases.get(database.id.as_str()).or_backend()?.is_some();
-                let api_id_taken = match &database.api_id {
-                    Some(api_id) => api_ids.get(api_id.as_str()).or_backend()?.is_some(),
-                    None => false,
-                };
-                if id_taken || api_id_taken {
-                    return Err(StorageError::AlreadyExists);
-                }
-                inner.put_database(&mut databases, &mut api_ids, &database)
-            })
+        self.write(move |inner, txn| {
+            let mut databases = txn.open_table(DATABASES).or_backend()?;
+            let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+            let id_taken = databases.get(database.id.as_str()).or_backend()?.is_some();
+            let api_id_taken = match &database.api_id {
+                Some(api_id) => api_ids.get(api_id.as_str()).or_backend()?.is_some(),
+                None => false,
+            };
+            if id_taken || api_id_taken {
+                return Err(StorageError::AlreadyExists);
+            }
+            inner.put_database(&mut databases, &mut api_ids, &database)
         })
         .await
     }
 
     async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
-        let id = id.to_owned();
-        self.run(move |inner| {
+        self.read_now(|inner| {
             inner.read(|txn| {
                 let databases = txn.open_table(DATABASES).or_backend()?;
-                inner.get_database(&databases, &id)
+                inner.get_database(&databases, id)
             })
         })
-        .await
     }
 
     async fn database_by_api_id(&self, api_id: &str) -> Result<Option<Database>, StorageError> {
-        let api_id = api_id.to_owned();
-        self.run(move |inner| {
+        self.read_now(|inner| {
             inner.read(|txn| {
                 let api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
-                let Some(id) = Inner::id_by_api_id(&api_ids, &api_id)? else {
+                let Some(id) = Inner::id_by_api_id(&api_ids, api_id)? else {
                     return Ok(None);
                 };
                 let databases = txn.open_table(DATABASES).or_backend()?;
                 inner.get_database(&databases, &id)
             })
         })
-        .await
     }
 
     async fn list_databases(&self, request: Page<'_>) -> Result<Vec<Database>, StorageError> {
@@ -524,17 +522,15 @@ impl Storage for RedbStorage {
         mut edit: DatabaseEdit,
     ) -> Result<Database, StorageError> {
         let id = id.to_owned();
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut databases = txn.open_table(DATABASES).or_backend()?;
-                let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
-                let stored = inner
-                    .get_database(&databases, &id)?
-                    .ok_or(StorageError::NotFound)?;
-                let updated = rules::edit_database(&stored, &mut edit)?;
-                inner.put_database(&mut databases, &mut api_ids, &updated)?;
-                Ok(updated)
-            })
+        self.write(move |inner, txn| {
+            let mut databases = txn.open_table(DATABASES).or_backend()?;
+            let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+            let stored = inner
+                .get_database(&databases, &id)?
+                .ok_or(StorageError::NotFound)?;
+            let updated = rules::edit_database(&stored, &mut edit)?;
+            inner.put_database(&mut databases, &mut api_ids, &updated)?;
+            Ok(updated)
         })
         .await
     }
@@ -545,21 +541,19 @@ impl Storage for RedbStorage {
         mut edit: DatabaseUpsert,
     ) -> Result<Database, StorageError> {
         let api_id = api_id.to_owned();
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut databases = txn.open_table(DATABASES).or_backend()?;
-                let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
-                let stored = match Inner::id_by_api_id(&api_ids, &api_id)? {
-                    Some(id) => inner.get_database(&databases, &id)?,
-                    None => None,
-                };
-                let updated = rules::upsert_database(&api_id, stored.as_ref(), &mut edit)?;
-                if stored.is_none() && databases.get(updated.id.as_str()).or_backend()?.is_some() {
-                    return Err(StorageError::AlreadyExists);
-                }
-                inner.put_database(&mut databases, &mut api_ids, &updated)?;
-                Ok(updated)
-            })
+        self.write(move |inner, txn| {
+            let mut databases = txn.open_table(DATABASES).or_backend()?;
+            let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+            let stored = match Inner::id_by_api_id(&api_ids, &api_id)? {
+                Some(id) => inner.get_database(&databases, &id)?,
+                None => None,
+            };
+            let updated = rules::upsert_database(&api_id, stored.as_ref(), &mut edit)?;
+            if stored.is_none() && databases.get(updated.id.as_str()).or_backend()?.is_some() {
+                return Err(StorageError::AlreadyExists);
+            }
+            inner.put_database(&mut databases, &mut api_ids, &updated)?;
+            Ok(updated)
         })
         .await
     }
@@ -573,95 +567,89 @@ impl Storage for RedbStorage {
             DatabaseKey::Id(id) => OwnedKey::Id(id.to_owned()),
             DatabaseKey::ApiId(api_id) => OwnedKey::ApiId(api_id.to_owned()),
         };
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut databases = txn.open_table(DATABASES).or_backend()?;
-                let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
-                let mut access = txn.open_table(ACCESS_CONTROL).or_backend()?;
-                let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
-                let id = match key {
-                    OwnedKey::Id(id) => id,
-                    OwnedKey::ApiId(api_id) => {
-                        Inner::id_by_api_id(&api_ids, &api_id)?.ok_or(StorageError::NotFound)?
-                    }
-                };
-                let removed = inner
-                    .get_database(&databases, &id)?
-                    .ok_or(StorageError::NotFound)?;
+        self.write(move |inner, txn| {
+            let mut databases = txn.open_table(DATABASES).or_backend()?;
+            let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+            let mut access = txn.open_table(ACCESS_CONTROL).or_backend()?;
+            let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
+            let id = match &key {
+                OwnedKey::Id(id) => id.clone(),
+                OwnedKey::ApiId(api_id) => {
+                    Inner::id_by_api_id(&api_ids, api_id)?.ok_or(StorageError::NotFound)?
+                }
+            };
+            let removed = inner
+                .get_database(&databases, &id)?
+                .ok_or(StorageError::NotFound)?;
 
-                // The guard: databases that inherit this one's data protection policies, from
-                // the index. Each entry
-                // is confirmed by the heir's own record, the source of truth: an entry that an
-                // older build left behind (it deleted an heir without knowing the index) does
-                // not block the delete, and goes with it.
-                let mut heirs = Vec::new();
-                for heir in inherited_by.get(id.as_str()).or_backend()? {
-                    let heir = heir.or_backend()?.value().to_owned();
-                    let Some(bytes) = databases.get(heir.as_str()).or_backend()? else {
-                        continue;
-                    };
-                    let inherits =
-                        get_access(&access, &heir)?.and_then(|a| a.data_protection.inherits_from);
-                    if inherits.as_deref() == Some(id.as_str()) {
-                        let name = record::decode_database_name(&heir, bytes.value())?;
-                        heirs.push(DatabaseRef { id: heir, name });
-                    }
-                }
-                rules::guard_delete(heirs)?;
-
-                databases.remove(id.as_str()).or_backend()?;
-                if let Some(api_id) = &removed.api_id {
-                    api_ids.remove(api_id.as_str()).or_backend()?;
-                }
-                // Its access control goes with it, and with that its own inheritance edge.
-                let own = match access.remove(id.as_str()).or_backend()? {
-                    None => None,
-                    Some(bytes) => {
-                        record::decode_access_control(&id, bytes.value())?
-                            .data_protection
-                            .inherits_from
-                    }
+            // The guard: databases that inherit this one's data protection policies, from
+            // the index. Each entry
+            // is confirmed by the heir's own record, the source of truth: an entry that an
+            // older build left behind (it deleted an heir without knowing the index) does
+            // not block the delete, and goes with it.
+            let mut heirs = Vec::new();
+            for heir in inherited_by.get(id.as_str()).or_backend()? {
+                let heir = heir.or_backend()?.value().to_owned();
+                let Some(bytes) = databases.get(heir.as_str()).or_backend()? else {
+                    continue;
                 };
-                if let Some(target) = own {
-                    inherited_by
-                        .remove(target.as_str(), id.as_str())
-                        .or_backend()?;
+                let inherits =
+                    get_access(&access, &heir)?.and_then(|a| a.data_protection.inherits_from);
+                if inherits.as_deref() == Some(id.as_str()) {
+                    let name = record::decode_database_name(&heir, bytes.value())?;
+                    heirs.push(DatabaseRef { id: heir, name });
                 }
-                inherited_by.remove_all(id.as_str()).or_backend()?;
-                Ok(removed)
-            })
+            }
+            rules::guard_delete(heirs)?;
+
+            databases.remove(id.as_str()).or_backend()?;
+            if let Some(api_id) = &removed.api_id {
+                api_ids.remove(api_id.as_str()).or_backend()?;
+            }
+            // Its access control goes with it, and with that its own inheritance edge.
+            let own = match access.remove(id.as_str()).or_backend()? {
+                None => None,
+                Some(bytes) => {
+                    record::decode_access_control(&id, bytes.value())?
+                        .data_protection
+                        .inherits_from
+                }
+            };
+            if let Some(target) = own {
+                inherited_by
+                    .remove(target.as_str(), id.as_str())
+                    .or_backend()?;
+            }
+            inherited_by.remove_all(id.as_str()).or_backend()?;
+            Ok(removed)
         })
         .await
     }
 
     async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
-                let id = dashboard.id.as_str();
-                if dashboards.get(id).or_backend()?.is_some() {
-                    return Err(StorageError::AlreadyExists);
-                }
-                let bytes = record::encode_dashboard(&dashboard)?;
-                dashboards.insert(id, bytes.as_slice()).or_backend()?;
-                Ok(())
-            })
+        self.write(move |_, txn| {
+            let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+            let id = dashboard.id.as_str();
+            if dashboards.get(id).or_backend()?.is_some() {
+                return Err(StorageError::AlreadyExists);
+            }
+            let bytes = record::encode_dashboard(&dashboard)?;
+            dashboards.insert(id, bytes.as_slice()).or_backend()?;
+            Ok(())
         })
         .await
     }
 
     async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
-        let id = id.to_owned();
-        self.run(move |inner| {
+        self.read_now(|inner| {
             inner.read(|txn| {
                 let dashboards = txn.open_table(DASHBOARDS).or_backend()?;
-                match dashboards.get(id.as_str()).or_backend()? {
+                match dashboards.get(id).or_backend()? {
                     None => Ok(None),
-                    Some(bytes) => Ok(Some(record::decode_dashboard(&id, bytes.value())?)),
+                    Some(bytes) => Ok(Some(record::decode_dashboard(id, bytes.value())?)),
                 }
             })
         })
-        .await
     }
 
     async fn list_dashboards(&self, request: Page<'_>) -> Result<Vec<Dashboard>, StorageError> {
@@ -686,35 +674,31 @@ impl Storage for RedbStorage {
         mut edit: DashboardEdit,
     ) -> Result<Dashboard, StorageError> {
         let id = id.to_owned();
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
-                let stored = match dashboards.get(id.as_str()).or_backend()? {
-                    None => return Err(StorageError::NotFound),
-                    Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
-                };
-                let updated = rules::edit_dashboard(&stored, &mut edit)?;
-                let bytes = record::encode_dashboard(&updated)?;
-                dashboards
-                    .insert(id.as_str(), bytes.as_slice())
-                    .or_backend()?;
-                Ok(updated)
-            })
+        self.write(move |_, txn| {
+            let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+            let stored = match dashboards.get(id.as_str()).or_backend()? {
+                None => return Err(StorageError::NotFound),
+                Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
+            };
+            let updated = rules::edit_dashboard(&stored, &mut edit)?;
+            let bytes = record::encode_dashboard(&updated)?;
+            dashboards
+                .insert(id.as_str(), bytes.as_slice())
+                .or_backend()?;
+            Ok(updated)
         })
         .await
     }
 
     async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
         let id = id.to_owned();
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
-                let removed = match dashboards.remove(id.as_str()).or_backend()? {
-                    None => return Err(StorageError::NotFound),
-                    Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
-                };
-                Ok(removed)
-            })
+        self.write(move |_, txn| {
+            let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+            let removed = match dashboards.remove(id.as_str()).or_backend()? {
+                None => return Err(StorageError::NotFound),
+                Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
+            };
+            Ok(removed)
         })
         .await
     }
@@ -724,7 +708,7 @@ impl Storage for RedbStorage {
         database_id: &str,
     ) -> Result<Option<AccessControl>, StorageError> {
         let id = database_id.to_owned();
-        self.run(move |inner| {
+        self.read_now(|inner| {
             inner.read(|txn| {
                 let databases = txn.open_table(DATABASES).or_backend()?;
                 if databases.get(id.as_str()).or_backend()?.is_none() {
@@ -734,7 +718,6 @@ impl Storage for RedbStorage {
                 Ok(Some(get_access(&access, &id)?.unwrap_or_default()))
             })
         })
-        .await
     }
 
     async fn update_access_control(
@@ -743,57 +726,53 @@ impl Storage for RedbStorage {
         mut edit: AccessEdit,
     ) -> Result<AccessControl, StorageError> {
         let id = database_id.to_owned();
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let databases = txn.open_table(DATABASES).or_backend()?;
-                let mut access = txn.open_table(ACCESS_CONTROL).or_backend()?;
-                let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
-                if databases.get(id.as_str()).or_backend()?.is_none() {
-                    return Err(StorageError::NotFound);
+        self.write(move |_, txn| {
+            let databases = txn.open_table(DATABASES).or_backend()?;
+            let mut access = txn.open_table(ACCESS_CONTROL).or_backend()?;
+            let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
+            if databases.get(id.as_str()).or_backend()?.is_none() {
+                return Err(StorageError::NotFound);
+            }
+            let stored = get_access(&access, &id)?.unwrap_or_default();
+            let updated = rules::edit_access_control(&stored, &mut edit)?;
+            rules::check_access_control(&id, &updated, |other| {
+                if databases.get(other).or_backend()?.is_none() {
+                    return Ok(None);
                 }
-                let stored = get_access(&access, &id)?.unwrap_or_default();
-                let updated = rules::edit_access_control(&stored, &mut edit)?;
-                rules::check_access_control(&id, &updated, |other| {
-                    if databases.get(other).or_backend()?.is_none() {
-                        return Ok(None);
-                    }
-                    let inherits =
-                        get_access(&access, other)?.and_then(|a| a.data_protection.inherits_from);
-                    Ok(Some(inherits))
-                })?;
-                let before = stored.data_protection.inherits_from.as_deref();
-                let after = updated.data_protection.inherits_from.as_deref();
-                if before != after {
-                    if let Some(old) = before {
-                        inherited_by.remove(old, id.as_str()).or_backend()?;
-                    }
-                    if let Some(new) = after {
-                        inherited_by.insert(new, id.as_str()).or_backend()?;
-                    }
+                let inherits =
+                    get_access(&access, other)?.and_then(|a| a.data_protection.inherits_from);
+                Ok(Some(inherits))
+            })?;
+            let before = stored.data_protection.inherits_from.as_deref();
+            let after = updated.data_protection.inherits_from.as_deref();
+            if before != after {
+                if let Some(old) = before {
+                    inherited_by.remove(old, id.as_str()).or_backend()?;
                 }
-                let bytes = record::encode_access_control(&id, &updated)?;
-                access.insert(id.as_str(), bytes.as_slice()).or_backend()?;
-                Ok(updated)
-            })
+                if let Some(new) = after {
+                    inherited_by.insert(new, id.as_str()).or_backend()?;
+                }
+            }
+            let bytes = record::encode_access_control(&id, &updated)?;
+            access.insert(id.as_str(), bytes.as_slice()).or_backend()?;
+            Ok(updated)
         })
         .await
     }
 
     async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
-                let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
-                let id = key.id.as_str();
-                let id_taken = keys.get(id).or_backend()?.is_some();
-                if id_taken || digests.get(&key.digest).or_backend()?.is_some() {
-                    return Err(StorageError::AlreadyExists);
-                }
-                let bytes = record::encode_caller_key(&key)?;
-                keys.insert(id, bytes.as_slice()).or_backend()?;
-                digests.insert(&key.digest, id).or_backend()?;
-                Ok(())
-            })
+        self.write(move |_, txn| {
+            let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
+            let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
+            let id = key.id.as_str();
+            let id_taken = keys.get(id).or_backend()?.is_some();
+            if id_taken || digests.get(&key.digest).or_backend()?.is_some() {
+                return Err(StorageError::AlreadyExists);
+            }
+            let bytes = record::encode_caller_key(&key)?;
+            keys.insert(id, bytes.as_slice()).or_backend()?;
+            digests.insert(&key.digest, id).or_backend()?;
+            Ok(())
         })
         .await
     }
@@ -803,7 +782,7 @@ impl Storage for RedbStorage {
         digest: &[u8; 32],
     ) -> Result<Option<CallerKey>, StorageError> {
         let digest = *digest;
-        self.run(move |inner| {
+        self.read_now(|inner| {
             inner.read(|txn| {
                 let digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
                 let Some(id) = digests.get(&digest).or_backend()? else {
@@ -816,7 +795,6 @@ impl Storage for RedbStorage {
                 }
             })
         })
-        .await
     }
 
     async fn list_caller_keys(&self) -> Result<Vec<CallerKey>, StorageError> {
@@ -835,37 +813,33 @@ impl Storage for RedbStorage {
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
         let id = id.to_owned();
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
-                let mut key = match keys.get(id.as_str()).or_backend()? {
-                    None => return Err(StorageError::NotFound),
-                    Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
-                };
-                if key.last_used_at < Some(at) {
-                    key.last_used_at = Some(at);
-                    let bytes = record::encode_caller_key(&key)?;
-                    keys.insert(id.as_str(), bytes.as_slice()).or_backend()?;
-                }
-                Ok(())
-            })
+        self.write(move |_, txn| {
+            let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
+            let mut key = match keys.get(id.as_str()).or_backend()? {
+                None => return Err(StorageError::NotFound),
+                Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
+            };
+            if key.last_used_at < Some(at) {
+                key.last_used_at = Some(at);
+                let bytes = record::encode_caller_key(&key)?;
+                keys.insert(id.as_str(), bytes.as_slice()).or_backend()?;
+            }
+            Ok(())
         })
         .await
     }
 
     async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
         let id = id.to_owned();
-        self.run(move |inner| {
-            inner.write(|txn| {
-                let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
-                let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
-                let removed = match keys.remove(id.as_str()).or_backend()? {
-                    None => return Err(StorageError::NotFound),
-                    Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
-                };
-                digests.remove(&removed.digest).or_backend()?;
-                Ok(removed)
-            })
+        self.write(move |_, txn| {
+            let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
+            let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
+            let removed = match keys.remove(id.as_str()).or_backend()? {
+                None => return Err(StorageError::NotFound),
+                Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
+            };
+            digests.remove(&removed.digest).or_backend()?;
+            Ok(removed)
         })
         .await
     }
@@ -923,27 +897,58 @@ mod tests {
         RedbStorage::in_memory(&Sealer::ephemeral().unwrap()).unwrap()
     }
 
-    #[test]
-    fn a_write_that_fails_after_writing_leaves_nothing() {
-        let storage = store();
-        let database = sample_database("Orders", Some("ext-orders"));
-        let result: Result<(), StorageError> = storage.inner.write(|txn| {
-            let mut databases = txn.open_table(DATABASES).or_backend()?;
-            let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
-            storage
-                .inner
-                .put_database(&mut databases, &mut api_ids, &database)?;
-            Err(StorageError::IdentityChanged)
-        });
-        assert!(matches!(result, Err(StorageError::IdentityChanged)));
+    /// Group commit: many writes at once share transactions. A job that writes and then
+    /// refuses (or panics) leaves nothing, and every other write of its batch is stored and
+    /// answered as if alone.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_refused_write_leaves_nothing_and_fails_no_other_write_of_its_batch() {
+        let storage = Arc::new(store());
+        let mut tasks = Vec::new();
+        for n in 0..90 {
+            let storage = Arc::clone(&storage);
+            tasks.push(tokio::spawn(async move {
+                let database = sample_database(&format!("db {n}"), Some(&format!("ext-{n}")));
+                let id = database.id.clone();
+                let write = storage.write(move |inner, txn| {
+                    let mut databases = txn.open_table(DATABASES).or_backend()?;
+                    let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
+                    inner.put_database(&mut databases, &mut api_ids, &database)?;
+                    match n % 3 {
+                        0 => Err(StorageError::IdentityChanged),
+                        1 if n % 5 == 1 => panic!("an edit closure panicked after writing"),
+                        _ => Ok(()),
+                    }
+                });
+                (n, id, write.await)
+            }));
+        }
+        let mut stored = 0;
+        for task in tasks {
+            let (n, id, result) = match task.await {
+                Ok(done) => done,
+                Err(error) if error.is_panic() => continue,
+                Err(error) => panic!("{error}"),
+            };
+            let found = storage.database(id.as_str()).await.unwrap();
+            if n % 3 == 0 {
+                assert!(matches!(result, Err(StorageError::IdentityChanged)), "{n}");
+                assert_eq!(found, None, "the refused write {n} left its record");
+            } else {
+                assert!(result.is_ok(), "{n}: {result:?}");
+                assert!(found.is_some(), "the accepted write {n} is missing");
+                stored += 1;
+            }
+        }
+        let panicked = (0..90).filter(|n| n % 3 == 1 && n % 5 == 1).count();
+        assert_eq!(stored, 60 - panicked);
         let txn = storage.inner.db.begin_read().unwrap();
-        assert!(txn.open_table(DATABASES).unwrap().is_empty().unwrap());
-        assert!(
-            txn.open_table(DATABASE_API_IDS)
-                .unwrap()
-                .is_empty()
-                .unwrap()
+        let rows = txn.open_table(DATABASES).unwrap().len().unwrap();
+        assert_eq!(
+            rows, stored as u64,
+            "no refused or panicked write left a row"
         );
+        let api_ids = txn.open_table(DATABASE_API_IDS).unwrap().len().unwrap();
+        assert_eq!(api_ids, stored as u64);
     }
 
     /// The `inherited_by` entries, as (target, heir) pairs in index order.
@@ -1039,17 +1044,18 @@ mod tests {
         inherit(&storage, &heir, Some(&parent)).await;
         // What a build that predates access control leaves behind: entries whose heir no
         // longer exists, or no longer inherits.
+        let (parent_id, gone_id) = (parent.id.clone(), gone.id.clone());
         storage
-            .inner
-            .write(|txn| {
+            .write(move |_, txn| {
                 let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
-                for stale in [gone.id.as_str(), "db_0"] {
+                for stale in [gone_id.as_str(), "db_0"] {
                     inherited_by
-                        .insert(parent.id.as_str(), stale)
+                        .insert(parent_id.as_str(), stale)
                         .or_backend()?;
                 }
                 Ok(())
             })
+            .await
             .unwrap();
 
         // Only the real heir is named.
