@@ -19,6 +19,11 @@ use dbconsole_server::keys::{self, KeysError};
 use dbconsole_server::{Cli, Command, KeysArgs, ServeArgs, ShutdownSignal, StorageKind};
 use tokio::net::TcpListener;
 
+/// mimalloc: a request allocates and frees many small strings (decoding a record, rendering
+/// JSON), and glibc's allocator showed as a tenth of a GET's time in profiles.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
     dbconsole_server::init_tracing();
