@@ -112,6 +112,8 @@ pub struct StorageLocation {
     pub database_ca_file: Option<PathBuf>,
     /// The bound on each PostgreSQL operation.
     pub database_timeout: std::time::Duration,
+    /// redb's page cache in bytes (`None`: the store's default).
+    pub redb_cache_bytes: Option<usize>,
 }
 
 impl StorageKind {
@@ -138,7 +140,11 @@ impl StorageKind {
             StorageKind::Redb => {
                 let key = load_key(data_dir, secret_key, true)?;
                 let sealer = Sealer::new(&key);
-                let storage = RedbStorage::open(&data_dir.join(DATA_FILE), &sealer)?;
+                let cache = location
+                    .redb_cache_bytes
+                    .unwrap_or(dbconsole_storage_redb::DEFAULT_CACHE_BYTES);
+                let storage =
+                    RedbStorage::open_with_cache(&data_dir.join(DATA_FILE), &sealer, cache)?;
                 Ok(Opened {
                     storage: Arc::new(storage),
                     sealer,

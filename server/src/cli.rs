@@ -69,6 +69,16 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub database: DatabaseArgs,
 
+    /// redb's page cache in MiB: what the server keeps of the data file in memory, whatever its
+    /// size (pages beyond it come from the operating system's page cache).
+    #[arg(
+        long,
+        env = "DBCONSOLE_CACHE_MIB",
+        default_value_t = 32,
+        value_parser = clap::value_parser!(u64).range(1..=65536)
+    )]
+    pub cache_mib: u64,
+
     /// Check-connection timeout in seconds, for credentials that set none.
     #[arg(
         long,
@@ -127,11 +137,20 @@ impl DatabaseArgs {
             database_schema: self.database_schema.clone(),
             database_ca_file: self.database_ca_file.clone(),
             database_timeout: Duration::from_secs(self.database_timeout_secs),
+            redb_cache_bytes: None,
         }
     }
 }
 
 impl ServeArgs {
+    /// Where the storage is, with the page cache of `--cache-mib`.
+    pub fn location(&self) -> StorageLocation {
+        StorageLocation {
+            redb_cache_bytes: usize::try_from(self.cache_mib * 1024 * 1024).ok(),
+            ..self.database.location(&self.data_dir)
+        }
+    }
+
     /// `--check-timeout-secs` as a duration.
     pub fn check_timeout(&self) -> Duration {
         Duration::from_secs(self.check_timeout_secs)

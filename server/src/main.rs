@@ -46,7 +46,7 @@ fn main() -> ExitCode {
 
 /// Storage + authenticator + service, then the serving loop until a signal.
 async fn serve(args: ServeArgs) -> Result<(), Error> {
-    let location = args.database.location(&args.data_dir);
+    let location = args.location();
     let Opened { storage, sealer } = args
         .storage
         .open(&location, secret_key_from_env().as_deref())

@@ -138,6 +138,9 @@ use redb::{
 pub use crate::error::OpenError;
 use dbconsole_core::storage::record::{self, RecordError};
 
+/// redb's page cache when none is given: 32 MiB.
+pub const DEFAULT_CACHE_BYTES: usize = 32 * 1024 * 1024;
+
 /// The format version of files this build writes, and the newest it opens.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -182,8 +185,21 @@ impl RedbStorage {
     /// when missing. A new file is initialised with the current format and a key check value
     /// of `sealer`'s key; an existing one must have been written with the same key, in a format
     /// this build reads. Give the service the same sealer. Blocking: call it before serving, or
-    /// from a blocking thread.
+    /// from a blocking thread. redb's page cache is [`DEFAULT_CACHE_BYTES`]; see
+    /// [`RedbStorage::open_with_cache`].
     pub fn open(path: &Path, sealer: &Sealer) -> Result<Self, OpenError> {
+        Self::open_with_cache(path, sealer, DEFAULT_CACHE_BYTES)
+    }
+
+    /// [`RedbStorage::open`] with a page cache of `cache_bytes`. The cache bounds what redb
+    /// keeps in memory whatever the size of the file (redb's own default is 1 GiB, which a
+    /// process fills as it reads); pages it does not hold are read from the operating system's
+    /// page cache, so a smaller cache costs little while the file fits in RAM.
+    pub fn open_with_cache(
+        path: &Path,
+        sealer: &Sealer,
+        cache_bytes: usize,
+    ) -> Result<Self, OpenError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs::create_dir_all(parent).map_err(|source| OpenError::Io {
                 path: parent.to_owned(),
@@ -191,12 +207,15 @@ impl RedbStorage {
             })?;
         }
         create_private_file(path)?;
-        let db = redb::Database::create(path).map_err(|error| match error {
-            redb::DatabaseError::DatabaseAlreadyOpen => OpenError::AlreadyOpen {
-                path: path.to_owned(),
-            },
-            other => OpenError::Redb(other.into()),
-        })?;
+        let db = redb::Database::builder()
+            .set_cache_size(cache_bytes)
+            .create(path)
+            .map_err(|error| match error {
+                redb::DatabaseError::DatabaseAlreadyOpen => OpenError::AlreadyOpen {
+                    path: path.to_owned(),
+                },
+                other => OpenError::Redb(other.into()),
+            })?;
         Self::initialise(db, sealer, Some(path.to_owned()))
     }
 
