@@ -74,7 +74,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "DBCONSOLE_CACHE_MIB",
-        default_value_t = 32,
+        default_value_t = 16,
         value_parser = clap::value_parser!(u64).range(1..=65536)
     )]
     pub cache_mib: u64,

@@ -138,8 +138,8 @@ use redb::{
 pub use crate::error::OpenError;
 use dbconsole_core::storage::record::{self, RecordError};
 
-/// redb's page cache when none is given: 32 MiB.
-pub const DEFAULT_CACHE_BYTES: usize = 32 * 1024 * 1024;
+/// redb's page cache when none is given: 16 MiB.
+pub const DEFAULT_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The format version of files this build writes, and the newest it opens.
 pub const FORMAT_VERSION: u32 = 1;
