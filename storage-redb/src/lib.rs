@@ -6,35 +6,48 @@
 //!
 //! The control plane keeps a few thousand small records that change rarely and must never be
 //! half-written. redb is an embedded, pure-Rust, copy-on-write B-tree store with ACID write
-//! transactions: no server to run, one file to back up, and every trait call maps onto exactly
-//! one write transaction. It is blocking, so every operation runs on Tokio's blocking pool
-//! ([`tokio::task::spawn_blocking`]), never on the async threads.
+//! transactions: no server to run, one file to back up. It is blocking: writes run on a writer
+//! thread of their own and listings on Tokio's blocking pool; a point read (one record by id,
+//! `api_id` or key digest) runs on the caller's thread, since one short read transaction served
+//! from redb's cache and the page cache costs less than the hop to another thread and back.
 //!
-//! ## Atomicity
+//! ## Atomicity and group commit
 //!
-//! Every [`Storage`] method is **one** redb transaction: a database with all its credentials and
+//! Every [`Storage`] method is **one atomic change**: a database with all its credentials and
 //! its `api_id` index entry, a dashboard with all its panels, a delete with its cascade and its
-//! guard. The `update_*` / `upsert_*` edit closures run inside the write transaction, between
-//! the read of the stored record and the write of the new one; redb runs one write transaction
-//! at a time, so no other write can come in between and each closure runs exactly once. When
-//! anything fails part-way (the closure answers `Err`, an edit changes the record's identity, a
-//! record does not encode, redb fails), the transaction is aborted and the file is left as it
-//! was. A caller that stops waiting (a dropped future) does not cancel the operation: it
-//! commits or aborts as a whole on the blocking pool.
+//! guard. Writes go to one writer thread that owns every write transaction: it runs the jobs
+//! waiting for it one after the other in one transaction and commits them together (group
+//! commit), so under load one commit serves many callers; jobs that arrive during a commit join
+//! the next one. Jobs run one at a time, so the `update_*` / `upsert_*` edit closures see the
+//! stored record with no other write in between, exactly as with a transaction each. A job the
+//! contract refuses (the closure answers `Err`, an edit changes the record's identity, a panic)
+//! is answered at once, and whatever it wrote is discarded by aborting and replaying the jobs
+//! accepted before it in a fresh transaction, so a closure may run more than once, as the
+//! contract allows. A backend failure (redb, a record that does not encode) aborts the whole
+//! batch and none of its jobs is acknowledged. A caller that stops waiting (a dropped future)
+//! does not cancel its write: it is committed or aborted with its batch.
 //!
 //! ## Durability
 //!
 //! Every write transaction commits with [`redb::Durability::Immediate`] (redb's default, set
 //! explicitly): "commits with this durability level are guaranteed to be persistent as soon as
 //! `commit` returns", i.e. redb has `fsync`ed the file before the operation answers. We also turn
-//! on redb's two-phase commit (new state, `fsync`, then the switch to it, `fsync`): a second
-//! `fsync` per write, cheap for a control plane that writes rarely, in exchange for never having
-//! to trust a checksum to pick the live commit after a crash. So **an operation that answered
-//! survives a crash** (process kill or power loss) right after; one that had not answered is
-//! either entirely there or entirely absent after a restart (as far as the disk honours
-//! `fsync`). After an unclean shutdown redb repairs its allocator state on the next open, which
-//! takes longer on a large file. A [`RedbStorage`] holds redb's file lock: a second process (or a
-//! second [`RedbStorage::open`] of the same file) is refused with [`OpenError::AlreadyOpen`].
+//! on redb's two-phase commit (new state, `fsync`, then the switch to it, `fsync`), in exchange
+//! for never having to trust a checksum to pick the live commit after a crash; group commit
+//! shares those `fsync`s among every write of a batch. A write is answered only after the
+//! commit that holds it returned, so **an operation that answered survives a crash** (process
+//! kill or power loss) right after; one that had not answered is either entirely there or
+//! entirely absent after a restart (as far as the disk honours `fsync`). After an unclean
+//! shutdown redb repairs its allocator state on the next open, which takes longer on a large
+//! file. A [`RedbStorage`] holds redb's file lock: a second process (or a second
+//! [`RedbStorage::open`] of the same file) is refused with [`OpenError::AlreadyOpen`].
+//!
+//! ## Memory
+//!
+//! redb keeps the pages it reads in a cache of its own, bounded by
+//! [`RedbStorage::open_with_cache`] ([`DEFAULT_CACHE_BYTES`], 16 MiB, by default; redb's own
+//! default of 1 GiB let a server's memory grow with what it had read). Pages beyond it come from
+//! the operating system's page cache.
 //!
 //! ## Secrets at rest
 //!
