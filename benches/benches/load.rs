@@ -11,6 +11,9 @@
 //!   from redb; a single caller, as the store had one transaction per call);
 //! - p50/p99 latencies, and the server's resident memory (VmRSS) after each phase.
 //!
+//! The server logs at `warn` (no line per request); `LOAD_SERVER_LOG=info` measures it with its
+//! request log on.
+//!
 //! The load generator is this process: a minimal HTTP/1.1 client per connection (write the
 //! request, read the head, read `content-length` bytes), so its cost is the same for the
 //! server and the baseline.
@@ -148,7 +151,10 @@ async fn start_server(binary: &PathBuf, data_dir: &std::path::Path) -> (Child, S
         .arg(data_dir)
         .env("DBCONSOLE_API_KEY", API_KEY)
         .env("DBCONSOLE_ACCESS_TOKEN", "load-bench-token")
-        .env("RUST_LOG", "warn")
+        .env(
+            "RUST_LOG",
+            std::env::var("LOAD_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
+        )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
