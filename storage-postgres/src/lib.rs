@@ -151,10 +151,11 @@ impl From<tokio_postgres::Error> for Failure {
 }
 
 /// A PostgreSQL error as the contract sees it: the server or the network being away is
-/// [`StorageError::Unavailable`]; anything else is a backend failure.
+/// [`StorageError::Unavailable`]; anything else (a decoding or type error, a constraint, a bug)
+/// is a backend failure.
 fn classify(error: tokio_postgres::Error) -> StorageError {
     let unreachable = match error.code() {
-        None => true,
+        None => error.is_closed() || caused_by_io(&error),
         Some(code) => {
             let code = code.code();
             // 08: connection exception; 57P01..57P03: shutdown, crash, cannot connect now;
@@ -167,6 +168,18 @@ fn classify(error: tokio_postgres::Error) -> StorageError {
     } else {
         StorageError::backend(error)
     }
+}
+
+/// Whether an I/O error is in the error's chain (a refused or dropped connection, a timeout).
+fn caused_by_io(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if cause.is::<std::io::Error>() {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 fn is_unique_violation(error: &tokio_postgres::Error, constraint: &str) -> bool {

@@ -19,15 +19,32 @@ pub(crate) async fn run(
     schema: &str,
     sealer: &Sealer,
 ) -> Result<(), ConnectError> {
-    let txn = client.transaction().await.map_err(ConnectError::Migrate)?;
+    // READ COMMITTED whatever the server's default: a node that waited for the lock must see
+    // what the node before it migrated.
+    let txn = client
+        .build_transaction()
+        .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
+        .start()
+        .await
+        .map_err(ConnectError::Migrate)?;
     let lock_key = format!("dbconsole migrations: {schema}");
     txn.execute("SELECT pg_advisory_xact_lock(hashtext($1))", &[&lock_key])
         .await
         .map_err(ConnectError::Migrate)?;
-    // `schema` is a checked identifier (see PostgresOptions::pool).
+    // A schema made beforehand needs no CREATE privilege on the database.
+    let exists = txn
+        .query_opt("SELECT 1 FROM pg_namespace WHERE nspname = $1", &[&schema])
+        .await
+        .map_err(ConnectError::Migrate)?
+        .is_some();
+    if !exists {
+        // `schema` is a checked identifier (see PostgresOptions::pool).
+        txn.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))
+            .await
+            .map_err(ConnectError::Migrate)?;
+    }
     let setup = format!(
-        "CREATE SCHEMA IF NOT EXISTS {schema};
-         CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
+        "CREATE TABLE IF NOT EXISTS {schema}.schema_migrations (
              version    integer PRIMARY KEY,
              applied_at timestamptz NOT NULL DEFAULT now()
          );"

@@ -983,6 +983,44 @@ mod tests {
         assert_eq!(api_ids, stored as u64);
     }
 
+    /// A refusal that rests on a change of the same batch is answered only once that change is
+    /// durable: a `NotFound` after a delete never comes while the record can still be read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_refusal_resting_on_its_batch_waits_for_the_commit() {
+        let storage = Arc::new(store());
+        let doomed = sample_database("Doomed", None);
+        storage.insert_database(doomed.clone()).await.unwrap();
+        // Keep the writer busy so that the delete and the update queue up into one batch.
+        let busy = {
+            let storage = Arc::clone(&storage);
+            tokio::spawn(async move {
+                storage
+                    .write(|_, _| {
+                        std::thread::sleep(std::time::Duration::from_millis(300));
+                        Ok(())
+                    })
+                    .await
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let delete = {
+            let (storage, id) = (Arc::clone(&storage), doomed.id.clone());
+            tokio::spawn(async move { storage.delete_database(DatabaseKey::Id(id.as_str())).await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let update =
+            storage.update_database(doomed.id.as_str(), Box::new(|db: &Database| Ok(db.clone())));
+        let refused = update.await;
+        assert!(
+            matches!(refused, Err(StorageError::NotFound)),
+            "{refused:?}"
+        );
+        // Answered NotFound: the delete it rests on is durable and visible.
+        assert_eq!(storage.database(doomed.id.as_str()).await.unwrap(), None);
+        assert!(delete.await.unwrap().is_ok());
+        busy.await.unwrap().unwrap();
+    }
+
     /// The `inherited_by` entries, as (target, heir) pairs in index order.
     fn index_entries(storage: &RedbStorage) -> Vec<(String, String)> {
         let txn = storage.inner.db.begin_read().unwrap();

@@ -10,15 +10,19 @@
 //!   change returned: an acknowledged write is durable.
 //! - **Isolation**: jobs run one at a time, each seeing what the jobs before it in the batch
 //!   wrote, exactly as if each had its own transaction in that order.
-//! - **A refused job** (`NotFound`, `Invalid`, `AlreadyExists`, `Inherited`, `IdentityChanged`,
-//!   or a panic in an edit closure) is answered at once and never fails the others: whatever it
-//!   may have written before it refused is discarded by aborting the transaction and running
-//!   the jobs accepted before it again in a fresh one (a job's work may run more than once, as
-//!   the `Storage` contract allows edits to). Operations check before they write, so this
-//!   costs an abort and a few replays in memory, never an extra `fsync`.
-//! - **A backend failure** (redb, a record that does not encode) aborts the batch: the failing
-//!   job and every job accepted in the batch answer the error; none was acknowledged. A failed
-//!   commit answers every job of the batch with the failure.
+//! - **A refused or failing job** (`NotFound`, `Invalid`, `AlreadyExists`, `Inherited`,
+//!   `IdentityChanged`, a backend error such as a record that does not decode, or a panic in an
+//!   edit closure) never fails the others: whatever it may have written is discarded by
+//!   aborting the transaction and running the jobs accepted before it again in a fresh one (a
+//!   job's work may run more than once, as the `Storage` contract allows edits to). Operations
+//!   check before they write, so this costs an abort and a few replays in memory, never an
+//!   extra `fsync`. Its answer goes out at once when no change of the batch preceded it; else
+//!   it waits for the commit, since it may rest on a change that is not durable yet (a
+//!   `NotFound` after a delete in the same batch), and becomes the batch's failure if the
+//!   commit fails.
+//! - **A failed commit**, or a transaction that cannot begin, answers every job of the batch
+//!   with the failure; none was acknowledged. A panic inside redb ends only its batch (its
+//!   callers get an error), never the writer.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -61,7 +65,11 @@ impl Writer {
             .name("dbconsole-redb-writer".into())
             .spawn(move || {
                 while let Ok(first) = queue.recv() {
-                    batch(&inner, first, &queue);
+                    // A panic in redb itself must not end the writer: the batch's callers see
+                    // their answer channels close (`NotWritten`), and later writes go on.
+                    if catch_unwind(AssertUnwindSafe(|| batch(&inner, first, &queue))).is_err() {
+                        tracing::error!("a write batch panicked; its writes were not committed");
+                    }
                 }
             })?;
         Ok(Self {
@@ -143,27 +151,61 @@ fn abort(txn: WriteTransaction) {
 /// How one run of a job's work went.
 enum Ran {
     Accepted(Value),
-    /// Refused, or panicked: answered; what it wrote must be discarded.
+    /// Refused by the contract, failed, or panicked: what it wrote must be discarded.
     Refused(Reply<Value>),
-    /// A backend failure: the batch must be aborted.
-    Broke(StorageError),
 }
 
 fn run(inner: &Inner, txn: &WriteTransaction, job: &mut Job) -> Ran {
     match catch_unwind(AssertUnwindSafe(|| (job.work)(inner, txn))) {
         Ok(Ok(value)) => Ran::Accepted(value),
-        Ok(Err(error @ StorageError::Backend(_))) => Ran::Broke(error),
-        Ok(Err(refused)) => Ran::Refused(Ok(Err(refused))),
+        Ok(Err(error)) => Ran::Refused(Ok(Err(error))),
         Err(panic) => Ran::Refused(Err(panic)),
     }
 }
 
-/// Fails every job with the batch's error.
-fn fail_all(jobs: Vec<Job>, message: &str) {
-    for job in jobs {
-        (job.answer)(Ok(Err(StorageError::backend(BatchFailed(
-            message.to_owned(),
-        )))));
+fn batch_failed(message: &str) -> Reply<Value> {
+    Ok(Err(StorageError::backend(BatchFailed(message.to_owned()))))
+}
+
+/// The answers of a batch, sent once its fate is known.
+#[derive(Default)]
+struct Answers {
+    /// Jobs whose change is in the transaction, with what their work returned.
+    accepted: Vec<(Job, Value)>,
+    /// Jobs refused while jobs before them in the batch were accepted: their answer may depend
+    /// on changes not committed yet, so it waits for the commit.
+    deferred: Vec<(Job, Reply<Value>)>,
+}
+
+impl Answers {
+    /// Refuses `job` with `reply`: at once when nothing uncommitted can have led to it.
+    fn refuse(&mut self, job: Job, reply: Reply<Value>) {
+        if self.accepted.is_empty() {
+            (job.answer)(reply);
+        } else {
+            self.deferred.push((job, reply));
+        }
+    }
+
+    /// The transaction committed: every answer goes out.
+    fn committed(self) {
+        for (job, value) in self.accepted {
+            (job.answer)(Ok(Ok(value)));
+        }
+        for (job, reply) in self.deferred {
+            (job.answer)(reply);
+        }
+    }
+
+    /// The transaction failed: no change of the batch exists, and no refusal that may have
+    /// rested on one stands.
+    fn failed(self, message: &str) {
+        for (job, _) in self.accepted {
+            (job.answer)(batch_failed(message));
+        }
+        for (job, _) in self.deferred {
+            (job.answer)(batch_failed(message));
+        }
     }
 }
 
@@ -177,65 +219,52 @@ fn batch(inner: &Inner, first: Job, queue: &Receiver<Job>) {
             return;
         }
     };
-    // The jobs whose work is in `txn`, with what their work returned.
-    let mut accepted: Vec<(Job, Value)> = Vec::new();
+    let mut answers = Answers::default();
     let mut next = Some(first);
     let mut taken = 0;
     while let Some(mut job) = next.take() {
         taken += 1;
         match run(inner, &txn, &mut job) {
-            Ran::Accepted(value) => accepted.push((job, value)),
-            Ran::Broke(error) => {
-                abort(txn);
-                let message = error.to_string();
-                (job.answer)(Ok(Err(error)));
-                fail_all(accepted.into_iter().map(|(job, _)| job).collect(), &message);
-                return;
-            }
+            Ran::Accepted(value) => answers.accepted.push((job, value)),
             Ran::Refused(reply) => {
-                (job.answer)(reply);
+                answers.refuse(job, reply);
                 // Discard what the refused job may have written: a fresh transaction with the
                 // accepted jobs replayed, until a pass accepts them all.
                 abort(txn);
-                let mut replay: Vec<Job> = accepted.drain(..).map(|(job, _)| job).collect();
+                let mut replay: Vec<Job> = answers.accepted.drain(..).map(|(job, _)| job).collect();
                 loop {
                     txn = match begin(inner) {
                         Ok(txn) => txn,
                         Err(error) => {
                             tracing::error!(%error, "a write transaction could not begin");
-                            fail_all(replay, &error.to_string());
+                            let message = error.to_string();
+                            for job in replay {
+                                (job.answer)(batch_failed(&message));
+                            }
+                            answers.failed(&message);
                             return;
                         }
                     };
-                    let mut clean = true;
+                    let mut refused = false;
                     for mut job in replay.drain(..) {
-                        if !clean {
-                            accepted.push((job, Box::new(())));
+                        if refused {
+                            // Replayed in the next pass.
+                            answers.accepted.push((job, Box::new(())));
                             continue;
                         }
                         match run(inner, &txn, &mut job) {
-                            Ran::Accepted(value) => accepted.push((job, value)),
-                            Ran::Broke(error) => {
-                                abort(txn);
-                                let message = error.to_string();
-                                (job.answer)(Ok(Err(error)));
-                                fail_all(
-                                    accepted.into_iter().map(|(job, _)| job).collect(),
-                                    &message,
-                                );
-                                return;
-                            }
+                            Ran::Accepted(value) => answers.accepted.push((job, value)),
                             Ran::Refused(reply) => {
-                                (job.answer)(reply);
-                                clean = false;
+                                answers.refuse(job, reply);
+                                refused = true;
                             }
                         }
                     }
-                    if clean {
+                    if !refused {
                         break;
                     }
                     abort(txn);
-                    replay = accepted.drain(..).map(|(job, _)| job).collect();
+                    replay = answers.accepted.drain(..).map(|(job, _)| job).collect();
                 }
             }
         }
@@ -243,19 +272,15 @@ fn batch(inner: &Inner, first: Job, queue: &Receiver<Job>) {
             next = queue.try_recv().ok();
         }
     }
-    if accepted.is_empty() {
+    if answers.accepted.is_empty() {
         abort(txn);
+        // Only refusals that rested on a change a replay then refused can be left: that change
+        // was not made, so they stand for nothing.
+        answers.failed("a change of the same batch that it depended on was not made");
         return;
     }
     match txn.commit() {
-        Ok(()) => {
-            for (job, value) in accepted {
-                (job.answer)(Ok(Ok(value)));
-            }
-        }
-        Err(error) => {
-            let message = error.to_string();
-            fail_all(accepted.into_iter().map(|(job, _)| job).collect(), &message);
-        }
+        Ok(()) => answers.committed(),
+        Err(error) => answers.failed(&error.to_string()),
     }
 }

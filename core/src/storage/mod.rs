@@ -116,7 +116,9 @@ pub enum StorageError {
     #[error("storage backend failure: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The backend cannot be reached now (a database server restarting, a network down, no
-    /// connection free within the time limit); nothing was written. Answered 503: try again.
+    /// connection free within the time limit). Answered 503: try again. A write cut off while
+    /// its commit was in flight may still have been applied, so a retried create can meet its
+    /// own first attempt (setup by `api_id` is safe to retry as it is).
     #[error("storage unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
