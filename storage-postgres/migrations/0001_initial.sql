@@ -6,10 +6,10 @@ CREATE TABLE meta (
     value bytea NOT NULL
 );
 
+-- `api_id` is the caller's string as UTF-8 bytes: bytea, since text can't hold a NUL.
 CREATE TABLE databases (
     id     text COLLATE "C" PRIMARY KEY,
-    api_id text UNIQUE,
-    name   text NOT NULL,
+    api_id bytea UNIQUE,
     record bytea NOT NULL
 );
 

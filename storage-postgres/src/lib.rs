@@ -320,9 +320,25 @@ fn limit(page: Page<'_>) -> i64 {
     i64::try_from(page.limit).unwrap_or(i64::MAX)
 }
 
-const INSERT_DATABASE: &str =
-    "INSERT INTO databases (id, api_id, name, record) VALUES ($1, $2, $3, $4)";
-const UPDATE_DATABASE: &str = "UPDATE databases SET name = $2, record = $3 WHERE id = $1";
+const INSERT_DATABASE: &str = "INSERT INTO databases (id, api_id, record) VALUES ($1, $2, $3)";
+const UPDATE_DATABASE: &str = "UPDATE databases SET record = $2 WHERE id = $1";
+
+/// A key as PostgreSQL can compare it: `None` for a string with a NUL, which `text` can't hold
+/// and no stored id contains (so nothing matches it).
+fn key(value: &str) -> Option<&str> {
+    (!value.contains('\0')).then_some(value)
+}
+
+/// The keyset bound of a listing. Stored ids hold no NUL, so "after `p\0r`" selects exactly
+/// what "after `p`" does.
+fn after_bound<'a>(page: &Page<'a>) -> Option<&'a str> {
+    page.after
+        .map(|after| after.split('\0').next().unwrap_or_default())
+}
+
+fn api_id_bytes(api_id: &Option<String>) -> Option<&[u8]> {
+    api_id.as_deref().map(str::as_bytes)
+}
 
 /// The chain of `inherits_from` from one database: each database on it with what it inherits
 /// from (null: nothing, or no access control yet), bounded against a stored loop.
@@ -358,7 +374,7 @@ impl PostgresStorage {
         let updated = rules::edit_database(&stored, edit)?;
         let bytes = record::encode_database(&updated)?;
         let update = txn.prepare_cached(UPDATE_DATABASE).await?;
-        txn.execute(&update, &[&id, &updated.name, &bytes]).await?;
+        txn.execute(&update, &[&id, &bytes]).await?;
         txn.commit().await?;
         Ok(updated)
     }
@@ -372,7 +388,7 @@ impl PostgresStorage {
         let select = txn
             .prepare_cached("SELECT id, record FROM databases WHERE api_id = $1 FOR UPDATE")
             .await?;
-        let stored = match txn.query_opt(&select, &[&api_id]).await? {
+        let stored = match txn.query_opt(&select, &[&api_id.as_bytes()]).await? {
             Some(row) => Some(database_of(&row)?),
             None => None,
         };
@@ -380,12 +396,13 @@ impl PostgresStorage {
         let bytes = record::encode_database(&updated)?;
         if stored.is_some() {
             let update = txn.prepare_cached(UPDATE_DATABASE).await?;
-            txn.execute(&update, &[&updated.id.as_str(), &updated.name, &bytes])
+            txn.execute(&update, &[&updated.id.as_str(), &bytes])
                 .await?;
         } else {
             let insert = txn.prepare_cached(INSERT_DATABASE).await?;
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-                [&updated.id.as_str(), &updated.api_id, &updated.name, &bytes];
+            let api_id = api_id_bytes(&updated.api_id);
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                [&updated.id.as_str(), &api_id, &bytes];
             match txn.execute(&insert, &params).await {
                 Ok(_) => {}
                 // Another node created this api_id meanwhile: run again, as an update.
@@ -413,14 +430,17 @@ impl PostgresStorage {
                 "SELECT id, record FROM databases WHERE api_id = $1 FOR UPDATE"
             }
         };
-        let (DatabaseKey::Id(value) | DatabaseKey::ApiId(value)) = key;
         let select = txn.prepare_cached(sql).await?;
-        let row = txn
-            .query_opt(&select, &[&value])
-            .await?
-            .ok_or(StorageError::NotFound)?;
+        let found = match key {
+            DatabaseKey::Id(id) => match self::key(id) {
+                Some(id) => txn.query_opt(&select, &[&id]).await?,
+                None => None,
+            },
+            DatabaseKey::ApiId(api_id) => txn.query_opt(&select, &[&api_id.as_bytes()]).await?,
+        };
+        let row = found.ok_or(StorageError::NotFound)?;
         let removed = database_of(&row)?;
-        let heirs_sql = "SELECT d.id, d.name FROM access_control a
+        let heirs_sql = "SELECT d.id, d.record FROM access_control a
                            JOIN databases d ON d.id = a.database_id
                           WHERE a.inherits_from = $1";
         let heirs = txn.prepare_cached(heirs_sql).await?;
@@ -429,10 +449,9 @@ impl PostgresStorage {
             .await?
             .iter()
             .map(|row| {
-                Ok(DatabaseRef {
-                    id: text(row, "id")?,
-                    name: text(row, "name")?,
-                })
+                let id = text(row, "id")?;
+                let name = record::decode_database_name(&id, &bytes(row, "record")?)?;
+                Ok(DatabaseRef { id, name })
             })
             .collect::<Result<Vec<_>, StorageError>>()?;
         rules::guard_delete(heirs)?;
@@ -493,7 +512,12 @@ impl PostgresStorage {
         if let Some(target) = &updated.data_protection.inherits_from {
             let chain = txn.prepare_cached(INHERITANCE_CHAIN).await?;
             let mut parents: HashMap<String, Option<String>> = HashMap::new();
-            for row in txn.query(&chain, &[target]).await? {
+            // A target with a NUL names no database: the rule answers that it does not exist.
+            let rows = match key(target) {
+                Some(target) => txn.query(&chain, &[&target]).await?,
+                None => Vec::new(),
+            };
+            for row in rows {
                 let parent: Option<String> = row.try_get("parent").map_err(classify)?;
                 parents.insert(text(&row, "id")?, parent);
             }
@@ -553,12 +577,9 @@ impl Storage for PostgresStorage {
                 .prepare_cached(INSERT_DATABASE)
                 .await
                 .map_err(classify)?;
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] = [
-                &database.id.as_str(),
-                &database.api_id,
-                &database.name,
-                &bytes,
-            ];
+            let api_id = api_id_bytes(&database.api_id);
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+                [&database.id.as_str(), &api_id, &bytes];
             match client.execute(&insert, &params).await {
                 Ok(_) => Ok(()),
                 Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
@@ -571,6 +592,9 @@ impl Storage for PostgresStorage {
     }
 
     async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
+        let Some(id) = key(id) else {
+            return Ok(None);
+        };
         self.bounded(async {
             let sql = "SELECT id, record FROM databases WHERE id = $1";
             self.query(sql, &[&id])
@@ -585,7 +609,7 @@ impl Storage for PostgresStorage {
     async fn database_by_api_id(&self, api_id: &str) -> Result<Option<Database>, StorageError> {
         self.bounded(async {
             let sql = "SELECT id, record FROM databases WHERE api_id = $1";
-            self.query(sql, &[&api_id])
+            self.query(sql, &[&api_id.as_bytes()])
                 .await?
                 .first()
                 .map(database_of)
@@ -598,7 +622,9 @@ impl Storage for PostgresStorage {
         self.bounded(async {
             let sql = "SELECT id, record FROM databases
                         WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
-            let rows = self.query(sql, &[&page.after, &limit(page)]).await?;
+            let rows = self
+                .query(sql, &[&after_bound(&page), &limit(page)])
+                .await?;
             rows.iter().map(database_of).collect()
         })
         .await
@@ -609,6 +635,9 @@ impl Storage for PostgresStorage {
         id: &str,
         mut edit: DatabaseEdit,
     ) -> Result<Database, StorageError> {
+        let Some(id) = key(id) else {
+            return Err(StorageError::NotFound);
+        };
         serializable!(self, |client| Self::try_update_database(
             client, id, &mut edit
         )
@@ -651,6 +680,9 @@ impl Storage for PostgresStorage {
     }
 
     async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
+        let Some(id) = key(id) else {
+            return Ok(None);
+        };
         self.bounded(async {
             let sql = "SELECT id, record FROM dashboards WHERE id = $1";
             self.query(sql, &[&id])
@@ -666,7 +698,9 @@ impl Storage for PostgresStorage {
         self.bounded(async {
             let sql = "SELECT id, record FROM dashboards
                         WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
-            let rows = self.query(sql, &[&page.after, &limit(page)]).await?;
+            let rows = self
+                .query(sql, &[&after_bound(&page), &limit(page)])
+                .await?;
             rows.iter().map(dashboard_of).collect()
         })
         .await
@@ -677,6 +711,9 @@ impl Storage for PostgresStorage {
         id: &str,
         mut edit: DashboardEdit,
     ) -> Result<Dashboard, StorageError> {
+        let Some(id) = key(id) else {
+            return Err(StorageError::NotFound);
+        };
         serializable!(self, |client| Self::try_update_dashboard(
             client, id, &mut edit
         )
@@ -684,6 +721,9 @@ impl Storage for PostgresStorage {
     }
 
     async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
+        let Some(id) = key(id) else {
+            return Err(StorageError::NotFound);
+        };
         self.bounded(async {
             let sql = "DELETE FROM dashboards WHERE id = $1 RETURNING id, record";
             self.query(sql, &[&id])
@@ -700,6 +740,9 @@ impl Storage for PostgresStorage {
         &self,
         database_id: &str,
     ) -> Result<Option<AccessControl>, StorageError> {
+        let Some(database_id) = key(database_id) else {
+            return Ok(None);
+        };
         self.bounded(async {
             let sql = "SELECT a.record FROM databases d
                          LEFT JOIN access_control a ON a.database_id = d.id
@@ -722,6 +765,9 @@ impl Storage for PostgresStorage {
         database_id: &str,
         mut edit: AccessEdit,
     ) -> Result<AccessControl, StorageError> {
+        let Some(database_id) = key(database_id) else {
+            return Err(StorageError::NotFound);
+        };
         serializable!(self, |client| {
             Self::try_update_access_control(client, database_id, &mut edit).await
         })
@@ -773,11 +819,17 @@ impl Storage for PostgresStorage {
     }
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
+        let Some(id) = key(id) else {
+            return Err(StorageError::NotFound);
+        };
         serializable!(self, |client| Self::try_touch_caller_key(client, id, at)
             .await)
     }
 
     async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
+        let Some(id) = key(id) else {
+            return Err(StorageError::NotFound);
+        };
         self.bounded(async {
             let sql = "DELETE FROM caller_keys WHERE id = $1 RETURNING id, record";
             self.query(sql, &[&id])

@@ -178,3 +178,77 @@ async fn updated_at_increases_when_the_writing_node_clock_is_behind() {
     assert_eq!(updated.id, database.id);
     assert_eq!(updated.inserted_at, database.inserted_at);
 }
+
+/// PostgreSQL's `text` can't hold a NUL, and callers' strings may: names and `api_id`s with one
+/// are stored and read back, and ids, `after` bounds and `inherits_from` targets with one
+/// simply match nothing (never a backend failure, which the service would answer 500).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strings_with_a_nul_are_kept_or_match_nothing() {
+    use dbconsole_core::model::AccessControl;
+    use dbconsole_core::storage::{DatabaseKey, Page, StorageError};
+
+    let sealer = Sealer::ephemeral().unwrap();
+    let storage = PostgresStorage::connect(fresh_options(), &sealer)
+        .await
+        .unwrap_or_else(|error| panic!("{}", not_running(&error)));
+    let body = json!({
+        "name": "Orders\u{0}east", "adapter": "postgres", "hostname": "db.internal",
+        "database": "app", "credentials": [{"username": "reader"}],
+    });
+    let body = body.as_object().unwrap().clone();
+    let mut database = database_from_body(None, &body, Timestamp::now(), &sealer).unwrap();
+    database.api_id = Some("ext\u{0}1".to_owned());
+    storage.insert_database(database.clone()).await.unwrap();
+
+    let read = storage.database(database.id.as_str()).await.unwrap();
+    assert_eq!(read.as_ref(), Some(&database));
+    let by_api_id = storage.database_by_api_id("ext\u{0}1").await.unwrap();
+    assert_eq!(by_api_id.as_ref(), Some(&database));
+    assert_eq!(storage.database_by_api_id("ext").await.unwrap(), None);
+
+    assert_eq!(storage.database("db_\u{0}x").await.unwrap(), None);
+    assert!(matches!(
+        storage
+            .update_database("db_\u{0}x", Box::new(|db| Ok(db.clone())))
+            .await,
+        Err(StorageError::NotFound)
+    ));
+    assert!(matches!(
+        storage.delete_database(DatabaseKey::Id("db_\u{0}x")).await,
+        Err(StorageError::NotFound)
+    ));
+    assert_eq!(storage.access_control("db_\u{0}x").await.unwrap(), None);
+    assert_eq!(storage.dashboard("dash_\u{0}").await.unwrap(), None);
+
+    // "after db_\0…" lists what "after db_" does.
+    let page = |after| Page {
+        after: Some(after),
+        limit: 10,
+    };
+    let listed = storage.list_databases(page("db_\u{0}zz")).await.unwrap();
+    assert_eq!(listed, vec![database.clone()]);
+
+    // An inheritance target with a NUL does not exist.
+    let result = storage
+        .update_access_control(
+            database.id.as_str(),
+            Box::new(|stored: &AccessControl| {
+                let mut next = stored.clone();
+                next.data_protection.inherits_from = Some("db_\u{0}".to_owned());
+                Ok(next)
+            }),
+        )
+        .await;
+    match result {
+        Err(StorageError::Invalid(errors)) => {
+            let json = serde_json::to_value(&errors).unwrap();
+            assert_eq!(json, json!({"inherits_from": ["does not exist"]}));
+        }
+        other => panic!("expected Invalid, got {other:?}"),
+    }
+    let removed = storage
+        .delete_database(DatabaseKey::ApiId("ext\u{0}1"))
+        .await
+        .unwrap();
+    assert_eq!(removed, database);
+}
