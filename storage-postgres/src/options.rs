@@ -115,9 +115,12 @@ impl PostgresOptions {
             None => return Err(ConnectError::NoHost),
         };
         // Every statement is unqualified: the pool's connections work in the schema.
+        // The server also ends a statement at the bound: a connection whose operation timed out
+        // goes back to the pool with nothing still running behind the next borrower.
         config.options(format!(
-            "-c search_path={} -c client_min_messages=warning",
-            self.schema
+            "-c search_path={} -c client_min_messages=warning -c statement_timeout={}",
+            self.schema,
+            self.timeout.as_millis().max(1)
         ));
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(self.timeout);
