@@ -91,6 +91,7 @@ use dbconsole_core::storage::{
 };
 use deadpool_postgres::{Object, Pool, PoolError};
 use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{IsolationLevel, Row};
 
 pub use crate::migrate::SCHEMA_VERSION;
@@ -237,15 +238,59 @@ impl PostgresStorage {
         })
     }
 
-    /// A read: one statement, no transaction needed.
-    async fn query(
+    /// One statement outside a transaction (a read, or a single-row write that commits by
+    /// itself), within the bound: the rows it returns.
+    async fn rows(
         &self,
         sql: &str,
-        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+        params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, StorageError> {
-        let client = self.client().await?;
-        let statement = client.prepare_cached(sql).await.map_err(classify)?;
-        client.query(&statement, params).await.map_err(classify)
+        self.bounded(async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql).await.map_err(classify)?;
+            client.query(&statement, params).await.map_err(classify)
+        })
+        .await
+    }
+
+    /// The record of the first row of one statement, if any.
+    async fn one<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        decode: fn(&Row) -> Result<T, StorageError>,
+    ) -> Result<Option<T>, StorageError> {
+        self.rows(sql, params)
+            .await?
+            .first()
+            .map(decode)
+            .transpose()
+    }
+
+    /// The records of every row of one statement.
+    async fn all<T>(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        decode: fn(&Row) -> Result<T, StorageError>,
+    ) -> Result<Vec<T>, StorageError> {
+        self.rows(sql, params).await?.iter().map(decode).collect()
+    }
+
+    /// One `INSERT` that commits by itself; a unique key taken is [`StorageError::AlreadyExists`].
+    async fn insert(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<(), StorageError> {
+        self.bounded(async {
+            let client = self.client().await?;
+            let insert = client.prepare_cached(sql).await.map_err(classify)?;
+            match client.execute(&insert, params).await {
+                Ok(_) => Ok(()),
+                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                    Err(StorageError::AlreadyExists)
+                }
+                Err(error) => Err(classify(error)),
+            }
+        })
+        .await
     }
 }
 
@@ -401,8 +446,7 @@ impl PostgresStorage {
         } else {
             let insert = txn.prepare_cached(INSERT_DATABASE).await?;
             let api_id = api_id_bytes(&updated.api_id);
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-                [&updated.id.as_str(), &api_id, &bytes];
+            let params: [&(dyn ToSql + Sync); 3] = [&updated.id.as_str(), &api_id, &bytes];
             match txn.execute(&insert, &params).await {
                 Ok(_) => {}
                 // Another node created this api_id meanwhile: run again, as an update.
@@ -570,64 +614,30 @@ impl PostgresStorage {
 #[async_trait]
 impl Storage for PostgresStorage {
     async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
-        self.bounded(async {
-            let bytes = record::encode_database(&database)?;
-            let client = self.client().await?;
-            let insert = client
-                .prepare_cached(INSERT_DATABASE)
-                .await
-                .map_err(classify)?;
-            let api_id = api_id_bytes(&database.api_id);
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
-                [&database.id.as_str(), &api_id, &bytes];
-            match client.execute(&insert, &params).await {
-                Ok(_) => Ok(()),
-                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                    Err(StorageError::AlreadyExists)
-                }
-                Err(error) => Err(classify(error)),
-            }
-        })
-        .await
+        let bytes = record::encode_database(&database)?;
+        let api_id = api_id_bytes(&database.api_id);
+        self.insert(INSERT_DATABASE, &[&database.id.as_str(), &api_id, &bytes])
+            .await
     }
 
     async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
         let Some(id) = key(id) else {
             return Ok(None);
         };
-        self.bounded(async {
-            let sql = "SELECT id, record FROM databases WHERE id = $1";
-            self.query(sql, &[&id])
-                .await?
-                .first()
-                .map(database_of)
-                .transpose()
-        })
-        .await
+        let sql = "SELECT id, record FROM databases WHERE id = $1";
+        self.one(sql, &[&id], database_of).await
     }
 
     async fn database_by_api_id(&self, api_id: &str) -> Result<Option<Database>, StorageError> {
-        self.bounded(async {
-            let sql = "SELECT id, record FROM databases WHERE api_id = $1";
-            self.query(sql, &[&api_id.as_bytes()])
-                .await?
-                .first()
-                .map(database_of)
-                .transpose()
-        })
-        .await
+        let sql = "SELECT id, record FROM databases WHERE api_id = $1";
+        self.one(sql, &[&api_id.as_bytes()], database_of).await
     }
 
     async fn list_databases(&self, page: Page<'_>) -> Result<Vec<Database>, StorageError> {
-        self.bounded(async {
-            let sql = "SELECT id, record FROM databases
-                        WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
-            let rows = self
-                .query(sql, &[&after_bound(&page), &limit(page)])
-                .await?;
-            rows.iter().map(database_of).collect()
-        })
-        .await
+        let sql = "SELECT id, record FROM databases
+                    WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
+        let params: [&(dyn ToSql + Sync); 2] = [&after_bound(&page), &limit(page)];
+        self.all(sql, &params, database_of).await
     }
 
     async fn update_database(
@@ -660,50 +670,24 @@ impl Storage for PostgresStorage {
     }
 
     async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
-        self.bounded(async {
-            let bytes = record::encode_dashboard(&dashboard)?;
-            let client = self.client().await?;
-            let sql = "INSERT INTO dashboards (id, record) VALUES ($1, $2)";
-            let insert = client.prepare_cached(sql).await.map_err(classify)?;
-            match client
-                .execute(&insert, &[&dashboard.id.as_str(), &bytes])
-                .await
-            {
-                Ok(_) => Ok(()),
-                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                    Err(StorageError::AlreadyExists)
-                }
-                Err(error) => Err(classify(error)),
-            }
-        })
-        .await
+        let bytes = record::encode_dashboard(&dashboard)?;
+        let sql = "INSERT INTO dashboards (id, record) VALUES ($1, $2)";
+        self.insert(sql, &[&dashboard.id.as_str(), &bytes]).await
     }
 
     async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
         let Some(id) = key(id) else {
             return Ok(None);
         };
-        self.bounded(async {
-            let sql = "SELECT id, record FROM dashboards WHERE id = $1";
-            self.query(sql, &[&id])
-                .await?
-                .first()
-                .map(dashboard_of)
-                .transpose()
-        })
-        .await
+        let sql = "SELECT id, record FROM dashboards WHERE id = $1";
+        self.one(sql, &[&id], dashboard_of).await
     }
 
     async fn list_dashboards(&self, page: Page<'_>) -> Result<Vec<Dashboard>, StorageError> {
-        self.bounded(async {
-            let sql = "SELECT id, record FROM dashboards
-                        WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
-            let rows = self
-                .query(sql, &[&after_bound(&page), &limit(page)])
-                .await?;
-            rows.iter().map(dashboard_of).collect()
-        })
-        .await
+        let sql = "SELECT id, record FROM dashboards
+                    WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
+        let params: [&(dyn ToSql + Sync); 2] = [&after_bound(&page), &limit(page)];
+        self.all(sql, &params, dashboard_of).await
     }
 
     async fn update_dashboard(
@@ -724,16 +708,9 @@ impl Storage for PostgresStorage {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        self.bounded(async {
-            let sql = "DELETE FROM dashboards WHERE id = $1 RETURNING id, record";
-            self.query(sql, &[&id])
-                .await?
-                .first()
-                .map(dashboard_of)
-                .transpose()?
-                .ok_or(StorageError::NotFound)
-        })
-        .await
+        let sql = "DELETE FROM dashboards WHERE id = $1 RETURNING id, record";
+        let removed = self.one(sql, &[&id], dashboard_of).await?;
+        removed.ok_or(StorageError::NotFound)
     }
 
     async fn access_control(
@@ -743,21 +720,18 @@ impl Storage for PostgresStorage {
         let Some(database_id) = key(database_id) else {
             return Ok(None);
         };
-        self.bounded(async {
-            let sql = "SELECT a.record FROM databases d
-                         LEFT JOIN access_control a ON a.database_id = d.id
-                        WHERE d.id = $1";
-            let rows = self.query(sql, &[&database_id]).await?;
-            let Some(row) = rows.first() else {
-                return Ok(None);
-            };
-            let stored: Option<Vec<u8>> = row.try_get("record").map_err(classify)?;
-            Ok(Some(match stored {
-                Some(bytes) => record::decode_access_control(database_id, &bytes)?,
-                None => AccessControl::default(),
-            }))
-        })
-        .await
+        let sql = "SELECT a.record FROM databases d
+                     LEFT JOIN access_control a ON a.database_id = d.id
+                    WHERE d.id = $1";
+        let rows = self.rows(sql, &[&database_id]).await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let stored: Option<Vec<u8>> = row.try_get("record").map_err(classify)?;
+        Ok(Some(match stored {
+            Some(bytes) => record::decode_access_control(database_id, &bytes)?,
+            None => AccessControl::default(),
+        }))
     }
 
     async fn update_access_control(
@@ -774,48 +748,23 @@ impl Storage for PostgresStorage {
     }
 
     async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
-        self.bounded(async {
-            let bytes = record::encode_caller_key(&key)?;
-            let client = self.client().await?;
-            let sql = "INSERT INTO caller_keys (id, digest, record) VALUES ($1, $2, $3)";
-            let insert = client.prepare_cached(sql).await.map_err(classify)?;
-            let digest = key.digest.as_slice();
-            match client
-                .execute(&insert, &[&key.id.as_str(), &digest, &bytes])
-                .await
-            {
-                Ok(_) => Ok(()),
-                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                    Err(StorageError::AlreadyExists)
-                }
-                Err(error) => Err(classify(error)),
-            }
-        })
-        .await
+        let bytes = record::encode_caller_key(&key)?;
+        let sql = "INSERT INTO caller_keys (id, digest, record) VALUES ($1, $2, $3)";
+        let digest = key.digest.as_slice();
+        self.insert(sql, &[&key.id.as_str(), &digest, &bytes]).await
     }
 
     async fn caller_key_by_digest(
         &self,
         digest: &[u8; 32],
     ) -> Result<Option<CallerKey>, StorageError> {
-        self.bounded(async {
-            let sql = "SELECT id, record FROM caller_keys WHERE digest = $1";
-            self.query(sql, &[&digest.as_slice()])
-                .await?
-                .first()
-                .map(caller_key_of)
-                .transpose()
-        })
-        .await
+        let sql = "SELECT id, record FROM caller_keys WHERE digest = $1";
+        self.one(sql, &[&digest.as_slice()], caller_key_of).await
     }
 
     async fn list_caller_keys(&self) -> Result<Vec<CallerKey>, StorageError> {
-        self.bounded(async {
-            let sql = "SELECT id, record FROM caller_keys ORDER BY id";
-            let rows = self.query(sql, &[]).await?;
-            rows.iter().map(caller_key_of).collect()
-        })
-        .await
+        let sql = "SELECT id, record FROM caller_keys ORDER BY id";
+        self.all(sql, &[], caller_key_of).await
     }
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
@@ -830,23 +779,12 @@ impl Storage for PostgresStorage {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        self.bounded(async {
-            let sql = "DELETE FROM caller_keys WHERE id = $1 RETURNING id, record";
-            self.query(sql, &[&id])
-                .await?
-                .first()
-                .map(caller_key_of)
-                .transpose()?
-                .ok_or(StorageError::NotFound)
-        })
-        .await
+        let sql = "DELETE FROM caller_keys WHERE id = $1 RETURNING id, record";
+        let removed = self.one(sql, &[&id], caller_key_of).await?;
+        removed.ok_or(StorageError::NotFound)
     }
 
     async fn check_ready(&self) -> Result<(), StorageError> {
-        self.bounded(async {
-            self.query("SELECT 1", &[]).await?;
-            Ok(())
-        })
-        .await
+        self.rows("SELECT 1", &[]).await.map(drop)
     }
 }
