@@ -19,19 +19,20 @@
 //! server and the baseline.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use dbconsole_benches::fixtures::create_database_body;
+use dbconsole_benches::loopback::{
+    Phase, load, read_response, release_server, request_bytes, rss_kib, start_server,
+};
 use http_body_util::Full;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use redb::{Durability, TableDefinition};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 
@@ -45,130 +46,9 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// What one phase measured.
-#[derive(Clone, Debug)]
-struct Phase {
-    per_second: f64,
-    p50: Duration,
-    p99: Duration,
-}
-
 fn median(mut phases: Vec<Phase>) -> Phase {
     phases.sort_by(|a, b| a.per_second.total_cmp(&b.per_second));
     phases[phases.len() / 2].clone()
-}
-
-/// Reads one response: the status, and the body (by `content-length`).
-async fn read_response(reader: &mut BufReader<TcpStream>) -> std::io::Result<(u16, Vec<u8>)> {
-    let mut line = String::new();
-    reader.read_line(&mut line).await?;
-    let status = line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let mut length = 0usize;
-    loop {
-        line.clear();
-        reader.read_line(&mut line).await?;
-        if line == "\r\n" || line.is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).await?;
-    Ok((status, body))
-}
-
-/// `connections` keep-alive connections sending `request` for `period`; every answer must be
-/// `expect`. Returns requests per second and latencies.
-async fn load(
-    addr: SocketAddr,
-    connections: usize,
-    request: Arc<Vec<u8>>,
-    expect: u16,
-    period: Duration,
-) -> Phase {
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut tasks = Vec::new();
-    for _ in 0..connections {
-        let (stop, request) = (Arc::clone(&stop), Arc::clone(&request));
-        tasks.push(tokio::spawn(async move {
-            let stream = TcpStream::connect(addr).await.expect("connect");
-            stream.set_nodelay(true).expect("nodelay");
-            let mut reader = BufReader::new(stream);
-            let mut latencies = Vec::new();
-            while !stop.load(Ordering::Relaxed) {
-                let started = Instant::now();
-                reader.get_mut().write_all(&request).await.expect("send");
-                let (status, body) = read_response(&mut reader).await.expect("answer");
-                assert_eq!(status, expect, "{}", String::from_utf8_lossy(&body));
-                latencies.push(started.elapsed());
-            }
-            latencies
-        }));
-    }
-    tokio::time::sleep(period).await;
-    stop.store(true, Ordering::Relaxed);
-    let mut latencies = Vec::new();
-    for task in tasks {
-        latencies.extend(task.await.expect("a connection panicked"));
-    }
-    latencies.sort();
-    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
-    Phase {
-        per_second: latencies.len() as f64 / period.as_secs_f64(),
-        p50: at(0.50),
-        p99: at(0.99),
-    }
-}
-
-fn request_bytes(method: &str, path: &str, body: Option<&[u8]>) -> Vec<u8> {
-    let mut text =
-        format!("{method} {path} HTTP/1.1\r\nhost: localhost\r\nx-api-key: {API_KEY}\r\n");
-    if let Some(body) = body {
-        text.push_str(&format!(
-            "content-type: application/json\r\ncontent-length: {}\r\n",
-            body.len()
-        ));
-    }
-    text.push_str("\r\n");
-    let mut bytes = text.into_bytes();
-    bytes.extend_from_slice(body.unwrap_or_default());
-    bytes
-}
-
-/// The release server, started on a fresh data directory; its address from `listening on`.
-async fn start_server(binary: &PathBuf, data_dir: &std::path::Path) -> (Child, SocketAddr) {
-    let mut child = Command::new(binary)
-        .args(["serve", "--listen", "127.0.0.1:0", "--storage", "redb"])
-        .arg("--data-dir")
-        .arg(data_dir)
-        .env("DBCONSOLE_API_KEY", API_KEY)
-        .env("DBCONSOLE_ACCESS_TOKEN", "load-bench-token")
-        .env(
-            "RUST_LOG",
-            std::env::var("LOAD_SERVER_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap_or_else(|error| panic!("cannot start {}: {error}", binary.display()));
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next_line().await.unwrap().expect("the server exited");
-        if let Some(addr) = line.strip_prefix("listening on ") {
-            break addr.parse().unwrap();
-        }
-    };
-    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (child, addr)
 }
 
 /// The bare baseline: this bench's binary again, as a process of its own (as the server is),
@@ -257,31 +137,6 @@ fn raw_redb_commits(
     commits as f64 / started.elapsed().as_secs_f64()
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
-}
-
-fn server_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let binary = target.join("release").join("dbconsole");
-    assert!(
-        binary.exists(),
-        "{} is missing: run `bash benches/load.sh`, which builds it first",
-        binary.display()
-    );
-    binary
-}
-
 fn main() {
     if let Some(body_file) = std::env::var_os(BARE_BODY_VAR) {
         let body = std::fs::read(body_file).expect("the answer's bytes");
@@ -303,14 +158,20 @@ fn main() {
 async fn run() {
     let period = Duration::from_secs(env_or("LOAD_SECONDS", 5));
     let rounds = env_or("LOAD_ROUNDS", 3) as usize;
-    let binary = server_binary();
+    let binary = release_server("benches/load.sh");
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let (server, addr) = start_server(&binary, &dir.path().join("data")).await;
+    let log = std::env::var("LOAD_SERVER_LOG").unwrap_or_else(|_| "warn".into());
+    let env = [
+        ("DBCONSOLE_API_KEY", API_KEY),
+        ("DBCONSOLE_ACCESS_TOKEN", "load-bench-token"),
+        ("RUST_LOG", log.as_str()),
+    ];
+    let (server, addr) = start_server(&binary, &dir.path().join("data"), &env).await;
     let pid = server.id().expect("running");
 
     // Seed, and take the GET answer's bytes for the bare server.
     let body = create_database_body();
-    let create = Arc::new(request_bytes("POST", DATABASES, Some(&body)));
+    let create = request_bytes("POST", DATABASES, API_KEY, Some(&body));
     let stream = TcpStream::connect(addr).await.unwrap();
     let mut reader = BufReader::new(stream);
     let mut id = String::new();
@@ -322,10 +183,11 @@ async fn run() {
         id = json["id"].as_str().unwrap().to_owned();
     }
     let path = format!("{DATABASES}/{id}");
-    let get = Arc::new(request_bytes("GET", &path, None));
+    let get = request_bytes("GET", &path, API_KEY, None);
     reader.get_mut().write_all(&get).await.unwrap();
     let (_, get_answer) = read_response(&mut reader).await.unwrap();
     drop(reader);
+    let (get, create) = (Arc::new(vec![get]), Arc::new(vec![create]));
     let (_bare_process, bare) = start_bare(&get_answer, dir.path()).await;
     let rss_seeded = rss_kib(pid);
 

@@ -20,6 +20,7 @@ use http_body_util::{BodyExt, Full};
 use tower::ServiceExt;
 
 pub mod fixtures;
+pub mod loopback;
 pub mod report;
 
 /// The API key the benchmarked service accepts.

@@ -1,0 +1,187 @@
+//! What the end-to-end benches (`benches/load.rs`, `benches/scale.rs`) share: the release server
+//! started as a process, a minimal HTTP/1.1 load generator over loopback, and the server's
+//! resident memory.
+//!
+//! The load generator is one task per keep-alive connection: write the request, read the head,
+//! read `content-length` bytes. Its cost is the same whatever server it loads, so ratios of two
+//! servers measured with it compare the servers.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+/// What one load phase measured.
+#[derive(Clone, Debug)]
+pub struct Phase {
+    /// Answers per second.
+    pub per_second: f64,
+    /// Median latency.
+    pub p50: Duration,
+    /// 99th percentile latency.
+    pub p99: Duration,
+}
+
+/// Reads one response: the status, and the body (by `content-length`).
+pub async fn read_response(reader: &mut BufReader<TcpStream>) -> std::io::Result<(u16, Vec<u8>)> {
+    let mut line = String::new();
+    reader.read_line(&mut line).await?;
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let mut length = 0usize;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).await?;
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().unwrap_or(0);
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).await?;
+    Ok((status, body))
+}
+
+/// `connections` keep-alive connections sending the requests of `requests` in turn for
+/// `period`; every answer must have status `expect`.
+///
+/// # Panics
+///
+/// When a connection fails or an answer has another status.
+pub async fn load(
+    addr: SocketAddr,
+    connections: usize,
+    requests: Arc<Vec<Vec<u8>>>,
+    expect: u16,
+    period: Duration,
+) -> Phase {
+    let stop = Arc::new(AtomicBool::new(false));
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let (stop, next, requests) = (Arc::clone(&stop), Arc::clone(&next), Arc::clone(&requests));
+        tasks.push(tokio::spawn(async move {
+            let stream = TcpStream::connect(addr).await.expect("connect");
+            stream.set_nodelay(true).expect("nodelay");
+            let mut reader = BufReader::new(stream);
+            let mut latencies = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let request = &requests[next.fetch_add(1, Ordering::Relaxed) % requests.len()];
+                let started = Instant::now();
+                reader.get_mut().write_all(request).await.expect("send");
+                let (status, body) = read_response(&mut reader).await.expect("answer");
+                assert_eq!(status, expect, "{}", String::from_utf8_lossy(&body));
+                latencies.push(started.elapsed());
+            }
+            latencies
+        }));
+    }
+    tokio::time::sleep(period).await;
+    stop.store(true, Ordering::Relaxed);
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await.expect("a connection panicked"));
+    }
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() as f64 * q) as usize).min(latencies.len() - 1)];
+    Phase {
+        per_second: latencies.len() as f64 / period.as_secs_f64(),
+        p50: at(0.50),
+        p99: at(0.99),
+    }
+}
+
+/// The bytes of one request with an `x-api-key`, and a JSON body when given.
+pub fn request_bytes(method: &str, path: &str, api_key: &str, body: Option<&[u8]>) -> Vec<u8> {
+    let mut text =
+        format!("{method} {path} HTTP/1.1\r\nhost: localhost\r\nx-api-key: {api_key}\r\n");
+    if let Some(body) = body {
+        text.push_str(&format!(
+            "content-type: application/json\r\ncontent-length: {}\r\n",
+            body.len()
+        ));
+    }
+    text.push_str("\r\n");
+    let mut bytes = text.into_bytes();
+    bytes.extend_from_slice(body.unwrap_or_default());
+    bytes
+}
+
+/// The resident memory of process `pid` in KiB (`VmRSS`), 0 when unknown.
+pub fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The release `dbconsole` binary of this workspace.
+///
+/// # Panics
+///
+/// When it is not built, naming `script`, which builds it first.
+pub fn release_server(script: &str) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    let binary = target.join("release").join("dbconsole");
+    assert!(
+        binary.exists(),
+        "{} is missing: run `bash {script}`, which builds it first",
+        binary.display()
+    );
+    binary
+}
+
+/// `binary serve` on redb in `data_dir`, on a free loopback port, with `env`; its address from
+/// its `listening on` line. The process is killed when the `Child` is dropped.
+///
+/// # Panics
+///
+/// When it does not start or exits before listening.
+pub async fn start_server(
+    binary: &Path,
+    data_dir: &Path,
+    env: &[(&str, &str)],
+) -> (Child, SocketAddr) {
+    let mut child = Command::new(binary)
+        .args(["serve", "--listen", "127.0.0.1:0", "--storage", "redb"])
+        .arg("--data-dir")
+        .arg(data_dir)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot start {}: {error}", binary.display()));
+    let mut lines = BufReader::new(child.stdout.take().expect("piped")).lines();
+    let addr = loop {
+        let line = lines
+            .next_line()
+            .await
+            .expect("the server's output")
+            .expect("the server exited before listening");
+        if let Some(addr) = line.strip_prefix("listening on ") {
+            break addr.parse().expect("an address");
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, addr)
+}
