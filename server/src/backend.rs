@@ -227,6 +227,15 @@ impl fmt::Display for StorageKind {
 mod tests {
     use super::*;
 
+    async fn assert_empty(opened: &Opened) {
+        let page = dbconsole_core::storage::Page {
+            after: None,
+            limit: 10,
+        };
+        let listed = opened.storage.list_databases(page).await.unwrap();
+        assert!(listed.is_empty(), "{listed:?}");
+    }
+
     fn at(data_dir: &Path) -> StorageLocation {
         StorageLocation {
             data_dir: data_dir.to_owned(),
@@ -249,18 +258,7 @@ mod tests {
             .open(&at(Path::new("/nonexistent/never/created")), None)
             .await
             .expect("memory always opens");
-        let page = dbconsole_core::storage::Page {
-            after: None,
-            limit: 10,
-        };
-        assert!(
-            storage
-                .storage
-                .list_databases(page)
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert_empty(&storage).await;
     }
 
     #[tokio::test]
@@ -272,18 +270,7 @@ mod tests {
             .open(&at(&data_dir), None)
             .await
             .expect("redb opens");
-        let page = dbconsole_core::storage::Page {
-            after: None,
-            limit: 10,
-        };
-        assert!(
-            storage
-                .storage
-                .list_databases(page)
-                .await
-                .unwrap()
-                .is_empty()
-        );
+        assert_empty(&storage).await;
         assert!(data_dir.join(DATA_FILE).is_file());
         let mode = std::fs::metadata(data_dir.join(KEY_FILE))
             .unwrap()
