@@ -79,6 +79,18 @@ pub struct ServeArgs {
     )]
     pub cache_mib: u64,
 
+    /// The read cache in MiB: rendered answers of `GET` of a database or dashboard by id, kept
+    /// until a write through this server changes them; 0 turns it off. Used with `redb` and
+    /// `memory`, whose only writer is this server; never with `postgres`, whose nodes write
+    /// the same store.
+    #[arg(
+        long,
+        env = "DBCONSOLE_READ_CACHE_MIB",
+        default_value_t = 8,
+        value_parser = clap::value_parser!(u64).range(0..=65536)
+    )]
+    pub read_cache_mib: u64,
+
     /// Check-connection timeout in seconds, for credentials that set none.
     #[arg(
         long,
@@ -148,6 +160,17 @@ impl ServeArgs {
         StorageLocation {
             redb_cache_bytes: usize::try_from(self.cache_mib * 1024 * 1024).ok(),
             ..self.database.location(&self.data_dir)
+        }
+    }
+
+    /// The read cache's budget in bytes: `--read-cache-mib`, or 0 on a store other writers
+    /// share.
+    pub fn read_cache_bytes(&self) -> usize {
+        match self.storage {
+            StorageKind::Redb | StorageKind::Memory => {
+                usize::try_from(self.read_cache_mib * 1024 * 1024).unwrap_or(usize::MAX)
+            }
+            StorageKind::Postgres => 0,
         }
     }
 

@@ -57,6 +57,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     let service = ConsoleService::builder(Arc::clone(&storage), Arc::new(authenticator), sealer)
         .checkers(dbconsole_core::check::standard_checkers())
         .check_timeout(args.check_timeout())
+        .read_cache(args.read_cache_bytes())
         .build();
 
     let signal = ShutdownSignal::install().map_err(Error::Signals)?;

@@ -186,6 +186,45 @@ pub async fn dashboard_retrieve_equals_create(storage: Arc<dyn Storage>) {
     assert_eq!(fetched.json(), created);
 }
 
+/// A read after each write answers what was written, whichever of the two dashboard paths the
+/// read and the write take (the server caches reads: every write must reach them).
+pub async fn dashboard_retrieve_after_each_write_answers_the_write(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let created = api.create_dashboard(&full_dashboard()).await;
+    let compat = format!("/api{}", path(&created["id"]));
+    let read = |path: String| {
+        let api = &api;
+        async move { api.dash(Method::GET, &path, None).await }
+    };
+    assert_eq!(read(compat.clone()).await.expect(200).json(), created);
+    let renamed = api
+        .dash(
+            Method::PUT,
+            &path(&created["id"]),
+            Some(&json!({"name": "Renamed"})),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(renamed["name"], "Renamed");
+    assert_eq!(read(compat.clone()).await.expect(200).json(), renamed);
+    assert_eq!(read(path(&created["id"])).await.expect(200).json(), renamed);
+    let patched = api
+        .dash(
+            Method::PATCH,
+            &compat,
+            Some(&json!({"restricted_access": true})),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(read(path(&created["id"])).await.expect(200).json(), patched);
+    api.dash(Method::DELETE, &path(&created["id"]), None)
+        .await
+        .expect(200);
+    read(compat).await.expect(404);
+}
+
 /// Ids differ between dashboards, panels and actions, and dashboards made later sort later.
 pub async fn dashboard_ids_unique_and_sortable(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);
@@ -1214,6 +1253,7 @@ macro_rules! dashboard_tests {
                 dashboard_create_minimal_shape,
                 dashboard_create_full_shape,
                 dashboard_retrieve_equals_create,
+                dashboard_retrieve_after_each_write_answers_the_write,
                 dashboard_ids_unique_and_sortable,
                 dashboard_query_stored_byte_for_byte,
                 dashboard_null_lists_mean_empty,

@@ -1509,6 +1509,37 @@ pub async fn setup_creates_database(storage: Arc<dyn Storage>) {
     assert_eq!(blank_name["name"], "billing");
 }
 
+/// A read after each kind of write answers what was written (the server caches reads: every
+/// write must reach them): read, PATCH, read, setup by `api_id`, read, remove by `api_id`,
+/// read; and the same for a delete by id.
+pub async fn retrieve_after_each_write_answers_the_write(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let db = setup(&api, &setup_body("ext-1")).await;
+    let id = id_of(&db);
+    assert_eq!(get(&api, &id).await, db);
+    let patched = patch(&api, &id, json!({"name": "Patched"})).await;
+    assert_eq!(get(&api, &id).await, patched);
+    let set_up = setup(
+        &api,
+        &with(setup_body("ext-1"), json!({"hostname": "pg2.internal"})),
+    )
+    .await;
+    assert_eq!(set_up["id"], db["id"]);
+    assert_eq!(get(&api, &id).await, set_up);
+    api.db(Method::DELETE, &format!("{DATABASES}/remove/ext-1"), None)
+        .await
+        .expect(200);
+    api.db(Method::GET, &at(&id), None).await.expect(404);
+
+    let other = api.create_database(&minimal_database()).await;
+    let other_id = id_of(&other);
+    assert_eq!(get(&api, &other_id).await, other);
+    api.db(Method::DELETE, &at(&other_id), None)
+        .await
+        .expect(200);
+    api.db(Method::GET, &at(&other_id), None).await.expect(404);
+}
+
 /// A second setup with the same id updates the same database.
 pub async fn setup_again_updates_same_database(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);
@@ -2236,6 +2267,7 @@ macro_rules! database_tests {
                 patch_verify_server_hostname_uses_stored_ca,
                 setup_creates_database,
                 setup_again_updates_same_database,
+                retrieve_after_each_write_answers_the_write,
                 setup_keeps_credential_id_for_same_username,
                 setup_leaves_exactly_one_credential,
                 setup_is_declarative,

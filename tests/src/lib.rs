@@ -113,6 +113,7 @@ impl Api {
     pub fn with_sealer(storage: Arc<dyn Storage>, sealer: Sealer, checkers: Checkers) -> Self {
         let service = ConsoleService::builder(storage, Arc::new(test_credentials()), sealer)
             .checkers(checkers)
+            .read_cache(READ_CACHE.load(std::sync::atomic::Ordering::Relaxed))
             .build();
         Self { service }
     }
@@ -200,6 +201,16 @@ pub fn minimal_database() -> Value {
 /// A minimal valid create-dashboard body.
 pub fn minimal_dashboard() -> Value {
     serde_json::json!({ "name": "Ops", "restricted_access": false })
+}
+
+/// The read cache of the services [`Api`] builds (none unless [`use_read_cache`] was called).
+static READ_CACHE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// From now on, the services [`Api`] builds in this test binary keep a read cache (1 MiB), as
+/// the server does on redb: the HTTP suite then proves that every answer after a write is the
+/// written record. Call it from the store factory of an `http_suite!`.
+pub fn use_read_cache() {
+    READ_CACHE.store(1 << 20, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Expands to the whole HTTP suite: one `#[tokio::test]` per case, each over a fresh store made

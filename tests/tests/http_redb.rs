@@ -1,5 +1,6 @@
 //! The HTTP suite over the redb backend, twice: on a data file in a temporary directory, and on
-//! redb's in-memory backend.
+//! redb's in-memory backend. Both run with the service's read cache on, as the server runs redb
+//! (the memory and PostgreSQL suites run without it).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -33,13 +34,19 @@ fn in_memory_with(sealer: &dbconsole_core::Sealer) -> RedbStorage {
 mod file {
     use std::sync::Arc;
 
-    dbconsole_tests::http_suite!(|| Arc::new(super::on_file()));
+    dbconsole_tests::http_suite!(|| {
+        dbconsole_tests::use_read_cache();
+        Arc::new(super::on_file())
+    });
 }
 
 mod memory {
     use std::sync::Arc;
 
-    dbconsole_tests::http_suite!(|| Arc::new(super::in_memory()));
+    dbconsole_tests::http_suite!(|| {
+        dbconsole_tests::use_read_cache();
+        Arc::new(super::in_memory())
+    });
 }
 
 /// Secrets stay sealed on every path but check-connection: reading, listing, updating and

@@ -3,9 +3,10 @@
 use http::{Method, Response, StatusCode};
 use http_body::Body;
 
+use super::cache::CacheKey;
 use super::error::ApiError;
 use super::render::{DashboardView, PageView};
-use super::response::{ResponseBody, json_response};
+use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Route;
 use super::{Call, Shared, page_request, split_page};
 use crate::model::{Dashboard, Timestamp};
@@ -37,7 +38,12 @@ impl Shared {
                 dashboard
             }
             (Route::Dashboard { id, .. }, &Method::GET) => {
-                storage.dashboard(&id).await?.ok_or(ApiError::NotFound)?
+                let key = CacheKey::Dashboard(id.to_string());
+                return self
+                    .read_through(key, storage.dashboard(&id), |record| {
+                        json_bytes(&DashboardView::from(record))
+                    })
+                    .await;
             }
             (Route::Dashboard { id, .. }, &Method::DELETE) => storage.delete_dashboard(&id).await?,
             (Route::Dashboard { id, .. }, &Method::PUT | &Method::PATCH) => {

@@ -3,9 +3,10 @@
 use http::{Method, Response, StatusCode};
 use http_body::Body;
 
+use super::cache::CacheKey;
 use super::error::ApiError;
 use super::render::{DatabaseView, PageView};
-use super::response::{ResponseBody, json_response};
+use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Route;
 use super::{Call, Shared, page_request, split_page};
 use crate::model::{Database, Timestamp};
@@ -42,7 +43,12 @@ impl Shared {
                 db
             }
             (Route::Database(id), &Method::GET) => {
-                storage.database(&id).await?.ok_or(ApiError::NotFound)?
+                let key = CacheKey::Database(id.to_string());
+                return self
+                    .read_through(key, storage.database(&id), |record| {
+                        json_bytes(&DatabaseView::from(record))
+                    })
+                    .await;
             }
             (Route::Database(id), &Method::PATCH) => {
                 let body = call.json(self.body_limit).await?;

@@ -11,6 +11,7 @@
 
 mod access;
 mod body;
+mod cache;
 mod check_connection;
 mod dashboards;
 mod databases;
@@ -38,6 +39,7 @@ use crate::model::CredentialKind;
 use crate::seal::Sealer;
 use crate::storage::{Page, Storage, StorageError};
 use crate::validate::{PageQuery, parse_page_query};
+use cache::{CacheKey, ReadCache};
 use router::{Credentials, Route};
 
 /// Largest request body accepted (1 MiB); larger is 413.
@@ -63,6 +65,7 @@ struct Shared {
     tunnel_dialer: Option<Arc<dyn TunnelDialer>>,
     check_timeout: Duration,
     body_limit: usize,
+    read_cache: Option<ReadCache>,
 }
 
 /// Builds a [`ConsoleService`].
@@ -91,6 +94,7 @@ impl ConsoleService {
                 tunnel_dialer: None,
                 check_timeout: DEFAULT_CHECK_TIMEOUT,
                 body_limit: DEFAULT_BODY_LIMIT,
+                read_cache: None,
             },
         }
     }
@@ -149,6 +153,16 @@ impl ConsoleServiceBuilder {
     /// The largest request body accepted (default 1 MiB).
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.shared.body_limit = bytes;
+        self
+    }
+
+    /// Keeps the rendered answers of `GET` by id of databases and dashboards, up to `bytes`
+    /// (default 0: none), so that a repeated read skips the storage. Only for a service that is
+    /// the **only writer** of its storage (a redb file, the memory store), which invalidates
+    /// what each of its writes touched before answering it; never for nodes sharing a store.
+    /// README, *Operating dbconsole: the read cache*.
+    pub fn read_cache(mut self, bytes: usize) -> Self {
+        self.shared.read_cache = ReadCache::new(bytes);
         self
     }
 
@@ -238,13 +252,17 @@ impl Shared {
         if !route.allowed_methods().contains(&parts.method) {
             return Err(ApiError::MethodNotAllowed(route.allowed_methods()));
         }
+        let written = self
+            .read_cache
+            .as_ref()
+            .and_then(|_| CacheKey::written(&route, &parts.method));
         let call = Call {
             method: parts.method,
             headers: parts.headers,
             query: parts.uri.query().map(str::to_owned),
             body,
         };
-        match route {
+        let answer = match route {
             Route::Databases
             | Route::DatabaseSetup
             | Route::DatabaseRemove(_)
@@ -254,7 +272,12 @@ impl Shared {
             Route::Dashboards { .. } | Route::Dashboard { .. } => {
                 self.dashboards(route, call).await
             }
+        };
+        // Succeeded or not (a failed commit may still have happened), before answering.
+        if let (Some(cache), Some(key)) = (&self.read_cache, written) {
+            cache.invalidate(key.as_ref());
         }
+        answer
     }
 
     /// 401 unless a credential the route takes is valid; 403 unless its scope allows the call.

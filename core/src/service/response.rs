@@ -11,32 +11,36 @@ pub type ResponseBody = Full<Bytes>;
 
 /// A JSON response with this status.
 pub(crate) fn json_response(status: StatusCode, body: &impl Serialize) -> Response<ResponseBody> {
+    match json_bytes(body) {
+        Ok(bytes) => json_bytes_response(status, bytes),
+        Err(error) => {
+            tracing::error!(%error, "response did not serialize");
+            json_bytes_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                Bytes::from_static(br#"{"errors":{"detail":"Internal Server Error"}}"#),
+            )
+        }
+    }
+}
+
+/// `body` as JSON.
+pub(crate) fn json_bytes(body: &impl Serialize) -> serde_json::Result<Bytes> {
     // Most answers are a few hundred bytes to a few KiB: one allocation instead of several
     // doublings.
     let mut bytes = Vec::with_capacity(1024);
-    match serde_json::to_writer(&mut bytes, body) {
-        Ok(()) => {
-            let mut response = Response::new(Full::new(Bytes::from(bytes)));
-            *response.status_mut() = status;
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
-        }
-        Err(error) => {
-            tracing::error!(%error, "response did not serialize");
-            let mut response = Response::new(Full::new(Bytes::from_static(
-                br#"{"errors":{"detail":"Internal Server Error"}}"#,
-            )));
-            *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            response
-        }
-    }
+    serde_json::to_writer(&mut bytes, body)?;
+    Ok(Bytes::from(bytes))
+}
+
+/// A JSON response of these bytes, already JSON.
+pub(crate) fn json_bytes_response(status: StatusCode, json: Bytes) -> Response<ResponseBody> {
+    let mut response = Response::new(Full::new(json));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// A `text/plain; charset=utf-8` response with this status.

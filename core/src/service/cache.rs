@@ -1,0 +1,263 @@
+//! The read cache: the rendered JSON of recently read databases and dashboards, so that a `GET`
+//! by id of a record read before answers without a storage read, decoding or rendering.
+//!
+//! It is only correct for a service that is the **only writer** of its storage (one process on
+//! a redb file, the memory store): every write goes through this service, which invalidates
+//! what it touched once the write has returned, before the writer is answered. Nodes sharing a
+//! PostgreSQL store see each other's writes only through the store, so they run without it.
+//!
+//! A read that raced a write must not put what it read back after the write's invalidation. The
+//! cache has a generation that every invalidation advances; a read takes a [`Ticket`] (the
+//! generation) before it asks the storage, and its answer is kept only if no invalidation came
+//! in between. Both happen under one lock, so no reader can see a stale entry after the
+//! invalidation that ends a write.
+
+use std::future::Future;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use bytes::Bytes;
+use http::{Method, Response, StatusCode};
+use lru::LruCache;
+
+use super::Shared;
+use super::error::ApiError;
+use super::response::{ResponseBody, json_bytes_response};
+use super::router::Route;
+use crate::storage::StorageError;
+
+/// What an entry is the rendering of.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum CacheKey {
+    /// A database by id.
+    Database(String),
+    /// A dashboard by id.
+    Dashboard(String),
+}
+
+impl CacheKey {
+    fn id(&self) -> &str {
+        match self {
+            Self::Database(id) | Self::Dashboard(id) => id,
+        }
+    }
+}
+
+impl CacheKey {
+    /// What a request on `route` with `method` may change, once it has returned: `None` for
+    /// nothing cached (reads, creates, which make a new id, and the sub-resources, which are
+    /// not part of a record's rendering), `Some(None)` for records not known by id (setup and
+    /// removal by `api_id`).
+    pub(crate) fn written(route: &Route<'_>, method: &Method) -> Option<Option<Self>> {
+        if *method == Method::GET || *method == Method::HEAD {
+            return None;
+        }
+        match route {
+            Route::Database(id) => Some(Some(Self::Database(id.to_string()))),
+            Route::Dashboard { id, .. } => Some(Some(Self::Dashboard(id.to_string()))),
+            Route::DatabaseSetup | Route::DatabaseRemove(_) => Some(None),
+            Route::Databases
+            | Route::Dashboards { .. }
+            | Route::Permissions(_)
+            | Route::DataProtection(_)
+            | Route::CheckConnection(..) => None,
+        }
+    }
+}
+
+/// Bytes an entry is counted for beyond its body and id: the key, the list links, the `Bytes`.
+const ENTRY_OVERHEAD: usize = 96;
+
+/// A bounded cache of rendered records, evicting the least recently used beyond its budget.
+#[derive(Debug)]
+pub(crate) struct ReadCache {
+    budget: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    generation: u64,
+    bytes: usize,
+    entries: LruCache<CacheKey, Bytes>,
+}
+
+/// Taken before a storage read; the read's answer is cached only if nothing was invalidated
+/// since.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ticket(u64);
+
+impl ReadCache {
+    /// A cache holding at most `budget` bytes of entries (`None` for 0: no cache).
+    pub(crate) fn new(budget: usize) -> Option<Self> {
+        (budget > 0).then(|| Self {
+            budget,
+            state: Mutex::new(State {
+                generation: 0,
+                bytes: 0,
+                entries: LruCache::unbounded(),
+            }),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // The state is consistent after every statement that holds the lock: a panic elsewhere
+        // cannot leave it half-changed.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cached rendering of `key`, if any.
+    pub(crate) fn get(&self, key: &CacheKey) -> Option<Bytes> {
+        self.state().entries.get(key).cloned()
+    }
+
+    /// The ticket of a read about to start.
+    pub(crate) fn ticket(&self) -> Ticket {
+        Ticket(self.state().generation)
+    }
+
+    /// Keeps `body` as the rendering of `key`, read under `ticket`, unless something was
+    /// invalidated since the ticket was taken (the read may have seen the record before a write
+    /// that has been answered since) or it alone exceeds the budget.
+    pub(crate) fn insert(&self, ticket: Ticket, key: CacheKey, body: Bytes) {
+        let size = entry_size(&key, &body);
+        if size > self.budget {
+            return;
+        }
+        let mut state = self.state();
+        if state.generation != ticket.0 {
+            return;
+        }
+        if let Some(old) = state.entries.put(key.clone(), body) {
+            state.bytes -= entry_size(&key, &old);
+        }
+        state.bytes += size;
+        while state.bytes > self.budget {
+            let Some((key, body)) = state.entries.pop_lru() else {
+                break;
+            };
+            state.bytes -= entry_size(&key, &body);
+        }
+    }
+
+    /// Forgets `key` (or everything, for `None`: a write whose record is not known by id), and
+    /// refuses the answers of reads started before. Called once a write has returned, whether
+    /// it succeeded or not, and before its caller is answered.
+    pub(crate) fn invalidate(&self, key: Option<&CacheKey>) {
+        let mut state = self.state();
+        state.generation += 1;
+        match key {
+            Some(key) => {
+                if let Some(body) = state.entries.pop(key) {
+                    state.bytes -= entry_size(key, &body);
+                }
+            }
+            None => {
+                state.entries.clear();
+                state.bytes = 0;
+            }
+        }
+    }
+
+    /// How many bytes the entries are counted for (at most the budget).
+    #[cfg(test)]
+    fn bytes(&self) -> usize {
+        self.state().bytes
+    }
+}
+
+impl Shared {
+    /// `GET` of one record: the cached rendering, or the record `read` from the storage (404
+    /// when it is missing) rendered as JSON by `render`, kept for the next `GET`.
+    pub(super) async fn read_through<T>(
+        &self,
+        key: CacheKey,
+        read: impl Future<Output = Result<Option<T>, StorageError>>,
+        render: impl FnOnce(&T) -> serde_json::Result<Bytes>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let cache = self.read_cache.as_ref();
+        if let Some(body) = cache.and_then(|cache| cache.get(&key)) {
+            return Ok(json_bytes_response(StatusCode::OK, body));
+        }
+        let ticket = cache.map(ReadCache::ticket);
+        let record = read.await?.ok_or(ApiError::NotFound)?;
+        let body = render(&record).map_err(|error| {
+            tracing::error!(%error, "response did not serialize");
+            ApiError::Internal
+        })?;
+        if let (Some(cache), Some(ticket)) = (cache, ticket) {
+            cache.insert(ticket, key, body.clone());
+        }
+        Ok(json_bytes_response(StatusCode::OK, body))
+    }
+}
+
+fn entry_size(key: &CacheKey, body: &Bytes) -> usize {
+    key.id().len() + body.len() + ENTRY_OVERHEAD
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db(id: &str) -> CacheKey {
+        CacheKey::Database(id.to_owned())
+    }
+
+    #[test]
+    fn keeps_what_was_read_and_forgets_what_was_written() {
+        let cache = ReadCache::new(1 << 20).unwrap();
+        let ticket = cache.ticket();
+        cache.insert(ticket, db("a"), Bytes::from_static(b"{\"a\":1}"));
+        cache.insert(
+            ticket,
+            CacheKey::Dashboard("a".into()),
+            Bytes::from_static(b"{}"),
+        );
+        assert_eq!(cache.get(&db("a")).unwrap(), &b"{\"a\":1}"[..]);
+        cache.invalidate(Some(&db("a")));
+        assert!(cache.get(&db("a")).is_none());
+        assert!(cache.get(&CacheKey::Dashboard("a".into())).is_some());
+        cache.invalidate(None);
+        assert!(cache.get(&CacheKey::Dashboard("a".into())).is_none());
+        assert_eq!(cache.bytes(), 0);
+    }
+
+    #[test]
+    fn a_read_that_raced_a_write_is_not_kept() {
+        let cache = ReadCache::new(1 << 20).unwrap();
+        let before_write = cache.ticket();
+        // The write returns and invalidates while the read is in flight…
+        cache.invalidate(Some(&db("a")));
+        // …so what the read saw (possibly the record before the write) is dropped.
+        cache.insert(before_write, db("a"), Bytes::from_static(b"old"));
+        assert!(cache.get(&db("a")).is_none());
+        // A read started after the write is kept.
+        cache.insert(cache.ticket(), db("a"), Bytes::from_static(b"new"));
+        assert_eq!(cache.get(&db("a")).unwrap(), &b"new"[..]);
+    }
+
+    #[test]
+    fn stays_within_its_budget_evicting_the_least_recently_used() {
+        let body = Bytes::from(vec![b'x'; 1000]);
+        let one = entry_size(&db("0"), &body);
+        let cache = ReadCache::new(3 * one).unwrap();
+        for id in ["0", "1", "2"] {
+            cache.insert(cache.ticket(), db(id), body.clone());
+        }
+        assert!(cache.get(&db("0")).is_some()); // now the most recently used
+        cache.insert(cache.ticket(), db("3"), body.clone());
+        assert!(
+            cache.get(&db("1")).is_none(),
+            "the least recently used goes"
+        );
+        for id in ["0", "2", "3"] {
+            assert!(cache.get(&db(id)).is_some(), "{id} stays");
+        }
+        assert_eq!(cache.bytes(), 3 * one);
+        // An entry larger than the whole budget is not kept, and evicts nothing.
+        cache.insert(cache.ticket(), db("big"), Bytes::from(vec![b'x'; 4 * one]));
+        assert!(cache.get(&db("big")).is_none());
+        assert_eq!(cache.bytes(), 3 * one);
+        assert!(ReadCache::new(0).is_none());
+    }
+}
