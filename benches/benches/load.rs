@@ -4,8 +4,11 @@
 //! Run: `bash benches/load.sh` (it builds the release server, then this bench). Each figure is
 //! the median of 3 rounds of 5 s (`LOAD_SECONDS`, `LOAD_ROUNDS` change that):
 //!
-//! - `GET /databases/{id}`, 32 keep-alive connections, against a bare hyper server answering
-//!   the same bytes (same status, headers and body) in a process of the same kind;
+//! - `GET /databases/{id}` of each of 1,000 seeded databases in turn, 32 keep-alive connections,
+//!   against a bare hyper server answering the same bytes (same status, headers and body
+//!   size) in a process of the same kind: once on the server as it runs by default (its read
+//!   cache holds them all), once on a second server with the read cache off
+//!   (`DBCONSOLE_READ_CACHE_MIB=0`: every GET reads, decodes and renders the record);
 //! - `POST /databases` (each answered after its fsync), 8 connections, against a raw redb loop
 //!   that inserts the same record bytes with one durable commit each (the rate one writer gets
 //!   from redb; a single caller, as the store had one transaction per call);
@@ -155,6 +158,26 @@ fn main() {
     runtime.block_on(run());
 }
 
+/// Creates 1,000 databases through `addr` with the `create` request, one after the other; a
+/// `GET` request of each, and the answer of the last one.
+async fn seed(addr: SocketAddr, create: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
+    let stream = TcpStream::connect(addr).await.unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut gets = Vec::new();
+    for _ in 0..1_000 {
+        reader.get_mut().write_all(create).await.unwrap();
+        let (status, answer) = read_response(&mut reader).await.unwrap();
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+        let json: serde_json::Value = serde_json::from_slice(&answer).unwrap();
+        let path = format!("{DATABASES}/{}", json["id"].as_str().unwrap());
+        gets.push(request_bytes("GET", &path, API_KEY, None));
+    }
+    reader.get_mut().write_all(&gets[0]).await.unwrap();
+    let (status, answer) = read_response(&mut reader).await.unwrap();
+    assert_eq!(status, 200);
+    (gets, answer)
+}
+
 async fn run() {
     let period = Duration::from_secs(env_or("LOAD_SECONDS", 5));
     let rounds = env_or("LOAD_ROUNDS", 3) as usize;
@@ -168,36 +191,41 @@ async fn run() {
     ];
     let (server, addr) = start_server(&binary, &dir.path().join("data"), &env).await;
     let pid = server.id().expect("running");
+    let uncached_env = [env.as_slice(), &[("DBCONSOLE_READ_CACHE_MIB", "0")]].concat();
+    let (_uncached_server, uncached) =
+        start_server(&binary, &dir.path().join("data-uncached"), &uncached_env).await;
 
-    // Seed, and take the GET answer's bytes for the bare server.
+    // Seed both, and take a GET answer's bytes for the bare server.
     let body = create_database_body();
     let create = request_bytes("POST", DATABASES, API_KEY, Some(&body));
-    let stream = TcpStream::connect(addr).await.unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut id = String::new();
-    for _ in 0..1_000 {
-        reader.get_mut().write_all(&create).await.unwrap();
-        let (status, answer) = read_response(&mut reader).await.unwrap();
-        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
-        let json: serde_json::Value = serde_json::from_slice(&answer).unwrap();
-        id = json["id"].as_str().unwrap().to_owned();
-    }
-    let path = format!("{DATABASES}/{id}");
-    let get = request_bytes("GET", &path, API_KEY, None);
-    reader.get_mut().write_all(&get).await.unwrap();
-    let (_, get_answer) = read_response(&mut reader).await.unwrap();
-    drop(reader);
-    let (get, create) = (Arc::new(vec![get]), Arc::new(vec![create]));
+    let (get, get_answer) = seed(addr, &create).await;
+    let (get_uncached, _) = seed(uncached, &create).await;
+    let (get, get_uncached_requests, create) = (
+        Arc::new(get),
+        Arc::new(get_uncached),
+        Arc::new(vec![create]),
+    );
     let (_bare_process, bare) = start_bare(&get_answer, dir.path()).await;
     let rss_seeded = rss_kib(pid);
 
     let mut get_server = Vec::new();
+    let mut get_uncached = Vec::new();
     let mut get_bare = Vec::new();
     let mut post_server = Vec::new();
     let mut raw_commits = Vec::new();
     let mut raw_plain = Vec::new();
     for _ in 0..rounds {
         get_server.push(load(addr, 32, Arc::clone(&get), 200, period).await);
+        get_uncached.push(
+            load(
+                uncached,
+                32,
+                Arc::clone(&get_uncached_requests),
+                200,
+                period,
+            )
+            .await,
+        );
         get_bare.push(load(bare, 32, Arc::clone(&get), 200, period).await);
         post_server.push(load(addr, 8, Arc::clone(&create), 200, period).await);
         let raw_dir = tempfile::tempdir().unwrap();
@@ -214,8 +242,12 @@ async fn run() {
         raw_plain.push(plain);
     }
     let rss_after = rss_kib(pid);
-    let (get_server, get_bare, post_server) =
-        (median(get_server), median(get_bare), median(post_server));
+    let (get_server, get_uncached, get_bare, post_server) = (
+        median(get_server),
+        median(get_uncached),
+        median(get_bare),
+        median(post_server),
+    );
     raw_commits.sort_by(f64::total_cmp);
     let raw = raw_commits[raw_commits.len() / 2];
     raw_plain.sort_by(f64::total_cmp);
@@ -239,6 +271,11 @@ async fn run() {
         "GET by id, dbconsole on redb (32 conns)",
         &get_server,
         Some(get_server.per_second / get_bare.per_second),
+    );
+    row(
+        "GET by id, read cache off (32 conns)",
+        &get_uncached,
+        Some(get_uncached.per_second / get_bare.per_second),
     );
     row("GET, bare hyper, same bytes (32 conns)", &get_bare, None);
     row(

@@ -7,7 +7,10 @@
 //! commit), starts the server on it and reports:
 //!
 //! - restart time: from spawning the process to its `listening on` line;
-//! - GET by id of random stored databases, 32 connections, 5 s: requests/s, p50, p99;
+//! - GET by id of 4,096 random stored databases (the same working set at every size: what
+//!   changes is only the store around it), 32 connections, 5 s: requests/s, p50, p99; once as
+//!   the server runs by default (its read cache holds the working set), once more on a restart
+//!   with the read cache off (`DBCONSOLE_READ_CACHE_MIB=0`: every GET reads the store);
 //! - listing pages (`?limit=50&after=<random id>`), 8 connections, 5 s: pages/s;
 //! - the server's resident memory (VmRSS) after the reads, and the data file's size.
 
@@ -59,6 +62,18 @@ async fn fill(
     }
 }
 
+/// Stops the server with SIGTERM, by PID (a clean shutdown, so the next open has nothing to
+/// repair); its resident memory just before, in KiB.
+async fn stop(mut child: tokio::process::Child) -> u64 {
+    let pid = child.id().expect("running");
+    let rss = rss_kib(pid);
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status();
+    let _ = child.wait().await;
+    rss
+}
+
 fn dir_size(path: &Path) -> u64 {
     std::fs::read_dir(path)
         .map(|entries| {
@@ -96,8 +111,18 @@ async fn run() {
     let period = Duration::from_secs(5);
 
     println!(
-        "{:>9} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>10}",
-        "databases", "restart", "GET/s", "p50", "p99", "pages/s", "RSS MiB", "file MiB"
+        "{:>9} {:>10} {:>10} {:>9} {:>9} {:>10} {:>9} {:>9} {:>10} {:>9} {:>10}",
+        "databases",
+        "restart",
+        "GET/s",
+        "p50",
+        "p99",
+        "uncached/s",
+        "p50",
+        "p99",
+        "pages/s",
+        "RSS MiB",
+        "file MiB"
     );
     for size in sizes {
         let started = Instant::now();
@@ -110,15 +135,13 @@ async fn run() {
         }
         let filled = started.elapsed();
 
-        let started = Instant::now();
+        let key_env = ("DBCONSOLE_SECRET_KEY", key_text.as_str());
         let env = [
-            ("DBCONSOLE_SECRET_KEY", key_text.as_str()),
+            key_env,
             ("DBCONSOLE_API_KEY", API_KEY),
             ("DBCONSOLE_ACCESS_TOKEN", "scale-bench-token"),
             ("RUST_LOG", "warn"),
         ];
-        let (mut child, addr) = start_server(&binary, &data_dir, &env).await;
-        let restart = started.elapsed();
 
         // Random stored ids, spread over the whole store.
         let mut pick = 0x9e37_79b9_7f4a_7c15u64;
@@ -128,37 +151,45 @@ async fn run() {
             pick ^= pick << 17;
             ids[(pick % ids.len() as u64) as usize].clone()
         };
-        let gets: Vec<Vec<u8>> = (0..4096)
-            .map(|_| {
-                request_bytes(
-                    "GET",
-                    &format!("{DATABASES}/{}", random_id()),
-                    API_KEY,
-                    None,
-                )
-            })
-            .collect();
+        let gets: Arc<Vec<Vec<u8>>> = Arc::new(
+            (0..4096)
+                .map(|_| {
+                    request_bytes(
+                        "GET",
+                        &format!("{DATABASES}/{}", random_id()),
+                        API_KEY,
+                        None,
+                    )
+                })
+                .collect(),
+        );
         let pages: Vec<Vec<u8>> = (0..1024)
             .map(|_| {
                 let path = format!("{DATABASES}?limit=50&after={}", random_id());
                 request_bytes("GET", &path, API_KEY, None)
             })
             .collect();
-        let gets = load(addr, 32, Arc::new(gets), 200, period).await;
+
+        let started = Instant::now();
+        let (child, addr) = start_server(&binary, &data_dir, &env).await;
+        let restart = started.elapsed();
+        let cached = load(addr, 32, Arc::clone(&gets), 200, period).await;
         let pages = load(addr, 8, Arc::new(pages), 200, period).await;
-        let pid = child.id().expect("running");
-        let rss = rss_kib(pid);
-        // SIGTERM, by PID: a clean shutdown, so the next open has nothing to repair.
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &pid.to_string()])
-            .status();
-        let _ = child.wait().await;
+        let rss = stop(child).await;
+
+        let uncached_env = [env.as_slice(), &[("DBCONSOLE_READ_CACHE_MIB", "0")]].concat();
+        let (child, addr) = start_server(&binary, &data_dir, &uncached_env).await;
+        let uncached = load(addr, 32, gets, 200, period).await;
+        stop(child).await;
         println!(
-            "{size:>9} {:>9.2?} {:>10.0} {:>9.2?} {:>9.2?} {:>10.0} {:>9.1} {:>10.1}   (filled in {filled:.1?})",
+            "{size:>9} {:>9.2?} {:>10.0} {:>9.2?} {:>9.2?} {:>10.0} {:>9.2?} {:>9.2?} {:>10.0} {:>9.1} {:>10.1}   (filled in {filled:.1?})",
             restart,
-            gets.per_second,
-            gets.p50,
-            gets.p99,
+            cached.per_second,
+            cached.p50,
+            cached.p99,
+            uncached.per_second,
+            uncached.p50,
+            uncached.p99,
             pages.per_second,
             rss as f64 / 1024.0,
             dir_size(&data_dir) as f64 / 1024.0 / 1024.0,
