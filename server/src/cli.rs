@@ -324,6 +324,18 @@ mod tests {
     }
 
     #[test]
+    fn the_read_cache_is_off_on_a_shared_store() {
+        let bytes = |args: &[&str]| serve_args(args).unwrap().read_cache_bytes();
+        assert_eq!(bytes(&[]), 8 << 20);
+        assert_eq!(
+            bytes(&["--storage", "memory", "--read-cache-mib", "1"]),
+            1 << 20
+        );
+        assert_eq!(bytes(&["--read-cache-mib", "0"]), 0);
+        assert_eq!(bytes(&["--storage", "postgres"]), 0);
+    }
+
+    #[test]
     fn bad_values_are_rejected() {
         for bad in [
             &["--listen", "localhost"][..],

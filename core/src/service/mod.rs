@@ -160,7 +160,7 @@ impl ConsoleServiceBuilder {
     /// (default 0: none), so that a repeated read skips the storage. Only for a service that is
     /// the **only writer** of its storage (a redb file, the memory store), which invalidates
     /// what each of its writes touched before answering it; never for nodes sharing a store.
-    /// README, *Operating dbconsole: the read cache*.
+    /// README, *The read cache*.
     pub fn read_cache(mut self, bytes: usize) -> Self {
         self.shared.read_cache = ReadCache::new(bytes);
         self
