@@ -185,10 +185,7 @@ async fn call(
 #[track_caller]
 fn assert_unauthorized(response: &TestResponse) {
     assert_eq!(response.status.as_u16(), 401, "body: {}", response.text());
-    assert_eq!(
-        response.json(),
-        json!({"errors": {"detail": "Unauthorized"}})
-    );
+    crate::assert_unauthorized_body(response);
 }
 
 #[track_caller]

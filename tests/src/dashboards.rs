@@ -225,6 +225,88 @@ pub async fn dashboard_retrieve_after_each_write_answers_the_write(storage: Arc<
     read(compat).await.expect(404);
 }
 
+/// Dashboard strings are bounded and refuse control characters, a query keeps its line breaks
+/// and tabs, and a panel or action `id` that is not a string is "is invalid" (README,
+/// *Limits*). A refused body changes nothing.
+pub async fn dashboard_strings_are_bounded_and_ids_typed(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let long = |n: usize| "x".repeat(n);
+    let too_long = |n: usize| json!([format!("should be at most {n} character(s)")]);
+    let control = json!(["must not contain control characters"]);
+    let response = create_invalid(
+        &api,
+        &json!({"name": long(256), "restricted_access": false}),
+    )
+    .await;
+    assert_eq!(response.json(), json!({"errors": {"name": too_long(255)}}));
+    let response = create_invalid(
+        &api,
+        &json!({"name": "a\u{1b}b", "restricted_access": false}),
+    )
+    .await;
+    assert_eq!(response.json(), json!({"errors": {"name": control}}));
+    assert_panel_errors(
+        &api,
+        panel(&long(256), "select 1"),
+        json!({"title": too_long(255)}),
+    )
+    .await;
+    assert_panel_errors(
+        &api,
+        panel("P", "select 1\u{0}"),
+        json!({"details": {"query": control}}),
+    )
+    .await;
+    assert_panel_errors(
+        &api,
+        panel("P", &long(100_001)),
+        json!({"details": {"query": too_long(100_000)}}),
+    )
+    .await;
+    let mut with_input = panel("P", "select 1");
+    with_input["inputs"] = json!([{"key": "k", "description": long(4097)}]);
+    assert_panel_errors(
+        &api,
+        with_input,
+        json!({"inputs": [{"description": too_long(4096)}]}),
+    )
+    .await;
+    let mut typed = panel("P", "select 1");
+    typed["id"] = json!(7);
+    typed["actions"] = json!([{"id": false, "label": "a\nb"}]);
+    assert_panel_errors(
+        &api,
+        typed,
+        json!({"id": ["is invalid"], "actions": [{"id": ["is invalid"], "label": control}]}),
+    )
+    .await;
+
+    let query = "select *\r\n\tfrom orders\n where id = {{id}}";
+    let created = api
+        .create_dashboard(&with_panels(json!([panel("P", query)])))
+        .await;
+    assert_eq!(created["panels"][0]["details"]["query"], query);
+    let mut typed = created["panels"][0].clone();
+    typed["id"] = json!(["pl_x"]);
+    let response = api
+        .dash(
+            Method::PUT,
+            &path(&created["id"]),
+            Some(&json!({"panels": [typed]})),
+        )
+        .await
+        .expect(422);
+    assert_eq!(
+        response.json(),
+        json!({"errors": {"panels": [{"id": ["is invalid"]}]}})
+    );
+    let fetched = api
+        .dash(Method::GET, &path(&created["id"]), None)
+        .await
+        .expect(200);
+    assert_eq!(fetched.json(), created);
+}
+
 /// Ids differ between dashboards, panels and actions, and dashboards made later sort later.
 pub async fn dashboard_ids_unique_and_sortable(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);
@@ -1222,10 +1304,7 @@ pub async fn dashboard_compat_routes_reject_wrong_credentials(storage: Arc<dyn S
             .body(http_body_util::Full::default())
             .expect("valid request");
         let response = api.send(request).await.expect(401);
-        assert_eq!(
-            response.json(),
-            json!({"errors": {"detail": "Unauthorized"}})
-        );
+        crate::assert_unauthorized_body(&response);
         assert_eq!(response.header("www-authenticate"), Some("Bearer"));
     }
 }
@@ -1254,6 +1333,7 @@ macro_rules! dashboard_tests {
                 dashboard_create_full_shape,
                 dashboard_retrieve_equals_create,
                 dashboard_retrieve_after_each_write_answers_the_write,
+                dashboard_strings_are_bounded_and_ids_typed,
                 dashboard_ids_unique_and_sortable,
                 dashboard_query_stored_byte_for_byte,
                 dashboard_null_lists_mean_empty,

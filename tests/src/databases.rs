@@ -1540,6 +1540,179 @@ pub async fn retrieve_after_each_write_answers_the_write(storage: Arc<dyn Storag
     api.db(Method::GET, &at(&other_id), None).await.expect(404);
 }
 
+/// Every string field has a length bound and refuses control characters where no one needs
+/// them; `hostname` is a host name or an IP address (README, *Limits*). A refused body changes
+/// nothing.
+pub async fn strings_are_bounded_and_clean(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let long = |n: usize| "x".repeat(n);
+    let too_long = |n: usize| json!([format!("should be at most {n} character(s)")]);
+    let control = json!(["must not contain control characters"]);
+    let not_a_host = json!(["must be a host name or an IP address"]);
+    let at_limit = with(
+        minimal_database(),
+        json!({"name": long(255), "database": "é".repeat(255), "group": long(255)}),
+    );
+    let stored = api.create_database(&at_limit).await;
+    assert_eq!(stored["name"], long(255));
+
+    for (change, errors) in [
+        (json!({"name": long(256)}), json!({"name": too_long(255)})),
+        (
+            json!({"name": long(900_000)}),
+            json!({"name": too_long(255)}),
+        ),
+        (
+            json!({"hostname": long(70_000)}),
+            json!({"hostname": too_long(253)}),
+        ),
+        (
+            json!({"slack_channel": long(256)}),
+            json!({"slack_channel": too_long(255)}),
+        ),
+        (json!({"name": "Orders\u{0}"}), json!({"name": control})),
+        (
+            json!({"name": "\u{1b}[31mOrders"}),
+            json!({"name": control}),
+        ),
+        (
+            json!({"database": "orders\nDROP"}),
+            json!({"database": control}),
+        ),
+        (json!({"tunnel_id": "t\t1"}), json!({"tunnel_id": control})),
+        (
+            json!({"hostname": "db.internal\n"}),
+            json!({"hostname": not_a_host}),
+        ),
+        (
+            json!({"hostname": "db internal"}),
+            json!({"hostname": not_a_host}),
+        ),
+        (
+            json!({"hostname": "db.internal:5432"}),
+            json!({"hostname": not_a_host}),
+        ),
+        (json!({"hostname": "-db"}), json!({"hostname": not_a_host})),
+        (
+            json!({"connection_parameters": [{"name": "search_path", "value": "a\nb"}]}),
+            json!({"connection_parameters": [{"value": control}]}),
+        ),
+        (
+            json!({"connection_parameters": [{"name": long(256), "value": long(4097)}]}),
+            json!({"connection_parameters": [{"name": too_long(255), "value": too_long(4096)}]}),
+        ),
+        (
+            json!({"credentials": [{"username": "a\u{7f}", "password": "p\u{0}w"}]}),
+            json!({"credentials": [{
+                "username": control,
+                "password": ["must not contain a NUL character"],
+            }]}),
+        ),
+        (
+            json!({"credentials": [{"username": "a", "password": long(1025), "hostname": "h h"}]}),
+            json!({"credentials": [{"password": too_long(1024), "hostname": not_a_host}]}),
+        ),
+    ] {
+        create_fails(
+            &api,
+            &with(minimal_database(), change.clone()),
+            errors.clone(),
+        )
+        .await;
+        let answer = rejected(&api, Method::PATCH, &at(&id_of(&stored)), &change).await;
+        assert_eq!(answer, json!({ "errors": errors }), "PATCH {change}");
+    }
+    for good in [
+        "127.0.0.1",
+        "::1",
+        "2001:db8::5",
+        "db-1.eu_west.internal.",
+        "localhost",
+    ] {
+        let db = api
+            .create_database(&with(minimal_database(), json!({ "hostname": good })))
+            .await;
+        assert_eq!(db["hostname"], good);
+    }
+    // A password may hold any character but NUL.
+    let body = with(
+        minimal_database(),
+        json!({"credentials": [{"username": "a", "password": "p\u{1b}\n\tw"}]}),
+    );
+    api.create_database(&body).await;
+    // Setup reads the same rules.
+    let answer = rejected(
+        &api,
+        Method::PUT,
+        SETUP,
+        &with(
+            setup_body("ext-1"),
+            json!({"id": long(256), "hostname": "a\u{0}b"}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        answer,
+        json!({"errors": {"id": too_long(255), "hostname": not_a_host}})
+    );
+    assert_eq!(get(&api, &id_of(&stored)).await, stored);
+    assert_eq!(list(&api, "").await["data"].as_array().unwrap().len(), 7);
+}
+
+/// Wrong JSON types are "is invalid" wherever they appear, ids of list items included; a whole
+/// number beyond 64 bits gets the bound it breaks, like any other.
+pub async fn wrong_types_and_huge_numbers_are_named(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let stored = api.create_database(&minimal_database()).await;
+    for id in [json!(42), json!(true), json!({"id": "x"}), json!(["crd_x"])] {
+        let change = json!({"credentials": [{"id": id, "username": "reader"}]});
+        let answer = rejected(&api, Method::PATCH, &at(&id_of(&stored)), &change).await;
+        assert_eq!(
+            answer,
+            json!({"errors": {"credentials": [{"id": ["is invalid"]}]}}),
+            "id {id}"
+        );
+    }
+    let huge = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+    for (field, value, message) in [
+        (
+            "port",
+            huge("18446744073709551616"),
+            "must be less than or equal to 65535",
+        ),
+        ("port", huge("1e30"), "must be less than or equal to 65535"),
+        (
+            "port",
+            huge("-99999999999999999999"),
+            "must be greater than or equal to 1",
+        ),
+        (
+            "ai_max_rows",
+            huge("99999999999999999999"),
+            "must be less than or equal to 4294967295",
+        ),
+        (
+            "ai_max_rows",
+            huge("9223372036854775808"),
+            "must be less than or equal to 4294967295",
+        ),
+    ] {
+        let answer = rejected(
+            &api,
+            Method::PATCH,
+            &at(&id_of(&stored)),
+            &json!({ field: value }),
+        )
+        .await;
+        assert_eq!(
+            answer,
+            json!({"errors": { field: [message] }}),
+            "{field} {value}"
+        );
+    }
+    assert_eq!(get(&api, &id_of(&stored)).await, stored);
+}
+
 /// A second setup with the same id updates the same database.
 pub async fn setup_again_updates_same_database(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);
@@ -1701,14 +1874,37 @@ pub async fn setup_ssl_only_for_enabled(storage: Arc<dyn Storage>) {
     for (value, expected) in [
         (json!("enabled"), true),
         (json!("disabled"), false),
-        (json!("true"), false),
-        (json!("Enabled"), false),
         (json!(""), false),
+        (json!("  "), false),
         (Value::Null, false),
     ] {
         let db = setup(&api, &with(setup_body("ext-1"), json!({ "ssl": value }))).await;
         assert_eq!(db["ssl"], expected, "ssl {value}");
     }
+    // A typo never turns TLS off: it is refused, and the stored database keeps TLS on.
+    let on = setup(
+        &api,
+        &with(setup_body("ext-1"), json!({ "ssl": "enabled" })),
+    )
+    .await;
+    for typo in ["true", "on", "Enabled", "enable", "disabled ", "yes"] {
+        let body = with(setup_body("ext-1"), json!({ "ssl": typo }));
+        let answer = rejected(&api, Method::PUT, SETUP, &body).await;
+        assert_eq!(
+            answer,
+            json!({"errors": {"ssl": ["must be one of: enabled, disabled"]}}),
+            "ssl {typo:?}"
+        );
+    }
+    let answer = rejected(
+        &api,
+        Method::PUT,
+        SETUP,
+        &with(setup_body("ext-1"), json!({"ssl": true})),
+    )
+    .await;
+    assert_eq!(answer, json!({"errors": {"ssl": ["is invalid"]}}));
+    assert_eq!(get(&api, &id_of(&on)).await, on);
 }
 
 /// The required setup fields: absent, null or blank is "can't be blank" on that key; a refused
@@ -2268,6 +2464,8 @@ macro_rules! database_tests {
                 setup_creates_database,
                 setup_again_updates_same_database,
                 retrieve_after_each_write_answers_the_write,
+                strings_are_bounded_and_clean,
+                wrong_types_and_huge_numbers_are_named,
                 setup_keeps_credential_id_for_same_username,
                 setup_leaves_exactly_one_credential,
                 setup_is_declarative,

@@ -187,6 +187,16 @@ impl Api {
     }
 }
 
+/// A 401 body: `detail` is "Unauthorized", and `hint` says what the route takes.
+#[track_caller]
+pub fn assert_unauthorized_body(response: &TestResponse) {
+    let body = response.json();
+    let errors = body["errors"].as_object().expect("an errors object");
+    assert_eq!(errors["detail"], "Unauthorized", "{body}");
+    assert!(errors["hint"].is_string(), "{body}");
+    assert_eq!(errors.len(), 2, "{body}");
+}
+
 /// A minimal valid create-database body.
 pub fn minimal_database() -> Value {
     serde_json::json!({

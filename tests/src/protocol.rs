@@ -191,7 +191,8 @@ fn assert_json(response: &TestResponse) {
 #[track_caller]
 fn assert_unauthorized(response: TestResponse, bearer: bool) {
     let response = response.expect(401);
-    assert_detail(&response, "Unauthorized");
+    crate::assert_unauthorized_body(&response);
+    assert_json(&response);
     let expected = bearer.then_some("Bearer");
     assert_eq!(response.header("www-authenticate"), expected);
 }
@@ -350,6 +351,61 @@ pub async fn protocol_api_key_on_v1_dashboards_401(storage: Arc<dyn Storage>) {
     assert_eq!(listed.json()["data"].as_array().unwrap().len(), 1);
 }
 
+/// A 401 says what the route takes and what was wrong with what came (`errors.hint`), without
+/// telling whether any secret is close to a valid one.
+pub async fn protocol_401_says_what_the_route_takes(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let compat = "/api/v1/dashboards";
+    let cases = [
+        (
+            DATABASES,
+            Auth::None,
+            "this route takes an API key in the x-api-key header",
+        ),
+        (
+            DATABASES,
+            Auth::Bearer(ACCESS_TOKEN),
+            "this route takes an API key in the x-api-key header, not an access token",
+        ),
+        (
+            DATABASES,
+            Auth::Key("wrong"),
+            "the API key (x-api-key) is not valid",
+        ),
+        (
+            DASHBOARDS,
+            Auth::None,
+            "this route takes an access token (Authorization: Bearer <token>)",
+        ),
+        (
+            DASHBOARDS,
+            Auth::Key(API_KEY),
+            "this route takes an access token (Authorization: Bearer <token>), not an API key",
+        ),
+        (
+            DASHBOARDS,
+            Auth::Bearer("wrong"),
+            "the access token (Authorization: Bearer) is not valid",
+        ),
+        (
+            compat,
+            Auth::None,
+            "this route takes an API key in the x-api-key header or an access token (Authorization: Bearer <token>)",
+        ),
+        (compat, Auth::Key("wrong"), "the credential is not valid"),
+    ];
+    for (path, auth, hint) in cases {
+        let response = raw(&api, Method::GET, path, auth, None, "")
+            .await
+            .expect(401);
+        assert_eq!(
+            response.json(),
+            json!({"errors": {"detail": "Unauthorized", "hint": hint}}),
+            "{path}"
+        );
+    }
+}
+
 /// A Bearer token does not open the database routes, even when it carries the API key.
 pub async fn protocol_bearer_on_database_routes_401(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);
@@ -506,7 +562,7 @@ pub async fn protocol_auth_before_method(storage: Arc<dyn Storage>) {
         let response = raw(&api, method, &path, Auth::None, None, "").await;
         let response = response.expect(401);
         assert!(response.header("allow").is_none());
-        assert_detail(&response, "Unauthorized");
+        crate::assert_unauthorized_body(&response);
     }
     for (method, path) in [
         (Method::PATCH, fx.dash_path()),
@@ -1306,6 +1362,7 @@ macro_rules! protocol_tests {
                 protocol_missing_credentials_401,
                 protocol_wrong_credentials_401,
                 protocol_api_key_on_v1_dashboards_401,
+                protocol_401_says_what_the_route_takes,
                 protocol_bearer_on_database_routes_401,
                 protocol_empty_credentials_401,
                 protocol_auth_before_existence,

@@ -18,6 +18,8 @@ pub enum ApiError {
     Unauthorized {
         /// Whether the route takes a Bearer token.
         bearer: bool,
+        /// What the route takes, and what was wrong with what came (`errors.hint`).
+        hint: &'static str,
     },
     /// 403: a valid credential whose scope does not allow the operation.
     Forbidden,
@@ -93,7 +95,9 @@ impl ApiError {
         let status = self.status();
         let body = match &self {
             ApiError::BadRequest(text) => detail(text),
-            ApiError::Unauthorized { .. } => detail("Unauthorized"),
+            ApiError::Unauthorized { hint, .. } => {
+                json!({ "errors": { "detail": "Unauthorized", "hint": hint } })
+            }
             ApiError::Forbidden => detail("Forbidden"),
             ApiError::NotFound => detail("Not Found"),
             ApiError::MethodNotAllowed(_) => detail("Method Not Allowed"),
@@ -125,7 +129,7 @@ impl ApiError {
         let mut response = json_response(status, &body);
         let headers = response.headers_mut();
         match self {
-            ApiError::Unauthorized { bearer: true } => {
+            ApiError::Unauthorized { bearer: true, .. } => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
             ApiError::MethodNotAllowed(methods) => {

@@ -288,11 +288,10 @@ impl Shared {
         headers: &HeaderMap,
     ) -> Result<(), ApiError> {
         let accepted = route.credentials();
-        let unauthorized = ApiError::Unauthorized {
-            bearer: accepted.takes_bearer(),
-        };
         let mut scope = None;
+        let mut presented = false;
         for (kind, secret) in presented_credentials(headers, accepted) {
+            presented = true;
             scope = self
                 .authenticator
                 .authenticate(kind, secret)
@@ -308,8 +307,16 @@ impl Shared {
                 break;
             }
         }
+        let unauthorized = || {
+            let other = presented_credentials(headers, Credentials::ApiKeyOrBearer)
+                .any(|(kind, _)| !accepted.accepts(kind));
+            ApiError::Unauthorized {
+                bearer: accepted.takes_bearer(),
+                hint: accepted.hint(presented, other),
+            }
+        };
         match scope {
-            None => Err(unauthorized),
+            None => Err(unauthorized()),
             Some(scope) if route.permits(scope, method) => Ok(()),
             Some(_) => Err(ApiError::Forbidden),
         }

@@ -48,6 +48,33 @@ impl Credentials {
         !matches!(self, Credentials::ApiKey)
     }
 
+    /// What a 401 says the route takes, and why what was presented did not do: `presented` is
+    /// whether a credential the route takes was sent, `other` whether one it does not take was.
+    pub(crate) fn hint(self, presented: bool, other: bool) -> &'static str {
+        match (self, presented, other) {
+            (Credentials::ApiKey, true, _) => "the API key (x-api-key) is not valid",
+            (Credentials::ApiKey, false, true) => {
+                "this route takes an API key in the x-api-key header, not an access token"
+            }
+            (Credentials::ApiKey, false, false) => {
+                "this route takes an API key in the x-api-key header"
+            }
+            (Credentials::Bearer, true, _) => {
+                "the access token (Authorization: Bearer) is not valid"
+            }
+            (Credentials::Bearer, false, true) => {
+                "this route takes an access token (Authorization: Bearer <token>), not an API key"
+            }
+            (Credentials::Bearer, false, false) => {
+                "this route takes an access token (Authorization: Bearer <token>)"
+            }
+            (Credentials::ApiKeyOrBearer, true, _) => "the credential is not valid",
+            (Credentials::ApiKeyOrBearer, false, _) => {
+                "this route takes an API key in the x-api-key header or an access token (Authorization: Bearer <token>)"
+            }
+        }
+    }
+
     /// Whether a presented credential of this kind is looked at.
     pub(crate) fn accepts(self, kind: CredentialKind) -> bool {
         match self {

@@ -6,9 +6,13 @@ use serde_json::{Map, Value};
 use super::ValidationErrors;
 use super::errors::message;
 use super::reader::{Items, Reader};
+use super::text::{NAME_MAX, Text, VALUE_MAX};
 use crate::model::{
     AccessLevel, ColumnAction, ColumnRule, DataProtection, Permission, Policy, SubjectKind,
 };
+
+/// The rule of subjects, policy names and columns.
+const NAME: Text = Text::Line(NAME_MAX);
 
 /// A required list of objects: absent is blank, null is empty.
 fn required_list<'a>(r: &mut Reader<'a>, key: &str) -> Option<Vec<&'a Map<String, Value>>> {
@@ -27,7 +31,7 @@ pub fn permissions_from_body(
     let items = required_list(&mut r, "permissions").unwrap_or_default();
     let permissions = Items::read(&items, |_, ir| {
         let subject_kind = ir.choice::<SubjectKind>("subject_kind", true);
-        let subject = ir.required_text("subject", true);
+        let subject = ir.required_text("subject", true, NAME);
         let access = ir.choice::<AccessLevel>("access", true);
         Some(Permission {
             subject_kind: subject_kind?,
@@ -53,7 +57,7 @@ pub fn data_protection_from_body(
     body: &Map<String, Value>,
 ) -> Result<DataProtection, ValidationErrors> {
     let mut r = Reader::new(body);
-    let inherits_from = r.text("inherits_from").flatten();
+    let inherits_from = r.text("inherits_from", NAME).flatten();
     if inherits_from.as_deref() == Some(database_id) {
         r.errors().add("inherits_from", message::INHERITS_ITSELF);
     }
@@ -72,14 +76,14 @@ pub fn data_protection_from_body(
 }
 
 fn policy(r: &mut Reader<'_>) -> Option<Policy> {
-    let name = r.required_text("name", true);
-    let description = r.text("description").flatten();
+    let name = r.required_text("name", true, NAME);
+    let description = r.text("description", Text::Lines(VALUE_MAX)).flatten();
     let items = required_list(r, "columns");
     if items.as_ref().is_some_and(Vec::is_empty) {
         r.errors().add("columns", message::AT_LEAST_ONE);
     }
     let columns = Items::read(&items.unwrap_or_default(), |_, cr| {
-        let column = cr.required_text("column", true);
+        let column = cr.required_text("column", true, NAME);
         let action = cr.choice::<ColumnAction>("action", true);
         Some(ColumnRule {
             column: column?,

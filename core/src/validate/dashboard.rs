@@ -6,10 +6,14 @@ use serde_json::{Map, Value};
 
 use super::ValidationErrors;
 use super::reader::{Items, Reader};
+use super::text::{NAME_MAX, QUERY_MAX, Text, VALUE_MAX};
 use crate::model::{
     Action, ActionId, Dashboard, DashboardId, InputMapping, Panel, PanelDetails, PanelId,
     PanelInput, Timestamp,
 };
+
+/// The rule of the one-line names, titles, ids and keys of a dashboard.
+const NAME: Text = Text::Line(NAME_MAX);
 
 const QUERY_TYPE_CHOICES: &str = "must be one of: query";
 const COLUMN_WHILE_PROMPTING: &str = "must be empty when prompt_user is true";
@@ -35,7 +39,7 @@ pub fn dashboard_from_body(
         updated_at: now,
     });
     let mut r = Reader::new(body);
-    if let Some(name) = r.required_text("name", creating) {
+    if let Some(name) = r.required_text("name", creating, NAME) {
         dashboard.name = name;
     }
     match r.boolean("restricted_access") {
@@ -76,10 +80,11 @@ impl StoredIds {
         ids
     }
 
-    /// The item's `id` when it is stored and not taken yet by an earlier item.
-    fn take(set: &mut HashSet<String>, item: &Map<String, Value>) -> Option<String> {
-        let id = item.get("id")?.as_str()?;
-        set.remove(id).then(|| id.to_owned())
+    /// The item's `id` (a string, or "is invalid") when it is stored and not taken yet by an
+    /// earlier item.
+    fn take(set: &mut HashSet<String>, r: &mut Reader<'_>) -> Option<String> {
+        let id = r.text("id", NAME).flatten()?;
+        set.remove(&id).then_some(id)
     }
 }
 
@@ -88,8 +93,8 @@ fn panels(
     ids: &mut StoredIds,
     errors: &mut ValidationErrors,
 ) -> Option<Vec<Panel>> {
-    Items::read(items, |item, r| {
-        let id = StoredIds::take(&mut ids.panels, item)
+    Items::read(items, |_, r| {
+        let id = StoredIds::take(&mut ids.panels, r)
             .map(PanelId::from_stored)
             .unwrap_or_else(PanelId::generate);
         panel(id, r, ids)
@@ -98,7 +103,7 @@ fn panels(
 }
 
 fn panel(id: PanelId, r: &mut Reader<'_>, ids: &mut StoredIds) -> Option<Panel> {
-    let title = r.required_text("title", true);
+    let title = r.required_text("title", true, NAME);
     let inputs = r
         .objects("inputs")
         .flatten()
@@ -128,12 +133,12 @@ fn panel(id: PanelId, r: &mut Reader<'_>, ids: &mut StoredIds) -> Option<Panel> 
 }
 
 fn query_details(d: &mut Reader<'_>) -> Option<PanelDetails> {
-    let kind = d.required_text("__type__", true);
+    let kind = d.required_text("__type__", true, NAME);
     if kind.as_deref().is_some_and(|kind| kind != "query") {
         d.errors().add("__type__", QUERY_TYPE_CHOICES);
     }
-    let query = d.required_text("query", true);
-    let credential_id = d.required_text("credential_id", true);
+    let query = d.required_text("query", true, Text::Lines(QUERY_MAX));
+    let credential_id = d.required_text("credential_id", true, NAME);
     Some(PanelDetails::Query {
         query: query?,
         credential_id: credential_id?,
@@ -142,8 +147,10 @@ fn query_details(d: &mut Reader<'_>) -> Option<PanelDetails> {
 
 fn inputs(items: &[&Map<String, Value>], errors: &mut ValidationErrors) -> Option<Vec<PanelInput>> {
     Items::read(items, |_, r| {
-        let key = r.required_text("key", true);
-        let description = r.raw_text("description").unwrap_or_default();
+        let key = r.required_text("key", true, NAME);
+        let description = r
+            .raw_text("description", Text::Lines(VALUE_MAX))
+            .unwrap_or_default();
         key.map(|key| PanelInput { key, description })
     })
     .unique_by("key", |input| Some(input.key.clone()))
@@ -155,12 +162,12 @@ fn actions(
     ids: &mut StoredIds,
     errors: &mut ValidationErrors,
 ) -> Option<Vec<Action>> {
-    Items::read(items, |item, r| {
-        let id = StoredIds::take(&mut ids.actions, item)
+    Items::read(items, |_, r| {
+        let id = StoredIds::take(&mut ids.actions, r)
             .map(ActionId::from_stored)
             .unwrap_or_else(ActionId::generate);
-        let label = r.text("label").flatten();
-        let workflow_id = r.text("workflow_id").flatten();
+        let label = r.text("label", NAME).flatten();
+        let workflow_id = r.text("workflow_id", NAME).flatten();
         let mappings = r
             .objects("input_mappings")
             .flatten()
@@ -181,12 +188,12 @@ fn input_mappings(
     errors: &mut ValidationErrors,
 ) -> Option<Vec<InputMapping>> {
     Items::read(items, |item, r| {
-        let key = r.required_text("workflow_input_key", true);
+        let key = r.required_text("workflow_input_key", true, NAME);
         let prompt_user = r.boolean("prompt_user");
         let prompt_user_known = prompt_user.is_some() || !item.contains_key("prompt_user");
         let prompt_user = prompt_user.flatten().unwrap_or(false);
-        let column = r.text("column").flatten();
-        let prompt = r.text("prompt").flatten();
+        let column = r.text("column", NAME).flatten();
+        let prompt = r.text("prompt", Text::Lines(VALUE_MAX)).flatten();
         if prompt_user && column.is_some() {
             r.errors().add("column", COLUMN_WHILE_PROMPTING);
         }

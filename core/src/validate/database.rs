@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use super::ValidationErrors;
 use super::errors::message;
 use super::reader::{Given, Items, Reader};
+use super::text::{NAME_MAX, Text, VALUE_MAX};
 use crate::model::{
     Adapter, ConnectionParameter, Credential, CredentialId, Database, DatabaseId, Secret,
     Timestamp, TlsField, TlsMaterial,
@@ -15,6 +16,9 @@ use crate::seal::{Place, Sealer};
 
 /// The `ai_max_rows` of a database that does not set it.
 pub const DEFAULT_AI_MAX_ROWS: u32 = 500;
+
+/// The rule of the one-line names and ids of a database.
+const NAME: Text = Text::Line(NAME_MAX);
 
 const RESERVED_PARAMETERS: [&str; 2] = ["user", "database"];
 
@@ -87,16 +91,16 @@ pub fn database_from_body(
     let mut db = stored.cloned().unwrap_or_else(|| blank_database(now));
     let mut r = Reader::new(body);
 
-    if let Some(name) = r.required_text("name", creating) {
+    if let Some(name) = r.required_text("name", creating, NAME) {
         db.name = name;
     }
     if let Some(adapter) = r.choice::<Adapter>("adapter", creating) {
         db.adapter = adapter;
     }
-    if let Some(hostname) = r.required_text("hostname", creating) {
+    if let Some(hostname) = r.required_text("hostname", creating, Text::Host) {
         db.hostname = hostname;
     }
-    if let Some(database) = r.required_text("database", creating) {
+    if let Some(database) = r.required_text("database", creating, NAME) {
         db.database = database;
     }
     assign_opt(&mut db.port, port(&mut r));
@@ -112,9 +116,9 @@ pub fn database_from_body(
         r.boolean("review_bypass_allowed"),
         false,
     );
-    assign_opt(&mut db.group, r.text("group"));
-    assign_opt(&mut db.slack_channel, r.text("slack_channel"));
-    assign_opt(&mut db.tunnel_id, r.text("tunnel_id"));
+    assign_opt(&mut db.group, r.text("group", NAME));
+    assign_opt(&mut db.slack_channel, r.text("slack_channel", NAME));
+    assign_opt(&mut db.tunnel_id, r.text("tunnel_id", NAME));
     assign(&mut db.ai_enabled, r.boolean("ai_enabled"), false);
     assign(
         &mut db.ai_max_rows,
@@ -178,13 +182,15 @@ fn connection_parameters(
     errors: &mut ValidationErrors,
 ) -> Option<Vec<ConnectionParameter>> {
     Items::read(items, |_, r| {
-        let name = r.required_text("name", true);
+        let name = r.required_text("name", true, NAME);
         if let Some(name) = &name
             && RESERVED_PARAMETERS.contains(&name.to_ascii_lowercase().as_str())
         {
             r.errors().add("name", message::RESERVED);
         }
-        let value = r.raw_text("value").unwrap_or_default();
+        let value = r
+            .raw_text("value", Text::Line(VALUE_MAX))
+            .unwrap_or_default();
         name.map(|name| ConnectionParameter { name, value })
     })
     .unique_by("name", |p| Some(p.name.to_ascii_lowercase()))
@@ -200,10 +206,10 @@ fn credentials(
     errors: &mut ValidationErrors,
 ) -> Option<Vec<Credential>> {
     let mut kept_ids = HashSet::new();
-    Items::read(items, |item, r| {
-        let existing = item
-            .get("id")
-            .and_then(Value::as_str)
+    Items::read(items, |_, r| {
+        let existing = r
+            .text("id", NAME)
+            .flatten()
             .and_then(|id| stored.iter().find(|c| c.id.as_str() == id))
             .filter(|c| kept_ids.insert(c.id.clone()));
         credential(existing, seal, r)
@@ -228,7 +234,7 @@ fn credential(
         reviews_required: 0,
         default_credential: false,
     });
-    let username = r.required_text("username", existing.is_none());
+    let username = r.required_text("username", existing.is_none(), NAME);
     if let Some(username) = username.clone() {
         credential.username = username;
     }
@@ -236,7 +242,7 @@ fn credential(
     let place = Place::password(seal.database_id, credential.id.as_str());
     let password = r.sealed("password", password, seal.sealer, &place);
     assign_opt(&mut credential.password, password);
-    assign_opt(&mut credential.hostname, r.text("hostname"));
+    assign_opt(&mut credential.hostname, r.text("hostname", Text::Host));
     assign(&mut credential.ai_allowed, r.boolean("ai_allowed"), false);
     assign_opt(&mut credential.timeout, u32_field(r, "timeout", 1));
     assign(
@@ -276,21 +282,27 @@ pub struct SetupRequest {
 /// optional ones to their defaults.
 pub fn parse_setup(body: &Map<String, Value>) -> Result<SetupRequest, ValidationErrors> {
     let mut r = Reader::new(body);
-    let api_id = r.required_text("id", true);
+    let api_id = r.required_text("id", true, NAME);
     let adapter = r.choice::<Adapter>("adapter", true);
-    let hostname = r.required_text("hostname", true);
-    let database = r.required_text("database", true);
-    let username = r.required_text("username", true);
+    let hostname = r.required_text("hostname", true, Text::Host);
+    let database = r.required_text("database", true, NAME);
+    let username = r.required_text("username", true, NAME);
     let password = r.password("password").flatten();
     if password.is_none() {
         r.blank::<()>("password");
     }
-    let name = r.text("name").flatten();
+    let name = r.text("name", NAME).flatten();
     let port = port(&mut r).flatten();
-    let group = r.text("group").flatten();
-    let tunnel_id = r.text("tunnel_id").flatten();
-    let ssl = match r.text("ssl") {
-        Some(Some(value)) => value == "enabled",
+    let group = r.text("group", NAME).flatten();
+    let tunnel_id = r.text("tunnel_id", NAME).flatten();
+    // Only "enabled" turns TLS on; a typo is refused rather than read as "off".
+    let ssl = match r.text("ssl", NAME) {
+        Some(Some(value)) if value == "enabled" => true,
+        Some(Some(value)) if value == "disabled" => false,
+        Some(Some(_)) => {
+            r.errors().add("ssl", message::SSL_CHOICES);
+            false
+        }
         _ => false,
     };
     let mut tls = TlsMaterial::default();

@@ -19,6 +19,8 @@ pub mod message {
     pub const TAKEN: &str = "has already been taken";
     /// An empty list where at least one item is needed.
     pub const AT_LEAST_ONE: &str = "should have at least 1 item(s)";
+    /// Setup's `ssl` other than `"enabled"`, `"disabled"` or blank.
+    pub const SSL_CHOICES: &str = "must be one of: enabled, disabled";
     /// `verify_server_hostname` without a CA certificate.
     pub const NEEDS_CA: &str = "requires a CA certificate (ssl_ca_cert)";
     /// A secret that could not be sealed (the system random number generator failed).

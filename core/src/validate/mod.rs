@@ -7,6 +7,7 @@ mod database;
 mod errors;
 mod listing;
 mod reader;
+mod text;
 
 pub use access::{data_protection_from_body, permissions_from_body};
 pub use dashboard::dashboard_from_body;
@@ -15,3 +16,4 @@ pub use database::{
 };
 pub use errors::{FieldErrors, ValidationErrors, message};
 pub use listing::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PageQuery, parse_page_query};
+pub use text::{CERTIFICATE_MAX, HOSTNAME_MAX, NAME_MAX, PASSWORD_MAX, QUERY_MAX, Text, VALUE_MAX};

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::ValidationErrors;
 use super::errors::message;
+use super::text::{CERTIFICATE_MAX, NAME_MAX, PASSWORD_MAX, Text};
 use crate::model::{SealedSecret, Secret};
 use crate::seal::{Place, Sealer};
 
@@ -23,17 +24,23 @@ pub(crate) struct Reader<'a> {
     errors: ValidationErrors,
 }
 
-/// A whole number, also when JSON wrote it as a float with no fraction (`5.0`).
-fn whole_number(value: &Value) -> Option<i64> {
-    match value {
-        Value::Number(number) => number.as_i64().or_else(|| {
+/// A whole number, also when JSON wrote it as a float with no fraction (`5.0`, `1e30`); one
+/// beyond `i128` saturates (it is out of every bound anyway).
+fn whole_number(value: &Value) -> Option<i128> {
+    let Value::Number(number) = value else {
+        return None;
+    };
+    number
+        .as_i64()
+        .map(i128::from)
+        .or_else(|| number.as_u64().map(i128::from))
+        .or_else(|| {
+            // `as` saturates: a float beyond i128 becomes its bound.
             number
                 .as_f64()
-                .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-                .map(|f| f as i64)
-        }),
-        _ => None,
-    }
+                .filter(|f| f.fract() == 0.0)
+                .map(|f| f as i128)
+        })
 }
 
 impl<'a> Reader<'a> {
@@ -57,28 +64,45 @@ impl<'a> Reader<'a> {
         None
     }
 
-    /// A string where blank means unset. The value itself is kept exactly as sent.
-    pub(crate) fn text(&mut self, key: &str) -> Given<String> {
+    /// A string where blank means unset, within `rule`. The value itself is kept exactly as
+    /// sent.
+    pub(crate) fn text(&mut self, key: &str, rule: Text) -> Given<String> {
         match self.object.get(key)? {
             Value::Null => Some(None),
             Value::String(s) if s.trim().is_empty() => Some(None),
-            Value::String(s) => Some(Some(s.clone())),
+            Value::String(s) => self.checked(key, s, rule).map(Some),
             _ => self.invalid(key),
         }
     }
 
-    /// A string kept as sent, `""` included; null gives `""`.
-    pub(crate) fn raw_text(&mut self, key: &str) -> Option<String> {
+    /// A string kept as sent, `""` included, within `rule`; null gives `""`.
+    pub(crate) fn raw_text(&mut self, key: &str, rule: Text) -> Option<String> {
         match self.object.get(key)? {
             Value::Null => Some(String::new()),
-            Value::String(s) => Some(s.clone()),
+            Value::String(s) => self.checked(key, s, rule),
             _ => self.invalid(key),
         }
     }
 
-    /// A string that must be non-blank when given, and present when `required`.
-    pub(crate) fn required_text(&mut self, key: &str, required: bool) -> Option<String> {
-        match self.text(key) {
+    /// `value` when `rule` allows it, else `None` with the rule's message on `key`.
+    fn checked(&mut self, key: &str, value: &str, rule: Text) -> Option<String> {
+        match rule.check(value) {
+            Ok(()) => Some(value.to_owned()),
+            Err(message) => {
+                self.errors.add(key, message);
+                None
+            }
+        }
+    }
+
+    /// A string within `rule` that must be non-blank when given, and present when `required`.
+    pub(crate) fn required_text(
+        &mut self,
+        key: &str,
+        required: bool,
+        rule: Text,
+    ) -> Option<String> {
+        match self.text(key, rule) {
             None if required => self.blank(key),
             None => None,
             Some(None) => self.blank(key),
@@ -95,7 +119,7 @@ impl<'a> Reader<'a> {
         key: &str,
         required: bool,
     ) -> Option<T> {
-        let name = self.required_text(key, required)?;
+        let name = self.required_text(key, required, Text::Line(NAME_MAX))?;
         match name.parse() {
             Ok(value) => Some(value),
             Err(choices) => {
@@ -120,7 +144,8 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A whole number within `min..=max`.
+    /// A whole number within `min..=max`. A whole number beyond 64 bits gets the bound it
+    /// breaks, like any other.
     pub(crate) fn integer(&mut self, key: &str, min: i64, max: i64) -> Given<i64> {
         let value = self.object.get(key)?;
         if value.is_null() {
@@ -129,6 +154,7 @@ impl<'a> Reader<'a> {
         let Some(number) = whole_number(value) else {
             return self.invalid(key);
         };
+        let (min, max) = (i128::from(min), i128::from(max));
         if number < min {
             self.errors
                 .add(key, format!("must be greater than or equal to {min}"));
@@ -138,7 +164,8 @@ impl<'a> Reader<'a> {
                 .add(key, format!("must be less than or equal to {max}"));
             None
         } else {
-            Some(Some(number))
+            // Within `min..=max`, which are `i64`.
+            Some(Some(number as i64))
         }
     }
 
@@ -171,7 +198,7 @@ impl<'a> Reader<'a> {
 
     /// Base64 text (whitespace ignored), decoded into a secret; blank means unset.
     pub(crate) fn base64_secret(&mut self, key: &str) -> Given<Secret> {
-        let Some(text) = self.text(key)? else {
+        let Some(text) = self.text(key, Text::Lines(CERTIFICATE_MAX))? else {
             return Some(None);
         };
         let compact: Vec<u8> = text
@@ -186,7 +213,8 @@ impl<'a> Reader<'a> {
 
     /// A password: kept as sent when it is a non-empty string; null or blank clear it.
     pub(crate) fn password(&mut self, key: &str) -> Given<Secret> {
-        self.text(key).map(|value| value.map(Secret::from))
+        self.text(key, Text::Opaque(PASSWORD_MAX))
+            .map(|value| value.map(Secret::from))
     }
 
     /// A secret of field `key` (from [`Reader::password`] or [`Reader::base64_secret`]),
