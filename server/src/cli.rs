@@ -12,6 +12,7 @@ use clap::{Args, Parser, Subcommand};
 use dbconsole_core::{CredentialKind, Scope};
 
 use crate::backend::{StorageKind, StorageLocation};
+use crate::serve::ServeLimits;
 
 /// The `dbconsole` command line.
 #[derive(Debug, Parser)]
@@ -52,9 +53,10 @@ Logs go to standard error; RUST_LOG filters them (default: info).";
 #[derive(Clone, Debug, Args)]
 #[command(after_help = SERVE_AFTER_HELP)]
 pub struct ServeArgs {
-    /// Socket address to listen on; port 0 picks a free port (the bound address is printed).
-    #[arg(long, env = "DBCONSOLE_LISTEN", default_value = "127.0.0.1:4000")]
-    pub listen: SocketAddr,
+    /// Address to listen on, HOST:PORT: an IP address or a host name (resolved at start; every
+    /// address tried in turn); port 0 picks a free port (the bound address is printed).
+    #[arg(long, env = "DBCONSOLE_LISTEN", default_value = "127.0.0.1:4000", value_parser = listen_address)]
+    pub listen: String,
 
     /// Storage backend.
     #[arg(long, env = "DBCONSOLE_STORAGE", value_enum, default_value_t = StorageKind::Redb)]
@@ -90,6 +92,35 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(0..=65536)
     )]
     pub read_cache_mib: u64,
+
+    /// Connections served at once; more wait in the listen backlog until one ends.
+    #[arg(
+        long,
+        env = "DBCONSOLE_MAX_CONNECTIONS",
+        default_value_t = 1024,
+        value_parser = clap::value_parser!(u64).range(1..=1_000_000)
+    )]
+    pub max_connections: u64,
+
+    /// Seconds a request body may take to arrive once its head has; slower is 408 and the
+    /// connection is closed.
+    #[arg(
+        long,
+        env = "DBCONSOLE_BODY_TIMEOUT_SECS",
+        default_value_t = 30,
+        value_parser = clap::value_parser!(u64).range(1..=3600)
+    )]
+    pub body_timeout_secs: u64,
+
+    /// Seconds a shutdown (SIGINT, SIGTERM) waits for the requests in flight before it ends
+    /// them; a second signal ends them at once.
+    #[arg(
+        long,
+        env = "DBCONSOLE_DRAIN_SECS",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(0..=3600)
+    )]
+    pub drain_secs: u64,
 
     /// Check-connection timeout in seconds, for credentials that set none.
     #[arg(
@@ -174,9 +205,40 @@ impl ServeArgs {
         }
     }
 
+    /// The serving loop's bounds: `--max-connections` and `--drain-secs`.
+    pub fn limits(&self) -> ServeLimits {
+        ServeLimits {
+            max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
+            drain: Duration::from_secs(self.drain_secs),
+        }
+    }
+
+    /// `--body-timeout-secs` as a duration.
+    pub fn body_timeout(&self) -> Duration {
+        Duration::from_secs(self.body_timeout_secs)
+    }
+
     /// `--check-timeout-secs` as a duration.
     pub fn check_timeout(&self) -> Duration {
         Duration::from_secs(self.check_timeout_secs)
+    }
+}
+
+/// `--listen`: a socket address, or `host:port` with a host name (resolved when binding).
+fn listen_address(value: &str) -> Result<String, String> {
+    let well_formed = value.parse::<SocketAddr>().is_ok()
+        || value.rsplit_once(':').is_some_and(|(host, port)| {
+            port.parse::<u16>().is_ok()
+                && !host.is_empty()
+                && host.len() <= 253
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'))
+        });
+    if well_formed {
+        Ok(value.to_owned())
+    } else {
+        Err("expected HOST:PORT, like 127.0.0.1:4000, [::1]:4000 or localhost:4000".into())
     }
 }
 
@@ -317,7 +379,7 @@ mod tests {
             "3",
         ])
         .unwrap();
-        assert_eq!(args.listen, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(args.listen, "0.0.0.0:8080");
         assert_eq!(args.storage, StorageKind::Memory);
         assert_eq!(args.data_dir, PathBuf::from("/var/lib/dbconsole"));
         assert_eq!(args.check_timeout(), Duration::from_secs(3));

@@ -136,7 +136,7 @@ pub mod serve;
 pub use backend::StorageKind;
 pub use cli::{Cli, Command, KeysArgs, KeysCommand, ServeArgs};
 pub use credentials::EnvCredentials;
-pub use serve::{ShutdownSignal, serve};
+pub use serve::{ServeLimits, ShutdownSignal, serve};
 
 /// Sends `tracing` output to standard error, filtered by `RUST_LOG` (default `info`), without
 /// colours unless standard error is a terminal.

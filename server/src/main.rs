@@ -3,7 +3,6 @@
 //! `dbconsole serve --help` and `dbconsole keys --help` list them.
 
 use std::io::{self, Write};
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -58,12 +57,13 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .checkers(dbconsole_core::check::standard_checkers())
         .check_timeout(args.check_timeout())
         .read_cache(args.read_cache_bytes())
+        .body_timeout(args.body_timeout())
         .build();
 
     let signal = ShutdownSignal::install().map_err(Error::Signals)?;
-    let listener = TcpListener::bind(args.listen)
+    let listener = TcpListener::bind(args.listen.as_str())
         .await
-        .map_err(|source| Error::Listen(args.listen, source))?;
+        .map_err(|source| Error::Listen(args.listen.clone(), source))?;
     let address = listener.local_addr().map_err(Error::BoundAddress)?;
     #[cfg(unix)]
     let admin = match args.storage {
@@ -98,7 +98,8 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     drop(stdout);
     drop(created);
 
-    dbconsole_server::serve(listener, service, signal.recv()).await;
+    let (shutdown, force) = signal.stages();
+    dbconsole_server::serve(listener, service, args.limits(), shutdown, force).await;
     #[cfg(unix)]
     if let Some(admin) = admin {
         admin.shutdown().await;
@@ -146,7 +147,7 @@ enum Error {
     #[error("cannot install signal handlers: {0}")]
     Signals(io::Error),
     #[error("cannot listen on {0}: {1}")]
-    Listen(SocketAddr, io::Error),
+    Listen(String, io::Error),
     #[error("cannot read the bound address: {0}")]
     BoundAddress(io::Error),
     #[error("cannot create the admin socket in {}: {source}", dir.display())]

@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::future::{Future, poll_fn};
 use std::io;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,6 +17,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tower_service::Service;
 
 /// The path of the health check (liveness: the process answers).
@@ -29,23 +31,58 @@ pub const READYZ: &str = "/readyz";
 /// so that a persistent failure does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
+/// The bounds of the serving loop (README, *The reference server*).
+#[derive(Clone, Copy, Debug)]
+pub struct ServeLimits {
+    /// Connections served at once; more wait in the listen backlog until one ends.
+    pub max_connections: usize,
+    /// How long a shutdown waits for the requests in flight before it ends them.
+    pub drain: Duration,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            drain: Duration::from_secs(10),
+        }
+    }
+}
+
 /// Serves `service` on `listener` until `shutdown` completes, then stops accepting, lets the
-/// requests in flight finish (idle keep-alive connections are closed at once) and returns.
+/// requests in flight finish (idle keep-alive connections are closed at once) for at most
+/// `limits.drain`, or until `force` completes (a second signal), and returns.
 ///
 /// Every request is logged once, after its response is ready, at `info` on the target
 /// `dbconsole::request`: method, path (never the query string), status and duration in
 /// milliseconds. `GET`/`HEAD /healthz` answers 200 `ok` without reaching the service.
-pub async fn serve<F>(listener: TcpListener, service: ConsoleService, shutdown: F)
-where
+pub async fn serve<F, G>(
+    listener: TcpListener,
+    service: ConsoleService,
+    limits: ServeLimits,
+    shutdown: F,
+    force: G,
+) where
     F: Future<Output = ()>,
+    G: Future<Output = ()>,
 {
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     // The timer enables hyper's header read timeout, so a client that never finishes its
     // request head cannot hold a connection (and the shutdown) forever.
     http.timer(TokioTimer::new());
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
+        // A free connection slot first: at the cap, new connections wait in the backlog.
+        let slot = tokio::select! {
+            biased;
+            () = &mut shutdown => break,
+            slot = Arc::clone(&slots).acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => break,
+            },
+        };
         tokio::select! {
             biased;
             () = &mut shutdown => break,
@@ -64,6 +101,7 @@ where
                         if let Err(error) = connection.await {
                             tracing::debug!(%error, "connection ended with an error");
                         }
+                        drop(slot);
                     });
                 }
                 Err(error) => {
@@ -74,9 +112,17 @@ where
         }
     }
     drop(listener);
-    tracing::info!("shutting down: no longer accepting, finishing requests in flight");
-    graceful.shutdown().await;
-    tracing::info!("shutdown complete");
+    tracing::info!(
+        drain_secs = limits.drain.as_secs_f64(),
+        "shutting down: no longer accepting, finishing requests in flight (a second signal stops at once)"
+    );
+    tokio::select! {
+        () = graceful.shutdown() => tracing::info!("shutdown complete"),
+        () = tokio::time::sleep(limits.drain) => {
+            tracing::warn!("requests still in flight after the drain time: ending them");
+        }
+        () = force => tracing::warn!("second signal: ending the requests in flight"),
+    }
 }
 
 /// One request: the health check or the service, then the log line.
@@ -169,18 +215,12 @@ impl ShutdownSignal {
         }
     }
 
-    /// Completes at the first signal, and logs which one it was.
-    pub async fn recv(self) {
+    /// Completes at the next signal, and logs which one it was.
+    pub async fn recv(&mut self) {
         #[cfg(unix)]
-        let name = {
-            let Self {
-                mut interrupt,
-                mut terminate,
-            } = self;
-            tokio::select! {
-                _ = interrupt.recv() => "SIGINT",
-                _ = terminate.recv() => "SIGTERM",
-            }
+        let name = tokio::select! {
+            _ = self.interrupt.recv() => "SIGINT",
+            _ = self.terminate.recv() => "SIGTERM",
         };
         #[cfg(not(unix))]
         let name = match tokio::signal::ctrl_c().await {
@@ -188,5 +228,28 @@ impl ShutdownSignal {
             Err(_) => std::future::pending().await,
         };
         tracing::info!(signal = name, "shutdown requested");
+    }
+
+    /// Two futures for [`serve`]: the first completes at the first signal (shut down), the
+    /// second at the one after it (stop now). Needs a Tokio runtime.
+    pub fn stages(mut self) -> (impl Future<Output = ()>, impl Future<Output = ()>) {
+        let (first_tx, first_rx) = tokio::sync::oneshot::channel::<()>();
+        let (second_tx, second_rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            self.recv().await;
+            let _ = first_tx.send(());
+            self.recv().await;
+            let _ = second_tx.send(());
+        });
+        (
+            async move {
+                let _ = first_rx.await;
+            },
+            async move {
+                if second_rx.await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            },
+        )
     }
 }

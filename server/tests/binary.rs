@@ -253,7 +253,10 @@ async fn a_missing_or_wrong_api_key_is_401() {
     assert_eq!(missing.status, 401);
     assert_eq!(
         missing.json(),
-        serde_json::json!({"errors": {"detail": "Unauthorized"}})
+        serde_json::json!({"errors": {
+            "detail": "Unauthorized",
+            "hint": "this route takes an API key in the x-api-key header",
+        }})
     );
     let wrong = request(
         server.addr,
@@ -535,5 +538,156 @@ async fn check_connection_uses_the_drivers_built_into_the_server() {
     assert!(sqlserver.contains("Connection refused"), "{sqlserver}");
     let oracle = check("oracle", 1521, "pw").await;
     assert!(oracle.contains("Oracle Client library"), "{oracle}");
+    server.stop().await;
+}
+
+/// The head of a `POST /databases` that announces 100 bytes of body, and the first 8 of them:
+/// an upload that stalls.
+async fn stalled_upload(addr: SocketAddr) -> Conn {
+    let mut conn = Conn::connect(addr).await;
+    conn.send(&format!(
+        "POST {DATABASES} HTTP/1.1\r\nhost: test\r\nx-api-key: {KEY}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"name\":"
+    ))
+    .await;
+    conn
+}
+
+/// A client that stops in the middle of its body gets 408 once the body timeout has passed,
+/// and its connection is closed; the server goes on serving others.
+#[tokio::test]
+async fn a_stalled_upload_gets_408_and_its_connection_closed() {
+    let server = Server::start_with(
+        &configured(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--body-timeout-secs",
+            "1",
+        ],
+    )
+    .await;
+    let started = std::time::Instant::now();
+    let mut conn = stalled_upload(server.addr).await;
+    let response = tokio::time::timeout(Duration::from_secs(10), conn.read_response(false))
+        .await
+        .expect("no answer to a stalled upload");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    assert_eq!(response.status, 408, "{}", response.body);
+    assert_eq!(
+        response.json(),
+        serde_json::json!({"errors": {"detail": "the request body did not arrive within 1 s"}})
+    );
+    assert_eq!(response.header("connection"), Some("close"));
+    assert!(conn.is_closed_by_server().await);
+    let listed = request(server.addr, "GET", DATABASES, &[("x-api-key", KEY)], None).await;
+    assert_eq!(listed.json()["data"], serde_json::json!([]));
+    let (status, _, _) = server.stop().await;
+    assert_eq!(status.code(), Some(0));
+}
+
+/// A shutdown waits for the requests in flight at most `--drain-secs`, then ends them.
+#[tokio::test]
+async fn the_shutdown_drain_is_bounded() {
+    let mut server = Server::start_with(
+        &configured(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--body-timeout-secs",
+            "600",
+            "--drain-secs",
+            "1",
+        ],
+    )
+    .await;
+    let _stalled = stalled_upload(server.addr).await;
+    // The request has reached the service (its head is read) before the signal.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    server.signal(Signal::SIGTERM);
+    assert_eq!(server.exit_status().await.code(), Some(0));
+    let took = started.elapsed();
+    assert!(
+        (Duration::from_millis(900)..Duration::from_secs(5)).contains(&took),
+        "exited after {took:?}"
+    );
+    let stderr = server.stderr.all().await;
+    assert!(
+        stderr.contains("requests still in flight after the drain time"),
+        "{stderr}"
+    );
+}
+
+/// A second SIGINT or SIGTERM during the drain stops the server at once.
+#[tokio::test]
+async fn a_second_signal_stops_at_once() {
+    for second in [Signal::SIGINT, Signal::SIGTERM] {
+        let mut server = Server::start_with(
+            &configured(),
+            &[
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--body-timeout-secs",
+                "600",
+                "--drain-secs",
+                "600",
+            ],
+        )
+        .await;
+        let _stalled = stalled_upload(server.addr).await;
+        server.signal(Signal::SIGTERM);
+        server
+            .stderr
+            .line("the shutdown log line", |line| {
+                line.contains("no longer accepting")
+            })
+            .await;
+        let started = std::time::Instant::now();
+        server.signal(second);
+        assert_eq!(server.exit_status().await.code(), Some(0));
+        assert!(started.elapsed() < Duration::from_secs(5), "{second:?}");
+        let stderr = server.stderr.all().await;
+        assert!(stderr.contains("second signal"), "{stderr}");
+    }
+}
+
+/// Beyond `--max-connections`, a new connection waits (in the listen backlog) until one ends.
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_for_a_free_slot() {
+    let server = Server::start_with(
+        &configured(),
+        &["serve", "--listen", "127.0.0.1:0", "--max-connections", "1"],
+    )
+    .await;
+    let list = request_text("GET", DATABASES, &[("x-api-key", KEY)], None, false);
+    let mut first = Conn::connect(server.addr).await;
+    first.send(&list).await;
+    assert_eq!(first.read_response(false).await.status, 200);
+    let mut second = Conn::connect(server.addr).await;
+    second.send(&list).await;
+    let waited =
+        tokio::time::timeout(Duration::from_millis(500), second.read_response(false)).await;
+    assert!(
+        waited.is_err(),
+        "the second connection was served beside the first"
+    );
+    drop(first);
+    let response = tokio::time::timeout(Duration::from_secs(10), second.read_response(false))
+        .await
+        .expect("the second connection was not served after the first closed");
+    assert_eq!(response.status, 200);
+    server.stop().await;
+}
+
+/// `--listen` takes a host name, resolved when binding.
+#[tokio::test]
+async fn the_listen_address_may_be_a_host_name() {
+    let server = Server::start_with(&configured(), &["serve", "--listen", "localhost:0"]).await;
+    assert!(server.addr.ip().is_loopback());
+    let response = request(server.addr, "GET", "/healthz", &[], None).await;
+    assert_eq!(response.status, 200);
     server.stop().await;
 }

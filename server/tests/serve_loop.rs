@@ -29,9 +29,15 @@ async fn start() -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
     )
     .build();
     let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(dbconsole_server::serve(listener, service, async {
-        let _ = stopped.await;
-    }));
+    let task = tokio::spawn(dbconsole_server::serve(
+        listener,
+        service,
+        dbconsole_server::ServeLimits::default(),
+        async {
+            let _ = stopped.await;
+        },
+        std::future::pending(),
+    ));
     (addr, stop, task)
 }
 

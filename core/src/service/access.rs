@@ -34,7 +34,7 @@ impl Shared {
                 .await?
                 .ok_or(ApiError::NotFound)?,
             Method::PUT => {
-                let body = call.json(self.body_limit).await?;
+                let body = call.json(self).await?;
                 // Validated inside the edit, like a PATCH: a missing database is 404 before any 422.
                 let database_id = id.to_owned();
                 let edit: crate::storage::AccessEdit = if permissions {

@@ -32,7 +32,7 @@ impl Shared {
                 return Ok(json_response(StatusCode::OK, &PageView { data, next }));
             }
             (Route::Dashboards { .. }, &Method::POST) => {
-                let body = call.json(self.body_limit).await?;
+                let body = call.json(self).await?;
                 let dashboard = dashboard_from_body(None, &body, Timestamp::now())?;
                 storage.insert_dashboard(dashboard.clone()).await?;
                 dashboard
@@ -47,7 +47,7 @@ impl Shared {
             }
             (Route::Dashboard { id, .. }, &Method::DELETE) => storage.delete_dashboard(&id).await?,
             (Route::Dashboard { id, .. }, &Method::PUT | &Method::PATCH) => {
-                let body = call.json(self.body_limit).await?;
+                let body = call.json(self).await?;
                 let edit = move |stored: &Dashboard| {
                     dashboard_from_body(Some(stored), &body, Timestamp::now())
                 };

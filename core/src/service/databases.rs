@@ -37,7 +37,7 @@ impl Shared {
                 return Ok(json_response(StatusCode::OK, &PageView { data, next }));
             }
             (Route::Databases, &Method::POST) => {
-                let body = call.json(self.body_limit).await?;
+                let body = call.json(self).await?;
                 let db = database_from_body(None, &body, Timestamp::now(), &self.sealer)?;
                 storage.insert_database(db.clone()).await?;
                 db
@@ -51,7 +51,7 @@ impl Shared {
                     .await;
             }
             (Route::Database(id), &Method::PATCH) => {
-                let body = call.json(self.body_limit).await?;
+                let body = call.json(self).await?;
                 let sealer = self.sealer.clone();
                 let edit = move |stored: &Database| {
                     database_from_body(Some(stored), &body, Timestamp::now(), &sealer)
@@ -62,7 +62,7 @@ impl Shared {
                 storage.delete_database(DatabaseKey::Id(&id)).await?
             }
             (Route::DatabaseSetup, &Method::PUT) => {
-                let body = call.json(self.body_limit).await?;
+                let body = call.json(self).await?;
                 let setup = parse_setup(&body)?;
                 let api_id = setup.api_id.clone();
                 let sealer = self.sealer.clone();

@@ -27,6 +27,11 @@ pub enum ApiError {
     NotFound,
     /// 405: known path, other method; the allowed methods go into `allow`.
     MethodNotAllowed(&'static [Method]),
+    /// 408: the body did not arrive within the body timeout; the connection is closed.
+    RequestTimeout {
+        /// The timeout it went over.
+        timeout: std::time::Duration,
+    },
     /// 413: body over the limit (in bytes).
     PayloadTooLarge {
         /// The limit the body went over.
@@ -82,6 +87,7 @@ impl ApiError {
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Invalid(_) | ApiError::Inherited(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -101,6 +107,10 @@ impl ApiError {
             ApiError::Forbidden => detail("Forbidden"),
             ApiError::NotFound => detail("Not Found"),
             ApiError::MethodNotAllowed(_) => detail("Method Not Allowed"),
+            ApiError::RequestTimeout { timeout } => detail(&format!(
+                "the request body did not arrive within {} s",
+                timeout.as_secs_f64()
+            )),
             ApiError::PayloadTooLarge { limit } => detail(&format!(
                 "request body is larger than {}",
                 human_size(*limit)
@@ -131,6 +141,10 @@ impl ApiError {
         match self {
             ApiError::Unauthorized { bearer: true, .. } => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::RequestTimeout { .. } => {
+                // The rest of the body may still come: the connection cannot be reused.
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
             ApiError::MethodNotAllowed(methods) => {
                 let allow: Vec<&str> = methods.iter().map(Method::as_str).collect();

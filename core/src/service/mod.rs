@@ -45,6 +45,9 @@ use router::{Credentials, Route};
 /// Largest request body accepted (1 MiB); larger is 413.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 
+/// How long a request body may take to arrive once its head has; slower is 408.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Check-connection timeout when the credential sets none.
 pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -65,6 +68,7 @@ struct Shared {
     tunnel_dialer: Option<Arc<dyn TunnelDialer>>,
     check_timeout: Duration,
     body_limit: usize,
+    body_timeout: Duration,
     read_cache: Option<ReadCache>,
 }
 
@@ -94,6 +98,7 @@ impl ConsoleService {
                 tunnel_dialer: None,
                 check_timeout: DEFAULT_CHECK_TIMEOUT,
                 body_limit: DEFAULT_BODY_LIMIT,
+                body_timeout: DEFAULT_BODY_TIMEOUT,
                 read_cache: None,
             },
         }
@@ -166,6 +171,14 @@ impl ConsoleServiceBuilder {
         self
     }
 
+    /// How long a request body may take to arrive (default 30 s): a client that stalls in the
+    /// middle of its upload gets 408 and its connection closed, instead of holding the request
+    /// (and a graceful shutdown) open.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.shared.body_timeout = timeout;
+        self
+    }
+
     /// The service.
     pub fn build(self) -> ConsoleService {
         ConsoleService {
@@ -216,13 +229,18 @@ where
     B: Body,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    /// The body as a JSON object (400/413/415 otherwise).
+    /// The body as a JSON object (400/413/415 otherwise), read within `shared`'s body timeout
+    /// (408 otherwise).
     async fn json(
         self,
-        limit: usize,
+        shared: &Shared,
     ) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
+        let limit = shared.body_limit;
         body::check_headers(&self.headers, limit)?;
-        body::json_object(self.body, limit).await
+        let timeout = shared.body_timeout;
+        tokio::time::timeout(timeout, body::json_object(self.body, limit))
+            .await
+            .map_err(|_| ApiError::RequestTimeout { timeout })?
     }
 
     /// The listing query (422 on `limit` otherwise).
