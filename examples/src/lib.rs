@@ -38,13 +38,16 @@ pub const DEMO_API_KEY: &str = "demo-api-key";
 pub const DEMO_ACCESS_TOKEN: &str = "demo-access-token";
 
 /// A dbconsole service over a fresh in-memory store, accepting this API key (database routes)
-/// and this access token (dashboard routes).
+/// and this access token (dashboard routes), with every connection checker (the
+/// `all-checkers` feature of `dbconsole-core`).
 pub fn memory_console(api_key: &Secret, access_token: &Secret) -> ConsoleService {
     let storage: Arc<dyn Storage> = Arc::new(MemoryStorage::new());
     let auth = StaticCredentials::new(Some(api_key), Some(access_token));
     // The in-memory store does not outlive the process, so a random sealing key is enough.
     let sealer = Sealer::ephemeral().expect("the system random number generator");
-    ConsoleService::builder(storage, Arc::new(auth), sealer).build()
+    ConsoleService::builder(storage, Arc::new(auth), sealer)
+        .checkers(dbconsole_core::check::standard_checkers())
+        .build()
 }
 
 /// The example application: its own routes, and the dbconsole API mounted next to them.

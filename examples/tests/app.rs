@@ -131,7 +131,13 @@ async fn the_api_nested_under_a_prefix_answers_there_on_the_same_store() {
     // Its own errors, below the prefix too.
     let (status, _, body) = call(&router, get("/console/api/v1/console/databases")).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert_eq!(json(&body), json!({"errors": {"detail": "Unauthorized"}}));
+    assert_eq!(
+        json(&body),
+        json!({"errors": {
+            "detail": "Unauthorized",
+            "hint": "this route takes an API key in the x-api-key header",
+        }})
+    );
 }
 
 #[tokio::test]
@@ -140,7 +146,13 @@ async fn mounted_api_keeps_its_own_authentication_and_errors() {
     // The console's 401, with its JSON body, for a database route without a key.
     let (status, _, body) = call(&router, get("/api/v1/console/databases")).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert_eq!(json(&body), json!({"errors": {"detail": "Unauthorized"}}));
+    assert_eq!(
+        json(&body),
+        json!({"errors": {
+            "detail": "Unauthorized",
+            "hint": "this route takes an API key in the x-api-key header",
+        }})
+    );
 
     // The dashboard routes take the bearer token, not the API key.
     let wrong = Request::get("/v1/dashboards")
@@ -214,4 +226,38 @@ async fn serves_both_over_a_loopback_socket() {
 
     stop.send(()).unwrap();
     server.await.unwrap().unwrap();
+}
+
+/// The mounted console checks connections with the real drivers: a PostgreSQL database on a
+/// closed port answers the driver's refusal, not "not built into this server".
+#[tokio::test]
+async fn check_connection_uses_real_drivers() {
+    let router = router();
+    let body = json!({
+        "name": "closed",
+        "adapter": "postgres",
+        "hostname": "127.0.0.1",
+        "port": 1,
+        "database": "orders",
+        "credentials": [{"username": "console", "password": "s3cret-pw", "timeout": 5}],
+    });
+    let request = Request::post("/api/v1/console/databases")
+        .header("x-api-key", KEY)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    let (status, _, created) = call(&router, request).await;
+    assert_eq!(status, StatusCode::OK);
+    let id = json(&created)["id"].as_str().unwrap().to_owned();
+    let check = Request::get(format!(
+        "/console/api/v1/console/databases/{id}/check-connection/console"
+    ))
+    .header("x-api-key", KEY)
+    .body(Body::empty())
+    .unwrap();
+    let (status, _, answer) = call(&router, check).await;
+    assert_eq!(status, StatusCode::OK);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.contains("Connection refused"), "{answer}");
+    assert!(!answer.contains("s3cret-pw"));
 }

@@ -14,7 +14,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 
 /// The variables the binary reads; none leaks in from the test's own environment.
 #[allow(dead_code, reason = "serve_loop.rs uses the client only")]
-const OUR_VARS: [&str; 12] = [
+const OUR_VARS: [&str; 16] = [
     "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
     "DBCONSOLE_STORAGE",
@@ -27,6 +27,10 @@ const OUR_VARS: [&str; 12] = [
     "DBCONSOLE_DATABASE_CA_FILE",
     "DBCONSOLE_DATABASE_TIMEOUT_SECS",
     "DBCONSOLE_CACHE_MIB",
+    "DBCONSOLE_READ_CACHE_MIB",
+    "DBCONSOLE_MAX_CONNECTIONS",
+    "DBCONSOLE_BODY_TIMEOUT_SECS",
+    "DBCONSOLE_DRAIN_SECS",
 ];
 
 /// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
