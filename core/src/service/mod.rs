@@ -16,6 +16,7 @@ mod check_connection;
 mod dashboards;
 mod databases;
 mod error;
+mod openapi;
 mod render;
 mod response;
 mod router;
@@ -70,6 +71,7 @@ struct Shared {
     body_limit: usize,
     body_timeout: Duration,
     read_cache: Option<ReadCache>,
+    openapi: std::sync::OnceLock<bytes::Bytes>,
 }
 
 /// Builds a [`ConsoleService`].
@@ -100,6 +102,7 @@ impl ConsoleService {
                 body_limit: DEFAULT_BODY_LIMIT,
                 body_timeout: DEFAULT_BODY_TIMEOUT,
                 read_cache: None,
+                openapi: std::sync::OnceLock::new(),
             },
         }
     }
@@ -264,6 +267,9 @@ impl Shared {
             .filter(|rest| rest.starts_with('/'))
             .ok_or(ApiError::NotFound)?
             .to_owned();
+        if path == openapi::OPENAPI_PATH {
+            return self.openapi(&parts.method);
+        }
         let route = Route::recognize(&path).ok_or(ApiError::NotFound)?;
         self.authorize(&route, &parts.method, &parts.headers)
             .await?;
@@ -296,6 +302,21 @@ impl Shared {
             cache.invalidate(key.as_ref());
         }
         answer
+    }
+
+    /// `GET /openapi.json`: the OpenAPI document, no credential needed.
+    fn openapi(&self, method: &Method) -> Result<Response<ResponseBody>, ApiError> {
+        if method != Method::GET {
+            return Err(ApiError::MethodNotAllowed(&[Method::GET]));
+        }
+        let body = self.openapi.get_or_init(|| {
+            let document = openapi::document(&self.base_path);
+            bytes::Bytes::from(serde_json::to_vec(&document).unwrap_or_default())
+        });
+        Ok(response::json_bytes_response(
+            http::StatusCode::OK,
+            body.clone(),
+        ))
     }
 
     /// 401 unless a credential the route takes is valid; 403 unless its scope allows the call.

@@ -54,15 +54,52 @@ impl Text {
         }
     }
 
-    /// A JSON Schema `pattern` (ECMA 262) that matches exactly the values whose characters the
-    /// rule allows (the length is `maxLength`'s). For [`Text::Host`], the host names: IP
-    /// addresses are the other alternative (`format: ipv6`; IPv4 addresses match the pattern).
-    pub fn pattern(self) -> &'static str {
+    /// A JSON Schema `pattern` (ECMA 262, also read alike by Python's `re` and Rust's `regex`)
+    /// that matches exactly the values whose characters the rule allows (the length is
+    /// `maxLength`'s): for a field that is always checked, `""` included. For [`Text::Host`],
+    /// the host names: IP addresses are the other alternative (`format: ipv6`; IPv4 addresses
+    /// match the pattern).
+    pub fn pattern(self) -> String {
         match self {
-            Self::Line(_) => r"^[^\u0000-\u001f\u007f-\u009f]*$",
-            Self::Lines(_) => r"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]*$",
-            Self::Host => HOST_NAME_PATTERN,
-            Self::Opaque(_) => r"^[^\u0000]*$",
+            Self::Host => HOST_NAME_PATTERN.to_owned(),
+            _ => format!("^[^{}]*$", self.refused()),
+        }
+    }
+
+    /// The pattern of a field where a blank value (empty or white space only) means unset: the
+    /// rule's values, or blank.
+    pub fn blank_or_valid_pattern(self) -> String {
+        match self {
+            Self::Host => format!("{HOST_NAME_PATTERN}|^[{WHITE_SPACE}]*$"),
+            _ => format!(
+                "^(?:[^{refused}]*|[{WHITE_SPACE}]*)$",
+                refused = self.refused()
+            ),
+        }
+    }
+
+    /// The pattern of a blank value (empty or white space only), which means unset.
+    pub fn blank_pattern() -> String {
+        format!("^[{WHITE_SPACE}]*$")
+    }
+
+    /// The pattern of a required field: the rule's values that are not blank.
+    pub fn non_blank_pattern(self) -> String {
+        match self {
+            Self::Host => HOST_NAME_PATTERN.to_owned(),
+            _ => format!(
+                "^[^{refused}]*[^{refused}{WHITE_SPACE}][^{refused}]*$",
+                refused = self.refused()
+            ),
+        }
+    }
+
+    /// The characters the rule refuses, as the inside of a regex character class.
+    fn refused(self) -> &'static str {
+        match self {
+            Self::Line(_) | Self::Host => r"\u0000-\u001f\u007f-\u009f",
+            Self::Lines(_) => r"\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f",
+            Self::Opaque(_) => r"\u0000",
         }
     }
 
@@ -90,6 +127,11 @@ impl Text {
         .to_owned())
     }
 }
+
+/// White space as Rust's `str::trim` knows it (Unicode White_Space), as the inside of a regex
+/// character class: a string of only these is blank.
+const WHITE_SPACE: &str =
+    r"\t\n\u000b\u000c\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000";
 
 /// Dot-separated labels of 1 to 63 letters, digits, `-` or `_`, not starting or ending with
 /// `-`, and one trailing dot allowed.
@@ -170,16 +212,33 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Each rule's pattern (as the OpenAPI document states it) accepts exactly what its
-        /// check accepts, for values within the length bound. Strings are drawn from the
+        /// Each rule's patterns (as the OpenAPI document states them) accept exactly what the
+        /// service accepts, for values within the length bound. Strings are drawn from the
         /// characters where the rules differ.
         #[test]
-        fn patterns_agree_with_the_checks(value in "[a-z0-9_.:\\-\\t\\n\\r\\x00\\x1b\\x7f\\u{85} ]{1,70}") {
+        fn patterns_agree_with_the_checks(
+            value in "[a-z0-9_.:\\- \\t\\n\\r\\x00\\x0b\\x1b\\x1c\\x7f\\u{85}\\u{a0}\\u{2003}]{0,70}"
+        ) {
+            let blank = value.trim().is_empty();
             for rule in [Text::Line(100), Text::Lines(100), Text::Opaque(100), Text::Host] {
-                let pattern = regex::Regex::new(rule.pattern()).unwrap();
-                let by_pattern = pattern.is_match(&value)
-                    || (rule == Text::Host && value.parse::<std::net::Ipv6Addr>().is_ok());
-                proptest::prop_assert_eq!(by_pattern, rule.check(&value).is_ok(), "{:?} {:?}", rule, value);
+                let matches = |pattern: String| {
+                    regex::Regex::new(&pattern).unwrap().is_match(&value)
+                        || (rule == Text::Host && value.parse::<std::net::Ipv6Addr>().is_ok())
+                };
+                let valid = rule.check(&value).is_ok();
+                if rule != Text::Host {
+                    proptest::prop_assert_eq!(matches(rule.pattern()), valid, "{:?} {:?}", rule, value);
+                }
+                proptest::prop_assert_eq!(
+                    matches(rule.blank_or_valid_pattern()),
+                    blank || valid,
+                    "blank or valid: {:?} {:?}", rule, value
+                );
+                proptest::prop_assert_eq!(
+                    matches(rule.non_blank_pattern()),
+                    !blank && valid,
+                    "non-blank: {:?} {:?}", rule, value
+                );
             }
         }
     }

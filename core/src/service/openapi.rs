@@ -1,0 +1,995 @@
+//! The OpenAPI 3.1 document of the service, served at `GET {base}/openapi.json`.
+//!
+//! It is built from the code's own values, so it cannot drift from them: the paths and methods
+//! from the router's table (a test holds every path of the document against
+//! `Route::recognize` and `allowed_methods`), the enums from their wire names, the string
+//! rules from `validate::Text`, the bounds from the validation constants. Cross-field rules
+//! that JSON Schema states only in part (unique usernames, parameter names, input keys and
+//! workflow input keys; one default credential; a CA certificate stored for
+//! `verify_server_hostname`) are written into the descriptions and answered with 422.
+
+use serde_json::{Map, Value, json};
+
+use crate::model::{AccessLevel, Adapter, ColumnAction, SubjectKind};
+use crate::validate::{
+    CERTIFICATE_MAX, DEFAULT_AI_MAX_ROWS, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NAME_MAX, PASSWORD_MAX,
+    QUERY_MAX, Text, VALUE_MAX,
+};
+
+/// The path of the document, below the service's base path.
+pub(crate) const OPENAPI_PATH: &str = "/openapi.json";
+
+const NAME: Text = Text::Line(NAME_MAX);
+const U32_MAX: u64 = u32::MAX as u64;
+
+/// Which caller credentials an operation takes (the security requirement).
+#[derive(Clone, Copy)]
+enum Auth {
+    ApiKey,
+    Bearer,
+    Either,
+}
+
+impl Auth {
+    fn requirement(self) -> Value {
+        match self {
+            Auth::ApiKey => json!([{ "apiKey": [] }]),
+            Auth::Bearer => json!([{ "bearer": [] }]),
+            Auth::Either => json!([{ "apiKey": [] }, { "bearer": [] }]),
+        }
+    }
+}
+
+/// The whole document, for a service mounted at `base_path` (`""` for the root).
+pub(crate) fn document(base_path: &str) -> Value {
+    let mut paths = Map::new();
+    for prefix in ["/api/v1/console", "/api/v1/querydesk"] {
+        let compat = prefix.ends_with("querydesk");
+        database_paths(&mut paths, prefix, compat);
+    }
+    dashboard_paths(&mut paths, "/v1/dashboards", Auth::Bearer, false);
+    dashboard_paths(&mut paths, "/api/v1/dashboards", Auth::Either, true);
+    paths.insert(
+        OPENAPI_PATH.to_owned(),
+        json!({
+            "get": {
+                "operationId": "getOpenapi",
+                "summary": "This document",
+                "security": [],
+                "responses": {
+                    "200": { "description": "The OpenAPI 3.1 document.", "content": json_content(json!({ "type": "object" })) },
+                },
+            },
+        }),
+    );
+    let mut document = json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "dbconsole",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The control plane of a database console: databases with their \
+                credentials, access control, check-connection, and dashboards. Every success is \
+                200 with JSON (check-connection: text/plain). Errors are \
+                `{\"errors\":{\"detail\":…}}`, or field-keyed `{\"errors\":{\"<field>\":[…]}}` \
+                for 422. A blank string (empty or white space only) for an optional string \
+                means unset; for a required one it is \"can't be blank\". Unknown fields are \
+                ignored.",
+        },
+        "paths": paths,
+        "components": components(),
+        "tags": [
+            { "name": "databases", "description": "Databases, their credentials and access control (x-api-key)." },
+            { "name": "dashboards", "description": "Dashboards of query panels with row actions (Bearer)." },
+            { "name": "compat", "description": "The same operations under the paths the Terraform provider uses." },
+        ],
+    });
+    if !base_path.is_empty() {
+        document["servers"] = json!([{ "url": base_path }]);
+    }
+    document
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths
+
+fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
+    let op = |id: &str| {
+        if compat {
+            format!("{id}Compat")
+        } else {
+            id.to_owned()
+        }
+    };
+    let tags = |tag: &str| {
+        if compat {
+            json!(["compat"])
+        } else {
+            json!([tag])
+        }
+    };
+    let auth = Auth::ApiKey;
+    let base = format!("{prefix}/databases");
+    let db_links = |id_from: &str| {
+        json!({
+            "GetDatabase": link(&op("getDatabase"), &[("id", id_from)]),
+            "UpdateDatabase": link(&op("updateDatabase"), &[("id", id_from)]),
+            "DeleteDatabase": link(&op("deleteDatabase"), &[("id", id_from)]),
+            "GetPermissions": link(&op("getPermissions"), &[("id", id_from)]),
+            "PutPermissions": link(&op("putPermissions"), &[("id", id_from)]),
+            "GetDataProtection": link(&op("getDataProtection"), &[("id", id_from)]),
+            "PutDataProtection": link(&op("putDataProtection"), &[("id", id_from)]),
+            "CheckConnection": link(
+                &op("checkConnection"),
+                &[("id", id_from), ("username", "$response.body#/credentials/0/username")],
+            ),
+        })
+    };
+    paths.insert(
+        base.clone(),
+        json!({
+            "get": operation(&op("listDatabases"), "List databases, ordered by id", tags("databases"), auth)
+                .params(page_params())
+                .ok(json_content(schema_ref("DatabasePage")))
+                .errors(&[401, 403, 422, 503])
+                .build(),
+            "post": operation(&op("createDatabase"), "Create a database", tags("databases"), auth)
+                .body(schema_ref("DatabaseCreate"))
+                .ok_with_links(json_content(schema_ref("Database")), db_links("$response.body#/id"))
+                .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+    paths.insert(
+        format!("{base}/setup"),
+        json!({
+            "put": operation(&op("setupDatabase"), "Create or update the database whose api_id is the body's id (declarative)", tags("databases"), auth)
+                .body(schema_ref("DatabaseSetup"))
+                .ok_with_links(json_content(schema_ref("Database")), {
+                    let mut links = db_links("$response.body#/id");
+                    links["RemoveDatabase"] = link(&op("removeDatabase"), &[("api_id", "$response.body#/api_id")]);
+                    links
+                })
+                .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+    paths.insert(
+        format!("{base}/remove/{{api_id}}"),
+        json!({
+            "delete": operation(&op("removeDatabase"), "Delete the database with this api_id; answers the deleted database", tags("databases"), auth)
+                .params(vec![path_param("api_id", "The database's api_id (the id given to setup).", text_schema(NAME, Presence::Required))])
+                .ok(json_content(schema_ref("Database")))
+                .errors(&[401, 403, 404, 422, 503])
+                .build(),
+        }),
+    );
+    let id = || path_param("id", "The database's id.", id_param_schema("db"));
+    paths.insert(
+        format!("{base}/{{id}}"),
+        json!({
+            "get": operation(&op("getDatabase"), "Retrieve a database", tags("databases"), auth)
+                .params(vec![id()])
+                .ok(json_content(schema_ref("Database")))
+                .errors(&[401, 403, 404, 503])
+                .build(),
+            "patch": operation(&op("updateDatabase"), "Update a database: fields left out stay", tags("databases"), auth)
+                .params(vec![id()])
+                .body(schema_ref("DatabaseUpdate"))
+                .ok(json_content(schema_ref("Database")))
+                .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+                .build(),
+            "delete": operation(&op("deleteDatabase"), "Delete a database with its credentials and access control; answers the deleted database", tags("databases"), auth)
+                .params(vec![id()])
+                .ok(json_content(schema_ref("Database")))
+                .errors(&[401, 403, 404, 422, 503])
+                .build(),
+        }),
+    );
+    paths.insert(
+        format!("{base}/{{id}}/check-connection/{{username}}"),
+        json!({
+            "get": operation(&op("checkConnection"), "Open a real connection with this credential: `ok`, or the driver's error in one line (secrets scrubbed)", tags("databases"), auth)
+                .params(vec![
+                    id(),
+                    path_param("username", "The credential's username.", text_schema(NAME, Presence::Required)),
+                ])
+                .ok(text_content("ok"))
+                .errors(&[401, 403, 503])
+                .response(404, json!({ "description": "No such database or username.", "content": text_content("not found") }))
+                .build(),
+        }),
+    );
+    paths.insert(
+        format!("{base}/{{id}}/permissions"),
+        json!({
+            "get": operation(&op("getPermissions"), "Who may use the database", tags("databases"), auth)
+                .params(vec![id()])
+                .ok(json_content(schema_ref("Permissions")))
+                .errors(&[401, 403, 404, 503])
+                .build(),
+            "put": operation(&op("putPermissions"), "Replace the permissions", tags("databases"), auth)
+                .params(vec![id()])
+                .body(schema_ref("PermissionsInput"))
+                .ok(json_content(schema_ref("Permissions")))
+                .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+    paths.insert(
+        format!("{base}/{{id}}/data-protection"),
+        json!({
+            "get": operation(&op("getDataProtection"), "The database's data protection policies and what it inherits", tags("databases"), auth)
+                .params(vec![id()])
+                .ok(json_content(schema_ref("DataProtection")))
+                .errors(&[401, 403, 404, 503])
+                .build(),
+            "put": operation(&op("putDataProtection"), "Replace the policies and inherits_from", tags("databases"), auth)
+                .params(vec![id()])
+                .body(schema_ref("DataProtectionInput"))
+                .ok(json_content(schema_ref("DataProtection")))
+                .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+}
+
+fn dashboard_paths(paths: &mut Map<String, Value>, base: &str, auth: Auth, compat: bool) {
+    let op = |id: &str| {
+        if compat {
+            format!("{id}Compat")
+        } else {
+            id.to_owned()
+        }
+    };
+    let tags = if compat {
+        json!(["compat"])
+    } else {
+        json!(["dashboards"])
+    };
+    let id_from = "$response.body#/id";
+    let mut links = json!({
+        "GetDashboard": link(&op("getDashboard"), &[("id", id_from)]),
+        "UpdateDashboard": link(&op("updateDashboard"), &[("id", id_from)]),
+        "DeleteDashboard": link(&op("deleteDashboard"), &[("id", id_from)]),
+    });
+    if compat {
+        links["PatchDashboard"] = link("patchDashboardCompat", &[("id", id_from)]);
+    }
+    paths.insert(
+        base.to_owned(),
+        json!({
+            "get": operation(&op("listDashboards"), "List dashboards, ordered by id", tags.clone(), auth)
+                .params(page_params())
+                .ok(json_content(schema_ref("DashboardPage")))
+                .errors(&[401, 403, 422, 503])
+                .build(),
+            "post": operation(&op("createDashboard"), "Create a dashboard", tags.clone(), auth)
+                .body(schema_ref("DashboardCreate"))
+                .ok_with_links(json_content(schema_ref("Dashboard")), links)
+                .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+    let id = || path_param("id", "The dashboard's id.", id_param_schema("dash"));
+    let update = |operation_id: &str| {
+        operation(
+            operation_id,
+            "Update a dashboard: fields left out stay; `panels`, when given, is the whole new list",
+            tags.clone(),
+            auth,
+        )
+        .params(vec![id()])
+        .body(schema_ref("DashboardUpdate"))
+        .ok(json_content(schema_ref("Dashboard")))
+        .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+        .build()
+    };
+    let mut item = json!({
+        "get": operation(&op("getDashboard"), "Retrieve a dashboard", tags.clone(), auth)
+            .params(vec![id()])
+            .ok(json_content(schema_ref("Dashboard")))
+            .errors(&[401, 403, 404, 503])
+            .build(),
+        "put": update(&op("updateDashboard")),
+        "delete": operation(&op("deleteDashboard"), "Delete a dashboard; answers the deleted dashboard", tags.clone(), auth)
+            .params(vec![id()])
+            .ok(json_content(schema_ref("Dashboard")))
+            .errors(&[401, 403, 404, 503])
+            .build(),
+    });
+    if compat {
+        item["patch"] = update("patchDashboardCompat");
+    }
+    paths.insert(format!("{base}/{{id}}"), item);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Operations
+
+/// An operation being built.
+struct Operation {
+    value: Value,
+}
+
+fn operation(id: &str, summary: &str, tags: Value, auth: Auth) -> Operation {
+    Operation {
+        value: json!({
+            "operationId": id,
+            "summary": summary,
+            "tags": tags,
+            "security": auth.requirement(),
+            "responses": {},
+        }),
+    }
+}
+
+impl Operation {
+    fn params(mut self, params: Vec<Value>) -> Self {
+        self.value["parameters"] = Value::Array(params);
+        self
+    }
+
+    fn body(mut self, schema: Value) -> Self {
+        self.value["requestBody"] = json!({
+            "required": true,
+            "content": { "application/json": { "schema": schema } },
+        });
+        self
+    }
+
+    fn ok(self, content: Value) -> Self {
+        self.response(
+            200,
+            json!({ "description": "Success.", "content": content }),
+        )
+    }
+
+    fn ok_with_links(self, content: Value, links: Value) -> Self {
+        self.response(
+            200,
+            json!({ "description": "Success.", "content": content, "links": links }),
+        )
+    }
+
+    fn errors(mut self, statuses: &[u16]) -> Self {
+        for status in statuses {
+            let name = match status {
+                400 => "BadRequest",
+                401 => "Unauthorized",
+                403 => "Forbidden",
+                404 => "NotFound",
+                408 => "RequestTimeout",
+                413 => "PayloadTooLarge",
+                415 => "UnsupportedMediaType",
+                422 => "Invalid",
+                503 => "Unavailable",
+                other => unreachable!("no shared response for {other}"),
+            };
+            self = self.response(
+                *status,
+                json!({ "$ref": format!("#/components/responses/{name}") }),
+            );
+        }
+        self.value["responses"]["500"] = json!({ "$ref": "#/components/responses/Internal" });
+        self
+    }
+
+    fn response(mut self, status: u16, response: Value) -> Self {
+        self.value["responses"][status.to_string()] = response;
+        self
+    }
+
+    fn build(self) -> Value {
+        self.value
+    }
+}
+
+fn link(operation_id: &str, parameters: &[(&str, &str)]) -> Value {
+    let parameters: Map<String, Value> = parameters
+        .iter()
+        .map(|(name, from)| ((*name).to_owned(), json!(from)))
+        .collect();
+    json!({ "operationId": operation_id, "parameters": parameters })
+}
+
+fn path_param(name: &str, description: &str, schema: Value) -> Value {
+    json!({ "name": name, "in": "path", "required": true, "description": description, "schema": schema })
+}
+
+fn page_params() -> Vec<Value> {
+    vec![
+        json!({
+            "name": "limit", "in": "query", "required": false,
+            "description": format!("Items per page (default {DEFAULT_PAGE_SIZE}); outside 1..={MAX_PAGE_SIZE} or not a number is 422."),
+            "schema": { "type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": DEFAULT_PAGE_SIZE },
+        }),
+        json!({
+            "name": "after", "in": "query", "required": false,
+            "description": "The last id of the previous page (`next`); empty means from the start.",
+            "schema": { "type": "string" },
+        }),
+    ]
+}
+
+fn schema_ref(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+fn json_content(schema: Value) -> Value {
+    json!({ "application/json": { "schema": schema } })
+}
+
+fn text_content(example: &str) -> Value {
+    json!({ "text/plain; charset=utf-8": { "schema": { "type": "string" }, "example": example } })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schemas of values
+
+/// How a string field may be given.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Presence {
+    /// Must be given, not null, not blank (create's required fields).
+    Required,
+    /// May be left out; when given, not null and not blank (update of a required field).
+    NotBlank,
+    /// May be null or blank, meaning unset.
+    Optional,
+    /// Kept as sent, `""` included; null means `""`.
+    Raw,
+}
+
+fn text_schema(rule: Text, presence: Presence) -> Value {
+    let max = rule.max_len();
+    let pattern = match presence {
+        Presence::Required | Presence::NotBlank => rule.non_blank_pattern(),
+        Presence::Optional => rule.blank_or_valid_pattern(),
+        Presence::Raw => rule.pattern(),
+    };
+    let string = json!({ "type": "string", "maxLength": max, "pattern": pattern });
+    let mut schema = if rule == Text::Host {
+        // IPv4 addresses match the host name pattern; IPv6 ones are the other alternative.
+        json!({ "anyOf": [string, { "type": "string", "format": "ipv6", "maxLength": max }] })
+    } else {
+        string
+    };
+    if matches!(presence, Presence::Optional | Presence::Raw) {
+        schema = json!({ "anyOf": [schema, { "type": "null" }] });
+    }
+    schema
+}
+
+fn enum_schema(names: &[&str], nullable: bool) -> Value {
+    let mut names: Vec<Value> = names.iter().map(|n| json!(n)).collect();
+    if nullable {
+        names.push(Value::Null);
+    }
+    json!({ "enum": names })
+}
+
+fn integer(min: u64, max: u64, nullable: bool) -> Value {
+    let kind = if nullable {
+        json!(["integer", "null"])
+    } else {
+        json!("integer")
+    };
+    json!({ "type": kind, "minimum": min, "maximum": max })
+}
+
+fn boolean(nullable: bool) -> Value {
+    if nullable {
+        json!({ "type": ["boolean", "null"] })
+    } else {
+        json!({ "type": "boolean" })
+    }
+}
+
+/// A secret given as base64 text of its PEM (or DER): written, never read.
+fn certificate(description: &str) -> Value {
+    // Groups of four base64 symbols, the last one padded with `=` where it must be (and with
+    // the bits a padded group leaves over set to zero), white space anywhere; blank is unset.
+    let s = r"[ \t\r\n]*";
+    let b = "[A-Za-z0-9+/]";
+    let pattern = format!(
+        "^{s}(?:(?:{b}{s}){{4}})*(?:{b}{s}[AQgw]{s}={s}={s}|{b}{s}{b}{s}[AEIMQUYcgkosw048]{s}={s})?$"
+    );
+    json!({
+        "anyOf": [
+            { "type": "string", "maxLength": CERTIFICATE_MAX, "pattern": pattern },
+            { "type": "null" },
+        ],
+        "writeOnly": true,
+        "description": format!("{description} Base64 of the PEM (or DER) text; stored encrypted and never returned; null or blank clears it."),
+    })
+}
+
+/// A record's id as responses carry it.
+fn id_schema(prefix: &str) -> Value {
+    json!({ "type": "string", "pattern": format!("^{prefix}_[0-9a-z]{{26}}$"), "readOnly": true })
+}
+
+/// A record's id in a path.
+fn id_param_schema(prefix: &str) -> Value {
+    json!({ "type": "string", "pattern": format!("^{prefix}_[0-9a-z]{{26}}$") })
+}
+
+/// A blank string: empty or white space only (unset).
+fn blank() -> Value {
+    json!({ "type": "string", "pattern": Text::blank_pattern() })
+}
+
+fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Vec<&'static str> {
+    all.iter().map(|v| name(*v)).collect()
+}
+
+fn object(required: &[&str], properties: Value) -> Value {
+    json!({ "type": "object", "required": required, "properties": properties })
+}
+
+/// A closed object: exactly these keys (responses).
+fn closed(properties: Value) -> Value {
+    let required: Vec<&String> = properties
+        .as_object()
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
+    json!({ "type": "object", "required": required, "properties": properties, "additionalProperties": false })
+}
+
+fn list(items: Value, nullable: bool) -> Value {
+    let kind = if nullable {
+        json!(["array", "null"])
+    } else {
+        json!("array")
+    };
+    json!({ "type": kind, "items": items })
+}
+
+fn nullable_string() -> Value {
+    json!({ "type": ["string", "null"] })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Components
+
+fn components() -> Value {
+    json!({
+        "securitySchemes": {
+            "apiKey": { "type": "apiKey", "in": "header", "name": "x-api-key", "description": "An API key: the database routes and the /api/v1/dashboards compat routes." },
+            "bearer": { "type": "http", "scheme": "bearer", "description": "An access token: the dashboard routes." },
+        },
+        "responses": responses(),
+        "schemas": schemas(),
+    })
+}
+
+fn error_response(description: &str) -> Value {
+    json!({ "description": description, "content": json_content(schema_ref("Error")) })
+}
+
+fn responses() -> Value {
+    json!({
+        "BadRequest": error_response("The body is not a JSON object (malformed JSON, another JSON type, an empty body)."),
+        "Unauthorized": {
+            "description": "A missing or wrong caller credential; `hint` says what the route takes. Dashboard routes add `www-authenticate: Bearer`.",
+            "content": json_content(schema_ref("Error")),
+        },
+        "Forbidden": error_response("A valid credential whose scope does not allow the call (a `setup` key outside setup and remove)."),
+        "NotFound": error_response("No such record."),
+        "RequestTimeout": error_response("The body did not arrive within the body timeout; the connection is closed."),
+        "PayloadTooLarge": error_response("The body is larger than the limit (1 MiB by default)."),
+        "UnsupportedMediaType": error_response("A body whose content type is not JSON."),
+        "Invalid": {
+            "description": "Validation failed: field-keyed messages, one object per list item (`{}` for a valid one). A delete refused because other databases inherit the policies answers `detail` and `inherited_by`.",
+            "content": json_content(schema_ref("ValidationError")),
+        },
+        "Unavailable": error_response("The storage cannot be reached now; try again."),
+        "Internal": error_response("A backend failure."),
+    })
+}
+
+fn schemas() -> Value {
+    let adapters = names(&Adapter::ALL, Adapter::as_str);
+    let optional = |rule| text_schema(rule, Presence::Optional);
+    let credential_input = |creating: bool| {
+        let username = if creating {
+            Presence::Required
+        } else {
+            Presence::NotBlank
+        };
+        let mut schema = object(
+            if creating { &["username"] } else { &[] },
+            json!({
+                "id": { "description": "The id of a stored credential of this database to update (fields left out keep their values); absent, blank or unknown makes a new credential.", "anyOf": [text_schema(NAME, Presence::Optional)] },
+                "username": text_schema(NAME, username),
+                "password": {
+                    "anyOf": [text_schema(Text::Opaque(PASSWORD_MAX), Presence::Optional)],
+                    "writeOnly": true,
+                    "description": "Stored encrypted, never returned. Left out on update: kept; null or blank: cleared.",
+                },
+                "hostname": { "description": "Overrides the database's hostname for this credential.", "anyOf": [text_schema(Text::Host, Presence::Optional)] },
+                "ai_allowed": boolean(true),
+                "timeout": { "description": "Check-connection timeout in seconds (null: the server's default).", "anyOf": [integer(1, U32_MAX, true)] },
+                "reviews_required": integer(0, U32_MAX, true),
+                "default_credential": boolean(true),
+            }),
+        );
+        schema["description"] = json!(
+            "Usernames are unique within a database (compared with case); at most one credential is the default. Either breaks as 422 on the later item."
+        );
+        schema
+    };
+    let database_input = |creating: bool| {
+        let required = if creating {
+            Presence::Required
+        } else {
+            Presence::NotBlank
+        };
+        let properties = json!({
+            "name": text_schema(NAME, required),
+            "adapter": enum_schema(&adapters, false),
+            "hostname": text_schema(Text::Host, required),
+            "database": text_schema(NAME, required),
+            "port": { "description": "null: the adapter's default port.", "anyOf": [integer(1, 65535, true)] },
+            "ssl": boolean(true),
+            "verify_server_hostname": { "description": "true needs a CA certificate stored or given in the same request (422 otherwise).", "anyOf": [boolean(true)] },
+            "restrict_access": boolean(true),
+            "review_bypass_allowed": boolean(true),
+            "group": optional(NAME),
+            "slack_channel": optional(NAME),
+            "tunnel_id": optional(NAME),
+            "ai_enabled": boolean(true),
+            "ai_max_rows": { "anyOf": [integer(1, U32_MAX, true)], "default": DEFAULT_AI_MAX_ROWS },
+            "ssl_ca_cert": certificate("The CA certificate(s) the server's certificate must chain to."),
+            "ssl_cert": certificate("A client certificate."),
+            "ssl_key": certificate("The client certificate's key."),
+            "connection_parameters": {
+                "description": "The whole new list. Names are unique without regard to case; `user` and `database` are reserved.",
+                "anyOf": [list(object(&["name"], json!({
+                    "name": text_schema(NAME, Presence::Required),
+                    "value": text_schema(Text::Line(VALUE_MAX), Presence::Raw),
+                })), true)],
+            },
+            "credentials": {
+                "description": "The whole new list, in order: items with the id of a stored credential update it, others are new, stored ones left out are deleted.",
+                "type": "array", "minItems": 1, "items": credential_input(creating),
+            },
+        });
+        let required: &[&str] = if creating {
+            &["name", "adapter", "hostname", "database", "credentials"]
+        } else {
+            &[]
+        };
+        let mut schema = object(required, properties);
+        if creating {
+            // On update a CA certificate may be stored already: only the description says it.
+            schema["if"] = json!({ "required": ["verify_server_hostname"], "properties": { "verify_server_hostname": { "const": true } } });
+            schema["then"] = json!({ "required": ["ssl_ca_cert"], "properties": { "ssl_ca_cert": { "type": "string", "pattern": "[A-Za-z0-9+/]" } } });
+        }
+        schema
+    };
+    let input_mapping = {
+        let mut schema = object(
+            &["workflow_input_key"],
+            json!({
+                "workflow_input_key": text_schema(NAME, Presence::Required),
+                "prompt_user": boolean(true),
+                "column": optional(NAME),
+                "prompt": optional(Text::Lines(VALUE_MAX)),
+            }),
+        );
+        schema["description"] = json!(
+            "With prompt_user false (the default) `column` is required; with prompt_user true it must be absent or null. Workflow input keys are unique within an action."
+        );
+        schema["if"] = json!({ "required": ["prompt_user"], "properties": { "prompt_user": { "const": true } } });
+        schema["then"] =
+            json!({ "properties": { "column": { "anyOf": [blank(), { "type": "null" }] } } });
+        schema["else"] = json!({ "required": ["column"], "properties": { "column": text_schema(NAME, Presence::Required) } });
+        schema
+    };
+    let panel_input = object(
+        &["title", "details"],
+        json!({
+            "id": { "description": "A stored panel's id keeps it; any other value gets a new id.", "anyOf": [text_schema(NAME, Presence::Optional)] },
+            "title": text_schema(NAME, Presence::Required),
+            "inputs": {
+                "description": "Keys are unique within a panel.",
+                "anyOf": [list(object(&["key"], json!({
+                    "key": text_schema(NAME, Presence::Required),
+                    "description": text_schema(Text::Lines(VALUE_MAX), Presence::Raw),
+                })), true)],
+            },
+            "actions": list(object(&[], json!({
+                "id": { "description": "A stored action's id keeps it; any other value gets a new id.", "anyOf": [text_schema(NAME, Presence::Optional)] },
+                "label": optional(NAME),
+                "workflow_id": optional(NAME),
+                "input_mappings": list(input_mapping, true),
+            })), true),
+            "details": object(&["__type__", "query", "credential_id"], json!({
+                "__type__": enum_schema(&["query"], false),
+                "query": text_schema(Text::Lines(QUERY_MAX), Presence::Required),
+                "credential_id": text_schema(NAME, Presence::Required),
+            })),
+        }),
+    );
+    let dashboard_input = |creating: bool| {
+        let name = if creating {
+            Presence::Required
+        } else {
+            Presence::NotBlank
+        };
+        object(
+            if creating {
+                &["name", "restricted_access"]
+            } else {
+                &[]
+            },
+            json!({
+                "name": text_schema(NAME, name),
+                "restricted_access": boolean(false),
+                "panels": { "description": "The whole new list, in order.", "anyOf": [list(panel_input.clone(), true)] },
+            }),
+        )
+    };
+    let timestamp = json!({ "type": "string", "format": "date-time", "readOnly": true, "description": "RFC 3339 UTC with microseconds." });
+    let credential = closed(json!({
+        "id": id_schema("crd"),
+        "username": { "type": "string" },
+        "hostname": nullable_string(),
+        "ai_allowed": { "type": "boolean" },
+        "timeout": integer(1, U32_MAX, true),
+        "reviews_required": integer(0, U32_MAX, false),
+        "default_credential": { "type": "boolean" },
+    }));
+    let database = closed(json!({
+        "id": id_schema("db"),
+        "api_id": nullable_string(),
+        "name": { "type": "string" },
+        "adapter": enum_schema(&adapters, false),
+        "hostname": { "type": "string" },
+        "port": integer(1, 65535, true),
+        "database": { "type": "string" },
+        "ssl": { "type": "boolean" },
+        "verify_server_hostname": { "type": "boolean" },
+        "restrict_access": { "type": "boolean" },
+        "review_bypass_allowed": { "type": "boolean" },
+        "group": nullable_string(),
+        "slack_channel": nullable_string(),
+        "tunnel_id": nullable_string(),
+        "ai_enabled": { "type": "boolean" },
+        "ai_max_rows": integer(1, U32_MAX, false),
+        "connection_parameters": list(closed(json!({ "name": { "type": "string" }, "value": { "type": "string" } })), false),
+        "credentials": list(credential, false),
+        "inserted_at": timestamp,
+        "updated_at": timestamp,
+    }));
+    let dashboard = closed(json!({
+        "id": id_schema("dash"),
+        "name": { "type": "string" },
+        "restricted_access": { "type": "boolean" },
+        "panels": list(closed(json!({
+            "id": id_schema("pl"),
+            "title": { "type": "string" },
+            "inputs": list(closed(json!({ "key": { "type": "string" }, "description": { "type": "string" } })), false),
+            "actions": list(closed(json!({
+                "id": id_schema("act"),
+                "label": nullable_string(),
+                "workflow_id": nullable_string(),
+                "input_mappings": list(closed(json!({
+                    "workflow_input_key": { "type": "string" },
+                    "column": nullable_string(),
+                    "prompt_user": { "type": "boolean" },
+                    "prompt": nullable_string(),
+                })), false),
+            })), false),
+            "details": closed(json!({
+                "__type__": enum_schema(&["query"], false),
+                "query": { "type": "string" },
+                "credential_id": { "type": "string" },
+            })),
+        })), false),
+    }));
+    let page = |item: &str| {
+        closed(json!({
+            "data": list(schema_ref(item), false),
+            "next": { "type": ["string", "null"], "description": "The id to pass as `after` for the next page; null when nothing follows." },
+        }))
+    };
+    let subject_kinds = names(&SubjectKind::ALL, SubjectKind::as_str);
+    let access_levels = names(&AccessLevel::ALL, AccessLevel::as_str);
+    let column_actions = names(&ColumnAction::ALL, ColumnAction::as_str);
+    json!({
+        "Error": {
+            "type": "object",
+            "required": ["errors"],
+            "properties": {
+                "errors": {
+                    "type": "object",
+                    "required": ["detail"],
+                    "properties": {
+                        "detail": { "type": "string" },
+                        "hint": { "type": "string" },
+                    },
+                },
+            },
+        },
+        "ValidationError": {
+            "type": "object",
+            "required": ["errors"],
+            "properties": {
+                "errors": {
+                    "type": "object",
+                    "description": "Field-keyed: a list of messages, a list of per-item error objects, or a nested error object. A refused delete: `detail` and `inherited_by`.",
+                    "additionalProperties": {
+                        "anyOf": [
+                            { "type": "string" },
+                            { "type": "array" },
+                            { "type": "object" },
+                        ],
+                    },
+                },
+            },
+        },
+        "Database": database,
+        "DatabaseCreate": database_input(true),
+        "DatabaseUpdate": database_input(false),
+        "DatabaseSetup": object(
+            &["id", "adapter", "hostname", "database", "username", "password"],
+            json!({
+                "id": { "description": "The caller's id for the database, stored as `api_id`.", "anyOf": [text_schema(NAME, Presence::Required)] },
+                "adapter": enum_schema(&adapters, false),
+                "hostname": text_schema(Text::Host, Presence::Required),
+                "database": text_schema(NAME, Presence::Required),
+                "username": text_schema(NAME, Presence::Required),
+                "password": { "anyOf": [text_schema(Text::Opaque(PASSWORD_MAX), Presence::Required)], "writeOnly": true },
+                "name": { "description": "Defaults to `database`.", "anyOf": [optional(NAME)] },
+                "port": integer(1, 65535, true),
+                "group": optional(NAME),
+                "tunnel_id": optional(NAME),
+                "ssl": {
+                    "description": "\"enabled\" turns TLS on; \"disabled\", blank or null leave it off; any other string is 422.",
+                    "anyOf": [enum_schema(&["enabled", "disabled"], true), blank()],
+                },
+                "ssl_ca_cert": certificate("The CA certificate(s)."),
+                "ssl_cert": certificate("A client certificate."),
+                "ssl_key": certificate("The client certificate's key."),
+                "reviews_required": integer(0, U32_MAX, true),
+                "review_bypass_allowed": boolean(true),
+            }),
+        ),
+        "Permissions": closed(json!({
+            "database_id": { "type": "string" },
+            "permissions": list(closed(json!({
+                "subject_kind": enum_schema(&subject_kinds, false),
+                "subject": { "type": "string" },
+                "access": enum_schema(&access_levels, false),
+            })), false),
+        })),
+        "PermissionsInput": object(&["permissions"], json!({
+            "permissions": {
+                "description": "The whole new list; null means empty. A subject appears once per kind.",
+                "anyOf": [list(object(&["subject_kind", "subject", "access"], json!({
+                    "subject_kind": enum_schema(&subject_kinds, false),
+                    "subject": text_schema(NAME, Presence::Required),
+                    "access": enum_schema(&access_levels, false),
+                })), true)],
+            },
+        })),
+        "DataProtection": closed(json!({
+            "database_id": { "type": "string" },
+            "inherits_from": nullable_string(),
+            "policies": list(closed(json!({
+                "name": { "type": "string" },
+                "description": nullable_string(),
+                "columns": list(closed(json!({
+                    "column": { "type": "string" },
+                    "action": enum_schema(&column_actions, false),
+                })), false),
+            })), false),
+        })),
+        "DataProtectionInput": object(&["policies"], json!({
+            "inherits_from": { "description": "Another database's id (it must exist, not be this one, and make no cycle), or null.", "anyOf": [optional(NAME)] },
+            "policies": {
+                "description": "The whole new list; null means empty. Names are unique, and columns within a policy.",
+                "anyOf": [list(object(&["name", "columns"], json!({
+                    "name": text_schema(NAME, Presence::Required),
+                    "description": optional(Text::Lines(VALUE_MAX)),
+                    "columns": { "type": "array", "minItems": 1, "items": object(&["column", "action"], json!({
+                        "column": text_schema(NAME, Presence::Required),
+                        "action": enum_schema(&column_actions, false),
+                    })) },
+                })), true)],
+            },
+        })),
+        "Dashboard": dashboard,
+        "DashboardCreate": dashboard_input(true),
+        "DashboardUpdate": dashboard_input(false),
+        "DatabasePage": page("Database"),
+        "DashboardPage": page("Dashboard"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::router::Route;
+
+    /// Every path and method of the document is the router's, and every route of the router is
+    /// in the document: a path template with its parameters filled in is recognized as a route
+    /// that allows exactly the document's methods.
+    #[test]
+    fn the_document_is_the_router() {
+        let document = document("");
+        let paths = document["paths"].as_object().unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for (template, item) in paths {
+            if template == OPENAPI_PATH {
+                continue;
+            }
+            let path = template
+                .replace("{id}", "db_01arz3ndektsv4rrffq69g5fav")
+                .replace("{api_id}", "ext-1")
+                .replace("{username}", "reader");
+            let route =
+                Route::recognize(&path).unwrap_or_else(|| panic!("{template} is not a route"));
+            let mut documented: Vec<String> = item
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|m| m.to_uppercase())
+                .collect();
+            documented.sort();
+            let mut allowed: Vec<String> = route
+                .allowed_methods()
+                .iter()
+                .map(|m| m.to_string())
+                .collect();
+            allowed.sort();
+            assert_eq!(documented, allowed, "{template}");
+            seen.insert(format!("{:?}", std::mem::discriminant(&route)));
+        }
+        // One of each kind of route (the compat variants included).
+        let every = [
+            "/api/v1/console/databases",
+            "/api/v1/console/databases/setup",
+            "/api/v1/console/databases/remove/x",
+            "/api/v1/console/databases/x",
+            "/api/v1/console/databases/x/permissions",
+            "/api/v1/console/databases/x/data-protection",
+            "/api/v1/console/databases/x/check-connection/u",
+            "/v1/dashboards",
+            "/v1/dashboards/x",
+        ];
+        for path in every {
+            let route = Route::recognize(path).unwrap();
+            assert!(
+                seen.contains(&format!("{:?}", std::mem::discriminant(&route))),
+                "{path} is not documented"
+            );
+        }
+        assert_eq!(paths.len(), 2 * 7 + 2 * 2 + 1);
+    }
+
+    #[test]
+    fn operation_ids_are_unique_and_links_point_at_them() {
+        let document = document("/console");
+        assert_eq!(document["servers"][0]["url"], "/console");
+        let mut ids = std::collections::HashSet::new();
+        let mut links = Vec::new();
+        for item in document["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                assert!(ids.insert(operation["operationId"].as_str().unwrap().to_owned()));
+                if let Some(found) = operation["responses"]["200"]["links"].as_object() {
+                    links.extend(
+                        found
+                            .values()
+                            .map(|l| l["operationId"].as_str().unwrap().to_owned()),
+                    );
+                }
+            }
+        }
+        assert!(!links.is_empty());
+        for link in links {
+            assert!(ids.contains(&link), "link to {link}");
+        }
+    }
+}
