@@ -128,6 +128,7 @@ pub mod admin_protocol;
 pub mod backend;
 pub mod cli;
 pub mod credentials;
+pub mod docs;
 pub mod key_ops;
 pub mod key_print;
 pub mod keys;

@@ -135,6 +135,12 @@ async fn handle(
     let path = request.uri().path().to_owned();
     let response = if path == HEALTHZ {
         healthz(&method)
+    } else if let Some(page) = path
+        .starts_with(crate::docs::DOCS)
+        .then(|| crate::docs::answer(&method, &path))
+        .flatten()
+    {
+        page
     } else if path == READYZ {
         readyz(&method, &service).await
     } else {

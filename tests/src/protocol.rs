@@ -406,6 +406,27 @@ pub async fn protocol_401_says_what_the_route_takes(storage: Arc<dyn Storage>) {
     }
 }
 
+/// `GET /openapi.json` answers the OpenAPI 3.1 document without a credential; other methods
+/// are 405.
+pub async fn protocol_openapi_document_needs_no_credential(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let response = raw(&api, Method::GET, "/openapi.json", Auth::None, None, "")
+        .await
+        .expect(200);
+    assert_json(&response);
+    let document = response.json();
+    assert_eq!(document["openapi"], "3.1.0");
+    assert!(document["paths"][DATABASES]["post"]["requestBody"].is_object());
+    assert_eq!(
+        document["components"]["securitySchemes"]["apiKey"]["name"],
+        "x-api-key"
+    );
+    let response = raw(&api, Method::POST, "/openapi.json", Auth::None, None, "")
+        .await
+        .expect(405);
+    assert_eq!(response.header("allow"), Some("GET"));
+}
+
 /// A Bearer token does not open the database routes, even when it carries the API key.
 pub async fn protocol_bearer_on_database_routes_401(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);
@@ -1363,6 +1384,7 @@ macro_rules! protocol_tests {
                 protocol_wrong_credentials_401,
                 protocol_api_key_on_v1_dashboards_401,
                 protocol_401_says_what_the_route_takes,
+                protocol_openapi_document_needs_no_credential,
                 protocol_bearer_on_database_routes_401,
                 protocol_empty_credentials_401,
                 protocol_auth_before_existence,

@@ -446,17 +446,25 @@ fn text_schema(rule: Text, presence: Presence) -> Value {
         Presence::Optional => rule.blank_or_valid_pattern(),
         Presence::Raw => rule.pattern(),
     };
-    let string = json!({ "type": "string", "maxLength": max, "pattern": pattern });
-    let mut schema = if rule == Text::Host {
+    let nullable = matches!(presence, Presence::Optional | Presence::Raw);
+    if rule == Text::Host {
         // IPv4 addresses match the host name pattern; IPv6 ones are the other alternative.
-        json!({ "anyOf": [string, { "type": "string", "format": "ipv6", "maxLength": max }] })
-    } else {
-        string
-    };
-    if matches!(presence, Presence::Optional | Presence::Raw) {
-        schema = json!({ "anyOf": [schema, { "type": "null" }] });
+        let mut choices = vec![
+            json!({ "type": "string", "maxLength": max, "pattern": pattern }),
+            json!({ "type": "string", "maxLength": max, "format": "ipv6" }),
+        ];
+        if nullable {
+            choices.push(json!({ "type": "null" }));
+        }
+        return json!({ "anyOf": choices });
     }
-    schema
+    // `maxLength` and `pattern` constrain strings only: null passes them.
+    let kind = if nullable {
+        json!(["string", "null"])
+    } else {
+        json!("string")
+    };
+    json!({ "type": kind, "maxLength": max, "pattern": pattern })
 }
 
 fn enum_schema(names: &[&str], nullable: bool) -> Value {
@@ -516,6 +524,17 @@ fn id_param_schema(prefix: &str) -> Value {
 /// A blank string: empty or white space only (unset).
 fn blank() -> Value {
     json!({ "type": "string", "pattern": Text::blank_pattern() })
+}
+
+/// `schema` with a description.
+fn described(schema: Value, description: &str) -> Value {
+    with(schema, "description", json!(description))
+}
+
+/// `schema` with one more keyword.
+fn with(mut schema: Value, key: &str, value: Value) -> Value {
+    schema[key] = value;
+    schema
 }
 
 fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Vec<&'static str> {
@@ -599,16 +618,19 @@ fn schemas() -> Value {
         let mut schema = object(
             if creating { &["username"] } else { &[] },
             json!({
-                "id": { "description": "The id of a stored credential of this database to update (fields left out keep their values); absent, blank or unknown makes a new credential.", "anyOf": [text_schema(NAME, Presence::Optional)] },
+                "id": described(text_schema(NAME, Presence::Optional), "The id of a stored credential of this database to update (fields left out keep their values); absent, blank or unknown makes a new credential."),
                 "username": text_schema(NAME, username),
-                "password": {
-                    "anyOf": [text_schema(Text::Opaque(PASSWORD_MAX), Presence::Optional)],
-                    "writeOnly": true,
-                    "description": "Stored encrypted, never returned. Left out on update: kept; null or blank: cleared.",
-                },
-                "hostname": { "description": "Overrides the database's hostname for this credential.", "anyOf": [text_schema(Text::Host, Presence::Optional)] },
+                "password": with(
+                    described(
+                        text_schema(Text::Opaque(PASSWORD_MAX), Presence::Optional),
+                        "Stored encrypted, never returned. Left out on update: kept; null or blank: cleared.",
+                    ),
+                    "writeOnly",
+                    json!(true),
+                ),
+                "hostname": described(text_schema(Text::Host, Presence::Optional), "Overrides the database's hostname for this credential."),
                 "ai_allowed": boolean(true),
-                "timeout": { "description": "Check-connection timeout in seconds (null: the server's default).", "anyOf": [integer(1, U32_MAX, true)] },
+                "timeout": described(integer(1, U32_MAX, true), "Check-connection timeout in seconds (null: the server's default)."),
                 "reviews_required": integer(0, U32_MAX, true),
                 "default_credential": boolean(true),
             }),
@@ -629,26 +651,26 @@ fn schemas() -> Value {
             "adapter": enum_schema(&adapters, false),
             "hostname": text_schema(Text::Host, required),
             "database": text_schema(NAME, required),
-            "port": { "description": "null: the adapter's default port.", "anyOf": [integer(1, 65535, true)] },
+            "port": described(integer(1, 65535, true), "null: the adapter's default port."),
             "ssl": boolean(true),
-            "verify_server_hostname": { "description": "true needs a CA certificate stored or given in the same request (422 otherwise).", "anyOf": [boolean(true)] },
+            "verify_server_hostname": described(boolean(true), "true needs a CA certificate stored or given in the same request (422 otherwise)."),
             "restrict_access": boolean(true),
             "review_bypass_allowed": boolean(true),
             "group": optional(NAME),
             "slack_channel": optional(NAME),
             "tunnel_id": optional(NAME),
             "ai_enabled": boolean(true),
-            "ai_max_rows": { "anyOf": [integer(1, U32_MAX, true)], "default": DEFAULT_AI_MAX_ROWS },
+            "ai_max_rows": with(integer(1, U32_MAX, true), "default", json!(DEFAULT_AI_MAX_ROWS)),
             "ssl_ca_cert": certificate("The CA certificate(s) the server's certificate must chain to."),
             "ssl_cert": certificate("A client certificate."),
             "ssl_key": certificate("The client certificate's key."),
-            "connection_parameters": {
-                "description": "The whole new list. Names are unique without regard to case; `user` and `database` are reserved.",
-                "anyOf": [list(object(&["name"], json!({
+            "connection_parameters": described(
+                list(object(&["name"], json!({
                     "name": text_schema(NAME, Presence::Required),
                     "value": text_schema(Text::Line(VALUE_MAX), Presence::Raw),
-                })), true)],
-            },
+                })), true),
+                "The whole new list. Names are unique without regard to case; `user` and `database` are reserved.",
+            ),
             "credentials": {
                 "description": "The whole new list, in order: items with the id of a stored credential update it, others are new, stored ones left out are deleted.",
                 "type": "array", "minItems": 1, "items": credential_input(creating),
@@ -689,17 +711,17 @@ fn schemas() -> Value {
     let panel_input = object(
         &["title", "details"],
         json!({
-            "id": { "description": "A stored panel's id keeps it; any other value gets a new id.", "anyOf": [text_schema(NAME, Presence::Optional)] },
+            "id": described(text_schema(NAME, Presence::Optional), "A stored panel's id keeps it; any other value gets a new id."),
             "title": text_schema(NAME, Presence::Required),
-            "inputs": {
-                "description": "Keys are unique within a panel.",
-                "anyOf": [list(object(&["key"], json!({
+            "inputs": described(
+                list(object(&["key"], json!({
                     "key": text_schema(NAME, Presence::Required),
                     "description": text_schema(Text::Lines(VALUE_MAX), Presence::Raw),
-                })), true)],
-            },
+                })), true),
+                "Keys are unique within a panel.",
+            ),
             "actions": list(object(&[], json!({
-                "id": { "description": "A stored action's id keeps it; any other value gets a new id.", "anyOf": [text_schema(NAME, Presence::Optional)] },
+                "id": described(text_schema(NAME, Presence::Optional), "A stored action's id keeps it; any other value gets a new id."),
                 "label": optional(NAME),
                 "workflow_id": optional(NAME),
                 "input_mappings": list(input_mapping, true),
@@ -726,7 +748,7 @@ fn schemas() -> Value {
             json!({
                 "name": text_schema(NAME, name),
                 "restricted_access": boolean(false),
-                "panels": { "description": "The whole new list, in order.", "anyOf": [list(panel_input.clone(), true)] },
+                "panels": described(list(panel_input.clone(), true), "The whole new list, in order."),
             }),
         )
     };
@@ -835,20 +857,20 @@ fn schemas() -> Value {
         "DatabaseSetup": object(
             &["id", "adapter", "hostname", "database", "username", "password"],
             json!({
-                "id": { "description": "The caller's id for the database, stored as `api_id`.", "anyOf": [text_schema(NAME, Presence::Required)] },
+                "id": described(text_schema(NAME, Presence::Required), "The caller's id for the database, stored as `api_id`."),
                 "adapter": enum_schema(&adapters, false),
                 "hostname": text_schema(Text::Host, Presence::Required),
                 "database": text_schema(NAME, Presence::Required),
                 "username": text_schema(NAME, Presence::Required),
-                "password": { "anyOf": [text_schema(Text::Opaque(PASSWORD_MAX), Presence::Required)], "writeOnly": true },
-                "name": { "description": "Defaults to `database`.", "anyOf": [optional(NAME)] },
+                "password": with(text_schema(Text::Opaque(PASSWORD_MAX), Presence::Required), "writeOnly", json!(true)),
+                "name": described(optional(NAME), "Defaults to `database`."),
                 "port": integer(1, 65535, true),
                 "group": optional(NAME),
                 "tunnel_id": optional(NAME),
-                "ssl": {
-                    "description": "\"enabled\" turns TLS on; \"disabled\", blank or null leave it off; any other string is 422.",
-                    "anyOf": [enum_schema(&["enabled", "disabled"], true), blank()],
-                },
+                "ssl": described(
+                    json!({ "anyOf": [enum_schema(&["enabled", "disabled"], true), blank()] }),
+                    "\"enabled\" turns TLS on; \"disabled\", blank or null leave it off; any other string is 422.",
+                ),
                 "ssl_ca_cert": certificate("The CA certificate(s)."),
                 "ssl_cert": certificate("A client certificate."),
                 "ssl_key": certificate("The client certificate's key."),
@@ -865,14 +887,14 @@ fn schemas() -> Value {
             })), false),
         })),
         "PermissionsInput": object(&["permissions"], json!({
-            "permissions": {
-                "description": "The whole new list; null means empty. A subject appears once per kind.",
-                "anyOf": [list(object(&["subject_kind", "subject", "access"], json!({
+            "permissions": described(
+                list(object(&["subject_kind", "subject", "access"], json!({
                     "subject_kind": enum_schema(&subject_kinds, false),
                     "subject": text_schema(NAME, Presence::Required),
                     "access": enum_schema(&access_levels, false),
-                })), true)],
-            },
+                })), true),
+                "The whole new list; null means empty. A subject appears once per kind.",
+            ),
         })),
         "DataProtection": closed(json!({
             "database_id": { "type": "string" },
@@ -887,18 +909,18 @@ fn schemas() -> Value {
             })), false),
         })),
         "DataProtectionInput": object(&["policies"], json!({
-            "inherits_from": { "description": "Another database's id (it must exist, not be this one, and make no cycle), or null.", "anyOf": [optional(NAME)] },
-            "policies": {
-                "description": "The whole new list; null means empty. Names are unique, and columns within a policy.",
-                "anyOf": [list(object(&["name", "columns"], json!({
+            "inherits_from": described(optional(NAME), "Another database's id (it must exist, not be this one, and make no cycle), or null."),
+            "policies": described(
+                list(object(&["name", "columns"], json!({
                     "name": text_schema(NAME, Presence::Required),
                     "description": optional(Text::Lines(VALUE_MAX)),
                     "columns": { "type": "array", "minItems": 1, "items": object(&["column", "action"], json!({
                         "column": text_schema(NAME, Presence::Required),
                         "action": enum_schema(&column_actions, false),
                     })) },
-                })), true)],
-            },
+                })), true),
+                "The whole new list; null means empty. Names are unique, and columns within a policy.",
+            ),
         })),
         "Dashboard": dashboard,
         "DashboardCreate": dashboard_input(true),
