@@ -69,12 +69,12 @@ pub(crate) fn parameter_name() -> impl Strategy<Value = String> {
     "[A-Za-z_][A-Za-z0-9_.]{0,20}".prop_filter("not reserved", |name| !is_reserved_parameter(name))
 }
 
-/// A parameter value: any string is kept as given (`""` and whitespace included), null reads
-/// back as `""`.
+/// A parameter value: any one-line string is kept as given (`""` and spaces included), null
+/// reads back as `""`.
 pub(crate) fn parameter_value() -> BoxedStrategy<Given> {
     prop_oneof![
         4 => text().prop_map(Given::same),
-        1 => blank().prop_map(Given::same),
+        1 => select(&["", " ", "   ", "\u{a0}", "\u{3000}"][..]).prop_map(Given::same),
         1 => Just(Given::reads_as(Value::Null, "")),
     ]
     .boxed()
@@ -173,7 +173,7 @@ impl CredentialBody {
 /// The credential fields other than username, password and default_credential.
 pub(crate) fn credential_fields() -> FieldTable {
     vec![
-        ("hostname", optional_text()),
+        ("hostname", optional_host()),
         ("ai_allowed", flag()),
         ("timeout", timeout()),
         ("reviews_required", reviews_required()),

@@ -160,13 +160,26 @@ pub(crate) fn adapter() -> BoxedStrategy<Given> {
 /// Host names, IPv4 and IPv6 addresses, and any other non-blank text (nothing checks the
 /// syntax).
 pub(crate) fn hostname() -> BoxedStrategy<Given> {
+    host().prop_map(Given::same).boxed()
+}
+
+/// A host name (labels that neither start nor end with `-`) or an IP address.
+fn host() -> BoxedStrategy<String> {
     prop_oneof![
-        3 => "[a-z0-9][a-z0-9-]{0,15}(\\.[a-z0-9-]{1,12}){0,3}",
+        3 => "[a-z0-9]([a-z0-9-]{0,14}[a-z0-9])?(\\.[a-z0-9_]([a-z0-9-]{0,10}[a-z0-9])?){0,3}",
         1 => any::<[u8; 4]>().prop_map(|ip| std::net::Ipv4Addr::from(ip).to_string()),
         1 => any::<[u16; 8]>().prop_map(|ip| std::net::Ipv6Addr::from(ip).to_string()),
-        1 => non_blank_text(),
     ]
-    .prop_map(Given::same)
+    .boxed()
+}
+
+/// An optional host: blank or null read back as null.
+pub(crate) fn optional_host() -> BoxedStrategy<Given> {
+    prop_oneof![
+        3 => host().prop_map(Given::same),
+        1 => blank().prop_map(|s| Given::reads_as(s, Value::Null)),
+        1 => Just(Given::same(Value::Null)),
+    ]
     .boxed()
 }
 
