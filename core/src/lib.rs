@@ -52,6 +52,8 @@ pub use auth::{Authenticator, StaticCredentials};
 pub use check::{Checkers, ConnectionChecker};
 pub use model::{CredentialKind, Scope, Secret};
 pub use seal::{Sealer, SecretKey};
-pub use service::{ApiError, ConsoleService, ConsoleServiceBuilder, ResponseBody};
+pub use service::{
+    ApiError, ConsoleService, ConsoleServiceBuilder, REQUEST_ID_HEADER, RequestId, ResponseBody,
+};
 pub use storage::{Storage, StorageError};
 pub use validate::ValidationErrors;

@@ -22,9 +22,29 @@ use crate::serve::ServeLimits;
     about = "The dbconsole control plane server"
 )]
 pub struct Cli {
+    /// The format of the log lines on standard error: `text` for people, `json` for one JSON
+    /// object per line (with the request's `request_id` in its span).
+    #[arg(
+        long,
+        global = true,
+        env = "DBCONSOLE_LOG_FORMAT",
+        value_enum,
+        default_value_t = LogFormat::Text
+    )]
+    pub log_format: LogFormat,
+
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The format of the log lines (`--log-format`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One line of text per event, for people.
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
 }
 
 /// The subcommands.
@@ -47,7 +67,9 @@ on standard output. With redb, DATA_DIR/admin.sock (mode 0600) serves `dbconsole
 the server runs.
   DBCONSOLE_SECRET_KEY    base64 of the 32-byte key that encrypts secrets at rest (redb);
                           when unset, DATA_DIR/secret.key is used, created once (mode 0600)
-Logs go to standard error; RUST_LOG filters them (default: info).";
+Logs go to standard error (--log-format text|json); RUST_LOG filters them (default: info).
+Every response carries x-request-id (the caller's, when usable, else a new one), and every log
+line of the request names it.";
 
 /// The flags of `dbconsole serve`.
 #[derive(Clone, Debug, Args)]

@@ -135,20 +135,26 @@ pub mod keys;
 pub mod serve;
 
 pub use backend::StorageKind;
-pub use cli::{Cli, Command, KeysArgs, KeysCommand, ServeArgs};
+pub use cli::{Cli, Command, KeysArgs, KeysCommand, LogFormat, ServeArgs};
 pub use credentials::EnvCredentials;
 pub use serve::{ServeLimits, ShutdownSignal, serve};
 
-/// Sends `tracing` output to standard error, filtered by `RUST_LOG` (default `info`), without
-/// colours unless standard error is a terminal.
-pub fn init_tracing() {
+/// Sends `tracing` output to standard error, filtered by `RUST_LOG` (default `info`): lines of
+/// text without colours unless standard error is a terminal, or one JSON object per line.
+pub fn init_tracing(format: cli::LogFormat) {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
 
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+        .with_writer(std::io::stderr);
+    match format {
+        cli::LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
+        cli::LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+    }
 }

@@ -24,8 +24,11 @@ use tokio::net::TcpListener;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let Cli { command } = Cli::parse();
-    dbconsole_server::init_tracing();
+    let Cli {
+        log_format,
+        command,
+    } = Cli::parse();
+    dbconsole_server::init_tracing(log_format);
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

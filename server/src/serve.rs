@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use dbconsole_core::{ApiError, ConsoleService, ResponseBody};
+use dbconsole_core::{ApiError, ConsoleService, REQUEST_ID_HEADER, RequestId, ResponseBody};
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -125,31 +125,39 @@ pub async fn serve<F, G>(
     }
 }
 
-/// One request: the health check or the service, then the log line.
+/// One request: the health check, the docs or the service, then the log line. The request's id
+/// (the caller's `x-request-id`, or a new one) goes into its extensions for the service, into
+/// the log line, and back in the response's `x-request-id`.
 async fn handle(
     mut service: ConsoleService,
-    request: Request<Incoming>,
+    mut request: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {
     let started = Instant::now();
+    let request_id = RequestId::from_headers(request.headers());
+    request.extensions_mut().insert(request_id.clone());
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let response = if path == HEALTHZ {
+    let mut response = if path == HEALTHZ {
         healthz(&method)
+    } else if path == READYZ {
+        readyz(&method, &service).await
     } else if let Some(page) = path
         .starts_with(crate::docs::DOCS)
         .then(|| crate::docs::answer(&method, &path))
         .flatten()
     {
         page
-    } else if path == READYZ {
-        readyz(&method, &service).await
     } else {
         poll_fn(|cx| Service::<Request<Incoming>>::poll_ready(&mut service, cx)).await?;
         service.call(request).await?
     };
+    response
+        .headers_mut()
+        .insert(REQUEST_ID_HEADER, request_id.header_value());
     let elapsed = started.elapsed();
     tracing::info!(
         target: "dbconsole::request",
+        request_id = %request_id,
         method = %method,
         path = %path,
         status = response.status().as_u16(),

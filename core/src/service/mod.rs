@@ -18,10 +18,12 @@ mod databases;
 mod error;
 mod openapi;
 mod render;
+mod request_id;
 mod response;
 mod router;
 
 pub use error::ApiError;
+pub use request_id::{REQUEST_ID_HEADER, REQUEST_ID_MAX, RequestId};
 pub use response::ResponseBody;
 
 use std::convert::Infallible;
@@ -209,13 +211,25 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        use tracing::Instrument as _;
+
         let shared = Arc::clone(&self.shared);
-        Box::pin(async move {
-            Ok(shared
-                .handle(request)
-                .await
-                .unwrap_or_else(ApiError::into_response))
-        })
+        let request_id = RequestId::of(&request);
+        // Every log line of the request, storage and checkers included, carries its id.
+        let span = tracing::info_span!("request", request_id = %request_id);
+        Box::pin(
+            async move {
+                let mut response = shared
+                    .handle(request)
+                    .await
+                    .unwrap_or_else(ApiError::into_response);
+                response
+                    .headers_mut()
+                    .insert(REQUEST_ID_HEADER, request_id.header_value());
+                Ok(response)
+            }
+            .instrument(span),
+        )
     }
 }
 
@@ -276,6 +290,7 @@ impl Shared {
         if !route.allowed_methods().contains(&parts.method) {
             return Err(ApiError::MethodNotAllowed(route.allowed_methods()));
         }
+        tracing::debug!(?route, method = %parts.method, "authorized");
         let written = self
             .read_cache
             .as_ref()

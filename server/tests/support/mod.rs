@@ -1,6 +1,10 @@
 //! A small HTTP/1 client over a raw `TcpStream`, enough to drive the server byte for byte
 //! (keep-alive, `expect: 100-continue`, a body sent in two parts).
 
+#![allow(dead_code, reason = "each test binary uses a part of the support module")]
+
+pub mod process;
+
 use std::net::SocketAddr;
 use std::process::Stdio;
 
@@ -9,11 +13,9 @@ use tokio::net::TcpStream;
 use tokio::process::Command;
 
 /// The binary under test.
-#[allow(dead_code, reason = "serve_loop.rs uses the client only")]
 const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 
 /// The variables the binary reads; none leaks in from the test's own environment.
-#[allow(dead_code, reason = "serve_loop.rs uses the client only")]
 const OUR_VARS: [&str; 16] = [
     "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
@@ -35,7 +37,6 @@ const OUR_VARS: [&str; 16] = [
 
 /// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
 /// `env` added (later pairs win) and piped output.
-#[allow(dead_code, reason = "serve_loop.rs uses the client only")]
 pub fn dbconsole(env: &[(&str, &str)], args: &[&str]) -> Command {
     let mut command = Command::new(BIN);
     for var in OUR_VARS {

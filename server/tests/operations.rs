@@ -1,0 +1,218 @@
+//! What operators rely on, on the real binary: request ids in responses and log lines, JSON
+//! logs, and no secret in any line of a run's log.
+
+mod support;
+
+use serde_json::{Value, json};
+
+use support::process::Server;
+use support::request;
+
+const DATABASES: &str = "/api/v1/console/databases";
+const KEY: &str = "ops-api-key-6f1c2e";
+const TOKEN: &str = "ops-access-token-93ab70";
+
+fn configured() -> [(&'static str, &'static str); 2] {
+    [
+        ("DBCONSOLE_API_KEY", KEY),
+        ("DBCONSOLE_ACCESS_TOKEN", TOKEN),
+    ]
+}
+
+/// The JSON log lines of a run.
+fn json_lines(stderr: &str) -> Vec<Value> {
+    stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: not JSON: {line}")))
+        .collect()
+}
+
+/// Every response carries `x-request-id`: the caller's when it is usable, else a new one. With
+/// `--log-format json` every line is a JSON object, and the request's lines (the request log
+/// line, and the service's own lines inside its span) name the id.
+#[tokio::test]
+async fn request_ids_come_back_and_name_every_log_line_of_their_request() {
+    let server = Server::start_with(
+        &[
+            configured().as_slice(),
+            &[("RUST_LOG", "info,dbconsole_core=debug")],
+        ]
+        .concat(),
+        &["--log-format", "json", "serve", "--listen", "127.0.0.1:0"],
+    )
+    .await;
+    let given = request(
+        server.addr,
+        "GET",
+        DATABASES,
+        &[("x-api-key", KEY), ("x-request-id", "trace-4711")],
+        None,
+    )
+    .await;
+    assert_eq!(given.status, 200);
+    assert_eq!(given.header("x-request-id"), Some("trace-4711"));
+    let made = request(
+        server.addr,
+        "GET",
+        "/healthz",
+        &[("x-request-id", "bad id")],
+        None,
+    )
+    .await;
+    let made_id = made.header("x-request-id").expect("an id").to_owned();
+    assert_eq!(made_id.len(), 26, "{made_id}");
+    let denied = request(server.addr, "GET", DATABASES, &[], None).await;
+    assert_eq!(denied.status, 401);
+    assert!(denied.header("x-request-id").is_some());
+
+    let (status, _, stderr) = server.stop().await;
+    assert!(status.success());
+    let lines = json_lines(&stderr);
+    let request_lines: Vec<&Value> = lines
+        .iter()
+        .filter(|line| line["target"] == "dbconsole::request")
+        .collect();
+    assert!(
+        request_lines
+            .iter()
+            .any(|line| line["fields"]["request_id"] == "trace-4711"
+                && line["fields"]["status"] == 200),
+        "{stderr}"
+    );
+    assert!(
+        request_lines
+            .iter()
+            .any(|line| line["fields"]["request_id"] == made_id.as_str())
+    );
+    // A line the service logs while handling the request sits in the request's span.
+    let inner: Vec<&Value> = lines
+        .iter()
+        .filter(|line| line["span"]["request_id"] == "trace-4711")
+        .collect();
+    assert!(
+        inner.iter().any(|line| line["target"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("dbconsole_core"))),
+        "no service line in the request's span:\n{stderr}"
+    );
+}
+
+/// Nothing a client sent as a secret, nor the server's own key, appears in any log line, at
+/// the debug level, in either format.
+#[tokio::test]
+async fn no_secret_in_any_log_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret_key = "b3BzLXRlc3Qta2V5LTAxMjM0NTY3ODlhYmNkZWYwMTI=";
+    let password = "pw-in-no-log-5e21";
+    let setup_password = "setup-pw-in-no-log-77c0";
+    let ca_pem =
+        "-----BEGIN CERTIFICATE-----\nMIIBno-log-ca-cert-body\n-----END CERTIFICATE-----\n";
+    let ca = base64_of(ca_pem);
+    for format in ["text", "json"] {
+        let data_dir = dir.path().join(format);
+        let env = [
+            configured().as_slice(),
+            &[
+                ("RUST_LOG", "debug"),
+                ("DBCONSOLE_STORAGE", "redb"),
+                ("DBCONSOLE_SECRET_KEY", secret_key),
+            ],
+        ]
+        .concat();
+        let server = Server::start_with(
+            &env,
+            &[
+                "--log-format",
+                format,
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--data-dir",
+                data_dir.to_str().unwrap(),
+            ],
+        )
+        .await;
+        let api = [("x-api-key", KEY)];
+        let body = json!({
+            "name": "Orders", "adapter": "postgres", "hostname": "127.0.0.1", "port": 1,
+            "database": "orders", "ssl": true, "ssl_ca_cert": ca,
+            "credentials": [{"username": "reader", "password": password, "timeout": 2}],
+        });
+        let created = request(
+            server.addr,
+            "POST",
+            DATABASES,
+            &api,
+            Some(&body.to_string()),
+        )
+        .await;
+        assert_eq!(created.status, 200, "{}", created.body);
+        let id = created.json()["id"].as_str().unwrap().to_owned();
+        let check = format!("{DATABASES}/{id}/check-connection/reader");
+        let checked = request(server.addr, "GET", &check, &api, None).await;
+        assert_eq!(checked.status, 200);
+        let patch = json!({"credentials": [{"username": "other", "password": password}]});
+        let patched = request(
+            server.addr,
+            "PATCH",
+            &format!("{DATABASES}/{id}"),
+            &api,
+            Some(&patch.to_string()),
+        )
+        .await;
+        assert_eq!(patched.status, 200, "{}", patched.body);
+        let setup = json!({
+            "id": "ext-1", "adapter": "mysql", "hostname": "db.internal", "database": "app",
+            "username": "svc", "password": setup_password, "ssl_ca_cert": ca,
+        });
+        let set_up = request(
+            server.addr,
+            "PUT",
+            &format!("{DATABASES}/setup"),
+            &api,
+            Some(&setup.to_string()),
+        )
+        .await;
+        assert_eq!(set_up.status, 200, "{}", set_up.body);
+        for wrong in [password, setup_password] {
+            let denied =
+                request(server.addr, "GET", DATABASES, &[("x-api-key", wrong)], None).await;
+            assert_eq!(denied.status, 401);
+        }
+        let dashboards = request(
+            server.addr,
+            "GET",
+            "/v1/dashboards",
+            &[("authorization", &format!("Bearer {TOKEN}"))],
+            None,
+        )
+        .await;
+        assert_eq!(dashboards.status, 200);
+
+        let (status, _, stderr) = server.stop().await;
+        assert!(status.success(), "{stderr}");
+        assert!(
+            stderr.lines().count() > 10,
+            "too little logged to prove anything:\n{stderr}"
+        );
+        for secret in [
+            KEY,
+            TOKEN,
+            secret_key,
+            password,
+            setup_password,
+            ca.as_str(),
+            "MIIBno-log",
+        ] {
+            assert!(
+                !stderr.contains(secret),
+                "{format}: {secret} logged:\n{stderr}"
+            );
+        }
+    }
+}
+
+fn base64_of(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
