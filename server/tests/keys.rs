@@ -4,7 +4,6 @@
 //! start creates.
 
 // Shared with binary.rs and serve_loop.rs; this file uses only part of it.
-#[allow(dead_code)]
 mod support;
 
 use std::net::SocketAddr;

@@ -8,7 +8,6 @@
 //! - a key revoked with `dbconsole keys` is refused by the other node at its next request;
 //! - a node started with another sealing key refuses to start, saying why.
 
-#[allow(dead_code, reason = "each test binary uses part of the support module")]
 mod support;
 
 use std::net::SocketAddr;

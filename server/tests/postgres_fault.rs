@@ -13,7 +13,6 @@
 //! refuses to run as root: as root (CI), the instance runs as the `postgres` system user.
 
 // Shared with binary.rs and serve_loop.rs; this file uses only part of it.
-#[allow(dead_code)]
 mod support;
 
 use std::collections::{HashSet, VecDeque};
