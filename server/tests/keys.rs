@@ -3,7 +3,6 @@
 //! running server (they go through its admin socket), scopes, revocation, and the keys a first
 //! start creates.
 
-// Shared with binary.rs and serve_loop.rs; this file uses only part of it.
 mod support;
 
 use std::net::SocketAddr;

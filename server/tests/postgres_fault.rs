@@ -12,7 +12,6 @@
 //! `/usr/lib/postgresql/*/bin`); `sudo bash .ci/db-servers-up.sh` installs them. PostgreSQL
 //! refuses to run as root: as root (CI), the instance runs as the `postgres` system user.
 
-// Shared with binary.rs and serve_loop.rs; this file uses only part of it.
 mod support;
 
 use std::collections::{HashSet, VecDeque};
