@@ -115,6 +115,11 @@ pub struct ServeArgs {
     )]
     pub read_cache_mib: u64,
 
+    /// Serve `GET /metrics` (Prometheus text format) on this address, HOST:PORT, apart from the
+    /// API: bind it where only the monitoring reaches it. Unset: no metrics are kept.
+    #[arg(long, env = "DBCONSOLE_METRICS_LISTEN", value_parser = listen_address)]
+    pub metrics_listen: Option<String>,
+
     /// Connections served at once; more wait in the listen backlog until one ends.
     #[arg(
         long,

@@ -132,6 +132,7 @@ pub mod docs;
 pub mod key_ops;
 pub mod key_print;
 pub mod keys;
+pub mod metrics;
 pub mod serve;
 
 pub use backend::StorageKind;

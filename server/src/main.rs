@@ -64,6 +64,17 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .build();
 
     let signal = ShutdownSignal::install().map_err(Error::Signals)?;
+    let metrics = match &args.metrics_listen {
+        Some(listen) => {
+            let handle = dbconsole_server::metrics::install().map_err(Error::Metrics)?;
+            let listener = TcpListener::bind(listen.as_str())
+                .await
+                .map_err(|source| Error::Listen(listen.clone(), source))?;
+            let address = listener.local_addr().map_err(Error::BoundAddress)?;
+            Some((listener, address, handle))
+        }
+        None => None,
+    };
     let listener = TcpListener::bind(args.listen.as_str())
         .await
         .map_err(|source| Error::Listen(args.listen.clone(), source))?;
@@ -96,11 +107,22 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .as_ref()
         .map_or(Ok(()), |created| created.write(&mut stdout))
         .and_then(|()| writeln!(stdout, "listening on {address}"))
+        .and_then(|()| match &metrics {
+            Some((_, address, _)) => writeln!(stdout, "metrics on http://{address}/metrics"),
+            None => Ok(()),
+        })
         .and_then(|()| stdout.flush())
         .map_err(Error::Stdout)?;
     drop(stdout);
     drop(created);
 
+    if let Some((listener, _, handle)) = metrics {
+        tokio::spawn(dbconsole_server::metrics::serve(
+            listener,
+            handle,
+            Arc::clone(&storage),
+        ));
+    }
     let (shutdown, force) = signal.stages();
     dbconsole_server::serve(listener, service, args.limits(), shutdown, force).await;
     #[cfg(unix)]
@@ -151,6 +173,8 @@ enum Error {
     Signals(io::Error),
     #[error("cannot listen on {0}: {1}")]
     Listen(String, io::Error),
+    #[error("cannot install the metrics recorder: {0}")]
+    Metrics(metrics_exporter_prometheus::BuildError),
     #[error("cannot read the bound address: {0}")]
     BoundAddress(io::Error),
     #[error("cannot create the admin socket in {}: {source}", dir.display())]

@@ -137,20 +137,24 @@ async fn handle(
     request.extensions_mut().insert(request_id.clone());
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    let mut response = if path == HEALTHZ {
-        healthz(&method)
+    // The routes the server answers itself are measured here; the service measures its own.
+    let (own, mut response) = if path == HEALTHZ {
+        (Some(HEALTHZ), healthz(&method))
     } else if path == READYZ {
-        readyz(&method, &service).await
+        (Some(READYZ), readyz(&method, &service).await)
     } else if let Some(page) = path
         .starts_with(crate::docs::DOCS)
         .then(|| crate::docs::answer(&method, &path))
         .flatten()
     {
-        page
+        (Some(crate::docs::DOCS), page)
     } else {
         poll_fn(|cx| Service::<Request<Incoming>>::poll_ready(&mut service, cx)).await?;
-        service.call(request).await?
+        (None, service.call(request).await?)
     };
+    if let Some(route) = own {
+        crate::metrics::record_own(route, &method, response.status(), started.elapsed());
+    }
     response
         .headers_mut()
         .insert(REQUEST_ID_HEADER, request_id.header_value());

@@ -216,3 +216,162 @@ fn base64_of(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)
 }
+
+/// The value of the sample of `name` whose labels include all of `labels`, from a Prometheus
+/// text exposition; `None` when there is none.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines()
+        .filter(|line| !line.starts_with('#'))
+        .filter(|line| {
+            line.starts_with(&format!("{name}{{")) || line.starts_with(&format!("{name} "))
+        })
+        .find(|line| {
+            labels
+                .iter()
+                .all(|(key, value)| line.contains(&format!("{key}=\"{value}\"")))
+        })
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+}
+
+/// `--metrics-listen` serves `/metrics` apart from the API: request counts by route template,
+/// method and status, latency histograms, check-connection outcomes by adapter, and the stored
+/// record counts, all moving with the traffic.
+#[tokio::test]
+async fn metrics_move_with_the_traffic() {
+    let server = Server::start_with(
+        &configured(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ],
+    )
+    .await;
+    let line = server
+        .stdout
+        .line("the metrics line", |line| line.starts_with("metrics on "))
+        .await;
+    let metrics_addr: std::net::SocketAddr = line
+        .trim_start_matches("metrics on http://")
+        .trim_end_matches("/metrics")
+        .parse()
+        .unwrap();
+    let scrape = || async move {
+        let response = request(metrics_addr, "GET", "/metrics", &[], None).await;
+        assert_eq!(response.status, 200);
+        assert!(
+            response
+                .header("content-type")
+                .unwrap()
+                .starts_with("text/plain")
+        );
+        response.body
+    };
+    let before = scrape().await;
+    assert_eq!(
+        sample(&before, "dbconsole_records", &[("kind", "databases")]),
+        Some(0.0)
+    );
+
+    let api = [("x-api-key", KEY)];
+    let body = json!({
+        "name": "Orders", "adapter": "postgres", "hostname": "127.0.0.1", "port": 1,
+        "database": "orders", "credentials": [{"username": "reader", "timeout": 2}],
+    });
+    for _ in 0..3 {
+        let created = request(
+            server.addr,
+            "POST",
+            DATABASES,
+            &api,
+            Some(&body.to_string()),
+        )
+        .await;
+        assert_eq!(created.status, 200);
+    }
+    let id = request(server.addr, "GET", DATABASES, &api, None)
+        .await
+        .json()["data"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let checked = request(
+        server.addr,
+        "GET",
+        &format!("{DATABASES}/{id}/check-connection/reader"),
+        &api,
+        None,
+    )
+    .await;
+    assert_eq!(checked.status, 200);
+    assert_eq!(
+        request(server.addr, "GET", DATABASES, &[], None)
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        request(server.addr, "GET", "/healthz", &[], None)
+            .await
+            .status,
+        200
+    );
+
+    let after = scrape().await;
+    let requests = |route: &str, method: &str, status: &str| {
+        sample(
+            &after,
+            "dbconsole_http_requests_total",
+            &[("route", route), ("method", method), ("status", status)],
+        )
+    };
+    assert_eq!(requests("/databases", "POST", "200"), Some(3.0), "{after}");
+    assert_eq!(requests("/databases", "GET", "200"), Some(1.0), "{after}");
+    assert_eq!(requests("/databases", "GET", "401"), Some(1.0), "{after}");
+    assert_eq!(requests("/healthz", "GET", "200"), Some(1.0), "{after}");
+    assert_eq!(
+        requests("/databases/{id}/check-connection/{username}", "GET", "200"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &after,
+            "dbconsole_check_connections_total",
+            &[("adapter", "postgres"), ("outcome", "error")]
+        ),
+        Some(1.0),
+        "{after}"
+    );
+    assert_eq!(
+        sample(
+            &after,
+            "dbconsole_http_request_duration_seconds_count",
+            &[("route", "/databases"), ("method", "POST")]
+        ),
+        Some(3.0),
+        "{after}"
+    );
+    assert!(
+        after.contains("dbconsole_http_request_duration_seconds_bucket{"),
+        "{after}"
+    );
+    assert!(
+        after.contains("dbconsole_check_connection_duration_seconds_bucket{"),
+        "{after}"
+    );
+    assert_eq!(
+        sample(&after, "dbconsole_records", &[("kind", "databases")]),
+        Some(3.0)
+    );
+    // Not on the API's listener.
+    assert_eq!(
+        request(server.addr, "GET", "/metrics", &[], None)
+            .await
+            .status,
+        404
+    );
+    server.stop().await;
+}

@@ -35,7 +35,7 @@ use async_trait::async_trait;
 use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 use dbconsole_core::storage::{
     AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
-    Storage, StorageError, rules,
+    RecordCounts, Storage, StorageError, rules,
 };
 
 /// The in-memory backend. Cheap to create; share it with `Arc`.
@@ -354,6 +354,15 @@ impl Storage for MemoryStorage {
 
     async fn list_caller_keys(&self) -> Result<Vec<CallerKey>, StorageError> {
         Ok(self.state().keys.values().cloned().collect())
+    }
+
+    async fn record_counts(&self) -> Result<RecordCounts, StorageError> {
+        let state = self.state();
+        Ok(RecordCounts {
+            databases: state.databases.len() as u64,
+            dashboards: state.dashboards.len() as u64,
+            caller_keys: state.keys.len() as u64,
+        })
     }
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {

@@ -87,7 +87,7 @@ use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::record::{self, RecordError};
 use dbconsole_core::storage::{
     AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
-    Storage, StorageError, rules,
+    RecordCounts, Storage, StorageError, rules,
 };
 use deadpool_postgres::{Object, Pool, PoolError};
 use tokio_postgres::error::SqlState;
@@ -765,6 +765,22 @@ impl Storage for PostgresStorage {
     async fn list_caller_keys(&self) -> Result<Vec<CallerKey>, StorageError> {
         let sql = "SELECT id, record FROM caller_keys ORDER BY id";
         self.all(sql, &[], caller_key_of).await
+    }
+
+    async fn record_counts(&self) -> Result<RecordCounts, StorageError> {
+        let sql = "SELECT (SELECT count(*) FROM databases), (SELECT count(*) FROM dashboards), \
+                   (SELECT count(*) FROM caller_keys)";
+        let counts = self
+            .one(sql, &[], |row| {
+                let count = |index: usize| u64::try_from(row.get::<_, i64>(index)).unwrap_or(0);
+                Ok(RecordCounts {
+                    databases: count(0),
+                    dashboards: count(1),
+                    caller_keys: count(2),
+                })
+            })
+            .await?;
+        Ok(counts.unwrap_or_default())
     }
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {

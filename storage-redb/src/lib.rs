@@ -140,12 +140,12 @@ use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Times
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::{
     AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
-    Storage, StorageError, rules,
+    RecordCounts, Storage, StorageError, rules,
 };
 use redb::backends::InMemoryBackend;
 use redb::{
     Durability, MultimapTableDefinition, ReadTransaction, ReadableDatabase, ReadableMultimapTable,
-    ReadableTable, Table, TableDefinition, TableHandle, WriteTransaction,
+    ReadableTable, ReadableTableMetadata, Table, TableDefinition, TableHandle, WriteTransaction,
 };
 
 pub use crate::error::OpenError;
@@ -841,6 +841,19 @@ impl Storage for RedbStorage {
             })
         })
         .await
+    }
+
+    async fn record_counts(&self) -> Result<RecordCounts, StorageError> {
+        self.read_now(|inner| {
+            inner.read(|txn| {
+                let count = |table: &dyn ReadableTableMetadata| table.len().or_backend();
+                Ok(RecordCounts {
+                    databases: count(&txn.open_table(DATABASES).or_backend()?)?,
+                    dashboards: count(&txn.open_table(DASHBOARDS).or_backend()?)?,
+                    caller_keys: count(&txn.open_table(CALLER_KEYS).or_backend()?)?,
+                })
+            })
+        })
     }
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {

@@ -4,6 +4,7 @@ use http::{Response, StatusCode};
 
 use super::Shared;
 use super::error::ApiError;
+use super::metrics;
 use super::response::{ResponseBody, text_response};
 use crate::check::{CheckTarget, not_built_message, scrub_message, tunnel};
 use crate::model::{SealedSecret, TlsField};
@@ -65,14 +66,19 @@ impl Shared {
         };
         let dialer = self.tunnel_dialer.as_deref();
         let check = tunnel::check_through(checker.as_ref(), &target, dialer);
-        let answer = match tokio::time::timeout(target.timeout, check).await {
-            Ok(Ok(())) => "ok".to_owned(),
-            Ok(Err(message)) => scrub_message(&message, target.secrets()),
-            Err(_) => format!(
-                "connection timed out after {} s",
-                target.timeout.as_secs_f64()
+        let started = std::time::Instant::now();
+        let (outcome, answer) = match tokio::time::timeout(target.timeout, check).await {
+            Ok(Ok(())) => ("ok", "ok".to_owned()),
+            Ok(Err(message)) => ("error", scrub_message(&message, target.secrets())),
+            Err(_) => (
+                "timeout",
+                format!(
+                    "connection timed out after {} s",
+                    target.timeout.as_secs_f64()
+                ),
             ),
         };
+        metrics::record_check(db.adapter.as_str(), outcome, started.elapsed());
         Ok(text_response(StatusCode::OK, answer))
     }
 }

@@ -64,10 +64,12 @@ impl From<StorageError> for ApiError {
             StorageError::Inherited(databases) => ApiError::Inherited(databases),
             StorageError::Unavailable(error) => {
                 tracing::warn!(%error, "storage unavailable");
+                super::metrics::record_storage_error("unavailable");
                 ApiError::Unavailable
             }
             other => {
                 tracing::error!(error = %other, "storage failure");
+                super::metrics::record_storage_error("backend");
                 ApiError::Internal
             }
         }

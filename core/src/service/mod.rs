@@ -16,6 +16,7 @@ mod check_connection;
 mod dashboards;
 mod databases;
 mod error;
+pub mod metrics;
 mod openapi;
 mod render;
 mod request_id;
@@ -215,6 +216,9 @@ where
 
         let shared = Arc::clone(&self.shared);
         let request_id = RequestId::of(&request);
+        let started = std::time::Instant::now();
+        let route = shared.route_template(request.uri().path());
+        let method = request.method().clone();
         // Every log line of the request, storage and checkers included, carries its id.
         let span = tracing::info_span!("request", request_id = %request_id);
         Box::pin(
@@ -226,6 +230,7 @@ where
                 response
                     .headers_mut()
                     .insert(REQUEST_ID_HEADER, request_id.header_value());
+                metrics::record_request(route, &method, response.status(), started.elapsed());
                 Ok(response)
             }
             .instrument(span),
@@ -267,6 +272,21 @@ where
 }
 
 impl Shared {
+    /// The route template of a path (the `route` label of the request metrics): the same for
+    /// the compat paths of a route, `unmatched` for a path that is no route.
+    fn route_template(&self, path: &str) -> &'static str {
+        let Some(path) = path
+            .strip_prefix(self.base_path.as_str())
+            .filter(|rest| rest.starts_with('/'))
+        else {
+            return "unmatched";
+        };
+        if path == openapi::OPENAPI_PATH {
+            return openapi::OPENAPI_PATH;
+        }
+        Route::recognize(path).map_or("unmatched", |route| route.template())
+    }
+
     async fn handle<B>(&self, request: Request<B>) -> Result<Response<ResponseBody>, ApiError>
     where
         B: Body + Send + 'static,

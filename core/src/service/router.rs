@@ -124,6 +124,22 @@ impl<'a> Route<'a> {
         }
     }
 
+    /// The route's path template, the same for its compat paths (the `route` label of the
+    /// request metrics).
+    pub(crate) fn template(&self) -> &'static str {
+        match self {
+            Route::Databases => "/databases",
+            Route::DatabaseSetup => "/databases/setup",
+            Route::DatabaseRemove(_) => "/databases/remove/{api_id}",
+            Route::Database(_) => "/databases/{id}",
+            Route::Permissions(_) => "/databases/{id}/permissions",
+            Route::DataProtection(_) => "/databases/{id}/data-protection",
+            Route::CheckConnection(..) => "/databases/{id}/check-connection/{username}",
+            Route::Dashboards { .. } => "/dashboards",
+            Route::Dashboard { .. } => "/dashboards/{id}",
+        }
+    }
+
     /// The methods this route answers.
     pub(crate) fn allowed_methods(&self) -> &'static [Method] {
         match self {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseUpsert, Page, Storage,
-    StorageError,
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseUpsert, Page, RecordCounts,
+    Storage, StorageError,
 };
 use crate::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 
@@ -16,6 +16,10 @@ macro_rules! forward_storage {
         impl<S: Storage + ?Sized> Storage for $wrapper<S> {
             async fn check_ready(&self) -> Result<(), StorageError> {
                 (**self).check_ready().await
+            }
+
+            async fn record_counts(&self) -> Result<RecordCounts, StorageError> {
+                (**self).record_counts().await
             }
 
             async fn insert_database(&self, database: Database) -> Result<(), StorageError> {

@@ -73,6 +73,17 @@ pub enum DatabaseKey<'a> {
     ApiId(&'a str),
 }
 
+/// How many records of each kind a store holds ([`Storage::record_counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecordCounts {
+    /// Databases.
+    pub databases: u64,
+    /// Dashboards.
+    pub dashboards: u64,
+    /// Caller keys (API keys and access tokens).
+    pub caller_keys: u64,
+}
+
 /// One page request of a listing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Page<'a> {
@@ -228,6 +239,10 @@ pub trait Storage: Send + Sync + Debug + 'static {
 
     /// Deletes (revokes) a caller credential and returns it.
     async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError>;
+
+    /// How many databases, dashboards and caller keys the store holds now (for the operator's
+    /// metrics; a backend answers without reading every record where it can).
+    async fn record_counts(&self) -> Result<RecordCounts, StorageError>;
 
     /// Whether the backend can serve requests now (a readiness check): `Ok` by default, for
     /// backends that live in the process; a networked backend answers

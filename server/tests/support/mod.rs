@@ -1,7 +1,10 @@
 //! A small HTTP/1 client over a raw `TcpStream`, enough to drive the server byte for byte
 //! (keep-alive, `expect: 100-continue`, a body sent in two parts).
 
-#![allow(dead_code, reason = "each test binary uses a part of the support module")]
+#![allow(
+    dead_code,
+    reason = "each test binary uses a part of the support module"
+)]
 
 pub mod process;
 

@@ -253,3 +253,48 @@ pub async fn caller_key_delete_returns_it_and_revokes_it(storage: Arc<dyn Storag
         "list_caller_keys after the key was stored again",
     );
 }
+
+/// `record_counts` counts every kind of record, and follows inserts and deletes.
+pub async fn record_counts_follow_inserts_and_deletes(storage: Arc<dyn Storage>) {
+    use super::fixtures::{insert_named, plain_dashboard};
+    use crate::storage::{DatabaseKey, RecordCounts};
+
+    let counts = |databases, dashboards, caller_keys| RecordCounts {
+        databases,
+        dashboards,
+        caller_keys,
+    };
+    assert_eq!(
+        ok(storage.record_counts().await, "record_counts"),
+        counts(0, 0, 0),
+        "an empty store"
+    );
+    let databases = insert_named(&*storage, &["a", "b", "c"]).await;
+    let dashboard = plain_dashboard("d");
+    ok(
+        storage.insert_dashboard(dashboard.clone()).await,
+        "insert_dashboard",
+    );
+    for key in caller_keys().into_iter().take(2) {
+        ok(storage.insert_caller_key(key).await, "insert_caller_key");
+    }
+    assert_eq!(
+        ok(storage.record_counts().await, "record_counts"),
+        counts(3, 1, 2)
+    );
+    ok(
+        storage
+            .delete_database(DatabaseKey::Id(databases[1].id.as_str()))
+            .await,
+        "delete_database",
+    );
+    ok(
+        storage.delete_dashboard(dashboard.id.as_str()).await,
+        "delete_dashboard",
+    );
+    assert_eq!(
+        ok(storage.record_counts().await, "record_counts"),
+        counts(2, 0, 2),
+        "after deleting a database and the dashboard"
+    );
+}

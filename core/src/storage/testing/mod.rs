@@ -160,6 +160,7 @@ macro_rules! storage_conformance_suite {
             keys::caller_key_insert_with_taken_id_or_digest_is_refused,
             keys::caller_key_touch_keeps_the_later_time,
             keys::caller_key_delete_returns_it_and_revokes_it,
+            keys::record_counts_follow_inserts_and_deletes,
             races::concurrent_database_updates_lose_nothing,
             races::concurrent_upserts_create_one_database,
             races::concurrent_inserts_with_one_api_id_admit_one,
