@@ -61,6 +61,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .check_timeout(args.check_timeout())
         .read_cache(args.read_cache_bytes())
         .body_timeout(args.body_timeout())
+        .metrics(args.metrics_listen.is_some())
         .build();
 
     let signal = ShutdownSignal::install().map_err(Error::Signals)?;

@@ -125,43 +125,56 @@ pub async fn serve<F, G>(
     }
 }
 
-/// One request: the health check, the docs or the service, then the log line. The request's id
-/// (the caller's `x-request-id`, or a new one) goes into its extensions for the service, into
-/// the log line, and back in the response's `x-request-id`.
+/// One request: the health check, the docs or the service, then the log line. The service
+/// answers with the request's id (the caller's `x-request-id`, or a new one) in
+/// `x-request-id`; the server's own routes get one here. The log line names it.
 async fn handle(
     mut service: ConsoleService,
-    mut request: Request<Incoming>,
+    request: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {
     let started = Instant::now();
-    let request_id = RequestId::from_headers(request.headers());
-    request.extensions_mut().insert(request_id.clone());
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
-    // The routes the server answers itself are measured here; the service measures its own.
-    let (own, mut response) = if path == HEALTHZ {
-        (Some(HEALTHZ), healthz(&method))
+    let own_route = if path == HEALTHZ {
+        Some(HEALTHZ)
     } else if path == READYZ {
-        (Some(READYZ), readyz(&method, &service).await)
-    } else if let Some(page) = path
-        .starts_with(crate::docs::DOCS)
-        .then(|| crate::docs::answer(&method, &path))
-        .flatten()
-    {
-        (Some(crate::docs::DOCS), page)
+        Some(READYZ)
+    } else if path.starts_with(crate::docs::DOCS) && crate::docs::answer(&method, &path).is_some() {
+        Some(crate::docs::DOCS)
     } else {
-        poll_fn(|cx| Service::<Request<Incoming>>::poll_ready(&mut service, cx)).await?;
-        (None, service.call(request).await?)
+        None
     };
-    if let Some(route) = own {
-        crate::metrics::record_own(route, &method, response.status(), started.elapsed());
-    }
-    response
-        .headers_mut()
-        .insert(REQUEST_ID_HEADER, request_id.header_value());
+    let response = match own_route {
+        Some(route) => {
+            let mut response = match route {
+                HEALTHZ => healthz(&method),
+                READYZ => readyz(&method, &service).await,
+                _ => crate::docs::answer(&method, &path)
+                    .unwrap_or_else(|| ApiError::NotFound.into_response()),
+            };
+            // The routes the server answers itself are measured here; the service measures
+            // its own.
+            crate::metrics::record_own(route, &method, response.status(), started.elapsed());
+            let id = RequestId::from_headers(request.headers());
+            response
+                .headers_mut()
+                .insert(REQUEST_ID_HEADER, id.header_value());
+            response
+        }
+        None => {
+            poll_fn(|cx| Service::<Request<Incoming>>::poll_ready(&mut service, cx)).await?;
+            service.call(request).await?
+        }
+    };
+    let request_id = response
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
     let elapsed = started.elapsed();
     tracing::info!(
         target: "dbconsole::request",
-        request_id = %request_id,
+        request_id,
         method = %method,
         path = %path,
         status = response.status().as_u16(),

@@ -78,7 +78,9 @@ impl Shared {
                 ),
             ),
         };
-        metrics::record_check(db.adapter.as_str(), outcome, started.elapsed());
+        if self.metrics {
+            metrics::record_check(db.adapter.as_str(), outcome, started.elapsed());
+        }
         Ok(text_response(StatusCode::OK, answer))
     }
 }

@@ -12,9 +12,10 @@ pub const REQUEST_ID_HEADER: HeaderName = HeaderName::from_static("x-request-id"
 /// letters, digits and `-._:@/+=`) is replaced by a new id.
 pub const REQUEST_ID_MAX: usize = 128;
 
-/// The id of one request: the caller's `x-request-id` when it is usable, else a new ULID.
+/// The id of one request: the caller's `x-request-id` when it is usable, else a new ULID. Held
+/// as the header value it goes back in (cheap to clone).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RequestId(String);
+pub struct RequestId(HeaderValue);
 
 impl RequestId {
     /// The id a server put in the request's extensions, else the caller's `x-request-id`, else
@@ -31,40 +32,42 @@ impl RequestId {
     pub fn from_headers(headers: &HeaderMap) -> Self {
         headers
             .get(&REQUEST_ID_HEADER)
-            .and_then(|value| value.to_str().ok())
-            .filter(|value| usable(value))
-            .map(|value| Self(value.to_owned()))
+            .filter(|value| usable(value.as_bytes()))
+            .map(|value| Self(value.clone()))
             .unwrap_or_else(Self::generate)
     }
 
     /// A new id: a ULID in lower case.
     pub fn generate() -> Self {
-        Self(ulid::Ulid::new().to_string().to_ascii_lowercase())
+        let mut text = [0u8; ulid::ULID_LEN];
+        let text = ulid::Ulid::new().array_to_str(&mut text);
+        text.make_ascii_lowercase();
+        Self(HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static("invalid")))
     }
 
     /// The id as text.
     pub fn as_str(&self) -> &str {
-        &self.0
+        // Usable ids and ULIDs are visible ASCII.
+        self.0.to_str().unwrap_or("invalid")
     }
 
     /// The id as a header value.
     pub fn header_value(&self) -> HeaderValue {
-        // Usable ids and ULIDs are visible ASCII.
-        HeaderValue::from_str(&self.0).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+        self.0.clone()
     }
 }
 
 impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.as_str())
     }
 }
 
-fn usable(value: &str) -> bool {
+fn usable(value: &[u8]) -> bool {
     (1..=REQUEST_ID_MAX).contains(&value.len())
         && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._:@/+=".contains(&b))
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._:@/+=".contains(b))
 }
 
 #[cfg(test)]
@@ -89,7 +92,7 @@ mod tests {
         let mut request = Request::new(());
         request
             .extensions_mut()
-            .insert(RequestId("set-by-server".into()));
+            .insert(RequestId(HeaderValue::from_static("set-by-server")));
         assert_eq!(RequestId::of(&request).as_str(), "set-by-server");
     }
 }
