@@ -115,6 +115,14 @@ pub struct ServeArgs {
     )]
     pub read_cache_mib: u64,
 
+    /// Serve HTTPS with this PEM certificate chain (leaf first); needs --tls-key.
+    #[arg(long, env = "DBCONSOLE_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --tls-cert.
+    #[arg(long, env = "DBCONSOLE_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+
     /// Serve `GET /metrics` (Prometheus text format) on this address, HOST:PORT, apart from the
     /// API: bind it where only the monitoring reaches it. Unset: no metrics are kept.
     #[arg(long, env = "DBCONSOLE_METRICS_LISTEN", value_parser = listen_address)]

@@ -134,6 +134,7 @@ pub mod key_print;
 pub mod keys;
 pub mod metrics;
 pub mod serve;
+pub mod tls;
 
 pub use backend::StorageKind;
 pub use cli::{Cli, Command, KeysArgs, KeysCommand, LogFormat, ServeArgs};

@@ -64,6 +64,10 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .metrics(args.metrics_listen.is_some())
         .build();
 
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(dbconsole_server::tls::acceptor(cert, key)?),
+        _ => None,
+    };
     let signal = ShutdownSignal::install().map_err(Error::Signals)?;
     let metrics = match &args.metrics_listen {
         Some(listen) => {
@@ -101,6 +105,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         %address,
         storage = %args.storage,
         created_keys = created.is_some(),
+        tls = tls.is_some(),
         "listening"
     );
     let mut stdout = std::io::stdout().lock();
@@ -125,7 +130,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         ));
     }
     let (shutdown, force) = signal.stages();
-    dbconsole_server::serve(listener, service, args.limits(), shutdown, force).await;
+    dbconsole_server::serve(listener, service, args.limits(), tls, shutdown, force).await;
     #[cfg(unix)]
     if let Some(admin) = admin {
         admin.shutdown().await;
@@ -174,6 +179,8 @@ enum Error {
     Signals(io::Error),
     #[error("cannot listen on {0}: {1}")]
     Listen(String, io::Error),
+    #[error(transparent)]
+    Tls(#[from] dbconsole_server::tls::TlsError),
     #[error("cannot install the metrics recorder: {0}")]
     Metrics(metrics_exporter_prometheus::BuildError),
     #[error("cannot read the bound address: {0}")]

@@ -15,9 +15,10 @@ use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
 use tower_service::Service;
 
 /// The path of the health check (liveness: the process answers).
@@ -49,7 +50,7 @@ impl Default for ServeLimits {
     }
 }
 
-/// Serves `service` on `listener` until `shutdown` completes, then stops accepting, lets the
+/// Serves `service` on `listener` (over TLS with `tls`) until `shutdown` completes, then stops accepting, lets the
 /// requests in flight finish (idle keep-alive connections are closed at once) for at most
 /// `limits.drain`, or until `force` completes (a second signal), and returns.
 ///
@@ -60,6 +61,7 @@ pub async fn serve<F, G>(
     listener: TcpListener,
     service: ConsoleService,
     limits: ServeLimits,
+    tls: Option<TlsAcceptor>,
     shutdown: F,
     force: G,
 ) where
@@ -92,13 +94,29 @@ pub async fn serve<F, G>(
                         tracing::debug!(%error, "could not set TCP_NODELAY");
                     }
                     let service = service.clone();
-                    let connection = http.serve_connection(
-                        TokioIo::new(stream),
-                        service_fn(move |request| handle(service.clone(), request)),
-                    );
-                    let connection = graceful.watch(connection);
+                    let watcher = graceful.watcher();
+                    let tls = tls.clone();
+                    let http = http.clone();
                     tokio::spawn(async move {
-                        if let Err(error) = connection.await {
+                        let served = match tls {
+                            None => watcher.watch(serve_with(&http, TokioIo::new(stream), service)).await,
+                            Some(acceptor) => {
+                                // A client that never finishes its handshake is dropped.
+                                let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+                                match handshake.await {
+                                    Ok(Ok(stream)) => watcher.watch(serve_with(&http, TokioIo::new(stream), service)).await,
+                                    Ok(Err(error)) => {
+                                        tracing::debug!(%error, "TLS handshake failed");
+                                        Ok(())
+                                    }
+                                    Err(_) => {
+                                        tracing::debug!("TLS handshake timed out");
+                                        Ok(())
+                                    }
+                                }
+                            }
+                        };
+                        if let Err(error) = served {
                             tracing::debug!(%error, "connection ended with an error");
                         }
                         drop(slot);
@@ -123,6 +141,24 @@ pub async fn serve<F, G>(
         }
         () = force => tracing::warn!("second signal: ending the requests in flight"),
     }
+}
+
+/// How long a client may take over its TLS handshake.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// HTTP/1 on one connection (plain or TLS), answered by [`handle`].
+fn serve_with<I>(
+    http: &http1::Builder,
+    io: TokioIo<I>,
+    service: ConsoleService,
+) -> impl GracefulConnection<Error = hyper::Error> + Send
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    http.serve_connection(
+        io,
+        service_fn(move |request| handle(service.clone(), request)),
+    )
 }
 
 /// One request: the health check, the docs or the service, then the log line. The service

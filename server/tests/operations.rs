@@ -375,3 +375,88 @@ async fn metrics_move_with_the_traffic() {
     );
     server.stop().await;
 }
+
+/// With `--tls-cert` and `--tls-key` the listener speaks HTTPS: a client that trusts the
+/// certificate gets its answers; plain HTTP gets none. An unreadable key stops the start with a
+/// message.
+#[tokio::test]
+async fn the_listener_serves_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl makes a test certificate");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let server = Server::start_with(
+        &configured(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let port = server.addr.port();
+    let curl = |url: String, extra: &[&str]| {
+        let mut command = std::process::Command::new("curl");
+        command
+            .args(["-s", "--max-time", "5", "--cacert"])
+            .arg(&cert)
+            .args(["--resolve", &format!("localhost:{port}:127.0.0.1")])
+            .args(extra)
+            .arg(url);
+        command.output().expect("curl runs")
+    };
+    let health = curl(format!("https://localhost:{port}/healthz"), &[]);
+    assert_eq!(String::from_utf8_lossy(&health.stdout), "ok");
+    let listed = curl(
+        format!("https://localhost:{port}{DATABASES}"),
+        &["-H", &format!("x-api-key: {KEY}")],
+    );
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed["data"], json!([]));
+    let plain = curl(format!("http://localhost:{port}/healthz"), &[]);
+    assert_ne!(String::from_utf8_lossy(&plain.stdout), "ok");
+    server.stop().await;
+
+    std::fs::write(&key, "not a key").unwrap();
+    let output = support::process::command(
+        &configured(),
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cannot read the private key"), "{stderr}");
+}

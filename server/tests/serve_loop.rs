@@ -33,6 +33,7 @@ async fn start() -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
         listener,
         service,
         dbconsole_server::ServeLimits::default(),
+        None,
         async {
             let _ = stopped.await;
         },
