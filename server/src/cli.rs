@@ -38,6 +38,80 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// The command line `args` (program name first), completed by the environment (`env` looks
+    /// a variable up) and by the TOML file of `serve --config`: a setting of the file is used
+    /// only where neither the command line nor the environment gives one.
+    pub fn load(
+        args: Vec<std::ffi::OsString>,
+        env: impl Fn(&str) -> bool,
+    ) -> Result<Self, clap::Error> {
+        use clap::CommandFactory;
+        use clap::parser::ValueSource;
+
+        let cli = Self::try_parse_from(&args)?;
+        let Command::Serve(ServeArgs {
+            config: Some(path), ..
+        }) = &cli.command
+        else {
+            return Ok(cli);
+        };
+        let invalid =
+            |message: String| Self::command().error(clap::error::ErrorKind::InvalidValue, message);
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| invalid(format!("cannot read {}: {error}", path.display())))?;
+        let table: toml::Table = text
+            .parse()
+            .map_err(|error| invalid(format!("{} is not valid TOML: {error}", path.display())))?;
+        let mut command = Self::command();
+        command.build();
+        let matches = command.clone().try_get_matches_from(&args)?;
+        let serve = command
+            .find_subcommand("serve")
+            .expect("the serve command")
+            .clone();
+        let serve_matches = matches.subcommand_matches("serve").expect("serve matched");
+        let mut extra = Vec::new();
+        for (key, value) in &table {
+            let Some(arg) = serve
+                .get_arguments()
+                .find(|arg| arg.get_long() == Some(key.as_str()) && key != "config")
+            else {
+                return Err(invalid(format!(
+                    "{}: unknown setting `{key}` (settings are the long flags of `dbconsole serve`)",
+                    path.display()
+                )));
+            };
+            let value = match value {
+                toml::Value::String(text) => text.clone(),
+                toml::Value::Integer(number) => number.to_string(),
+                toml::Value::Boolean(flag) => flag.to_string(),
+                other => {
+                    return Err(invalid(format!(
+                        "{}: `{key}` must be a string, a number or a boolean, not {}",
+                        path.display(),
+                        other.type_str()
+                    )));
+                }
+            };
+            let id = arg.get_id().as_str();
+            // Globals (`log-format`) are propagated into the subcommand's matches.
+            let from_command_line =
+                serve_matches.value_source(id) == Some(ValueSource::CommandLine);
+            let from_env = arg
+                .get_env()
+                .and_then(|name| name.to_str())
+                .is_some_and(&env);
+            if !from_command_line && !from_env {
+                extra.push(std::ffi::OsString::from(format!("--{key}={value}")));
+            }
+        }
+        let mut args = args;
+        args.extend(extra);
+        Self::try_parse_from(args)
+    }
+}
+
 /// The format of the log lines (`--log-format`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -75,6 +149,12 @@ line of the request names it.";
 #[derive(Clone, Debug, Args)]
 #[command(after_help = SERVE_AFTER_HELP)]
 pub struct ServeArgs {
+    /// A TOML file of settings for `serve`: its keys are the long names of these flags
+    /// (`listen = "0.0.0.0:4000"`, `max-connections = 256`, `log-format = "json"`). The command
+    /// line and the environment win over it; it wins over the defaults.
+    #[arg(long, env = "DBCONSOLE_CONFIG")]
+    pub config: Option<PathBuf>,
+
     /// Address to listen on, HOST:PORT: an IP address or a host name (resolved at start; every
     /// address tried in turn); port 0 picks a free port (the bound address is printed).
     #[arg(long, env = "DBCONSOLE_LISTEN", default_value = "127.0.0.1:4000", value_parser = listen_address)]
@@ -418,6 +498,63 @@ mod tests {
         assert_eq!(args.storage, StorageKind::Memory);
         assert_eq!(args.data_dir, PathBuf::from("/var/lib/dbconsole"));
         assert_eq!(args.check_timeout(), Duration::from_secs(3));
+    }
+
+    /// The TOML file fills in what neither the command line nor the environment gives.
+    #[test]
+    fn a_config_file_fills_in_below_the_command_line_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("dbconsole.toml");
+        std::fs::write(
+            &file,
+            "listen = \"0.0.0.0:8443\"\nmax-connections = 64\nstorage = \"memory\"\nlog-format = \"json\"\ndrain-secs = 3\n",
+        )
+        .unwrap();
+        let load = |extra: &[&str], env: &[&str]| {
+            let mut args: Vec<std::ffi::OsString> = ["dbconsole", "serve", "--config"]
+                .iter()
+                .map(Into::into)
+                .collect();
+            args.push(file.clone().into());
+            args.extend(extra.iter().map(Into::into));
+            let env: Vec<String> = env.iter().map(|name| (*name).to_owned()).collect();
+            Cli::load(args, |name| env.iter().any(|set| set == name))
+        };
+        let cli = load(&[], &[]).unwrap();
+        assert_eq!(cli.log_format, LogFormat::Json);
+        let Command::Serve(args) = cli.command else {
+            panic!("serve")
+        };
+        assert_eq!(args.listen, "0.0.0.0:8443");
+        assert_eq!(args.max_connections, 64);
+        assert_eq!(args.storage, StorageKind::Memory);
+        assert_eq!(args.drain_secs, 3);
+        assert_eq!(
+            args.body_timeout_secs, 30,
+            "a default the file leaves alone"
+        );
+
+        let Command::Serve(args) =
+            load(&["--listen", "127.0.0.1:1"], &["DBCONSOLE_MAX_CONNECTIONS"])
+                .unwrap()
+                .command
+        else {
+            panic!("serve")
+        };
+        assert_eq!(args.listen, "127.0.0.1:1", "the command line wins");
+        assert_eq!(
+            args.max_connections, 1024,
+            "a variable that is set wins (here unread: the default)"
+        );
+
+        std::fs::write(&file, "listne = \"x\"\n").unwrap();
+        let error = load(&[], &[]).unwrap_err().to_string();
+        assert!(error.contains("unknown setting `listne`"), "{error}");
+        std::fs::write(&file, "max-connections = 0\n").unwrap();
+        assert!(
+            load(&[], &[]).is_err(),
+            "file values are checked like flags"
+        );
     }
 
     #[test]

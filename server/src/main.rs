@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::Parser;
 use dbconsole_core::ConsoleService;
 use dbconsole_core::auth::StoredCredentials;
 use dbconsole_core::{CredentialKind, Storage, StorageError};
@@ -27,7 +26,10 @@ fn main() -> ExitCode {
     let Cli {
         log_format,
         command,
-    } = Cli::parse();
+    } = Cli::load(std::env::args_os().collect(), |name| {
+        std::env::var_os(name).is_some()
+    })
+    .unwrap_or_else(|error| error.exit());
     dbconsole_server::init_tracing(log_format);
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
