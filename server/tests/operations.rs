@@ -152,28 +152,12 @@ async fn no_secret_in_any_log_line() {
         let checked = request(server.addr, "GET", &check, &api, None).await;
         assert_eq!(checked.status, 200);
         let patch = json!({"credentials": [{"username": "other", "password": password}]});
-        let patched = request(
-            server.addr,
-            "PATCH",
-            &format!("{DATABASES}/{id}"),
-            &api,
-            Some(&patch.to_string()),
-        )
-        .await;
-        assert_eq!(patched.status, 200, "{}", patched.body);
+        accepted(server.addr, "PATCH", &format!("{DATABASES}/{id}"), &patch).await;
         let setup = json!({
             "id": "ext-1", "adapter": "mysql", "hostname": "db.internal", "database": "app",
             "username": "svc", "password": setup_password, "ssl_ca_cert": ca,
         });
-        let set_up = request(
-            server.addr,
-            "PUT",
-            &format!("{DATABASES}/setup"),
-            &api,
-            Some(&setup.to_string()),
-        )
-        .await;
-        assert_eq!(set_up.status, 200, "{}", set_up.body);
+        accepted(server.addr, "PUT", &format!("{DATABASES}/setup"), &setup).await;
         for wrong in [password, setup_password] {
             let denied =
                 request(server.addr, "GET", DATABASES, &[("x-api-key", wrong)], None).await;
@@ -210,6 +194,20 @@ async fn no_secret_in_any_log_line() {
             );
         }
     }
+}
+
+/// Sends `body` with the API key, expects 200, and returns the answer's JSON.
+async fn accepted(addr: std::net::SocketAddr, method: &str, path: &str, body: &Value) -> Value {
+    let response = request(
+        addr,
+        method,
+        path,
+        &[("x-api-key", KEY)],
+        Some(&body.to_string()),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{method} {path}: {}", response.body);
+    response.json()
 }
 
 fn base64_of(text: &str) -> String {
