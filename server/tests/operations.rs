@@ -402,19 +402,16 @@ async fn the_listener_serves_tls() {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
-    let server = Server::start_with(
-        &configured(),
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ],
-    )
-    .await;
+    let serve_tls = [
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ];
+    let server = Server::start_with(&configured(), &serve_tls).await;
     let port = server.addr.port();
     let curl = |url: String, extra: &[&str]| {
         let mut command = std::process::Command::new("curl");
@@ -439,21 +436,10 @@ async fn the_listener_serves_tls() {
     server.stop().await;
 
     std::fs::write(&key, "not a key").unwrap();
-    let output = support::process::command(
-        &configured(),
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--tls-cert",
-            cert.to_str().unwrap(),
-            "--tls-key",
-            key.to_str().unwrap(),
-        ],
-    )
-    .output()
-    .await
-    .unwrap();
+    let output = support::process::command(&configured(), &serve_tls)
+        .output()
+        .await
+        .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("cannot read the private key"), "{stderr}");
