@@ -3,6 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use dbconsole_core::storage::StorageError;
+
 /// Why [`RedbStorage::open`](crate::RedbStorage::open) or
 /// [`RedbStorage::in_memory`](crate::RedbStorage::in_memory) failed. Opening never changes a
 /// file it refuses.
@@ -52,4 +54,66 @@ pub enum OpenError {
     /// The writer thread could not be started.
     #[error("the writer thread could not be started: {0}")]
     Thread(#[source] io::Error),
+}
+
+/// How a redb failure is answered: what the service tells the caller, and whether the file must
+/// be reopened before it can be written again (redb refuses every operation of a handle once
+/// one of its I/O calls failed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Class {
+    /// No room on the disk (`ENOSPC`, `EDQUOT`): [`StorageError::Full`], 503.
+    Full,
+    /// Another I/O failure, or a handle an earlier I/O failure closed:
+    /// [`StorageError::Unavailable`], 503. The file is reopened.
+    Io,
+    /// Anything else (a record too large, corruption, a bug): [`StorageError::Backend`], 500.
+    Backend,
+}
+
+impl Class {
+    pub(crate) fn of(error: &redb::Error) -> Self {
+        match error {
+            redb::Error::Io(io)
+                if matches!(
+                    io.kind(),
+                    io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+                ) =>
+            {
+                Class::Full
+            }
+            redb::Error::Io(_) | redb::Error::PreviousIo | redb::Error::DatabaseClosed => Class::Io,
+            _ => Class::Backend,
+        }
+    }
+
+    /// Whether the handle that failed must be reopened.
+    pub(crate) fn is_io(self) -> bool {
+        self != Class::Backend
+    }
+
+    /// The storage error for `error` of this class.
+    pub(crate) fn error(
+        self,
+        error: impl std::error::Error + Send + Sync + 'static,
+    ) -> StorageError {
+        match self {
+            Class::Full => StorageError::full(error),
+            Class::Io => StorageError::unavailable(error),
+            Class::Backend => StorageError::backend(error),
+        }
+    }
+
+    /// The class of a storage error a job answered with.
+    pub(crate) fn of_storage(error: &StorageError) -> Option<Self> {
+        match error {
+            StorageError::Full(_) => Some(Class::Full),
+            StorageError::Unavailable(_) => Some(Class::Io),
+            _ => None,
+        }
+    }
+}
+
+/// A redb failure as a storage error.
+pub(crate) fn storage_error(error: redb::Error) -> StorageError {
+    Class::of(&error).error(error)
 }

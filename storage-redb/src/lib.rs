@@ -42,6 +42,18 @@
 //! file. A [`RedbStorage`] holds redb's file lock: a second process (or a second
 //! [`RedbStorage::open`] of the same file) is refused with [`OpenError::AlreadyOpen`].
 //!
+//! ## A full disk, and other I/O failures
+//!
+//! A write that meets a full disk (`ENOSPC`, `EDQUOT`) answers [`StorageError::Full`]; another
+//! I/O failure answers [`StorageError::Unavailable`] (the service answers 503 to both). Its
+//! batch is not committed, so it changes nothing, and every write acknowledged before stands.
+//! redb then refuses every later operation on that handle, so the writer thread closes the
+//! file and opens it again at once: the open repairs it from its last completed commit (a few
+//! milliseconds for a small file, longer for a large one; reads wait meanwhile). Reads go on;
+//! each later write tries the disk afresh, so writes work again as soon as space is freed, with
+//! no restart. Until a commit succeeds, [`Storage::check_ready`] is not ready: it tries a probe
+//! write (a change undone in its own transaction), so readiness comes back by itself.
+//!
 //! ## Memory
 //!
 //! redb keeps the pages it reads in a cache of its own, bounded by
@@ -133,7 +145,8 @@ use std::fs;
 use std::io;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
@@ -172,6 +185,8 @@ const CALLER_KEY_DIGESTS: TableDefinition<'static, &[u8; 32], &str> =
 
 const META_FORMAT_VERSION: &str = "format_version";
 const META_KEY_CHECK: &str = "key_check";
+/// Written and removed in one transaction by the readiness probe; never committed.
+const META_PROBE: &str = "probe";
 
 /// The redb backend. Open it once per process and share it with `Arc`; see the
 /// [crate documentation](crate) for what it guarantees.
@@ -181,8 +196,15 @@ pub struct RedbStorage {
 }
 
 struct Inner {
-    db: redb::Database,
+    /// The open file. `None` only while a reopen after an I/O failure has not succeeded yet:
+    /// reads and writes then answer [`StorageError::Unavailable`] and the next write tries again.
+    /// Reads hold the read lock for their transaction; the writer thread takes the write lock
+    /// only to reopen.
+    db: RwLock<Option<redb::Database>>,
     path: Option<PathBuf>,
+    cache_bytes: usize,
+    /// A write met an I/O failure and no commit has succeeded since: not ready.
+    unready: AtomicBool,
 }
 
 impl fmt::Debug for RedbStorage {
@@ -229,7 +251,7 @@ impl RedbStorage {
                 },
                 other => OpenError::Redb(other.into()),
             })?;
-        Self::initialise(db, sealer, Some(path.to_owned()))
+        Self::initialise(db, sealer, Some(path.to_owned()), cache_bytes)
     }
 
     /// A store in memory (redb's [`InMemoryBackend`]): the same code paths as a file, nothing
@@ -238,7 +260,7 @@ impl RedbStorage {
         let db = redb::Database::builder()
             .create_with_backend(InMemoryBackend::new())
             .map_err(redb::Error::from)?;
-        Self::initialise(db, sealer, None)
+        Self::initialise(db, sealer, None, 0)
     }
 
     /// The data file, or `None` in memory.
@@ -250,6 +272,7 @@ impl RedbStorage {
         db: redb::Database,
         sealer: &Sealer,
         path: Option<PathBuf>,
+        cache_bytes: usize,
     ) -> Result<Self, OpenError> {
         let mut txn = db.begin_write().map_err(redb::Error::from)?;
         txn.set_durability(Durability::Immediate)
@@ -264,7 +287,12 @@ impl RedbStorage {
                 return Err(error);
             }
         }
-        let inner = Arc::new(Inner { db, path });
+        let inner = Arc::new(Inner {
+            db: RwLock::new(Some(db)),
+            path,
+            cache_bytes,
+            unready: AtomicBool::new(false),
+        });
         let writer = writer::Writer::start(Arc::clone(&inner)).map_err(OpenError::Thread)?;
         Ok(Self { inner, writer })
     }
@@ -393,16 +421,22 @@ fn redb_storage(error: redb::StorageError) -> OpenError {
     OpenError::Redb(error.into())
 }
 
-/// Maps redb's errors into [`StorageError::Backend`].
+/// Maps redb's errors into storage errors: [`StorageError::Full`] for a full disk,
+/// [`StorageError::Unavailable`] for other I/O failures, else [`StorageError::Backend`].
 trait OrBackend<T> {
     fn or_backend(self) -> Result<T, StorageError>;
 }
 
 impl<T, E: Into<redb::Error>> OrBackend<T> for Result<T, E> {
     fn or_backend(self) -> Result<T, StorageError> {
-        self.map_err(|error| StorageError::backend(error.into()))
+        self.map_err(|error| error::storage_error(error.into()))
     }
 }
+
+/// The store is being reopened after an I/O failure.
+#[derive(Debug, thiserror::Error)]
+#[error("the data file is being reopened after an I/O failure")]
+struct Reopening;
 
 type BytesTable<'txn> = Table<'txn, &'static str, &'static [u8]>;
 
@@ -411,8 +445,58 @@ impl Inner {
         &self,
         work: impl FnOnce(&ReadTransaction) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
-        let txn = self.db.begin_read().or_backend()?;
-        work(&txn)
+        self.with_db(|db| {
+            let txn = db.begin_read().or_backend()?;
+            work(&txn)
+        })
+    }
+
+    /// Runs `work` on the open file, holding it open (a reopen waits for `work` to end).
+    fn with_db<T>(
+        &self,
+        work: impl FnOnce(&redb::Database) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        let slot = self.db.read().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_ref() {
+            Some(db) => work(db),
+            None => Err(StorageError::unavailable(Reopening)),
+        }
+    }
+
+    /// Whether no file is open (an earlier reopen failed).
+    fn closed(&self) -> bool {
+        self.db
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+
+    /// Closes the file and opens it again, after an I/O failure made redb refuse every later
+    /// operation on its handle. redb repairs the file on open: it finds the last commit that
+    /// completed, so everything acknowledged is there and nothing of a failed commit is. Waits
+    /// for the reads in flight; reads that come meanwhile wait for the reopen. A store in
+    /// memory cannot be reopened (its data is the handle) and is left as it is.
+    fn reopen(&self) {
+        let Some(path) = &self.path else { return };
+        let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        // Closing releases the file's lock, so that it can be opened again.
+        drop(slot.take());
+        let started = std::time::Instant::now();
+        match redb::Database::builder()
+            .set_cache_size(self.cache_bytes)
+            .create(path)
+        {
+            Ok(db) => {
+                tracing::warn!(
+                    took_ms = started.elapsed().as_millis() as u64,
+                    "reopened the data file after an I/O failure"
+                );
+                *slot = Some(db);
+            }
+            Err(error) => {
+                tracing::error!(%error, "reopening the data file failed; the next write tries again");
+            }
+        }
     }
 
     fn get_database(
@@ -843,6 +927,22 @@ impl Storage for RedbStorage {
         .await
     }
 
+    /// Not ready while the last write met an I/O failure (a full disk) and nothing has been
+    /// committed since: then a probe write (a change undone in the same transaction, so that
+    /// pages are written) tells whether writes work again.
+    async fn check_ready(&self) -> Result<(), StorageError> {
+        if !self.inner.unready.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.write(|_, txn| {
+            let mut meta = txn.open_table(META).or_backend()?;
+            meta.insert(META_PROBE, [0u8; 64].as_slice()).or_backend()?;
+            meta.remove(META_PROBE).or_backend()?;
+            Ok(())
+        })
+        .await
+    }
+
     async fn record_counts(&self) -> Result<RecordCounts, StorageError> {
         self.read_now(|inner| {
             inner.read(|txn| {
@@ -986,7 +1086,8 @@ mod tests {
         }
         let panicked = (0..90).filter(|n| n % 3 == 1 && n % 5 == 1).count();
         assert_eq!(stored, 60 - panicked);
-        let txn = storage.inner.db.begin_read().unwrap();
+        let slot = storage.inner.db.read().unwrap();
+        let txn = slot.as_ref().unwrap().begin_read().unwrap();
         let rows = txn.open_table(DATABASES).unwrap().len().unwrap();
         assert_eq!(
             rows, stored as u64,
@@ -1036,7 +1137,8 @@ mod tests {
 
     /// The `inherited_by` entries, as (target, heir) pairs in index order.
     fn index_entries(storage: &RedbStorage) -> Vec<(String, String)> {
-        let txn = storage.inner.db.begin_read().unwrap();
+        let slot = storage.inner.db.read().unwrap();
+        let txn = slot.as_ref().unwrap().begin_read().unwrap();
         let inherited_by = txn.open_multimap_table(INHERITED_BY).unwrap();
         let mut entries = Vec::new();
         for entry in inherited_by.iter().unwrap() {
@@ -1110,7 +1212,8 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(index_entries(&storage), Vec::new());
-        let txn = storage.inner.db.begin_read().unwrap();
+        let slot = storage.inner.db.read().unwrap();
+        let txn = slot.as_ref().unwrap().begin_read().unwrap();
         let access = txn.open_table(ACCESS_CONTROL).unwrap();
         assert!(access.get(c.id.as_str()).unwrap().is_none());
         assert!(access.get(b.id.as_str()).unwrap().is_some());

@@ -23,10 +23,15 @@
 //! - **A failed commit**, or a transaction that cannot begin, answers every job of the batch
 //!   with the failure; none was acknowledged. A panic inside redb ends only its batch (its
 //!   callers get an error), never the writer.
+//! - **An I/O failure** (a full disk) makes redb refuse every later operation on its handle.
+//!   When a batch met one, the writer closes the file and opens it again (`Inner::reopen`), so
+//!   reads go on and the next write tries the disk afresh; the store stays not ready
+//!   (`check_ready`) until a commit succeeds.
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
 use std::thread::JoinHandle;
 
@@ -34,6 +39,7 @@ use dbconsole_core::storage::StorageError;
 use redb::{Durability, WriteTransaction};
 
 use crate::Inner;
+use crate::error::Class;
 
 /// The most jobs one transaction holds.
 pub(crate) const MAX_BATCH: usize = 256;
@@ -65,10 +71,26 @@ impl Writer {
             .name("dbconsole-redb-writer".into())
             .spawn(move || {
                 while let Ok(first) = queue.recv() {
+                    if inner.closed() {
+                        inner.reopen();
+                    }
                     // A panic in redb itself must not end the writer: the batch's callers see
                     // their answer channels close (`NotWritten`), and later writes go on.
-                    if catch_unwind(AssertUnwindSafe(|| batch(&inner, first, &queue))).is_err() {
-                        tracing::error!("a write batch panicked; its writes were not committed");
+                    let io_failed = catch_unwind(AssertUnwindSafe(|| {
+                        let outcome = inner.with_db(|db| Ok(batch(&inner, db, first, &queue)));
+                        outcome.unwrap_or(true)
+                    }));
+                    match io_failed {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            inner.unready.store(true, Ordering::Release);
+                            inner.reopen();
+                        }
+                        Err(_) => {
+                            tracing::error!(
+                                "a write batch panicked; its writes were not committed"
+                            );
+                        }
                     }
                 }
             })?;
@@ -135,8 +157,27 @@ struct NotWritten;
 #[error("the write transaction failed: {0}")]
 struct BatchFailed(String);
 
-fn begin(inner: &Inner) -> Result<WriteTransaction, redb::Error> {
-    let mut txn = inner.db.begin_write()?;
+/// Why a batch failed, for each of its jobs.
+struct Failure {
+    class: Class,
+    message: String,
+}
+
+impl Failure {
+    fn of(error: &redb::Error) -> Self {
+        Self {
+            class: Class::of(error),
+            message: error.to_string(),
+        }
+    }
+
+    fn reply(&self) -> Reply<Value> {
+        Ok(Err(self.class.error(BatchFailed(self.message.clone()))))
+    }
+}
+
+fn begin(db: &redb::Database) -> Result<WriteTransaction, redb::Error> {
+    let mut txn = db.begin_write()?;
     txn.set_durability(Durability::Immediate)?;
     txn.set_two_phase_commit(true);
     Ok(txn)
@@ -161,10 +202,6 @@ fn run(inner: &Inner, txn: &WriteTransaction, job: &mut Job) -> Ran {
         Ok(Err(error)) => Ran::Refused(Ok(Err(error))),
         Err(panic) => Ran::Refused(Err(panic)),
     }
-}
-
-fn batch_failed(message: &str) -> Reply<Value> {
-    Ok(Err(StorageError::backend(BatchFailed(message.to_owned()))))
 }
 
 /// The answers of a batch, sent once its fate is known.
@@ -199,24 +236,27 @@ impl Answers {
 
     /// The transaction failed: no change of the batch exists, and no refusal that may have
     /// rested on one stands.
-    fn failed(self, message: &str) {
+    fn failed(self, failure: &Failure) {
         for (job, _) in self.accepted {
-            (job.answer)(batch_failed(message));
+            (job.answer)(failure.reply());
         }
         for (job, _) in self.deferred {
-            (job.answer)(batch_failed(message));
+            (job.answer)(failure.reply());
         }
     }
 }
 
-/// Runs `first` and the jobs waiting behind it in one transaction, and commits it.
-fn batch(inner: &Inner, first: Job, queue: &Receiver<Job>) {
-    let mut txn = match begin(inner) {
+/// Runs `first` and the jobs waiting behind it in one transaction of `db`, and commits it.
+/// Answers whether it met an I/O failure (the handle must be reopened).
+fn batch(inner: &Inner, db: &redb::Database, first: Job, queue: &Receiver<Job>) -> bool {
+    let mut io_failed = false;
+    let mut txn = match begin(db) {
         Ok(txn) => txn,
         Err(error) => {
-            // Dropping the job closes its answer channel: its caller gets `NotWritten`.
             tracing::error!(%error, "a write transaction could not begin");
-            return;
+            let failure = Failure::of(&error);
+            (first.answer)(failure.reply());
+            return failure.class.is_io();
         }
     };
     let mut answers = Answers::default();
@@ -227,22 +267,23 @@ fn batch(inner: &Inner, first: Job, queue: &Receiver<Job>) {
         match run(inner, &txn, &mut job) {
             Ran::Accepted(value) => answers.accepted.push((job, value)),
             Ran::Refused(reply) => {
+                io_failed |= met_io_failure(&reply);
                 answers.refuse(job, reply);
                 // Discard what the refused job may have written: a fresh transaction with the
                 // accepted jobs replayed, until a pass accepts them all.
                 abort(txn);
                 let mut replay: Vec<Job> = answers.accepted.drain(..).map(|(job, _)| job).collect();
                 loop {
-                    txn = match begin(inner) {
+                    txn = match begin(db) {
                         Ok(txn) => txn,
                         Err(error) => {
                             tracing::error!(%error, "a write transaction could not begin");
-                            let message = error.to_string();
+                            let failure = Failure::of(&error);
                             for job in replay {
-                                (job.answer)(batch_failed(&message));
+                                (job.answer)(failure.reply());
                             }
-                            answers.failed(&message);
-                            return;
+                            answers.failed(&failure);
+                            return io_failed || failure.class.is_io();
                         }
                     };
                     let mut refused = false;
@@ -255,6 +296,7 @@ fn batch(inner: &Inner, first: Job, queue: &Receiver<Job>) {
                         match run(inner, &txn, &mut job) {
                             Ran::Accepted(value) => answers.accepted.push((job, value)),
                             Ran::Refused(reply) => {
+                                io_failed |= met_io_failure(&reply);
                                 answers.refuse(job, reply);
                                 refused = true;
                             }
@@ -276,11 +318,29 @@ fn batch(inner: &Inner, first: Job, queue: &Receiver<Job>) {
         abort(txn);
         // Only refusals that rested on a change a replay then refused can be left: that change
         // was not made, so they stand for nothing.
-        answers.failed("a change of the same batch that it depended on was not made");
-        return;
+        answers.failed(&Failure {
+            class: Class::Backend,
+            message: "a change of the same batch that it depended on was not made".to_owned(),
+        });
+        return io_failed;
     }
     match txn.commit() {
-        Ok(()) => answers.committed(),
-        Err(error) => answers.failed(&error.to_string()),
+        Ok(()) => {
+            inner.unready.store(false, Ordering::Release);
+            answers.committed();
+            io_failed
+        }
+        Err(error) => {
+            let error = redb::Error::from(error);
+            tracing::error!(%error, "a write transaction could not commit");
+            let failure = Failure::of(&error);
+            answers.failed(&failure);
+            io_failed || failure.class.is_io()
+        }
     }
+}
+
+/// Whether a job was refused because the file failed it (its handle must be reopened).
+fn met_io_failure(reply: &Reply<Value>) -> bool {
+    matches!(reply, Ok(Err(error)) if Class::of_storage(error).is_some())
 }

@@ -48,6 +48,8 @@ pub enum ApiError {
     Internal,
     /// 503: the storage cannot be reached now (already logged); the caller may retry.
     Unavailable,
+    /// 503: the storage has no room for the write (already logged); nothing was saved.
+    StorageFull,
 }
 
 impl From<ValidationErrors> for ApiError {
@@ -66,6 +68,11 @@ impl From<StorageError> for ApiError {
                 tracing::warn!(%error, "storage unavailable");
                 super::metrics::record_storage_error("unavailable");
                 ApiError::Unavailable
+            }
+            StorageError::Full(error) => {
+                tracing::error!(%error, "storage full");
+                super::metrics::record_storage_error("full");
+                ApiError::StorageFull
             }
             other => {
                 tracing::error!(error = %other, "storage failure");
@@ -94,7 +101,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Invalid(_) | ApiError::Inherited(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::StorageFull => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -137,6 +144,9 @@ impl ApiError {
             }
             ApiError::Internal => detail("Internal Server Error"),
             ApiError::Unavailable => detail("storage temporarily unavailable, try again"),
+            ApiError::StorageFull => detail(
+                "the storage is full: nothing was saved; try again once space has been freed",
+            ),
         };
         let mut response = json_response(status, &body);
         let headers = response.headers_mut();

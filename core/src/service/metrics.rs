@@ -8,7 +8,7 @@
 //! | `dbconsole_http_request_duration_seconds` | histogram | `route`, `method` |
 //! | `dbconsole_check_connections_total` | counter | `adapter`, `outcome` (`ok`, `error`, `timeout`) |
 //! | `dbconsole_check_connection_duration_seconds` | histogram | `adapter` |
-//! | `dbconsole_storage_errors_total` | counter | `kind` (`unavailable`, `backend`) |
+//! | `dbconsole_storage_errors_total` | counter | `kind` (`unavailable`, `full`, `backend`) |
 
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ pub(crate) fn record_check(adapter: &'static str, outcome: &'static str, took: D
     metrics::histogram!(CHECK_CONNECTION_DURATION, "adapter" => adapter).record(took.as_secs_f64());
 }
 
-/// One storage failure answered 503 (`unavailable`) or 500 (`backend`).
+/// One storage failure answered 503 (`unavailable`, `full`) or 500 (`backend`).
 pub(crate) fn record_storage_error(kind: &'static str) {
     metrics::counter!(STORAGE_ERRORS, "kind" => kind).increment(1);
 }

@@ -132,6 +132,11 @@ pub enum StorageError {
     /// own first attempt (setup by `api_id` is safe to retry as it is).
     #[error("storage unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The backend has no room for the write (a full disk, a quota). Nothing was written and
+    /// every earlier acknowledged write stands; reads go on. Answered 503: try again once space
+    /// is freed.
+    #[error("storage full: {0}")]
+    Full(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl StorageError {
@@ -143,6 +148,11 @@ impl StorageError {
     /// Wraps the error that makes the backend unreachable now.
     pub fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Unavailable(Box::new(error))
+    }
+
+    /// Wraps the error that says the backend has no room for a write.
+    pub fn full(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Full(Box::new(error))
     }
 }
 
@@ -246,7 +256,8 @@ pub trait Storage: Send + Sync + Debug + 'static {
 
     /// Whether the backend can serve requests now (a readiness check): `Ok` by default, for
     /// backends that live in the process; a networked backend answers
-    /// [`StorageError::Unavailable`] while it cannot reach its server.
+    /// [`StorageError::Unavailable`] while it cannot reach its server, and a durable one an
+    /// error while its writes fail (a full disk) until one succeeds again.
     async fn check_ready(&self) -> Result<(), StorageError> {
         Ok(())
     }
