@@ -137,6 +137,7 @@
 //! [redb]: https://www.redb.org
 //! [postcard]: https://docs.rs/postcard
 
+mod backup;
 mod error;
 mod writer;
 
@@ -161,6 +162,7 @@ use redb::{
     ReadableTable, ReadableTableMetadata, Table, TableDefinition, TableHandle, WriteTransaction,
 };
 
+pub use crate::backup::{Copied, CopyError, restore};
 pub use crate::error::OpenError;
 use dbconsole_core::storage::record::{self, RecordError};
 
@@ -431,6 +433,16 @@ impl<T, E: Into<redb::Error>> OrBackend<T> for Result<T, E> {
     fn or_backend(self) -> Result<T, StorageError> {
         self.map_err(|error| error::storage_error(error.into()))
     }
+}
+
+/// How many databases, dashboards and caller keys `txn` sees (the tables' lengths, no scan).
+fn counts(txn: &ReadTransaction) -> Result<RecordCounts, StorageError> {
+    let count = |table: &dyn ReadableTableMetadata| table.len().or_backend();
+    Ok(RecordCounts {
+        databases: count(&txn.open_table(DATABASES).or_backend()?)?,
+        dashboards: count(&txn.open_table(DASHBOARDS).or_backend()?)?,
+        caller_keys: count(&txn.open_table(CALLER_KEYS).or_backend()?)?,
+    })
 }
 
 /// The store is being reopened after an I/O failure.
@@ -944,16 +956,7 @@ impl Storage for RedbStorage {
     }
 
     async fn record_counts(&self) -> Result<RecordCounts, StorageError> {
-        self.read_now(|inner| {
-            inner.read(|txn| {
-                let count = |table: &dyn ReadableTableMetadata| table.len().or_backend();
-                Ok(RecordCounts {
-                    databases: count(&txn.open_table(DATABASES).or_backend()?)?,
-                    dashboards: count(&txn.open_table(DASHBOARDS).or_backend()?)?,
-                    caller_keys: count(&txn.open_table(CALLER_KEYS).or_backend()?)?,
-                })
-            })
-        })
+        self.read_now(|inner| inner.read(counts))
     }
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {

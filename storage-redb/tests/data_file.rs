@@ -18,8 +18,10 @@ use dbconsole_core::model::{
     Permission, Policy, Scope, SealedSecret, Secret, SubjectKind, Timestamp, TlsField, TlsMaterial,
 };
 use dbconsole_core::seal::{Place, Sealer};
-use dbconsole_core::storage::{DatabaseKey, DatabaseRef, Page, Storage, StorageError};
-use dbconsole_storage_redb::{FORMAT_VERSION, OpenError, RedbStorage};
+use dbconsole_core::storage::{
+    DatabaseKey, DatabaseRef, Page, RecordCounts, Storage, StorageError,
+};
+use dbconsole_storage_redb::{CopyError, FORMAT_VERSION, OpenError, RedbStorage, restore};
 use redb::{ReadableDatabase, TableDefinition};
 
 /// The `meta` table as the crate documents it.
@@ -714,4 +716,141 @@ async fn size_of_10000_databases() {
         closed as f64 / (1024.0 * 1024.0),
         closed / total as u64
     );
+}
+
+#[tokio::test]
+async fn a_backup_restores_the_whole_store_with_secrets_still_sealed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let storage = open(&path, &key);
+    let mut databases = Vec::new();
+    for n in 0..10 {
+        let database = database(n, "Bk7Secret", Some(format!("ext-{n}")));
+        storage.insert_database(database.clone()).await.unwrap();
+        databases.push(database);
+    }
+    let dashboards = vec![dashboard("Ops"), dashboard("Sales")];
+    for dashboard in &dashboards {
+        storage.insert_dashboard(dashboard.clone()).await.unwrap();
+    }
+    let mut access = AccessControl::default();
+    access.data_protection.inherits_from = Some(databases[0].id.as_str().to_owned());
+    let stored = access.clone();
+    storage
+        .update_access_control(
+            databases[1].id.as_str(),
+            Box::new(move |_| Ok(stored.clone())),
+        )
+        .await
+        .unwrap();
+    let (caller_key, secret) = mint_caller_key(CredentialKind::ApiKey, Scope::Full, "ops");
+    storage.insert_caller_key(caller_key.clone()).await.unwrap();
+
+    let backup = dir.path().join("backup.redb");
+    let copied = storage.backup(&backup).await.unwrap();
+    let expected = RecordCounts {
+        databases: 10,
+        dashboards: 2,
+        caller_keys: 1,
+    };
+    assert_eq!(copied.records, expected);
+    assert_eq!(copied.bytes, fs::metadata(&backup).unwrap().len());
+    // Written after the backup: not in it.
+    storage
+        .insert_database(database(99, "later", None))
+        .await
+        .unwrap();
+
+    let bytes = fs::read(&backup).unwrap();
+    assert!(
+        contains(&bytes, b"Visible name Bk7Secret 3"),
+        "records are in it"
+    );
+    for database in &databases {
+        for secret in secrets_of(database) {
+            assert!(
+                !contains(&bytes, &secret),
+                "the backup holds a secret in clear: {}",
+                String::from_utf8_lossy(&secret)
+            );
+        }
+    }
+    assert!(matches!(
+        storage.backup(&backup).await,
+        Err(CopyError::Exists { .. })
+    ));
+
+    // Under another key the restore is refused and leaves nothing.
+    let dest = dir.path().join("restored").join("dbconsole.redb");
+    let partial = dir.path().join("restored").join("dbconsole.redb.partial");
+    let refused = restore(&backup, &dest, &self::key()).unwrap_err();
+    assert!(
+        matches!(refused, CopyError::Open(OpenError::WrongKey)),
+        "{refused:?}"
+    );
+    assert!(!dest.exists() && !partial.exists());
+
+    let restored = restore(&backup, &dest, &key).unwrap();
+    assert_eq!(restored.records, expected);
+    assert!(!partial.exists());
+    assert_eq!(
+        fs::read(&backup).unwrap(),
+        bytes,
+        "a restore never writes the backup"
+    );
+    assert!(matches!(
+        restore(&backup, &dest, &key),
+        Err(CopyError::Exists { .. })
+    ));
+
+    let restored = open(&dest, &key);
+    assert_eq!(restored.list_databases(ALL).await.unwrap(), databases);
+    assert_eq!(restored.list_dashboards(ALL).await.unwrap(), dashboards);
+    assert_eq!(
+        restored
+            .access_control(databases[1].id.as_str())
+            .await
+            .unwrap(),
+        Some(access)
+    );
+    assert_eq!(
+        restored.database_by_api_id("ext-4").await.unwrap(),
+        Some(databases[4].clone())
+    );
+    assert_eq!(
+        restored
+            .caller_key_by_digest(&key_digest(secret.expose()))
+            .await
+            .unwrap(),
+        Some(caller_key)
+    );
+    // The inheritance index came along: the delete guard holds.
+    assert!(matches!(
+        restored
+            .delete_database(DatabaseKey::Id(databases[0].id.as_str()))
+            .await,
+        Err(StorageError::Inherited(_))
+    ));
+    // And the secrets open under the key.
+    let first = restored
+        .database(databases[2].id.as_str())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(secrets_of(&first), secrets_of(&databases[2]));
+}
+
+#[test]
+fn a_file_that_is_not_a_data_file_is_not_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let from = dir.path().join("notes.txt");
+    fs::write(&from, "not a backup").unwrap();
+    let dest = dir.path().join("data").join("dbconsole.redb");
+    let refused = restore(&from, &dest, &key()).unwrap_err();
+    assert!(matches!(refused, CopyError::Open(_)), "{refused:?}");
+    assert!(!dest.exists());
+    let missing = restore(&dir.path().join("missing"), &dest, &key()).unwrap_err();
+    assert!(matches!(missing, CopyError::Io { .. }), "{missing:?}");
+    assert!(!dest.exists());
 }
