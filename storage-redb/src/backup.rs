@@ -79,7 +79,7 @@ impl RedbStorage {
         refuse_existing(dest)?;
         let inner = Arc::clone(&self.inner);
         let dest = dest.to_owned();
-        let copied = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             // The snapshot: taken before anything else, so that the copy is the store as of now.
             inner.with_db(|db| {
                 let snapshot = db.begin_read().or_backend()?;
@@ -87,8 +87,7 @@ impl RedbStorage {
             })
         })
         .await
-        .map_err(|error| CopyError::Storage(StorageError::backend(error)))??;
-        copied
+        .map_err(|error| CopyError::Storage(StorageError::backend(error)))??
     }
 }
 
