@@ -5,9 +5,9 @@
 //! domain socket [`ADMIN_SOCKET_FILE`] in the data directory and runs key operations on its own
 //! store: a revoke is seen by its next request.
 //!
-//! **Protocol.** One connection, one exchange: the client writes one [`KeyRequest`] as a JSON
-//! line, the server answers one [`KeyReply`] as a JSON line and closes (the messages are
-//! [`crate::admin_protocol`]; the server runs them with [`crate::key_ops::execute`]). A request line is at
+//! **Protocol.** One connection, one exchange: the client writes one [`AdminRequest`] as a JSON
+//! line, the server answers one [`AdminReply`] as a JSON line and closes (the messages are
+//! [`crate::admin_protocol`]; the server runs them with [`crate::admin_ops::execute`]). A request line is at
 //! most [`MAX_REQUEST_BYTES`] bytes and must arrive within [`REQUEST_TIMEOUT`].
 //!
 //! **Who may connect.** Access to the socket is access to the data directory: whoever can
@@ -27,16 +27,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dbconsole_core::Storage;
+use dbconsole_storage_redb::RedbStorage;
 use thiserror::Error;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::admin_protocol::{Failure, KeyReply, KeyRequest};
+use crate::admin_ops::{backup, execute};
+use crate::admin_protocol::{AdminReply, AdminRequest, Failure};
 use crate::backend::ADMIN_SOCKET_FILE;
-use crate::key_ops::execute;
 
 /// The longest request line the server reads.
 pub const MAX_REQUEST_BYTES: u64 = 64 * 1024;
@@ -70,7 +70,7 @@ impl AdminSocket {
     /// until [`AdminSocket::shutdown`]. Call it only while holding the data file (a server on
     /// redb storage), so that an existing socket there is known to be stale; a file there that
     /// is not a socket is an error. Needs a Tokio runtime.
-    pub fn bind(data_dir: &Path, storage: Arc<dyn Storage>) -> io::Result<Self> {
+    pub fn bind(data_dir: &Path, storage: Arc<RedbStorage>) -> io::Result<Self> {
         let path = data_dir.join(ADMIN_SOCKET_FILE);
         match fs::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_socket() => fs::remove_file(&path)?,
@@ -130,7 +130,7 @@ impl Drop for AdminSocket {
 
 async fn accept_loop(
     listener: UnixListener,
-    storage: Arc<dyn Storage>,
+    storage: Arc<RedbStorage>,
     owner: u32,
     mut stopped: oneshot::Receiver<()>,
 ) {
@@ -156,7 +156,7 @@ async fn accept_loop(
 }
 
 /// One exchange: check the peer, read a request line, answer it.
-async fn serve_connection(mut stream: UnixStream, storage: Arc<dyn Storage>, owner: u32) {
+async fn serve_connection(mut stream: UnixStream, storage: Arc<RedbStorage>, owner: u32) {
     match stream.peer_cred() {
         Ok(peer) if peer.uid() == owner || peer.uid() == 0 => {}
         Ok(peer) => {
@@ -186,18 +186,21 @@ async fn serve_connection(mut stream: UnixStream, storage: Arc<dyn Storage>, own
             tracing::warn!(target: "dbconsole::admin", %error, "reading an admin request failed");
             return;
         }
-        Ok(Ok(_)) if line.len() as u64 > MAX_REQUEST_BYTES => KeyReply::Failed {
+        Ok(Ok(_)) if line.len() as u64 > MAX_REQUEST_BYTES => AdminReply::Failed {
             error: Failure::BadRequest,
             message: format!("a request is one line of at most {MAX_REQUEST_BYTES} bytes"),
         },
-        Ok(Ok(_)) => match serde_json::from_slice::<KeyRequest>(&line) {
+        Ok(Ok(_)) => match serde_json::from_slice::<AdminRequest>(&line) {
             Ok(request) => {
                 let op = request.op();
-                let reply = execute(&*storage, request).await;
+                let reply = match request {
+                    AdminRequest::Backup { to } => backup(&storage, &to).await,
+                    request => execute(&*storage, request).await,
+                };
                 log_reply(op, &reply);
                 reply
             }
-            Err(error) => KeyReply::Failed {
+            Err(error) => AdminReply::Failed {
                 error: Failure::BadRequest,
                 message: format!("not a key request: {error}"),
             },
@@ -220,10 +223,10 @@ async fn serve_connection(mut stream: UnixStream, storage: Arc<dyn Storage>, own
     }
 }
 
-/// One log line per key operation: what, and which key; never a secret.
-fn log_reply(op: &str, reply: &KeyReply) {
+/// One log line per admin operation: what, and which key or file; never a secret.
+fn log_reply(op: &str, reply: &AdminReply) {
     match reply {
-        KeyReply::Created { key, .. } | KeyReply::Revoked { key } => tracing::info!(
+        AdminReply::Created { key, .. } | AdminReply::Revoked { key } => tracing::info!(
             target: "dbconsole::admin",
             op,
             result = reply.result(),
@@ -232,19 +235,33 @@ fn log_reply(op: &str, reply: &KeyReply) {
             scope = key.scope.as_str(),
             "key request"
         ),
-        KeyReply::Listed { keys } => tracing::info!(
+        AdminReply::Listed { keys } => tracing::info!(
             target: "dbconsole::admin",
             op,
             result = reply.result(),
             count = keys.len(),
             "key request"
         ),
-        KeyReply::Failed { error, .. } => tracing::info!(
+        AdminReply::BackedUp {
+            to,
+            databases,
+            bytes,
+            ..
+        } => tracing::info!(
+            target: "dbconsole::admin",
+            op,
+            result = reply.result(),
+            to = %to.display(),
+            databases,
+            bytes,
+            "admin request"
+        ),
+        AdminReply::Failed { error, .. } => tracing::info!(
             target: "dbconsole::admin",
             op,
             result = reply.result(),
             error = ?error,
-            "key request"
+            "admin request"
         ),
     }
 }
@@ -285,13 +302,13 @@ pub enum ProtocolError {
     /// The connection ended before a reply line.
     #[error("closed the connection without answering")]
     Closed,
-    /// The line is not a [`KeyReply`].
+    /// The line is not a [`AdminReply`].
     #[error("answered something unreadable ({0})")]
     Unreadable(serde_json::Error),
 }
 
 /// Sends `request` to the server listening on `socket` and reads its reply.
-pub async fn request(socket: &Path, request: &KeyRequest) -> Result<KeyReply, ClientError> {
+pub async fn request(socket: &Path, request: &AdminRequest) -> Result<AdminReply, ClientError> {
     let io_error = |source| ClientError::Io {
         path: socket.to_owned(),
         source,
@@ -337,10 +354,14 @@ pub async fn request(socket: &Path, request: &KeyRequest) -> Result<KeyReply, Cl
 #[cfg(test)]
 mod tests {
     use dbconsole_core::auth::StoredCredentials;
+    use dbconsole_core::seal::Sealer;
     use dbconsole_core::{Authenticator, CredentialKind, Scope, StaticCredentials};
-    use dbconsole_storage_memory::MemoryStorage;
 
     use super::*;
+
+    fn memory_store() -> Arc<RedbStorage> {
+        Arc::new(RedbStorage::in_memory(&Sealer::ephemeral().unwrap()).unwrap())
+    }
 
     async fn raw_exchange(socket: &Path, bytes: &[u8]) -> String {
         let mut stream = UnixStream::connect(socket).await.unwrap();
@@ -354,19 +375,19 @@ mod tests {
     #[tokio::test]
     async fn requests_run_on_the_servers_store() {
         let dir = tempfile::tempdir().unwrap();
-        let storage = Arc::new(MemoryStorage::new());
+        let storage = memory_store();
         let admin = AdminSocket::bind(dir.path(), storage.clone()).unwrap();
         let socket = admin.path().to_owned();
         let mode = fs::metadata(&socket).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
 
-        let create = KeyRequest::Create {
+        let create = AdminRequest::Create {
             kind: CredentialKind::AccessToken,
             scope: Scope::Full,
             name: "grafana".to_owned(),
         };
         let reply = request(&socket, &create).await.unwrap();
-        let KeyReply::Created { key, secret } = reply else {
+        let AdminReply::Created { key, secret } = reply else {
             panic!("{reply:?}");
         };
         let auth = StoredCredentials::new(storage.clone(), StaticCredentials::default());
@@ -378,15 +399,15 @@ mod tests {
             Some(Scope::Full)
         );
 
-        let listed = request(&socket, &KeyRequest::List).await.unwrap();
+        let listed = request(&socket, &AdminRequest::List).await.unwrap();
         assert!(
-            matches!(&listed, KeyReply::Listed { keys } if keys.len() == 1 && keys[0].id == key.id),
+            matches!(&listed, AdminReply::Listed { keys } if keys.len() == 1 && keys[0].id == key.id),
             "{listed:?}"
         );
 
-        let revoke = KeyRequest::Revoke { id: key.id.clone() };
+        let revoke = AdminRequest::Revoke { id: key.id.clone() };
         let revoked = request(&socket, &revoke).await.unwrap();
-        assert!(matches!(revoked, KeyReply::Revoked { .. }), "{revoked:?}");
+        assert!(matches!(revoked, AdminReply::Revoked { .. }), "{revoked:?}");
         assert_eq!(
             auth.authenticate(CredentialKind::AccessToken, presented)
                 .await
@@ -397,7 +418,7 @@ mod tests {
         assert!(
             matches!(
                 unknown,
-                KeyReply::Failed {
+                AdminReply::Failed {
                     error: Failure::NotFound,
                     ..
                 }
@@ -408,7 +429,7 @@ mod tests {
         admin.shutdown().await;
         assert!(!socket.exists(), "the socket outlived the shutdown");
         assert!(matches!(
-            request(&socket, &KeyRequest::List).await,
+            request(&socket, &AdminRequest::List).await,
             Err(ClientError::NoServer)
         ));
     }
@@ -416,18 +437,18 @@ mod tests {
     #[tokio::test]
     async fn garbage_and_oversized_lines_are_bad_requests() {
         let dir = tempfile::tempdir().unwrap();
-        let admin = AdminSocket::bind(dir.path(), Arc::new(MemoryStorage::new())).unwrap();
+        let admin = AdminSocket::bind(dir.path(), memory_store()).unwrap();
         for bytes in [
             b"list\n".to_vec(),
             br#"{"op":"create","kind":"api-key"}"#.to_vec(),
             vec![b' '; MAX_REQUEST_BYTES as usize + 10],
         ] {
             let reply = raw_exchange(admin.path(), &bytes).await;
-            let reply: KeyReply = serde_json::from_str(&reply).unwrap();
+            let reply: AdminReply = serde_json::from_str(&reply).unwrap();
             assert!(
                 matches!(
                     reply,
-                    KeyReply::Failed {
+                    AdminReply::Failed {
                         error: Failure::BadRequest,
                         ..
                     }
@@ -437,8 +458,8 @@ mod tests {
         }
         // A request without its final newline is still one request.
         let reply = raw_exchange(admin.path(), br#"{"op":"list"}"#).await;
-        let reply: KeyReply = serde_json::from_str(&reply).unwrap();
-        assert!(matches!(reply, KeyReply::Listed { keys } if keys.is_empty()));
+        let reply: AdminReply = serde_json::from_str(&reply).unwrap();
+        assert!(matches!(reply, AdminReply::Listed { keys } if keys.is_empty()));
     }
 
     #[tokio::test]
@@ -449,19 +470,19 @@ mod tests {
         drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
         assert!(path.exists());
         assert!(matches!(
-            request(&path, &KeyRequest::List).await,
+            request(&path, &AdminRequest::List).await,
             Err(ClientError::NoServer)
         ));
-        let admin = AdminSocket::bind(dir.path(), Arc::new(MemoryStorage::new())).unwrap();
+        let admin = AdminSocket::bind(dir.path(), memory_store()).unwrap();
         assert!(matches!(
-            request(&path, &KeyRequest::List).await,
-            Ok(KeyReply::Listed { .. })
+            request(&path, &AdminRequest::List).await,
+            Ok(AdminReply::Listed { .. })
         ));
         drop(admin);
         assert!(!path.exists(), "dropping the socket removes its file");
 
         fs::write(&path, "not a socket").unwrap();
-        let error = AdminSocket::bind(dir.path(), Arc::new(MemoryStorage::new()))
+        let error = AdminSocket::bind(dir.path(), memory_store())
             .expect_err("a regular file is not replaced");
         assert!(error.to_string().contains("not a socket"), "{error}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "not a socket");
@@ -483,7 +504,7 @@ mod tests {
                 stream.write_all(answer).await.unwrap();
             }
         });
-        let error = request(&path, &KeyRequest::List).await.unwrap_err();
+        let error = request(&path, &AdminRequest::List).await.unwrap_err();
         assert!(
             matches!(
                 &error,
@@ -502,7 +523,7 @@ mod tests {
                 path.display()
             )
         );
-        let error = request(&path, &KeyRequest::List).await.unwrap_err();
+        let error = request(&path, &AdminRequest::List).await.unwrap_err();
         assert!(
             matches!(
                 &error,
@@ -525,7 +546,7 @@ mod tests {
     #[tokio::test]
     async fn a_socket_replaced_by_someone_else_is_not_removed() {
         let dir = tempfile::tempdir().unwrap();
-        let admin = AdminSocket::bind(dir.path(), Arc::new(MemoryStorage::new())).unwrap();
+        let admin = AdminSocket::bind(dir.path(), memory_store()).unwrap();
         let path = admin.path().to_owned();
         fs::remove_file(&path).unwrap();
         fs::write(&path, "someone else's").unwrap();

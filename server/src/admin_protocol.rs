@@ -1,22 +1,25 @@
-//! The admin wire protocol: the messages `dbconsole keys` and a running server's admin socket
-//! exchange, one JSON line each way (README, section "Caller credentials").
+//! The admin wire protocol: the messages `dbconsole keys` and `dbconsole backup` exchange with a
+//! running server's admin socket, one JSON line each way (README, sections "Caller credentials"
+//! and "Backup and restore").
 //!
-//! A [`KeyRequest`] is tagged by `op`, a [`KeyReply`] by `result`. Kinds and scopes travel as
+//! A [`AdminRequest`] is tagged by `op`, a [`AdminReply`] by `result`. Kinds and scopes travel as
 //! the wire names of [`CredentialKind`] and [`Scope`] (`api-key`, `access-token`; `full`,
 //! `setup`), times as RFC 3339 UTC with six fractional digits ([`Timestamp`]'s `Display`), and
 //! a created key's secret as its base64url text. Only core types and serde are used here: the
 //! module knows nothing of sockets, stores or terminals.
 
+use std::path::PathBuf;
+
 use dbconsole_core::model::{CallerKey, Timestamp};
 use dbconsole_core::{CredentialKind, Scope, Secret};
 use serde::{Deserialize, Serialize};
 
-/// One operation on the stored keys; on the admin socket, one JSON line tagged by `op`:
-/// `{"op":"create","kind":"api-key","scope":"setup","name":"ci"}`, `{"op":"list"}`,
-/// `{"op":"revoke","id":"key_…"}`.
+/// One operation on the stored keys, or a backup; on the admin socket, one JSON line tagged by
+/// `op`: `{"op":"create","kind":"api-key","scope":"setup","name":"ci"}`, `{"op":"list"}`,
+/// `{"op":"revoke","id":"key_…"}`, `{"op":"backup","to":"/var/backups/dbconsole.redb"}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
-pub enum KeyRequest {
+pub enum AdminRequest {
     /// Mint a key, store its digest, answer its secret (once).
     Create {
         /// API key or access token.
@@ -35,15 +38,21 @@ pub enum KeyRequest {
         /// The key's id.
         id: String,
     },
+    /// Write a backup of the server's store to a new file.
+    Backup {
+        /// The file, an absolute path on the server's machine; it must not exist.
+        to: PathBuf,
+    },
 }
 
-impl KeyRequest {
-    /// `create`, `list` or `revoke`: for log lines.
+impl AdminRequest {
+    /// `create`, `list`, `revoke` or `backup`: for log lines.
     pub fn op(&self) -> &'static str {
         match self {
-            KeyRequest::Create { .. } => "create",
-            KeyRequest::List => "list",
-            KeyRequest::Revoke { .. } => "revoke",
+            AdminRequest::Create { .. } => "create",
+            AdminRequest::List => "list",
+            AdminRequest::Revoke { .. } => "revoke",
+            AdminRequest::Backup { .. } => "backup",
         }
     }
 }
@@ -88,6 +97,8 @@ impl From<&CallerKey> for KeyInfo {
 pub enum Failure {
     /// No key has that id.
     NotFound,
+    /// The backup's file exists: a backup never replaces one.
+    Exists,
     /// The request is well-formed but its values are not acceptable (an empty name…).
     Invalid,
     /// The line is not a request.
@@ -96,11 +107,11 @@ pub enum Failure {
     Storage,
 }
 
-/// The answer to a [`KeyRequest`]; on the admin socket, one JSON line tagged by `result`.
+/// The answer to a [`AdminRequest`]; on the admin socket, one JSON line tagged by `result`.
 /// `Debug` shows no secret.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "result", rename_all = "lowercase")]
-pub enum KeyReply {
+pub enum AdminReply {
     /// The key was stored; `secret` is the only copy there will ever be.
     Created {
         /// The stored key.
@@ -119,6 +130,20 @@ pub enum KeyReply {
         /// The key as it was.
         key: KeyInfo,
     },
+    /// The backup was written.
+    #[serde(rename = "backed_up")]
+    BackedUp {
+        /// The file.
+        to: PathBuf,
+        /// Databases in it.
+        databases: u64,
+        /// Dashboards in it.
+        dashboards: u64,
+        /// Caller keys in it.
+        caller_keys: u64,
+        /// Its size.
+        bytes: u64,
+    },
     /// Nothing was changed.
     Failed {
         /// Why, for programs.
@@ -128,22 +153,23 @@ pub enum KeyReply {
     },
 }
 
-impl KeyReply {
-    /// A [`KeyReply::Failed`].
+impl AdminReply {
+    /// A [`AdminReply::Failed`].
     pub fn failed(error: Failure, message: impl Into<String>) -> Self {
-        KeyReply::Failed {
+        AdminReply::Failed {
             error,
             message: message.into(),
         }
     }
 
-    /// `created`, `listed`, `revoked` or `failed`: for log lines.
+    /// `created`, `listed`, `revoked`, `backed_up` or `failed`: for log lines.
     pub fn result(&self) -> &'static str {
         match self {
-            KeyReply::Created { .. } => "created",
-            KeyReply::Listed { .. } => "listed",
-            KeyReply::Revoked { .. } => "revoked",
-            KeyReply::Failed { .. } => "failed",
+            AdminReply::Created { .. } => "created",
+            AdminReply::Listed { .. } => "listed",
+            AdminReply::Revoked { .. } => "revoked",
+            AdminReply::BackedUp { .. } => "backed_up",
+            AdminReply::Failed { .. } => "failed",
         }
     }
 }
@@ -248,8 +274,8 @@ mod tests {
 
     use super::*;
 
-    fn create(kind: CredentialKind, scope: Scope, name: &str) -> KeyRequest {
-        KeyRequest::Create {
+    fn create(kind: CredentialKind, scope: Scope, name: &str) -> AdminRequest {
+        AdminRequest::Create {
             kind,
             scope,
             name: name.to_owned(),
@@ -262,28 +288,35 @@ mod tests {
             let request = create(kind, Scope::Full, "x");
             let json = serde_json::to_value(&request).unwrap();
             assert_eq!(json["kind"], kind.as_str());
-            assert_eq!(serde_json::from_value::<KeyRequest>(json).unwrap(), request);
+            assert_eq!(
+                serde_json::from_value::<AdminRequest>(json).unwrap(),
+                request
+            );
         }
         for scope in Scope::ALL {
             let request = create(CredentialKind::ApiKey, scope, "x");
             let json = serde_json::to_value(&request).unwrap();
             assert_eq!(json["scope"], scope.as_str());
-            assert_eq!(serde_json::from_value::<KeyRequest>(json).unwrap(), request);
+            assert_eq!(
+                serde_json::from_value::<AdminRequest>(json).unwrap(),
+                request
+            );
         }
     }
 
     #[test]
     fn requests_have_the_documented_wire_form() {
-        let request: KeyRequest =
+        let request: AdminRequest =
             serde_json::from_str(r#"{"op":"create","kind":"api-key","scope":"setup","name":"ci"}"#)
                 .unwrap();
         assert_eq!(request, create(CredentialKind::ApiKey, Scope::Setup, "ci"));
-        let request: KeyRequest = serde_json::from_str(r#"{"op":"list"}"#).unwrap();
-        assert_eq!(request, KeyRequest::List);
-        let request: KeyRequest = serde_json::from_str(r#"{"op":"revoke","id":"key_1"}"#).unwrap();
+        let request: AdminRequest = serde_json::from_str(r#"{"op":"list"}"#).unwrap();
+        assert_eq!(request, AdminRequest::List);
+        let request: AdminRequest =
+            serde_json::from_str(r#"{"op":"revoke","id":"key_1"}"#).unwrap();
         assert_eq!(
             request,
-            KeyRequest::Revoke {
+            AdminRequest::Revoke {
                 id: "key_1".to_owned()
             }
         );
@@ -294,7 +327,7 @@ mod tests {
             r#"{"op":"revoke"}"#,
             "list",
         ] {
-            assert!(serde_json::from_str::<KeyRequest>(bad).is_err(), "{bad}");
+            assert!(serde_json::from_str::<AdminRequest>(bad).is_err(), "{bad}");
         }
     }
 
@@ -340,7 +373,7 @@ mod tests {
 
     #[test]
     fn replies_are_tagged_by_result_and_debug_shows_no_secret() {
-        let reply = KeyReply::Failed {
+        let reply = AdminReply::Failed {
             error: Failure::NotFound,
             message: "no key".to_owned(),
         };
@@ -348,7 +381,7 @@ mod tests {
             serde_json::to_value(&reply).unwrap(),
             json!({"result": "failed", "error": "not_found", "message": "no key"})
         );
-        let reply: KeyReply = serde_json::from_value(json!({
+        let reply: AdminReply = serde_json::from_value(json!({
             "result": "created",
             "key": {
                 "id": "key_01", "kind": "api-key", "scope": "full", "name": "ci",

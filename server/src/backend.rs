@@ -86,6 +86,8 @@ pub struct Opened {
     pub storage: Arc<dyn Storage>,
     /// The sealer of its secrets.
     pub sealer: Sealer,
+    /// The same storage when it is redb: for what only redb does (the admin socket's backups).
+    pub redb: Option<Arc<RedbStorage>>,
 }
 
 /// A storage backend, chosen with `--storage` / `DBCONSOLE_STORAGE`.
@@ -143,16 +145,21 @@ impl StorageKind {
                 let cache = location
                     .redb_cache_bytes
                     .unwrap_or(dbconsole_storage_redb::DEFAULT_CACHE_BYTES);
-                let storage =
-                    RedbStorage::open_with_cache(&data_dir.join(DATA_FILE), &sealer, cache)?;
+                let storage = Arc::new(RedbStorage::open_with_cache(
+                    &data_dir.join(DATA_FILE),
+                    &sealer,
+                    cache,
+                )?);
                 Ok(Opened {
-                    storage: Arc::new(storage),
+                    storage: Arc::clone(&storage) as Arc<dyn Storage>,
                     sealer,
+                    redb: Some(storage),
                 })
             }
             StorageKind::Memory => Ok(Opened {
                 storage: Arc::new(MemoryStorage::new()),
                 sealer: Sealer::ephemeral().map_err(OpenError::Key)?,
+                redb: None,
             }),
             StorageKind::Postgres => {
                 let url = location
@@ -183,6 +190,7 @@ impl StorageKind {
                 Ok(Opened {
                     storage: Arc::new(storage),
                     sealer,
+                    redb: None,
                 })
             }
         }

@@ -1,5 +1,5 @@
-//! The command line: `dbconsole serve` and `dbconsole keys`, their flags each also read from
-//! the environment.
+//! The command line: `dbconsole serve`, `keys`, `backup` and `restore`, their flags each also
+//! read from the environment.
 
 use std::fmt::Debug;
 use std::net::SocketAddr;
@@ -128,6 +128,56 @@ pub enum Command {
     Serve(ServeArgs),
     /// Create, list and revoke the stored API keys and access tokens (of the redb storage).
     Keys(KeysArgs),
+    /// Write a consistent copy of the redb data to a new file, while a server runs or not.
+    Backup(BackupArgs),
+    /// Put a backup in place as the data of an empty data directory.
+    Restore(RestoreArgs),
+}
+
+/// Shown after `dbconsole backup --help`.
+const BACKUP_AFTER_HELP: &str = "\
+The backup is the data as it was at one moment: every write a server acknowledged before the
+command started is in it, and no write is in it by halves. While a server runs on DATA_DIR, the
+command asks it through DATA_DIR/admin.sock, and the server writes FILE (so FILE is on the
+server's machine, written by the server's user); writes go on meanwhile. Without a running
+server the command opens the data file itself. FILE must not exist; it is written as
+FILE.partial and renamed when complete. Secrets in it stay encrypted: restoring it needs the
+secret key the data was written with (DATA_DIR/secret.key, or DBCONSOLE_SECRET_KEY), which the
+backup does not hold; keep the key apart from the backups. Only the redb storage is backed up
+here; a PostgreSQL store is backed up with PostgreSQL's own tools (pg_dump).";
+
+/// The flags of `dbconsole backup`.
+#[derive(Clone, Debug, Args)]
+#[command(after_help = BACKUP_AFTER_HELP)]
+pub struct BackupArgs {
+    /// The file to write; it must not exist.
+    #[arg(long, value_name = "FILE")]
+    pub to: PathBuf,
+
+    /// Directory of the redb data file (the same as `serve`'s).
+    #[arg(long, env = "DBCONSOLE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+}
+
+/// Shown after `dbconsole restore --help`.
+const RESTORE_AFTER_HELP: &str = "\
+DATA_DIR must hold no data file (a new directory is created). The backup's secrets are
+encrypted under the key its data was written with: give that key as DBCONSOLE_SECRET_KEY, or
+copy the original DATA_DIR/secret.key into DATA_DIR first. The file is checked (a dbconsole data
+file, in a format this version reads, under that key) before it is put in place; the backup
+itself is never changed. Then start `dbconsole serve` on DATA_DIR.";
+
+/// The flags of `dbconsole restore`.
+#[derive(Clone, Debug, Args)]
+#[command(after_help = RESTORE_AFTER_HELP)]
+pub struct RestoreArgs {
+    /// The backup to restore, written by `dbconsole backup`.
+    #[arg(long, value_name = "FILE")]
+    pub from: PathBuf,
+
+    /// The data directory to restore into; it must hold no data file.
+    #[arg(long, env = "DBCONSOLE_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
 }
 
 /// Shown after `dbconsole serve --help`: what the flags do not say.

@@ -8,12 +8,12 @@ use dbconsole_core::model::Timestamp;
 use dbconsole_core::{CredentialKind, Secret};
 use thiserror::Error;
 
-use crate::admin_protocol::{Failure, KeyInfo, KeyReply};
+use crate::admin_protocol::{AdminReply, Failure, KeyInfo};
 
 /// Why [`print_reply`] printed nothing, or not everything.
 #[derive(Debug, Error)]
 pub enum PrintError {
-    /// The reply was a [`KeyReply::Failed`]: its message is the error.
+    /// The reply was a [`AdminReply::Failed`]: its message is the error.
     #[error("{message}")]
     Refused {
         /// Why, for programs.
@@ -26,12 +26,12 @@ pub enum PrintError {
     Write(#[from] io::Error),
 }
 
-/// Prints a reply for people on `out`; a [`KeyReply::Failed`] is the error instead.
-pub fn print_reply(reply: &KeyReply, out: &mut impl Write) -> Result<(), PrintError> {
+/// Prints a reply for people on `out`; a [`AdminReply::Failed`] is the error instead.
+pub fn print_reply(reply: &AdminReply, out: &mut impl Write) -> Result<(), PrintError> {
     match reply {
-        KeyReply::Created { key, secret } => print_created(key, secret, out)?,
-        KeyReply::Listed { keys } => print_table(keys, out)?,
-        KeyReply::Revoked { key } => writeln!(
+        AdminReply::Created { key, secret } => print_created(key, secret, out)?,
+        AdminReply::Listed { keys } => print_table(keys, out)?,
+        AdminReply::Revoked { key } => writeln!(
             out,
             "revoked {} {} (scope {}, name {})",
             key.kind,
@@ -39,7 +39,21 @@ pub fn print_reply(reply: &KeyReply, out: &mut impl Write) -> Result<(), PrintEr
             key.scope,
             printable(&key.name),
         )?,
-        KeyReply::Failed { error, message } => {
+        AdminReply::BackedUp {
+            to,
+            databases,
+            dashboards,
+            caller_keys,
+            bytes,
+        } => writeln!(
+            out,
+            "backed up {databases} database(s), {dashboards} dashboard(s) and {caller_keys} \
+             caller key(s) to {} ({bytes} bytes). Secrets in it stay sealed: restoring it needs \
+             the secret key this data was written with (DATA_DIR/secret.key or \
+             DBCONSOLE_SECRET_KEY); keep that key apart from the backup.",
+            to.display()
+        )?,
+        AdminReply::Failed { error, message } => {
             return Err(PrintError::Refused {
                 error: *error,
                 message: message.clone(),
@@ -135,7 +149,7 @@ mod tests {
 
     use super::*;
 
-    fn printed(reply: &KeyReply) -> String {
+    fn printed(reply: &AdminReply) -> String {
         let mut out = Vec::new();
         print_reply(reply, &mut out).unwrap();
         String::from_utf8(out).unwrap()
@@ -148,7 +162,7 @@ mod tests {
 
     #[test]
     fn created_output_labels_the_secret_and_the_id() {
-        let reply = KeyReply::Created {
+        let reply = AdminReply::Created {
             key: KeyInfo {
                 id: "key_01".to_owned(),
                 kind: CredentialKind::AccessToken,
@@ -179,7 +193,7 @@ mod tests {
         };
         // 2026-02-03T04:05:06.000001Z.
         let used = Timestamp::from_micros(1_770_091_506_000_001);
-        let out = printed(&KeyReply::Listed {
+        let out = printed(&AdminReply::Listed {
             keys: vec![
                 key("key_a", "a long name here", None),
                 key("key_b", "bell\u{7}", Some(used)),
@@ -198,7 +212,7 @@ mod tests {
         assert!(lines[2].ends_with("2026-02-03T04:05:06Z"), "{out}");
         assert!(lines[2].contains("bell\\u{7}"), "{out}");
         assert_eq!(
-            printed(&KeyReply::Listed { keys: Vec::new() }),
+            printed(&AdminReply::Listed { keys: Vec::new() }),
             "no stored keys\n"
         );
     }
@@ -217,7 +231,7 @@ mod tests {
 
     #[test]
     fn a_failed_reply_is_the_error() {
-        let reply = KeyReply::failed(Failure::NotFound, "no key has the id \"key_x\"");
+        let reply = AdminReply::failed(Failure::NotFound, "no key has the id \"key_x\"");
         let error = print_reply(&reply, &mut Vec::new()).unwrap_err();
         assert!(matches!(
             error,

@@ -1,20 +1,20 @@
-//! `dbconsole keys`: where a key command runs. On the storage `serve` uses (the same
-//! `--storage` and `--data-dir`): through the [admin socket](crate::admin) of a server that has
-//! the data directory open, else on the data file opened here (redb lets one process at a time
-//! open it). The operation itself is [`crate::key_ops::execute`]; the README section "Caller
-//! credentials" describes the command.
+//! `dbconsole keys` and `dbconsole backup`: where an admin request runs. On the storage `serve`
+//! uses (the same `--storage` and `--data-dir`): through the [admin socket](crate::admin) of a
+//! server that has the data directory open, else on the data file opened here (redb lets one
+//! process at a time open it). The operations themselves are in [`crate::admin_ops`]; the README
+//! sections "Caller credentials" and "Backup and restore" describe the commands.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dbconsole_core::Storage;
+use dbconsole_storage_redb::RedbStorage;
 use thiserror::Error;
 
-use crate::admin_protocol::{KeyReply, KeyRequest};
+use crate::admin_ops::{backup, execute};
+use crate::admin_protocol::{AdminReply, AdminRequest};
 use crate::backend::{ADMIN_SOCKET_FILE, DATA_FILE, OpenError, StorageKind, StorageLocation};
 use crate::cli::{KeysArgs, KeysCommand};
-use crate::key_ops::execute;
 
 /// How long a command keeps trying when the data file is open in another process whose admin
 /// socket does not answer (yet): a server that is starting (it opens the file, then binds the
@@ -24,9 +24,9 @@ const BUSY_PATIENCE: Duration = Duration::from_secs(5);
 /// The pause between two tries while the data directory is busy.
 const BUSY_RETRY: Duration = Duration::from_millis(100);
 
-/// Why a key command got no reply.
+/// Why an admin command got no reply.
 #[derive(Debug, Error)]
-pub enum KeysError {
+pub enum AdminError {
     /// `--storage memory`: the store lives inside one `serve` process and ends with it.
     #[error(
         "the memory storage has no keys another process can reach: it lives inside the \
@@ -77,16 +77,16 @@ pub enum KeysError {
     },
 }
 
-impl From<KeysCommand> for KeyRequest {
+impl From<KeysCommand> for AdminRequest {
     fn from(command: KeysCommand) -> Self {
         match command {
-            KeysCommand::Create(args) => KeyRequest::Create {
+            KeysCommand::Create(args) => AdminRequest::Create {
                 kind: args.kind,
                 scope: args.scope,
                 name: args.name,
             },
-            KeysCommand::List => KeyRequest::List,
-            KeysCommand::Revoke { id } => KeyRequest::Revoke { id },
+            KeysCommand::List => AdminRequest::List,
+            KeysCommand::Revoke { id } => AdminRequest::Revoke { id },
         }
     }
 }
@@ -94,22 +94,22 @@ impl From<KeysCommand> for KeyRequest {
 /// Runs `dbconsole keys …` on the storage of `args`: through the admin socket when a server
 /// has the data directory open, else on the data file itself. `secret_key` is the value of
 /// [`crate::backend::SECRET_KEY_VAR`], used only when the file is opened here. A memory store cannot
-/// be reached from another process: that is [`KeysError::MemoryStorage`].
+/// be reached from another process: that is [`AdminError::MemoryStorage`].
 ///
 /// `list` and `revoke` need an existing data file; `create` creates one (and the key file)
 /// when missing, so keys can be made before the first `serve`.
-pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<KeyReply, KeysError> {
+pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<AdminReply, AdminError> {
     let storage = args.storage;
     let location = args.database.location(&args.data_dir);
-    let request = KeyRequest::from(args.command);
+    let request = AdminRequest::from(args.command);
     match storage {
-        StorageKind::Memory => Err(KeysError::MemoryStorage),
+        StorageKind::Memory => Err(AdminError::MemoryStorage),
         // Every node and this command share the database: no server to go through.
         StorageKind::Postgres => {
             let opened = storage
                 .open(&location, secret_key)
                 .await
-                .map_err(|source| KeysError::Open { storage, source })?;
+                .map_err(|source| AdminError::Open { storage, source })?;
             Ok(execute(&*opened.storage, request).await)
         }
         StorageKind::Redb => run_on_redb(&location, secret_key, request).await,
@@ -118,11 +118,11 @@ pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<KeyReply, K
 
 /// redb lets one process open the file: through the server's admin socket when one runs on the
 /// data directory, else on the file itself.
-async fn run_on_redb(
+pub(crate) async fn run_on_redb(
     location: &StorageLocation,
     secret_key: Option<&str>,
-    request: KeyRequest,
-) -> Result<KeyReply, KeysError> {
+    request: AdminRequest,
+) -> Result<AdminReply, AdminError> {
     let data_dir = &location.data_dir;
     let patience = Instant::now() + BUSY_PATIENCE;
     loop {
@@ -136,8 +136,13 @@ async fn run_on_redb(
             }
         }
         match open_redb(location, secret_key, &request).await {
-            Ok(store) => return Ok(execute(&*store, request).await),
-            Err(KeysError::Busy { .. }) if Instant::now() < patience => {
+            Ok(store) => {
+                return Ok(match request {
+                    AdminRequest::Backup { to } => backup(&store, &to).await,
+                    request => execute(&*store, request).await,
+                });
+            }
+            Err(AdminError::Busy { .. }) if Instant::now() < patience => {
                 tokio::time::sleep(BUSY_RETRY).await;
             }
             Err(error) => return Err(error),
@@ -145,16 +150,16 @@ async fn run_on_redb(
     }
 }
 
-/// Opens the data file here: [`KeysError::Busy`] when another process has it open.
+/// Opens the data file here: [`AdminError::Busy`] when another process has it open.
 async fn open_redb(
     location: &StorageLocation,
     secret_key: Option<&str>,
-    request: &KeyRequest,
-) -> Result<Arc<dyn Storage>, KeysError> {
+    request: &AdminRequest,
+) -> Result<Arc<RedbStorage>, AdminError> {
     let data_dir = &location.data_dir;
     let data_file = data_dir.join(DATA_FILE);
-    if !matches!(request, KeyRequest::Create { .. }) && !data_file.exists() {
-        return Err(KeysError::NoData {
+    if !matches!(request, AdminRequest::Create { .. }) && !data_file.exists() {
+        return Err(AdminError::NoData {
             data_dir: data_dir.to_owned(),
             data_file,
         });
@@ -162,15 +167,15 @@ async fn open_redb(
     let storage = StorageKind::Redb;
     let opened = storage.open(location, secret_key).await.map_err(|source| {
         if source.is_already_open() {
-            KeysError::Busy {
+            AdminError::Busy {
                 data_file,
                 socket: data_dir.join(ADMIN_SOCKET_FILE),
             }
         } else {
-            KeysError::Open { storage, source }
+            AdminError::Open { storage, source }
         }
     })?;
-    Ok(opened.storage)
+    Ok(opened.redb.expect("the redb storage opens as a redb store"))
 }
 
 #[cfg(test)]
@@ -203,7 +208,7 @@ mod tests {
             let mut args = vec!["--storage", "memory", "--data-dir", dir_flag];
             args.extend_from_slice(command);
             let error = run(keys_args(&args), None).await.unwrap_err();
-            assert!(matches!(error, KeysError::MemoryStorage), "{error:?}");
+            assert!(matches!(error, AdminError::MemoryStorage), "{error:?}");
             assert!(error.to_string().contains("--storage redb"), "{error}");
         }
         assert!(!data_dir.exists());
@@ -216,7 +221,7 @@ mod tests {
         let error = run(keys_args(&["--data-dir", dir_flag, "list"]), None)
             .await
             .unwrap_err();
-        assert!(matches!(error, KeysError::NoData { .. }), "{error:?}");
+        assert!(matches!(error, AdminError::NoData { .. }), "{error:?}");
         assert!(error.to_string().contains("does not exist"), "{error}");
 
         let create = [
@@ -233,14 +238,14 @@ mod tests {
             "ci",
         ];
         let reply = run(keys_args(&create), None).await.unwrap();
-        let KeyReply::Created { key, .. } = reply else {
+        let AdminReply::Created { key, .. } = reply else {
             panic!("{reply:?}");
         };
         let reply = run(keys_args(&["--data-dir", dir_flag, "list"]), None)
             .await
             .unwrap();
         assert!(
-            matches!(&reply, KeyReply::Listed { keys } if keys.len() == 1 && keys[0].id == key.id),
+            matches!(&reply, AdminReply::Listed { keys } if keys.len() == 1 && keys[0].id == key.id),
             "{reply:?}"
         );
     }
@@ -266,7 +271,7 @@ mod tests {
         assert!(
             matches!(
                 error,
-                KeysError::Open {
+                AdminError::Open {
                     storage: StorageKind::Redb,
                     ..
                 }

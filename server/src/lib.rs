@@ -1,8 +1,8 @@
 //! # dbconsole-server
 //!
 //! The reference server of dbconsole: the binary `dbconsole`, which serves the HTTP JSON API of
-//! [`dbconsole_core::ConsoleService`] over HTTP/1 with hyper, and manages the stored keys of its
-//! callers. The API itself (routes, validation, errors, scopes) lives in `dbconsole-core`; this
+//! [`dbconsole_core::ConsoleService`] over HTTP/1 with hyper, manages the stored keys of its
+//! callers, and backs up and restores its redb data. The API itself (routes, validation, errors, scopes) lives in `dbconsole-core`; this
 //! crate only chooses a storage backend, sets up the callers' credentials, and runs the accept
 //! loop with request logging and graceful shutdown. Programs that embed the API in their own
 //! server do not need it.
@@ -12,7 +12,11 @@
 //! dbconsole keys [--storage redb|memory|postgres] [--data-dir DIR] [--database-url URL] create --kind api-key|access-token --scope full|setup --name NAME
 //! dbconsole keys [--storage …] list
 //! dbconsole keys [--storage …] revoke ID
+//! dbconsole backup --to FILE [--data-dir DIR]
+//! dbconsole restore --from FILE [--data-dir DIR]
 //! ```
+//!
+//! (README, sections "The reference server" for every `serve` flag and "Backup and restore".)
 //!
 //! | flag | environment | default | meaning |
 //! |---|---|---|---|
@@ -26,8 +30,9 @@
 //! | `--database-timeout-secs` | `DBCONSOLE_DATABASE_TIMEOUT_SECS` | `5` | bound on each PostgreSQL operation; a request that reaches it answers 503 |
 //!
 //! `GET /healthz` answers 200 `ok` while the process runs (liveness); `GET /readyz` answers 200
-//! `ready` while the storage can be reached and 503 `not ready: storage unavailable` while it
-//! cannot (readiness: a load balancer takes the node out of rotation meanwhile).
+//! `ready` while the storage can serve requests and 503 `not ready: storage unavailable` while it
+//! cannot: PostgreSQL unreachable, or redb writes failing (a full disk) until one succeeds again
+//! (readiness: a load balancer takes the node out of rotation meanwhile).
 //!
 //! **Several nodes**: with `--storage postgres`, any number of `dbconsole serve` processes share
 //! one PostgreSQL database (the same `--database-url` and `--database-schema`) and must share
@@ -124,12 +129,13 @@
 
 #[cfg(unix)]
 pub mod admin;
+pub mod admin_ops;
 pub mod admin_protocol;
 pub mod backend;
+pub mod backup;
 pub mod cli;
 pub mod credentials;
 pub mod docs;
-pub mod key_ops;
 pub mod key_print;
 pub mod keys;
 pub mod metrics;

@@ -1,6 +1,6 @@
-//! `dbconsole`: the reference server of dbconsole and the management of its stored keys.
-//! Flags, environment and behaviour are described in the crate docs of [`dbconsole_server`];
-//! `dbconsole serve --help` and `dbconsole keys --help` list them.
+//! `dbconsole`: the reference server of dbconsole, the management of its stored keys, and its
+//! backups. Flags, environment and behaviour are described in the crate docs of
+//! [`dbconsole_server`]; `dbconsole <command> --help` lists them.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -11,9 +11,11 @@ use dbconsole_core::ConsoleService;
 use dbconsole_core::auth::StoredCredentials;
 use dbconsole_core::{CredentialKind, Storage, StorageError};
 use dbconsole_server::backend::{OpenError, Opened, secret_key_from_env};
+use dbconsole_server::backup::{self, BackupError, RestoreError};
+use dbconsole_server::cli::{BackupArgs, RestoreArgs};
 use dbconsole_server::credentials::{self, ACCESS_TOKEN_VAR, API_KEY_VAR, EnvCredentials};
 use dbconsole_server::key_print::{PrintError, print_reply};
-use dbconsole_server::keys::{self, KeysError};
+use dbconsole_server::keys::{self, AdminError};
 use dbconsole_server::{Cli, Command, KeysArgs, ServeArgs, ShutdownSignal, StorageKind};
 use tokio::net::TcpListener;
 
@@ -38,6 +40,8 @@ fn main() -> ExitCode {
         .and_then(|runtime| match command {
             Command::Serve(args) => runtime.block_on(serve(args)),
             Command::Keys(args) => runtime.block_on(manage_keys(args)),
+            Command::Backup(args) => runtime.block_on(back_up(args)),
+            Command::Restore(args) => restore(&args),
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -51,7 +55,11 @@ fn main() -> ExitCode {
 /// Storage + authenticator + service, then the serving loop until a signal.
 async fn serve(args: ServeArgs) -> Result<(), Error> {
     let location = args.location();
-    let Opened { storage, sealer } = args
+    let Opened {
+        storage,
+        sealer,
+        redb,
+    } = args
         .storage
         .open(&location, secret_key_from_env().as_deref())
         .await
@@ -87,15 +95,16 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .map_err(|source| Error::Listen(args.listen.clone(), source))?;
     let address = listener.local_addr().map_err(Error::BoundAddress)?;
     #[cfg(unix)]
-    let admin = match args.storage {
-        StorageKind::Redb => Some(
-            dbconsole_server::admin::AdminSocket::bind(&args.data_dir, Arc::clone(&storage))
-                .map_err(|source| Error::AdminSocket {
+    let admin = match redb {
+        Some(redb) => Some(
+            dbconsole_server::admin::AdminSocket::bind(&args.data_dir, redb).map_err(|source| {
+                Error::AdminSocket {
                     dir: args.data_dir.clone(),
                     source,
-                })?,
+                }
+            })?,
         ),
-        StorageKind::Memory | StorageKind::Postgres => None,
+        None => None,
     };
 
     // After everything that can fail before serving: keys created here are printed below.
@@ -170,6 +179,25 @@ async fn manage_keys(args: KeysArgs) -> Result<(), Error> {
     Ok(print_reply(&reply, &mut io::stdout().lock())?)
 }
 
+/// `dbconsole backup`: what the backup holds on standard output, a failure as the error.
+async fn back_up(args: BackupArgs) -> Result<(), Error> {
+    let reply = backup::backup(args, secret_key_from_env().as_deref()).await?;
+    Ok(print_reply(&reply, &mut io::stdout().lock())?)
+}
+
+/// `dbconsole restore`: what was restored on standard output, a failure as the error.
+fn restore(args: &RestoreArgs) -> Result<(), Error> {
+    let copied = backup::restore(args, secret_key_from_env().as_deref())?;
+    let mut stdout = io::stdout().lock();
+    writeln!(
+        stdout,
+        "{}",
+        backup::restored_message(&copied, &args.data_dir)
+    )
+    .and_then(|()| stdout.flush())
+    .map_err(Error::Stdout)
+}
+
 /// Why `dbconsole` exits with a failure: printed as one line on standard error.
 #[derive(Debug, thiserror::Error)]
 enum Error {
@@ -194,7 +222,11 @@ enum Error {
     #[error("cannot write to standard output: {0}")]
     Stdout(io::Error),
     #[error(transparent)]
-    Keys(#[from] KeysError),
+    Keys(#[from] AdminError),
     #[error(transparent)]
     Print(#[from] PrintError),
+    #[error(transparent)]
+    Backup(#[from] BackupError),
+    #[error(transparent)]
+    Restore(#[from] RestoreError),
 }

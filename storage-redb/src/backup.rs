@@ -72,9 +72,9 @@ pub enum CopyError {
 }
 
 impl RedbStorage {
-    /// Writes a copy of the store as it is now to `dest`, a new file (see the
-    /// [module documentation](self)). Writes go on while it runs; those acknowledged before it
-    /// was called are all in the copy.
+    /// Writes a copy of the store as it is now to `dest`, a new file (see the crate
+    /// documentation, "Backup and restore"). Writes go on while it runs; those acknowledged
+    /// before it was called are all in the copy.
     pub async fn backup(&self, dest: &Path) -> Result<Copied, CopyError> {
         refuse_existing(dest)?;
         let inner = Arc::clone(&self.inner);

@@ -54,6 +54,12 @@
 //! no restart. Until a commit succeeds, [`Storage::check_ready`] is not ready: it tries a probe
 //! write (a change undone in its own transaction), so readiness comes back by itself.
 //!
+//! ## Backup and restore
+//!
+//! [`RedbStorage::backup`] copies the store as of one read transaction into a new data file
+//! while writes go on; [`restore`] checks such a file (format, key) and puts it in place as a
+//! new data file. Secrets stay sealed in both; see the `backup` module's source for the steps.
+//!
 //! ## Memory
 //!
 //! redb keeps the pages it reads in a cache of its own, bounded by

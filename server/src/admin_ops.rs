@@ -1,12 +1,15 @@
-//! Executing a key command on a store: what `dbconsole keys create|list|revoke` does to the
-//! stored keys, wherever it runs (in the command's own process on a store it opened, or in a
-//! server answering its admin socket).
+//! Executing an admin request on a store: what `dbconsole keys create|list|revoke` does to the
+//! stored keys and what `dbconsole backup` does, wherever it runs (in the command's own process
+//! on a store it opened, or in a server answering its admin socket).
+
+use std::path::Path;
 
 use dbconsole_core::auth::mint_caller_key;
 use dbconsole_core::{Storage, StorageError};
+use dbconsole_storage_redb::{CopyError, RedbStorage};
 use thiserror::Error;
 
-use crate::admin_protocol::{Failure, KeyInfo, KeyReply, KeyRequest};
+use crate::admin_protocol::{AdminReply, AdminRequest, Failure, KeyInfo};
 
 /// The longest key name, in characters.
 pub const MAX_NAME_CHARS: usize = 100;
@@ -43,41 +46,72 @@ pub fn check_name(name: &str) -> Result<String, NameError> {
 
 /// Runs one request on `storage`. A created key's secret is in the reply and nowhere else: only
 /// its digest is stored.
-pub async fn execute(storage: &dyn Storage, request: KeyRequest) -> KeyReply {
+pub async fn execute(storage: &dyn Storage, request: AdminRequest) -> AdminReply {
     match request {
-        KeyRequest::Create { kind, scope, name } => {
+        AdminRequest::Create { kind, scope, name } => {
             let name = match check_name(&name) {
                 Ok(name) => name,
-                Err(error) => return KeyReply::failed(Failure::Invalid, error.to_string()),
+                Err(error) => return AdminReply::failed(Failure::Invalid, error.to_string()),
             };
             let (key, secret) = mint_caller_key(kind, scope, &name);
             let info = KeyInfo::from(&key);
             match storage.insert_caller_key(key).await {
-                Ok(()) => KeyReply::Created { key: info, secret },
+                Ok(()) => AdminReply::Created { key: info, secret },
                 Err(error) => storage_failed(&error),
             }
         }
-        KeyRequest::List => match storage.list_caller_keys().await {
-            Ok(keys) => KeyReply::Listed {
+        AdminRequest::List => match storage.list_caller_keys().await {
+            Ok(keys) => AdminReply::Listed {
                 keys: keys.iter().map(KeyInfo::from).collect(),
             },
             Err(error) => storage_failed(&error),
         },
-        KeyRequest::Revoke { id } => match storage.delete_caller_key(&id).await {
-            Ok(key) => KeyReply::Revoked {
+        AdminRequest::Revoke { id } => match storage.delete_caller_key(&id).await {
+            Ok(key) => AdminReply::Revoked {
                 key: KeyInfo::from(&key),
             },
-            Err(StorageError::NotFound) => KeyReply::failed(
+            Err(StorageError::NotFound) => AdminReply::failed(
                 Failure::NotFound,
                 format!("no key has the id {id:?} (`dbconsole keys list` shows the ids)"),
             ),
             Err(error) => storage_failed(&error),
         },
+        AdminRequest::Backup { .. } => AdminReply::failed(
+            Failure::BadRequest,
+            "only a store on redb storage is backed up (see `dbconsole backup --help`)",
+        ),
     }
 }
 
-fn storage_failed(error: &StorageError) -> KeyReply {
-    KeyReply::failed(Failure::Storage, format!("the store failed: {error}"))
+/// Writes a backup of `store` to `to` (absolute, not existing): a consistent copy with its
+/// secrets still sealed (see [`RedbStorage::backup`]).
+pub async fn backup(store: &RedbStorage, to: &Path) -> AdminReply {
+    if !to.is_absolute() {
+        return AdminReply::failed(
+            Failure::BadRequest,
+            format!(
+                "the backup file must be an absolute path, not {}",
+                to.display()
+            ),
+        );
+    }
+    match store.backup(to).await {
+        Ok(copied) => AdminReply::BackedUp {
+            to: to.to_owned(),
+            databases: copied.records.databases,
+            dashboards: copied.records.dashboards,
+            caller_keys: copied.records.caller_keys,
+            bytes: copied.bytes,
+        },
+        Err(error @ CopyError::Exists { .. }) => {
+            AdminReply::failed(Failure::Exists, error.to_string())
+        }
+        Err(error) => AdminReply::failed(Failure::Storage, format!("the backup failed: {error}")),
+    }
+}
+
+fn storage_failed(error: &StorageError) -> AdminReply {
+    AdminReply::failed(Failure::Storage, format!("the store failed: {error}"))
 }
 
 #[cfg(test)]
@@ -91,8 +125,8 @@ mod tests {
     use super::*;
     use crate::key_print::print_reply;
 
-    fn create(kind: CredentialKind, scope: Scope, name: &str) -> KeyRequest {
-        KeyRequest::Create {
+    fn create(kind: CredentialKind, scope: Scope, name: &str) -> AdminRequest {
+        AdminRequest::Create {
             kind,
             scope,
             name: name.to_owned(),
@@ -107,7 +141,7 @@ mod tests {
             create(CredentialKind::ApiKey, Scope::Setup, " ci "),
         )
         .await;
-        let KeyReply::Created { key, secret } = &reply else {
+        let AdminReply::Created { key, secret } = &reply else {
             panic!("{reply:?}");
         };
         assert!(key.id.starts_with("key_"), "{key:?}");
@@ -125,8 +159,8 @@ mod tests {
         let json = serde_json::to_string(&reply).unwrap();
         assert!(json.contains(&secret_text));
         assert!(!format!("{reply:?}").contains(&secret_text));
-        let back: KeyReply = serde_json::from_str(&json).unwrap();
-        assert!(matches!(back, KeyReply::Created { secret: s, .. } if s == *secret));
+        let back: AdminReply = serde_json::from_str(&json).unwrap();
+        assert!(matches!(back, AdminReply::Created { secret: s, .. } if s == *secret));
         let stored = storage.list_caller_keys().await.unwrap();
         assert_eq!(stored.len(), 1);
         assert_ne!(&stored[0].digest[..], secret.expose());
@@ -151,7 +185,7 @@ mod tests {
         // up shortly after the request, not necessarily before it answered.
         let mut keys = Vec::new();
         for _ in 0..200 {
-            let KeyReply::Listed { keys: listed } = execute(&*storage, KeyRequest::List).await
+            let AdminReply::Listed { keys: listed } = execute(&*storage, AdminRequest::List).await
             else {
                 panic!("not listed");
             };
@@ -165,7 +199,7 @@ mod tests {
         assert_eq!(keys[0].id, key.id);
         assert!(keys[0].last_used_at.is_some(), "{keys:?}");
         let mut listing = Vec::new();
-        print_reply(&KeyReply::Listed { keys }, &mut listing).unwrap();
+        print_reply(&AdminReply::Listed { keys }, &mut listing).unwrap();
         let listing = String::from_utf8(listing).unwrap();
         assert!(
             listing.contains(&key.id) && listing.contains("setup"),
@@ -173,10 +207,10 @@ mod tests {
         );
         assert!(!listing.contains(&secret_text), "{listing}");
 
-        let revoke = KeyRequest::Revoke { id: key.id.clone() };
+        let revoke = AdminRequest::Revoke { id: key.id.clone() };
         let reply = execute(&*storage, revoke.clone()).await;
         assert!(
-            matches!(&reply, KeyReply::Revoked { key: gone } if gone.id == key.id),
+            matches!(&reply, AdminReply::Revoked { key: gone } if gone.id == key.id),
             "{reply:?}"
         );
         assert_eq!(
@@ -187,7 +221,7 @@ mod tests {
         );
         let again = execute(&*storage, revoke).await;
         assert!(
-            matches!(&again, KeyReply::Failed { error: Failure::NotFound, message }
+            matches!(&again, AdminReply::Failed { error: Failure::NotFound, message }
                 if message.contains(&key.id)),
             "{again:?}"
         );
@@ -207,7 +241,7 @@ mod tests {
             assert!(
                 matches!(
                     reply,
-                    KeyReply::Failed {
+                    AdminReply::Failed {
                         error: Failure::Invalid,
                         ..
                     }

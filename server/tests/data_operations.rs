@@ -1,9 +1,12 @@
-//! The real binary on redb when its disk fills up: writes are refused with a clear 503 and
-//! change nothing, reads go on, `/readyz` says not ready, and once space is freed writes work
-//! again without a restart, with nothing acknowledged lost.
+//! The real binary on redb, for its operator:
 //!
-//! The test mounts a small tmpfs of its own, so it must run as root (CI does). Elsewhere:
-//! `sudo -E env "PATH=$PATH" cargo test -p dbconsole-server --test storage_faults`.
+//! - when its disk fills up, writes are refused with a clear 503 and change nothing, reads go
+//!   on, `/readyz` says not ready, and once space is freed writes work again without a restart,
+//!   with nothing acknowledged lost. The test mounts a small tmpfs of its own, so it must run as
+//!   root (CI does). Elsewhere:
+//!   `sudo -E env "PATH=$PATH" cargo test -p dbconsole-server --test data_operations`;
+//! - `dbconsole backup` while the server takes writes, then `dbconsole restore` into an empty
+//!   data directory: every write acknowledged before the backup began is there.
 
 mod support;
 
@@ -12,6 +15,8 @@ use std::fs;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use serde_json::{Value, json};
@@ -31,7 +36,7 @@ impl SmallDisk {
         assert!(
             nix::unistd::Uid::effective().is_root(),
             "this test mounts a small tmpfs to fill, so it must run as root (CI does); run it \
-             with `sudo -E env \"PATH=$PATH\" cargo test -p dbconsole-server --test storage_faults`"
+             with `sudo -E env \"PATH=$PATH\" cargo test -p dbconsole-server --test data_operations`"
         );
         let dir = tempfile::tempdir().unwrap();
         mount(
@@ -235,6 +240,220 @@ async fn a_full_disk_refuses_writes_keeps_reads_and_recovers_without_a_restart()
     assert_eq!(stored_names(server.addr).await, acknowledged);
     let moved = call(server.addr, "GET", &format!("{DATABASES}/{first}"), None).await;
     assert_eq!(moved.json()["hostname"], "db2.internal");
+    let (status, _, stderr) = server.stop().await;
+    assert!(status.success(), "{status:?}\n{stderr}");
+}
+
+/// A small database whose one password is `password`.
+fn small_database(name: &str, password: &str) -> String {
+    json!({
+        "name": name,
+        "adapter": "postgres",
+        "hostname": "db.internal",
+        "database": "orders",
+        "credentials": [{"username": "reader", "password": password}],
+    })
+    .to_string()
+}
+
+/// `dbconsole <args>` to its end: its exit status, standard output and standard error.
+async fn run(env: &[(&str, &str)], args: &[&str]) -> (bool, String, String) {
+    let output = support::dbconsole(env, args).output().await.unwrap();
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// What the writers of the load sent and what was acknowledged, in order.
+#[derive(Default)]
+struct Load {
+    sent: Mutex<BTreeSet<String>>,
+    acknowledged: Mutex<Vec<String>>,
+}
+
+fn password_of(name: &str) -> String {
+    format!("Bk-{name}-pw-9Qz")
+}
+
+/// Creates databases one after the other until `stop`, recording each name before it is sent
+/// and again once answered 200.
+async fn write_until(addr: SocketAddr, writer: usize, load: Arc<Load>, stop: Arc<AtomicBool>) {
+    let mut n = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let name = format!("w{writer}-{n}");
+        n += 1;
+        load.sent.lock().unwrap().insert(name.clone());
+        let body = small_database(&name, &password_of(&name));
+        let created = call(addr, "POST", DATABASES, Some(&body)).await;
+        assert_eq!(created.status, 200, "{}", created.body);
+        load.acknowledged.lock().unwrap().push(name);
+    }
+}
+
+fn acknowledged_count(load: &Load) -> usize {
+    load.acknowledged.lock().unwrap().len()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_under_write_load_restores_every_write_acknowledged_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let backup = dir.path().join("backups").join("dbconsole.backup");
+    fs::create_dir_all(backup.parent().unwrap()).unwrap();
+    let server = start(&data_dir).await;
+
+    let load = Arc::new(Load::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..3)
+        .map(|writer| {
+            tokio::spawn(write_until(
+                server.addr,
+                writer,
+                Arc::clone(&load),
+                Arc::clone(&stop),
+            ))
+        })
+        .collect();
+    while acknowledged_count(&load) < 60 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+
+    // Everything acknowledged up to here must be in the backup.
+    let before: BTreeSet<String> = load.acknowledged.lock().unwrap().iter().cloned().collect();
+    let data_flag = data_dir.to_str().unwrap();
+    let (ok, stdout, stderr) = run(
+        &[],
+        &[
+            "backup",
+            "--to",
+            backup.to_str().unwrap(),
+            "--data-dir",
+            data_flag,
+        ],
+    )
+    .await;
+    assert!(ok, "backup failed:\n{stdout}\n{stderr}");
+    assert!(stdout.starts_with("backed up "), "{stdout}");
+    // The server took writes while the backup ran, and goes on.
+    let at_backup_end = acknowledged_count(&load);
+    while acknowledged_count(&load) < at_backup_end + 20 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    // A second backup to the same file is refused; the first stays as it was.
+    let first = fs::read(&backup).unwrap();
+    let (ok, _, stderr) = run(
+        &[],
+        &[
+            "backup",
+            "--to",
+            backup.to_str().unwrap(),
+            "--data-dir",
+            data_flag,
+        ],
+    )
+    .await;
+    assert!(!ok && stderr.contains("already exists"), "{stderr}");
+    assert_eq!(fs::read(&backup).unwrap(), first);
+    let (status, _, server_log) = server.stop().await;
+    assert!(status.success(), "{status:?}\n{server_log}");
+    assert!(
+        server_log.contains("backed_up"),
+        "the server took the backup through its admin socket:\n{server_log}"
+    );
+
+    // Secrets stay sealed in the backup.
+    let sent = load.sent.lock().unwrap().clone();
+    for name in &sent {
+        let password = password_of(name);
+        assert!(
+            !first
+                .windows(password.len())
+                .any(|window| window == password.as_bytes()),
+            "the backup holds a password in clear"
+        );
+    }
+
+    // Restore into an empty data directory: without the key it is refused, with it it works.
+    let restored_dir = dir.path().join("restored");
+    let restored_flag = restored_dir.to_str().unwrap();
+    let backup_flag = backup.to_str().unwrap();
+    let (ok, _, stderr) = run(
+        &[],
+        &[
+            "restore",
+            "--from",
+            backup_flag,
+            "--data-dir",
+            restored_flag,
+        ],
+    )
+    .await;
+    assert!(!ok && stderr.contains("DBCONSOLE_SECRET_KEY"), "{stderr}");
+    assert!(!restored_dir.join("dbconsole.redb").exists());
+    let key = fs::read_to_string(data_dir.join("secret.key")).unwrap();
+    let key_env = [("DBCONSOLE_SECRET_KEY", key.trim())];
+    let (ok, stdout, stderr) = run(
+        &key_env,
+        &[
+            "restore",
+            "--from",
+            backup_flag,
+            "--data-dir",
+            restored_flag,
+        ],
+    )
+    .await;
+    assert!(ok, "restore failed:\n{stdout}\n{stderr}");
+    assert!(stdout.starts_with("restored "), "{stdout}");
+    // Once restored, the directory has data: a second restore is refused.
+    let (ok, _, stderr) = run(
+        &key_env,
+        &[
+            "restore",
+            "--from",
+            backup_flag,
+            "--data-dir",
+            restored_flag,
+        ],
+    )
+    .await;
+    assert!(!ok && stderr.contains("exists"), "{stderr}");
+
+    let server = Server::start_with(
+        &[
+            ("DBCONSOLE_STORAGE", "redb"),
+            ("DBCONSOLE_API_KEY", KEY),
+            ("DBCONSOLE_SECRET_KEY", key.trim()),
+        ],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            restored_flag,
+        ],
+    )
+    .await;
+    let restored = stored_names(server.addr).await;
+    let missing: Vec<_> = before.difference(&restored).collect();
+    assert!(
+        missing.is_empty(),
+        "acknowledged before the backup began, missing from it: {missing:?}"
+    );
+    let unknown: Vec<_> = restored.difference(&sent).collect();
+    assert!(unknown.is_empty(), "never sent, yet restored: {unknown:?}");
+    assert!(
+        restored.len() < sent.len(),
+        "writes after the backup are not in it ({} of {})",
+        restored.len(),
+        sent.len()
+    );
     let (status, _, stderr) = server.stop().await;
     assert!(status.success(), "{status:?}\n{stderr}");
 }
