@@ -105,6 +105,7 @@ async fn no_secret_in_any_log_line() {
     let secret_key = "b3BzLXRlc3Qta2V5LTAxMjM0NTY3ODlhYmNkZWYwMTI=";
     let password = "pw-in-no-log-5e21";
     let setup_password = "setup-pw-in-no-log-77c0";
+    let unsaved_password = "unsaved-pw-in-no-log-3a9d";
     let ca_pem =
         "-----BEGIN CERTIFICATE-----\nMIIBno-log-ca-cert-body\n-----END CERTIFICATE-----\n";
     let ca = base64_of(ca_pem);
@@ -151,6 +152,23 @@ async fn no_secret_in_any_log_line() {
         let check = format!("{DATABASES}/{id}/check-connection/reader");
         let checked = request(server.addr, "GET", &check, &api, None).await;
         assert_eq!(checked.status, 200);
+        // Checks before saving: a new database in the body, and the stored one with a change.
+        let unsaved = json!({
+            "name": "Unsaved", "adapter": "postgres", "hostname": "127.0.0.1", "port": 1,
+            "database": "orders", "ssl": true, "ssl_ca_cert": ca, "username": "reader",
+            "credentials": [{"username": "reader", "password": unsaved_password, "timeout": 2}],
+        });
+        for (path, body) in [
+            (format!("{DATABASES}/check-connection"), unsaved),
+            (
+                format!("{DATABASES}/{id}/check-connection"),
+                json!({"username": "reader", "credentials": [{"username": "reader", "password": unsaved_password}]}),
+            ),
+        ] {
+            let checked = request(server.addr, "POST", &path, &api, Some(&body.to_string())).await;
+            assert_eq!(checked.status, 200, "{}", checked.body);
+            assert!(!checked.body.contains(unsaved_password), "{}", checked.body);
+        }
         let patch = json!({"credentials": [{"username": "other", "password": password}]});
         accepted(server.addr, "PATCH", &format!("{DATABASES}/{id}"), &patch).await;
         let setup = json!({
@@ -185,6 +203,7 @@ async fn no_secret_in_any_log_line() {
             secret_key,
             password,
             setup_password,
+            unsaved_password,
             ca.as_str(),
             "MIIBno-log",
         ] {

@@ -2252,6 +2252,191 @@ pub async fn check_connection_percent_encoded_username(storage: Arc<dyn Storage>
 }
 
 // ---------------------------------------------------------------------------------------------
+// Check before saving
+// ---------------------------------------------------------------------------------------------
+
+const CHECK_UNSAVED: &str = "/api/v1/console/databases/check-connection";
+const NO_SUCH_CREDENTIAL: &str = "does not name a credential of this database";
+
+fn check_edited_path(id: &str) -> String {
+    format!("{DATABASES}/{id}/check-connection")
+}
+
+/// A check before saving that must answer 200 in plain text; returns the text.
+async fn check_unsaved_text(api: &Api, path: &str, body: &Value) -> String {
+    let response = api.db(Method::POST, path, Some(body)).await.expect(200);
+    assert_eq!(
+        response.header("content-type"),
+        Some("text/plain; charset=utf-8")
+    );
+    response.text()
+}
+
+/// `POST …/databases/check-connection` opens a real connection with the body's details
+/// exactly as the stored check does (host, port, password, TLS, parameters, timeout) and
+/// stores nothing.
+pub async fn check_unsaved_uses_the_body_and_stores_nothing(storage: Arc<dyn Storage>) {
+    let (api, fake) = checked_api(Arc::clone(&storage), Answer::Connected);
+    let body = with(
+        minimal_database(),
+        json!({
+            "username": "writer",
+            "port": 6432, "ssl": true, "verify_server_hostname": true,
+            "ssl_ca_cert": base64(CA_PEM.as_bytes()),
+            "connection_parameters": [{"name": "application_name", "value": "console"}],
+            "credentials": [
+                {"username": "reader", "password": "pw-1"},
+                {"username": "writer", "password": "pw-2", "hostname": "primary.internal", "timeout": 3}
+            ]
+        }),
+    );
+    assert_eq!(check_unsaved_text(&api, CHECK_UNSAVED, &body).await, "ok");
+    let target = fake.last();
+    assert_eq!(target.host, "primary.internal");
+    assert_eq!(target.port, 6432);
+    assert_eq!(target.username, "writer");
+    assert_eq!(fake.last_password().as_deref(), Some("pw-2"));
+    assert!(target.ssl && target.verify_server_hostname);
+    assert_eq!(
+        target.ca_cert.as_ref().map(|c| c.expose().to_vec()),
+        Some(CA_PEM.as_bytes().to_vec())
+    );
+    assert_eq!(target.connection_parameters.len(), 1);
+    assert_eq!(target.timeout, Duration::from_secs(3));
+    // The same body through the querydesk prefix.
+    let compat = format!("{COMPAT}/check-connection");
+    assert_eq!(check_unsaved_text(&api, &compat, &body).await, "ok");
+
+    let listed = api
+        .db(Method::GET, DATABASES, None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed["data"], json!([]), "nothing is stored");
+    assert_eq!(storage.record_counts().await.expect("counts").databases, 0);
+}
+
+/// The body is validated as a create is (the same 422 errors), plus `username`, which must
+/// name one of its credentials; nothing is checked then.
+pub async fn check_unsaved_validates_like_create(storage: Arc<dyn Storage>) {
+    let (api, fake) = checked_api(storage, Answer::Connected);
+    let refused = |body: Value| {
+        let api = &api;
+        async move { rejected(api, Method::POST, CHECK_UNSAVED, &body).await["errors"].clone() }
+    };
+    assert_eq!(
+        refused(minimal_database()).await,
+        json!({"username": [BLANK]})
+    );
+    assert_eq!(
+        refused(with(minimal_database(), json!({"username": "  "}))).await,
+        json!({"username": [BLANK]})
+    );
+    assert_eq!(
+        refused(with(minimal_database(), json!({"username": 7}))).await,
+        json!({"username": [INVALID]})
+    );
+    assert_eq!(
+        refused(with(minimal_database(), json!({"username": "nobody"}))).await,
+        json!({"username": [NO_SUCH_CREDENTIAL]})
+    );
+    // The create's own errors, and the username's beside them.
+    let broken = with(
+        without(minimal_database(), "hostname"),
+        json!({"port": 0, "adapter": "db2"}),
+    );
+    let mut expected = create_errors(&api, &broken).await;
+    assert_eq!(
+        refused(with(broken.clone(), json!({"username": "reader"}))).await,
+        expected
+    );
+    expected["username"] = json!([BLANK]);
+    assert_eq!(refused(broken).await, expected);
+    assert_eq!(fake.calls(), 0);
+}
+
+/// A failed check answers 200 with the driver's message on one line, the body's password
+/// scrubbed from it.
+pub async fn check_unsaved_failure_is_scrubbed(storage: Arc<dyn Storage>) {
+    let password = "pw-Unsaved-31";
+    let message = format!("FATAL: password \"{password}\" rejected\nfor user reader");
+    let (api, fake) = checked_api(storage, Answer::Fails(message));
+    let body = with(
+        with_credentials(json!([{"username": "reader", "password": password}])),
+        json!({"username": "reader"}),
+    );
+    let text = check_unsaved_text(&api, CHECK_UNSAVED, &body).await;
+    assert_eq!(fake.calls(), 1);
+    assert!(!text.contains(password), "{text}");
+    assert!(!text.contains('\n'), "{text:?}");
+    assert!(text.starts_with("FATAL: password"), "{text}");
+}
+
+/// `POST …/databases/{id}/check-connection` merges the body over the stored database as a
+/// PATCH would (a new password, another host) and checks that, without saving it: the stored
+/// database and its own check are unchanged. An unknown id is 404.
+pub async fn check_edited_merges_without_saving(storage: Arc<dyn Storage>) {
+    let (api, fake) = checked_api(storage, Answer::Connected);
+    let db = api.create_database(&minimal_database()).await;
+    let id = id_of(&db);
+    let credential = db["credentials"][0]["id"].clone();
+    let body = json!({
+        "username": "reader",
+        "hostname": "moved.internal",
+        "credentials": [{"id": credential, "password": "pw-rotated"}]
+    });
+    assert_eq!(
+        check_unsaved_text(&api, &check_edited_path(&id), &body).await,
+        "ok"
+    );
+    assert_eq!(fake.last().host, "moved.internal");
+    assert_eq!(fake.last_password().as_deref(), Some("pw-rotated"));
+    // Only `username`: the stored database as it is.
+    let plain = json!({"username": "reader"});
+    assert_eq!(
+        check_unsaved_text(&api, &check_edited_path(&id), &plain).await,
+        "ok"
+    );
+    assert_eq!(fake.last().host, "db.internal");
+    assert_eq!(fake.last_password().as_deref(), Some("pw-reader-1"));
+
+    let stored = api.db(Method::GET, &at(&id), None).await.expect(200).json();
+    assert_eq!(stored, db, "nothing was saved");
+    assert_eq!(check_text(&api, &id, "reader").await, "ok");
+    assert_eq!(fake.last_password().as_deref(), Some("pw-reader-1"));
+
+    // The merged body is validated as an update is.
+    let errors = rejected(
+        &api,
+        Method::POST,
+        &check_edited_path(&id),
+        &json!({"username": "reader", "hostname": ""}),
+    )
+    .await;
+    assert_eq!(errors, json!({"errors": {"hostname": [BLANK]}}));
+    let errors = rejected(
+        &api,
+        Method::POST,
+        &check_edited_path(&id),
+        &json!({"username": "writer"}),
+    )
+    .await;
+    assert_eq!(
+        errors,
+        json!({"errors": {"username": [NO_SUCH_CREDENTIAL]}})
+    );
+    let calls = fake.calls();
+    expect_not_found_json(
+        &api,
+        Method::POST,
+        &check_edited_path("db_01aaaaaaaaaaaaaaaaaaaaaaaa"),
+        Some(&plain),
+    )
+    .await;
+    assert_eq!(fake.calls(), calls);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Listing
 // ---------------------------------------------------------------------------------------------
 
@@ -2484,6 +2669,10 @@ macro_rules! database_tests {
                 check_connection_timeout,
                 check_connection_tunnel_without_dialer,
                 check_connection_percent_encoded_username,
+                check_unsaved_uses_the_body_and_stores_nothing,
+                check_unsaved_validates_like_create,
+                check_unsaved_failure_is_scrubbed,
+                check_edited_merges_without_saving,
                 list_pages_in_id_order,
                 list_after_any_string,
                 list_limit_out_of_range,

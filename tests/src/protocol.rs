@@ -260,6 +260,8 @@ pub async fn protocol_missing_credentials_401(storage: Arc<dyn Storage>) {
             Method::GET,
             format!("{}/check-connection/reader", fx.db_path()),
         ),
+        (Method::POST, format!("{DATABASES}/check-connection")),
+        (Method::POST, format!("{}/check-connection", fx.db_path())),
         (Method::GET, "/api/v1/querydesk/databases".to_owned()),
     ];
     for (method, path) in db_routes {
@@ -685,6 +687,18 @@ pub async fn protocol_setup_scope_forbidden_elsewhere(storage: Arc<dyn Storage>)
             None,
         ),
         (
+            Method::POST,
+            format!("{DATABASES}/check-connection"),
+            Auth::Key(SETUP_KEY),
+            Some(&db_body),
+        ),
+        (
+            Method::POST,
+            format!("{}/check-connection", fx.db_path()),
+            Auth::Key(SETUP_KEY),
+            Some(&db_body),
+        ),
+        (
             Method::GET,
             "/api/v1/querydesk/databases".to_owned(),
             Auth::Key(SETUP_KEY),
@@ -895,7 +909,6 @@ pub async fn protocol_unknown_routes_404(storage: Arc<dyn Storage>) {
         "/api/v2/console/databases".to_owned(),
         "/v1/dashboards/a/b".to_owned(),
         format!("{}/extra", fx.dash_path()),
-        format!("{}/check-connection", fx.db_path()),
         format!("{}/check-connection/reader/more", fx.db_path()),
         format!("{DATABASES}/remove/a/b"),
         "/v2/dashboards".to_owned(),
@@ -964,6 +977,16 @@ pub async fn protocol_method_not_allowed_405(storage: Arc<dyn Storage>) {
             Method::POST,
             format!("{}/check-connection/reader", fx.db_path()),
             vec!["GET"],
+        ),
+        (
+            Method::GET,
+            format!("{DATABASES}/check-connection"),
+            vec!["POST"],
+        ),
+        (
+            Method::PUT,
+            format!("{}/check-connection", fx.db_path()),
+            vec!["POST"],
         ),
     ];
     for (method, path, allow) in db_cases {

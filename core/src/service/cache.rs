@@ -59,7 +59,9 @@ impl CacheKey {
             | Route::Dashboards { .. }
             | Route::Permissions(_)
             | Route::DataProtection(_)
-            | Route::CheckConnection(..) => None,
+            | Route::CheckConnection(..)
+            | Route::CheckUnsaved
+            | Route::CheckEdited(_) => None,
         }
     }
 }

@@ -1,14 +1,23 @@
-//! `GET …/databases/{id}/check-connection/{username}`: plain-text answers.
+//! Check-connection, answered in plain text: of a stored database
+//! (`GET …/databases/{id}/check-connection/{username}`), and before saving, of a database in the
+//! body (`POST …/databases/check-connection`) or of a stored one with the body's changes
+//! (`POST …/databases/{id}/check-connection`). All three run [`Shared::check_credential`].
 
 use http::{Response, StatusCode};
+use http_body::Body;
+use serde_json::Value;
 
-use super::Shared;
 use super::error::ApiError;
 use super::metrics;
 use super::response::{ResponseBody, text_response};
+use super::{Call, Shared};
 use crate::check::{CheckTarget, not_built_message, scrub_message, tunnel};
-use crate::model::{SealedSecret, TlsField};
+use crate::model::{Credential, Database, SealedSecret, Timestamp, TlsField};
 use crate::seal::Place;
+use crate::validate::{ValidationErrors, database_from_body, message};
+
+/// The 422 message when `username` names no credential of the database checked.
+pub(crate) const NO_SUCH_CREDENTIAL: &str = "does not name a credential of this database";
 
 impl Shared {
     pub(super) async fn check_connection(
@@ -23,6 +32,61 @@ impl Shared {
         let Some(credential) = db.credential_by_username(username) else {
             return Ok(not_found());
         };
+        self.check_credential(&db, credential).await
+    }
+
+    /// Checks a database that is not stored: the body validated as a create (`stored` is
+    /// `None`) or as an update of the stored database `stored` (the changes merged over it), with
+    /// `username` naming the credential to try. Nothing is stored; the secrets of the body are
+    /// sealed and opened exactly as those of a stored database are.
+    pub(super) async fn check_unsaved<B>(
+        &self,
+        stored: Option<&str>,
+        call: Call<B>,
+    ) -> Result<Response<ResponseBody>, ApiError>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let body = call.json(self).await?;
+        let base = match stored {
+            Some(id) => Some(self.storage.database(id).await?.ok_or(ApiError::NotFound)?),
+            None => None,
+        };
+        let mut errors = ValidationErrors::new();
+        let username = match body.get("username") {
+            Some(Value::String(name)) if !name.trim().is_empty() => Some(name.as_str()),
+            None | Some(Value::Null) | Some(Value::String(_)) => {
+                errors.add("username", message::BLANK);
+                None
+            }
+            Some(_) => {
+                errors.add("username", message::INVALID);
+                None
+            }
+        };
+        let db = database_from_body(base.as_ref(), &body, Timestamp::now(), &self.sealer);
+        let db = match db {
+            Ok(db) if errors.is_empty() => db,
+            Ok(_) => return Err(ApiError::Invalid(errors)),
+            Err(found) => {
+                errors.merge(found);
+                return Err(ApiError::Invalid(errors));
+            }
+        };
+        let credential = username
+            .and_then(|username| db.credential_by_username(username))
+            .ok_or_else(|| ValidationErrors::single("username", NO_SUCH_CREDENTIAL))?;
+        self.check_credential(&db, credential).await
+    }
+
+    /// Opens a real connection with `credential` of `db`: `ok`, the driver's error in one line
+    /// (its secrets scrubbed), or the timeout.
+    async fn check_credential(
+        &self,
+        db: &Database,
+        credential: &Credential,
+    ) -> Result<Response<ResponseBody>, ApiError> {
         let Some(checker) = self.checkers.get(db.adapter) else {
             return Ok(text_response(StatusCode::OK, not_built_message(db.adapter)));
         };

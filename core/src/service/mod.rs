@@ -344,6 +344,8 @@ impl Shared {
             | Route::Database(_) => self.databases(route, call).await,
             Route::Permissions(_) | Route::DataProtection(_) => self.access(route, call).await,
             Route::CheckConnection(id, username) => self.check_connection(&id, &username).await,
+            Route::CheckUnsaved => self.check_unsaved(None, call).await,
+            Route::CheckEdited(id) => self.check_unsaved(Some(&id), call).await,
             Route::Dashboards { .. } | Route::Dashboard { .. } => {
                 self.dashboards(route, call).await
             }

@@ -200,6 +200,27 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
         }),
     );
     paths.insert(
+        format!("{base}/check-connection"),
+        json!({
+            "post": operation(&op("checkUnsavedConnection"), "Check a database before saving it: the body of a create plus `username`, the credential to try. The same real connection as the stored check; nothing is stored", tags("databases"), auth)
+                .body(schema_ref("DatabaseCheck"))
+                .ok(text_content("ok"))
+                .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+    paths.insert(
+        format!("{base}/{{id}}/check-connection"),
+        json!({
+            "post": operation(&op("checkEditedConnection"), "Check a stored database with changes not saved: the body of an update (merged over the stored database) plus `username`, the credential to try; nothing is stored", tags("databases"), auth)
+                .params(vec![id()])
+                .body(schema_ref("DatabaseEditCheck"))
+                .ok(text_content("ok"))
+                .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+    paths.insert(
         format!("{base}/{{id}}/permissions"),
         json!({
             "get": operation(&op("getPermissions"), "Who may use the database", tags("databases"), auth)
@@ -541,6 +562,16 @@ fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Vec<&'static s
     all.iter().map(|v| name(*v)).collect()
 }
 
+/// A body of `base` plus the `username` of the credential to check.
+fn with_username(base: &str) -> Value {
+    json!({ "allOf": [
+        schema_ref(base),
+        object(&["username"], json!({
+            "username": described(text_schema(NAME, Presence::Required), "The username of the credential to try, as given in `credentials` (or stored)."),
+        })),
+    ]})
+}
+
 fn object(required: &[&str], properties: Value) -> Value {
     json!({ "type": "object", "required": required, "properties": properties })
 }
@@ -854,6 +885,8 @@ fn schemas() -> Value {
         "Database": database,
         "DatabaseCreate": database_input(true),
         "DatabaseUpdate": database_input(false),
+        "DatabaseCheck": with_username("DatabaseCreate"),
+        "DatabaseEditCheck": with_username("DatabaseUpdate"),
         "DatabaseSetup": object(
             &["id", "adapter", "hostname", "database", "username", "password"],
             json!({
@@ -978,6 +1011,8 @@ mod tests {
             "/api/v1/console/databases/x/permissions",
             "/api/v1/console/databases/x/data-protection",
             "/api/v1/console/databases/x/check-connection/u",
+            "/api/v1/console/databases/check-connection",
+            "/api/v1/console/databases/x/check-connection",
             "/v1/dashboards",
             "/v1/dashboards/x",
         ];
@@ -988,7 +1023,7 @@ mod tests {
                 "{path} is not documented"
             );
         }
-        assert_eq!(paths.len(), 2 * 7 + 2 * 2 + 1);
+        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 1);
     }
 
     #[test]

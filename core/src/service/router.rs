@@ -24,6 +24,11 @@ pub(crate) enum Route<'a> {
     DataProtection(Cow<'a, str>),
     /// `…/databases/{id}/check-connection/{username}` (GET).
     CheckConnection(Cow<'a, str>, Cow<'a, str>),
+    /// `…/databases/check-connection` (POST): check a database described in the body, unsaved.
+    CheckUnsaved,
+    /// `…/databases/{id}/check-connection` (POST): check a stored database with the body's
+    /// changes merged over it, unsaved.
+    CheckEdited(Cow<'a, str>),
     /// `/v1/dashboards` and `/api/v1/dashboards`: list (GET), create (POST).
     Dashboards { compat: bool },
     /// `…/dashboards/{id}`: retrieve (GET), update (PUT; PATCH too on the compat routes),
@@ -98,10 +103,12 @@ impl<'a> Route<'a> {
             ["api", "v1", "console" | "querydesk", "databases", rest @ ..] => match rest {
                 [] => Some(Route::Databases),
                 ["setup"] => Some(Route::DatabaseSetup),
+                ["check-connection"] => Some(Route::CheckUnsaved),
                 ["remove", api_id] => Some(Route::DatabaseRemove(decode(api_id)?)),
                 [id] => Some(Route::Database(decode(id)?)),
                 [id, "permissions"] => Some(Route::Permissions(decode(id)?)),
                 [id, "data-protection"] => Some(Route::DataProtection(decode(id)?)),
+                [id, "check-connection"] => Some(Route::CheckEdited(decode(id)?)),
                 [id, "check-connection", username] => {
                     Some(Route::CheckConnection(decode(id)?, decode(username)?))
                 }
@@ -135,6 +142,8 @@ impl<'a> Route<'a> {
             Route::Permissions(_) => "/databases/{id}/permissions",
             Route::DataProtection(_) => "/databases/{id}/data-protection",
             Route::CheckConnection(..) => "/databases/{id}/check-connection/{username}",
+            Route::CheckUnsaved => "/databases/check-connection",
+            Route::CheckEdited(_) => "/databases/{id}/check-connection",
             Route::Dashboards { .. } => "/dashboards",
             Route::Dashboard { .. } => "/dashboards/{id}",
         }
@@ -145,6 +154,7 @@ impl<'a> Route<'a> {
         match self {
             Route::Databases | Route::Dashboards { .. } => &[Method::GET, Method::POST],
             Route::DatabaseSetup => &[Method::PUT],
+            Route::CheckUnsaved | Route::CheckEdited(_) => &[Method::POST],
             Route::DatabaseRemove(_) => &[Method::DELETE],
             Route::Database(_) => &[Method::GET, Method::PATCH, Method::DELETE],
             Route::CheckConnection(..) => &[Method::GET],
@@ -205,6 +215,14 @@ mod tests {
             (
                 "/api/v1/console/databases/db_1/check-connection/u%40x",
                 Some(Route::CheckConnection("db_1".into(), "u@x".into())),
+            ),
+            (
+                "/api/v1/console/databases/check-connection",
+                Some(Route::CheckUnsaved),
+            ),
+            (
+                "/api/v1/console/databases/db_1/check-connection",
+                Some(Route::CheckEdited("db_1".into())),
             ),
             ("/v1/dashboards", Some(Route::Dashboards { compat: false })),
             (

@@ -94,6 +94,11 @@ impl ValidationErrors {
         }
     }
 
+    /// Adds the errors of `other`; a field both have keeps `other`'s.
+    pub fn merge(&mut self, other: ValidationErrors) {
+        self.0.extend(other.0);
+    }
+
     /// Whether there are no errors.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
