@@ -34,8 +34,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 use dbconsole_core::storage::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
-    RecordCounts, Storage, StorageError, rules,
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck,
+    Page, RecordCounts, Storage, StorageError, rules,
 };
 
 /// The in-memory backend. Cheap to create; share it with `Arc`.
@@ -219,9 +219,16 @@ impl Storage for MemoryStorage {
         }
     }
 
-    async fn delete_database(&self, key: DatabaseKey<'_>) -> Result<Database, StorageError> {
+    async fn delete_database(
+        &self,
+        key: DatabaseKey<'_>,
+        mut check: Option<DeleteCheck<Database>>,
+    ) -> Result<Database, StorageError> {
         let mut state = self.state();
         let id = state.id_of(key).ok_or(StorageError::NotFound)?;
+        // The check is pure and short: it runs under the lock, so nothing changes in between.
+        let stored = state.databases.get(&id).ok_or(StorageError::NotFound)?;
+        rules::check_delete(&**stored, &mut check)?;
         rules::guard_delete(state.heirs_of(&id))?;
         state.access.remove(&id);
         let removed = state.databases.remove(&id).ok_or(StorageError::NotFound)?;
@@ -274,11 +281,17 @@ impl Storage for MemoryStorage {
         }
     }
 
-    async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
-        let removed = self.state().dashboards.remove(id);
-        removed
-            .map(|dashboard| Dashboard::clone(&dashboard))
-            .ok_or(StorageError::NotFound)
+    async fn delete_dashboard(
+        &self,
+        id: &str,
+        mut check: Option<DeleteCheck<Dashboard>>,
+    ) -> Result<Dashboard, StorageError> {
+        let mut state = self.state();
+        let stored = state.dashboards.get(id).ok_or(StorageError::NotFound)?;
+        rules::check_delete(&**stored, &mut check)?;
+        let removed = state.dashboards.remove(id).ok_or(StorageError::NotFound)?;
+        drop(state);
+        Ok(Dashboard::clone(&removed))
     }
 
     async fn access_control(

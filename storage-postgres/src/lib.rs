@@ -86,8 +86,8 @@ use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Times
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::record::{self, RecordError};
 use dbconsole_core::storage::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
-    RecordCounts, Storage, StorageError, rules,
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck,
+    Page, RecordCounts, Storage, StorageError, rules,
 };
 use deadpool_postgres::{Object, Pool, PoolError};
 use tokio_postgres::error::SqlState;
@@ -466,6 +466,7 @@ impl PostgresStorage {
     async fn try_delete_database(
         client: &mut Object,
         key: DatabaseKey<'_>,
+        check: &mut Option<DeleteCheck<Database>>,
     ) -> Result<Database, Failure> {
         let txn = begin(client).await?;
         let sql = match key {
@@ -484,6 +485,7 @@ impl PostgresStorage {
         };
         let row = found.ok_or(StorageError::NotFound)?;
         let removed = database_of(&row)?;
+        rules::check_delete(&removed, check)?;
         let heirs_sql = "SELECT d.id, d.record FROM access_control a
                            JOIN databases d ON d.id = a.database_id
                           WHERE a.inherits_from = $1";
@@ -530,6 +532,30 @@ impl PostgresStorage {
         txn.execute(&update, &[&id, &bytes]).await?;
         txn.commit().await?;
         Ok(updated)
+    }
+
+    /// A delete with a condition: the row is read and checked in the deleting transaction.
+    async fn try_delete_dashboard(
+        client: &mut Object,
+        id: &str,
+        check: &mut Option<DeleteCheck<Dashboard>>,
+    ) -> Result<Dashboard, Failure> {
+        let txn = begin(client).await?;
+        let select = txn
+            .prepare_cached("SELECT id, record FROM dashboards WHERE id = $1 FOR UPDATE")
+            .await?;
+        let row = txn
+            .query_opt(&select, &[&id])
+            .await?
+            .ok_or(StorageError::NotFound)?;
+        let stored = dashboard_of(&row)?;
+        rules::check_delete(&stored, check)?;
+        let delete = txn
+            .prepare_cached("DELETE FROM dashboards WHERE id = $1")
+            .await?;
+        txn.execute(&delete, &[&id]).await?;
+        txn.commit().await?;
+        Ok(stored)
     }
 
     async fn try_update_access_control(
@@ -665,8 +691,15 @@ impl Storage for PostgresStorage {
         .await)
     }
 
-    async fn delete_database(&self, key: DatabaseKey<'_>) -> Result<Database, StorageError> {
-        serializable!(self, |client| Self::try_delete_database(client, key).await)
+    async fn delete_database(
+        &self,
+        key: DatabaseKey<'_>,
+        mut check: Option<DeleteCheck<Database>>,
+    ) -> Result<Database, StorageError> {
+        serializable!(self, |client| Self::try_delete_database(
+            client, key, &mut check
+        )
+        .await)
     }
 
     async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
@@ -704,13 +737,23 @@ impl Storage for PostgresStorage {
         .await)
     }
 
-    async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
+    async fn delete_dashboard(
+        &self,
+        id: &str,
+        mut check: Option<DeleteCheck<Dashboard>>,
+    ) -> Result<Dashboard, StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        let sql = "DELETE FROM dashboards WHERE id = $1 RETURNING id, record";
-        let removed = self.one(sql, &[&id], dashboard_of).await?;
-        removed.ok_or(StorageError::NotFound)
+        if check.is_none() {
+            let sql = "DELETE FROM dashboards WHERE id = $1 RETURNING id, record";
+            let removed = self.one(sql, &[&id], dashboard_of).await?;
+            return removed.ok_or(StorageError::NotFound);
+        }
+        serializable!(self, |client| Self::try_delete_dashboard(
+            client, id, &mut check
+        )
+        .await)
     }
 
     async fn access_control(

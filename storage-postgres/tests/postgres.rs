@@ -164,7 +164,12 @@ async fn updated_at_increases_when_the_writing_node_clock_is_behind() {
         .update_database(
             database.id.as_str(),
             Box::new(move |stored| {
-                database_from_body(Some(stored), &patch, Timestamp::now(), &edit_sealer)
+                Ok(database_from_body(
+                    Some(stored),
+                    &patch,
+                    Timestamp::now(),
+                    &edit_sealer,
+                )?)
             }),
         )
         .await
@@ -216,7 +221,9 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
         Err(StorageError::NotFound)
     ));
     assert!(matches!(
-        storage.delete_database(DatabaseKey::Id("db_\u{0}x")).await,
+        storage
+            .delete_database(DatabaseKey::Id("db_\u{0}x"), None)
+            .await,
         Err(StorageError::NotFound)
     ));
     assert_eq!(storage.access_control("db_\u{0}x").await.unwrap(), None);
@@ -249,7 +256,7 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
         other => panic!("expected Invalid, got {other:?}"),
     }
     let removed = storage
-        .delete_database(DatabaseKey::ApiId("ext\u{0}1"))
+        .delete_database(DatabaseKey::ApiId("ext\u{0}1"), None)
         .await
         .unwrap();
     assert_eq!(removed, database);

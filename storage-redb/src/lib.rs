@@ -159,8 +159,8 @@ use async_trait::async_trait;
 use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, Page,
-    RecordCounts, Storage, StorageError, rules,
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck,
+    Page, RecordCounts, Storage, StorageError, rules,
 };
 use redb::backends::InMemoryBackend;
 use redb::{
@@ -692,7 +692,11 @@ impl Storage for RedbStorage {
         .await
     }
 
-    async fn delete_database(&self, key: DatabaseKey<'_>) -> Result<Database, StorageError> {
+    async fn delete_database(
+        &self,
+        key: DatabaseKey<'_>,
+        mut check: Option<DeleteCheck<Database>>,
+    ) -> Result<Database, StorageError> {
         enum OwnedKey {
             Id(String),
             ApiId(String),
@@ -715,6 +719,7 @@ impl Storage for RedbStorage {
             let removed = inner
                 .get_database(&databases, &id)?
                 .ok_or(StorageError::NotFound)?;
+            rules::check_delete(&removed, &mut check)?;
 
             // The guard: databases that inherit this one's data protection policies, from
             // the index. Each entry
@@ -824,15 +829,21 @@ impl Storage for RedbStorage {
         .await
     }
 
-    async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
+    async fn delete_dashboard(
+        &self,
+        id: &str,
+        mut check: Option<DeleteCheck<Dashboard>>,
+    ) -> Result<Dashboard, StorageError> {
         let id = id.to_owned();
         self.write(move |_, txn| {
             let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
-            let removed = match dashboards.remove(id.as_str()).or_backend()? {
+            let stored = match dashboards.get(id.as_str()).or_backend()? {
                 None => return Err(StorageError::NotFound),
                 Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
             };
-            Ok(removed)
+            rules::check_delete(&stored, &mut check)?;
+            dashboards.remove(id.as_str()).or_backend()?;
+            Ok(stored)
         })
         .await
     }
@@ -1128,7 +1139,11 @@ mod tests {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let delete = {
             let (storage, id) = (Arc::clone(&storage), doomed.id.clone());
-            tokio::spawn(async move { storage.delete_database(DatabaseKey::Id(id.as_str())).await })
+            tokio::spawn(async move {
+                storage
+                    .delete_database(DatabaseKey::Id(id.as_str()), None)
+                    .await
+            })
         };
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let update =
@@ -1217,7 +1232,7 @@ mod tests {
         assert_eq!(index_entries(&storage), vec![pair(&b, &c)]);
         // Deleting an heir removes its own entry and its access-control record.
         storage
-            .delete_database(DatabaseKey::Id(c.id.as_str()))
+            .delete_database(DatabaseKey::Id(c.id.as_str()), None)
             .await
             .unwrap();
         assert_eq!(index_entries(&storage), Vec::new());
@@ -1255,7 +1270,7 @@ mod tests {
 
         // Only the real heir is named.
         match storage
-            .delete_database(DatabaseKey::ApiId("ext-parent"))
+            .delete_database(DatabaseKey::ApiId("ext-parent"), None)
             .await
         {
             Err(StorageError::Inherited(heirs)) => assert_eq!(
@@ -1275,7 +1290,7 @@ mod tests {
 
         inherit(&storage, &heir, None).await;
         let removed = storage
-            .delete_database(DatabaseKey::Id(parent.id.as_str()))
+            .delete_database(DatabaseKey::Id(parent.id.as_str()), None)
             .await
             .unwrap();
         assert_eq!(removed, parent);

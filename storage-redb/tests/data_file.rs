@@ -287,12 +287,12 @@ async fn everything_survives_close_and_reopen() {
         .unwrap();
     databases.push(upserted);
     let deleted = storage
-        .delete_database(DatabaseKey::ApiId("ext-2"))
+        .delete_database(DatabaseKey::ApiId("ext-2"), None)
         .await
         .unwrap();
     databases.retain(|d| d.id != deleted.id);
     storage
-        .delete_dashboard(dashboards[1].id.as_str())
+        .delete_dashboard(dashboards[1].id.as_str(), None)
         .await
         .unwrap();
     drop(storage);
@@ -438,7 +438,7 @@ async fn access_control_and_inheritance_survive_reopen() {
     );
     // The inheritance index was written with it: the guard holds after a reopen.
     match storage
-        .delete_database(DatabaseKey::ApiId("ext-parent"))
+        .delete_database(DatabaseKey::ApiId("ext-parent"), None)
         .await
     {
         Err(StorageError::Inherited(heirs)) => assert_eq!(
@@ -451,7 +451,7 @@ async fn access_control_and_inheritance_survive_reopen() {
         other => panic!("expected Inherited, got {other:?}"),
     }
     storage
-        .delete_database(DatabaseKey::Id(heir.id.as_str()))
+        .delete_database(DatabaseKey::Id(heir.id.as_str()), None)
         .await
         .unwrap();
     drop(storage);
@@ -462,7 +462,7 @@ async fn access_control_and_inheritance_survive_reopen() {
         None
     );
     storage
-        .delete_database(DatabaseKey::ApiId("ext-parent"))
+        .delete_database(DatabaseKey::ApiId("ext-parent"), None)
         .await
         .unwrap();
     assert_eq!(
@@ -603,7 +603,7 @@ async fn failed_operations_leave_the_file_as_it_was() {
                 let mut next = stored.clone();
                 next.name = "half-applied".to_owned();
                 next.credentials.clear();
-                Err(ValidationErrors::single("name", "rejected"))
+                Err(ValidationErrors::single("name", "rejected").into())
             }),
         )
         .await;
@@ -634,12 +634,14 @@ async fn failed_operations_leave_the_file_as_it_was() {
             Box::new(|stored: &Dashboard| {
                 let mut next = stored.clone();
                 next.panels.clear();
-                Err(ValidationErrors::single("name", "rejected"))
+                Err(ValidationErrors::single("name", "rejected").into())
             }),
         )
         .await;
     assert!(matches!(dashboard_edit, Err(StorageError::Invalid(_))));
-    let missing = storage.delete_database(DatabaseKey::Id("db_missing")).await;
+    let missing = storage
+        .delete_database(DatabaseKey::Id("db_missing"), None)
+        .await;
     assert!(matches!(missing, Err(StorageError::NotFound)));
     let self_heir = stored.id.as_str().to_owned();
     let inherit_itself = storage
@@ -656,7 +658,7 @@ async fn failed_operations_leave_the_file_as_it_was() {
     let rejected_access = storage
         .update_access_control(
             stored.id.as_str(),
-            Box::new(|_: &AccessControl| Err(ValidationErrors::single("permissions", "no"))),
+            Box::new(|_: &AccessControl| Err(ValidationErrors::single("permissions", "no").into())),
         )
         .await;
     assert!(matches!(rejected_access, Err(StorageError::Invalid(_))));
@@ -828,7 +830,7 @@ async fn a_backup_restores_the_whole_store_with_secrets_still_sealed() {
     // The inheritance index came along: the delete guard holds.
     assert!(matches!(
         restored
-            .delete_database(DatabaseKey::Id(databases[0].id.as_str()))
+            .delete_database(DatabaseKey::Id(databases[0].id.as_str()), None)
             .await,
         Err(StorageError::Inherited(_))
     ));

@@ -16,14 +16,29 @@ use std::future::Future;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
-use http::{Method, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use lru::LruCache;
 
 use super::Shared;
+use super::conditional::{etag, not_modified, not_modified_response};
 use super::error::ApiError;
 use super::response::{ResponseBody, json_bytes_response};
 use super::router::Route;
+use crate::model::Timestamp;
 use crate::storage::StorageError;
+
+/// A record as a `GET` answers it: its JSON and its `ETag`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Rendered {
+    pub(crate) body: Bytes,
+    pub(crate) etag: HeaderValue,
+}
+
+impl Rendered {
+    fn size(&self) -> usize {
+        self.body.len() + self.etag.len()
+    }
+}
 
 /// What an entry is the rendering of.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -80,7 +95,7 @@ pub(crate) struct ReadCache {
 struct State {
     generation: u64,
     bytes: usize,
-    entries: LruCache<CacheKey, Bytes>,
+    entries: LruCache<CacheKey, Rendered>,
 }
 
 /// Taken before a storage read; the read's answer is cached only if nothing was invalidated
@@ -108,7 +123,7 @@ impl ReadCache {
     }
 
     /// The cached rendering of `key`, if any.
-    pub(crate) fn get(&self, key: &CacheKey) -> Option<Bytes> {
+    pub(crate) fn get(&self, key: &CacheKey) -> Option<Rendered> {
         self.state().entries.get(key).cloned()
     }
 
@@ -120,7 +135,7 @@ impl ReadCache {
     /// Keeps `body` as the rendering of `key`, read under `ticket`, unless something was
     /// invalidated since the ticket was taken (the read may have seen the record before a write
     /// that has been answered since) or it alone exceeds the budget.
-    pub(crate) fn insert(&self, ticket: Ticket, key: CacheKey, body: Bytes) {
+    pub(crate) fn insert(&self, ticket: Ticket, key: CacheKey, body: Rendered) {
         let size = entry_size(&key, &body);
         if size > self.budget {
             return;
@@ -169,32 +184,47 @@ impl ReadCache {
 
 impl Shared {
     /// `GET` of one record: the cached rendering, or the record `read` from the storage (404
-    /// when it is missing) rendered as JSON by `render`, kept for the next `GET`.
+    /// when it is missing) rendered as JSON by `render` with the `ETag` of its `version`, kept
+    /// for the next `GET`. 304 when the request's `If-None-Match` names that `ETag`.
     pub(super) async fn read_through<T>(
         &self,
         key: CacheKey,
+        headers: &HeaderMap,
         read: impl Future<Output = Result<Option<T>, StorageError>>,
         render: impl FnOnce(&T) -> serde_json::Result<Bytes>,
+        version: impl FnOnce(&T) -> Timestamp,
     ) -> Result<Response<ResponseBody>, ApiError> {
         let cache = self.read_cache.as_ref();
-        if let Some(body) = cache.and_then(|cache| cache.get(&key)) {
-            return Ok(json_bytes_response(StatusCode::OK, body));
+        let rendered = match cache.and_then(|cache| cache.get(&key)) {
+            Some(rendered) => rendered,
+            None => {
+                let ticket = cache.map(ReadCache::ticket);
+                let record = read.await?.ok_or(ApiError::NotFound)?;
+                let body = render(&record).map_err(|error| {
+                    tracing::error!(%error, "response did not serialize");
+                    ApiError::Internal
+                })?;
+                let rendered = Rendered {
+                    body,
+                    etag: etag(version(&record)),
+                };
+                if let (Some(cache), Some(ticket)) = (cache, ticket) {
+                    cache.insert(ticket, key, rendered.clone());
+                }
+                rendered
+            }
+        };
+        if not_modified(headers, &rendered.etag) {
+            return Ok(not_modified_response(rendered.etag));
         }
-        let ticket = cache.map(ReadCache::ticket);
-        let record = read.await?.ok_or(ApiError::NotFound)?;
-        let body = render(&record).map_err(|error| {
-            tracing::error!(%error, "response did not serialize");
-            ApiError::Internal
-        })?;
-        if let (Some(cache), Some(ticket)) = (cache, ticket) {
-            cache.insert(ticket, key, body.clone());
-        }
-        Ok(json_bytes_response(StatusCode::OK, body))
+        let mut response = json_bytes_response(StatusCode::OK, rendered.body);
+        response.headers_mut().insert(header::ETAG, rendered.etag);
+        Ok(response)
     }
 }
 
-fn entry_size(key: &CacheKey, body: &Bytes) -> usize {
-    key.id().len() + body.len() + ENTRY_OVERHEAD
+fn entry_size(key: &CacheKey, rendered: &Rendered) -> usize {
+    key.id().len() + rendered.size() + ENTRY_OVERHEAD
 }
 
 #[cfg(test)]
@@ -205,17 +235,21 @@ mod tests {
         CacheKey::Database(id.to_owned())
     }
 
+    /// A rendering of these bytes.
+    fn json(body: impl Into<Bytes>) -> Rendered {
+        Rendered {
+            body: body.into(),
+            etag: HeaderValue::from_static("\"1\""),
+        }
+    }
+
     #[test]
     fn keeps_what_was_read_and_forgets_what_was_written() {
         let cache = ReadCache::new(1 << 20).unwrap();
         let ticket = cache.ticket();
-        cache.insert(ticket, db("a"), Bytes::from_static(b"{\"a\":1}"));
-        cache.insert(
-            ticket,
-            CacheKey::Dashboard("a".into()),
-            Bytes::from_static(b"{}"),
-        );
-        assert_eq!(cache.get(&db("a")).unwrap(), &b"{\"a\":1}"[..]);
+        cache.insert(ticket, db("a"), json(&b"{\"a\":1}"[..]));
+        cache.insert(ticket, CacheKey::Dashboard("a".into()), json(&b"{}"[..]));
+        assert_eq!(cache.get(&db("a")).unwrap().body, &b"{\"a\":1}"[..]);
         cache.invalidate(Some(&db("a")));
         assert!(cache.get(&db("a")).is_none());
         assert!(cache.get(&CacheKey::Dashboard("a".into())).is_some());
@@ -231,16 +265,16 @@ mod tests {
         // The write returns and invalidates while the read is in flight…
         cache.invalidate(Some(&db("a")));
         // …so what the read saw (possibly the record before the write) is dropped.
-        cache.insert(before_write, db("a"), Bytes::from_static(b"old"));
+        cache.insert(before_write, db("a"), json(&b"old"[..]));
         assert!(cache.get(&db("a")).is_none());
         // A read started after the write is kept.
-        cache.insert(cache.ticket(), db("a"), Bytes::from_static(b"new"));
-        assert_eq!(cache.get(&db("a")).unwrap(), &b"new"[..]);
+        cache.insert(cache.ticket(), db("a"), json(&b"new"[..]));
+        assert_eq!(cache.get(&db("a")).unwrap().body, &b"new"[..]);
     }
 
     #[test]
     fn stays_within_its_budget_evicting_the_least_recently_used() {
-        let body = Bytes::from(vec![b'x'; 1000]);
+        let body = json(vec![b'x'; 1000]);
         let one = entry_size(&db("0"), &body);
         let cache = ReadCache::new(3 * one).unwrap();
         for id in ["0", "1", "2"] {
@@ -257,7 +291,7 @@ mod tests {
         }
         assert_eq!(cache.bytes(), 3 * one);
         // An entry larger than the whole budget is not kept, and evicts nothing.
-        cache.insert(cache.ticket(), db("big"), Bytes::from(vec![b'x'; 4 * one]));
+        cache.insert(cache.ticket(), db("big"), json(vec![b'x'; 4 * one]));
         assert!(cache.get(&db("big")).is_none());
         assert_eq!(cache.bytes(), 3 * one);
         assert!(ReadCache::new(0).is_none());

@@ -4,6 +4,7 @@ use http::{Method, Response, StatusCode};
 use http_body::Body;
 
 use super::cache::CacheKey;
+use super::conditional::{IfMatch, tagged};
 use super::error::ApiError;
 use super::render::{DashboardView, PageView};
 use super::response::{ResponseBody, json_bytes, json_response};
@@ -40,24 +41,40 @@ impl Shared {
             (Route::Dashboard { id, .. }, &Method::GET) => {
                 let key = CacheKey::Dashboard(id.to_string());
                 return self
-                    .read_through(key, storage.dashboard(&id), |record| {
-                        json_bytes(&DashboardView::from(record))
-                    })
+                    .read_through(
+                        key,
+                        &call.headers,
+                        storage.dashboard(&id),
+                        |record| json_bytes(&DashboardView::from(record)),
+                        |record| record.updated_at,
+                    )
                     .await;
             }
-            (Route::Dashboard { id, .. }, &Method::DELETE) => storage.delete_dashboard(&id).await?,
+            (Route::Dashboard { id, .. }, &Method::DELETE) => {
+                let check = IfMatch::delete_check(IfMatch::of(&call.headers)?, |d: &Dashboard| {
+                    d.updated_at
+                });
+                let deleted = storage.delete_dashboard(&id, check).await?;
+                // Gone: no version to carry.
+                return Ok(json_response(
+                    StatusCode::OK,
+                    &DashboardView::from(&deleted),
+                ));
+            }
             (Route::Dashboard { id, .. }, &Method::PUT | &Method::PATCH) => {
+                let condition = IfMatch::of(&call.headers)?;
                 let body = call.json(self).await?;
                 let edit = move |stored: &Dashboard| {
-                    dashboard_from_body(Some(stored), &body, Timestamp::now())
+                    if let Some(condition) = &condition {
+                        condition.check(stored.updated_at)?;
+                    }
+                    Ok(dashboard_from_body(Some(stored), &body, Timestamp::now())?)
                 };
                 storage.update_dashboard(&id, Box::new(edit)).await?
             }
             (route, _) => return Err(ApiError::MethodNotAllowed(route.allowed_methods())),
         };
-        Ok(json_response(
-            StatusCode::OK,
-            &DashboardView::from(&dashboard),
-        ))
+        let response = json_response(StatusCode::OK, &DashboardView::from(&dashboard));
+        Ok(tagged(response, dashboard.updated_at))
     }
 }

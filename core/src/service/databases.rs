@@ -4,17 +4,26 @@ use http::{Method, Response, StatusCode};
 use http_body::Body;
 
 use super::cache::CacheKey;
+use super::conditional::{IfMatch, tagged};
 use super::error::ApiError;
 use super::render::{DatabaseView, PageView};
 use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Route;
 use super::{Call, Shared, page_request, split_page};
 use crate::model::{Database, Timestamp};
-use crate::storage::DatabaseKey;
+use crate::storage::{DatabaseKey, DeleteCheck, StorageError};
 use crate::validate::{apply_setup, database_from_body, parse_setup};
 
 fn database_response(db: &Database) -> Response<ResponseBody> {
     json_response(StatusCode::OK, &DatabaseView::from(db))
+}
+
+/// A delete's condition: the `If-Match` of the request on the stored database's version.
+fn delete_check(headers: &http::HeaderMap) -> Result<Option<DeleteCheck<Database>>, ApiError> {
+    Ok(IfMatch::delete_check(
+        IfMatch::of(headers)?,
+        |db: &Database| db.updated_at,
+    ))
 }
 
 impl Shared {
@@ -45,39 +54,64 @@ impl Shared {
             (Route::Database(id), &Method::GET) => {
                 let key = CacheKey::Database(id.to_string());
                 return self
-                    .read_through(key, storage.database(&id), |record| {
-                        json_bytes(&DatabaseView::from(record))
-                    })
+                    .read_through(
+                        key,
+                        &call.headers,
+                        storage.database(&id),
+                        |record| json_bytes(&DatabaseView::from(record)),
+                        |record| record.updated_at,
+                    )
                     .await;
             }
             (Route::Database(id), &Method::PATCH) => {
+                let condition = IfMatch::of(&call.headers)?;
                 let body = call.json(self).await?;
                 let sealer = self.sealer.clone();
                 let edit = move |stored: &Database| {
-                    database_from_body(Some(stored), &body, Timestamp::now(), &sealer)
+                    if let Some(condition) = &condition {
+                        condition.check(stored.updated_at)?;
+                    }
+                    Ok(database_from_body(
+                        Some(stored),
+                        &body,
+                        Timestamp::now(),
+                        &sealer,
+                    )?)
                 };
                 storage.update_database(&id, Box::new(edit)).await?
             }
             (Route::Database(id), &Method::DELETE) => {
-                storage.delete_database(DatabaseKey::Id(&id)).await?
+                let check = delete_check(&call.headers)?;
+                let deleted = storage.delete_database(DatabaseKey::Id(&id), check).await?;
+                return Ok(database_response(&deleted));
             }
             (Route::DatabaseSetup, &Method::PUT) => {
+                let condition = IfMatch::of(&call.headers)?;
                 let body = call.json(self).await?;
                 let setup = parse_setup(&body)?;
                 let api_id = setup.api_id.clone();
                 let sealer = self.sealer.clone();
                 let upsert = move |stored: Option<&Database>| {
-                    apply_setup(stored, &setup, Timestamp::now(), &sealer)
+                    if let Some(condition) = &condition {
+                        // A condition on a record that does not exist is not met.
+                        let stored = stored.ok_or(StorageError::PreconditionFailed)?;
+                        condition.check(stored.updated_at)?;
+                    }
+                    Ok(apply_setup(stored, &setup, Timestamp::now(), &sealer)?)
                 };
                 storage
                     .upsert_database_by_api_id(&api_id, Box::new(upsert))
                     .await?
             }
             (Route::DatabaseRemove(api_id), &Method::DELETE) => {
-                storage.delete_database(DatabaseKey::ApiId(&api_id)).await?
+                let check = delete_check(&call.headers)?;
+                let deleted = storage
+                    .delete_database(DatabaseKey::ApiId(&api_id), check)
+                    .await?;
+                return Ok(database_response(&deleted));
             }
             (route, _) => return Err(ApiError::MethodNotAllowed(route.allowed_methods())),
         };
-        Ok(database_response(&db))
+        Ok(tagged(database_response(&db), db.updated_at))
     }
 }

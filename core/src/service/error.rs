@@ -44,6 +44,8 @@ pub enum ApiError {
     /// 422: a delete refused because other databases inherit this one's data protection
     /// policies.
     Inherited(Vec<DatabaseRef>),
+    /// 412: the `If-Match` of the request does not match the record's `ETag`; nothing changed.
+    PreconditionFailed,
     /// 500: a backend failure (already logged; the body says nothing more).
     Internal,
     /// 503: the storage cannot be reached now (already logged); the caller may retry.
@@ -64,6 +66,7 @@ impl From<StorageError> for ApiError {
             StorageError::NotFound => ApiError::NotFound,
             StorageError::Invalid(errors) => ApiError::Invalid(errors),
             StorageError::Inherited(databases) => ApiError::Inherited(databases),
+            StorageError::PreconditionFailed => ApiError::PreconditionFailed,
             StorageError::Unavailable(error) => {
                 tracing::warn!(%error, "storage unavailable");
                 super::metrics::record_storage_error("unavailable");
@@ -100,6 +103,7 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Invalid(_) | ApiError::Inherited(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Unavailable | ApiError::StorageFull => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -142,6 +146,9 @@ impl ApiError {
                     "inherited_by": inherited_by,
                 }})
             }
+            ApiError::PreconditionFailed => detail(
+                "Precondition Failed: the record has changed since that version (If-Match does not match its ETag); nothing was changed",
+            ),
             ApiError::Internal => detail("Internal Server Error"),
             ApiError::Unavailable => detail("storage temporarily unavailable, try again"),
             ApiError::StorageFull => detail(

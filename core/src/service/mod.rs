@@ -13,6 +13,7 @@ mod access;
 mod body;
 mod cache;
 mod check_connection;
+mod conditional;
 mod dashboards;
 mod databases;
 mod error;

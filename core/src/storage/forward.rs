@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseUpsert, Page, RecordCounts,
-    Storage, StorageError,
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseUpsert, DeleteCheck, Page,
+    RecordCounts, Storage, StorageError,
 };
 use crate::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
 
@@ -60,8 +60,9 @@ macro_rules! forward_storage {
             async fn delete_database(
                 &self,
                 key: DatabaseKey<'_>,
+                check: Option<DeleteCheck<Database>>,
             ) -> Result<Database, StorageError> {
-                (**self).delete_database(key).await
+                (**self).delete_database(key, check).await
             }
 
             async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
@@ -87,8 +88,12 @@ macro_rules! forward_storage {
                 (**self).update_dashboard(id, edit).await
             }
 
-            async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError> {
-                (**self).delete_dashboard(id).await
+            async fn delete_dashboard(
+                &self,
+                id: &str,
+                check: Option<DeleteCheck<Dashboard>>,
+            ) -> Result<Dashboard, StorageError> {
+                (**self).delete_dashboard(id, check).await
             }
 
             async fn access_control(

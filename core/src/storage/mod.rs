@@ -45,24 +45,33 @@ pub mod rules;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-/// An edit of a stored database: given the stored record, returns the new one, or the
-/// validation errors that make the edit impossible. Must be pure (it may run more than once).
+/// An edit of a stored database: given the stored record, returns the new one, or why the edit
+/// is refused ([`StorageError::Invalid`] for validation errors, which convert with `?`;
+/// [`StorageError::PreconditionFailed`] when the record is not at the version the caller
+/// expected). Must be pure (it may run more than once). What it refuses with is answered as it
+/// is, and nothing is written.
 pub type DatabaseEdit =
-    Box<dyn FnMut(&Database) -> Result<Database, ValidationErrors> + Send + 'static>;
+    Box<dyn FnMut(&Database) -> Result<Database, StorageError> + Send + 'static>;
 
 /// An upsert of a database by `api_id`: given the stored record with that `api_id` (or `None`),
-/// returns the record to store. Must be pure (it may run more than once).
+/// returns the record to store; refuses as a [`DatabaseEdit`] does. Must be pure (it may run
+/// more than once).
 pub type DatabaseUpsert =
-    Box<dyn FnMut(Option<&Database>) -> Result<Database, ValidationErrors> + Send + 'static>;
+    Box<dyn FnMut(Option<&Database>) -> Result<Database, StorageError> + Send + 'static>;
 
 /// An edit of a stored dashboard; see [`DatabaseEdit`].
 pub type DashboardEdit =
-    Box<dyn FnMut(&Dashboard) -> Result<Dashboard, ValidationErrors> + Send + 'static>;
+    Box<dyn FnMut(&Dashboard) -> Result<Dashboard, StorageError> + Send + 'static>;
 
 /// An edit of a database's access control (permissions and data protection); see
 /// [`DatabaseEdit`].
 pub type AccessEdit =
-    Box<dyn FnMut(&AccessControl) -> Result<AccessControl, ValidationErrors> + Send + 'static>;
+    Box<dyn FnMut(&AccessControl) -> Result<AccessControl, StorageError> + Send + 'static>;
+
+/// A condition on a delete: given the stored record, `Ok` lets the delete go on; an error
+/// (typically [`StorageError::PreconditionFailed`]) refuses it and is answered as it is, with
+/// nothing deleted. It runs in the deleting transaction, before the delete guard. Must be pure.
+pub type DeleteCheck<T> = Box<dyn FnMut(&T) -> Result<(), StorageError> + Send + 'static>;
 
 /// How a database is addressed by the delete operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,6 +132,10 @@ pub enum StorageError {
     /// caller); nothing was written.
     #[error("an edit changed the identity (id or api_id) of a record")]
     IdentityChanged,
+    /// The record is not at the version the caller expected (an `If-Match` that does not
+    /// match, refused by an edit closure or a [`DeleteCheck`]); nothing was written.
+    #[error("the record is not at the expected version")]
+    PreconditionFailed,
     /// The backend failed (I/O, corruption, a lost connection…).
     #[error("storage backend failure: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
@@ -137,6 +150,12 @@ pub enum StorageError {
     /// is freed.
     #[error("storage full: {0}")]
     Full(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl From<ValidationErrors> for StorageError {
+    fn from(errors: ValidationErrors) -> Self {
+        StorageError::Invalid(errors)
+    }
 }
 
 impl StorageError {
@@ -188,9 +207,14 @@ pub trait Storage: Send + Sync + Debug + 'static {
     ) -> Result<Database, StorageError>;
 
     /// Atomically deletes a database with everything that belongs to it and returns it as it
-    /// was. [`StorageError::NotFound`] when there is none; [`StorageError::Inherited`] when
-    /// another database inherits its data protection policies (then nothing changes).
-    async fn delete_database(&self, key: DatabaseKey<'_>) -> Result<Database, StorageError>;
+    /// was. [`StorageError::NotFound`] when there is none; the error of `check` when it refuses
+    /// the stored record; [`StorageError::Inherited`] when another database inherits its data
+    /// protection policies (in each case nothing changes).
+    async fn delete_database(
+        &self,
+        key: DatabaseKey<'_>,
+        check: Option<DeleteCheck<Database>>,
+    ) -> Result<Database, StorageError>;
 
     /// Stores a new dashboard. [`StorageError::AlreadyExists`] when its id is taken.
     async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError>;
@@ -209,8 +233,13 @@ pub trait Storage: Send + Sync + Debug + 'static {
         edit: DashboardEdit,
     ) -> Result<Dashboard, StorageError>;
 
-    /// Deletes a dashboard with its panels and actions and returns it as it was.
-    async fn delete_dashboard(&self, id: &str) -> Result<Dashboard, StorageError>;
+    /// Atomically deletes a dashboard with its panels and actions and returns it as it was;
+    /// [`StorageError::NotFound`] when there is none, the error of `check` when it refuses.
+    async fn delete_dashboard(
+        &self,
+        id: &str,
+        check: Option<DeleteCheck<Dashboard>>,
+    ) -> Result<Dashboard, StorageError>;
 
     /// The access control of a database (the default, empty one when none was written);
     /// `None` when the database does not exist.

@@ -3,14 +3,15 @@
 //! calls these inside the transaction that stores the change and answers their errors as they
 //! are; it supplies only lookups of its own records.
 
-use super::{AccessEdit, DashboardEdit, DatabaseEdit, DatabaseRef, DatabaseUpsert, StorageError};
+use super::{
+    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseRef, DatabaseUpsert, DeleteCheck, StorageError,
+};
 use crate::model::{AccessControl, Dashboard, Database};
 use crate::validate::{ValidationErrors, message};
 
-/// Runs an edit of a stored database: its result, [`StorageError::Invalid`] when the edit
-/// refuses, or [`StorageError::IdentityChanged`] when it changed the id or `api_id`.
+/// Runs an edit of a stored database: its result, the edit's error when it refuses, or [`StorageError::IdentityChanged`] when it changed the id or `api_id`.
 pub fn edit_database(stored: &Database, edit: &mut DatabaseEdit) -> Result<Database, StorageError> {
-    let updated = edit(stored).map_err(StorageError::Invalid)?;
+    let updated = edit(stored)?;
     if stored.id == updated.id && stored.api_id == updated.api_id {
         Ok(updated)
     } else {
@@ -26,7 +27,7 @@ pub fn upsert_database(
     stored: Option<&Database>,
     edit: &mut DatabaseUpsert,
 ) -> Result<Database, StorageError> {
-    let updated = edit(stored).map_err(StorageError::Invalid)?;
+    let updated = edit(stored)?;
     let same = match stored {
         Some(stored) => stored.id == updated.id && stored.api_id == updated.api_id,
         None => updated.api_id.as_deref() == Some(api_id),
@@ -43,7 +44,7 @@ pub fn edit_dashboard(
     stored: &Dashboard,
     edit: &mut DashboardEdit,
 ) -> Result<Dashboard, StorageError> {
-    let updated = edit(stored).map_err(StorageError::Invalid)?;
+    let updated = edit(stored)?;
     if stored.id == updated.id {
         Ok(updated)
     } else {
@@ -51,13 +52,13 @@ pub fn edit_dashboard(
     }
 }
 
-/// Runs an edit of a database's access control: its result, or [`StorageError::Invalid`] when
-/// the edit refuses. Check the result with [`check_access_control`] before storing it.
+/// Runs an edit of a database's access control: its result, or the edit's error when it
+/// refuses. Check the result with [`check_access_control`] before storing it.
 pub fn edit_access_control(
     stored: &AccessControl,
     edit: &mut AccessEdit,
 ) -> Result<AccessControl, StorageError> {
-    edit(stored).map_err(StorageError::Invalid)
+    edit(stored)
 }
 
 /// Checks an access control about to be stored for database `database_id`: when it inherits
@@ -104,6 +105,14 @@ pub fn check_inheritance(
         }
     }
     refuse(message::INHERITS_CYCLE)
+}
+
+/// Runs the condition of a delete, if any, on the stored record (before the delete guard).
+pub fn check_delete<T>(stored: &T, check: &mut Option<DeleteCheck<T>>) -> Result<(), StorageError> {
+    match check {
+        Some(check) => check(stored),
+        None => Ok(()),
+    }
 }
 
 /// The delete guard: [`StorageError::Inherited`] (heirs ordered by id) when other databases

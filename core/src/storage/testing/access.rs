@@ -212,7 +212,7 @@ pub async fn access_control_update_rejected_by_edit_changes_nothing(storage: Arc
         let mut next = stored.clone();
         next.permissions.clear();
         next.data_protection.inherits_from = Some(parent_id.clone());
-        Err(edit_errors())
+        Err(edit_errors().into())
     });
     match storage.update_access_control(id, edit).await {
         Err(StorageError::Invalid(errors)) => assert_eq!(
@@ -233,7 +233,7 @@ pub async fn access_control_update_rejected_by_edit_changes_nothing(storage: Arc
     // The rejected edit named `parent`, but nothing inherits it: it can be deleted.
     ok(
         storage
-            .delete_database(DatabaseKey::Id(parent.id.as_str()))
+            .delete_database(DatabaseKey::Id(parent.id.as_str()), None)
             .await,
         "delete_database of the database a rejected edit wanted to inherit from",
     );
@@ -261,7 +261,7 @@ pub async fn inheritance_from_itself_is_refused(storage: Arc<dyn Storage>) {
         "access_control after a refused inheritance from itself"
     );
     ok(
-        storage.delete_database(DatabaseKey::Id(id)).await,
+        storage.delete_database(DatabaseKey::Id(id), None).await,
         "delete_database after a refused inheritance from itself (nothing inherits it)",
     );
 }
@@ -281,7 +281,7 @@ pub async fn inheritance_from_missing_database_is_refused(storage: Arc<dyn Stora
     }
     ok(
         storage
-            .delete_database(DatabaseKey::Id(deleted.id.as_str()))
+            .delete_database(DatabaseKey::Id(deleted.id.as_str()), None)
             .await,
         "delete_database",
     );
@@ -306,7 +306,7 @@ pub async fn inheritance_from_missing_database_is_refused(storage: Arc<dyn Stora
     }
     ok(
         storage
-            .delete_database(DatabaseKey::ApiId("ext-parent"))
+            .delete_database(DatabaseKey::ApiId("ext-parent"), None)
             .await,
         "delete_database of a database only named by its api_id in a refused inheritance",
     );
@@ -417,7 +417,7 @@ pub async fn inheritance_can_be_cleared_and_repointed(storage: Arc<dyn Storage>)
         set_inheritance(storage.as_ref(), &c, Some(&b)).await,
         "update_access_control: C inherits from B instead",
     );
-    match storage.delete_database(DatabaseKey::Id(&a)).await {
+    match storage.delete_database(DatabaseKey::Id(&a), None).await {
         Err(StorageError::Inherited(heirs)) => assert_eq!(
             heirs,
             vec![reference(&databases[1])],
@@ -432,7 +432,7 @@ pub async fn inheritance_can_be_cleared_and_repointed(storage: Arc<dyn Storage>)
         "update_access_control: B clears its inheritance",
     );
     ok(
-        storage.delete_database(DatabaseKey::Id(&a)).await,
+        storage.delete_database(DatabaseKey::Id(&a), None).await,
         "delete_database of A once no database inherits from it",
     );
 }
@@ -450,7 +450,7 @@ async fn assert_delete_refused(
     expected: &[DatabaseRef],
     context: &str,
 ) {
-    match storage.delete_database(key).await {
+    match storage.delete_database(key, None).await {
         Err(StorageError::Inherited(named)) => assert_eq!(
             named, expected,
             "{context}: StorageError::Inherited must name every heir (id and name), ordered by id"
@@ -512,7 +512,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
         key,
         &parent,
         &all_heirs,
-        &format!("delete_database({key:?}) of a database three others inherit from"),
+        &format!("delete_database({key:?}, None) of a database three others inherit from"),
     )
     .await;
     assert_eq!(
@@ -541,7 +541,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
     );
     ok(
         storage
-            .delete_database(DatabaseKey::Id(heirs[0].id.as_str()))
+            .delete_database(DatabaseKey::Id(heirs[0].id.as_str()), None)
             .await,
         "delete_database of an heir (nothing inherits from it)",
     );
@@ -550,7 +550,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
         key,
         &parent,
         &all_heirs[2..],
-        &format!("delete_database({key:?}) with one heir left"),
+        &format!("delete_database({key:?}, None) with one heir left"),
     )
     .await;
     ok(
@@ -559,13 +559,13 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
     );
 
     let removed = ok(
-        storage.delete_database(key).await,
-        &format!("delete_database({key:?}) once no database inherits from it"),
+        storage.delete_database(key, None).await,
+        &format!("delete_database({key:?}, None) once no database inherits from it"),
     );
     assert_same_database(
         &removed,
         &parent,
-        &format!("delete_database({key:?}) must return the record as it was"),
+        &format!("delete_database({key:?}, None) must return the record as it was"),
     );
     absent(
         storage.database(parent.id.as_str()).await,
@@ -600,7 +600,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
     // And the re-stored parent is not held by its old heirs.
     ok(
         storage
-            .delete_database(DatabaseKey::Id(parent.id.as_str()))
+            .delete_database(DatabaseKey::Id(parent.id.as_str()), None)
             .await,
         "delete_database of a database stored again under a deleted parent's id",
     );
@@ -612,7 +612,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
     );
 }
 
-/// `delete_database(Id)` of a database others inherit from is refused with `Inherited` naming
+/// `delete_database(Id, None)` of a database others inherit from is refused with `Inherited` naming
 /// them, and changes nothing; once they no longer inherit, the delete succeeds and takes the
 /// access control with it.
 pub async fn delete_of_inherited_database_by_id_is_refused(storage: Arc<dyn Storage>) {

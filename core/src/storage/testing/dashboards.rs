@@ -207,7 +207,7 @@ pub async fn dashboard_update_rejected_or_changing_id_changes_nothing(storage: A
     let edit = Box::new(|stored: &Dashboard| {
         let mut next = stored.clone();
         next.panels.clear();
-        Err(edit_errors())
+        Err(edit_errors().into())
     });
     match storage.update_dashboard(original.id.as_str(), edit).await {
         Err(StorageError::Invalid(errors)) => assert_eq!(
@@ -252,7 +252,7 @@ pub async fn dashboard_update_rejected_or_changing_id_changes_nothing(storage: A
 /// that was never stored, is `NotFound`.
 pub async fn dashboard_delete_returns_it_and_removes_it(storage: Arc<dyn Storage>) {
     assert_err!(
-        storage.delete_dashboard("dash_missing").await,
+        storage.delete_dashboard("dash_missing", None).await,
         StorageError::NotFound,
         "delete_dashboard on an empty store"
     );
@@ -268,7 +268,7 @@ pub async fn dashboard_delete_returns_it_and_removes_it(storage: Arc<dyn Storage
     );
 
     let removed = ok(
-        storage.delete_dashboard(target.id.as_str()).await,
+        storage.delete_dashboard(target.id.as_str(), None).await,
         "delete_dashboard",
     );
     assert_eq!(
@@ -285,12 +285,12 @@ pub async fn dashboard_delete_returns_it_and_removes_it(storage: Arc<dyn Storage
         "list_dashboards after delete_dashboard"
     );
     assert_err!(
-        storage.delete_dashboard(target.id.as_str()).await,
+        storage.delete_dashboard(target.id.as_str(), None).await,
         StorageError::NotFound,
         "a second delete_dashboard"
     );
     assert_err!(
-        storage.delete_dashboard("dash_missing").await,
+        storage.delete_dashboard("dash_missing", None).await,
         StorageError::NotFound,
         "delete_dashboard of an id that is not stored"
     );

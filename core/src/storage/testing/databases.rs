@@ -415,7 +415,7 @@ pub async fn database_update_rejected_by_edit_changes_nothing(storage: Arc<dyn S
         let mut next = stored.clone();
         next.name = "half-applied".to_owned();
         next.credentials.clear();
-        Err(edit_errors())
+        Err(edit_errors().into())
     });
     match storage.update_database(original.id.as_str(), edit).await {
         Err(StorageError::Invalid(errors)) => assert_eq!(
@@ -611,7 +611,7 @@ pub async fn upsert_updates_when_present(storage: Arc<dyn Storage>) {
             seen.lock().unwrap().push(stored.cloned());
             match stored {
                 Some(stored) => Ok(apply(stored)),
-                None => Err(ValidationErrors::single("id", "the edit got None")),
+                None => Err(ValidationErrors::single("id", "the edit got None").into()),
             }
         })
     };
@@ -657,7 +657,7 @@ pub async fn upsert_updates_when_present(storage: Arc<dyn Storage>) {
 /// An upsert whose edit returns `Err` fails with `Invalid` carrying those errors and changes
 /// nothing, whether the `api_id` is stored or not.
 pub async fn upsert_rejected_by_edit_changes_nothing(storage: Arc<dyn Storage>) {
-    let rejecting = || Box::new(|_: Option<&Database>| Err(edit_errors()));
+    let rejecting = || Box::new(|_: Option<&Database>| Err(edit_errors().into()));
     match storage
         .upsert_database_by_api_id("ext-absent", rejecting())
         .await
@@ -801,37 +801,37 @@ async fn check_delete(storage: &dyn Storage, by_api_id: bool) {
     };
 
     let removed = ok(
-        storage.delete_database(key).await,
-        &format!("delete_database({key:?})"),
+        storage.delete_database(key, None).await,
+        &format!("delete_database({key:?}, None)"),
     );
     assert_same_database(
         &removed,
         &target,
-        &format!("delete_database({key:?}) must return the record as it was"),
+        &format!("delete_database({key:?}, None) must return the record as it was"),
     );
     absent(
         storage.database(target.id.as_str()).await,
-        &format!("database(id) after delete_database({key:?})"),
+        &format!("database(id) after delete_database({key:?}, None)"),
     );
     absent(
         storage.database_by_api_id("ext-delete").await,
-        &format!("database_by_api_id after delete_database({key:?})"),
+        &format!("database_by_api_id after delete_database({key:?}, None)"),
     );
     let listed = all_databases(storage).await;
     assert_eq!(
         listed.len(),
         1,
-        "list_databases after delete_database({key:?})"
+        "list_databases after delete_database({key:?}, None)"
     );
     assert_same_database(
         &listed[0],
         &other,
-        &format!("list_databases after delete_database({key:?})"),
+        &format!("list_databases after delete_database({key:?}, None)"),
     );
     assert_err!(
-        storage.delete_database(key).await,
+        storage.delete_database(key, None).await,
         StorageError::NotFound,
-        "a second delete_database({key:?})"
+        "a second delete_database({key:?}, None)"
     );
 
     let successor = plain_database("Successor", Some("ext-delete"));
@@ -852,13 +852,13 @@ async fn check_delete(storage: &dyn Storage, by_api_id: bool) {
     assert_same_database(&still, &other, "another database after a delete");
 }
 
-/// `delete_database(Id)` returns the record as it was, removes it everywhere, and frees its
+/// `delete_database(Id, None)` returns the record as it was, removes it everywhere, and frees its
 /// `api_id` for a new insert.
 pub async fn delete_database_by_id_returns_it_and_frees_api_id(storage: Arc<dyn Storage>) {
     check_delete(storage.as_ref(), false).await;
 }
 
-/// `delete_database(ApiId)` returns the record as it was, removes it everywhere, and frees its
+/// `delete_database(ApiId, None)` returns the record as it was, removes it everywhere, and frees its
 /// `api_id` for a new insert.
 pub async fn delete_database_by_api_id_returns_it_and_frees_api_id(storage: Arc<dyn Storage>) {
     check_delete(storage.as_ref(), true).await;
@@ -867,16 +867,18 @@ pub async fn delete_database_by_api_id_returns_it_and_frees_api_id(storage: Arc<
 /// Deleting a database that is not stored is `NotFound`; `Id` and `ApiId` keys do not cross.
 pub async fn delete_missing_database_is_not_found(storage: Arc<dyn Storage>) {
     assert_err!(
-        storage.delete_database(DatabaseKey::Id("db_missing")).await,
+        storage
+            .delete_database(DatabaseKey::Id("db_missing"), None)
+            .await,
         StorageError::NotFound,
-        "delete_database(Id) on an empty store"
+        "delete_database(Id, None) on an empty store"
     );
     assert_err!(
         storage
-            .delete_database(DatabaseKey::ApiId("ext-missing"))
+            .delete_database(DatabaseKey::ApiId("ext-missing"), None)
             .await,
         StorageError::NotFound,
-        "delete_database(ApiId) on an empty store"
+        "delete_database(ApiId, None) on an empty store"
     );
 
     let database = plain_database("Orders", Some("ext-1"));
@@ -890,21 +892,23 @@ pub async fn delete_missing_database_is_not_found(storage: Arc<dyn Storage>) {
         "insert_database",
     );
     assert_err!(
-        storage.delete_database(DatabaseKey::Id("ext-1")).await,
+        storage
+            .delete_database(DatabaseKey::Id("ext-1"), None)
+            .await,
         StorageError::NotFound,
-        "delete_database(Id(a stored api_id))"
+        "delete_database(Id(a stored api_id), None)"
     );
     assert_err!(
         storage
-            .delete_database(DatabaseKey::ApiId(database.id.as_str()))
+            .delete_database(DatabaseKey::ApiId(database.id.as_str()), None)
             .await,
         StorageError::NotFound,
-        "delete_database(ApiId(a stored id))"
+        "delete_database(ApiId(a stored id), None)"
     );
     assert_err!(
-        storage.delete_database(DatabaseKey::ApiId("")).await,
+        storage.delete_database(DatabaseKey::ApiId(""), None).await,
         StorageError::NotFound,
-        "delete_database(ApiId(\"\")) when one database has no api_id"
+        "delete_database(ApiId(\"\"), None) when one database has no api_id"
     );
     assert_eq!(
         all_databases(storage.as_ref()).await,

@@ -284,12 +284,12 @@ pub async fn record_counts_follow_inserts_and_deletes(storage: Arc<dyn Storage>)
     );
     ok(
         storage
-            .delete_database(DatabaseKey::Id(databases[1].id.as_str()))
+            .delete_database(DatabaseKey::Id(databases[1].id.as_str()), None)
             .await,
         "delete_database",
     );
     ok(
-        storage.delete_dashboard(dashboard.id.as_str()).await,
+        storage.delete_dashboard(dashboard.id.as_str(), None).await,
         "delete_dashboard",
     );
     assert_eq!(

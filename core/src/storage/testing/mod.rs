@@ -91,6 +91,7 @@
 
 mod access;
 mod check;
+mod conditions;
 mod dashboards;
 mod databases;
 mod fixtures;
@@ -156,6 +157,10 @@ macro_rules! storage_conformance_suite {
             access::inheritance_can_be_cleared_and_repointed,
             access::delete_of_inherited_database_by_id_is_refused,
             access::delete_of_inherited_database_by_api_id_is_refused,
+            conditions::refused_delete_checks_delete_nothing,
+            conditions::edits_refusing_a_precondition_change_nothing,
+            conditions::delete_checks_run_before_the_inheritance_guard,
+            conditions::racing_conditional_updates_admit_exactly_one,
             keys::caller_keys_round_trip_by_digest_and_listing,
             keys::caller_key_insert_with_taken_id_or_digest_is_refused,
             keys::caller_key_touch_keeps_the_later_time,

@@ -89,7 +89,7 @@ fn delete_by(
         } else {
             DatabaseKey::Id(&id)
         };
-        storage.delete_database(key).await
+        storage.delete_database(key, None).await
     }
 }
 
@@ -658,8 +658,8 @@ pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc
                     &format!("{context}: B clears its inheritance"),
                 );
                 ok(
-                    storage.delete_database(DatabaseKey::Id(&a)).await,
-                    &format!("{context}: delete_database(A) once B no longer inherits"),
+                    storage.delete_database(DatabaseKey::Id(&a), None).await,
+                    &format!("{context}: delete_database(A, None) once B no longer inherits"),
                 );
             }
             (Err(StorageError::Invalid(errors)), Ok(removed)) => {
@@ -684,8 +684,8 @@ pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc
             ),
         }
         ok(
-            storage.delete_database(DatabaseKey::Id(&b)).await,
-            &format!("{context}: delete_database(B)"),
+            storage.delete_database(DatabaseKey::Id(&b), None).await,
+            &format!("{context}: delete_database(B, None)"),
         );
     }
     assert!(
