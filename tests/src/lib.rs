@@ -23,6 +23,7 @@ pub mod access;
 pub mod dashboards;
 pub mod databases;
 pub mod protocol;
+pub mod versions;
 
 /// The API key the harness's service accepts.
 pub const API_KEY: &str = "test-api-key-0123456789";
@@ -232,6 +233,7 @@ macro_rules! http_suite {
         $crate::dashboard_tests!($storage);
         $crate::protocol_tests!($storage);
         $crate::access_tests!($storage);
+        $crate::version_tests!($storage);
     };
 }
 
