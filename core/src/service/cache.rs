@@ -20,7 +20,7 @@ use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
 use lru::LruCache;
 
 use super::Shared;
-use super::conditional::{etag, not_modified, not_modified_response};
+use super::conditional::{IfNoneMatch, etag, not_modified_response};
 use super::error::ApiError;
 use super::response::{ResponseBody, json_bytes_response};
 use super::router::Route;
@@ -185,7 +185,8 @@ impl ReadCache {
 impl Shared {
     /// `GET` of one record: the cached rendering, or the record `read` from the storage (404
     /// when it is missing) rendered as JSON by `render` with the `ETag` of its `version`, kept
-    /// for the next `GET`. 304 when the request's `If-None-Match` names that `ETag`.
+    /// for the next `GET`. 304 when the request's `If-None-Match` names that `ETag` (400 when
+    /// it is not entity tags).
     pub(super) async fn read_through<T>(
         &self,
         key: CacheKey,
@@ -194,6 +195,7 @@ impl Shared {
         render: impl FnOnce(&T) -> serde_json::Result<Bytes>,
         version: impl FnOnce(&T) -> Timestamp,
     ) -> Result<Response<ResponseBody>, ApiError> {
+        let if_none_match = IfNoneMatch::of(headers)?;
         let cache = self.read_cache.as_ref();
         let rendered = match cache.and_then(|cache| cache.get(&key)) {
             Some(rendered) => rendered,
@@ -214,7 +216,7 @@ impl Shared {
                 rendered
             }
         };
-        if not_modified(headers, &rendered.etag) {
+        if if_none_match.is_some_and(|condition| condition.matches(&rendered.etag)) {
             return Ok(not_modified_response(rendered.etag));
         }
         let mut response = json_bytes_response(StatusCode::OK, rendered.body);

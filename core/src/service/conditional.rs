@@ -114,21 +114,48 @@ impl IfMatch {
     }
 }
 
-/// Whether a `GET` may answer 304: the request's `If-None-Match` is `*` or names `etag` (weak
-/// comparison). A malformed header is ignored (the full answer is never wrong).
-pub(crate) fn not_modified(headers: &HeaderMap, etag: &HeaderValue) -> bool {
-    if !headers.contains_key(header::IF_NONE_MATCH) {
-        return false;
+/// The `If-None-Match` of a `GET`: `*`, or the entity tags of the client's copies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum IfNoneMatch {
+    /// `*`: any current version.
+    Any,
+    /// These versions (weak comparison: `W/"…"` names the same version as `"…"`).
+    Versions(Vec<String>),
+}
+
+impl IfNoneMatch {
+    /// The request's `If-None-Match`, if it has one; 400 when it is not `*` or a list of
+    /// entity tags.
+    pub(crate) fn of(headers: &HeaderMap) -> Result<Option<Self>, ApiError> {
+        if !headers.contains_key(header::IF_NONE_MATCH) {
+            return Ok(None);
+        }
+        match tags(headers, &header::IF_NONE_MATCH) {
+            Ok(None) => Ok(Some(IfNoneMatch::Any)),
+            Ok(Some(tags)) => Ok(Some(IfNoneMatch::Versions(
+                tags.into_iter().map(|tag| tag.opaque.to_owned()).collect(),
+            ))),
+            Err(()) => Err(ApiError::BadRequest(
+                "If-None-Match must be * or a list of entity tags, like \"1795000000000000\""
+                    .into(),
+            )),
+        }
     }
-    let current = etag
-        .to_str()
-        .ok()
-        .and_then(|text| text.strip_prefix('"'))
-        .and_then(|text| text.strip_suffix('"'));
-    match (tags(headers, &header::IF_NONE_MATCH), current) {
-        (Ok(None), _) => true,
-        (Ok(Some(tags)), Some(current)) => tags.iter().any(|tag| tag.opaque == current),
-        _ => false,
+
+    /// Whether the record whose `ETag` is `etag` is one the client has: then 304.
+    pub(crate) fn matches(&self, etag: &HeaderValue) -> bool {
+        let current = etag
+            .to_str()
+            .ok()
+            .and_then(|text| text.strip_prefix('"'))
+            .and_then(|text| text.strip_suffix('"'));
+        match (self, current) {
+            (IfNoneMatch::Any, _) => true,
+            (IfNoneMatch::Versions(versions), Some(current)) => {
+                versions.iter().any(|version| version == current)
+            }
+            (IfNoneMatch::Versions(_), None) => false,
+        }
     }
 }
 
@@ -207,21 +234,24 @@ mod tests {
     }
 
     #[test]
-    fn if_none_match_compares_weakly_and_ignores_what_it_cannot_read() {
+    fn if_none_match_compares_weakly() {
         let tag = etag(Timestamp::from_micros(42));
         assert_eq!(tag, "\"42\"");
-        assert!(!not_modified(&HeaderMap::new(), &tag));
+        assert_eq!(IfNoneMatch::of(&HeaderMap::new()).unwrap(), None);
+        let of = |values: &[&str]| {
+            IfNoneMatch::of(&headers(header::IF_NONE_MATCH, values))
+                .unwrap()
+                .unwrap()
+        };
         for yes in [&["\"42\""][..], &["W/\"42\""], &["\"1\", \"42\""], &["*"]] {
-            assert!(
-                not_modified(&headers(header::IF_NONE_MATCH, yes), &tag),
-                "{yes:?}"
-            );
+            assert!(of(yes).matches(&tag), "{yes:?}");
         }
-        for no in [&["\"43\""][..], &["42"], &["\"4\"2"]] {
-            assert!(
-                !not_modified(&headers(header::IF_NONE_MATCH, no), &tag),
-                "{no:?}"
-            );
+        assert!(!of(&["\"43\""]).matches(&tag));
+        for malformed in ["42", "\"4\"2"] {
+            assert!(matches!(
+                IfNoneMatch::of(&headers(header::IF_NONE_MATCH, &[malformed])),
+                Err(ApiError::BadRequest(_))
+            ));
         }
     }
 }

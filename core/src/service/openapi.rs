@@ -135,6 +135,7 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
             "post": operation(&op("createDatabase"), "Create a database", tags("databases"), auth)
                 .body(schema_ref("DatabaseCreate"))
                 .ok_with_links(json_content(schema_ref("Database")), db_links("$response.body#/id"))
+                .versioned()
                 .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
                 .build(),
         }),
@@ -149,6 +150,8 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
                     links["RemoveDatabase"] = link(&op("removeDatabase"), &[("api_id", "$response.body#/api_id")]);
                     links
                 })
+                .versioned()
+                .conditional()
                 .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
                 .build(),
         }),
@@ -159,6 +162,7 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
             "delete": operation(&op("removeDatabase"), "Delete the database with this api_id; answers the deleted database", tags("databases"), auth)
                 .params(vec![path_param("api_id", "The database's api_id (the id given to setup).", text_schema(NAME, Presence::Required))])
                 .ok(json_content(schema_ref("Database")))
+                .conditional()
                 .errors(&[401, 403, 404, 422, 503])
                 .build(),
         }),
@@ -170,17 +174,22 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
             "get": operation(&op("getDatabase"), "Retrieve a database", tags("databases"), auth)
                 .params(vec![id()])
                 .ok(json_content(schema_ref("Database")))
+                .versioned()
+                .cacheable()
                 .errors(&[401, 403, 404, 503])
                 .build(),
             "patch": operation(&op("updateDatabase"), "Update a database: fields left out stay", tags("databases"), auth)
                 .params(vec![id()])
                 .body(schema_ref("DatabaseUpdate"))
                 .ok(json_content(schema_ref("Database")))
+                .versioned()
+                .conditional()
                 .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
                 .build(),
             "delete": operation(&op("deleteDatabase"), "Delete a database with its credentials and access control; answers the deleted database", tags("databases"), auth)
                 .params(vec![id()])
                 .ok(json_content(schema_ref("Database")))
+                .conditional()
                 .errors(&[401, 403, 404, 422, 503])
                 .build(),
         }),
@@ -287,6 +296,7 @@ fn dashboard_paths(paths: &mut Map<String, Value>, base: &str, auth: Auth, compa
             "post": operation(&op("createDashboard"), "Create a dashboard", tags.clone(), auth)
                 .body(schema_ref("DashboardCreate"))
                 .ok_with_links(json_content(schema_ref("Dashboard")), links)
+                .versioned()
                 .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
                 .build(),
         }),
@@ -302,6 +312,8 @@ fn dashboard_paths(paths: &mut Map<String, Value>, base: &str, auth: Auth, compa
         .params(vec![id()])
         .body(schema_ref("DashboardUpdate"))
         .ok(json_content(schema_ref("Dashboard")))
+        .versioned()
+        .conditional()
         .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
         .build()
     };
@@ -309,12 +321,15 @@ fn dashboard_paths(paths: &mut Map<String, Value>, base: &str, auth: Auth, compa
         "get": operation(&op("getDashboard"), "Retrieve a dashboard", tags.clone(), auth)
             .params(vec![id()])
             .ok(json_content(schema_ref("Dashboard")))
+            .versioned()
+            .cacheable()
             .errors(&[401, 403, 404, 503])
             .build(),
         "put": update(&op("updateDashboard")),
         "delete": operation(&op("deleteDashboard"), "Delete a dashboard; answers the deleted dashboard", tags.clone(), auth)
             .params(vec![id()])
             .ok(json_content(schema_ref("Dashboard")))
+            .conditional()
             .errors(&[401, 403, 404, 503])
             .build(),
     });
@@ -381,6 +396,7 @@ impl Operation {
                 404 => "NotFound",
                 408 => "RequestTimeout",
                 413 => "PayloadTooLarge",
+                412 => "PreconditionFailed",
                 415 => "UnsupportedMediaType",
                 422 => "Invalid",
                 503 => "Unavailable",
@@ -392,6 +408,40 @@ impl Operation {
             );
         }
         self.value["responses"]["500"] = json!({ "$ref": "#/components/responses/Internal" });
+        self
+    }
+
+    /// The 200 answer carries the record's `ETag`.
+    fn versioned(mut self) -> Self {
+        self.value["responses"]["200"]["headers"] =
+            json!({ "ETag": { "$ref": "#/components/headers/ETag" } });
+        self
+    }
+
+    /// The write honours `If-Match`: 412 when it does not match (400 when it is not entity
+    /// tags).
+    fn conditional(self) -> Self {
+        self.header_param("IfMatch").errors(&[400, 412])
+    }
+
+    /// The read honours `If-None-Match`: 304 when it names the record's `ETag` (400 when it is
+    /// not entity tags).
+    fn cacheable(self) -> Self {
+        self.header_param("IfNoneMatch").errors(&[400]).response(
+            304,
+            json!({
+                "description": "Not Modified: the client's copy (named by If-None-Match) is the record's current version. No body.",
+                "headers": { "ETag": { "$ref": "#/components/headers/ETag" } },
+            }),
+        )
+    }
+
+    fn header_param(mut self, name: &str) -> Self {
+        let parameter = json!({ "$ref": format!("#/components/parameters/{name}") });
+        match self.value["parameters"].as_array_mut() {
+            Some(parameters) => parameters.push(parameter),
+            None => self.value["parameters"] = json!([parameter]),
+        }
         self
     }
 
@@ -609,8 +659,30 @@ fn components() -> Value {
         },
         "responses": responses(),
         "schemas": schemas(),
+        "headers": {
+            "ETag": {
+                "description": "The record's version: it changes with every write. Send it back in If-Match to make a write conditional, or in If-None-Match to get 304 while it is current.",
+                "schema": { "type": "string", "pattern": "^\"[0-9]+\"$" },
+            },
+        },
+        "parameters": {
+            "IfMatch": entity_tags_param("If-Match", "Makes the write conditional: it is made only if the record is at one of these versions (an ETag; weak tags never match), or exists (`*`); otherwise 412 and nothing changes. Without it the write is unconditional."),
+            "IfNoneMatch": entity_tags_param("If-None-Match", "304 with no body when the record's ETag is one of these (weak comparison), or for `*`."),
+        },
     })
 }
+
+/// An optional header of entity tags (`*` or a comma-separated list of `"…"` / `W/"…"`).
+fn entity_tags_param(name: &str, description: &str) -> Value {
+    json!({
+        "name": name, "in": "header", "required": false, "description": description,
+        "schema": { "type": "string", "pattern": ENTITY_TAGS_PATTERN },
+    })
+}
+
+/// `*`, or one or more entity tags separated by commas (RFC 9110, section 8.8.3).
+const ENTITY_TAGS_PATTERN: &str =
+    "^(\\*|(W/)?\"[\\x21\\x23-\\x7e]*\"([ \\t]*,[ \\t]*(W/)?\"[\\x21\\x23-\\x7e]*\")*)$";
 
 fn error_response(description: &str) -> Value {
     json!({ "description": description, "content": json_content(schema_ref("Error")) })
@@ -618,7 +690,8 @@ fn error_response(description: &str) -> Value {
 
 fn responses() -> Value {
     json!({
-        "BadRequest": error_response("The body is not a JSON object (malformed JSON, another JSON type, an empty body)."),
+        "BadRequest": error_response("The body is not a JSON object (malformed JSON, another JSON type, an empty body), or an If-Match or If-None-Match that is not entity tags."),
+        "PreconditionFailed": error_response("If-Match does not name the record's current version (its ETag): someone changed it since. Nothing was changed; read it again."),
         "Unauthorized": {
             "description": "A missing or wrong caller credential; `hint` says what the route takes. Dashboard routes add `www-authenticate: Bearer`.",
             "content": json_content(schema_ref("Error")),
