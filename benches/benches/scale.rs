@@ -51,7 +51,10 @@ async fn fill(
                 let database = database_from_body(None, &body, Timestamp::now(), &sealer)
                     .expect("a valid body");
                 let id = database.id.as_str().to_owned();
-                storage.insert_database(database).await.expect("inserted");
+                storage
+                    .insert_database(database, dbconsole_core::storage::testing::origin())
+                    .await
+                    .expect("inserted");
                 id
             }));
         }

@@ -9,20 +9,39 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use subtle::ConstantTimeEq;
 
-use crate::model::{CredentialKind, KeyId, Scope, Secret, Timestamp};
+use crate::model::{Actor, CredentialKind, KeyId, Scope, Secret, Timestamp};
 pub use crate::model::{key_digest, mint_caller_key};
 use crate::storage::Storage;
 
-/// Decides whether a presented credential is valid, and with which scope.
+/// A caller whose credential was accepted: what it may do, and who it is (for the audit trail).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Caller {
+    /// What the credential allows.
+    pub scope: Scope,
+    /// Who presented it: a stored key's id and name, or a name for a static credential.
+    pub actor: Actor,
+}
+
+impl Caller {
+    /// A caller with full access, named `name` (not a stored key).
+    pub fn full(name: impl Into<String>) -> Self {
+        Self {
+            scope: Scope::Full,
+            actor: Actor::named(name),
+        }
+    }
+}
+
+/// Decides whether a presented credential is valid, with which scope, and whose it is.
 #[async_trait]
 pub trait Authenticator: Send + Sync + Debug + 'static {
-    /// `Ok(Some(scope))` for a valid credential, `Ok(None)` for an unknown one, `Err` when the
+    /// `Ok(Some(caller))` for a valid credential, `Ok(None)` for an unknown one, `Err` when the
     /// check itself failed (the caller gets a 500). Implementations compare in constant time.
     async fn authenticate(
         &self,
         kind: CredentialKind,
         presented: &str,
-    ) -> Result<Option<Scope>, Box<dyn std::error::Error + Send + Sync>>;
+    ) -> Result<Option<Caller>, Box<dyn std::error::Error + Send + Sync>>;
 }
 
 /// Static full-access credentials, for example from the environment. Only SHA-256 digests are
@@ -69,18 +88,23 @@ impl Authenticator for StaticCredentials {
         &self,
         kind: CredentialKind,
         presented: &str,
-    ) -> Result<Option<Scope>, Box<dyn std::error::Error + Send + Sync>> {
-        let expected = match kind {
-            CredentialKind::ApiKey => self.api_key,
-            CredentialKind::AccessToken => self.access_token,
+    ) -> Result<Option<Caller>, Box<dyn std::error::Error + Send + Sync>> {
+        let (expected, name) = match kind {
+            CredentialKind::ApiKey => (self.api_key, STATIC_API_KEY),
+            CredentialKind::AccessToken => (self.access_token, STATIC_ACCESS_TOKEN),
         };
         let Some(expected) = expected else {
             return Ok(None);
         };
         let matches: bool = key_digest(presented.as_bytes()).ct_eq(&expected).into();
-        Ok(matches.then_some(Scope::Full))
+        Ok(matches.then(|| Caller::full(name)))
     }
 }
+
+/// The actor name of the static API key in the audit trail.
+pub const STATIC_API_KEY: &str = "static API key";
+/// The actor name of the static access token in the audit trail.
+pub const STATIC_ACCESS_TOKEN: &str = "static access token";
 
 /// How often a stored key's `last_used_at` is written at most (a write per request would make
 /// every request a durable write).
@@ -150,9 +174,9 @@ impl Authenticator for StoredCredentials {
         &self,
         kind: CredentialKind,
         presented: &str,
-    ) -> Result<Option<Scope>, Box<dyn std::error::Error + Send + Sync>> {
-        if let Some(scope) = self.fixed.authenticate(kind, presented).await? {
-            return Ok(Some(scope));
+    ) -> Result<Option<Caller>, Box<dyn std::error::Error + Send + Sync>> {
+        if let Some(caller) = self.fixed.authenticate(kind, presented).await? {
+            return Ok(Some(caller));
         }
         let Some(key) = self
             .storage
@@ -164,10 +188,17 @@ impl Authenticator for StoredCredentials {
         if key.kind != kind {
             return Ok(None);
         }
+        let caller = Caller {
+            scope: key.scope,
+            actor: Actor {
+                id: Some(key.id.as_str().to_owned()),
+                name: key.name,
+            },
+        };
         if self.due(&key.id) {
             self.record_use(key.id);
         }
-        Ok(Some(key.scope))
+        Ok(Some(caller))
     }
 }
 
@@ -184,12 +215,12 @@ mod tests {
         };
         assert_eq!(
             check(CredentialKind::ApiKey, "key").await,
-            Some(Scope::Full)
+            Some(Caller::full(STATIC_API_KEY))
         );
         assert_eq!(check(CredentialKind::ApiKey, "tok").await, None);
         assert_eq!(
             check(CredentialKind::AccessToken, "tok").await,
-            Some(Scope::Full)
+            Some(Caller::full(STATIC_ACCESS_TOKEN))
         );
         assert_eq!(check(CredentialKind::AccessToken, "").await, None);
         assert_eq!(

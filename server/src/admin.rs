@@ -395,7 +395,8 @@ mod tests {
         assert_eq!(
             auth.authenticate(CredentialKind::AccessToken, presented)
                 .await
-                .unwrap(),
+                .unwrap()
+                .map(|caller| caller.scope),
             Some(Scope::Full)
         );
 

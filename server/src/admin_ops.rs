@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use dbconsole_core::auth::mint_caller_key;
+use dbconsole_core::model::{Actor, Origin};
 use dbconsole_core::{Storage, StorageError};
 use dbconsole_storage_redb::{CopyError, RedbStorage};
 use thiserror::Error;
@@ -55,7 +56,7 @@ pub async fn execute(storage: &dyn Storage, request: AdminRequest) -> AdminReply
             };
             let (key, secret) = mint_caller_key(kind, scope, &name);
             let info = KeyInfo::from(&key);
-            match storage.insert_caller_key(key).await {
+            match storage.insert_caller_key(key, &admin_origin()).await {
                 Ok(()) => AdminReply::Created { key: info, secret },
                 Err(error) => storage_failed(&error),
             }
@@ -66,16 +67,18 @@ pub async fn execute(storage: &dyn Storage, request: AdminRequest) -> AdminReply
             },
             Err(error) => storage_failed(&error),
         },
-        AdminRequest::Revoke { id } => match storage.delete_caller_key(&id).await {
-            Ok(key) => AdminReply::Revoked {
-                key: KeyInfo::from(&key),
-            },
-            Err(StorageError::NotFound) => AdminReply::failed(
-                Failure::NotFound,
-                format!("no key has the id {id:?} (`dbconsole keys list` shows the ids)"),
-            ),
-            Err(error) => storage_failed(&error),
-        },
+        AdminRequest::Revoke { id } => {
+            match storage.delete_caller_key(&id, &admin_origin()).await {
+                Ok(key) => AdminReply::Revoked {
+                    key: KeyInfo::from(&key),
+                },
+                Err(StorageError::NotFound) => AdminReply::failed(
+                    Failure::NotFound,
+                    format!("no key has the id {id:?} (`dbconsole keys list` shows the ids)"),
+                ),
+                Err(error) => storage_failed(&error),
+            }
+        }
         AdminRequest::Backup { .. } => AdminReply::failed(
             Failure::BadRequest,
             "only a store on redb storage is backed up (see `dbconsole backup --help`)",
@@ -108,6 +111,15 @@ pub async fn backup(store: &RedbStorage, to: &Path) -> AdminReply {
         }
         Err(error) => AdminReply::failed(Failure::Storage, format!("the backup failed: {error}")),
     }
+}
+
+/// The actor name of the changes `dbconsole keys` makes, in the audit trail.
+pub const ADMIN_ACTOR: &str = "dbconsole keys";
+
+/// Where the changes of an admin request come from: the `dbconsole keys` command (through the
+/// admin socket, or on the data file).
+fn admin_origin() -> Origin {
+    Origin::of(Actor::named(ADMIN_ACTOR))
 }
 
 fn storage_failed(error: &StorageError) -> AdminReply {
@@ -171,7 +183,8 @@ mod tests {
         assert_eq!(
             auth.authenticate(CredentialKind::ApiKey, &secret_text)
                 .await
-                .unwrap(),
+                .unwrap()
+                .map(|caller| caller.scope),
             Some(Scope::Setup)
         );
         assert_eq!(

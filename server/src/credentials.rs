@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use dbconsole_core::auth::mint_caller_key;
-use dbconsole_core::model::CallerKey;
+use dbconsole_core::model::{Actor, CallerKey, Origin};
 use dbconsole_core::{CredentialKind, Scope, Secret, StaticCredentials, Storage, StorageError};
 
 /// The environment variable holding the API key of the database routes (`x-api-key`).
@@ -101,6 +101,9 @@ impl Bootstrapped {
     }
 }
 
+/// The actor name of the keys the first start creates, in the audit trail.
+pub const BOOTSTRAP_ACTOR: &str = "dbconsole serve (first start)";
+
 /// When no static credential is configured and `storage` holds no key at all, creates one
 /// full-scope API key and one full-scope access token, stores them, and returns them with their
 /// secrets; otherwise `None`. Call it once at start, before requests are served.
@@ -114,7 +117,8 @@ pub async fn bootstrap(
     let mut keys = Vec::new();
     for kind in [CredentialKind::ApiKey, CredentialKind::AccessToken] {
         let (key, secret) = mint_caller_key(kind, Scope::Full, BOOTSTRAP_NAME);
-        storage.insert_caller_key(key.clone()).await?;
+        let origin = Origin::of(Actor::named(BOOTSTRAP_ACTOR));
+        storage.insert_caller_key(key.clone(), &origin).await?;
         keys.push((key, secret));
     }
     Ok(Some(Bootstrapped { keys }))
@@ -173,7 +177,10 @@ mod tests {
             (CredentialKind::AccessToken, "configured-token"),
         ] {
             assert_eq!(
-                auth.authenticate(kind, presented).await.unwrap(),
+                auth.authenticate(kind, presented)
+                    .await
+                    .unwrap()
+                    .map(|caller| caller.scope),
                 Some(Scope::Full)
             );
         }
@@ -237,13 +244,15 @@ mod tests {
         assert_eq!(
             auth.authenticate(CredentialKind::ApiKey, &key)
                 .await
-                .unwrap(),
+                .unwrap()
+                .map(|caller| caller.scope),
             Some(Scope::Full)
         );
         assert_eq!(
             auth.authenticate(CredentialKind::AccessToken, &token)
                 .await
-                .unwrap(),
+                .unwrap()
+                .map(|caller| caller.scope),
             Some(Scope::Full)
         );
         assert_eq!(

@@ -32,10 +32,12 @@ use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
+use dbconsole_core::model::{
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+};
 use dbconsole_core::storage::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck,
-    Page, RecordCounts, Storage, StorageError, rules,
+    AccessEdit, AuditQuery, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert,
+    DeleteCheck, Page, RecordCounts, Storage, StorageError, audit, rules,
 };
 
 /// The in-memory backend. Cheap to create; share it with `Arc`.
@@ -55,6 +57,8 @@ struct State {
     keys: BTreeMap<String, CallerKey>,
     /// Digest → key id.
     key_digests: HashMap<[u8; 32], String>,
+    /// The audit trail, by event id (ordered by time).
+    events: BTreeMap<String, AuditEvent>,
 }
 
 impl MemoryStorage {
@@ -98,6 +102,11 @@ fn unchanged<T>(now: Option<&Arc<T>>, before: Option<&Arc<T>>) -> bool {
 }
 
 impl State {
+    /// Appends an event; called under the lock with the change it records.
+    fn record(&mut self, event: AuditEvent) {
+        self.events.insert(event.id.as_str().to_owned(), event);
+    }
+
     fn put_database(&mut self, database: Arc<Database>) {
         if let Some(api_id) = &database.api_id {
             self.api_ids
@@ -146,7 +155,11 @@ impl State {
 
 #[async_trait]
 impl Storage for MemoryStorage {
-    async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
+    async fn insert_database(
+        &self,
+        database: Database,
+        origin: &Origin,
+    ) -> Result<(), StorageError> {
         let mut state = self.state();
         let api_id_taken = database
             .api_id
@@ -155,6 +168,7 @@ impl Storage for MemoryStorage {
         if api_id_taken || state.databases.contains_key(database.id.as_str()) {
             return Err(StorageError::AlreadyExists);
         }
+        state.record(audit::database_created(origin, &database));
         state.put_database(Arc::new(database));
         Ok(())
     }
@@ -178,6 +192,7 @@ impl Storage for MemoryStorage {
         &self,
         id: &str,
         mut edit: DatabaseEdit,
+        origin: &Origin,
     ) -> Result<Database, StorageError> {
         loop {
             let stored = self
@@ -189,6 +204,7 @@ impl Storage for MemoryStorage {
             let updated = Arc::new(rules::edit_database(&stored, &mut edit)?);
             let mut state = self.state();
             if unchanged(state.databases.get(id), Some(&stored)) {
+                state.record(audit::database_updated(origin, &stored, &updated));
                 state.put_database(Arc::clone(&updated));
                 return Ok(Database::clone(&updated));
             }
@@ -199,6 +215,7 @@ impl Storage for MemoryStorage {
         &self,
         api_id: &str,
         mut edit: DatabaseUpsert,
+        origin: &Origin,
     ) -> Result<Database, StorageError> {
         loop {
             let stored = self.state().database_by_api_id(api_id).cloned();
@@ -214,6 +231,7 @@ impl Storage for MemoryStorage {
             if stored.is_none() && state.databases.contains_key(updated.id.as_str()) {
                 return Err(StorageError::AlreadyExists);
             }
+            state.record(audit::database_set_up(origin, stored.as_deref(), &updated));
             state.put_database(Arc::clone(&updated));
             return Ok(Database::clone(&updated));
         }
@@ -223,6 +241,7 @@ impl Storage for MemoryStorage {
         &self,
         key: DatabaseKey<'_>,
         mut check: Option<DeleteCheck<Database>>,
+        origin: &Origin,
     ) -> Result<Database, StorageError> {
         let mut state = self.state();
         let id = state.id_of(key).ok_or(StorageError::NotFound)?;
@@ -235,15 +254,21 @@ impl Storage for MemoryStorage {
         if let Some(api_id) = &removed.api_id {
             state.api_ids.remove(api_id);
         }
+        state.record(audit::database_deleted(origin, key, &removed));
         drop(state);
         Ok(Database::clone(&removed))
     }
 
-    async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
+    async fn insert_dashboard(
+        &self,
+        dashboard: Dashboard,
+        origin: &Origin,
+    ) -> Result<(), StorageError> {
         let mut state = self.state();
         if state.dashboards.contains_key(dashboard.id.as_str()) {
             return Err(StorageError::AlreadyExists);
         }
+        state.record(audit::dashboard_created(origin, &dashboard));
         state
             .dashboards
             .insert(dashboard.id.as_str().to_owned(), Arc::new(dashboard));
@@ -264,6 +289,7 @@ impl Storage for MemoryStorage {
         &self,
         id: &str,
         mut edit: DashboardEdit,
+        origin: &Origin,
     ) -> Result<Dashboard, StorageError> {
         loop {
             let stored = self
@@ -275,6 +301,7 @@ impl Storage for MemoryStorage {
             let updated = Arc::new(rules::edit_dashboard(&stored, &mut edit)?);
             let mut state = self.state();
             if unchanged(state.dashboards.get(id), Some(&stored)) {
+                state.record(audit::dashboard_updated(origin, &stored, &updated));
                 state.dashboards.insert(id.to_owned(), Arc::clone(&updated));
                 return Ok(Dashboard::clone(&updated));
             }
@@ -285,11 +312,13 @@ impl Storage for MemoryStorage {
         &self,
         id: &str,
         mut check: Option<DeleteCheck<Dashboard>>,
+        origin: &Origin,
     ) -> Result<Dashboard, StorageError> {
         let mut state = self.state();
         let stored = state.dashboards.get(id).ok_or(StorageError::NotFound)?;
         rules::check_delete(&**stored, &mut check)?;
         let removed = state.dashboards.remove(id).ok_or(StorageError::NotFound)?;
+        state.record(audit::dashboard_deleted(origin, &removed));
         drop(state);
         Ok(Dashboard::clone(&removed))
     }
@@ -311,6 +340,7 @@ impl Storage for MemoryStorage {
         &self,
         database_id: &str,
         mut edit: AccessEdit,
+        origin: &Origin,
     ) -> Result<AccessControl, StorageError> {
         loop {
             let stored = {
@@ -334,6 +364,12 @@ impl Storage for MemoryStorage {
                 &updated,
                 |id| Ok(state.inherits_from_of(id)),
             )?;
+            state.record(audit::access_updated(
+                origin,
+                database_id,
+                &before,
+                &updated,
+            ));
             state
                 .access
                 .insert(database_id.to_owned(), Arc::new(updated.clone()));
@@ -341,11 +377,12 @@ impl Storage for MemoryStorage {
         }
     }
 
-    async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
+    async fn insert_caller_key(&self, key: CallerKey, origin: &Origin) -> Result<(), StorageError> {
         let mut state = self.state();
         if state.keys.contains_key(key.id.as_str()) || state.key_digests.contains_key(&key.digest) {
             return Err(StorageError::AlreadyExists);
         }
+        state.record(audit::caller_key_created(origin, &key));
         state
             .key_digests
             .insert(key.digest, key.id.as_str().to_owned());
@@ -385,10 +422,46 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
-    async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
+    async fn delete_caller_key(
+        &self,
+        id: &str,
+        origin: &Origin,
+    ) -> Result<CallerKey, StorageError> {
         let mut state = self.state();
         let key = state.keys.remove(id).ok_or(StorageError::NotFound)?;
         state.key_digests.remove(&key.digest);
+        state.record(audit::caller_key_revoked(origin, &key));
         Ok(key)
+    }
+
+    async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError> {
+        let end = match query.after {
+            Some(after) => Bound::Excluded(after.to_owned()),
+            None => Bound::Unbounded,
+        };
+        let state = self.state();
+        Ok(state
+            .events
+            .range((Bound::Unbounded, end))
+            .rev()
+            .map(|(_, event)| event)
+            .filter(|event| query.resource.is_none_or(|id| event.resource_id == id))
+            .take(query.limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn prune_audit(&self, retention: Retention, now: Timestamp) -> Result<u64, StorageError> {
+        let mut state = self.state();
+        let before = state.events.len();
+        if let Some(cutoff) = audit::cutoff(retention, now) {
+            state.events.retain(|_, event| event.at >= cutoff);
+        }
+        if let Some(max) = retention.max_events {
+            while state.events.len() as u64 > max {
+                state.events.pop_first();
+            }
+        }
+        Ok((before - state.events.len()) as u64)
     }
 }

@@ -82,12 +82,14 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
+use dbconsole_core::model::{
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+};
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::record::{self, RecordError};
 use dbconsole_core::storage::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck,
-    Page, RecordCounts, Storage, StorageError, rules,
+    AccessEdit, AuditQuery, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert,
+    DeleteCheck, Page, RecordCounts, Storage, StorageError, audit, rules,
 };
 use deadpool_postgres::{Object, Pool, PoolError};
 use tokio_postgres::error::SqlState;
@@ -278,11 +280,31 @@ impl PostgresStorage {
     }
 
     /// One `INSERT` that commits by itself; a unique key taken is [`StorageError::AlreadyExists`].
-    async fn insert(&self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<(), StorageError> {
+    /// Inserts a record with `insert` (an `INSERT` of `params.len()` parameters) and its audit
+    /// `event`, in one statement: both or neither.
+    async fn insert(
+        &self,
+        insert: &str,
+        params: &[&(dyn ToSql + Sync)],
+        event: &AuditEvent,
+    ) -> Result<(), StorageError> {
+        let n = params.len();
+        let sql = format!(
+            "WITH written AS ({insert} RETURNING 1)
+             INSERT INTO audit_events (id, resource_id, at, record)
+             SELECT ${}, ${}, ${}, ${} FROM written",
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4
+        );
+        let logged = EventRow::of(event)?;
+        let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
+        all.extend(logged.params());
         self.bounded(async {
             let client = self.client().await?;
-            let insert = client.prepare_cached(sql).await.map_err(classify)?;
-            match client.execute(&insert, params).await {
+            let insert = client.prepare_cached(&sql).await.map_err(classify)?;
+            match client.execute(&insert, &all).await {
                 Ok(_) => Ok(()),
                 Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                     Err(StorageError::AlreadyExists)
@@ -401,11 +423,56 @@ const INHERITANCE_CHAIN: &str = "
     )
     SELECT id, parent FROM chain";
 
+/// An audit event as its row's parameters: id, resource id, time, record.
+struct EventRow {
+    id: String,
+    resource_id: String,
+    at: i64,
+    record: Vec<u8>,
+}
+
+impl EventRow {
+    fn of(event: &AuditEvent) -> Result<Self, StorageError> {
+        Ok(Self {
+            id: event.id.as_str().to_owned(),
+            resource_id: event.resource_id.clone(),
+            at: event.at.as_micros(),
+            record: record::encode_audit_event(event)?,
+        })
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 4] {
+        [&self.id, &self.resource_id, &self.at, &self.record]
+    }
+}
+
+const INSERT_EVENT: &str =
+    "INSERT INTO audit_events (id, resource_id, at, record) VALUES ($1, $2, $3, $4)";
+
+/// Appends `event` in `txn`, the transaction of the change it records.
+async fn append(
+    txn: &deadpool_postgres::Transaction<'_>,
+    event: &AuditEvent,
+) -> Result<(), Failure> {
+    let row = EventRow::of(event)?;
+    let insert = txn.prepare_cached(INSERT_EVENT).await?;
+    txn.execute(&insert, &row.params()).await?;
+    Ok(())
+}
+
+fn event_of(row: &Row) -> Result<AuditEvent, StorageError> {
+    Ok(record::decode_audit_event(
+        &text(row, "id")?,
+        &bytes(row, "record")?,
+    )?)
+}
+
 impl PostgresStorage {
     async fn try_update_database(
         client: &mut Object,
         id: &str,
         edit: &mut DatabaseEdit,
+        origin: &Origin,
     ) -> Result<Database, Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -420,6 +487,7 @@ impl PostgresStorage {
         let bytes = record::encode_database(&updated)?;
         let update = txn.prepare_cached(UPDATE_DATABASE).await?;
         txn.execute(&update, &[&id, &bytes]).await?;
+        append(&txn, &audit::database_updated(origin, &stored, &updated)).await?;
         txn.commit().await?;
         Ok(updated)
     }
@@ -428,6 +496,7 @@ impl PostgresStorage {
         client: &mut Object,
         api_id: &str,
         edit: &mut DatabaseUpsert,
+        origin: &Origin,
     ) -> Result<Database, Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -459,6 +528,11 @@ impl PostgresStorage {
                 Err(error) => return Err(error.into()),
             }
         }
+        append(
+            &txn,
+            &audit::database_set_up(origin, stored.as_ref(), &updated),
+        )
+        .await?;
         txn.commit().await?;
         Ok(updated)
     }
@@ -467,6 +541,7 @@ impl PostgresStorage {
         client: &mut Object,
         key: DatabaseKey<'_>,
         check: &mut Option<DeleteCheck<Database>>,
+        origin: &Origin,
     ) -> Result<Database, Failure> {
         let txn = begin(client).await?;
         let sql = match key {
@@ -506,6 +581,7 @@ impl PostgresStorage {
             .prepare_cached("DELETE FROM databases WHERE id = $1")
             .await?;
         txn.execute(&delete, &[&removed.id.as_str()]).await?;
+        append(&txn, &audit::database_deleted(origin, key, &removed)).await?;
         txn.commit().await?;
         Ok(removed)
     }
@@ -514,6 +590,7 @@ impl PostgresStorage {
         client: &mut Object,
         id: &str,
         edit: &mut DashboardEdit,
+        origin: &Origin,
     ) -> Result<Dashboard, Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -530,6 +607,7 @@ impl PostgresStorage {
             .prepare_cached("UPDATE dashboards SET record = $2 WHERE id = $1")
             .await?;
         txn.execute(&update, &[&id, &bytes]).await?;
+        append(&txn, &audit::dashboard_updated(origin, &stored, &updated)).await?;
         txn.commit().await?;
         Ok(updated)
     }
@@ -539,6 +617,7 @@ impl PostgresStorage {
         client: &mut Object,
         id: &str,
         check: &mut Option<DeleteCheck<Dashboard>>,
+        origin: &Origin,
     ) -> Result<Dashboard, Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -554,6 +633,7 @@ impl PostgresStorage {
             .prepare_cached("DELETE FROM dashboards WHERE id = $1")
             .await?;
         txn.execute(&delete, &[&id]).await?;
+        append(&txn, &audit::dashboard_deleted(origin, &stored)).await?;
         txn.commit().await?;
         Ok(stored)
     }
@@ -562,6 +642,7 @@ impl PostgresStorage {
         client: &mut Object,
         database_id: &str,
         edit: &mut AccessEdit,
+        origin: &Origin,
     ) -> Result<AccessControl, Failure> {
         let txn = begin(client).await?;
         // The database row is locked against a concurrent delete for the transaction.
@@ -605,8 +686,58 @@ impl PostgresStorage {
         let inherits_from = &updated.data_protection.inherits_from;
         txn.execute(&upsert, &[&database_id, inherits_from, &bytes])
             .await?;
+        append(
+            &txn,
+            &audit::access_updated(origin, database_id, &stored, &updated),
+        )
+        .await?;
         txn.commit().await?;
         Ok(updated)
+    }
+
+    async fn try_delete_caller_key(
+        client: &mut Object,
+        id: &str,
+        origin: &Origin,
+    ) -> Result<CallerKey, Failure> {
+        let txn = begin(client).await?;
+        let delete = txn
+            .prepare_cached("DELETE FROM caller_keys WHERE id = $1 RETURNING id, record")
+            .await?;
+        let row = txn
+            .query_opt(&delete, &[&id])
+            .await?
+            .ok_or(StorageError::NotFound)?;
+        let removed = caller_key_of(&row)?;
+        append(&txn, &audit::caller_key_revoked(origin, &removed)).await?;
+        txn.commit().await?;
+        Ok(removed)
+    }
+
+    async fn try_prune_audit(
+        client: &mut Object,
+        cutoff: Option<i64>,
+        keep: Option<i64>,
+    ) -> Result<u64, Failure> {
+        let txn = begin(client).await?;
+        let mut pruned = 0;
+        if let Some(cutoff) = cutoff {
+            let old = txn
+                .prepare_cached("DELETE FROM audit_events WHERE at < $1")
+                .await?;
+            pruned += txn.execute(&old, &[&cutoff]).await?;
+        }
+        if let Some(keep) = keep {
+            let excess = txn
+                .prepare_cached(
+                    "DELETE FROM audit_events WHERE id IN
+                       (SELECT id FROM audit_events ORDER BY id DESC OFFSET $1)",
+                )
+                .await?;
+            pruned += txn.execute(&excess, &[&keep]).await?;
+        }
+        txn.commit().await?;
+        Ok(pruned)
     }
 
     async fn try_touch_caller_key(
@@ -639,11 +770,16 @@ impl PostgresStorage {
 
 #[async_trait]
 impl Storage for PostgresStorage {
-    async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
+    async fn insert_database(
+        &self,
+        database: Database,
+        origin: &Origin,
+    ) -> Result<(), StorageError> {
         let bytes = record::encode_database(&database)?;
         let api_id = api_id_bytes(&database.api_id);
-        self.insert(INSERT_DATABASE, &[&database.id.as_str(), &api_id, &bytes])
-            .await
+        let event = audit::database_created(origin, &database);
+        let params: [&(dyn ToSql + Sync); 3] = [&database.id.as_str(), &api_id, &bytes];
+        self.insert(INSERT_DATABASE, &params, &event).await
     }
 
     async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
@@ -670,12 +806,13 @@ impl Storage for PostgresStorage {
         &self,
         id: &str,
         mut edit: DatabaseEdit,
+        origin: &Origin,
     ) -> Result<Database, StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
         serializable!(self, |client| Self::try_update_database(
-            client, id, &mut edit
+            client, id, &mut edit, origin
         )
         .await)
     }
@@ -684,9 +821,10 @@ impl Storage for PostgresStorage {
         &self,
         api_id: &str,
         mut edit: DatabaseUpsert,
+        origin: &Origin,
     ) -> Result<Database, StorageError> {
         serializable!(self, |client| Self::try_upsert_database(
-            client, api_id, &mut edit
+            client, api_id, &mut edit, origin
         )
         .await)
     }
@@ -695,17 +833,24 @@ impl Storage for PostgresStorage {
         &self,
         key: DatabaseKey<'_>,
         mut check: Option<DeleteCheck<Database>>,
+        origin: &Origin,
     ) -> Result<Database, StorageError> {
         serializable!(self, |client| Self::try_delete_database(
-            client, key, &mut check
+            client, key, &mut check, origin
         )
         .await)
     }
 
-    async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
+    async fn insert_dashboard(
+        &self,
+        dashboard: Dashboard,
+        origin: &Origin,
+    ) -> Result<(), StorageError> {
         let bytes = record::encode_dashboard(&dashboard)?;
         let sql = "INSERT INTO dashboards (id, record) VALUES ($1, $2)";
-        self.insert(sql, &[&dashboard.id.as_str(), &bytes]).await
+        let event = audit::dashboard_created(origin, &dashboard);
+        self.insert(sql, &[&dashboard.id.as_str(), &bytes], &event)
+            .await
     }
 
     async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
@@ -727,12 +872,13 @@ impl Storage for PostgresStorage {
         &self,
         id: &str,
         mut edit: DashboardEdit,
+        origin: &Origin,
     ) -> Result<Dashboard, StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
         serializable!(self, |client| Self::try_update_dashboard(
-            client, id, &mut edit
+            client, id, &mut edit, origin
         )
         .await)
     }
@@ -741,17 +887,13 @@ impl Storage for PostgresStorage {
         &self,
         id: &str,
         mut check: Option<DeleteCheck<Dashboard>>,
+        origin: &Origin,
     ) -> Result<Dashboard, StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        if check.is_none() {
-            let sql = "DELETE FROM dashboards WHERE id = $1 RETURNING id, record";
-            let removed = self.one(sql, &[&id], dashboard_of).await?;
-            return removed.ok_or(StorageError::NotFound);
-        }
         serializable!(self, |client| Self::try_delete_dashboard(
-            client, id, &mut check
+            client, id, &mut check, origin
         )
         .await)
     }
@@ -781,20 +923,23 @@ impl Storage for PostgresStorage {
         &self,
         database_id: &str,
         mut edit: AccessEdit,
+        origin: &Origin,
     ) -> Result<AccessControl, StorageError> {
         let Some(database_id) = key(database_id) else {
             return Err(StorageError::NotFound);
         };
         serializable!(self, |client| {
-            Self::try_update_access_control(client, database_id, &mut edit).await
+            Self::try_update_access_control(client, database_id, &mut edit, origin).await
         })
     }
 
-    async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
+    async fn insert_caller_key(&self, key: CallerKey, origin: &Origin) -> Result<(), StorageError> {
         let bytes = record::encode_caller_key(&key)?;
         let sql = "INSERT INTO caller_keys (id, digest, record) VALUES ($1, $2, $3)";
         let digest = key.digest.as_slice();
-        self.insert(sql, &[&key.id.as_str(), &digest, &bytes]).await
+        let event = audit::caller_key_created(origin, &key);
+        self.insert(sql, &[&key.id.as_str(), &digest, &bytes], &event)
+            .await
     }
 
     async fn caller_key_by_digest(
@@ -834,13 +979,53 @@ impl Storage for PostgresStorage {
             .await)
     }
 
-    async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
+    async fn delete_caller_key(
+        &self,
+        id: &str,
+        origin: &Origin,
+    ) -> Result<CallerKey, StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        let sql = "DELETE FROM caller_keys WHERE id = $1 RETURNING id, record";
-        let removed = self.one(sql, &[&id], caller_key_of).await?;
-        removed.ok_or(StorageError::NotFound)
+        serializable!(self, |client| Self::try_delete_caller_key(
+            client, id, origin
+        )
+        .await)
+    }
+
+    async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError> {
+        let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+        let after = query
+            .after
+            .map(|after| after.split('\0').next().unwrap_or_default());
+        match query.resource {
+            Some(resource) => {
+                let Some(resource) = key(resource) else {
+                    return Ok(Vec::new());
+                };
+                // Through the (resource_id, id) index.
+                let sql = "SELECT id, record FROM audit_events
+                            WHERE resource_id = $1 AND ($2::text IS NULL OR id < $2)
+                            ORDER BY resource_id DESC, id DESC LIMIT $3";
+                let params: [&(dyn ToSql + Sync); 3] = [&resource, &after, &limit];
+                self.all(sql, &params, event_of).await
+            }
+            None => {
+                let sql = "SELECT id, record FROM audit_events
+                            WHERE $1::text IS NULL OR id < $1 ORDER BY id DESC LIMIT $2";
+                let params: [&(dyn ToSql + Sync); 2] = [&after, &limit];
+                self.all(sql, &params, event_of).await
+            }
+        }
+    }
+
+    async fn prune_audit(&self, retention: Retention, now: Timestamp) -> Result<u64, StorageError> {
+        let cutoff = audit::cutoff(retention, now).map(Timestamp::as_micros);
+        let keep = retention
+            .max_events
+            .map(|max| i64::try_from(max).unwrap_or(i64::MAX));
+        serializable!(self, |client| Self::try_prune_audit(client, cutoff, keep)
+            .await)
     }
 
     async fn check_ready(&self) -> Result<(), StorageError> {

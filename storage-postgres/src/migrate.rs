@@ -7,7 +7,10 @@ use deadpool_postgres::Object;
 use crate::options::ConnectError;
 
 /// The migrations, in order: version and SQL.
-const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("../migrations/0001_initial.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("../migrations/0001_initial.sql")),
+    (2, include_str!("../migrations/0002_audit.sql")),
+];
 
 /// The newest schema version this build knows.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;

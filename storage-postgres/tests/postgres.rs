@@ -2,6 +2,7 @@
 //! connect, secrets sealed in every column, and the migrations applied once by nodes that start
 //! together.
 
+use dbconsole_core::storage::testing::origin;
 use std::sync::Arc;
 
 use dbconsole_core::model::{Secret, Timestamp, TlsField};
@@ -108,7 +109,10 @@ async fn no_column_holds_a_secret_in_clear() {
     });
     let body = body.as_object().unwrap().clone();
     let database = database_from_body(None, &body, Timestamp::now(), &sealer).unwrap();
-    storage.insert_database(database.clone()).await.unwrap();
+    storage
+        .insert_database(database.clone(), origin())
+        .await
+        .unwrap();
 
     let client = raw_client().await;
     let sql = format!("SELECT record FROM {schema}.databases");
@@ -153,7 +157,10 @@ async fn updated_at_increases_when_the_writing_node_clock_is_behind() {
     // Written by a node whose clock is a second ahead of this one.
     let ahead = Timestamp::from_micros(Timestamp::now().as_micros() + 1_000_000);
     let database = database_from_body(None, &body, ahead, &sealer).unwrap();
-    storage.insert_database(database.clone()).await.unwrap();
+    storage
+        .insert_database(database.clone(), origin())
+        .await
+        .unwrap();
 
     let patch = json!({"name": "Orders (renamed)"})
         .as_object()
@@ -171,6 +178,7 @@ async fn updated_at_increases_when_the_writing_node_clock_is_behind() {
                     &edit_sealer,
                 )?)
             }),
+            origin(),
         )
         .await
         .unwrap();
@@ -205,7 +213,10 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
     // Validation refuses control characters; the storage keeps whatever a record holds.
     database.name = "Orders\u{0}east".to_owned();
     database.api_id = Some("ext\u{0}1".to_owned());
-    storage.insert_database(database.clone()).await.unwrap();
+    storage
+        .insert_database(database.clone(), origin())
+        .await
+        .unwrap();
 
     let read = storage.database(database.id.as_str()).await.unwrap();
     assert_eq!(read.as_ref(), Some(&database));
@@ -216,13 +227,13 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
     assert_eq!(storage.database("db_\u{0}x").await.unwrap(), None);
     assert!(matches!(
         storage
-            .update_database("db_\u{0}x", Box::new(|db| Ok(db.clone())))
+            .update_database("db_\u{0}x", Box::new(|db| Ok(db.clone())), origin())
             .await,
         Err(StorageError::NotFound)
     ));
     assert!(matches!(
         storage
-            .delete_database(DatabaseKey::Id("db_\u{0}x"), None)
+            .delete_database(DatabaseKey::Id("db_\u{0}x"), None, origin())
             .await,
         Err(StorageError::NotFound)
     ));
@@ -246,6 +257,7 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
                 next.data_protection.inherits_from = Some("db_\u{0}".to_owned());
                 Ok(next)
             }),
+            origin(),
         )
         .await;
     match result {
@@ -256,7 +268,7 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
         other => panic!("expected Invalid, got {other:?}"),
     }
     let removed = storage
-        .delete_database(DatabaseKey::ApiId("ext\u{0}1"), None)
+        .delete_database(DatabaseKey::ApiId("ext\u{0}1"), None, origin())
         .await
         .unwrap();
     assert_eq!(removed, database);

@@ -52,7 +52,8 @@
 //! milliseconds for a small file, longer for a large one; reads wait meanwhile). Reads go on;
 //! each later write tries the disk afresh, so writes work again as soon as space is freed, with
 //! no restart. Until a commit succeeds, [`Storage::check_ready`] is not ready: it tries a probe
-//! write (a change undone in its own transaction), so readiness comes back by itself.
+//! write (2 MiB committed, then removed), so readiness comes back by itself once a write of any
+//! size would commit.
 //!
 //! ## Backup and restore
 //!
@@ -156,11 +157,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
-use dbconsole_core::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
+use dbconsole_core::model::{
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+};
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck,
-    Page, RecordCounts, Storage, StorageError, rules,
+    AccessEdit, AuditQuery, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert,
+    DeleteCheck, Page, RecordCounts, Storage, StorageError, audit, rules,
 };
 use redb::backends::InMemoryBackend;
 use redb::{
@@ -190,11 +193,22 @@ const ACCESS_CONTROL: TableDefinition<'static, &str, &[u8]> =
 const CALLER_KEYS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("caller_keys");
 const CALLER_KEY_DIGESTS: TableDefinition<'static, &[u8; 32], &str> =
     TableDefinition::new("caller_key_digests");
+const AUDIT_EVENTS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("audit_events");
+const AUDIT_BY_RESOURCE: TableDefinition<'static, (&str, &str), ()> =
+    TableDefinition::new("audit_by_resource");
+
+/// Above every event id (`evt_` and 26 lowercase ULID characters): the end of one record's
+/// range in [`AUDIT_BY_RESOURCE`].
+const EVENT_ID_MAX: &str = "evt_~";
 
 const META_FORMAT_VERSION: &str = "format_version";
 const META_KEY_CHECK: &str = "key_check";
-/// Written and removed in one transaction by the readiness probe; never committed.
+/// Written and then removed by the readiness probe (see `check_ready`).
 const META_PROBE: &str = "probe";
+
+/// The size of the readiness probe's value: 2 MiB, above the largest request body (1 MiB) and
+/// the record it makes.
+const PROBE_BYTES: usize = 2 * 1024 * 1024;
 
 /// The redb backend. Open it once per process and share it with `Arc`; see the
 /// [crate documentation](crate) for what it guarantees.
@@ -422,6 +436,8 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
     txn.open_table(ACCESS_CONTROL).map_err(redb)?;
     txn.open_table(CALLER_KEYS).map_err(redb)?;
     txn.open_table(CALLER_KEY_DIGESTS).map_err(redb)?;
+    txn.open_table(AUDIT_EVENTS).map_err(redb)?;
+    txn.open_table(AUDIT_BY_RESOURCE).map_err(redb)?;
     Ok(())
 }
 
@@ -595,7 +611,12 @@ fn page<T>(
 
 #[async_trait]
 impl Storage for RedbStorage {
-    async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
+    async fn insert_database(
+        &self,
+        database: Database,
+        origin: &Origin,
+    ) -> Result<(), StorageError> {
+        let origin = origin.clone();
         self.write(move |inner, txn| {
             let mut databases = txn.open_table(DATABASES).or_backend()?;
             let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
@@ -607,7 +628,8 @@ impl Storage for RedbStorage {
             if id_taken || api_id_taken {
                 return Err(StorageError::AlreadyExists);
             }
-            inner.put_database(&mut databases, &mut api_ids, &database)
+            inner.put_database(&mut databases, &mut api_ids, &database)?;
+            append(txn, &audit::database_created(&origin, &database))
         })
         .await
     }
@@ -654,8 +676,10 @@ impl Storage for RedbStorage {
         &self,
         id: &str,
         mut edit: DatabaseEdit,
+        origin: &Origin,
     ) -> Result<Database, StorageError> {
         let id = id.to_owned();
+        let origin = origin.clone();
         self.write(move |inner, txn| {
             let mut databases = txn.open_table(DATABASES).or_backend()?;
             let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
@@ -664,6 +688,7 @@ impl Storage for RedbStorage {
                 .ok_or(StorageError::NotFound)?;
             let updated = rules::edit_database(&stored, &mut edit)?;
             inner.put_database(&mut databases, &mut api_ids, &updated)?;
+            append(txn, &audit::database_updated(&origin, &stored, &updated))?;
             Ok(updated)
         })
         .await
@@ -673,8 +698,10 @@ impl Storage for RedbStorage {
         &self,
         api_id: &str,
         mut edit: DatabaseUpsert,
+        origin: &Origin,
     ) -> Result<Database, StorageError> {
         let api_id = api_id.to_owned();
+        let origin = origin.clone();
         self.write(move |inner, txn| {
             let mut databases = txn.open_table(DATABASES).or_backend()?;
             let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
@@ -687,6 +714,10 @@ impl Storage for RedbStorage {
                 return Err(StorageError::AlreadyExists);
             }
             inner.put_database(&mut databases, &mut api_ids, &updated)?;
+            append(
+                txn,
+                &audit::database_set_up(&origin, stored.as_ref(), &updated),
+            )?;
             Ok(updated)
         })
         .await
@@ -696,7 +727,9 @@ impl Storage for RedbStorage {
         &self,
         key: DatabaseKey<'_>,
         mut check: Option<DeleteCheck<Database>>,
+        origin: &Origin,
     ) -> Result<Database, StorageError> {
+        let origin = origin.clone();
         enum OwnedKey {
             Id(String),
             ApiId(String),
@@ -760,12 +793,22 @@ impl Storage for RedbStorage {
                     .or_backend()?;
             }
             inherited_by.remove_all(id.as_str()).or_backend()?;
+            let key = match &key {
+                OwnedKey::Id(id) => DatabaseKey::Id(id),
+                OwnedKey::ApiId(api_id) => DatabaseKey::ApiId(api_id),
+            };
+            append(txn, &audit::database_deleted(&origin, key, &removed))?;
             Ok(removed)
         })
         .await
     }
 
-    async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
+    async fn insert_dashboard(
+        &self,
+        dashboard: Dashboard,
+        origin: &Origin,
+    ) -> Result<(), StorageError> {
+        let origin = origin.clone();
         self.write(move |_, txn| {
             let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
             let id = dashboard.id.as_str();
@@ -774,7 +817,7 @@ impl Storage for RedbStorage {
             }
             let bytes = record::encode_dashboard(&dashboard)?;
             dashboards.insert(id, bytes.as_slice()).or_backend()?;
-            Ok(())
+            append(txn, &audit::dashboard_created(&origin, &dashboard))
         })
         .await
     }
@@ -811,8 +854,10 @@ impl Storage for RedbStorage {
         &self,
         id: &str,
         mut edit: DashboardEdit,
+        origin: &Origin,
     ) -> Result<Dashboard, StorageError> {
         let id = id.to_owned();
+        let origin = origin.clone();
         self.write(move |_, txn| {
             let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
             let stored = match dashboards.get(id.as_str()).or_backend()? {
@@ -824,6 +869,7 @@ impl Storage for RedbStorage {
             dashboards
                 .insert(id.as_str(), bytes.as_slice())
                 .or_backend()?;
+            append(txn, &audit::dashboard_updated(&origin, &stored, &updated))?;
             Ok(updated)
         })
         .await
@@ -833,8 +879,10 @@ impl Storage for RedbStorage {
         &self,
         id: &str,
         mut check: Option<DeleteCheck<Dashboard>>,
+        origin: &Origin,
     ) -> Result<Dashboard, StorageError> {
         let id = id.to_owned();
+        let origin = origin.clone();
         self.write(move |_, txn| {
             let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
             let stored = match dashboards.get(id.as_str()).or_backend()? {
@@ -843,6 +891,7 @@ impl Storage for RedbStorage {
             };
             rules::check_delete(&stored, &mut check)?;
             dashboards.remove(id.as_str()).or_backend()?;
+            append(txn, &audit::dashboard_deleted(&origin, &stored))?;
             Ok(stored)
         })
         .await
@@ -869,8 +918,10 @@ impl Storage for RedbStorage {
         &self,
         database_id: &str,
         mut edit: AccessEdit,
+        origin: &Origin,
     ) -> Result<AccessControl, StorageError> {
         let id = database_id.to_owned();
+        let origin = origin.clone();
         self.write(move |_, txn| {
             let databases = txn.open_table(DATABASES).or_backend()?;
             let mut access = txn.open_table(ACCESS_CONTROL).or_backend()?;
@@ -900,12 +951,14 @@ impl Storage for RedbStorage {
             }
             let bytes = record::encode_access_control(&id, &updated)?;
             access.insert(id.as_str(), bytes.as_slice()).or_backend()?;
+            append(txn, &audit::access_updated(&origin, &id, &stored, &updated))?;
             Ok(updated)
         })
         .await
     }
 
-    async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
+    async fn insert_caller_key(&self, key: CallerKey, origin: &Origin) -> Result<(), StorageError> {
+        let origin = origin.clone();
         self.write(move |_, txn| {
             let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
             let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
@@ -917,7 +970,7 @@ impl Storage for RedbStorage {
             let bytes = record::encode_caller_key(&key)?;
             keys.insert(id, bytes.as_slice()).or_backend()?;
             digests.insert(&key.digest, id).or_backend()?;
-            Ok(())
+            append(txn, &audit::caller_key_created(&origin, &key))
         })
         .await
     }
@@ -957,15 +1010,22 @@ impl Storage for RedbStorage {
     }
 
     /// Not ready while the last write met an I/O failure (a full disk) and nothing has been
-    /// committed since: then a probe write (a change undone in the same transaction, so that
-    /// pages are written) tells whether writes work again.
+    /// committed since. Then a probe tells whether writes work again: it commits a value as
+    /// large as the largest request ([`PROBE_BYTES`]) and removes it in a second commit, so
+    /// that it needs as much free space as any write does.
     async fn check_ready(&self) -> Result<(), StorageError> {
         if !self.inner.unready.load(Ordering::Acquire) {
             return Ok(());
         }
         self.write(|_, txn| {
             let mut meta = txn.open_table(META).or_backend()?;
-            meta.insert(META_PROBE, [0u8; 64].as_slice()).or_backend()?;
+            meta.insert(META_PROBE, vec![0u8; PROBE_BYTES].as_slice())
+                .or_backend()?;
+            Ok(())
+        })
+        .await?;
+        self.write(|_, txn| {
+            let mut meta = txn.open_table(META).or_backend()?;
             meta.remove(META_PROBE).or_backend()?;
             Ok(())
         })
@@ -994,8 +1054,13 @@ impl Storage for RedbStorage {
         .await
     }
 
-    async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
+    async fn delete_caller_key(
+        &self,
+        id: &str,
+        origin: &Origin,
+    ) -> Result<CallerKey, StorageError> {
         let id = id.to_owned();
+        let origin = origin.clone();
         self.write(move |_, txn| {
             let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
             let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
@@ -1004,10 +1069,111 @@ impl Storage for RedbStorage {
                 Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
             };
             digests.remove(&removed.digest).or_backend()?;
+            append(txn, &audit::caller_key_revoked(&origin, &removed))?;
             Ok(removed)
         })
         .await
     }
+
+    async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError> {
+        let resource = query.resource.map(str::to_owned);
+        let after = query.after.map(str::to_owned);
+        let limit = query.limit;
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let events = txn.open_table(AUDIT_EVENTS).or_backend()?;
+                let mut found = Vec::new();
+                if limit == 0 {
+                    return Ok(found);
+                }
+                match &resource {
+                    // Through the index: the events of one record, newest first.
+                    Some(resource) => {
+                        let index = txn.open_table(AUDIT_BY_RESOURCE).or_backend()?;
+                        let resource = resource.as_str();
+                        let end = match &after {
+                            Some(after) => Bound::Excluded((resource, after.as_str())),
+                            None => Bound::Included((resource, EVENT_ID_MAX)),
+                        };
+                        let range = index
+                            .range::<(&str, &str)>((Bound::Included((resource, "")), end))
+                            .or_backend()?;
+                        for entry in range.rev() {
+                            let (key, _) = entry.or_backend()?;
+                            let (_, id) = key.value();
+                            if let Some(bytes) = events.get(id).or_backend()? {
+                                found.push(record::decode_audit_event(id, bytes.value())?);
+                            }
+                            if found.len() == limit {
+                                break;
+                            }
+                        }
+                    }
+                    None => {
+                        let end = match &after {
+                            Some(after) => Bound::Excluded(after.as_str()),
+                            None => Bound::Unbounded,
+                        };
+                        let range = events.range::<&str>((Bound::Unbounded, end)).or_backend()?;
+                        for entry in range.rev() {
+                            let (key, value) = entry.or_backend()?;
+                            found.push(record::decode_audit_event(key.value(), value.value())?);
+                            if found.len() == limit {
+                                break;
+                            }
+                        }
+                    }
+                }
+                Ok(found)
+            })
+        })
+        .await
+    }
+
+    async fn prune_audit(&self, retention: Retention, now: Timestamp) -> Result<u64, StorageError> {
+        let cutoff = audit::cutoff(retention, now);
+        self.write(move |_, txn| {
+            let mut events = txn.open_table(AUDIT_EVENTS).or_backend()?;
+            let mut index = txn.open_table(AUDIT_BY_RESOURCE).or_backend()?;
+            let mut excess = match retention.max_events {
+                Some(max) => events.len().or_backend()?.saturating_sub(max),
+                None => 0,
+            };
+            // Oldest first: stop at the first event that is neither expired nor in excess.
+            let mut doomed = Vec::new();
+            for entry in events.iter().or_backend()? {
+                let (key, value) = entry.or_backend()?;
+                let event = record::decode_audit_event(key.value(), value.value())?;
+                let expired = cutoff.is_some_and(|cutoff| event.at < cutoff);
+                if !expired && excess == 0 {
+                    break;
+                }
+                excess = excess.saturating_sub(1);
+                doomed.push((event.id.as_str().to_owned(), event.resource_id));
+            }
+            for (id, resource) in &doomed {
+                events.remove(id.as_str()).or_backend()?;
+                index
+                    .remove((resource.as_str(), id.as_str()))
+                    .or_backend()?;
+            }
+            Ok(doomed.len() as u64)
+        })
+        .await
+    }
+}
+
+/// Appends `event` to the audit trail in `txn`, the transaction of the change it records.
+fn append(txn: &WriteTransaction, event: &AuditEvent) -> Result<(), StorageError> {
+    let mut events = txn.open_table(AUDIT_EVENTS).or_backend()?;
+    let mut index = txn.open_table(AUDIT_BY_RESOURCE).or_backend()?;
+    let id = event.id.as_str();
+    let bytes = record::encode_audit_event(event)?;
+    events.insert(id, bytes.as_slice()).or_backend()?;
+    index
+        .insert((event.resource_id.as_str(), id), ())
+        .or_backend()?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1015,6 +1181,7 @@ mod tests {
     use dbconsole_core::model::{
         Adapter, Credential, CredentialId, DatabaseId, SealedSecret, Timestamp, TlsMaterial,
     };
+    use dbconsole_core::storage::testing::origin;
     use redb::ReadableTableMetadata;
 
     use super::*;
@@ -1123,7 +1290,10 @@ mod tests {
     async fn a_refusal_resting_on_its_batch_waits_for_the_commit() {
         let storage = Arc::new(store());
         let doomed = sample_database("Doomed", None);
-        storage.insert_database(doomed.clone()).await.unwrap();
+        storage
+            .insert_database(doomed.clone(), origin())
+            .await
+            .unwrap();
         // Keep the writer busy so that the delete and the update queue up into one batch.
         let busy = {
             let storage = Arc::clone(&storage);
@@ -1141,13 +1311,16 @@ mod tests {
             let (storage, id) = (Arc::clone(&storage), doomed.id.clone());
             tokio::spawn(async move {
                 storage
-                    .delete_database(DatabaseKey::Id(id.as_str()), None)
+                    .delete_database(DatabaseKey::Id(id.as_str()), None, origin())
                     .await
             })
         };
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        let update =
-            storage.update_database(doomed.id.as_str(), Box::new(|db: &Database| Ok(db.clone())));
+        let update = storage.update_database(
+            doomed.id.as_str(),
+            Box::new(|db: &Database| Ok(db.clone())),
+            origin(),
+        );
         let refused = update.await;
         assert!(
             matches!(refused, Err(StorageError::NotFound)),
@@ -1184,6 +1357,7 @@ mod tests {
                     next.data_protection.inherits_from = target.clone();
                     Ok(next)
                 }),
+                origin(),
             )
             .await
             .unwrap();
@@ -1198,7 +1372,10 @@ mod tests {
         let storage = store();
         let [a, b, c] = ["A", "B", "C"].map(|name| sample_database(name, None));
         for database in [&a, &b, &c] {
-            storage.insert_database(database.clone()).await.unwrap();
+            storage
+                .insert_database(database.clone(), origin())
+                .await
+                .unwrap();
         }
 
         inherit(&storage, &c, Some(&a)).await;
@@ -1220,6 +1397,7 @@ mod tests {
                         Ok(next)
                     }
                 }),
+                origin(),
             )
             .await;
         assert!(
@@ -1232,7 +1410,7 @@ mod tests {
         assert_eq!(index_entries(&storage), vec![pair(&b, &c)]);
         // Deleting an heir removes its own entry and its access-control record.
         storage
-            .delete_database(DatabaseKey::Id(c.id.as_str()), None)
+            .delete_database(DatabaseKey::Id(c.id.as_str()), None, origin())
             .await
             .unwrap();
         assert_eq!(index_entries(&storage), Vec::new());
@@ -1249,8 +1427,14 @@ mod tests {
         let parent = sample_database("Parent", Some("ext-parent"));
         let heir = sample_database("Heir", None);
         let gone = sample_database("Gone", None);
-        storage.insert_database(parent.clone()).await.unwrap();
-        storage.insert_database(heir.clone()).await.unwrap();
+        storage
+            .insert_database(parent.clone(), origin())
+            .await
+            .unwrap();
+        storage
+            .insert_database(heir.clone(), origin())
+            .await
+            .unwrap();
         inherit(&storage, &heir, Some(&parent)).await;
         // What a build that predates access control leaves behind: entries whose heir no
         // longer exists, or no longer inherits.
@@ -1270,7 +1454,7 @@ mod tests {
 
         // Only the real heir is named.
         match storage
-            .delete_database(DatabaseKey::ApiId("ext-parent"), None)
+            .delete_database(DatabaseKey::ApiId("ext-parent"), None, origin())
             .await
         {
             Err(StorageError::Inherited(heirs)) => assert_eq!(
@@ -1290,7 +1474,7 @@ mod tests {
 
         inherit(&storage, &heir, None).await;
         let removed = storage
-            .delete_database(DatabaseKey::Id(parent.id.as_str()), None)
+            .delete_database(DatabaseKey::Id(parent.id.as_str()), None, origin())
             .await
             .unwrap();
         assert_eq!(removed, parent);

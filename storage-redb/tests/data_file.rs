@@ -6,6 +6,7 @@
 //! The size measurement is an ignored test:
 //! `cargo test --release -p dbconsole-storage-redb --test data_file -- --ignored --nocapture`.
 
+use dbconsole_core::storage::testing::origin;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -195,7 +196,10 @@ async fn the_file_holds_no_plaintext_secret() {
     let mut written = Vec::new();
     for n in 0..20 {
         let database = database(n, "Zq8Secret", Some(format!("ext-{n}")));
-        storage.insert_database(database.clone()).await.unwrap();
+        storage
+            .insert_database(database.clone(), origin())
+            .await
+            .unwrap();
         written.push(database);
     }
     // An update rewrites a record: its previous version must not leave plaintext behind either.
@@ -209,6 +213,7 @@ async fn the_file_holds_no_plaintext_secret() {
                 next.credentials[0].password = Some(seal("pw-Zq8Secret-rotated", &place));
                 Ok(next)
             }),
+            origin(),
         )
         .await
         .unwrap();
@@ -253,12 +258,18 @@ async fn everything_survives_close_and_reopen() {
     for n in 0..5 {
         let api_id = (n % 2 == 0).then(|| format!("ext-{n}"));
         let database = database(n, "reopen", api_id);
-        storage.insert_database(database.clone()).await.unwrap();
+        storage
+            .insert_database(database.clone(), origin())
+            .await
+            .unwrap();
         databases.push(database);
     }
     let dashboards = vec![dashboard("Ops"), dashboard("Sales")];
     for dashboard in &dashboards {
-        storage.insert_dashboard(dashboard.clone()).await.unwrap();
+        storage
+            .insert_dashboard(dashboard.clone(), origin())
+            .await
+            .unwrap();
     }
     // An update, an upsert that creates, a delete by api_id and a dashboard delete.
     databases[1] = storage
@@ -271,6 +282,7 @@ async fn everything_survives_close_and_reopen() {
                 next.updated_at = Timestamp::now().not_before_next(stored.updated_at);
                 Ok(next)
             }),
+            origin(),
         )
         .await
         .unwrap();
@@ -282,17 +294,18 @@ async fn everything_survives_close_and_reopen() {
                 assert!(stored.is_none());
                 Ok(created.clone())
             }),
+            origin(),
         )
         .await
         .unwrap();
     databases.push(upserted);
     let deleted = storage
-        .delete_database(DatabaseKey::ApiId("ext-2"), None)
+        .delete_database(DatabaseKey::ApiId("ext-2"), None, origin())
         .await
         .unwrap();
     databases.retain(|d| d.id != deleted.id);
     storage
-        .delete_dashboard(dashboards[1].id.as_str(), None)
+        .delete_dashboard(dashboards[1].id.as_str(), None, origin())
         .await
         .unwrap();
     drop(storage);
@@ -314,7 +327,10 @@ async fn everything_survives_close_and_reopen() {
     );
     // The freed api_id can be taken again after the reopen.
     let again = database(10, "reopen", Some("ext-2".to_owned()));
-    storage.insert_database(again.clone()).await.unwrap();
+    storage
+        .insert_database(again.clone(), origin())
+        .await
+        .unwrap();
     assert_eq!(
         storage.database_by_api_id("ext-2").await.unwrap(),
         Some(again)
@@ -332,7 +348,10 @@ async fn caller_keys_are_stored_as_digests_and_survive_reopen() {
         mint_caller_key(CredentialKind::AccessToken, Scope::Full, "dashboards");
     let (revoked, revoked_secret) = mint_caller_key(CredentialKind::ApiKey, Scope::Full, "old");
     for caller_key in [&api_key, &token, &revoked] {
-        storage.insert_caller_key(caller_key.clone()).await.unwrap();
+        storage
+            .insert_caller_key(caller_key.clone(), origin())
+            .await
+            .unwrap();
     }
     let used_at = Timestamp::from_micros(1_800_000_000_000_000);
     storage
@@ -340,7 +359,7 @@ async fn caller_keys_are_stored_as_digests_and_survive_reopen() {
         .await
         .unwrap();
     storage
-        .delete_caller_key(revoked.id.as_str())
+        .delete_caller_key(revoked.id.as_str(), origin())
         .await
         .unwrap();
     drop(storage);
@@ -400,7 +419,10 @@ async fn access_control_and_inheritance_survive_reopen() {
     let parent = database(1, "access", Some("ext-parent".to_owned()));
     let heir = database(2, "access", None);
     for record in [&parent, &heir] {
-        storage.insert_database(record.clone()).await.unwrap();
+        storage
+            .insert_database(record.clone(), origin())
+            .await
+            .unwrap();
     }
     let access = AccessControl {
         permissions: vec![Permission {
@@ -422,7 +444,11 @@ async fn access_control_and_inheritance_survive_reopen() {
     };
     let stored = access.clone();
     storage
-        .update_access_control(heir.id.as_str(), Box::new(move |_| Ok(stored.clone())))
+        .update_access_control(
+            heir.id.as_str(),
+            Box::new(move |_| Ok(stored.clone())),
+            origin(),
+        )
         .await
         .unwrap();
     drop(storage);
@@ -438,7 +464,7 @@ async fn access_control_and_inheritance_survive_reopen() {
     );
     // The inheritance index was written with it: the guard holds after a reopen.
     match storage
-        .delete_database(DatabaseKey::ApiId("ext-parent"), None)
+        .delete_database(DatabaseKey::ApiId("ext-parent"), None, origin())
         .await
     {
         Err(StorageError::Inherited(heirs)) => assert_eq!(
@@ -451,7 +477,7 @@ async fn access_control_and_inheritance_survive_reopen() {
         other => panic!("expected Inherited, got {other:?}"),
     }
     storage
-        .delete_database(DatabaseKey::Id(heir.id.as_str()), None)
+        .delete_database(DatabaseKey::Id(heir.id.as_str()), None, origin())
         .await
         .unwrap();
     drop(storage);
@@ -462,7 +488,7 @@ async fn access_control_and_inheritance_survive_reopen() {
         None
     );
     storage
-        .delete_database(DatabaseKey::ApiId("ext-parent"), None)
+        .delete_database(DatabaseKey::ApiId("ext-parent"), None, origin())
         .await
         .unwrap();
     assert_eq!(
@@ -478,7 +504,10 @@ async fn the_wrong_key_is_refused_at_open() {
     let right = key();
     let storage = open(&path, &right);
     let written = database(1, "wrongkey", None);
-    storage.insert_database(written.clone()).await.unwrap();
+    storage
+        .insert_database(written.clone(), origin())
+        .await
+        .unwrap();
     drop(storage);
 
     let error = RedbStorage::open(&path, &key()).unwrap_err();
@@ -503,7 +532,7 @@ async fn a_file_of_a_newer_format_is_refused_at_open() {
     let key = key();
     let storage = open(&path, &key);
     storage
-        .insert_database(database(1, "newer", None))
+        .insert_database(database(1, "newer", None), origin())
         .await
         .unwrap();
     drop(storage);
@@ -589,11 +618,20 @@ async fn failed_operations_leave_the_file_as_it_was() {
     let key = key();
     let storage = open(&path, &key);
     let stored = database(1, "failed", Some("ext-1".to_owned()));
-    storage.insert_database(stored.clone()).await.unwrap();
+    storage
+        .insert_database(stored.clone(), origin())
+        .await
+        .unwrap();
     let board = dashboard("Ops");
-    storage.insert_dashboard(board.clone()).await.unwrap();
+    storage
+        .insert_dashboard(board.clone(), origin())
+        .await
+        .unwrap();
     let (caller_key, _) = mint_caller_key(CredentialKind::ApiKey, Scope::Full, "ci");
-    storage.insert_caller_key(caller_key.clone()).await.unwrap();
+    storage
+        .insert_caller_key(caller_key.clone(), origin())
+        .await
+        .unwrap();
     let before = fs::read(&path).unwrap();
 
     let rejected = storage
@@ -605,6 +643,7 @@ async fn failed_operations_leave_the_file_as_it_was() {
                 next.credentials.clear();
                 Err(ValidationErrors::single("name", "rejected").into())
             }),
+            origin(),
         )
         .await;
     assert!(matches!(rejected, Err(StorageError::Invalid(_))));
@@ -616,6 +655,7 @@ async fn failed_operations_leave_the_file_as_it_was() {
                 next.api_id = Some("ext-moved".to_owned());
                 Ok(next)
             }),
+            origin(),
         )
         .await;
     assert!(matches!(moved, Err(StorageError::IdentityChanged)));
@@ -623,10 +663,11 @@ async fn failed_operations_leave_the_file_as_it_was() {
         .upsert_database_by_api_id(
             "ext-new",
             Box::new(|_: Option<&Database>| Ok(database(2, "failed", Some("ext-other".into())))),
+            origin(),
         )
         .await;
     assert!(matches!(upsert, Err(StorageError::IdentityChanged)));
-    let duplicate = storage.insert_database(stored.clone()).await;
+    let duplicate = storage.insert_database(stored.clone(), origin()).await;
     assert!(matches!(duplicate, Err(StorageError::AlreadyExists)));
     let dashboard_edit = storage
         .update_dashboard(
@@ -636,11 +677,12 @@ async fn failed_operations_leave_the_file_as_it_was() {
                 next.panels.clear();
                 Err(ValidationErrors::single("name", "rejected").into())
             }),
+            origin(),
         )
         .await;
     assert!(matches!(dashboard_edit, Err(StorageError::Invalid(_))));
     let missing = storage
-        .delete_database(DatabaseKey::Id("db_missing"), None)
+        .delete_database(DatabaseKey::Id("db_missing"), None, origin())
         .await;
     assert!(matches!(missing, Err(StorageError::NotFound)));
     let self_heir = stored.id.as_str().to_owned();
@@ -652,6 +694,7 @@ async fn failed_operations_leave_the_file_as_it_was() {
                 next.data_protection.inherits_from = Some(self_heir.clone());
                 Ok(next)
             }),
+            origin(),
         )
         .await;
     assert!(matches!(inherit_itself, Err(StorageError::Invalid(_))));
@@ -659,10 +702,13 @@ async fn failed_operations_leave_the_file_as_it_was() {
         .update_access_control(
             stored.id.as_str(),
             Box::new(|_: &AccessControl| Err(ValidationErrors::single("permissions", "no").into())),
+            origin(),
         )
         .await;
     assert!(matches!(rejected_access, Err(StorageError::Invalid(_))));
-    let duplicate_key = storage.insert_caller_key(caller_key.clone()).await;
+    let duplicate_key = storage
+        .insert_caller_key(caller_key.clone(), origin())
+        .await;
     assert!(matches!(duplicate_key, Err(StorageError::AlreadyExists)));
     let missing_key = storage
         .touch_caller_key("key_missing", Timestamp::now())
@@ -699,7 +745,7 @@ async fn size_of_10000_databases() {
     for n in 0..total {
         let mut record = database(n, "size", Some(format!("ext-{n}")));
         record.tls = TlsMaterial::default();
-        storage.insert_database(record).await.unwrap();
+        storage.insert_database(record, origin()).await.unwrap();
     }
     let size = fs::metadata(&path).unwrap().len();
     let one = storage
@@ -729,12 +775,18 @@ async fn a_backup_restores_the_whole_store_with_secrets_still_sealed() {
     let mut databases = Vec::new();
     for n in 0..10 {
         let database = database(n, "Bk7Secret", Some(format!("ext-{n}")));
-        storage.insert_database(database.clone()).await.unwrap();
+        storage
+            .insert_database(database.clone(), origin())
+            .await
+            .unwrap();
         databases.push(database);
     }
     let dashboards = vec![dashboard("Ops"), dashboard("Sales")];
     for dashboard in &dashboards {
-        storage.insert_dashboard(dashboard.clone()).await.unwrap();
+        storage
+            .insert_dashboard(dashboard.clone(), origin())
+            .await
+            .unwrap();
     }
     let mut access = AccessControl::default();
     access.data_protection.inherits_from = Some(databases[0].id.as_str().to_owned());
@@ -743,11 +795,15 @@ async fn a_backup_restores_the_whole_store_with_secrets_still_sealed() {
         .update_access_control(
             databases[1].id.as_str(),
             Box::new(move |_| Ok(stored.clone())),
+            origin(),
         )
         .await
         .unwrap();
     let (caller_key, secret) = mint_caller_key(CredentialKind::ApiKey, Scope::Full, "ops");
-    storage.insert_caller_key(caller_key.clone()).await.unwrap();
+    storage
+        .insert_caller_key(caller_key.clone(), origin())
+        .await
+        .unwrap();
 
     let backup = dir.path().join("backup.redb");
     let copied = storage.backup(&backup).await.unwrap();
@@ -760,7 +816,7 @@ async fn a_backup_restores_the_whole_store_with_secrets_still_sealed() {
     assert_eq!(copied.bytes, fs::metadata(&backup).unwrap().len());
     // Written after the backup: not in it.
     storage
-        .insert_database(database(99, "later", None))
+        .insert_database(database(99, "later", None), origin())
         .await
         .unwrap();
 
@@ -830,7 +886,7 @@ async fn a_backup_restores_the_whole_store_with_secrets_still_sealed() {
     // The inheritance index came along: the delete guard holds.
     assert!(matches!(
         restored
-            .delete_database(DatabaseKey::Id(databases[0].id.as_str()), None)
+            .delete_database(DatabaseKey::Id(databases[0].id.as_str()), None, origin())
             .await,
         Err(StorageError::Inherited(_))
     ));

@@ -222,7 +222,7 @@ async fn stored_key(
     let (key, secret) = mint_caller_key(kind, scope, name);
     let id = key.id.as_str().to_owned();
     storage
-        .insert_caller_key(key)
+        .insert_caller_key(key, dbconsole_core::storage::testing::origin())
         .await
         .expect("the key is stored");
     let secret = secret.expose_str().expect("a text secret").to_owned();
@@ -1381,7 +1381,7 @@ pub async fn access_revoked_key_refused_next_request(storage: Arc<dyn Storage>) 
     .expect(200);
 
     let revoked = storage
-        .delete_caller_key(&key_id)
+        .delete_caller_key(&key_id, dbconsole_core::storage::testing::origin())
         .await
         .expect("the key is deleted");
     assert_eq!(revoked.id.as_str(), key_id);
@@ -1397,7 +1397,7 @@ pub async fn access_revoked_key_refused_next_request(storage: Arc<dyn Storage>) 
     .await
     .expect(200);
     storage
-        .delete_caller_key(&token_id)
+        .delete_caller_key(&token_id, dbconsole_core::storage::testing::origin())
         .await
         .expect("the token is deleted");
     let response = call(

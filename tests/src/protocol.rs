@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use dbconsole_core::auth::Caller;
+use dbconsole_core::model::Actor;
 use dbconsole_core::{Authenticator, ConsoleService, CredentialKind, Scope, Storage};
 use http::{Method, Request, header};
 use http_body_util::{BodyExt, BodyStream, Full, StreamBody};
@@ -38,12 +40,15 @@ impl Authenticator for ScopedAuth {
         &self,
         kind: CredentialKind,
         presented: &str,
-    ) -> Result<Option<Scope>, Box<dyn std::error::Error + Send + Sync>> {
+    ) -> Result<Option<Caller>, Box<dyn std::error::Error + Send + Sync>> {
         Ok(match (kind, presented) {
-            (_, SETUP_KEY) => Some(Scope::Setup),
+            (_, SETUP_KEY) => Some(Caller {
+                scope: Scope::Setup,
+                actor: Actor::named("setup key"),
+            }),
             (_, FAILING_KEY) => return Err(FAILURE_DETAIL.into()),
             (CredentialKind::ApiKey, API_KEY) | (CredentialKind::AccessToken, ACCESS_TOKEN) => {
-                Some(Scope::Full)
+                Some(Caller::full("harness"))
             }
             _ => None,
         })

@@ -94,6 +94,11 @@ id_type!(
     KeyId,
     "key"
 );
+id_type!(
+    /// Id of an audit event (`evt_…`), ordered by the time the event was made.
+    EventId,
+    "evt"
+);
 
 #[cfg(test)]
 mod tests {

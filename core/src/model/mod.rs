@@ -5,6 +5,7 @@
 //! which leaves every [`Secret`] out.
 
 mod access;
+mod audit;
 mod caller;
 mod dashboard;
 mod database;
@@ -16,9 +17,10 @@ pub use access::{
     AccessControl, AccessLevel, ColumnAction, ColumnRule, DataProtection, Permission, Policy,
     SubjectKind,
 };
+pub use audit::{Actor, AuditAction, AuditEvent, Origin, ResourceKind, Retention};
 pub use caller::{CallerKey, CredentialKind, Scope, key_digest, mint_caller_key};
 pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};
 pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsField, TlsMaterial};
-pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, KeyId, PanelId};
+pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, EventId, KeyId, PanelId};
 pub use secret::{SealedSecret, Secret};
 pub use time::Timestamp;

@@ -9,7 +9,7 @@ use super::render::{DataProtectionView, PermissionsView};
 use super::response::{ResponseBody, json_response};
 use super::router::Route;
 use super::{Call, Shared};
-use crate::model::AccessControl;
+use crate::model::{AccessControl, Origin};
 use crate::validate::{data_protection_from_body, permissions_from_body};
 
 impl Shared {
@@ -17,6 +17,7 @@ impl Shared {
         &self,
         route: Route<'_>,
         call: Call<B>,
+        origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError>
     where
         B: Body,
@@ -52,7 +53,7 @@ impl Shared {
                         })
                     })
                 };
-                self.storage.update_access_control(id, edit).await?
+                self.storage.update_access_control(id, edit, origin).await?
             }
             _ => return Err(ApiError::MethodNotAllowed(route.allowed_methods())),
         };

@@ -10,7 +10,7 @@ use super::render::{DashboardView, PageView};
 use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Route;
 use super::{Call, Shared, page_request, split_page};
-use crate::model::{Dashboard, Timestamp};
+use crate::model::{Dashboard, Origin, Timestamp};
 use crate::validate::dashboard_from_body;
 
 impl Shared {
@@ -18,6 +18,7 @@ impl Shared {
         &self,
         route: Route<'_>,
         call: Call<B>,
+        origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError>
     where
         B: Body,
@@ -35,7 +36,7 @@ impl Shared {
             (Route::Dashboards { .. }, &Method::POST) => {
                 let body = call.json(self).await?;
                 let dashboard = dashboard_from_body(None, &body, Timestamp::now())?;
-                storage.insert_dashboard(dashboard.clone()).await?;
+                storage.insert_dashboard(dashboard.clone(), origin).await?;
                 dashboard
             }
             (Route::Dashboard { id, .. }, &Method::GET) => {
@@ -54,7 +55,7 @@ impl Shared {
                 let check = IfMatch::delete_check(IfMatch::of(&call.headers)?, |d: &Dashboard| {
                     d.updated_at
                 });
-                let deleted = storage.delete_dashboard(&id, check).await?;
+                let deleted = storage.delete_dashboard(&id, check, origin).await?;
                 // Gone: no version to carry.
                 return Ok(json_response(
                     StatusCode::OK,
@@ -70,7 +71,9 @@ impl Shared {
                     }
                     Ok(dashboard_from_body(Some(stored), &body, Timestamp::now())?)
                 };
-                storage.update_dashboard(&id, Box::new(edit)).await?
+                storage
+                    .update_dashboard(&id, Box::new(edit), origin)
+                    .await?
             }
             (route, _) => return Err(ApiError::MethodNotAllowed(route.allowed_methods())),
         };

@@ -10,7 +10,7 @@ use super::render::{DatabaseView, PageView};
 use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Route;
 use super::{Call, Shared, page_request, split_page};
-use crate::model::{Database, Timestamp};
+use crate::model::{Database, Origin, Timestamp};
 use crate::storage::{DatabaseKey, DeleteCheck, StorageError};
 use crate::validate::{apply_setup, database_from_body, parse_setup};
 
@@ -31,6 +31,7 @@ impl Shared {
         &self,
         route: Route<'_>,
         call: Call<B>,
+        origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError>
     where
         B: Body,
@@ -48,7 +49,7 @@ impl Shared {
             (Route::Databases, &Method::POST) => {
                 let body = call.json(self).await?;
                 let db = database_from_body(None, &body, Timestamp::now(), &self.sealer)?;
-                storage.insert_database(db.clone()).await?;
+                storage.insert_database(db.clone(), origin).await?;
                 db
             }
             (Route::Database(id), &Method::GET) => {
@@ -78,11 +79,13 @@ impl Shared {
                         &sealer,
                     )?)
                 };
-                storage.update_database(&id, Box::new(edit)).await?
+                storage.update_database(&id, Box::new(edit), origin).await?
             }
             (Route::Database(id), &Method::DELETE) => {
                 let check = delete_check(&call.headers)?;
-                let deleted = storage.delete_database(DatabaseKey::Id(&id), check).await?;
+                let deleted = storage
+                    .delete_database(DatabaseKey::Id(&id), check, origin)
+                    .await?;
                 return Ok(database_response(&deleted));
             }
             (Route::DatabaseSetup, &Method::PUT) => {
@@ -100,13 +103,13 @@ impl Shared {
                     Ok(apply_setup(stored, &setup, Timestamp::now(), &sealer)?)
                 };
                 storage
-                    .upsert_database_by_api_id(&api_id, Box::new(upsert))
+                    .upsert_database_by_api_id(&api_id, Box::new(upsert), origin)
                     .await?
             }
             (Route::DatabaseRemove(api_id), &Method::DELETE) => {
                 let check = delete_check(&call.headers)?;
                 let deleted = storage
-                    .delete_database(DatabaseKey::ApiId(&api_id), check)
+                    .delete_database(DatabaseKey::ApiId(&api_id), check, origin)
                     .await?;
                 return Ok(database_response(&deleted));
             }

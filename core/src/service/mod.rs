@@ -38,9 +38,9 @@ use std::time::Duration;
 use http::{HeaderMap, Method, Request, Response, header};
 use http_body::Body;
 
-use crate::auth::Authenticator;
+use crate::auth::{Authenticator, Caller};
 use crate::check::{Checkers, TunnelDialer};
-use crate::model::CredentialKind;
+use crate::model::{CredentialKind, Origin};
 use crate::seal::Sealer;
 use crate::storage::{Page, Storage, StorageError};
 use crate::validate::{PageQuery, parse_page_query};
@@ -239,7 +239,7 @@ where
         Box::pin(
             async move {
                 let mut response = shared
-                    .handle(request)
+                    .handle(request, &request_id)
                     .await
                     .unwrap_or_else(ApiError::into_response);
                 response
@@ -304,7 +304,11 @@ impl Shared {
         Route::recognize(path).map_or("unmatched", |route| route.template())
     }
 
-    async fn handle<B>(&self, request: Request<B>) -> Result<Response<ResponseBody>, ApiError>
+    async fn handle<B>(
+        &self,
+        request: Request<B>,
+        request_id: &RequestId,
+    ) -> Result<Response<ResponseBody>, ApiError>
     where
         B: Body + Send + 'static,
         B::Data: Send,
@@ -322,8 +326,13 @@ impl Shared {
             return self.openapi(&parts.method);
         }
         let route = Route::recognize(&path).ok_or(ApiError::NotFound)?;
-        self.authorize(&route, &parts.method, &parts.headers)
+        let caller = self
+            .authorize(&route, &parts.method, &parts.headers)
             .await?;
+        let origin = Origin {
+            actor: caller.actor,
+            request_id: Some(request_id.as_str().to_owned()),
+        };
         if !route.allowed_methods().contains(&parts.method) {
             return Err(ApiError::MethodNotAllowed(route.allowed_methods()));
         }
@@ -342,13 +351,15 @@ impl Shared {
             Route::Databases
             | Route::DatabaseSetup
             | Route::DatabaseRemove(_)
-            | Route::Database(_) => self.databases(route, call).await,
-            Route::Permissions(_) | Route::DataProtection(_) => self.access(route, call).await,
+            | Route::Database(_) => self.databases(route, call, &origin).await,
+            Route::Permissions(_) | Route::DataProtection(_) => {
+                self.access(route, call, &origin).await
+            }
             Route::CheckConnection(id, username) => self.check_connection(&id, &username).await,
             Route::CheckUnsaved => self.check_unsaved(None, call).await,
             Route::CheckEdited(id) => self.check_unsaved(Some(&id), call).await,
             Route::Dashboards { .. } | Route::Dashboard { .. } => {
-                self.dashboards(route, call).await
+                self.dashboards(route, call, &origin).await
             }
         };
         // Succeeded or not (a failed commit may still have happened), before answering.
@@ -379,13 +390,13 @@ impl Shared {
         route: &Route<'_>,
         method: &Method,
         headers: &HeaderMap,
-    ) -> Result<(), ApiError> {
+    ) -> Result<Caller, ApiError> {
         let accepted = route.credentials();
-        let mut scope = None;
+        let mut caller = None;
         let mut presented = false;
         for (kind, secret) in presented_credentials(headers, accepted) {
             presented = true;
-            scope = self
+            caller = self
                 .authenticator
                 .authenticate(kind, secret)
                 .await
@@ -396,7 +407,7 @@ impl Shared {
                         ApiError::Internal
                     }
                 })?;
-            if scope.is_some() {
+            if caller.is_some() {
                 break;
             }
         }
@@ -408,9 +419,9 @@ impl Shared {
                 hint: accepted.hint(presented, other),
             }
         };
-        match scope {
+        match caller {
             None => Err(unauthorized()),
-            Some(scope) if route.permits(scope, method) => Ok(()),
+            Some(caller) if route.permits(caller.scope, method) => Ok(caller),
             Some(_) => Err(ApiError::Forbidden),
         }
     }

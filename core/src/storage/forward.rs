@@ -5,10 +5,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseUpsert, DeleteCheck, Page,
-    RecordCounts, Storage, StorageError,
+    AccessEdit, AuditQuery, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseUpsert, DeleteCheck,
+    Page, RecordCounts, Storage, StorageError,
 };
-use crate::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
+use crate::model::{
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+};
 
 macro_rules! forward_storage {
     ($wrapper:ident) => {
@@ -22,8 +24,12 @@ macro_rules! forward_storage {
                 (**self).record_counts().await
             }
 
-            async fn insert_database(&self, database: Database) -> Result<(), StorageError> {
-                (**self).insert_database(database).await
+            async fn insert_database(
+                &self,
+                database: Database,
+                origin: &Origin,
+            ) -> Result<(), StorageError> {
+                (**self).insert_database(database, origin).await
             }
 
             async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
@@ -45,28 +51,37 @@ macro_rules! forward_storage {
                 &self,
                 id: &str,
                 edit: DatabaseEdit,
+                origin: &Origin,
             ) -> Result<Database, StorageError> {
-                (**self).update_database(id, edit).await
+                (**self).update_database(id, edit, origin).await
             }
 
             async fn upsert_database_by_api_id(
                 &self,
                 api_id: &str,
                 edit: DatabaseUpsert,
+                origin: &Origin,
             ) -> Result<Database, StorageError> {
-                (**self).upsert_database_by_api_id(api_id, edit).await
+                (**self)
+                    .upsert_database_by_api_id(api_id, edit, origin)
+                    .await
             }
 
             async fn delete_database(
                 &self,
                 key: DatabaseKey<'_>,
                 check: Option<DeleteCheck<Database>>,
+                origin: &Origin,
             ) -> Result<Database, StorageError> {
-                (**self).delete_database(key, check).await
+                (**self).delete_database(key, check, origin).await
             }
 
-            async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError> {
-                (**self).insert_dashboard(dashboard).await
+            async fn insert_dashboard(
+                &self,
+                dashboard: Dashboard,
+                origin: &Origin,
+            ) -> Result<(), StorageError> {
+                (**self).insert_dashboard(dashboard, origin).await
             }
 
             async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
@@ -84,16 +99,18 @@ macro_rules! forward_storage {
                 &self,
                 id: &str,
                 edit: DashboardEdit,
+                origin: &Origin,
             ) -> Result<Dashboard, StorageError> {
-                (**self).update_dashboard(id, edit).await
+                (**self).update_dashboard(id, edit, origin).await
             }
 
             async fn delete_dashboard(
                 &self,
                 id: &str,
                 check: Option<DeleteCheck<Dashboard>>,
+                origin: &Origin,
             ) -> Result<Dashboard, StorageError> {
-                (**self).delete_dashboard(id, check).await
+                (**self).delete_dashboard(id, check, origin).await
             }
 
             async fn access_control(
@@ -107,12 +124,19 @@ macro_rules! forward_storage {
                 &self,
                 database_id: &str,
                 edit: AccessEdit,
+                origin: &Origin,
             ) -> Result<AccessControl, StorageError> {
-                (**self).update_access_control(database_id, edit).await
+                (**self)
+                    .update_access_control(database_id, edit, origin)
+                    .await
             }
 
-            async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError> {
-                (**self).insert_caller_key(key).await
+            async fn insert_caller_key(
+                &self,
+                key: CallerKey,
+                origin: &Origin,
+            ) -> Result<(), StorageError> {
+                (**self).insert_caller_key(key, origin).await
             }
 
             async fn caller_key_by_digest(
@@ -130,8 +154,27 @@ macro_rules! forward_storage {
                 (**self).touch_caller_key(id, at).await
             }
 
-            async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError> {
-                (**self).delete_caller_key(id).await
+            async fn delete_caller_key(
+                &self,
+                id: &str,
+                origin: &Origin,
+            ) -> Result<CallerKey, StorageError> {
+                (**self).delete_caller_key(id, origin).await
+            }
+
+            async fn list_audit(
+                &self,
+                query: AuditQuery<'_>,
+            ) -> Result<Vec<AuditEvent>, StorageError> {
+                (**self).list_audit(query).await
+            }
+
+            async fn prune_audit(
+                &self,
+                retention: Retention,
+                now: Timestamp,
+            ) -> Result<u64, StorageError> {
+                (**self).prune_audit(retention, now).await
             }
         }
     };

@@ -13,9 +13,14 @@
 //!   called more than once, so it must be a pure function of its argument);
 //! - [`Storage::upsert_database_by_api_id`] creates at most one database per `api_id`, however
 //!   many callers race;
-//! - an edit closure that returns `Err` changes nothing, and the error comes back as
-//!   [`StorageError::Invalid`];
-//! - the deletes return the record as it was just before it was removed.
+//! - an edit closure (or a delete's [`DeleteCheck`]) that returns `Err` changes nothing, and
+//!   its error comes back as it is (validation errors as [`StorageError::Invalid`]);
+//! - the deletes return the record as it was just before it was removed;
+//! - **every write that changes something appends one audit event in the same atomic change**,
+//!   built by [`audit`] from the records as they are in that change and the write's [`Origin`]
+//!   (`touch_caller_key`, bookkeeping, appends none): a write that fails or is refused leaves
+//!   no event, and no crash leaves an event without its change or a change without its event.
+//!   Only [`Storage::prune_audit`] deletes events.
 //!
 //! Listings are ordered by id (ids sort by creation time) and use keyset pagination: `after` is
 //! exclusive and may be any string, stored or not.
@@ -36,9 +41,12 @@ use std::fmt::Debug;
 
 use async_trait::async_trait;
 
-use crate::model::{AccessControl, CallerKey, Dashboard, Database, Timestamp};
+use crate::model::{
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+};
 use crate::validate::ValidationErrors;
 
+pub mod audit;
 mod forward;
 pub mod record;
 pub mod rules;
@@ -72,6 +80,17 @@ pub type AccessEdit =
 /// (typically [`StorageError::PreconditionFailed`]) refuses it and is answered as it is, with
 /// nothing deleted. It runs in the deleting transaction, before the delete guard. Must be pure.
 pub type DeleteCheck<T> = Box<dyn FnMut(&T) -> Result<(), StorageError> + Send + 'static>;
+
+/// A page of the audit trail: see [`Storage::list_audit`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AuditQuery<'a> {
+    /// Only the events of this record (`db_…`, `dash_…`, `key_…`).
+    pub resource: Option<&'a str>,
+    /// Only events older than this one (its id; exclusive, any string).
+    pub after: Option<&'a str>,
+    /// At most this many.
+    pub limit: usize,
+}
 
 /// How a database is addressed by the delete operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,7 +200,11 @@ impl StorageError {
 pub trait Storage: Send + Sync + Debug + 'static {
     /// Stores a new database. [`StorageError::AlreadyExists`] when its id, or its `api_id`, is
     /// taken.
-    async fn insert_database(&self, database: Database) -> Result<(), StorageError>;
+    async fn insert_database(
+        &self,
+        database: Database,
+        origin: &Origin,
+    ) -> Result<(), StorageError>;
 
     /// The database with this id.
     async fn database(&self, id: &str) -> Result<Option<Database>, StorageError>;
@@ -195,8 +218,12 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// Atomically replaces the database with what `edit` returns for it; returns the stored
     /// result. [`StorageError::NotFound`] when there is none. The edit must keep `id` and
     /// `api_id`.
-    async fn update_database(&self, id: &str, edit: DatabaseEdit)
-    -> Result<Database, StorageError>;
+    async fn update_database(
+        &self,
+        id: &str,
+        edit: DatabaseEdit,
+        origin: &Origin,
+    ) -> Result<Database, StorageError>;
 
     /// Atomically creates or replaces the database with this `api_id` with what `edit` returns;
     /// never creates two databases with the same `api_id`.
@@ -204,6 +231,7 @@ pub trait Storage: Send + Sync + Debug + 'static {
         &self,
         api_id: &str,
         edit: DatabaseUpsert,
+        origin: &Origin,
     ) -> Result<Database, StorageError>;
 
     /// Atomically deletes a database with everything that belongs to it and returns it as it
@@ -214,10 +242,15 @@ pub trait Storage: Send + Sync + Debug + 'static {
         &self,
         key: DatabaseKey<'_>,
         check: Option<DeleteCheck<Database>>,
+        origin: &Origin,
     ) -> Result<Database, StorageError>;
 
     /// Stores a new dashboard. [`StorageError::AlreadyExists`] when its id is taken.
-    async fn insert_dashboard(&self, dashboard: Dashboard) -> Result<(), StorageError>;
+    async fn insert_dashboard(
+        &self,
+        dashboard: Dashboard,
+        origin: &Origin,
+    ) -> Result<(), StorageError>;
 
     /// The dashboard with this id.
     async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError>;
@@ -231,6 +264,7 @@ pub trait Storage: Send + Sync + Debug + 'static {
         &self,
         id: &str,
         edit: DashboardEdit,
+        origin: &Origin,
     ) -> Result<Dashboard, StorageError>;
 
     /// Atomically deletes a dashboard with its panels and actions and returns it as it was;
@@ -239,6 +273,7 @@ pub trait Storage: Send + Sync + Debug + 'static {
         &self,
         id: &str,
         check: Option<DeleteCheck<Dashboard>>,
+        origin: &Origin,
     ) -> Result<Dashboard, StorageError>;
 
     /// The access control of a database (the default, empty one when none was written);
@@ -257,11 +292,12 @@ pub trait Storage: Send + Sync + Debug + 'static {
         &self,
         database_id: &str,
         edit: AccessEdit,
+        origin: &Origin,
     ) -> Result<AccessControl, StorageError>;
 
     /// Stores a new caller credential. [`StorageError::AlreadyExists`] when its id or its digest
     /// is taken.
-    async fn insert_caller_key(&self, key: CallerKey) -> Result<(), StorageError>;
+    async fn insert_caller_key(&self, key: CallerKey, origin: &Origin) -> Result<(), StorageError>;
 
     /// The caller credential with this SHA-256 digest (an index lookup).
     async fn caller_key_by_digest(
@@ -277,7 +313,16 @@ pub trait Storage: Send + Sync + Debug + 'static {
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError>;
 
     /// Deletes (revokes) a caller credential and returns it.
-    async fn delete_caller_key(&self, id: &str) -> Result<CallerKey, StorageError>;
+    async fn delete_caller_key(&self, id: &str, origin: &Origin)
+    -> Result<CallerKey, StorageError>;
+
+    /// Audit events, newest first: of the record `query.resource` when given, from just
+    /// before the event `query.after` (exclusive) when given, at most `query.limit`.
+    async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError>;
+
+    /// Deletes the audit events `retention` no longer keeps as of `now` (the oldest first) and
+    /// answers how many. Every other write keeps every event.
+    async fn prune_audit(&self, retention: Retention, now: Timestamp) -> Result<u64, StorageError>;
 
     /// How many databases, dashboards and caller keys the store holds now (for the operator's
     /// metrics; a backend answers without reading every record where it can).

@@ -10,10 +10,11 @@
 //! or extending an enum in the model never changes what a stored record means.
 
 use crate::model::{
-    AccessControl, AccessLevel, Action, ActionId, Adapter, CallerKey, ColumnAction, ColumnRule,
-    ConnectionParameter, Credential, CredentialId, CredentialKind, Dashboard, DashboardId,
-    DataProtection, Database, DatabaseId, InputMapping, KeyId, Panel, PanelDetails, PanelId,
-    PanelInput, Permission, Policy, Scope, SealedSecret, SubjectKind, Timestamp, TlsMaterial,
+    AccessControl, AccessLevel, Action, ActionId, Actor, Adapter, AuditAction, AuditEvent,
+    CallerKey, ColumnAction, ColumnRule, ConnectionParameter, Credential, CredentialId,
+    CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, EventId,
+    InputMapping, KeyId, Panel, PanelDetails, PanelId, PanelInput, Permission, Policy, Scope,
+    SealedSecret, SubjectKind, Timestamp, TlsMaterial,
 };
 use serde::{Deserialize, Serialize};
 
@@ -580,6 +581,58 @@ pub fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, RecordErr
         digest: stored.digest,
         created_at: Timestamp::from_micros(stored.created_at),
         last_used_at: stored.last_used_at.map(Timestamp::from_micros),
+    })
+}
+
+/// An audit event as stored (version 1).
+#[derive(Serialize, Deserialize)]
+struct AuditEventV1 {
+    id: String,
+    at: i64,
+    /// The action's wire name (`database.update`…).
+    action: String,
+    resource_id: String,
+    actor_id: Option<String>,
+    actor_name: String,
+    request_id: Option<String>,
+    changes: Vec<String>,
+}
+
+impl Keyed for AuditEventV1 {
+    fn stored_key(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Encodes an audit event.
+pub fn encode_audit_event(event: &AuditEvent) -> Result<Vec<u8>, RecordError> {
+    let stored = AuditEventV1 {
+        id: event.id.as_str().to_owned(),
+        at: event.at.as_micros(),
+        action: event.action.as_str().to_owned(),
+        resource_id: event.resource_id.clone(),
+        actor_id: event.actor.id.clone(),
+        actor_name: event.actor.name.clone(),
+        request_id: event.request_id.clone(),
+        changes: event.changes.clone(),
+    };
+    framed(RECORD_V1, &stored)
+}
+
+/// Decodes the audit event stored under `key`.
+pub fn decode_audit_event(key: &str, bytes: &[u8]) -> Result<AuditEvent, RecordError> {
+    let stored: AuditEventV1 = decode_keyed(key, bytes)?;
+    Ok(AuditEvent {
+        action: parse::<AuditAction>(&stored.action, "audit action")?,
+        id: EventId::from_stored(stored.id),
+        at: Timestamp::from_micros(stored.at),
+        resource_id: stored.resource_id,
+        actor: Actor {
+            id: stored.actor_id,
+            name: stored.actor_name,
+        },
+        request_id: stored.request_id,
+        changes: stored.changes,
     })
 }
 

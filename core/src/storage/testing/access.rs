@@ -3,6 +3,7 @@
 //! nothing, `inherits_from` refused for itself, a missing database or a cycle, and the delete
 //! guard that keeps an inherited database, by id and by `api_id`.
 
+use super::origin;
 use std::sync::{Arc, Mutex};
 
 use super::check::{
@@ -31,7 +32,7 @@ pub async fn access_control_is_default_for_new_database_and_none_for_missing(
     );
     let database = plain_database("Orders", Some("ext-1"));
     ok(
-        storage.insert_database(database.clone()).await,
+        storage.insert_database(database.clone(), origin()).await,
         "insert_database",
     );
     let access = access_of(storage.as_ref(), database.id.as_str(), "of a new database").await;
@@ -69,7 +70,7 @@ pub async fn access_control_update_applies_and_returns_stored(storage: Arc<dyn S
         })
     };
     let returned = ok(
-        storage.update_access_control(id, edit).await,
+        storage.update_access_control(id, edit, origin()).await,
         "update_access_control",
     );
     let seen = seen.lock().unwrap().clone();
@@ -108,7 +109,7 @@ pub async fn access_control_update_applies_and_returns_stored(storage: Arc<dyn S
         })
     };
     let second = ok(
-        storage.update_access_control(id, edit).await,
+        storage.update_access_control(id, edit, origin()).await,
         "a second update_access_control",
     );
     assert_eq!(
@@ -152,25 +153,29 @@ pub async fn access_control_update_applies_and_returns_stored(storage: Arc<dyn S
 pub async fn access_control_update_of_missing_database_is_not_found(storage: Arc<dyn Storage>) {
     let edit = || Box::new(|_: &AccessControl| Ok(rich_access_control(None)));
     assert_err!(
-        storage.update_access_control("db_missing", edit()).await,
+        storage
+            .update_access_control("db_missing", edit(), origin())
+            .await,
         StorageError::NotFound,
         "update_access_control on an empty store"
     );
     let stored = plain_database("Orders", Some("ext-1"));
     ok(
-        storage.insert_database(stored.clone()).await,
+        storage.insert_database(stored.clone(), origin()).await,
         "insert_database",
     );
     let late_id = DatabaseId::generate();
     assert_err!(
         storage
-            .update_access_control(late_id.as_str(), edit())
+            .update_access_control(late_id.as_str(), edit(), origin())
             .await,
         StorageError::NotFound,
         "update_access_control of an id that is not stored"
     );
     assert_err!(
-        storage.update_access_control("ext-1", edit()).await,
+        storage
+            .update_access_control("ext-1", edit(), origin())
+            .await,
         StorageError::NotFound,
         "update_access_control(a stored api_id): update_access_control takes an id"
     );
@@ -181,7 +186,10 @@ pub async fn access_control_update_of_missing_database_is_not_found(storage: Arc
 
     let mut late = plain_database("Late", None);
     late.id = late_id.clone();
-    ok(storage.insert_database(late).await, "insert_database");
+    ok(
+        storage.insert_database(late, origin()).await,
+        "insert_database",
+    );
     assert_eq!(
         access_of(
             storage.as_ref(),
@@ -214,7 +222,7 @@ pub async fn access_control_update_rejected_by_edit_changes_nothing(storage: Arc
         next.data_protection.inherits_from = Some(parent_id.clone());
         Err(edit_errors().into())
     });
-    match storage.update_access_control(id, edit).await {
+    match storage.update_access_control(id, edit, origin()).await {
         Err(StorageError::Invalid(errors)) => assert_eq!(
             errors,
             edit_errors(),
@@ -233,7 +241,7 @@ pub async fn access_control_update_rejected_by_edit_changes_nothing(storage: Arc
     // The rejected edit named `parent`, but nothing inherits it: it can be deleted.
     ok(
         storage
-            .delete_database(DatabaseKey::Id(parent.id.as_str()), None)
+            .delete_database(DatabaseKey::Id(parent.id.as_str()), None, origin())
             .await,
         "delete_database of the database a rejected edit wanted to inherit from",
     );
@@ -261,7 +269,9 @@ pub async fn inheritance_from_itself_is_refused(storage: Arc<dyn Storage>) {
         "access_control after a refused inheritance from itself"
     );
     ok(
-        storage.delete_database(DatabaseKey::Id(id), None).await,
+        storage
+            .delete_database(DatabaseKey::Id(id), None, origin())
+            .await,
         "delete_database after a refused inheritance from itself (nothing inherits it)",
     );
 }
@@ -275,13 +285,13 @@ pub async fn inheritance_from_missing_database_is_refused(storage: Arc<dyn Stora
     let deleted = plain_database("Deleted", None);
     for database in [&heir, &external, &deleted] {
         ok(
-            storage.insert_database(database.clone()).await,
+            storage.insert_database(database.clone(), origin()).await,
             "insert_database",
         );
     }
     ok(
         storage
-            .delete_database(DatabaseKey::Id(deleted.id.as_str()), None)
+            .delete_database(DatabaseKey::Id(deleted.id.as_str()), None, origin())
             .await,
         "delete_database",
     );
@@ -306,7 +316,7 @@ pub async fn inheritance_from_missing_database_is_refused(storage: Arc<dyn Stora
     }
     ok(
         storage
-            .delete_database(DatabaseKey::ApiId("ext-parent"), None)
+            .delete_database(DatabaseKey::ApiId("ext-parent"), None, origin())
             .await,
         "delete_database of a database only named by its api_id in a refused inheritance",
     );
@@ -417,7 +427,10 @@ pub async fn inheritance_can_be_cleared_and_repointed(storage: Arc<dyn Storage>)
         set_inheritance(storage.as_ref(), &c, Some(&b)).await,
         "update_access_control: C inherits from B instead",
     );
-    match storage.delete_database(DatabaseKey::Id(&a), None).await {
+    match storage
+        .delete_database(DatabaseKey::Id(&a), None, origin())
+        .await
+    {
         Err(StorageError::Inherited(heirs)) => assert_eq!(
             heirs,
             vec![reference(&databases[1])],
@@ -432,7 +445,9 @@ pub async fn inheritance_can_be_cleared_and_repointed(storage: Arc<dyn Storage>)
         "update_access_control: B clears its inheritance",
     );
     ok(
-        storage.delete_database(DatabaseKey::Id(&a), None).await,
+        storage
+            .delete_database(DatabaseKey::Id(&a), None, origin())
+            .await,
         "delete_database of A once no database inherits from it",
     );
 }
@@ -450,7 +465,7 @@ async fn assert_delete_refused(
     expected: &[DatabaseRef],
     context: &str,
 ) {
-    match storage.delete_database(key, None).await {
+    match storage.delete_database(key, None, origin()).await {
         Err(StorageError::Inherited(named)) => assert_eq!(
             named, expected,
             "{context}: StorageError::Inherited must name every heir (id and name), ordered by id"
@@ -476,7 +491,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
     let mut parent = plain_database("Parent", Some("ext-parent"));
     parent.restrict_access = true;
     ok(
-        storage.insert_database(parent.clone()).await,
+        storage.insert_database(parent.clone(), origin()).await,
         "insert_database",
     );
     // Heirs made in id order but linked in another order; a bystander inheriting elsewhere.
@@ -541,7 +556,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
     );
     ok(
         storage
-            .delete_database(DatabaseKey::Id(heirs[0].id.as_str()), None)
+            .delete_database(DatabaseKey::Id(heirs[0].id.as_str()), None, origin())
             .await,
         "delete_database of an heir (nothing inherits from it)",
     );
@@ -559,7 +574,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
     );
 
     let removed = ok(
-        storage.delete_database(key, None).await,
+        storage.delete_database(key, None, origin()).await,
         &format!("delete_database({key:?}, None) once no database inherits from it"),
     );
     assert_same_database(
@@ -587,7 +602,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
         let mut again = plain_database("Again", None);
         again.id = old.id.clone();
         ok(
-            storage.insert_database(again).await,
+            storage.insert_database(again, origin()).await,
             &format!("insert_database with the id of {name}"),
         );
         assert_eq!(
@@ -600,7 +615,7 @@ async fn check_delete_guard(storage: &dyn Storage, by_api_id: bool) {
     // And the re-stored parent is not held by its old heirs.
     ok(
         storage
-            .delete_database(DatabaseKey::Id(parent.id.as_str()), None)
+            .delete_database(DatabaseKey::Id(parent.id.as_str()), None, origin())
             .await,
         "delete_database of a database stored again under a deleted parent's id",
     );

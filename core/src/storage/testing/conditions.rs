@@ -3,6 +3,7 @@
 //! match does) is answered as it is and changes nothing; a check sees the stored record, runs
 //! before the delete guard, and racing conditional updates on one version admit exactly one.
 
+use super::origin;
 use std::sync::{Arc, Mutex};
 
 use super::check::{found, ok};
@@ -28,26 +29,26 @@ fn assert_precondition_failed<T: std::fmt::Debug>(result: Result<T, StorageError
 pub async fn refused_delete_checks_delete_nothing(storage: Arc<dyn Storage>) {
     let database = rich_database(Some("ext-checked"));
     ok(
-        storage.insert_database(database.clone()).await,
+        storage.insert_database(database.clone(), origin()).await,
         "insert_database",
     );
     let dashboard = plain_dashboard("Checked");
     ok(
-        storage.insert_dashboard(dashboard.clone()).await,
+        storage.insert_dashboard(dashboard.clone(), origin()).await,
         "insert_dashboard",
     );
 
     let by_id = storage
-        .delete_database(DatabaseKey::Id(database.id.as_str()), refuse())
+        .delete_database(DatabaseKey::Id(database.id.as_str()), refuse(), origin())
         .await;
     assert_precondition_failed(by_id, "delete_database by id");
     let by_api_id = storage
-        .delete_database(DatabaseKey::ApiId("ext-checked"), refuse())
+        .delete_database(DatabaseKey::ApiId("ext-checked"), refuse(), origin())
         .await;
     assert_precondition_failed(by_api_id, "delete_database by api_id");
     assert_precondition_failed(
         storage
-            .delete_dashboard(dashboard.id.as_str(), refuse())
+            .delete_dashboard(dashboard.id.as_str(), refuse(), origin())
             .await,
         "delete_dashboard",
     );
@@ -77,7 +78,7 @@ pub async fn refused_delete_checks_delete_nothing(storage: Arc<dyn Storage>) {
     };
     let deleted = ok(
         storage
-            .delete_database(DatabaseKey::ApiId("ext-checked"), Some(check))
+            .delete_database(DatabaseKey::ApiId("ext-checked"), Some(check), origin())
             .await,
         "delete_database with a check that passes",
     );
@@ -93,7 +94,7 @@ pub async fn refused_delete_checks_delete_nothing(storage: Arc<dyn Storage>) {
     });
     let deleted = ok(
         storage
-            .delete_dashboard(dashboard.id.as_str(), Some(check))
+            .delete_dashboard(dashboard.id.as_str(), Some(check), origin())
             .await,
         "delete_dashboard with a check that passes",
     );
@@ -112,18 +113,19 @@ pub async fn refused_delete_checks_delete_nothing(storage: Arc<dyn Storage>) {
 pub async fn edits_refusing_a_precondition_change_nothing(storage: Arc<dyn Storage>) {
     let database = plain_database("Versioned", Some("ext-versioned"));
     ok(
-        storage.insert_database(database.clone()).await,
+        storage.insert_database(database.clone(), origin()).await,
         "insert_database",
     );
     let dashboard = plain_dashboard("Versioned");
     ok(
-        storage.insert_dashboard(dashboard.clone()).await,
+        storage.insert_dashboard(dashboard.clone(), origin()).await,
         "insert_dashboard",
     );
     let update = storage
         .update_database(
             database.id.as_str(),
             Box::new(|_: &Database| Err(StorageError::PreconditionFailed)),
+            origin(),
         )
         .await;
     assert_precondition_failed(update, "update_database");
@@ -131,6 +133,7 @@ pub async fn edits_refusing_a_precondition_change_nothing(storage: Arc<dyn Stora
         .upsert_database_by_api_id(
             "ext-versioned",
             Box::new(|_: Option<&Database>| Err(StorageError::PreconditionFailed)),
+            origin(),
         )
         .await;
     assert_precondition_failed(upsert, "upsert_database_by_api_id");
@@ -138,6 +141,7 @@ pub async fn edits_refusing_a_precondition_change_nothing(storage: Arc<dyn Stora
         .upsert_database_by_api_id(
             "ext-absent",
             Box::new(|_: Option<&Database>| Err(StorageError::PreconditionFailed)),
+            origin(),
         )
         .await;
     assert_precondition_failed(absent, "upsert_database_by_api_id of a new api_id");
@@ -145,6 +149,7 @@ pub async fn edits_refusing_a_precondition_change_nothing(storage: Arc<dyn Stora
         .update_dashboard(
             dashboard.id.as_str(),
             Box::new(|_: &Dashboard| Err(StorageError::PreconditionFailed)),
+            origin(),
         )
         .await;
     assert_precondition_failed(board, "update_dashboard");
@@ -173,7 +178,7 @@ pub async fn delete_checks_run_before_the_inheritance_guard(storage: Arc<dyn Sto
     let heir = plain_database("Heir", None);
     for database in [&parent, &heir] {
         ok(
-            storage.insert_database(database.clone()).await,
+            storage.insert_database(database.clone(), origin()).await,
             "insert_database",
         );
     }
@@ -183,13 +188,13 @@ pub async fn delete_checks_run_before_the_inheritance_guard(storage: Arc<dyn Sto
     );
     assert_precondition_failed(
         storage
-            .delete_database(DatabaseKey::Id(parent.id.as_str()), refuse())
+            .delete_database(DatabaseKey::Id(parent.id.as_str()), refuse(), origin())
             .await,
         "delete_database of an inherited database",
     );
     assert!(matches!(
         storage
-            .delete_database(DatabaseKey::Id(parent.id.as_str()), None)
+            .delete_database(DatabaseKey::Id(parent.id.as_str()), None, origin())
             .await,
         Err(StorageError::Inherited(_))
     ));
@@ -205,7 +210,10 @@ pub async fn racing_conditional_updates_admit_exactly_one(storage: Arc<dyn Stora
     let original = plain_database("Contended", None);
     let id = original.id.as_str().to_owned();
     let version = original.updated_at;
-    ok(storage.insert_database(original).await, "insert_database");
+    ok(
+        storage.insert_database(original, origin()).await,
+        "insert_database",
+    );
     let barrier = Arc::new(tokio::sync::Barrier::new(EDITORS));
     let tasks: Vec<_> = (0..EDITORS)
         .map(|editor| {
@@ -225,7 +233,7 @@ pub async fn racing_conditional_updates_admit_exactly_one(storage: Arc<dyn Stora
                         ..stored.clone()
                     })
                 });
-                storage.update_database(&id, edit).await
+                storage.update_database(&id, edit, origin()).await
             })
         })
         .collect();

@@ -2,6 +2,7 @@
 //! id; listings page by id; updates store exactly what the edit returned or change nothing;
 //! deletes return the record.
 
+use super::origin;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -18,7 +19,7 @@ pub async fn dashboard_round_trips_whole_record(storage: Arc<dyn Storage>) {
     let plain = plain_dashboard("Plain");
     for dashboard in [&rich, &plain] {
         ok(
-            storage.insert_dashboard(dashboard.clone()).await,
+            storage.insert_dashboard(dashboard.clone(), origin()).await,
             "insert_dashboard",
         );
     }
@@ -37,13 +38,13 @@ pub async fn dashboard_round_trips_whole_record(storage: Arc<dyn Storage>) {
 pub async fn dashboard_insert_with_taken_id_is_refused(storage: Arc<dyn Storage>) {
     let first = rich_dashboard();
     ok(
-        storage.insert_dashboard(first.clone()).await,
+        storage.insert_dashboard(first.clone(), origin()).await,
         "insert_dashboard",
     );
     let mut impostor = plain_dashboard("Impostor");
     impostor.id = first.id.clone();
     assert_err!(
-        storage.insert_dashboard(impostor).await,
+        storage.insert_dashboard(impostor, origin()).await,
         StorageError::AlreadyExists,
         "insert_dashboard with the id of a stored dashboard"
     );
@@ -72,7 +73,7 @@ pub async fn dashboard_listing_is_ordered_by_id_with_keyset_pages(storage: Arc<d
         let mut dashboard = plain_dashboard(&format!("Listed {id}"));
         dashboard.id = DashboardId::from_stored(id);
         ok(
-            storage.insert_dashboard(dashboard).await,
+            storage.insert_dashboard(dashboard, origin()).await,
             "insert_dashboard",
         );
     }
@@ -97,11 +98,11 @@ pub async fn dashboard_update_applies_and_returns_stored(storage: Arc<dyn Storag
     let original = rich_dashboard();
     let other = plain_dashboard("Bystander");
     ok(
-        storage.insert_dashboard(original.clone()).await,
+        storage.insert_dashboard(original.clone(), origin()).await,
         "insert_dashboard",
     );
     ok(
-        storage.insert_dashboard(other.clone()).await,
+        storage.insert_dashboard(other.clone(), origin()).await,
         "insert_dashboard",
     );
 
@@ -138,7 +139,9 @@ pub async fn dashboard_update_applies_and_returns_stored(storage: Arc<dyn Storag
         })
     };
     let returned = ok(
-        storage.update_dashboard(original.id.as_str(), edit).await,
+        storage
+            .update_dashboard(original.id.as_str(), edit, origin())
+            .await,
         "update_dashboard",
     );
 
@@ -174,17 +177,21 @@ pub async fn dashboard_update_applies_and_returns_stored(storage: Arc<dyn Storag
 pub async fn dashboard_update_of_missing_is_not_found(storage: Arc<dyn Storage>) {
     let edit = || Box::new(|stored: &Dashboard| Ok(stored.clone()));
     assert_err!(
-        storage.update_dashboard("dash_missing", edit()).await,
+        storage
+            .update_dashboard("dash_missing", edit(), origin())
+            .await,
         StorageError::NotFound,
         "update_dashboard on an empty store"
     );
     let dashboard = plain_dashboard("Ops");
     ok(
-        storage.insert_dashboard(dashboard.clone()).await,
+        storage.insert_dashboard(dashboard.clone(), origin()).await,
         "insert_dashboard",
     );
     assert_err!(
-        storage.update_dashboard("dash_missing", edit()).await,
+        storage
+            .update_dashboard("dash_missing", edit(), origin())
+            .await,
         StorageError::NotFound,
         "update_dashboard of an id that is not stored"
     );
@@ -200,7 +207,7 @@ pub async fn dashboard_update_of_missing_is_not_found(storage: Arc<dyn Storage>)
 pub async fn dashboard_update_rejected_or_changing_id_changes_nothing(storage: Arc<dyn Storage>) {
     let original = rich_dashboard();
     ok(
-        storage.insert_dashboard(original.clone()).await,
+        storage.insert_dashboard(original.clone(), origin()).await,
         "insert_dashboard",
     );
 
@@ -209,7 +216,10 @@ pub async fn dashboard_update_rejected_or_changing_id_changes_nothing(storage: A
         next.panels.clear();
         Err(edit_errors().into())
     });
-    match storage.update_dashboard(original.id.as_str(), edit).await {
+    match storage
+        .update_dashboard(original.id.as_str(), edit, origin())
+        .await
+    {
         Err(StorageError::Invalid(errors)) => assert_eq!(
             errors,
             edit_errors(),
@@ -233,7 +243,9 @@ pub async fn dashboard_update_rejected_or_changing_id_changes_nothing(storage: A
         })
     };
     assert_err!(
-        storage.update_dashboard(original.id.as_str(), edit).await,
+        storage
+            .update_dashboard(original.id.as_str(), edit, origin())
+            .await,
         StorageError::IdentityChanged,
         "update_dashboard with an edit that changes the id"
     );
@@ -252,23 +264,27 @@ pub async fn dashboard_update_rejected_or_changing_id_changes_nothing(storage: A
 /// that was never stored, is `NotFound`.
 pub async fn dashboard_delete_returns_it_and_removes_it(storage: Arc<dyn Storage>) {
     assert_err!(
-        storage.delete_dashboard("dash_missing", None).await,
+        storage
+            .delete_dashboard("dash_missing", None, origin())
+            .await,
         StorageError::NotFound,
         "delete_dashboard on an empty store"
     );
     let target = rich_dashboard();
     let other = plain_dashboard("Bystander");
     ok(
-        storage.insert_dashboard(target.clone()).await,
+        storage.insert_dashboard(target.clone(), origin()).await,
         "insert_dashboard",
     );
     ok(
-        storage.insert_dashboard(other.clone()).await,
+        storage.insert_dashboard(other.clone(), origin()).await,
         "insert_dashboard",
     );
 
     let removed = ok(
-        storage.delete_dashboard(target.id.as_str(), None).await,
+        storage
+            .delete_dashboard(target.id.as_str(), None, origin())
+            .await,
         "delete_dashboard",
     );
     assert_eq!(
@@ -285,12 +301,16 @@ pub async fn dashboard_delete_returns_it_and_removes_it(storage: Arc<dyn Storage
         "list_dashboards after delete_dashboard"
     );
     assert_err!(
-        storage.delete_dashboard(target.id.as_str(), None).await,
+        storage
+            .delete_dashboard(target.id.as_str(), None, origin())
+            .await,
         StorageError::NotFound,
         "a second delete_dashboard"
     );
     assert_err!(
-        storage.delete_dashboard("dash_missing", None).await,
+        storage
+            .delete_dashboard("dash_missing", None, origin())
+            .await,
         StorageError::NotFound,
         "delete_dashboard of an id that is not stored"
     );

@@ -3,6 +3,7 @@
 //! exactly what the edit returned or change nothing; deletes by id and by `api_id` return the
 //! record and free its `api_id`.
 
+use super::origin;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -37,7 +38,7 @@ pub async fn database_round_trips_whole_record(storage: Arc<dyn Storage>) {
 
     for database in [&with_api_id, &without_api_id] {
         ok(
-            storage.insert_database(database.clone()).await,
+            storage.insert_database(database.clone(), origin()).await,
             "insert_database of a new record",
         );
     }
@@ -81,11 +82,11 @@ pub async fn reads_of_missing_records_are_none(storage: Arc<dyn Storage>) {
     let database = plain_database("Orders", Some("ext-1"));
     let dashboard = plain_dashboard("Ops");
     ok(
-        storage.insert_database(database.clone()).await,
+        storage.insert_database(database.clone(), origin()).await,
         "insert_database",
     );
     ok(
-        storage.insert_dashboard(dashboard.clone()).await,
+        storage.insert_dashboard(dashboard.clone(), origin()).await,
         "insert_dashboard",
     );
 
@@ -123,14 +124,14 @@ pub async fn reads_of_missing_records_are_none(storage: Arc<dyn Storage>) {
 pub async fn database_insert_with_taken_id_is_refused(storage: Arc<dyn Storage>) {
     let first = rich_database(Some("ext-first"));
     ok(
-        storage.insert_database(first.clone()).await,
+        storage.insert_database(first.clone(), origin()).await,
         "insert_database",
     );
 
     let mut impostor = plain_database("Impostor", Some("ext-impostor"));
     impostor.id = first.id.clone();
     assert_err!(
-        storage.insert_database(impostor).await,
+        storage.insert_database(impostor, origin()).await,
         StorageError::AlreadyExists,
         "insert_database with the id of a stored database"
     );
@@ -157,13 +158,13 @@ pub async fn database_insert_with_taken_id_is_refused(storage: Arc<dyn Storage>)
 pub async fn database_insert_with_taken_api_id_is_refused(storage: Arc<dyn Storage>) {
     let first = rich_database(Some("ext-shared"));
     ok(
-        storage.insert_database(first.clone()).await,
+        storage.insert_database(first.clone(), origin()).await,
         "insert_database",
     );
 
     let second = plain_database("Second", Some("ext-shared"));
     assert_err!(
-        storage.insert_database(second.clone()).await,
+        storage.insert_database(second.clone(), origin()).await,
         StorageError::AlreadyExists,
         "insert_database with the api_id of a stored database"
     );
@@ -193,7 +194,7 @@ pub async fn databases_without_api_id_coexist(storage: Arc<dyn Storage>) {
         .collect();
     for database in &databases {
         ok(
-            storage.insert_database(database.clone()).await,
+            storage.insert_database(database.clone(), origin()).await,
             "insert_database of a database without api_id, next to others without one",
         );
     }
@@ -208,7 +209,7 @@ pub async fn databases_without_api_id_coexist(storage: Arc<dyn Storage>) {
     );
     let with_api_id = plain_database("External", Some("ext-1"));
     ok(
-        storage.insert_database(with_api_id.clone()).await,
+        storage.insert_database(with_api_id.clone(), origin()).await,
         "insert_database with an api_id next to databases without one",
     );
     let by_api_id = found(
@@ -233,7 +234,10 @@ pub async fn database_listing_is_ordered_by_id_with_keyset_pages(storage: Arc<dy
     for id in insertion_order(&ids) {
         let mut database = plain_database(&format!("Listed {id}"), None);
         database.id = DatabaseId::from_stored(id);
-        ok(storage.insert_database(database).await, "insert_database");
+        ok(
+            storage.insert_database(database, origin()).await,
+            "insert_database",
+        );
     }
     let storage = storage.as_ref();
     check_listing(
@@ -260,11 +264,11 @@ pub async fn database_update_applies_and_returns_stored(storage: Arc<dyn Storage
     let original = rich_database(Some("ext-update"));
     let other = plain_database("Bystander", Some("ext-bystander"));
     ok(
-        storage.insert_database(original.clone()).await,
+        storage.insert_database(original.clone(), origin()).await,
         "insert_database",
     );
     ok(
-        storage.insert_database(other.clone()).await,
+        storage.insert_database(other.clone(), origin()).await,
         "insert_database",
     );
 
@@ -300,7 +304,9 @@ pub async fn database_update_applies_and_returns_stored(storage: Arc<dyn Storage
         })
     };
     let returned = ok(
-        storage.update_database(original.id.as_str(), edit).await,
+        storage
+            .update_database(original.id.as_str(), edit, origin())
+            .await,
         "update_database",
     );
 
@@ -375,22 +381,26 @@ pub async fn database_update_applies_and_returns_stored(storage: Arc<dyn Storage
 pub async fn database_update_of_missing_is_not_found(storage: Arc<dyn Storage>) {
     let edit = || Box::new(|stored: &Database| Ok(stored.clone()));
     assert_err!(
-        storage.update_database("db_missing", edit()).await,
+        storage
+            .update_database("db_missing", edit(), origin())
+            .await,
         StorageError::NotFound,
         "update_database on an empty store"
     );
     let database = plain_database("Orders", Some("ext-1"));
     ok(
-        storage.insert_database(database.clone()).await,
+        storage.insert_database(database.clone(), origin()).await,
         "insert_database",
     );
     assert_err!(
-        storage.update_database("db_missing", edit()).await,
+        storage
+            .update_database("db_missing", edit(), origin())
+            .await,
         StorageError::NotFound,
         "update_database of an id that is not stored"
     );
     assert_err!(
-        storage.update_database("ext-1", edit()).await,
+        storage.update_database("ext-1", edit(), origin()).await,
         StorageError::NotFound,
         "update_database(a stored api_id): update_database takes an id"
     );
@@ -407,7 +417,7 @@ pub async fn database_update_of_missing_is_not_found(storage: Arc<dyn Storage>) 
 pub async fn database_update_rejected_by_edit_changes_nothing(storage: Arc<dyn Storage>) {
     let original = rich_database(Some("ext-rejected"));
     ok(
-        storage.insert_database(original.clone()).await,
+        storage.insert_database(original.clone(), origin()).await,
         "insert_database",
     );
 
@@ -417,7 +427,10 @@ pub async fn database_update_rejected_by_edit_changes_nothing(storage: Arc<dyn S
         next.credentials.clear();
         Err(edit_errors().into())
     });
-    match storage.update_database(original.id.as_str(), edit).await {
+    match storage
+        .update_database(original.id.as_str(), edit, origin())
+        .await
+    {
         Err(StorageError::Invalid(errors)) => assert_eq!(
             errors,
             edit_errors(),
@@ -446,11 +459,13 @@ pub async fn database_update_changing_identity_is_refused(storage: Arc<dyn Stora
     let with_api_id = rich_database(Some("ext-a"));
     let without_api_id = plain_database("Local", None);
     ok(
-        storage.insert_database(with_api_id.clone()).await,
+        storage.insert_database(with_api_id.clone(), origin()).await,
         "insert_database",
     );
     ok(
-        storage.insert_database(without_api_id.clone()).await,
+        storage
+            .insert_database(without_api_id.clone(), origin())
+            .await,
         "insert_database",
     );
     let new_id = DatabaseId::generate();
@@ -480,7 +495,9 @@ pub async fn database_update_changing_identity_is_refused(storage: Arc<dyn Stora
             Ok(next)
         });
         assert_err!(
-            storage.update_database(original.id.as_str(), edit).await,
+            storage
+                .update_database(original.id.as_str(), edit, origin())
+                .await,
             StorageError::IdentityChanged,
             "update_database with an edit that {what}"
         );
@@ -524,7 +541,7 @@ pub async fn database_update_changing_identity_is_refused(storage: Arc<dyn Stora
 pub async fn upsert_creates_when_absent(storage: Arc<dyn Storage>) {
     let other = plain_database("Bystander", Some("ext-other"));
     ok(
-        storage.insert_database(other.clone()).await,
+        storage.insert_database(other.clone(), origin()).await,
         "insert_database",
     );
 
@@ -539,7 +556,9 @@ pub async fn upsert_creates_when_absent(storage: Arc<dyn Storage>) {
         })
     };
     let returned = ok(
-        storage.upsert_database_by_api_id("ext-new", edit).await,
+        storage
+            .upsert_database_by_api_id("ext-new", edit, origin())
+            .await,
         "upsert_database_by_api_id of a new api_id",
     );
     let seen = seen.lock().unwrap().clone();
@@ -584,12 +603,12 @@ pub async fn upsert_updates_when_present(storage: Arc<dyn Storage>) {
         plain_database("Other without api_id", None),
     ];
     ok(
-        storage.insert_database(target.clone()).await,
+        storage.insert_database(target.clone(), origin()).await,
         "insert_database",
     );
     for other in &others {
         ok(
-            storage.insert_database(other.clone()).await,
+            storage.insert_database(other.clone(), origin()).await,
             "insert_database",
         );
     }
@@ -616,7 +635,9 @@ pub async fn upsert_updates_when_present(storage: Arc<dyn Storage>) {
         })
     };
     let returned = ok(
-        storage.upsert_database_by_api_id("ext-target", edit).await,
+        storage
+            .upsert_database_by_api_id("ext-target", edit, origin())
+            .await,
         "upsert_database_by_api_id of a stored api_id",
     );
     let seen = seen.lock().unwrap().clone();
@@ -659,7 +680,7 @@ pub async fn upsert_updates_when_present(storage: Arc<dyn Storage>) {
 pub async fn upsert_rejected_by_edit_changes_nothing(storage: Arc<dyn Storage>) {
     let rejecting = || Box::new(|_: Option<&Database>| Err(edit_errors().into()));
     match storage
-        .upsert_database_by_api_id("ext-absent", rejecting())
+        .upsert_database_by_api_id("ext-absent", rejecting(), origin())
         .await
     {
         Err(StorageError::Invalid(errors)) => assert_eq!(errors, edit_errors()),
@@ -678,11 +699,11 @@ pub async fn upsert_rejected_by_edit_changes_nothing(storage: Arc<dyn Storage>) 
 
     let original = rich_database(Some("ext-present"));
     ok(
-        storage.insert_database(original.clone()).await,
+        storage.insert_database(original.clone(), origin()).await,
         "insert_database",
     );
     match storage
-        .upsert_database_by_api_id("ext-present", rejecting())
+        .upsert_database_by_api_id("ext-present", rejecting(), origin())
         .await
     {
         Err(StorageError::Invalid(errors)) => assert_eq!(errors, edit_errors()),
@@ -702,7 +723,7 @@ pub async fn upsert_rejected_by_edit_changes_nothing(storage: Arc<dyn Storage>) 
 pub async fn upsert_changing_identity_is_refused(storage: Arc<dyn Storage>) {
     let original = rich_database(Some("ext-present"));
     ok(
-        storage.insert_database(original.clone()).await,
+        storage.insert_database(original.clone(), origin()).await,
         "insert_database",
     );
     let new_id = DatabaseId::generate();
@@ -716,7 +737,9 @@ pub async fn upsert_changing_identity_is_refused(storage: Arc<dyn Storage>) {
         })
     };
     assert_err!(
-        storage.upsert_database_by_api_id("ext-present", edit).await,
+        storage
+            .upsert_database_by_api_id("ext-present", edit, origin())
+            .await,
         StorageError::IdentityChanged,
         "upsert of a stored api_id with an edit that changes the id"
     );
@@ -731,7 +754,9 @@ pub async fn upsert_changing_identity_is_refused(storage: Arc<dyn Storage>) {
         Ok(next)
     });
     assert_err!(
-        storage.upsert_database_by_api_id("ext-present", edit).await,
+        storage
+            .upsert_database_by_api_id("ext-present", edit, origin())
+            .await,
         StorageError::IdentityChanged,
         "upsert of a stored api_id with an edit that changes the api_id"
     );
@@ -748,7 +773,9 @@ pub async fn upsert_changing_identity_is_refused(storage: Arc<dyn Storage>) {
         wrong.id = new_id.clone();
         let edit = Box::new(move |_: Option<&Database>| Ok(wrong.clone()));
         assert_err!(
-            storage.upsert_database_by_api_id("ext-absent", edit).await,
+            storage
+                .upsert_database_by_api_id("ext-absent", edit, origin())
+                .await,
             StorageError::IdentityChanged,
             "upsert of an absent api_id with an edit that creates a database with {what}"
         );
@@ -762,7 +789,9 @@ pub async fn upsert_changing_identity_is_refused(storage: Arc<dyn Storage>) {
     taken.id = original.id.clone();
     let edit = Box::new(move |_: Option<&Database>| Ok(taken.clone()));
     assert_err!(
-        storage.upsert_database_by_api_id("ext-absent", edit).await,
+        storage
+            .upsert_database_by_api_id("ext-absent", edit, origin())
+            .await,
         StorageError::AlreadyExists,
         "upsert of an absent api_id with an edit that creates a database with a taken id"
     );
@@ -787,11 +816,11 @@ async fn check_delete(storage: &dyn Storage, by_api_id: bool) {
     let target = rich_database(Some("ext-delete"));
     let other = plain_database("Bystander", Some("ext-keep"));
     ok(
-        storage.insert_database(target.clone()).await,
+        storage.insert_database(target.clone(), origin()).await,
         "insert_database",
     );
     ok(
-        storage.insert_database(other.clone()).await,
+        storage.insert_database(other.clone(), origin()).await,
         "insert_database",
     );
     let key = if by_api_id {
@@ -801,7 +830,7 @@ async fn check_delete(storage: &dyn Storage, by_api_id: bool) {
     };
 
     let removed = ok(
-        storage.delete_database(key, None).await,
+        storage.delete_database(key, None, origin()).await,
         &format!("delete_database({key:?}, None)"),
     );
     assert_same_database(
@@ -829,14 +858,14 @@ async fn check_delete(storage: &dyn Storage, by_api_id: bool) {
         &format!("list_databases after delete_database({key:?}, None)"),
     );
     assert_err!(
-        storage.delete_database(key, None).await,
+        storage.delete_database(key, None, origin()).await,
         StorageError::NotFound,
         "a second delete_database({key:?}, None)"
     );
 
     let successor = plain_database("Successor", Some("ext-delete"));
     ok(
-        storage.insert_database(successor.clone()).await,
+        storage.insert_database(successor.clone(), origin()).await,
         &format!("insert_database with the api_id of a database removed by {key:?}"),
     );
     let by_api_id = found(
@@ -868,14 +897,14 @@ pub async fn delete_database_by_api_id_returns_it_and_frees_api_id(storage: Arc<
 pub async fn delete_missing_database_is_not_found(storage: Arc<dyn Storage>) {
     assert_err!(
         storage
-            .delete_database(DatabaseKey::Id("db_missing"), None)
+            .delete_database(DatabaseKey::Id("db_missing"), None, origin())
             .await,
         StorageError::NotFound,
         "delete_database(Id, None) on an empty store"
     );
     assert_err!(
         storage
-            .delete_database(DatabaseKey::ApiId("ext-missing"), None)
+            .delete_database(DatabaseKey::ApiId("ext-missing"), None, origin())
             .await,
         StorageError::NotFound,
         "delete_database(ApiId, None) on an empty store"
@@ -884,29 +913,31 @@ pub async fn delete_missing_database_is_not_found(storage: Arc<dyn Storage>) {
     let database = plain_database("Orders", Some("ext-1"));
     let local = plain_database("Local", None);
     ok(
-        storage.insert_database(database.clone()).await,
+        storage.insert_database(database.clone(), origin()).await,
         "insert_database",
     );
     ok(
-        storage.insert_database(local.clone()).await,
+        storage.insert_database(local.clone(), origin()).await,
         "insert_database",
     );
     assert_err!(
         storage
-            .delete_database(DatabaseKey::Id("ext-1"), None)
+            .delete_database(DatabaseKey::Id("ext-1"), None, origin())
             .await,
         StorageError::NotFound,
         "delete_database(Id(a stored api_id), None)"
     );
     assert_err!(
         storage
-            .delete_database(DatabaseKey::ApiId(database.id.as_str()), None)
+            .delete_database(DatabaseKey::ApiId(database.id.as_str()), None, origin())
             .await,
         StorageError::NotFound,
         "delete_database(ApiId(a stored id), None)"
     );
     assert_err!(
-        storage.delete_database(DatabaseKey::ApiId(""), None).await,
+        storage
+            .delete_database(DatabaseKey::ApiId(""), None, origin())
+            .await,
         StorageError::NotFound,
         "delete_database(ApiId(\"\"), None) when one database has no api_id"
     );

@@ -2,6 +2,7 @@
 //! control; caller keys), and short steps on a store shared by several files (insert several
 //! databases, store an access control, set an inheritance, list everything).
 
+use super::origin;
 use serde_json::{Map, Value, json};
 
 use super::check::{found, ok};
@@ -317,7 +318,7 @@ pub(super) async fn put_access(
 ) -> AccessControl {
     let edit = Box::new(move |_: &AccessControl| Ok(access.clone()));
     ok(
-        storage.update_access_control(id, edit).await,
+        storage.update_access_control(id, edit, origin()).await,
         &format!("update_access_control({id}) storing a whole access control"),
     )
 }
@@ -334,7 +335,7 @@ pub(super) async fn set_inheritance(
         next.data_protection.inherits_from = target.clone();
         Ok(next)
     });
-    storage.update_access_control(id, edit).await
+    storage.update_access_control(id, edit, origin()).await
 }
 
 pub(super) fn reference(database: &Database) -> DatabaseRef {
@@ -350,7 +351,7 @@ pub(super) async fn insert_named(storage: &dyn Storage, names: &[&str]) -> Vec<D
     for name in names {
         let database = plain_database(name, None);
         ok(
-            storage.insert_database(database.clone()).await,
+            storage.insert_database(database.clone(), origin()).await,
             "insert_database",
         );
         databases.push(database);

@@ -1,6 +1,7 @@
 //! Cases on caller keys (README, *Caller credentials*): insert, lookup by digest, listing by id,
 //! touch (the later time wins) and delete (revoked at once); a taken id or digest is refused.
 
+use super::origin;
 use std::sync::Arc;
 
 use super::check::{absent, assert_err, found, ok};
@@ -48,7 +49,9 @@ pub async fn caller_keys_round_trip_by_digest_and_listing(storage: Arc<dyn Stora
     let keys = caller_keys();
     for index in [2, 0, 1] {
         ok(
-            storage.insert_caller_key(keys[index].clone()).await,
+            storage
+                .insert_caller_key(keys[index].clone(), origin())
+                .await,
             "insert_caller_key",
         );
     }
@@ -81,21 +84,23 @@ pub async fn caller_keys_round_trip_by_digest_and_listing(storage: Arc<dyn Stora
 pub async fn caller_key_insert_with_taken_id_or_digest_is_refused(storage: Arc<dyn Storage>) {
     let keys = caller_keys();
     ok(
-        storage.insert_caller_key(keys[0].clone()).await,
+        storage.insert_caller_key(keys[0].clone(), origin()).await,
         "insert_caller_key",
     );
 
     let mut same_id = keys[1].clone();
     same_id.id = keys[0].id.clone();
     assert_err!(
-        storage.insert_caller_key(same_id.clone()).await,
+        storage.insert_caller_key(same_id.clone(), origin()).await,
         StorageError::AlreadyExists,
         "insert_caller_key with the id of a stored key"
     );
     let mut same_digest = keys[2].clone();
     same_digest.digest = keys[0].digest;
     assert_err!(
-        storage.insert_caller_key(same_digest.clone()).await,
+        storage
+            .insert_caller_key(same_digest.clone(), origin())
+            .await,
         StorageError::AlreadyExists,
         "insert_caller_key with the digest of a stored key"
     );
@@ -116,7 +121,7 @@ pub async fn caller_key_insert_with_taken_id_or_digest_is_refused(storage: Arc<d
     );
     // Neither refused insert left its id behind.
     ok(
-        storage.insert_caller_key(keys[2].clone()).await,
+        storage.insert_caller_key(keys[2].clone(), origin()).await,
         "insert_caller_key of the key whose id a refused insert used",
     );
 }
@@ -127,7 +132,7 @@ pub async fn caller_key_touch_keeps_the_later_time(storage: Arc<dyn Storage>) {
     let keys = caller_keys();
     for key in &keys {
         ok(
-            storage.insert_caller_key(key.clone()).await,
+            storage.insert_caller_key(key.clone(), origin()).await,
             "insert_caller_key",
         );
     }
@@ -190,7 +195,7 @@ pub async fn caller_key_delete_returns_it_and_revokes_it(storage: Arc<dyn Storag
     let mut keys = caller_keys();
     for key in &keys {
         ok(
-            storage.insert_caller_key(key.clone()).await,
+            storage.insert_caller_key(key.clone(), origin()).await,
             "insert_caller_key",
         );
     }
@@ -202,7 +207,9 @@ pub async fn caller_key_delete_returns_it_and_revokes_it(storage: Arc<dyn Storag
     keys[1].last_used_at = Some(at);
 
     let removed = ok(
-        storage.delete_caller_key(keys[1].id.as_str()).await,
+        storage
+            .delete_caller_key(keys[1].id.as_str(), origin())
+            .await,
         "delete_caller_key",
     );
     assert_same_key(
@@ -226,12 +233,14 @@ pub async fn caller_key_delete_returns_it_and_revokes_it(storage: Arc<dyn Storag
         "touch_caller_key of a deleted key"
     );
     assert_err!(
-        storage.delete_caller_key(keys[1].id.as_str()).await,
+        storage
+            .delete_caller_key(keys[1].id.as_str(), origin())
+            .await,
         StorageError::NotFound,
         "a second delete_caller_key"
     );
     assert_err!(
-        storage.delete_caller_key("key_missing").await,
+        storage.delete_caller_key("key_missing", origin()).await,
         StorageError::NotFound,
         "delete_caller_key of a key that is not stored"
     );
@@ -244,7 +253,7 @@ pub async fn caller_key_delete_returns_it_and_revokes_it(storage: Arc<dyn Storag
     }
     // The deleted key's id and digest are free again.
     ok(
-        storage.insert_caller_key(keys[1].clone()).await,
+        storage.insert_caller_key(keys[1].clone(), origin()).await,
         "insert_caller_key with the id and digest of a deleted key",
     );
     assert_same_keys(
@@ -272,11 +281,14 @@ pub async fn record_counts_follow_inserts_and_deletes(storage: Arc<dyn Storage>)
     let databases = insert_named(&*storage, &["a", "b", "c"]).await;
     let dashboard = plain_dashboard("d");
     ok(
-        storage.insert_dashboard(dashboard.clone()).await,
+        storage.insert_dashboard(dashboard.clone(), origin()).await,
         "insert_dashboard",
     );
     for key in caller_keys().into_iter().take(2) {
-        ok(storage.insert_caller_key(key).await, "insert_caller_key");
+        ok(
+            storage.insert_caller_key(key, origin()).await,
+            "insert_caller_key",
+        );
     }
     assert_eq!(
         ok(storage.record_counts().await, "record_counts"),
@@ -284,12 +296,14 @@ pub async fn record_counts_follow_inserts_and_deletes(storage: Arc<dyn Storage>)
     );
     ok(
         storage
-            .delete_database(DatabaseKey::Id(databases[1].id.as_str()), None)
+            .delete_database(DatabaseKey::Id(databases[1].id.as_str()), None, origin())
             .await,
         "delete_database",
     );
     ok(
-        storage.delete_dashboard(dashboard.id.as_str(), None).await,
+        storage
+            .delete_dashboard(dashboard.id.as_str(), None, origin())
+            .await,
         "delete_dashboard",
     );
     assert_eq!(

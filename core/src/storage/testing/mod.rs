@@ -98,6 +98,15 @@ mod fixtures;
 mod keys;
 mod races;
 
+/// The origin of every write the suite makes (and of a backend's own tests).
+pub fn origin() -> &'static crate::model::Origin {
+    static ORIGIN: std::sync::OnceLock<crate::model::Origin> = std::sync::OnceLock::new();
+    ORIGIN.get_or_init(|| crate::model::Origin {
+        actor: crate::model::Actor::named("conformance suite"),
+        request_id: Some("conformance".to_owned()),
+    })
+}
+
 // Every case re-exported by its name, and `CASES`: generated from the list of cases.
 crate::storage_conformance_suite!(@cases @exports);
 

@@ -2,6 +2,7 @@
 //! winner, and are all-or-nothing, including deletes racing inheritances. Every case starts its
 //! racing calls through [`race`] (two calls) or [`race_all`] (many of one kind).
 
+use super::origin;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -89,7 +90,7 @@ fn delete_by(
         } else {
             DatabaseKey::Id(&id)
         };
-        storage.delete_database(key, None).await
+        storage.delete_database(key, None, origin()).await
     }
 }
 
@@ -136,7 +137,10 @@ fn assert_each_once<'a>(
 pub async fn concurrent_database_updates_lose_nothing(storage: Arc<dyn Storage>) {
     let original = plain_database("Contended", Some("ext-contended"));
     let id = original.id.as_str().to_owned();
-    ok(storage.insert_database(original).await, "insert_database");
+    ok(
+        storage.insert_database(original, origin()).await,
+        "insert_database",
+    );
 
     let results = race_all(UPDATERS, |index| {
         let storage = Arc::clone(&storage);
@@ -150,7 +154,7 @@ pub async fn concurrent_database_updates_lose_nothing(storage: Arc<dyn Storage>)
                     .push(parameter(&format!("p{index}"), &index.to_string()));
                 Ok(next)
             });
-            storage.update_database(&id, edit).await
+            storage.update_database(&id, edit, origin()).await
         }
     })
     .await;
@@ -188,7 +192,7 @@ pub async fn concurrent_database_updates_lose_nothing(storage: Arc<dyn Storage>)
 pub async fn concurrent_upserts_create_one_database(storage: Arc<dyn Storage>) {
     let bystander = plain_database("Bystander", Some("ext-bystander"));
     ok(
-        storage.insert_database(bystander.clone()).await,
+        storage.insert_database(bystander.clone(), origin()).await,
         "insert_database",
     );
 
@@ -203,7 +207,9 @@ pub async fn concurrent_upserts_create_one_database(storage: Arc<dyn Storage>) {
                     .push(parameter(&format!("u{index}"), ""));
                 Ok(next)
             });
-            storage.upsert_database_by_api_id("ext-raced", edit).await
+            storage
+                .upsert_database_by_api_id("ext-raced", edit, origin())
+                .await
         }
     })
     .await;
@@ -273,7 +279,7 @@ pub async fn concurrent_inserts_with_one_api_id_admit_one(storage: Arc<dyn Stora
     let results = race_all(RACERS, |index| {
         let storage = Arc::clone(&storage);
         let candidate = candidates[index].clone();
-        async move { storage.insert_database(candidate).await }
+        async move { storage.insert_database(candidate, origin()).await }
     })
     .await;
     let mut winners = Vec::new();
@@ -329,7 +335,7 @@ pub async fn delete_racing_update_is_all_or_nothing(storage: Arc<dyn Storage>) {
         let updated = race_update(&original);
         let id = original.id.as_str().to_owned();
         ok(
-            storage.insert_database(original.clone()).await,
+            storage.insert_database(original.clone(), origin()).await,
             "insert_database",
         );
         let by_api_id = round % 2 == 1;
@@ -341,7 +347,7 @@ pub async fn delete_racing_update_is_all_or_nothing(storage: Arc<dyn Storage>) {
                     std::thread::yield_now();
                     Ok(race_update(stored))
                 });
-                storage.update_database(&id, edit).await
+                storage.update_database(&id, edit, origin()).await
             }
         };
         let delete = delete_by(&storage, by_api_id, &id, &api_id);
@@ -412,7 +418,7 @@ pub async fn upsert_racing_delete_is_all_or_nothing(storage: Arc<dyn Storage>) {
         };
         let (updated, recreated) = (mark(&original), mark(&fresh));
         ok(
-            storage.insert_database(original.clone()).await,
+            storage.insert_database(original.clone(), origin()).await,
             "insert_database",
         );
         let by_api_id = round % 2 == 0;
@@ -424,7 +430,9 @@ pub async fn upsert_racing_delete_is_all_or_nothing(storage: Arc<dyn Storage>) {
                     std::thread::yield_now();
                     Ok(mark(stored.unwrap_or(&fresh)))
                 });
-                storage.upsert_database_by_api_id(&api_id, edit).await
+                storage
+                    .upsert_database_by_api_id(&api_id, edit, origin())
+                    .await
             }
         };
         let delete = delete_by(&storage, by_api_id, original.id.as_str(), &api_id);
@@ -496,7 +504,10 @@ pub async fn upsert_racing_delete_is_all_or_nothing(storage: Arc<dyn Storage>) {
 pub async fn concurrent_dashboard_updates_lose_nothing(storage: Arc<dyn Storage>) {
     let original = plain_dashboard("Contended");
     let id = original.id.as_str().to_owned();
-    ok(storage.insert_dashboard(original).await, "insert_dashboard");
+    ok(
+        storage.insert_dashboard(original, origin()).await,
+        "insert_dashboard",
+    );
 
     let results = race_all(UPDATERS, |index| {
         let storage = Arc::clone(&storage);
@@ -509,7 +520,7 @@ pub async fn concurrent_dashboard_updates_lose_nothing(storage: Arc<dyn Storage>
                 next.panels.push(panel.clone());
                 Ok(next)
             });
-            storage.update_dashboard(&id, edit).await
+            storage.update_dashboard(&id, edit, origin()).await
         }
     })
     .await;
@@ -541,7 +552,10 @@ pub async fn concurrent_dashboard_updates_lose_nothing(storage: Arc<dyn Storage>
 pub async fn concurrent_access_control_updates_lose_nothing(storage: Arc<dyn Storage>) {
     let database = plain_database("Contended", None);
     let id = database.id.as_str().to_owned();
-    ok(storage.insert_database(database).await, "insert_database");
+    ok(
+        storage.insert_database(database, origin()).await,
+        "insert_database",
+    );
 
     let results = race_all(RACERS, |index| {
         let storage = Arc::clone(&storage);
@@ -557,7 +571,7 @@ pub async fn concurrent_access_control_updates_lose_nothing(storage: Arc<dyn Sto
                 ));
                 Ok(next)
             });
-            storage.update_access_control(&id, edit).await
+            storage.update_access_control(&id, edit, origin()).await
         }
     })
     .await;
@@ -598,7 +612,7 @@ pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc
         let heir = plain_database(&format!("Heir {round}"), None);
         for database in [&target, &heir] {
             ok(
-                storage.insert_database(database.clone()).await,
+                storage.insert_database(database.clone(), origin()).await,
                 "insert_database",
             );
         }
@@ -614,7 +628,7 @@ pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc
                     next.data_protection.inherits_from = Some(a.clone());
                     Ok(next)
                 });
-                storage.update_access_control(&b, edit).await
+                storage.update_access_control(&b, edit, origin()).await
             }
         };
         let delete = delete_by(&storage, by_api_id, &a, &api_id);
@@ -658,7 +672,9 @@ pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc
                     &format!("{context}: B clears its inheritance"),
                 );
                 ok(
-                    storage.delete_database(DatabaseKey::Id(&a), None).await,
+                    storage
+                        .delete_database(DatabaseKey::Id(&a), None, origin())
+                        .await,
                     &format!("{context}: delete_database(A, None) once B no longer inherits"),
                 );
             }
@@ -684,7 +700,9 @@ pub async fn delete_racing_inheritance_never_leaves_a_dangling_heir(storage: Arc
             ),
         }
         ok(
-            storage.delete_database(DatabaseKey::Id(&b), None).await,
+            storage
+                .delete_database(DatabaseKey::Id(&b), None, origin())
+                .await,
             &format!("{context}: delete_database(B, None)"),
         );
     }

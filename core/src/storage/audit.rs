@@ -1,0 +1,280 @@
+//! The audit events of the storage contract's writes: every backend builds the event of a write
+//! with these, from the records as they are in the writing transaction, and stores it in that
+//! transaction. What an event says changed is decided here, once: field names only (the wire
+//! names of the API), never a value, so a secret appears only as the name of what changed
+//! (`credentials[reader].password`, `ssl_key`).
+
+use crate::model::{
+    AccessControl, AuditAction, AuditEvent, CallerKey, Credential, Dashboard, Database, Origin,
+    Retention, Timestamp, TlsField,
+};
+
+use super::DatabaseKey;
+
+/// Pushes `name` when the field changed from `old` (`None`: the record is new) to `new`.
+fn differs<T: PartialEq>(changes: &mut Vec<String>, name: &str, old: Option<&T>, new: &T) {
+    if old != Some(new) {
+        changes.push(name.to_owned());
+    }
+}
+
+/// What changed between `old` (`None` for a create) and `new`, by field name.
+pub fn database_changes(old: Option<&Database>, new: &Database) -> Vec<String> {
+    let mut changes = Vec::new();
+    let c = &mut changes;
+    differs(c, "api_id", old.map(|o| &o.api_id), &new.api_id);
+    differs(c, "name", old.map(|o| &o.name), &new.name);
+    differs(c, "adapter", old.map(|o| &o.adapter), &new.adapter);
+    differs(c, "hostname", old.map(|o| &o.hostname), &new.hostname);
+    differs(c, "port", old.map(|o| &o.port), &new.port);
+    differs(c, "database", old.map(|o| &o.database), &new.database);
+    differs(c, "ssl", old.map(|o| &o.ssl), &new.ssl);
+    differs(
+        c,
+        "verify_server_hostname",
+        old.map(|o| &o.verify_server_hostname),
+        &new.verify_server_hostname,
+    );
+    differs(
+        c,
+        "restrict_access",
+        old.map(|o| &o.restrict_access),
+        &new.restrict_access,
+    );
+    differs(
+        c,
+        "review_bypass_allowed",
+        old.map(|o| &o.review_bypass_allowed),
+        &new.review_bypass_allowed,
+    );
+    differs(c, "group", old.map(|o| &o.group), &new.group);
+    differs(
+        c,
+        "slack_channel",
+        old.map(|o| &o.slack_channel),
+        &new.slack_channel,
+    );
+    differs(c, "tunnel_id", old.map(|o| &o.tunnel_id), &new.tunnel_id);
+    differs(c, "ai_enabled", old.map(|o| &o.ai_enabled), &new.ai_enabled);
+    differs(
+        c,
+        "ai_max_rows",
+        old.map(|o| &o.ai_max_rows),
+        &new.ai_max_rows,
+    );
+    differs(
+        c,
+        "connection_parameters",
+        old.map(|o| &o.connection_parameters),
+        &new.connection_parameters,
+    );
+    for field in TlsField::ALL {
+        // Sealed bytes: a new value seals differently even when it is the same text, so a
+        // certificate sent again counts as changed.
+        if old.and_then(|o| o.tls.get(field)) != new.tls.get(field) {
+            c.push(field.body_key().to_owned());
+        }
+    }
+    credential_changes(
+        c,
+        old.map(|o| o.credentials.as_slice()).unwrap_or(&[]),
+        &new.credentials,
+    );
+    changes
+}
+
+/// Credentials by id: added, removed, and the fields of those kept that changed, each named
+/// `credentials[<username>]` or `credentials[<username>].<field>`.
+fn credential_changes(changes: &mut Vec<String>, old: &[Credential], new: &[Credential]) {
+    let item = |credential: &Credential| format!("credentials[{}]", credential.username);
+    for credential in new {
+        let name = item(credential);
+        match old.iter().find(|o| o.id == credential.id) {
+            None => {
+                changes.push(name.clone());
+                if credential.password.is_some() {
+                    changes.push(format!("{name}.password"));
+                }
+            }
+            Some(stored) => {
+                let mut field = |field: &str, changed: bool| {
+                    if changed {
+                        changes.push(format!("{name}.{field}"));
+                    }
+                };
+                field("username", stored.username != credential.username);
+                field("password", stored.password != credential.password);
+                field("hostname", stored.hostname != credential.hostname);
+                field("ai_allowed", stored.ai_allowed != credential.ai_allowed);
+                field("timeout", stored.timeout != credential.timeout);
+                field(
+                    "reviews_required",
+                    stored.reviews_required != credential.reviews_required,
+                );
+                field(
+                    "default_credential",
+                    stored.default_credential != credential.default_credential,
+                );
+            }
+        }
+    }
+    for stored in old {
+        if !new.iter().any(|n| n.id == stored.id) {
+            changes.push(item(stored));
+        }
+    }
+}
+
+/// What changed between `old` (`None` for a create) and `new`, by field name.
+pub fn dashboard_changes(old: Option<&Dashboard>, new: &Dashboard) -> Vec<String> {
+    let mut changes = Vec::new();
+    let c = &mut changes;
+    differs(c, "name", old.map(|o| &o.name), &new.name);
+    differs(
+        c,
+        "restricted_access",
+        old.map(|o| &o.restricted_access),
+        &new.restricted_access,
+    );
+    differs(
+        c,
+        "archived_at",
+        old.map(|o| &o.archived_at),
+        &new.archived_at,
+    );
+    differs(c, "panels", old.map(|o| &o.panels), &new.panels);
+    changes
+}
+
+/// What changed in a database's access control, by document and field.
+pub fn access_changes(old: &AccessControl, new: &AccessControl) -> Vec<String> {
+    let mut changes = Vec::new();
+    let c = &mut changes;
+    differs(c, "permissions", Some(&old.permissions), &new.permissions);
+    differs(
+        c,
+        "data_protection.policies",
+        Some(&old.data_protection.policies),
+        &new.data_protection.policies,
+    );
+    differs(
+        c,
+        "data_protection.inherits_from",
+        Some(&old.data_protection.inherits_from),
+        &new.data_protection.inherits_from,
+    );
+    changes
+}
+
+/// The event of a database created by `insert_database`.
+pub fn database_created(origin: &Origin, new: &Database) -> AuditEvent {
+    let changes = database_changes(None, new);
+    AuditEvent::new(
+        origin,
+        AuditAction::DatabaseCreate,
+        new.id.as_str(),
+        changes,
+    )
+}
+
+/// The event of a database updated by `update_database`.
+pub fn database_updated(origin: &Origin, old: &Database, new: &Database) -> AuditEvent {
+    let changes = database_changes(Some(old), new);
+    AuditEvent::new(
+        origin,
+        AuditAction::DatabaseUpdate,
+        new.id.as_str(),
+        changes,
+    )
+}
+
+/// The event of an `upsert_database_by_api_id` (a create when `old` is `None`).
+pub fn database_set_up(origin: &Origin, old: Option<&Database>, new: &Database) -> AuditEvent {
+    let changes = database_changes(old, new);
+    AuditEvent::new(origin, AuditAction::DatabaseSetup, new.id.as_str(), changes)
+}
+
+/// The event of a database deleted by `delete_database` through `key`.
+pub fn database_deleted(origin: &Origin, key: DatabaseKey<'_>, old: &Database) -> AuditEvent {
+    let action = match key {
+        DatabaseKey::Id(_) => AuditAction::DatabaseDelete,
+        DatabaseKey::ApiId(_) => AuditAction::DatabaseRemove,
+    };
+    AuditEvent::new(origin, action, old.id.as_str(), Vec::new())
+}
+
+/// The event of an `update_access_control` of database `database_id`.
+pub fn access_updated(
+    origin: &Origin,
+    database_id: &str,
+    old: &AccessControl,
+    new: &AccessControl,
+) -> AuditEvent {
+    let changes = access_changes(old, new);
+    AuditEvent::new(origin, AuditAction::AccessUpdate, database_id, changes)
+}
+
+/// The event of a dashboard created by `insert_dashboard`.
+pub fn dashboard_created(origin: &Origin, new: &Dashboard) -> AuditEvent {
+    let changes = dashboard_changes(None, new);
+    AuditEvent::new(
+        origin,
+        AuditAction::DashboardCreate,
+        new.id.as_str(),
+        changes,
+    )
+}
+
+/// The event of a dashboard updated by `update_dashboard`.
+pub fn dashboard_updated(origin: &Origin, old: &Dashboard, new: &Dashboard) -> AuditEvent {
+    let changes = dashboard_changes(Some(old), new);
+    AuditEvent::new(
+        origin,
+        AuditAction::DashboardUpdate,
+        new.id.as_str(),
+        changes,
+    )
+}
+
+/// The event of a dashboard deleted by `delete_dashboard`.
+pub fn dashboard_deleted(origin: &Origin, old: &Dashboard) -> AuditEvent {
+    AuditEvent::new(
+        origin,
+        AuditAction::DashboardDelete,
+        old.id.as_str(),
+        Vec::new(),
+    )
+}
+
+/// The event of a caller key stored by `insert_caller_key` (its digest is not named: it is
+/// not a field anyone sets).
+pub fn caller_key_created(origin: &Origin, key: &CallerKey) -> AuditEvent {
+    let changes = ["name", "kind", "scope"].map(str::to_owned).to_vec();
+    AuditEvent::new(
+        origin,
+        AuditAction::CallerKeyCreate,
+        key.id.as_str(),
+        changes,
+    )
+}
+
+/// The event of a caller key revoked by `delete_caller_key`.
+pub fn caller_key_revoked(origin: &Origin, key: &CallerKey) -> AuditEvent {
+    AuditEvent::new(
+        origin,
+        AuditAction::CallerKeyRevoke,
+        key.id.as_str(),
+        Vec::new(),
+    )
+}
+
+/// The time before which `retention` keeps no event, as of `now` (`None`: no age bound).
+pub fn cutoff(retention: Retention, now: Timestamp) -> Option<Timestamp> {
+    const MICROS_PER_DAY: i64 = 86_400 * 1_000_000;
+    retention.max_age_days.map(|days| {
+        Timestamp::from_micros(
+            now.as_micros()
+                .saturating_sub(i64::from(days).saturating_mul(MICROS_PER_DAY)),
+        )
+    })
+}
