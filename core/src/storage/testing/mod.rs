@@ -90,6 +90,7 @@
 //! failures).
 
 mod access;
+mod audit;
 mod check;
 mod conditions;
 mod dashboards;
@@ -170,6 +171,11 @@ macro_rules! storage_conformance_suite {
             conditions::edits_refusing_a_precondition_change_nothing,
             conditions::delete_checks_run_before_the_inheritance_guard,
             conditions::racing_conditional_updates_admit_exactly_one,
+            audit::every_write_appends_one_event,
+            audit::refused_writes_append_no_event,
+            audit::audit_listing_pages_newest_first_by_resource,
+            audit::prune_keeps_the_newest_events_within_retention,
+            audit::racing_writes_each_leave_exactly_one_event,
             keys::caller_keys_round_trip_by_digest_and_listing,
             keys::caller_key_insert_with_taken_id_or_digest_is_refused,
             keys::caller_key_touch_keeps_the_later_time,
