@@ -20,6 +20,7 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 pub mod access;
+pub mod audit;
 pub mod dashboards;
 pub mod databases;
 pub mod protocol;
@@ -234,6 +235,7 @@ macro_rules! http_suite {
         $crate::protocol_tests!($storage);
         $crate::access_tests!($storage);
         $crate::version_tests!($storage);
+        $crate::audit_tests!($storage);
     };
 }
 

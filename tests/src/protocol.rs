@@ -267,6 +267,7 @@ pub async fn protocol_missing_credentials_401(storage: Arc<dyn Storage>) {
         ),
         (Method::POST, format!("{DATABASES}/check-connection")),
         (Method::POST, format!("{}/check-connection", fx.db_path())),
+        (Method::GET, "/api/v1/console/audit".to_owned()),
         (Method::GET, "/api/v1/querydesk/databases".to_owned()),
     ];
     for (method, path) in db_routes {
@@ -696,6 +697,12 @@ pub async fn protocol_setup_scope_forbidden_elsewhere(storage: Arc<dyn Storage>)
             format!("{DATABASES}/check-connection"),
             Auth::Key(SETUP_KEY),
             Some(&db_body),
+        ),
+        (
+            Method::GET,
+            "/api/v1/console/audit".to_owned(),
+            Auth::Key(SETUP_KEY),
+            None,
         ),
         (
             Method::POST,

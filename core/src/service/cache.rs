@@ -76,7 +76,8 @@ impl CacheKey {
             | Route::DataProtection(_)
             | Route::CheckConnection(..)
             | Route::CheckUnsaved
-            | Route::CheckEdited(_) => None,
+            | Route::CheckEdited(_)
+            | Route::Audit => None,
         }
     }
 }

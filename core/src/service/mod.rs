@@ -10,6 +10,7 @@
 //! check-connection opens them.
 
 mod access;
+mod audit;
 mod body;
 mod cache;
 mod check_connection;
@@ -40,7 +41,7 @@ use http_body::Body;
 
 use crate::auth::{Authenticator, Caller};
 use crate::check::{Checkers, TunnelDialer};
-use crate::model::{CredentialKind, Origin};
+use crate::model::{CredentialKind, Origin, Retention, Timestamp};
 use crate::seal::Sealer;
 use crate::storage::{Page, Storage, StorageError};
 use crate::validate::{PageQuery, parse_page_query};
@@ -52,6 +53,12 @@ pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
 
 /// How long a request body may take to arrive once its head has; slower is 408.
 pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the audit trail keeps events by default: 365 days, and at most a million events.
+pub const DEFAULT_AUDIT_RETENTION: Retention = Retention {
+    max_age_days: Some(365),
+    max_events: Some(1_000_000),
+};
 
 /// Check-connection timeout when the credential sets none.
 pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -76,6 +83,7 @@ struct Shared {
     body_timeout: Duration,
     metrics: bool,
     read_cache: Option<ReadCache>,
+    audit_retention: Retention,
     openapi: std::sync::OnceLock<bytes::Bytes>,
 }
 
@@ -108,6 +116,7 @@ impl ConsoleService {
                 body_timeout: DEFAULT_BODY_TIMEOUT,
                 metrics: false,
                 read_cache: None,
+                audit_retention: DEFAULT_AUDIT_RETENTION,
                 openapi: std::sync::OnceLock::new(),
             },
         }
@@ -121,6 +130,17 @@ impl ConsoleService {
     /// The sealer the service seals secrets with.
     pub fn sealer(&self) -> &Sealer {
         &self.shared.sealer
+    }
+
+    /// Deletes the audit events beyond the retention the service was built with (oldest
+    /// first) and answers how many. Call it now and then (the server does at start and every
+    /// hour); writes never delete events themselves.
+    pub async fn prune_audit(&self) -> Result<u64, StorageError> {
+        let shared = &self.shared;
+        shared
+            .storage
+            .prune_audit(shared.audit_retention, Timestamp::now())
+            .await
     }
 }
 
@@ -192,6 +212,13 @@ impl ConsoleServiceBuilder {
     /// turn it on when the program installs a recorder (default off: nothing is measured).
     pub fn metrics(mut self, on: bool) -> Self {
         self.shared.metrics = on;
+        self
+    }
+
+    /// How long the audit trail keeps events (default [`DEFAULT_AUDIT_RETENTION`]: 365 days
+    /// and at most a million events); [`ConsoleService::prune_audit`] applies it.
+    pub fn audit_retention(mut self, retention: Retention) -> Self {
+        self.shared.audit_retention = retention;
         self
     }
 
@@ -357,6 +384,7 @@ impl Shared {
             }
             Route::CheckConnection(id, username) => self.check_connection(&id, &username).await,
             Route::CheckUnsaved => self.check_unsaved(None, call).await,
+            Route::Audit => self.audit(call.query.as_deref()).await,
             Route::CheckEdited(id) => self.check_unsaved(Some(&id), call).await,
             Route::Dashboards { .. } | Route::Dashboard { .. } => {
                 self.dashboards(route, call, &origin).await

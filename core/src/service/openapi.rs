@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::model::{AccessLevel, Adapter, ColumnAction, SubjectKind};
+use crate::model::{AccessLevel, Adapter, AuditAction, ColumnAction, ResourceKind, SubjectKind};
 use crate::validate::{
     CERTIFICATE_MAX, DEFAULT_AI_MAX_ROWS, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NAME_MAX, PASSWORD_MAX,
     QUERY_MAX, Text, VALUE_MAX,
@@ -49,6 +49,22 @@ pub(crate) fn document(base_path: &str) -> Value {
     }
     dashboard_paths(&mut paths, "/v1/dashboards", Auth::Bearer, false);
     dashboard_paths(&mut paths, "/api/v1/dashboards", Auth::Either, true);
+    let mut audit_params = page_params();
+    audit_params.push(json!({
+        "name": "resource", "in": "query", "required": false,
+        "description": "Only the events of this record (`db_…`, `dash_…`, `key_…`).",
+        "schema": { "type": "string" },
+    }));
+    paths.insert(
+        "/api/v1/console/audit".to_owned(),
+        json!({
+            "get": operation("listAuditEvents", "The audit trail: one event per change, newest first", json!(["audit"]), Auth::ApiKey)
+                .params(audit_params)
+                .ok(json_content(schema_ref("AuditEventPage")))
+                .errors(&[401, 403, 422, 503])
+                .build(),
+        }),
+    );
     paths.insert(
         OPENAPI_PATH.to_owned(),
         json!({
@@ -1032,6 +1048,22 @@ fn schemas() -> Value {
         "DashboardCreate": dashboard_input(true),
         "DashboardUpdate": dashboard_input(false),
         "DatabasePage": page("Database"),
+        "AuditEventPage": page("AuditEvent"),
+        "AuditEvent": closed(json!({
+            "id": described(json!({ "type": "string" }), "`evt_…`: ordered by time; pass as `after` to page on."),
+            "at": { "type": "string", "format": "date-time" },
+            "action": enum_schema(&names(&AuditAction::ALL, AuditAction::as_str), false),
+            "resource": closed(json!({
+                "kind": enum_schema(&names(&ResourceKind::ALL, ResourceKind::as_str), false),
+                "id": { "type": "string" },
+            })),
+            "actor": described(closed(json!({
+                "id": nullable_string(),
+                "name": { "type": "string" },
+            })), "The caller credential that made the change: a stored key's id and name (id null for a static credential or a command). Never its secret."),
+            "request_id": nullable_string(),
+            "changes": described(list(json!({ "type": "string" }), false), "The names of the fields the change set; never a value (a secret appears as `credentials[<username>].password` or `ssl_key`)."),
+        })),
         "DashboardPage": page("Dashboard"),
     })
 }
@@ -1086,6 +1118,7 @@ mod tests {
             "/api/v1/console/databases/x/check-connection/u",
             "/api/v1/console/databases/check-connection",
             "/api/v1/console/databases/x/check-connection",
+            "/api/v1/console/audit",
             "/v1/dashboards",
             "/v1/dashboards/x",
         ];
@@ -1096,7 +1129,7 @@ mod tests {
                 "{path} is not documented"
             );
         }
-        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 1);
+        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 1 + 1);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use crate::model::{
-    AccessControl, Action, Credential, Dashboard, Database, InputMapping, Panel, PanelDetails,
-    PanelInput,
+    AccessControl, Action, AuditEvent, Credential, Dashboard, Database, InputMapping, Panel,
+    PanelDetails, PanelInput,
 };
 
 /// A database as every database endpoint returns it.
@@ -209,6 +209,50 @@ impl<'a> From<&'a Dashboard> for DashboardView<'a> {
 }
 
 /// One page of a listing: `{"data": [...], "next": "<id>" | null}`.
+/// An audit event as `GET …/audit` lists it.
+#[derive(Serialize)]
+pub(crate) struct AuditEventView<'a> {
+    id: &'a str,
+    at: String,
+    action: &'static str,
+    resource: ResourceView<'a>,
+    actor: ActorView<'a>,
+    request_id: Option<&'a str>,
+    changes: &'a [String],
+}
+
+#[derive(Serialize)]
+struct ResourceView<'a> {
+    kind: &'static str,
+    id: &'a str,
+}
+
+#[derive(Serialize)]
+struct ActorView<'a> {
+    id: Option<&'a str>,
+    name: &'a str,
+}
+
+impl<'a> From<&'a AuditEvent> for AuditEventView<'a> {
+    fn from(event: &'a AuditEvent) -> Self {
+        Self {
+            id: event.id.as_str(),
+            at: event.at.to_string(),
+            action: event.action.as_str(),
+            resource: ResourceView {
+                kind: event.action.resource_kind().as_str(),
+                id: &event.resource_id,
+            },
+            actor: ActorView {
+                id: event.actor.id.as_deref(),
+                name: &event.actor.name,
+            },
+            request_id: event.request_id.as_deref(),
+            changes: &event.changes,
+        }
+    }
+}
+
 #[derive(Serialize)]
 pub(crate) struct PageView<T> {
     pub(crate) data: Vec<T>,

@@ -29,6 +29,8 @@ pub(crate) enum Route<'a> {
     /// `…/databases/{id}/check-connection` (POST): check a stored database with the body's
     /// changes merged over it, unsaved.
     CheckEdited(Cow<'a, str>),
+    /// `/api/v1/console/audit`: the audit trail (GET).
+    Audit,
     /// `/v1/dashboards` and `/api/v1/dashboards`: list (GET), create (POST).
     Dashboards { compat: bool },
     /// `…/dashboards/{id}`: retrieve (GET), update (PUT; PATCH too on the compat routes),
@@ -114,6 +116,7 @@ impl<'a> Route<'a> {
                 }
                 _ => None,
             },
+            ["api", "v1", "console", "audit"] => Some(Route::Audit),
             ["v1", "dashboards", rest @ ..] => Self::dashboards(rest, false),
             ["api", "v1", "dashboards", rest @ ..] => Self::dashboards(rest, true),
             _ => None,
@@ -144,6 +147,7 @@ impl<'a> Route<'a> {
             Route::CheckConnection(..) => "/databases/{id}/check-connection/{username}",
             Route::CheckUnsaved => "/databases/check-connection",
             Route::CheckEdited(_) => "/databases/{id}/check-connection",
+            Route::Audit => "/audit",
             Route::Dashboards { .. } => "/dashboards",
             Route::Dashboard { .. } => "/dashboards/{id}",
         }
@@ -157,7 +161,7 @@ impl<'a> Route<'a> {
             Route::CheckUnsaved | Route::CheckEdited(_) => &[Method::POST],
             Route::DatabaseRemove(_) => &[Method::DELETE],
             Route::Database(_) => &[Method::GET, Method::PATCH, Method::DELETE],
-            Route::CheckConnection(..) => &[Method::GET],
+            Route::CheckConnection(..) | Route::Audit => &[Method::GET],
             Route::Permissions(_) | Route::DataProtection(_) => &[Method::GET, Method::PUT],
             Route::Dashboard { compat: false, .. } => &[Method::GET, Method::PUT, Method::DELETE],
             Route::Dashboard { compat: true, .. } => {

@@ -43,6 +43,19 @@ pub fn parse_page_query(query: Option<&str>) -> Result<PageQuery, ValidationErro
     errors.into_result(page)
 }
 
+/// Reads the query of `GET …/audit`: the page (see [`parse_page_query`]) and `resource`, the id
+/// of the record whose events to list (any string; empty means every record).
+pub fn parse_audit_query(
+    query: Option<&str>,
+) -> Result<(PageQuery, Option<String>), ValidationErrors> {
+    let page = parse_page_query(query)?;
+    let resource = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(key, value)| key == "resource" && !value.is_empty())
+        .map(|(_, value)| value.into_owned())
+        .last();
+    Ok((page, resource))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

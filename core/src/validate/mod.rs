@@ -15,5 +15,7 @@ pub use database::{
     DEFAULT_AI_MAX_ROWS, SetupRequest, apply_setup, database_from_body, parse_setup,
 };
 pub use errors::{FieldErrors, ValidationErrors, message};
-pub use listing::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PageQuery, parse_page_query};
+pub use listing::{
+    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PageQuery, parse_audit_query, parse_page_query,
+};
 pub use text::{CERTIFICATE_MAX, HOSTNAME_MAX, NAME_MAX, PASSWORD_MAX, QUERY_MAX, Text, VALUE_MAX};

@@ -1,0 +1,31 @@
+//! `GET …/audit`: the audit trail, newest first, in keyset pages (README, "The audit trail").
+
+use http::{Response, StatusCode};
+
+use super::error::ApiError;
+use super::render::{AuditEventView, PageView};
+use super::response::{ResponseBody, json_response};
+use super::{Shared, split_page};
+use crate::storage::AuditQuery;
+use crate::validate::parse_audit_query;
+
+impl Shared {
+    pub(super) async fn audit(
+        &self,
+        query: Option<&str>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let (page, resource) = parse_audit_query(query)?;
+        let events = self
+            .storage
+            .list_audit(AuditQuery {
+                resource: resource.as_deref(),
+                after: page.after.as_deref(),
+                // One more tells whether a next page exists.
+                limit: page.limit + 1,
+            })
+            .await?;
+        let (events, next) = split_page(events, &page, |event| event.id.to_string());
+        let data = events.iter().map(AuditEventView::from).collect();
+        Ok(json_response(StatusCode::OK, &PageView { data, next }))
+    }
+}
