@@ -239,6 +239,19 @@ mod tests {
             "{again:?}"
         );
         assert!(print_reply(&again, &mut Vec::new()).is_err());
+
+        // The audit trail: the create and the revoke, by `dbconsole keys`.
+        let trail = storage
+            .list_audit(dbconsole_core::storage::AuditQuery {
+                resource: Some(&key.id),
+                after: None,
+                limit: 10,
+            })
+            .await
+            .unwrap();
+        let actions: Vec<&str> = trail.iter().map(|event| event.action.as_str()).collect();
+        assert_eq!(actions, ["caller_key.revoke", "caller_key.create"]);
+        assert!(trail.iter().all(|event| event.actor.name == ADMIN_ACTOR));
     }
 
     #[tokio::test]

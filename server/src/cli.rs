@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
+use dbconsole_core::model::Retention;
 use dbconsole_core::{CredentialKind, Scope};
 
 use crate::backend::{StorageKind, StorageLocation};
@@ -295,6 +296,24 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub check_timeout_secs: u64,
+
+    /// Days the audit trail keeps an event; 0 keeps events whatever their age. Applied at start
+    /// and every hour.
+    #[arg(
+        long,
+        env = "DBCONSOLE_AUDIT_RETENTION_DAYS",
+        default_value_t = 365,
+        value_parser = clap::value_parser!(u32).range(0..=100_000)
+    )]
+    pub audit_retention_days: u32,
+
+    /// Events the audit trail keeps at most, the newest; 0 bounds nothing.
+    #[arg(
+        long,
+        env = "DBCONSOLE_AUDIT_RETENTION_EVENTS",
+        default_value_t = 1_000_000
+    )]
+    pub audit_retention_events: u64,
 }
 
 /// The PostgreSQL storage's flags, shared by `serve` and `keys`.
@@ -386,6 +405,14 @@ impl ServeArgs {
     /// `--check-timeout-secs` as a duration.
     pub fn check_timeout(&self) -> Duration {
         Duration::from_secs(self.check_timeout_secs)
+    }
+
+    /// `--audit-retention-days` and `--audit-retention-events` (0: no bound).
+    pub fn audit_retention(&self) -> Retention {
+        Retention {
+            max_age_days: (self.audit_retention_days > 0).then_some(self.audit_retention_days),
+            max_events: (self.audit_retention_events > 0).then_some(self.audit_retention_events),
+        }
     }
 }
 

@@ -72,6 +72,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .read_cache(args.read_cache_bytes())
         .body_timeout(args.body_timeout())
         .metrics(args.metrics_listen.is_some())
+        .audit_retention(args.audit_retention())
         .build();
 
     let tls = match (&args.tls_cert, &args.tls_key) {
@@ -140,6 +141,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             Arc::clone(&storage),
         ));
     }
+    tokio::spawn(prune_audit_hourly(service.clone()));
     let (shutdown, force) = signal.stages();
     dbconsole_server::serve(listener, service, args.limits(), tls, shutdown, force).await;
     #[cfg(unix)]
@@ -197,6 +199,22 @@ fn restore(args: &RestoreArgs) -> Result<(), Error> {
     .and_then(|()| stdout.flush())
     .map_err(Error::Stdout)
 }
+
+/// Applies the audit trail's retention now and then every hour, for as long as the server runs.
+async fn prune_audit_hourly(service: ConsoleService) {
+    let mut hourly = tokio::time::interval(AUDIT_PRUNE_INTERVAL);
+    loop {
+        hourly.tick().await;
+        match service.prune_audit().await {
+            Ok(0) => {}
+            Ok(pruned) => tracing::info!(pruned, "pruned the audit trail to its retention"),
+            Err(error) => tracing::warn!(%error, "pruning the audit trail failed"),
+        }
+    }
+}
+
+/// How often the audit trail's retention is applied.
+const AUDIT_PRUNE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Why `dbconsole` exits with a failure: printed as one line on standard error.
 #[derive(Debug, thiserror::Error)]

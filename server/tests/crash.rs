@@ -388,6 +388,22 @@ async fn verify(addr: SocketAddr, ledger: &Ledger) -> (usize, usize) {
             );
         }
     }
+    // The audit trail went with the changes: every stored record has its create event, and
+    // every create event names a stored record (this test deletes nothing), so no crash left a
+    // change without its event or an event without its change.
+    let events = list_all(&mut http, "/api/v1/console/audit").await;
+    for (kind, stored) in [
+        ("database", &stored_databases),
+        ("dashboard", &stored_dashboards),
+    ] {
+        let created: std::collections::BTreeSet<&str> = events
+            .iter()
+            .filter(|event| event["action"] == format!("{kind}.create"))
+            .map(|event| event["resource"]["id"].as_str().expect("resource id"))
+            .collect();
+        let stored: std::collections::BTreeSet<&str> = stored.keys().copied().collect();
+        assert_eq!(created, stored, "{kind}s and their create events");
+    }
     // Every record also reads back one by one (secrets decrypt).
     for db in &databases {
         let path = format!(

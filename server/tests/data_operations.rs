@@ -116,26 +116,33 @@ async fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) ->
     request(addr, method, path, &[("x-api-key", KEY)], body).await
 }
 
-/// The names of every stored database, from the listing.
-async fn stored_names(addr: SocketAddr) -> BTreeSet<String> {
-    let mut names = BTreeSet::new();
+/// Every item of a listing (databases, the audit trail), page by page.
+async fn list_all(addr: SocketAddr, path: &str) -> Vec<Value> {
+    let mut items = Vec::new();
     let mut after: Option<String> = None;
     loop {
-        let path = match &after {
-            Some(after) => format!("{DATABASES}?limit=100&after={after}"),
-            None => format!("{DATABASES}?limit=100"),
+        let url = match &after {
+            Some(after) => format!("{path}?limit=100&after={after}"),
+            None => format!("{path}?limit=100"),
         };
-        let page = call(addr, "GET", &path, None).await;
+        let page = call(addr, "GET", &url, None).await;
         assert_eq!(page.status, 200, "{}", page.body);
         let page = page.json();
-        for database in page["data"].as_array().unwrap() {
-            names.insert(database["name"].as_str().unwrap().to_owned());
-        }
+        items.extend(page["data"].as_array().unwrap().iter().cloned());
         match page["next"].as_str() {
             Some(next) => after = Some(next.to_owned()),
-            None => return names,
+            None => return items,
         }
     }
+}
+
+/// The names of every stored database, from the listing.
+async fn stored_names(addr: SocketAddr) -> BTreeSet<String> {
+    list_all(addr, DATABASES)
+        .await
+        .iter()
+        .map(|database| database["name"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 async fn readyz(addr: SocketAddr) -> u16 {
@@ -448,6 +455,20 @@ async fn a_backup_under_write_load_restores_every_write_acknowledged_before_it()
     );
     let unknown: Vec<_> = restored.difference(&sent).collect();
     assert!(unknown.is_empty(), "never sent, yet restored: {unknown:?}");
+    // The snapshot holds each change with its audit event: exactly one create event per
+    // restored database, and none for a database it does not hold.
+    let ids: BTreeSet<String> = list_all(server.addr, DATABASES)
+        .await
+        .iter()
+        .map(|database| database["id"].as_str().unwrap().to_owned())
+        .collect();
+    let created: BTreeSet<String> = list_all(server.addr, "/api/v1/console/audit")
+        .await
+        .iter()
+        .filter(|event| event["action"] == "database.create")
+        .map(|event| event["resource"]["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(created, ids, "restored databases and their create events");
     assert!(
         restored.len() < sent.len(),
         "writes after the backup are not in it ({} of {})",

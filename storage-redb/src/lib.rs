@@ -1011,7 +1011,7 @@ impl Storage for RedbStorage {
 
     /// Not ready while the last write met an I/O failure (a full disk) and nothing has been
     /// committed since. Then a probe tells whether writes work again: it commits a value as
-    /// large as the largest request ([`PROBE_BYTES`]) and removes it in a second commit, so
+    /// large as the largest request (2 MiB) and removes it in a second commit, so
     /// that it needs as much free space as any write does.
     async fn check_ready(&self) -> Result<(), StorageError> {
         if !self.inner.unready.load(Ordering::Acquire) {

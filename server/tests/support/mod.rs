@@ -19,7 +19,7 @@ use tokio::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 
 /// The variables the binary reads; none leaks in from the test's own environment.
-const OUR_VARS: [&str; 16] = [
+const OUR_VARS: [&str; 18] = [
     "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
     "DBCONSOLE_STORAGE",
@@ -36,6 +36,8 @@ const OUR_VARS: [&str; 16] = [
     "DBCONSOLE_MAX_CONNECTIONS",
     "DBCONSOLE_BODY_TIMEOUT_SECS",
     "DBCONSOLE_DRAIN_SECS",
+    "DBCONSOLE_AUDIT_RETENTION_DAYS",
+    "DBCONSOLE_AUDIT_RETENTION_EVENTS",
 ];
 
 /// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
