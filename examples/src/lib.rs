@@ -102,7 +102,7 @@ async fn counts(storage: &dyn Storage) -> Result<(usize, usize), dbconsole_core:
             after: after.as_deref(),
             limit: LIMIT,
         };
-        let items = storage.list_databases(page).await?;
+        let items = storage.list_databases(page, Default::default()).await?;
         databases += items.len();
         match items.last() {
             Some(last) if items.len() == LIMIT => after = Some(last.id.to_string()),
@@ -116,7 +116,7 @@ async fn counts(storage: &dyn Storage) -> Result<(usize, usize), dbconsole_core:
             after: after.as_deref(),
             limit: LIMIT,
         };
-        let items = storage.list_dashboards(page).await?;
+        let items = storage.list_dashboards(page, Default::default()).await?;
         dashboards += items.len();
         match items.last() {
             Some(last) if items.len() == LIMIT => after = Some(last.id.to_string()),

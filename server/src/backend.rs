@@ -240,7 +240,11 @@ mod tests {
             after: None,
             limit: 10,
         };
-        let listed = opened.storage.list_databases(page).await.unwrap();
+        let listed = opened
+            .storage
+            .list_databases(page, Default::default())
+            .await
+            .unwrap();
         assert!(listed.is_empty(), "{listed:?}");
     }
 

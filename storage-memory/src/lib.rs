@@ -36,8 +36,9 @@ use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
 };
 use dbconsole_core::storage::{
-    AccessEdit, AuditQuery, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert,
-    DeleteCheck, Page, RecordCounts, Storage, StorageError, audit, rules,
+    AccessEdit, AuditQuery, DashboardEdit, DashboardFilter, DatabaseEdit, DatabaseFilter,
+    DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck, Page, RecordCounts, Storage,
+    StorageError, audit, rules,
 };
 
 /// The in-memory backend. Cheap to create; share it with `Arc`.
@@ -76,13 +77,19 @@ impl MemoryStorage {
     }
 }
 
-/// One page of shared records, taken under the lock; copied after it is released.
-fn page<T>(map: &BTreeMap<String, Arc<T>>, page: Page<'_>) -> Vec<Arc<T>> {
+/// One page of the shared records `keep` keeps, taken under the lock; copied after it is
+/// released. (A scan: the memory store has no indexes, and needs none at its sizes.)
+fn page<T>(
+    map: &BTreeMap<String, Arc<T>>,
+    page: Page<'_>,
+    keep: impl Fn(&T) -> bool,
+) -> Vec<Arc<T>> {
     let start = match page.after {
         Some(after) => Bound::Excluded(after.to_owned()),
         None => Bound::Unbounded,
     };
     map.range((start, Bound::Unbounded))
+        .filter(|(_, value)| keep(value))
         .take(page.limit)
         .map(|(_, value)| Arc::clone(value))
         .collect()
@@ -183,8 +190,12 @@ impl Storage for MemoryStorage {
         Ok(found.as_deref().cloned())
     }
 
-    async fn list_databases(&self, request: Page<'_>) -> Result<Vec<Database>, StorageError> {
-        let records = page(&self.state().databases, request);
+    async fn list_databases(
+        &self,
+        request: Page<'_>,
+        filter: DatabaseFilter<'_>,
+    ) -> Result<Vec<Database>, StorageError> {
+        let records = page(&self.state().databases, request, |db| filter.matches(db));
         Ok(owned(records))
     }
 
@@ -280,8 +291,12 @@ impl Storage for MemoryStorage {
         Ok(found.as_deref().cloned())
     }
 
-    async fn list_dashboards(&self, request: Page<'_>) -> Result<Vec<Dashboard>, StorageError> {
-        let records = page(&self.state().dashboards, request);
+    async fn list_dashboards(
+        &self,
+        request: Page<'_>,
+        filter: DashboardFilter<'_>,
+    ) -> Result<Vec<Dashboard>, StorageError> {
+        let records = page(&self.state().dashboards, request, |d| filter.matches(d));
         Ok(owned(records))
     }
 

@@ -88,8 +88,9 @@ use dbconsole_core::model::{
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::record::{self, RecordError};
 use dbconsole_core::storage::{
-    AccessEdit, AuditQuery, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert,
-    DeleteCheck, Page, RecordCounts, Storage, StorageError, audit, rules,
+    AccessEdit, AuditQuery, DashboardEdit, DashboardFilter, DatabaseEdit, DatabaseFilter,
+    DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck, Page, RecordCounts, Storage,
+    StorageError, audit, rules,
 };
 use deadpool_postgres::{Object, Pool, PoolError};
 use tokio_postgres::error::SqlState;
@@ -387,8 +388,25 @@ fn limit(page: Page<'_>) -> i64 {
     i64::try_from(page.limit).unwrap_or(i64::MAX)
 }
 
-const INSERT_DATABASE: &str = "INSERT INTO databases (id, api_id, record) VALUES ($1, $2, $3)";
-const UPDATE_DATABASE: &str = "UPDATE databases SET record = $2 WHERE id = $1";
+const INSERT_DATABASE: &str =
+    "INSERT INTO databases (id, api_id, record, adapter, grp, tunnel_id, name)
+                               VALUES ($1, $2, $3, $4, $5, $6, $7)";
+const UPDATE_DATABASE: &str = "UPDATE databases
+                                  SET record = $2, adapter = $3, grp = $4, tunnel_id = $5, name = $6
+                                WHERE id = $1";
+const INSERT_DASHBOARD: &str = "INSERT INTO dashboards (id, record, name) VALUES ($1, $2, $3)";
+const UPDATE_DASHBOARD: &str = "UPDATE dashboards SET record = $2, name = $3 WHERE id = $1";
+
+/// The columns a listing filters on, beside the record (schema version 3): adapter, and the
+/// bytes of group, tunnel and name.
+pub(crate) fn filter_columns(db: &Database) -> (&'static str, Option<&[u8]>, Option<&[u8]>, &[u8]) {
+    (
+        db.adapter.as_str(),
+        db.group.as_deref().map(str::as_bytes),
+        db.tunnel_id.as_deref().map(str::as_bytes),
+        db.name.as_bytes(),
+    )
+}
 
 /// A key as PostgreSQL can compare it: `None` for a string with a NUL, which `text` can't hold
 /// and no stored id contains (so nothing matches it).
@@ -422,6 +440,83 @@ const INHERITANCE_CHAIN: &str = "
          WHERE c.depth < 100000
     )
     SELECT id, parent FROM chain";
+
+/// A parameter of a listing's SQL.
+type Param = Box<dyn ToSql + Sync + Send>;
+
+/// A listing's SQL with only the conditions it has, each on an indexed column (with the id), so
+/// that the planner reads a filtered page from the index of the value asked for.
+struct Filtered {
+    table: &'static str,
+    conditions: Vec<String>,
+    params: Vec<Param>,
+    limit: i64,
+    /// A value with a NUL, which no stored text holds: the answer is empty.
+    matches_nothing: bool,
+}
+
+impl Filtered {
+    fn new(table: &'static str, page: &Page<'_>) -> Self {
+        let mut query = Self {
+            table,
+            conditions: Vec::new(),
+            params: Vec::new(),
+            limit: limit(*page),
+            matches_nothing: false,
+        };
+        if let Some(after) = after_bound(page) {
+            query.condition("id >", Box::new(after.to_owned()));
+        }
+        query
+    }
+
+    fn condition(&mut self, column_and_operator: &str, value: Param) {
+        self.params.push(value);
+        self.conditions
+            .push(format!("{column_and_operator} ${}", self.params.len()));
+    }
+
+    fn equals(&mut self, column: &str, value: &str) {
+        match key(value) {
+            Some(value) => self.condition(&format!("{column} ="), Box::new(value.to_owned())),
+            None => self.matches_nothing = true,
+        }
+    }
+
+    fn equals_bytes(&mut self, column: &str, value: &[u8]) {
+        self.condition(&format!("{column} ="), Box::new(value.to_vec()));
+    }
+
+    /// The bytes of `column` start with those of `prefix`: a range on the index, from the
+    /// prefix up to the prefix and a 0xFF byte (which no UTF-8 text holds, so every text with
+    /// the prefix sorts before it).
+    fn prefix(&mut self, column: &str, prefix: &str) {
+        let low = prefix.as_bytes().to_vec();
+        let mut high = low.clone();
+        high.push(0xFF);
+        self.params.push(Box::new(low));
+        let low = self.params.len();
+        self.params.push(Box::new(high));
+        let high = self.params.len();
+        self.conditions
+            .push(format!("{column} >= ${low} AND {column} < ${high}"));
+    }
+
+    fn finish(mut self) -> (String, Vec<Param>) {
+        let filter = if self.conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", self.conditions.join(" AND "))
+        };
+        self.params.push(Box::new(self.limit));
+        let sql = format!(
+            "SELECT id, record FROM {} {filter} ORDER BY id LIMIT ${}",
+            self.table,
+            self.params.len()
+        );
+        (sql, self.params)
+    }
+}
 
 /// An audit event as its row's parameters: id, resource id, time, record.
 struct EventRow {
@@ -486,7 +581,9 @@ impl PostgresStorage {
         let updated = rules::edit_database(&stored, edit)?;
         let bytes = record::encode_database(&updated)?;
         let update = txn.prepare_cached(UPDATE_DATABASE).await?;
-        txn.execute(&update, &[&id, &bytes]).await?;
+        let (adapter, group, tunnel, name) = filter_columns(&updated);
+        txn.execute(&update, &[&id, &bytes, &adapter, &group, &tunnel, &name])
+            .await?;
         append(&txn, &audit::database_updated(origin, &stored, &updated)).await?;
         txn.commit().await?;
         Ok(updated)
@@ -508,14 +605,30 @@ impl PostgresStorage {
         };
         let updated = rules::upsert_database(api_id, stored.as_ref(), edit)?;
         let bytes = record::encode_database(&updated)?;
+        let (adapter, group, tunnel, name) = filter_columns(&updated);
         if stored.is_some() {
             let update = txn.prepare_cached(UPDATE_DATABASE).await?;
-            txn.execute(&update, &[&updated.id.as_str(), &bytes])
-                .await?;
+            let params: [&(dyn ToSql + Sync); 6] = [
+                &updated.id.as_str(),
+                &bytes,
+                &adapter,
+                &group,
+                &tunnel,
+                &name,
+            ];
+            txn.execute(&update, &params).await?;
         } else {
             let insert = txn.prepare_cached(INSERT_DATABASE).await?;
             let api_id = api_id_bytes(&updated.api_id);
-            let params: [&(dyn ToSql + Sync); 3] = [&updated.id.as_str(), &api_id, &bytes];
+            let params: [&(dyn ToSql + Sync); 7] = [
+                &updated.id.as_str(),
+                &api_id,
+                &bytes,
+                &adapter,
+                &group,
+                &tunnel,
+                &name,
+            ];
             match txn.execute(&insert, &params).await {
                 Ok(_) => {}
                 // Another node created this api_id meanwhile: run again, as an update.
@@ -603,10 +716,9 @@ impl PostgresStorage {
         let stored = dashboard_of(&row)?;
         let updated = rules::edit_dashboard(&stored, edit)?;
         let bytes = record::encode_dashboard(&updated)?;
-        let update = txn
-            .prepare_cached("UPDATE dashboards SET record = $2 WHERE id = $1")
+        let update = txn.prepare_cached(UPDATE_DASHBOARD).await?;
+        txn.execute(&update, &[&id, &bytes, &updated.name.as_bytes()])
             .await?;
-        txn.execute(&update, &[&id, &bytes]).await?;
         append(&txn, &audit::dashboard_updated(origin, &stored, &updated)).await?;
         txn.commit().await?;
         Ok(updated)
@@ -778,7 +890,16 @@ impl Storage for PostgresStorage {
         let bytes = record::encode_database(&database)?;
         let api_id = api_id_bytes(&database.api_id);
         let event = audit::database_created(origin, &database);
-        let params: [&(dyn ToSql + Sync); 3] = [&database.id.as_str(), &api_id, &bytes];
+        let (adapter, group, tunnel, name) = filter_columns(&database);
+        let params: [&(dyn ToSql + Sync); 7] = [
+            &database.id.as_str(),
+            &api_id,
+            &bytes,
+            &adapter,
+            &group,
+            &tunnel,
+            &name,
+        ];
         self.insert(INSERT_DATABASE, &params, &event).await
     }
 
@@ -795,11 +916,33 @@ impl Storage for PostgresStorage {
         self.one(sql, &[&api_id.as_bytes()], database_of).await
     }
 
-    async fn list_databases(&self, page: Page<'_>) -> Result<Vec<Database>, StorageError> {
-        let sql = "SELECT id, record FROM databases
-                    WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
-        let params: [&(dyn ToSql + Sync); 2] = [&after_bound(&page), &limit(page)];
-        self.all(sql, &params, database_of).await
+    async fn list_databases(
+        &self,
+        page: Page<'_>,
+        filter: DatabaseFilter<'_>,
+    ) -> Result<Vec<Database>, StorageError> {
+        let mut query = Filtered::new("databases", &page);
+        if let Some(adapter) = filter.adapter {
+            query.equals("adapter", adapter.as_str());
+        }
+        if let Some(group) = filter.group {
+            query.equals_bytes("grp", group.as_bytes());
+        }
+        if let Some(tunnel) = filter.tunnel_id {
+            query.equals_bytes("tunnel_id", tunnel.as_bytes());
+        }
+        if let Some(api_id) = filter.api_id {
+            query.equals_bytes("api_id", api_id.as_bytes());
+        }
+        if let Some(prefix) = filter.name_prefix {
+            query.prefix("name", prefix);
+        }
+        if query.matches_nothing {
+            return Ok(Vec::new());
+        }
+        let (sql, params) = query.finish();
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as _).collect();
+        self.all(&sql, &params, database_of).await
     }
 
     async fn update_database(
@@ -847,10 +990,10 @@ impl Storage for PostgresStorage {
         origin: &Origin,
     ) -> Result<(), StorageError> {
         let bytes = record::encode_dashboard(&dashboard)?;
-        let sql = "INSERT INTO dashboards (id, record) VALUES ($1, $2)";
         let event = audit::dashboard_created(origin, &dashboard);
-        self.insert(sql, &[&dashboard.id.as_str(), &bytes], &event)
-            .await
+        let params: [&(dyn ToSql + Sync); 3] =
+            [&dashboard.id.as_str(), &bytes, &dashboard.name.as_bytes()];
+        self.insert(INSERT_DASHBOARD, &params, &event).await
     }
 
     async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
@@ -861,11 +1004,21 @@ impl Storage for PostgresStorage {
         self.one(sql, &[&id], dashboard_of).await
     }
 
-    async fn list_dashboards(&self, page: Page<'_>) -> Result<Vec<Dashboard>, StorageError> {
-        let sql = "SELECT id, record FROM dashboards
-                    WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2";
-        let params: [&(dyn ToSql + Sync); 2] = [&after_bound(&page), &limit(page)];
-        self.all(sql, &params, dashboard_of).await
+    async fn list_dashboards(
+        &self,
+        page: Page<'_>,
+        filter: DashboardFilter<'_>,
+    ) -> Result<Vec<Dashboard>, StorageError> {
+        let mut query = Filtered::new("dashboards", &page);
+        if let Some(prefix) = filter.name_prefix {
+            query.prefix("name", prefix);
+        }
+        if query.matches_nothing {
+            return Ok(Vec::new());
+        }
+        let (sql, params) = query.finish();
+        let params: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p.as_ref() as _).collect();
+        self.all(&sql, &params, dashboard_of).await
     }
 
     async fn update_dashboard(

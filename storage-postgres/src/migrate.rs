@@ -2,15 +2,21 @@
 //! transaction under an advisory lock, so nodes starting at once migrate once.
 
 use dbconsole_core::seal::Sealer;
+use dbconsole_core::storage::record;
 use deadpool_postgres::Object;
 
+use crate::filter_columns;
 use crate::options::ConnectError;
 
 /// The migrations, in order: version and SQL.
 const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("../migrations/0001_initial.sql")),
     (2, include_str!("../migrations/0002_audit.sql")),
+    (3, include_str!("../migrations/0003_listing_indexes.sql")),
 ];
+
+/// The version that adds the listing columns, which are filled from the records in Rust.
+const LISTING_COLUMNS_VERSION: i32 = 3;
 
 /// The newest schema version this build knows.
 pub const SCHEMA_VERSION: i32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
@@ -71,6 +77,9 @@ pub(crate) async fn run(
         txn.batch_execute(sql)
             .await
             .map_err(ConnectError::Migrate)?;
+        if *version == LISTING_COLUMNS_VERSION {
+            fill_listing_columns(&txn).await?;
+        }
         txn.execute(
             "INSERT INTO schema_migrations (version) VALUES ($1)",
             &[version],
@@ -95,4 +104,42 @@ pub(crate) async fn run(
         return Err(ConnectError::WrongKey);
     }
     txn.commit().await.map_err(ConnectError::Migrate)
+}
+
+/// Fills the listing columns of version 3 from the records written before it.
+async fn fill_listing_columns(
+    txn: &deadpool_postgres::Transaction<'_>,
+) -> Result<(), ConnectError> {
+    let databases = txn
+        .query("SELECT id, record FROM databases", &[])
+        .await
+        .map_err(ConnectError::Migrate)?;
+    for row in databases {
+        let id: String = row.get("id");
+        let bytes: Vec<u8> = row.get("record");
+        let database = record::decode_database(&id, &bytes).map_err(ConnectError::Record)?;
+        let (adapter, group, tunnel, name) = filter_columns(&database);
+        txn.execute(
+            "UPDATE databases SET adapter = $2, grp = $3, tunnel_id = $4, name = $5 WHERE id = $1",
+            &[&id, &adapter, &group, &tunnel, &name],
+        )
+        .await
+        .map_err(ConnectError::Migrate)?;
+    }
+    let dashboards = txn
+        .query("SELECT id, record FROM dashboards", &[])
+        .await
+        .map_err(ConnectError::Migrate)?;
+    for row in dashboards {
+        let id: String = row.get("id");
+        let bytes: Vec<u8> = row.get("record");
+        let dashboard = record::decode_dashboard(&id, &bytes).map_err(ConnectError::Record)?;
+        txn.execute(
+            "UPDATE dashboards SET name = $2 WHERE id = $1",
+            &[&id, &dashboard.name.as_bytes()],
+        )
+        .await
+        .map_err(ConnectError::Migrate)?;
+    }
+    Ok(())
 }

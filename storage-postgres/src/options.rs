@@ -71,6 +71,9 @@ pub enum ConnectError {
     /// Creating the schema or applying a migration failed.
     #[error("migrating the schema failed: {0}")]
     Migrate(#[source] tokio_postgres::Error),
+    /// A stored record could not be read while a migration filled new columns from it.
+    #[error("migrating the schema failed: a stored record could not be read: {0}")]
+    Record(#[source] dbconsole_core::storage::record::RecordError),
     /// The schema was migrated by a newer dbconsole.
     #[error(
         "the schema is at version {found}, newer than this dbconsole knows ({supported}): \

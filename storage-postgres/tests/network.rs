@@ -91,12 +91,15 @@ async fn a_dropped_link_answers_unavailable_within_the_bound_and_recovers() {
         .check_ready()
         .await
         .expect("ready while the link is up");
-    storage.list_databases(page).await.expect("a read works");
+    storage
+        .list_databases(page, Default::default())
+        .await
+        .expect("a read works");
 
     link.store(false, Ordering::SeqCst);
     for _ in 0..3 {
         let started = Instant::now();
-        let result = storage.list_databases(page).await;
+        let result = storage.list_databases(page, Default::default()).await;
         let took = started.elapsed();
         assert!(
             matches!(result, Err(StorageError::Unavailable(_))),
@@ -114,7 +117,12 @@ async fn a_dropped_link_answers_unavailable_within_the_bound_and_recovers() {
     // The held connections answer again, or are replaced: the store recovers by itself.
     let recovered = async {
         loop {
-            if storage.check_ready().await.is_ok() && storage.list_databases(page).await.is_ok() {
+            if storage.check_ready().await.is_ok()
+                && storage
+                    .list_databases(page, Default::default())
+                    .await
+                    .is_ok()
+            {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;

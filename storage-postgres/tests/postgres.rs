@@ -245,7 +245,10 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
         after: Some(after),
         limit: 10,
     };
-    let listed = storage.list_databases(page("db_\u{0}zz")).await.unwrap();
+    let listed = storage
+        .list_databases(page("db_\u{0}zz"), Default::default())
+        .await
+        .unwrap();
     assert_eq!(listed, vec![database.clone()]);
 
     // An inheritance target with a NUL does not exist.

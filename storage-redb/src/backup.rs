@@ -224,6 +224,9 @@ fn copy_into(snapshot: &ReadTransaction, path: &Path) -> Result<RecordCounts, Co
     copy_table(snapshot, &txn, CALLER_KEY_DIGESTS)?;
     copy_table(snapshot, &txn, AUDIT_EVENTS)?;
     copy_table(snapshot, &txn, AUDIT_BY_RESOURCE)?;
+    for definition in crate::index::ALL {
+        copy_table(snapshot, &txn, definition)?;
+    }
     txn.commit().or_backend()?;
     drop(db);
     Ok(counts(snapshot)?)

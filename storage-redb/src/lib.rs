@@ -146,6 +146,7 @@
 
 mod backup;
 mod error;
+mod index;
 mod writer;
 
 use std::fmt;
@@ -162,8 +163,9 @@ use dbconsole_core::model::{
 };
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::{
-    AccessEdit, AuditQuery, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseRef, DatabaseUpsert,
-    DeleteCheck, Page, RecordCounts, Storage, StorageError, audit, rules,
+    AccessEdit, AuditQuery, DashboardEdit, DashboardFilter, DatabaseEdit, DatabaseFilter,
+    DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck, Page, RecordCounts, Storage,
+    StorageError, audit, rules,
 };
 use redb::backends::InMemoryBackend;
 use redb::{
@@ -438,6 +440,15 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
     txn.open_table(CALLER_KEY_DIGESTS).map_err(redb)?;
     txn.open_table(AUDIT_EVENTS).map_err(redb)?;
     txn.open_table(AUDIT_BY_RESOURCE).map_err(redb)?;
+    let meta = txn.open_table(META).map_err(redb)?;
+    let built = meta.get(index::META_BUILT).map_err(redb_storage)?.is_some();
+    drop(meta);
+    let storage = |error: StorageError| OpenError::Redb(redb::Error::Corrupted(error.to_string()));
+    if index::build_if_missing(txn, built).map_err(storage)? {
+        let mut meta = txn.open_table(META).map_err(redb)?;
+        meta.insert(index::META_BUILT, [1u8].as_slice())
+            .map_err(redb_storage)?;
+    }
     Ok(())
 }
 
@@ -629,6 +640,7 @@ impl Storage for RedbStorage {
                 return Err(StorageError::AlreadyExists);
             }
             inner.put_database(&mut databases, &mut api_ids, &database)?;
+            index::reindex_database(txn, None, Some(&database))?;
             append(txn, &audit::database_created(&origin, &database))
         })
         .await
@@ -656,16 +668,38 @@ impl Storage for RedbStorage {
         })
     }
 
-    async fn list_databases(&self, request: Page<'_>) -> Result<Vec<Database>, StorageError> {
+    async fn list_databases(
+        &self,
+        request: Page<'_>,
+        filter: DatabaseFilter<'_>,
+    ) -> Result<Vec<Database>, StorageError> {
         let after = request.after.map(str::to_owned);
         let limit = request.limit;
+        let adapter = filter.adapter;
+        let [group, name_prefix, api_id, tunnel_id] = [
+            filter.group,
+            filter.name_prefix,
+            filter.api_id,
+            filter.tunnel_id,
+        ]
+        .map(|value| value.map(str::to_owned));
         self.run(move |inner| {
             inner.read(|txn| {
-                let databases = txn.open_table(DATABASES).or_backend()?;
                 let request = Page {
                     after: after.as_deref(),
                     limit,
                 };
+                let filter = DatabaseFilter {
+                    adapter,
+                    group: group.as_deref(),
+                    name_prefix: name_prefix.as_deref(),
+                    api_id: api_id.as_deref(),
+                    tunnel_id: tunnel_id.as_deref(),
+                };
+                if let Some(found) = index::list_databases(txn, request, filter)? {
+                    return Ok(found);
+                }
+                let databases = txn.open_table(DATABASES).or_backend()?;
                 page(&databases, request, record::decode_database)
             })
         })
@@ -688,6 +722,7 @@ impl Storage for RedbStorage {
                 .ok_or(StorageError::NotFound)?;
             let updated = rules::edit_database(&stored, &mut edit)?;
             inner.put_database(&mut databases, &mut api_ids, &updated)?;
+            index::reindex_database(txn, Some(&stored), Some(&updated))?;
             append(txn, &audit::database_updated(&origin, &stored, &updated))?;
             Ok(updated)
         })
@@ -714,6 +749,7 @@ impl Storage for RedbStorage {
                 return Err(StorageError::AlreadyExists);
             }
             inner.put_database(&mut databases, &mut api_ids, &updated)?;
+            index::reindex_database(txn, stored.as_ref(), Some(&updated))?;
             append(
                 txn,
                 &audit::database_set_up(&origin, stored.as_ref(), &updated),
@@ -797,6 +833,7 @@ impl Storage for RedbStorage {
                 OwnedKey::Id(id) => DatabaseKey::Id(id),
                 OwnedKey::ApiId(api_id) => DatabaseKey::ApiId(api_id),
             };
+            index::reindex_database(txn, Some(&removed), None)?;
             append(txn, &audit::database_deleted(&origin, key, &removed))?;
             Ok(removed)
         })
@@ -817,6 +854,7 @@ impl Storage for RedbStorage {
             }
             let bytes = record::encode_dashboard(&dashboard)?;
             dashboards.insert(id, bytes.as_slice()).or_backend()?;
+            index::reindex_dashboard(txn, None, Some(&dashboard))?;
             append(txn, &audit::dashboard_created(&origin, &dashboard))
         })
         .await
@@ -834,16 +872,27 @@ impl Storage for RedbStorage {
         })
     }
 
-    async fn list_dashboards(&self, request: Page<'_>) -> Result<Vec<Dashboard>, StorageError> {
+    async fn list_dashboards(
+        &self,
+        request: Page<'_>,
+        filter: DashboardFilter<'_>,
+    ) -> Result<Vec<Dashboard>, StorageError> {
         let after = request.after.map(str::to_owned);
         let limit = request.limit;
+        let name_prefix = filter.name_prefix.map(str::to_owned);
         self.run(move |inner| {
             inner.read(|txn| {
-                let dashboards = txn.open_table(DASHBOARDS).or_backend()?;
                 let request = Page {
                     after: after.as_deref(),
                     limit,
                 };
+                let filter = DashboardFilter {
+                    name_prefix: name_prefix.as_deref(),
+                };
+                if let Some(found) = index::list_dashboards(txn, request, filter)? {
+                    return Ok(found);
+                }
+                let dashboards = txn.open_table(DASHBOARDS).or_backend()?;
                 page(&dashboards, request, record::decode_dashboard)
             })
         })
@@ -869,6 +918,7 @@ impl Storage for RedbStorage {
             dashboards
                 .insert(id.as_str(), bytes.as_slice())
                 .or_backend()?;
+            index::reindex_dashboard(txn, Some(&stored), Some(&updated))?;
             append(txn, &audit::dashboard_updated(&origin, &stored, &updated))?;
             Ok(updated)
         })
@@ -891,6 +941,7 @@ impl Storage for RedbStorage {
             };
             rules::check_delete(&stored, &mut check)?;
             dashboards.remove(id.as_str()).or_backend()?;
+            index::reindex_dashboard(txn, Some(&stored), None)?;
             append(txn, &audit::dashboard_deleted(&origin, &stored))?;
             Ok(stored)
         })

@@ -311,9 +311,18 @@ async fn everything_survives_close_and_reopen() {
     drop(storage);
 
     let storage = open(&path, &key);
-    assert_eq!(storage.list_databases(ALL).await.unwrap(), databases);
     assert_eq!(
-        storage.list_dashboards(ALL).await.unwrap(),
+        storage
+            .list_databases(ALL, Default::default())
+            .await
+            .unwrap(),
+        databases
+    );
+    assert_eq!(
+        storage
+            .list_dashboards(ALL, Default::default())
+            .await
+            .unwrap(),
         vec![dashboards[0].clone()]
     );
     assert_eq!(
@@ -726,7 +735,13 @@ async fn failed_operations_leave_the_file_as_it_was() {
     );
     assert_eq!(storage.database_by_api_id("ext-moved").await.unwrap(), None);
     assert_eq!(storage.database_by_api_id("ext-new").await.unwrap(), None);
-    assert_eq!(storage.list_dashboards(ALL).await.unwrap(), vec![board]);
+    assert_eq!(
+        storage
+            .list_dashboards(ALL, Default::default())
+            .await
+            .unwrap(),
+        vec![board]
+    );
     assert_eq!(
         storage.access_control(stored.id.as_str()).await.unwrap(),
         Some(AccessControl::default())
@@ -749,10 +764,13 @@ async fn size_of_10000_databases() {
     }
     let size = fs::metadata(&path).unwrap().len();
     let one = storage
-        .list_databases(Page {
-            after: None,
-            limit: 1,
-        })
+        .list_databases(
+            Page {
+                after: None,
+                limit: 1,
+            },
+            Default::default(),
+        )
         .await
         .unwrap();
     assert_eq!(one.len(), 1);
@@ -863,8 +881,20 @@ async fn a_backup_restores_the_whole_store_with_secrets_still_sealed() {
     ));
 
     let restored = open(&dest, &key);
-    assert_eq!(restored.list_databases(ALL).await.unwrap(), databases);
-    assert_eq!(restored.list_dashboards(ALL).await.unwrap(), dashboards);
+    assert_eq!(
+        restored
+            .list_databases(ALL, Default::default())
+            .await
+            .unwrap(),
+        databases
+    );
+    assert_eq!(
+        restored
+            .list_dashboards(ALL, Default::default())
+            .await
+            .unwrap(),
+        dashboards
+    );
     assert_eq!(
         restored
             .access_control(databases[1].id.as_str())

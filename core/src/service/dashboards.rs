@@ -11,7 +11,8 @@ use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Route;
 use super::{Call, Shared, page_request, split_page};
 use crate::model::{Dashboard, Origin, Timestamp};
-use crate::validate::dashboard_from_body;
+use crate::storage::DashboardFilter;
+use crate::validate::{dashboard_from_body, parse_dashboard_filter};
 
 impl Shared {
     pub(super) async fn dashboards<B>(
@@ -28,7 +29,13 @@ impl Shared {
         let dashboard = match (route, &call.method) {
             (Route::Dashboards { .. }, &Method::GET) => {
                 let query = call.page_query()?;
-                let items = storage.list_dashboards(page_request(&query)).await?;
+                let filter = parse_dashboard_filter(call.query.as_deref());
+                let filter = DashboardFilter {
+                    name_prefix: filter.name_prefix.as_deref(),
+                };
+                let items = storage
+                    .list_dashboards(page_request(&query), filter)
+                    .await?;
                 let (items, next) = split_page(items, &query, |d| d.id.to_string());
                 let data = items.iter().map(DashboardView::from).collect();
                 return Ok(json_response(StatusCode::OK, &PageView { data, next }));

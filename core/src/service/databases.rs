@@ -9,10 +9,10 @@ use super::error::ApiError;
 use super::render::{DatabaseView, PageView};
 use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Route;
-use super::{Call, Shared, page_request, split_page};
+use super::{Call, Shared, both, page_request, split_page};
 use crate::model::{Database, Origin, Timestamp};
-use crate::storage::{DatabaseKey, DeleteCheck, StorageError};
-use crate::validate::{apply_setup, database_from_body, parse_setup};
+use crate::storage::{DatabaseFilter, DatabaseKey, DeleteCheck, StorageError};
+use crate::validate::{apply_setup, database_from_body, parse_database_filter, parse_setup};
 
 fn database_response(db: &Database) -> Response<ResponseBody> {
     json_response(StatusCode::OK, &DatabaseView::from(db))
@@ -40,8 +40,17 @@ impl Shared {
         let storage = &self.storage;
         let db = match (route, &call.method) {
             (Route::Databases, &Method::GET) => {
-                let query = call.page_query()?;
-                let items = storage.list_databases(page_request(&query)).await?;
+                let query = call.page_query();
+                let filter = parse_database_filter(call.query.as_deref());
+                let (query, filter) = both(query, filter)?;
+                let filter = DatabaseFilter {
+                    adapter: filter.adapter,
+                    group: filter.group.as_deref(),
+                    name_prefix: filter.name_prefix.as_deref(),
+                    api_id: filter.api_id.as_deref(),
+                    tunnel_id: filter.tunnel_id.as_deref(),
+                };
+                let items = storage.list_databases(page_request(&query), filter).await?;
                 let (items, next) = split_page(items, &query, |db| db.id.to_string());
                 let data = items.iter().map(DatabaseView::from).collect();
                 return Ok(json_response(StatusCode::OK, &PageView { data, next }));

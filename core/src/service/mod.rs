@@ -44,7 +44,7 @@ use crate::check::{Checkers, TunnelDialer};
 use crate::model::{CredentialKind, Origin, Retention, Timestamp};
 use crate::seal::Sealer;
 use crate::storage::{Page, Storage, StorageError};
-use crate::validate::{PageQuery, parse_page_query};
+use crate::validate::{PageQuery, ValidationErrors, parse_page_query};
 use cache::{CacheKey, ReadCache};
 use router::{Credentials, Route};
 
@@ -310,8 +310,8 @@ where
     }
 
     /// The listing query (422 on `limit` otherwise).
-    fn page_query(&self) -> Result<PageQuery, ApiError> {
-        Ok(parse_page_query(self.query.as_deref())?)
+    fn page_query(&self) -> Result<PageQuery, ValidationErrors> {
+        parse_page_query(self.query.as_deref())
     }
 }
 
@@ -461,6 +461,21 @@ pub(crate) fn page_request(query: &PageQuery) -> Page<'_> {
     Page {
         after: query.after.as_deref(),
         limit: query.limit + 1,
+    }
+}
+
+/// Both results, or the errors of both (422).
+pub(crate) fn both<A, B>(
+    a: Result<A, ValidationErrors>,
+    b: Result<B, ValidationErrors>,
+) -> Result<(A, B), ApiError> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(mut errors), Err(more)) => {
+            errors.merge(more);
+            Err(ApiError::Invalid(errors))
+        }
+        (Err(errors), _) | (_, Err(errors)) => Err(ApiError::Invalid(errors)),
     }
 }
 

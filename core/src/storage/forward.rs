@@ -5,8 +5,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AccessEdit, AuditQuery, DashboardEdit, DatabaseEdit, DatabaseKey, DatabaseUpsert, DeleteCheck,
-    Page, RecordCounts, Storage, StorageError,
+    AccessEdit, AuditQuery, DashboardEdit, DashboardFilter, DatabaseEdit, DatabaseFilter,
+    DatabaseKey, DatabaseUpsert, DeleteCheck, Page, RecordCounts, Storage, StorageError,
 };
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
@@ -43,8 +43,12 @@ macro_rules! forward_storage {
                 (**self).database_by_api_id(api_id).await
             }
 
-            async fn list_databases(&self, page: Page<'_>) -> Result<Vec<Database>, StorageError> {
-                (**self).list_databases(page).await
+            async fn list_databases(
+                &self,
+                page: Page<'_>,
+                filter: DatabaseFilter<'_>,
+            ) -> Result<Vec<Database>, StorageError> {
+                (**self).list_databases(page, filter).await
             }
 
             async fn update_database(
@@ -91,8 +95,9 @@ macro_rules! forward_storage {
             async fn list_dashboards(
                 &self,
                 page: Page<'_>,
+                filter: DashboardFilter<'_>,
             ) -> Result<Vec<Dashboard>, StorageError> {
-                (**self).list_dashboards(page).await
+                (**self).list_dashboards(page, filter).await
             }
 
             async fn update_dashboard(

@@ -46,7 +46,10 @@ use crate::model::{
 };
 use crate::validate::ValidationErrors;
 
+pub use filter::{DashboardFilter, DatabaseFilter};
+
 pub mod audit;
+mod filter;
 mod forward;
 pub mod record;
 pub mod rules;
@@ -212,8 +215,13 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// The database with this `api_id`.
     async fn database_by_api_id(&self, api_id: &str) -> Result<Option<Database>, StorageError>;
 
-    /// Databases ordered by id.
-    async fn list_databases(&self, page: Page<'_>) -> Result<Vec<Database>, StorageError>;
+    /// Databases ordered by id, those `filter` keeps. A durable backend serves a filter from
+    /// indexes: the cost of a page does not grow with the number of databases stored.
+    async fn list_databases(
+        &self,
+        page: Page<'_>,
+        filter: DatabaseFilter<'_>,
+    ) -> Result<Vec<Database>, StorageError>;
 
     /// Atomically replaces the database with what `edit` returns for it; returns the stored
     /// result. [`StorageError::NotFound`] when there is none. The edit must keep `id` and
@@ -255,8 +263,12 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// The dashboard with this id.
     async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError>;
 
-    /// Dashboards ordered by id.
-    async fn list_dashboards(&self, page: Page<'_>) -> Result<Vec<Dashboard>, StorageError>;
+    /// Dashboards ordered by id, those `filter` keeps (from an index on a durable backend).
+    async fn list_dashboards(
+        &self,
+        page: Page<'_>,
+        filter: DashboardFilter<'_>,
+    ) -> Result<Vec<Dashboard>, StorageError>;
 
     /// Atomically replaces the dashboard with what `edit` returns for it; see
     /// [`Storage::update_database`].

@@ -2,6 +2,7 @@
 
 use super::ValidationErrors;
 use super::errors::message;
+use crate::model::Adapter;
 
 /// Page size when `limit` is not given.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
@@ -49,11 +50,62 @@ pub fn parse_audit_query(
     query: Option<&str>,
 ) -> Result<(PageQuery, Option<String>), ValidationErrors> {
     let page = parse_page_query(query)?;
-    let resource = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .filter(|(key, value)| key == "resource" && !value.is_empty())
+    Ok((page, parameter(query, "resource")))
+}
+
+/// The filters of `GET …/databases` as given (empty values count as not given).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DatabaseFilterQuery {
+    /// `adapter=`: one of the adapters' wire names.
+    pub adapter: Option<Adapter>,
+    /// `group=`.
+    pub group: Option<String>,
+    /// `name_prefix=`.
+    pub name_prefix: Option<String>,
+    /// `api_id=`.
+    pub api_id: Option<String>,
+    /// `tunnel_id=`.
+    pub tunnel_id: Option<String>,
+}
+
+/// The filter of `GET /v1/dashboards` as given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DashboardFilterQuery {
+    /// `name_prefix=`.
+    pub name_prefix: Option<String>,
+}
+
+/// The non-empty values of the query parameters, by name (the last one wins).
+fn parameter(query: Option<&str>, name: &str) -> Option<String> {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(key, value)| key == name && !value.is_empty())
         .map(|(_, value)| value.into_owned())
-        .last();
-    Ok((page, resource))
+        .last()
+}
+
+/// Reads the filters of a database listing; an unknown `adapter` is 422 on `adapter`.
+pub fn parse_database_filter(query: Option<&str>) -> Result<DatabaseFilterQuery, ValidationErrors> {
+    let adapter = match parameter(query, "adapter") {
+        None => None,
+        Some(name) => Some(
+            name.parse::<Adapter>()
+                .map_err(|message| ValidationErrors::single("adapter", message))?,
+        ),
+    };
+    Ok(DatabaseFilterQuery {
+        adapter,
+        group: parameter(query, "group"),
+        name_prefix: parameter(query, "name_prefix"),
+        api_id: parameter(query, "api_id"),
+        tunnel_id: parameter(query, "tunnel_id"),
+    })
+}
+
+/// Reads the filter of a dashboard listing.
+pub fn parse_dashboard_filter(query: Option<&str>) -> DashboardFilterQuery {
+    DashboardFilterQuery {
+        name_prefix: parameter(query, "name_prefix"),
+    }
 }
 
 #[cfg(test)]

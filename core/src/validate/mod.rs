@@ -16,6 +16,7 @@ pub use database::{
 };
 pub use errors::{FieldErrors, ValidationErrors, message};
 pub use listing::{
-    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, PageQuery, parse_audit_query, parse_page_query,
+    DEFAULT_PAGE_SIZE, DashboardFilterQuery, DatabaseFilterQuery, MAX_PAGE_SIZE, PageQuery,
+    parse_audit_query, parse_dashboard_filter, parse_database_filter, parse_page_query,
 };
 pub use text::{CERTIFICATE_MAX, HOSTNAME_MAX, NAME_MAX, PASSWORD_MAX, QUERY_MAX, Text, VALUE_MAX};

@@ -63,7 +63,11 @@ pub async fn dashboard_listing_is_ordered_by_id_with_keyset_pages(storage: Arc<d
     for after in [None, Some("dash_anything")] {
         let page = Page { after, limit: 10 };
         assert!(
-            ok(storage.list_dashboards(page).await, "list_dashboards").is_empty(),
+            ok(
+                storage.list_dashboards(page, Default::default()).await,
+                "list_dashboards"
+            )
+            .is_empty(),
             "list_dashboards(after: {after:?}) on an empty store must be empty"
         );
     }
@@ -83,10 +87,15 @@ pub async fn dashboard_listing_is_ordered_by_id_with_keyset_pages(storage: Arc<d
         &ids,
         async |after: Option<&str>, limit: usize| {
             let call = format!("list_dashboards(after: {after:?}, limit: {limit})");
-            ok(storage.list_dashboards(Page { after, limit }).await, &call)
-                .into_iter()
-                .map(|dashboard| dashboard.id.as_str().to_owned())
-                .collect()
+            ok(
+                storage
+                    .list_dashboards(Page { after, limit }, Default::default())
+                    .await,
+                &call,
+            )
+            .into_iter()
+            .map(|dashboard| dashboard.id.as_str().to_owned())
+            .collect()
         },
     )
     .await;

@@ -225,7 +225,11 @@ pub async fn database_listing_is_ordered_by_id_with_keyset_pages(storage: Arc<dy
     for after in [None, Some("db_anything")] {
         let page = Page { after, limit: 10 };
         assert!(
-            ok(storage.list_databases(page).await, "list_databases").is_empty(),
+            ok(
+                storage.list_databases(page, Default::default()).await,
+                "list_databases"
+            )
+            .is_empty(),
             "list_databases(after: {after:?}) on an empty store must be empty"
         );
     }
@@ -245,10 +249,15 @@ pub async fn database_listing_is_ordered_by_id_with_keyset_pages(storage: Arc<dy
         &ids,
         async |after: Option<&str>, limit: usize| {
             let call = format!("list_databases(after: {after:?}, limit: {limit})");
-            ok(storage.list_databases(Page { after, limit }).await, &call)
-                .into_iter()
-                .map(|database| database.id.as_str().to_owned())
-                .collect()
+            ok(
+                storage
+                    .list_databases(Page { after, limit }, Default::default())
+                    .await,
+                &call,
+            )
+            .into_iter()
+            .map(|database| database.id.as_str().to_owned())
+            .collect()
         },
     )
     .await;

@@ -34,7 +34,10 @@ pub(super) async fn all_databases(storage: &dyn Storage) -> Vec<Database> {
         after: None,
         limit: ALL,
     };
-    ok(storage.list_databases(page).await, "list_databases")
+    ok(
+        storage.list_databases(page, Default::default()).await,
+        "list_databases",
+    )
 }
 
 pub(super) async fn all_dashboards(storage: &dyn Storage) -> Vec<Dashboard> {
@@ -42,7 +45,10 @@ pub(super) async fn all_dashboards(storage: &dyn Storage) -> Vec<Dashboard> {
         after: None,
         limit: ALL,
     };
-    ok(storage.list_dashboards(page).await, "list_dashboards")
+    ok(
+        storage.list_dashboards(page, Default::default()).await,
+        "list_dashboards",
+    )
 }
 
 pub(super) fn object(value: Value) -> Map<String, Value> {

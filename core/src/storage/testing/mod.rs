@@ -95,6 +95,7 @@ mod check;
 mod conditions;
 mod dashboards;
 mod databases;
+mod filters;
 mod fixtures;
 mod keys;
 mod races;
@@ -176,6 +177,9 @@ macro_rules! storage_conformance_suite {
             audit::audit_listing_pages_newest_first_by_resource,
             audit::prune_keeps_the_newest_events_within_retention,
             audit::racing_writes_each_leave_exactly_one_event,
+            filters::database_filters_keep_exactly_the_matches,
+            filters::database_filters_follow_every_write,
+            filters::dashboard_name_prefix_keeps_the_matches,
             keys::caller_keys_round_trip_by_digest_and_listing,
             keys::caller_key_insert_with_taken_id_or_digest_is_refused,
             keys::caller_key_touch_keeps_the_later_time,

@@ -1,0 +1,66 @@
+//! What a listing keeps: [`DatabaseFilter`] and [`DashboardFilter`] (README, "Finding records").
+//! Every given field must match; a listing with a filter is ordered by id and paged by `after`
+//! exactly as one without. The backends serve them from indexes; [`DatabaseFilter::matches`] is
+//! the rule they all answer to (and what the memory store applies as it is).
+
+use crate::model::{Adapter, Dashboard, Database};
+
+/// Which databases a listing keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DatabaseFilter<'a> {
+    /// Only databases of this adapter.
+    pub adapter: Option<Adapter>,
+    /// Only databases in this group (exactly).
+    pub group: Option<&'a str>,
+    /// Only databases whose name starts with this (exactly: case counts).
+    pub name_prefix: Option<&'a str>,
+    /// Only the database with this `api_id`.
+    pub api_id: Option<&'a str>,
+    /// Only databases reached through this tunnel.
+    pub tunnel_id: Option<&'a str>,
+}
+
+impl DatabaseFilter<'_> {
+    /// Whether it keeps every database.
+    pub fn is_empty(&self) -> bool {
+        *self == DatabaseFilter::default()
+    }
+
+    /// Whether `database` is kept.
+    pub fn matches(&self, database: &Database) -> bool {
+        self.adapter
+            .is_none_or(|adapter| database.adapter == adapter)
+            && self
+                .group
+                .is_none_or(|group| database.group.as_deref() == Some(group))
+            && self
+                .name_prefix
+                .is_none_or(|prefix| database.name.starts_with(prefix))
+            && self
+                .api_id
+                .is_none_or(|api_id| database.api_id.as_deref() == Some(api_id))
+            && self
+                .tunnel_id
+                .is_none_or(|tunnel| database.tunnel_id.as_deref() == Some(tunnel))
+    }
+}
+
+/// Which dashboards a listing keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DashboardFilter<'a> {
+    /// Only dashboards whose name starts with this (exactly: case counts).
+    pub name_prefix: Option<&'a str>,
+}
+
+impl DashboardFilter<'_> {
+    /// Whether it keeps every dashboard.
+    pub fn is_empty(&self) -> bool {
+        self.name_prefix.is_none()
+    }
+
+    /// Whether `dashboard` is kept.
+    pub fn matches(&self, dashboard: &Dashboard) -> bool {
+        self.name_prefix
+            .is_none_or(|prefix| dashboard.name.starts_with(prefix))
+    }
+}
