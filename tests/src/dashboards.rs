@@ -1366,10 +1366,52 @@ macro_rules! dashboard_tests {
                 dashboard_list_pages,
                 dashboard_list_after_any_string,
                 dashboard_list_bad_limit,
+                dashboard_list_name_prefix,
                 dashboard_compat_routes,
                 dashboard_patch_on_v1_is_405,
                 dashboard_compat_routes_reject_wrong_credentials,
             ]
         );
     };
+}
+
+/// `?name_prefix=` keeps exactly the dashboards whose name starts with it (case counts), in id
+/// order, paged, on both paths.
+pub async fn dashboard_list_name_prefix(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    for name in ["Ops", "Ops EU", "ops", "Sales", "Opsx"] {
+        let body = json!({"name": name, "restricted_access": false});
+        api.dash(Method::POST, DASHBOARDS, Some(&body))
+            .await
+            .expect(200);
+    }
+    for base in [DASHBOARDS, "/api/v1/dashboards"] {
+        let mut names = Vec::new();
+        let mut after = String::new();
+        loop {
+            let page = api
+                .dash(
+                    Method::GET,
+                    &format!("{base}?name_prefix=Ops&limit=2&after={after}"),
+                    None,
+                )
+                .await
+                .expect(200)
+                .json();
+            for item in page["data"].as_array().expect("data") {
+                names.push(item["name"].as_str().expect("name").to_owned());
+            }
+            match page["next"].as_str() {
+                Some(next) => after = next.to_owned(),
+                None => break,
+            }
+        }
+        assert_eq!(names, ["Ops", "Ops EU", "Opsx"], "{base}");
+    }
+    let lower = api
+        .dash(Method::GET, &format!("{DASHBOARDS}?name_prefix=ops"), None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(lower["data"].as_array().expect("data").len(), 1);
 }

@@ -2676,8 +2676,151 @@ macro_rules! database_tests {
                 list_pages_in_id_order,
                 list_after_any_string,
                 list_limit_out_of_range,
+                list_filters_keep_exactly_the_matches,
                 querydesk_prefix_answers_same_operations,
             ]
         );
     };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Listing filters
+// ---------------------------------------------------------------------------------------------
+
+/// The names a database listing with this query answers, all pages followed (limit 2).
+async fn filtered_names(api: &Api, base: &str, filters: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut after = String::new();
+    loop {
+        let page = api
+            .db(
+                Method::GET,
+                &format!("{base}?limit=2&after={after}&{filters}"),
+                None,
+            )
+            .await
+            .expect(200)
+            .json();
+        for item in page["data"].as_array().expect("data") {
+            names.push(item["name"].as_str().expect("name").to_owned());
+        }
+        match page["next"].as_str() {
+            Some(next) => after = next.to_owned(),
+            None => return names,
+        }
+    }
+}
+
+/// `?adapter=`, `?group=`, `?name_prefix=`, `?api_id=`, `?tunnel_id=` keep exactly the
+/// matching databases, combine, page with `limit` and `after` (on the compat prefix too), follow
+/// updates; an unknown adapter is 422.
+pub async fn list_filters_keep_exactly_the_matches(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let bodies = [
+        json!({"name": "orders-eu", "group": "prod"}),
+        json!({"name": "orders-us", "group": "prod", "tunnel_id": "tun-a"}),
+        json!({"name": "Orders-old", "adapter": "mysql", "group": "archive"}),
+        json!({"name": "events", "adapter": "clickhouse", "group": "prod", "tunnel_id": "tun-a"}),
+        json!({"name": "billing", "group": "prod"}),
+    ];
+    let mut ids = Vec::new();
+    for body in bodies {
+        let db = api.create_database(&with(minimal_database(), body)).await;
+        ids.push(id_of(&db));
+    }
+    let setup = json!({
+        "id": "ext-filters", "adapter": "postgres", "hostname": "db.internal",
+        "database": "app", "username": "svc", "password": "pw", "name": "orders-setup",
+    });
+    api.db(Method::PUT, SETUP, Some(&setup)).await.expect(200);
+    let cases = [
+        (
+            "adapter=postgres",
+            vec!["orders-eu", "orders-us", "billing", "orders-setup"],
+        ),
+        ("adapter=clickhouse", vec!["events"]),
+        (
+            "group=prod",
+            vec!["orders-eu", "orders-us", "events", "billing"],
+        ),
+        (
+            "name_prefix=orders",
+            vec!["orders-eu", "orders-us", "orders-setup"],
+        ),
+        ("name_prefix=Orders", vec!["Orders-old"]),
+        ("name_prefix=orders-u", vec!["orders-us"]),
+        ("api_id=ext-filters", vec!["orders-setup"]),
+        ("tunnel_id=tun-a", vec!["orders-us", "events"]),
+        (
+            "group=prod&adapter=postgres&tunnel_id=tun-a",
+            vec!["orders-us"],
+        ),
+        (
+            "group=prod&name_prefix=orders",
+            vec!["orders-eu", "orders-us"],
+        ),
+        ("api_id=ext-filters&group=prod", vec![]),
+        ("group=nobody", vec![]),
+        (
+            "group=&name_prefix=",
+            vec![
+                "orders-eu",
+                "orders-us",
+                "Orders-old",
+                "events",
+                "billing",
+                "orders-setup",
+            ],
+        ),
+    ];
+    for (filters, expected) in cases {
+        assert_eq!(
+            filtered_names(&api, DATABASES, filters).await,
+            expected,
+            "{filters}"
+        );
+        assert_eq!(
+            filtered_names(&api, COMPAT, filters).await,
+            expected,
+            "compat {filters}"
+        );
+    }
+    // A filter follows an update.
+    patch(
+        &api,
+        &ids[4],
+        json!({"group": "archive", "name": "orders-billing"}),
+    )
+    .await;
+    assert_eq!(
+        filtered_names(&api, DATABASES, "group=prod").await,
+        ["orders-eu", "orders-us", "events"]
+    );
+    assert_eq!(
+        filtered_names(&api, DATABASES, "name_prefix=orders-b").await,
+        ["orders-billing"]
+    );
+    for bad in ["adapter=db2", "adapter="] {
+        let errors = api
+            .db(Method::GET, &format!("{DATABASES}?{bad}"), None)
+            .await
+            .expect(422)
+            .json();
+        assert_eq!(errors, json!({"errors": {"adapter": [ADAPTERS]}}), "{bad}");
+    }
+    let errors = api
+        .db(
+            Method::GET,
+            &format!("{DATABASES}?adapter=db2&limit=0"),
+            None,
+        )
+        .await
+        .expect(422)
+        .json();
+    let fields: Vec<&String> = errors["errors"]
+        .as_object()
+        .expect("errors")
+        .keys()
+        .collect();
+    assert_eq!(fields, ["adapter", "limit"], "both errors at once");
 }

@@ -34,6 +34,7 @@ fn tags<'a>(headers: &'a HeaderMap, name: &header::HeaderName) -> Result<Option<
             return Ok(None);
         }
         let mut rest = text;
+        let before = tags.len();
         loop {
             rest = rest.trim_start_matches([' ', '\t', ',']);
             if rest.is_empty() {
@@ -53,6 +54,10 @@ fn tags<'a>(headers: &'a HeaderMap, name: &header::HeaderName) -> Result<Option<
             if !(rest.is_empty() || rest.starts_with([' ', '\t', ','])) {
                 return Err(());
             }
+        }
+        // A value with no entity tag at all (empty, or only commas) is not a list of them.
+        if tags.len() == before {
+            return Err(());
         }
     }
     Ok(Some(tags))
@@ -222,7 +227,14 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(weak.check(at).is_err());
-        for malformed in ["1795000000000001", "\"unterminated", "\"a\"b", "W/x"] {
+        for malformed in [
+            "1795000000000001",
+            "\"unterminated",
+            "\"a\"b",
+            "W/x",
+            "",
+            " , ",
+        ] {
             assert!(
                 matches!(
                     IfMatch::of(&headers(header::IF_MATCH, &[malformed])),
@@ -247,7 +259,7 @@ mod tests {
             assert!(of(yes).matches(&tag), "{yes:?}");
         }
         assert!(!of(&["\"43\""]).matches(&tag));
-        for malformed in ["42", "\"4\"2"] {
+        for malformed in ["42", "\"4\"2", ""] {
             assert!(matches!(
                 IfNoneMatch::of(&headers(header::IF_NONE_MATCH, &[malformed])),
                 Err(ApiError::BadRequest(_))

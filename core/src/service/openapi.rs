@@ -143,8 +143,8 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
     paths.insert(
         base.clone(),
         json!({
-            "get": operation(&op("listDatabases"), "List databases, ordered by id", tags("databases"), auth)
-                .params(page_params())
+            "get": operation(&op("listDatabases"), "List databases, ordered by id; the filters given all apply", tags("databases"), auth)
+                .params(database_filter_params())
                 .ok(json_content(schema_ref("DatabasePage")))
                 .errors(&[401, 403, 422, 503])
                 .build(),
@@ -304,8 +304,12 @@ fn dashboard_paths(paths: &mut Map<String, Value>, base: &str, auth: Auth, compa
     paths.insert(
         base.to_owned(),
         json!({
-            "get": operation(&op("listDashboards"), "List dashboards, ordered by id", tags.clone(), auth)
-                .params(page_params())
+            "get": operation(&op("listDashboards"), "List dashboards, ordered by id; name_prefix filters", tags.clone(), auth)
+                .params({
+                    let mut params = page_params();
+                    params.push(filter_param("name_prefix", "Only dashboards whose name starts with this (case counts)."));
+                    params
+                })
                 .ok(json_content(schema_ref("DashboardPage")))
                 .errors(&[401, 403, 422, 503])
                 .build(),
@@ -481,6 +485,35 @@ fn link(operation_id: &str, parameters: &[(&str, &str)]) -> Value {
 
 fn path_param(name: &str, description: &str, schema: Value) -> Value {
     json!({ "name": name, "in": "path", "required": true, "description": description, "schema": schema })
+}
+
+/// An optional query parameter that filters a listing (an empty value filters nothing).
+fn filter_param(name: &str, description: &str) -> Value {
+    json!({ "name": name, "in": "query", "required": false, "description": description, "schema": { "type": "string" } })
+}
+
+/// The page parameters and the filters of the database listing.
+fn database_filter_params() -> Vec<Value> {
+    let mut params = page_params();
+    params.push(json!({
+        "name": "adapter", "in": "query", "required": false,
+        "description": "Only databases of this adapter; another value is 422.",
+        "schema": enum_schema(&names(&Adapter::ALL, Adapter::as_str), false),
+    }));
+    params.push(filter_param("group", "Only databases in this group."));
+    params.push(filter_param(
+        "name_prefix",
+        "Only databases whose name starts with this (case counts).",
+    ));
+    params.push(filter_param(
+        "api_id",
+        "Only the database with this api_id.",
+    ));
+    params.push(filter_param(
+        "tunnel_id",
+        "Only databases reached through this tunnel.",
+    ));
+    params
 }
 
 fn page_params() -> Vec<Value> {

@@ -53,7 +53,8 @@ pub fn parse_audit_query(
     Ok((page, parameter(query, "resource")))
 }
 
-/// The filters of `GET …/databases` as given (empty values count as not given).
+/// The filters of `GET …/databases` as given (empty values count as not given, but for
+/// `adapter`, which must name one).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DatabaseFilterQuery {
     /// `adapter=`: one of the adapters' wire names.
@@ -85,7 +86,12 @@ fn parameter(query: Option<&str>, name: &str) -> Option<String> {
 
 /// Reads the filters of a database listing; an unknown `adapter` is 422 on `adapter`.
 pub fn parse_database_filter(query: Option<&str>) -> Result<DatabaseFilterQuery, ValidationErrors> {
-    let adapter = match parameter(query, "adapter") {
+    // An empty `adapter=` names no adapter either: 422, as any other name that is not one.
+    let adapter = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(key, _)| key == "adapter")
+        .map(|(_, value)| value.into_owned())
+        .last();
+    let adapter = match adapter {
         None => None,
         Some(name) => Some(
             name.parse::<Adapter>()

@@ -253,7 +253,7 @@ pub async fn database_filters_follow_every_write(storage: Arc<dyn Storage>) {
     };
     assert_eq!(
         ids(paged(storage.as_ref(), by_group("blue")).await),
-        [id.clone()]
+        std::slice::from_ref(&id)
     );
     ok(
         storage
@@ -284,7 +284,7 @@ pub async fn database_filters_follow_every_write(storage: Arc<dyn Storage>) {
     for filter in [by_group("green"), by_name("be"), by_adapter(Adapter::Mysql)] {
         assert_eq!(
             ids(paged(storage, filter).await),
-            [id.clone()],
+            std::slice::from_ref(&id),
             "{filter:?}"
         );
     }
