@@ -399,13 +399,22 @@ const UPDATE_DASHBOARD: &str = "UPDATE dashboards SET record = $2, name = $3 WHE
 
 /// The columns a listing filters on, beside the record (schema version 3): adapter, and the
 /// bytes of group, tunnel and name.
-pub(crate) fn filter_columns(db: &Database) -> (&'static str, Option<&[u8]>, Option<&[u8]>, &[u8]) {
-    (
-        db.adapter.as_str(),
-        db.group.as_deref().map(str::as_bytes),
-        db.tunnel_id.as_deref().map(str::as_bytes),
-        db.name.as_bytes(),
-    )
+pub(crate) struct FilterColumns<'a> {
+    pub(crate) adapter: &'static str,
+    pub(crate) group: Option<&'a [u8]>,
+    pub(crate) tunnel: Option<&'a [u8]>,
+    pub(crate) name: &'a [u8],
+}
+
+impl<'a> FilterColumns<'a> {
+    pub(crate) fn of(db: &'a Database) -> Self {
+        Self {
+            adapter: db.adapter.as_str(),
+            group: db.group.as_deref().map(str::as_bytes),
+            tunnel: db.tunnel_id.as_deref().map(str::as_bytes),
+            name: db.name.as_bytes(),
+        }
+    }
 }
 
 /// A key as PostgreSQL can compare it: `None` for a string with a NUL, which `text` can't hold
@@ -581,7 +590,12 @@ impl PostgresStorage {
         let updated = rules::edit_database(&stored, edit)?;
         let bytes = record::encode_database(&updated)?;
         let update = txn.prepare_cached(UPDATE_DATABASE).await?;
-        let (adapter, group, tunnel, name) = filter_columns(&updated);
+        let FilterColumns {
+            adapter,
+            group,
+            tunnel,
+            name,
+        } = FilterColumns::of(&updated);
         txn.execute(&update, &[&id, &bytes, &adapter, &group, &tunnel, &name])
             .await?;
         append(&txn, &audit::database_updated(origin, &stored, &updated)).await?;
@@ -605,7 +619,12 @@ impl PostgresStorage {
         };
         let updated = rules::upsert_database(api_id, stored.as_ref(), edit)?;
         let bytes = record::encode_database(&updated)?;
-        let (adapter, group, tunnel, name) = filter_columns(&updated);
+        let FilterColumns {
+            adapter,
+            group,
+            tunnel,
+            name,
+        } = FilterColumns::of(&updated);
         if stored.is_some() {
             let update = txn.prepare_cached(UPDATE_DATABASE).await?;
             let params: [&(dyn ToSql + Sync); 6] = [
@@ -890,7 +909,12 @@ impl Storage for PostgresStorage {
         let bytes = record::encode_database(&database)?;
         let api_id = api_id_bytes(&database.api_id);
         let event = audit::database_created(origin, &database);
-        let (adapter, group, tunnel, name) = filter_columns(&database);
+        let FilterColumns {
+            adapter,
+            group,
+            tunnel,
+            name,
+        } = FilterColumns::of(&database);
         let params: [&(dyn ToSql + Sync); 7] = [
             &database.id.as_str(),
             &api_id,

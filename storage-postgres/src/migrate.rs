@@ -5,7 +5,7 @@ use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::record;
 use deadpool_postgres::Object;
 
-use crate::filter_columns;
+use crate::FilterColumns;
 use crate::options::ConnectError;
 
 /// The migrations, in order: version and SQL.
@@ -118,7 +118,12 @@ async fn fill_listing_columns(
         let id: String = row.get("id");
         let bytes: Vec<u8> = row.get("record");
         let database = record::decode_database(&id, &bytes).map_err(ConnectError::Record)?;
-        let (adapter, group, tunnel, name) = filter_columns(&database);
+        let FilterColumns {
+            adapter,
+            group,
+            tunnel,
+            name,
+        } = FilterColumns::of(&database);
         txn.execute(
             "UPDATE databases SET adapter = $2, grp = $3, tunnel_id = $4, name = $5 WHERE id = $1",
             &[&id, &adapter, &group, &tunnel, &name],

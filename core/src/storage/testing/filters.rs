@@ -323,7 +323,10 @@ pub async fn database_filters_follow_every_write(storage: Arc<dyn Storage>) {
         api_id: Some("ext-g"),
         ..DatabaseFilter::default()
     };
-    assert_eq!(ids(paged(storage, by_api_id).await), std::slice::from_ref(&setup_id));
+    assert_eq!(
+        ids(paged(storage, by_api_id).await),
+        std::slice::from_ref(&setup_id)
+    );
 
     for key in [DatabaseKey::Id(&id), DatabaseKey::ApiId("ext-g")] {
         ok(
