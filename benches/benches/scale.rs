@@ -12,6 +12,10 @@
 //!   the server runs by default (its read cache holds the working set), once more on a restart
 //!   with the read cache off (`DBCONSOLE_READ_CACHE_MIB=0`: every GET reads the store);
 //! - listing pages (`?limit=50&after=<random id>`), 8 connections, 5 s: pages/s;
+//! - filtered listing pages, 8 connections, 5 s: pages/s of `?group=needle&limit=50` and of
+//!   `?name_prefix=needle-&limit=50`, over the same 100 databases of group `needle` (written
+//!   once, at the first size) whatever the size of the store around them: flat figures mean
+//!   the filters read indexes, not the store;
 //! - the server's resident memory (VmRSS) after the reads, and the data file's size.
 
 use std::path::Path;
@@ -20,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use dbconsole_benches::fixtures::create_database_body;
 use dbconsole_benches::loopback::{load, release_server, request_bytes, rss_kib, start_server};
-use dbconsole_core::model::Timestamp;
+use dbconsole_core::model::{Actor, Origin, Timestamp};
 use dbconsole_core::seal::{Sealer, SecretKey};
 use dbconsole_core::storage::Storage;
 use dbconsole_core::validate::database_from_body;
@@ -52,7 +56,7 @@ async fn fill(
                     .expect("a valid body");
                 let id = database.id.as_str().to_owned();
                 storage
-                    .insert_database(database, dbconsole_core::storage::testing::origin())
+                    .insert_database(database, &bench_origin())
                     .await
                     .expect("inserted");
                 id
@@ -62,6 +66,36 @@ async fn fill(
             ids.push(task.await.expect("an insert task"));
         }
         n += chunk;
+    }
+}
+
+/// Where the bench's writes come from, in the audit trail.
+fn bench_origin() -> Origin {
+    Origin::of(Actor::named("scale bench"))
+}
+
+/// Whether `ids` was just filled to the first size (the needles go in once).
+fn from_size_is_first(ids: &[String], size: usize) -> bool {
+    ids.len() == size && !NEEDLES_ADDED.swap(true, std::sync::atomic::Ordering::Relaxed)
+}
+
+static NEEDLES_ADDED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// 100 databases of group `needle`, named `needle-0` …: what the filtered pages read.
+async fn add_needles(storage: &Arc<RedbStorage>, sealer: &Sealer) {
+    for n in 0..100 {
+        let body = serde_json::json!({
+            "name": format!("needle-{n}"), "adapter": "postgres", "hostname": "db.internal",
+            "database": "app", "group": "needle",
+            "credentials": [{"username": "reader", "password": "pw"}],
+        });
+        let body = body.as_object().expect("an object").clone();
+        let database =
+            database_from_body(None, &body, Timestamp::now(), sealer).expect("a valid body");
+        storage
+            .insert_database(database, &bench_origin())
+            .await
+            .expect("inserted");
     }
 }
 
@@ -127,6 +161,10 @@ async fn run() {
         "RSS MiB",
         "file MiB"
     );
+    println!(
+        "{:>9} {:>12} {:>12}",
+        "databases", "group pages/s", "prefix pages/s"
+    );
     for size in sizes {
         let started = Instant::now();
         {
@@ -135,6 +173,12 @@ async fn run() {
             );
             let from = ids.len();
             fill(&storage, &sealer, from, size, &mut ids).await;
+        }
+        if from_size_is_first(&ids, size) {
+            let storage = Arc::new(
+                RedbStorage::open(&data_dir.join("dbconsole.redb"), &sealer).expect("opens"),
+            );
+            add_needles(&storage, &sealer).await;
         }
         let filled = started.elapsed();
 
@@ -178,6 +222,20 @@ async fn run() {
         let restart = started.elapsed();
         let cached = load(addr, 32, Arc::clone(&gets), 200, period).await;
         let pages = load(addr, 8, Arc::new(pages), 200, period).await;
+        let by_group = vec![request_bytes(
+            "GET",
+            &format!("{DATABASES}?group=needle&limit=50"),
+            API_KEY,
+            None,
+        )];
+        let by_group = load(addr, 8, Arc::new(by_group), 200, period).await;
+        let by_prefix = vec![request_bytes(
+            "GET",
+            &format!("{DATABASES}?name_prefix=needle-&limit=50"),
+            API_KEY,
+            None,
+        )];
+        let by_prefix = load(addr, 8, Arc::new(by_prefix), 200, period).await;
         let rss = stop(child).await;
 
         let uncached_env = [env.as_slice(), &[("DBCONSOLE_READ_CACHE_MIB", "0")]].concat();
@@ -196,6 +254,10 @@ async fn run() {
             pages.per_second,
             rss as f64 / 1024.0,
             dir_size(&data_dir) as f64 / 1024.0 / 1024.0,
+        );
+        println!(
+            "{size:>9} {:>12.0} {:>12.0}   (filtered pages of the same 100 databases)",
+            by_group.per_second, by_prefix.per_second
         );
     }
 }

@@ -24,14 +24,25 @@ struct Tag<'a> {
     opaque: &'a str,
 }
 
+/// Whether the request has `name` with a value (an empty value counts as absent).
+fn given(headers: &HeaderMap, name: &header::HeaderName) -> bool {
+    headers
+        .get_all(name)
+        .iter()
+        .any(|value| !value.as_bytes().trim_ascii().is_empty())
+}
+
 /// The tags of every value of `name`: `Ok(None)` for `*`, `Err` when a value is not a list of
-/// entity tags.
+/// entity tags (empty values are skipped).
 fn tags<'a>(headers: &'a HeaderMap, name: &header::HeaderName) -> Result<Option<Vec<Tag<'a>>>, ()> {
     let mut tags = Vec::new();
     for value in headers.get_all(name) {
         let text = value.to_str().map_err(|_| ())?.trim();
         if text == "*" {
             return Ok(None);
+        }
+        if text.is_empty() {
+            continue;
         }
         let mut rest = text;
         let before = tags.len();
@@ -81,7 +92,7 @@ pub(crate) enum IfMatch {
 impl IfMatch {
     /// The request's `If-Match`, if it has one; 400 when it is not `*` or a list of entity tags.
     pub(crate) fn of(headers: &HeaderMap) -> Result<Option<Self>, ApiError> {
-        if !headers.contains_key(header::IF_MATCH) {
+        if !given(headers, &header::IF_MATCH) {
             return Ok(None);
         }
         match tags(headers, &header::IF_MATCH) {
@@ -132,7 +143,7 @@ impl IfNoneMatch {
     /// The request's `If-None-Match`, if it has one; 400 when it is not `*` or a list of
     /// entity tags.
     pub(crate) fn of(headers: &HeaderMap) -> Result<Option<Self>, ApiError> {
-        if !headers.contains_key(header::IF_NONE_MATCH) {
+        if !given(headers, &header::IF_NONE_MATCH) {
             return Ok(None);
         }
         match tags(headers, &header::IF_NONE_MATCH) {
@@ -227,14 +238,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(weak.check(at).is_err());
-        for malformed in [
-            "1795000000000001",
-            "\"unterminated",
-            "\"a\"b",
-            "W/x",
-            "",
-            " , ",
-        ] {
+        for malformed in ["1795000000000001", "\"unterminated", "\"a\"b", "W/x", " , "] {
             assert!(
                 matches!(
                     IfMatch::of(&headers(header::IF_MATCH, &[malformed])),
@@ -242,6 +246,15 @@ mod tests {
                 ),
                 "{malformed}"
             );
+        }
+    }
+
+    #[test]
+    fn an_empty_header_counts_as_absent() {
+        for name in [header::IF_MATCH, header::IF_NONE_MATCH] {
+            let empty = headers(name, &["", "  "]);
+            assert_eq!(IfMatch::of(&empty).unwrap(), None);
+            assert_eq!(IfNoneMatch::of(&empty).unwrap(), None);
         }
     }
 
@@ -259,7 +272,7 @@ mod tests {
             assert!(of(yes).matches(&tag), "{yes:?}");
         }
         assert!(!of(&["\"43\""]).matches(&tag));
-        for malformed in ["42", "\"4\"2", ""] {
+        for malformed in ["42", "\"4\"2", ","] {
             assert!(matches!(
                 IfNoneMatch::of(&headers(header::IF_NONE_MATCH, &[malformed])),
                 Err(ApiError::BadRequest(_))

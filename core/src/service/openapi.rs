@@ -729,9 +729,10 @@ fn entity_tags_param(name: &str, description: &str) -> Value {
     })
 }
 
-/// `*`, or one or more entity tags separated by commas (RFC 9110, section 8.8.3).
+/// `*`, or one or more entity tags separated by commas (RFC 9110, section 8.8.3); an empty
+/// value counts as no header.
 const ENTITY_TAGS_PATTERN: &str =
-    "^(\\*|(W/)?\"[\\x21\\x23-\\x7e]*\"([ \\t]*,[ \\t]*(W/)?\"[\\x21\\x23-\\x7e]*\")*)$";
+    "^(\\*|(W/)?\"[\\x21\\x23-\\x7e]*\"([ \\t]*,[ \\t]*(W/)?\"[\\x21\\x23-\\x7e]*\")*)?$";
 
 fn error_response(description: &str) -> Value {
     json!({ "description": description, "content": json_content(schema_ref("Error")) })
