@@ -10,7 +10,7 @@ use dbconsole_core::Storage;
 use http::Method;
 use serde_json::{Value, json};
 
-use crate::{ACCESS_TOKEN, API_KEY, Api, DASHBOARDS, DATABASES, TestResponse};
+use crate::{ACCESS_TOKEN, API_KEY, Api, DASHBOARDS, DATABASES, TestResponse, base64};
 
 const AUDIT: &str = "/api/v1/console/audit";
 const CA_PEM: &str =
@@ -25,37 +25,9 @@ async fn call(
     extra: &[(&str, &str)],
     body: Option<&Value>,
 ) -> TestResponse {
-    let mut request = Api::request(method, path, body).header("x-request-id", request_id);
-    request = if path.starts_with(DASHBOARDS) {
-        request.header("authorization", format!("Bearer {ACCESS_TOKEN}"))
-    } else {
-        request.header("x-api-key", API_KEY)
-    };
-    for (name, value) in extra {
-        request = request.header(*name, *value);
-    }
-    let body = http_body_util::Full::new(
-        body.map(|b| bytes::Bytes::from(b.to_string()))
-            .unwrap_or_default(),
-    );
-    api.send(request.body(body).expect("a valid request")).await
-}
-
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
-        let n = (byte(0) << 16) | (byte(1) << 8) | byte(2);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    let mut headers = vec![("x-request-id", request_id)];
+    headers.extend_from_slice(extra);
+    api.call_with(method, path, &headers, body).await
 }
 
 /// The whole trail, newest first.

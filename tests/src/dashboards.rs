@@ -1386,26 +1386,7 @@ pub async fn dashboard_list_name_prefix(storage: Arc<dyn Storage>) {
             .expect(200);
     }
     for base in [DASHBOARDS, "/api/v1/dashboards"] {
-        let mut names = Vec::new();
-        let mut after = String::new();
-        loop {
-            let page = api
-                .dash(
-                    Method::GET,
-                    &format!("{base}?name_prefix=Ops&limit=2&after={after}"),
-                    None,
-                )
-                .await
-                .expect(200)
-                .json();
-            for item in page["data"].as_array().expect("data") {
-                names.push(item["name"].as_str().expect("name").to_owned());
-            }
-            match page["next"].as_str() {
-                Some(next) => after = next.to_owned(),
-                None => break,
-            }
-        }
+        let names = api.listed_names(base, "name_prefix=Ops").await;
         assert_eq!(names, ["Ops", "Ops EU", "Opsx"], "{base}");
     }
     let lower = api

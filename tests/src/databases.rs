@@ -16,7 +16,7 @@ use dbconsole_core::{Checkers, ConnectionChecker, Storage};
 use http::Method;
 use serde_json::{Value, json};
 
-use crate::{Api, DATABASES, TestResponse, minimal_database};
+use crate::{Api, DATABASES, TestResponse, base64, minimal_database};
 
 const SETUP: &str = "/api/v1/console/databases/setup";
 const COMPAT: &str = "/api/v1/querydesk/databases";
@@ -69,24 +69,6 @@ const KEY_PEM: &str =
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-/// Standard base64 with padding (the tests crate has no base64 dependency).
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
-        let n = (byte(0) << 16) | (byte(1) << 8) | byte(2);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
 
 fn at(id: &str) -> String {
     format!("{DATABASES}/{id}")
@@ -2687,30 +2669,6 @@ macro_rules! database_tests {
 // Listing filters
 // ---------------------------------------------------------------------------------------------
 
-/// The names a database listing with this query answers, all pages followed (limit 2).
-async fn filtered_names(api: &Api, base: &str, filters: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut after = String::new();
-    loop {
-        let page = api
-            .db(
-                Method::GET,
-                &format!("{base}?limit=2&after={after}&{filters}"),
-                None,
-            )
-            .await
-            .expect(200)
-            .json();
-        for item in page["data"].as_array().expect("data") {
-            names.push(item["name"].as_str().expect("name").to_owned());
-        }
-        match page["next"].as_str() {
-            Some(next) => after = next.to_owned(),
-            None => return names,
-        }
-    }
-}
-
 /// `?adapter=`, `?group=`, `?name_prefix=`, `?api_id=`, `?tunnel_id=` keep exactly the
 /// matching databases, combine, page with `limit` and `after` (on the compat prefix too), follow
 /// updates; an unknown adapter is 422.
@@ -2775,12 +2733,12 @@ pub async fn list_filters_keep_exactly_the_matches(storage: Arc<dyn Storage>) {
     ];
     for (filters, expected) in cases {
         assert_eq!(
-            filtered_names(&api, DATABASES, filters).await,
+            api.listed_names(DATABASES, filters).await,
             expected,
             "{filters}"
         );
         assert_eq!(
-            filtered_names(&api, COMPAT, filters).await,
+            api.listed_names(COMPAT, filters).await,
             expected,
             "compat {filters}"
         );
@@ -2793,11 +2751,11 @@ pub async fn list_filters_keep_exactly_the_matches(storage: Arc<dyn Storage>) {
     )
     .await;
     assert_eq!(
-        filtered_names(&api, DATABASES, "group=prod").await,
+        api.listed_names(DATABASES, "group=prod").await,
         ["orders-eu", "orders-us", "events"]
     );
     assert_eq!(
-        filtered_names(&api, DATABASES, "name_prefix=orders-b").await,
+        api.listed_names(DATABASES, "name_prefix=orders-b").await,
         ["orders-billing"]
     );
     for bad in ["adapter=db2", "adapter="] {

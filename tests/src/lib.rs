@@ -172,6 +172,50 @@ impl Api {
         self.send(request).await
     }
 
+    /// Calls any route with the credential it takes (an access token on `/v1/dashboards…`, the
+    /// API key elsewhere) and these extra headers.
+    pub async fn call_with(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<&Value>,
+    ) -> TestResponse {
+        let mut request = Self::request(method, path, body);
+        request = if path.starts_with(DASHBOARDS) {
+            request.header(header::AUTHORIZATION, format!("Bearer {ACCESS_TOKEN}"))
+        } else {
+            request.header("x-api-key", API_KEY)
+        };
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        self.send(request.body(Self::body(body)).expect("valid request"))
+            .await
+    }
+
+    /// The `name` of every item a listing answers for `query`, all pages followed (pages of
+    /// 2, so that paging is part of every check).
+    pub async fn listed_names(&self, base: &str, query: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut after = String::new();
+        loop {
+            let path = format!("{base}?limit=2&after={after}&{query}");
+            let page = self
+                .call_with(Method::GET, &path, &[], None)
+                .await
+                .expect(200)
+                .json();
+            for item in page["data"].as_array().expect("data") {
+                names.push(item["name"].as_str().expect("name").to_owned());
+            }
+            match page["next"].as_str() {
+                Some(next) => after = next.to_owned(),
+                None => return names,
+            }
+        }
+    }
+
     /// Creates a database (expecting 200) and returns its JSON.
     pub async fn create_database(&self, body: &Value) -> Value {
         self.db(Method::POST, DATABASES, Some(body))
@@ -197,6 +241,24 @@ pub fn assert_unauthorized_body(response: &TestResponse) {
     assert_eq!(errors["detail"], "Unauthorized", "{body}");
     assert!(errors["hint"].is_string(), "{body}");
     assert_eq!(errors.len(), 2, "{body}");
+}
+
+/// Standard base64 with padding (the tests crate has no base64 dependency).
+pub fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let byte = |i: usize| u32::from(chunk.get(i).copied().unwrap_or(0));
+        let n = (byte(0) << 16) | (byte(1) << 8) | byte(2);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 /// A minimal valid create-database body.

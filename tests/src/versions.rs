@@ -10,10 +10,7 @@ use dbconsole_core::Storage;
 use http::Method;
 use serde_json::{Value, json};
 
-use crate::{
-    ACCESS_TOKEN, API_KEY, Api, DASHBOARDS, DATABASES, TestResponse, minimal_dashboard,
-    minimal_database,
-};
+use crate::{Api, DASHBOARDS, DATABASES, TestResponse, minimal_dashboard, minimal_database};
 
 const SETUP: &str = "/api/v1/console/databases/setup";
 const PRECONDITION_FAILED: &str = "Precondition Failed: the record has changed since that version (If-Match does not match its ETag); nothing was changed";
@@ -26,20 +23,7 @@ async fn call(
     headers: &[(&str, &str)],
     body: Option<&Value>,
 ) -> TestResponse {
-    let mut request = Api::request(method, path, body);
-    request = if path.starts_with(DASHBOARDS) {
-        request.header("authorization", format!("Bearer {ACCESS_TOKEN}"))
-    } else {
-        request.header("x-api-key", API_KEY)
-    };
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let body = http_body_util::Full::new(
-        body.map(|b| bytes::Bytes::from(b.to_string()))
-            .unwrap_or_default(),
-    );
-    api.send(request.body(body).expect("a valid request")).await
+    api.call_with(method, path, headers, body).await
 }
 
 #[track_caller]
