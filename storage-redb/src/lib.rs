@@ -95,6 +95,9 @@
 //! | `access_control` | database id → record | a database's permissions, policies and `inherits_from` (absent: the default, empty one) |
 //! | `caller_keys` | key id → record | a caller credential: name, kind, scope, SHA-256 digest, times |
 //! | `caller_key_digests` | `[u8; 32]` digest → key id | index for authenticating a presented key |
+//! | `audit_events` | event id → event | the audit trail, one event per change, written in the change's transaction |
+//! | `audit_by_resource` | (record id, event id) → () | index for one record's events |
+//! | `databases_by_adapter`, `_by_group`, `_by_tunnel`, `_by_name`, `dashboards_by_name` | (value, id) → () | the listing filters' indexes (module `index`) |
 //!
 //! `inherited_by` is the reverse of `access_control`'s `inherits_from`: every
 //! [`Storage::update_access_control`] that changes `inherits_from` moves the entry in the same
@@ -104,12 +107,16 @@
 //! finds is confirmed by the heir's own record (the source of truth) before it refuses. A
 //! database's access control is deleted with the database, in its transaction.
 //!
-//! The last three tables came after format 1 was first written; they are additive (no existing
-//! record changed), so the format stays 1: a file written before them gets them, empty, at its
-//! next open. A file written now and then opened by a build that predates them keeps working
-//! for everything that build knows; it ignores the new tables, so a database it deletes leaves
-//! its access-control record behind (unreachable: every read first checks that the database
-//! exists) and possibly a stale `inherited_by` entry (which the guard above ignores).
+//! The tables after `inherited_by` came after format 1 was first written; they are additive
+//! (no existing record changed), so the format stays 1: a file written before them gets them at
+//! its next open (the listing indexes filled from the records, once; the audit trail empty). A
+//! file written now and then opened by a build that predates them keeps working for everything
+//! that build knows, but what it writes is neither indexed nor audited: a database it deletes
+//! leaves its access-control record behind (unreachable: every read first checks that the
+//! database exists), possibly a stale `inherited_by` entry (which the guard above ignores) and
+//! stale listing entries (a filtered listing checks every record it reads against the filter,
+//! so these are skipped), and a record it creates is missing from the filtered listings. Do not
+//! go back to an older build on a file a newer one wrote.
 //!
 //! Lookups by id and by `api_id` are point reads, listings are range scans from `after`, never
 //! full scans. A record is one version byte followed by a private struct (separate from
