@@ -48,8 +48,10 @@
 //! I/O failure answers [`StorageError::Unavailable`] (the service answers 503 to both). Its
 //! batch is not committed, so it changes nothing, and every write acknowledged before stands.
 //! redb then refuses every later operation on that handle, so the writer thread closes the
-//! file and opens it again at once: the open repairs it from its last completed commit (a few
-//! milliseconds for a small file, longer for a large one; reads wait meanwhile). Reads go on;
+//! file and opens it again at once, before it answers any job of the failed batch (so a caller
+//! told of the failure never meets the latched handle): the open repairs it from its last
+//! completed commit (a few milliseconds for a small file, longer for a large one; reads wait
+//! meanwhile). Should that open fail too, the next read or write tries again. Reads go on;
 //! each later write tries the disk afresh, so writes work again as soon as space is freed, with
 //! no restart. Until a commit succeeds, [`Storage::check_ready`] is not ready: it tries a probe
 //! write (2 MiB committed, then removed), so readiness comes back by itself once a write of any
@@ -503,11 +505,15 @@ impl Inner {
         })
     }
 
-    /// Runs `work` on the open file, holding it open (a reopen waits for `work` to end).
+    /// Runs `work` on the open file, holding it open (a reopen waits for `work` to end). When
+    /// no file is open (the last reopen failed), tries to open it first.
     fn with_db<T>(
         &self,
         work: impl FnOnce(&redb::Database) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
+        if self.closed() {
+            self.reopen_if_closed();
+        }
         let slot = self.db.read().unwrap_or_else(PoisonError::into_inner);
         match slot.as_ref() {
             Some(db) => work(db),
@@ -529,10 +535,30 @@ impl Inner {
     /// for the reads in flight; reads that come meanwhile wait for the reopen. A store in
     /// memory cannot be reopened (its data is the handle) and is left as it is.
     fn reopen(&self) {
-        let Some(path) = &self.path else { return };
+        if self.path.is_none() {
+            return;
+        }
         let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
         // Closing releases the file's lock, so that it can be opened again.
         drop(slot.take());
+        self.open_into(&mut slot);
+    }
+
+    /// Opens the file when no handle is open (an earlier reopen failed); a reader that comes
+    /// first does it, the others wait for it.
+    fn reopen_if_closed(&self) {
+        if self.path.is_none() {
+            return;
+        }
+        let mut slot = self.db.write().unwrap_or_else(PoisonError::into_inner);
+        if slot.is_none() {
+            self.open_into(&mut slot);
+        }
+    }
+
+    /// Opens the data file into the empty `slot`, logging how it went.
+    fn open_into(&self, slot: &mut Option<redb::Database>) {
+        let Some(path) = &self.path else { return };
         let started = std::time::Instant::now();
         match redb::Database::builder()
             .set_cache_size(self.cache_bytes)
@@ -546,7 +572,7 @@ impl Inner {
                 *slot = Some(db);
             }
             Err(error) => {
-                tracing::error!(%error, "reopening the data file failed; the next write tries again");
+                tracing::error!(%error, "reopening the data file failed; the next read or write tries again");
             }
         }
     }

@@ -30,9 +30,9 @@
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, PoisonError};
 use std::thread::JoinHandle;
 
 use dbconsole_core::storage::StorageError;
@@ -76,15 +76,26 @@ impl Writer {
                     }
                     // A panic in redb itself must not end the writer: the batch's callers see
                     // their answer channels close (`NotWritten`), and later writes go on.
-                    let io_failed = catch_unwind(AssertUnwindSafe(|| {
-                        let outcome = inner.with_db(|db| Ok(batch(&inner, db, first, &queue)));
-                        outcome.unwrap_or(true)
+                    let outcome = catch_unwind(AssertUnwindSafe(|| {
+                        let slot = inner.db.read().unwrap_or_else(PoisonError::into_inner);
+                        match slot.as_ref() {
+                            Some(db) => batch(&inner, db, first, &queue),
+                            None => {
+                                let mut outbox = Outbox::default();
+                                outbox.send(first, closed().reply());
+                                (true, outbox)
+                            }
+                        }
                     }));
-                    match io_failed {
-                        Ok(false) => {}
-                        Ok(true) => {
-                            inner.unready.store(true, Ordering::Release);
-                            inner.reopen();
+                    match outcome {
+                        Ok((io_failed, outbox)) => {
+                            // Reopened before anyone is told of the failure: a caller that got
+                            // its 503 and reads next finds a working handle, not the latched one.
+                            if io_failed {
+                                inner.unready.store(true, Ordering::Release);
+                                inner.reopen();
+                            }
+                            outbox.deliver();
                         }
                         Err(_) => {
                             tracing::error!(
@@ -204,9 +215,36 @@ fn run(inner: &Inner, txn: &WriteTransaction, job: &mut Job) -> Ran {
     }
 }
 
+/// The failure of a batch that found no open file (its reopen failed).
+fn closed() -> Failure {
+    Failure {
+        class: Class::Io,
+        message: "the data file could not be reopened after an I/O failure".to_owned(),
+    }
+}
+
+/// Answers ready to go out, delivered once the writer has done what must come first (reopening
+/// the file after an I/O failure).
+#[derive(Default)]
+struct Outbox(Vec<(Box<dyn FnOnce(Reply<Value>) + Send>, Reply<Value>)>);
+
+impl Outbox {
+    fn send(&mut self, job: Job, reply: Reply<Value>) {
+        self.0.push((job.answer, reply));
+    }
+
+    fn deliver(self) {
+        for (answer, reply) in self.0 {
+            answer(reply);
+        }
+    }
+}
+
 /// The answers of a batch, sent once its fate is known.
 #[derive(Default)]
 struct Answers {
+    /// Answers decided.
+    outbox: Outbox,
     /// Jobs whose change is in the transaction, with what their work returned.
     accepted: Vec<(Job, Value)>,
     /// Jobs refused while jobs before them in the batch were accepted: their answer may depend
@@ -218,48 +256,51 @@ impl Answers {
     /// Refuses `job` with `reply`: at once when nothing uncommitted can have led to it.
     fn refuse(&mut self, job: Job, reply: Reply<Value>) {
         if self.accepted.is_empty() {
-            (job.answer)(reply);
+            self.outbox.send(job, reply);
         } else {
             self.deferred.push((job, reply));
         }
     }
 
     /// The transaction committed: every answer goes out.
-    fn committed(self) {
+    fn committed(mut self) -> Outbox {
         for (job, value) in self.accepted {
-            (job.answer)(Ok(Ok(value)));
+            self.outbox.send(job, Ok(Ok(value)));
         }
         for (job, reply) in self.deferred {
-            (job.answer)(reply);
+            self.outbox.send(job, reply);
         }
+        self.outbox
     }
 
     /// The transaction failed: no change of the batch exists, and no refusal that may have
     /// rested on one stands.
-    fn failed(self, failure: &Failure) {
+    fn failed(mut self, failure: &Failure) -> Outbox {
         for (job, _) in self.accepted {
-            (job.answer)(failure.reply());
+            self.outbox.send(job, failure.reply());
         }
         for (job, _) in self.deferred {
-            (job.answer)(failure.reply());
+            self.outbox.send(job, failure.reply());
         }
+        self.outbox
     }
 }
 
 /// Runs `first` and the jobs waiting behind it in one transaction of `db`, and commits it.
-/// Answers whether it met an I/O failure (the handle must be reopened).
-fn batch(inner: &Inner, db: &redb::Database, first: Job, queue: &Receiver<Job>) -> bool {
+/// Answers whether it met an I/O failure (the handle must be reopened), and the answers to
+/// deliver.
+fn batch(inner: &Inner, db: &redb::Database, first: Job, queue: &Receiver<Job>) -> (bool, Outbox) {
     let mut io_failed = false;
+    let mut answers = Answers::default();
     let mut txn = match begin(db) {
         Ok(txn) => txn,
         Err(error) => {
             tracing::error!(%error, "a write transaction could not begin");
             let failure = Failure::of(&error);
-            (first.answer)(failure.reply());
-            return failure.class.is_io();
+            answers.outbox.send(first, failure.reply());
+            return (failure.class.is_io(), answers.outbox);
         }
     };
-    let mut answers = Answers::default();
     let mut next = Some(first);
     let mut taken = 0;
     while let Some(mut job) = next.take() {
@@ -280,10 +321,9 @@ fn batch(inner: &Inner, db: &redb::Database, first: Job, queue: &Receiver<Job>) 
                             tracing::error!(%error, "a write transaction could not begin");
                             let failure = Failure::of(&error);
                             for job in replay {
-                                (job.answer)(failure.reply());
+                                answers.outbox.send(job, failure.reply());
                             }
-                            answers.failed(&failure);
-                            return io_failed || failure.class.is_io();
+                            return (io_failed || failure.class.is_io(), answers.failed(&failure));
                         }
                     };
                     let mut refused = false;
@@ -318,24 +358,22 @@ fn batch(inner: &Inner, db: &redb::Database, first: Job, queue: &Receiver<Job>) 
         abort(txn);
         // Only refusals that rested on a change a replay then refused can be left: that change
         // was not made, so they stand for nothing.
-        answers.failed(&Failure {
+        let outbox = answers.failed(&Failure {
             class: Class::Backend,
             message: "a change of the same batch that it depended on was not made".to_owned(),
         });
-        return io_failed;
+        return (io_failed, outbox);
     }
     match txn.commit() {
         Ok(()) => {
             inner.unready.store(false, Ordering::Release);
-            answers.committed();
-            io_failed
+            (io_failed, answers.committed())
         }
         Err(error) => {
             let error = redb::Error::from(error);
             tracing::error!(%error, "a write transaction could not commit");
             let failure = Failure::of(&error);
-            answers.failed(&failure);
-            io_failed || failure.class.is_io()
+            (io_failed || failure.class.is_io(), answers.failed(&failure))
         }
     }
 }
