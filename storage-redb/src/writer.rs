@@ -50,10 +50,13 @@ pub(crate) type Reply<T> = Result<Result<T, StorageError>, Box<dyn Any + Send>>;
 type Value = Box<dyn Any + Send>;
 type Work = Box<dyn FnMut(&Inner, &WriteTransaction) -> Result<Value, StorageError> + Send>;
 
+/// Where a job's answer goes.
+type Answer = Box<dyn FnOnce(Reply<Value>) + Send>;
+
 /// One write: its work (which may run more than once) and where its answer goes.
 struct Job {
     work: Work,
-    answer: Box<dyn FnOnce(Reply<Value>) + Send>,
+    answer: Answer,
 }
 
 /// The handle to a store's writer thread. Dropping it lets the thread finish the jobs it has
@@ -226,7 +229,7 @@ fn closed() -> Failure {
 /// Answers ready to go out, delivered once the writer has done what must come first (reopening
 /// the file after an I/O failure).
 #[derive(Default)]
-struct Outbox(Vec<(Box<dyn FnOnce(Reply<Value>) + Send>, Reply<Value>)>);
+struct Outbox(Vec<(Answer, Reply<Value>)>);
 
 impl Outbox {
     fn send(&mut self, job: Job, reply: Reply<Value>) {
