@@ -29,8 +29,8 @@ use redb::{
 };
 
 use crate::{
-    ACCESS_CONTROL, AUDIT_BY_RESOURCE, AUDIT_EVENTS, CALLER_KEY_DIGESTS, CALLER_KEYS, DASHBOARDS,
-    DATABASE_API_IDS, DATABASES, INHERITED_BY, META, OpenError, OrBackend, RedbStorage, counts,
+    ACCESS_CONTROL, CALLER_KEY_DIGESTS, CALLER_KEYS, DASHBOARDS, DATABASE_API_IDS, DATABASES,
+    INHERITED_BY, META, OpenError, OrBackend, RedbStorage, counts,
 };
 
 /// The page cache of the file a backup writes: it is written once, front to back.
@@ -222,8 +222,8 @@ fn copy_into(snapshot: &ReadTransaction, path: &Path) -> Result<RecordCounts, Co
     copy_table(snapshot, &txn, ACCESS_CONTROL)?;
     copy_table(snapshot, &txn, CALLER_KEYS)?;
     copy_table(snapshot, &txn, CALLER_KEY_DIGESTS)?;
-    copy_table(snapshot, &txn, AUDIT_EVENTS)?;
-    copy_table(snapshot, &txn, AUDIT_BY_RESOURCE)?;
+    copy_table(snapshot, &txn, crate::audit_trail::EVENTS)?;
+    copy_table(snapshot, &txn, crate::audit_trail::BY_RESOURCE)?;
     for definition in crate::index::ALL {
         copy_table(snapshot, &txn, definition)?;
     }

@@ -153,6 +153,7 @@
 //! [redb]: https://www.redb.org
 //! [postcard]: https://docs.rs/postcard
 
+mod audit_trail;
 mod backup;
 mod error;
 mod index;
@@ -204,13 +205,6 @@ const ACCESS_CONTROL: TableDefinition<'static, &str, &[u8]> =
 const CALLER_KEYS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("caller_keys");
 const CALLER_KEY_DIGESTS: TableDefinition<'static, &[u8; 32], &str> =
     TableDefinition::new("caller_key_digests");
-const AUDIT_EVENTS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("audit_events");
-const AUDIT_BY_RESOURCE: TableDefinition<'static, (&str, &str), ()> =
-    TableDefinition::new("audit_by_resource");
-
-/// Above every event id (`evt_` and 26 lowercase ULID characters): the end of one record's
-/// range in [`AUDIT_BY_RESOURCE`].
-const EVENT_ID_MAX: &str = "evt_~";
 
 const META_FORMAT_VERSION: &str = "format_version";
 const META_KEY_CHECK: &str = "key_check";
@@ -447,8 +441,8 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
     txn.open_table(ACCESS_CONTROL).map_err(redb)?;
     txn.open_table(CALLER_KEYS).map_err(redb)?;
     txn.open_table(CALLER_KEY_DIGESTS).map_err(redb)?;
-    txn.open_table(AUDIT_EVENTS).map_err(redb)?;
-    txn.open_table(AUDIT_BY_RESOURCE).map_err(redb)?;
+    txn.open_table(audit_trail::EVENTS).map_err(redb)?;
+    txn.open_table(audit_trail::BY_RESOURCE).map_err(redb)?;
     let meta = txn.open_table(META).map_err(redb)?;
     let built = meta.get(index::META_BUILT).map_err(redb_storage)?.is_some();
     drop(meta);
@@ -674,7 +668,7 @@ impl Storage for RedbStorage {
             }
             inner.put_database(&mut databases, &mut api_ids, &database)?;
             index::reindex_database(txn, None, Some(&database))?;
-            append(txn, &audit::database_created(&origin, &database))
+            audit_trail::append(txn, &audit::database_created(&origin, &database))
         })
         .await
     }
@@ -756,7 +750,7 @@ impl Storage for RedbStorage {
             let updated = rules::edit_database(&stored, &mut edit)?;
             inner.put_database(&mut databases, &mut api_ids, &updated)?;
             index::reindex_database(txn, Some(&stored), Some(&updated))?;
-            append(txn, &audit::database_updated(&origin, &stored, &updated))?;
+            audit_trail::append(txn, &audit::database_updated(&origin, &stored, &updated))?;
             Ok(updated)
         })
         .await
@@ -783,7 +777,7 @@ impl Storage for RedbStorage {
             }
             inner.put_database(&mut databases, &mut api_ids, &updated)?;
             index::reindex_database(txn, stored.as_ref(), Some(&updated))?;
-            append(
+            audit_trail::append(
                 txn,
                 &audit::database_set_up(&origin, stored.as_ref(), &updated),
             )?;
@@ -867,7 +861,7 @@ impl Storage for RedbStorage {
                 OwnedKey::ApiId(api_id) => DatabaseKey::ApiId(api_id),
             };
             index::reindex_database(txn, Some(&removed), None)?;
-            append(txn, &audit::database_deleted(&origin, key, &removed))?;
+            audit_trail::append(txn, &audit::database_deleted(&origin, key, &removed))?;
             Ok(removed)
         })
         .await
@@ -888,7 +882,7 @@ impl Storage for RedbStorage {
             let bytes = record::encode_dashboard(&dashboard)?;
             dashboards.insert(id, bytes.as_slice()).or_backend()?;
             index::reindex_dashboard(txn, None, Some(&dashboard))?;
-            append(txn, &audit::dashboard_created(&origin, &dashboard))
+            audit_trail::append(txn, &audit::dashboard_created(&origin, &dashboard))
         })
         .await
     }
@@ -952,7 +946,7 @@ impl Storage for RedbStorage {
                 .insert(id.as_str(), bytes.as_slice())
                 .or_backend()?;
             index::reindex_dashboard(txn, Some(&stored), Some(&updated))?;
-            append(txn, &audit::dashboard_updated(&origin, &stored, &updated))?;
+            audit_trail::append(txn, &audit::dashboard_updated(&origin, &stored, &updated))?;
             Ok(updated)
         })
         .await
@@ -975,7 +969,7 @@ impl Storage for RedbStorage {
             rules::check_delete(&stored, &mut check)?;
             dashboards.remove(id.as_str()).or_backend()?;
             index::reindex_dashboard(txn, Some(&stored), None)?;
-            append(txn, &audit::dashboard_deleted(&origin, &stored))?;
+            audit_trail::append(txn, &audit::dashboard_deleted(&origin, &stored))?;
             Ok(stored)
         })
         .await
@@ -1035,7 +1029,7 @@ impl Storage for RedbStorage {
             }
             let bytes = record::encode_access_control(&id, &updated)?;
             access.insert(id.as_str(), bytes.as_slice()).or_backend()?;
-            append(txn, &audit::access_updated(&origin, &id, &stored, &updated))?;
+            audit_trail::append(txn, &audit::access_updated(&origin, &id, &stored, &updated))?;
             Ok(updated)
         })
         .await
@@ -1054,7 +1048,7 @@ impl Storage for RedbStorage {
             let bytes = record::encode_caller_key(&key)?;
             keys.insert(id, bytes.as_slice()).or_backend()?;
             digests.insert(&key.digest, id).or_backend()?;
-            append(txn, &audit::caller_key_created(&origin, &key))
+            audit_trail::append(txn, &audit::caller_key_created(&origin, &key))
         })
         .await
     }
@@ -1153,7 +1147,7 @@ impl Storage for RedbStorage {
                 Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
             };
             digests.remove(&removed.digest).or_backend()?;
-            append(txn, &audit::caller_key_revoked(&origin, &removed))?;
+            audit_trail::append(txn, &audit::caller_key_revoked(&origin, &removed))?;
             Ok(removed)
         })
         .await
@@ -1165,50 +1159,12 @@ impl Storage for RedbStorage {
         let limit = query.limit;
         self.run(move |inner| {
             inner.read(|txn| {
-                let events = txn.open_table(AUDIT_EVENTS).or_backend()?;
-                let mut found = Vec::new();
-                if limit == 0 {
-                    return Ok(found);
-                }
-                match &resource {
-                    // Through the index: the events of one record, newest first.
-                    Some(resource) => {
-                        let index = txn.open_table(AUDIT_BY_RESOURCE).or_backend()?;
-                        let resource = resource.as_str();
-                        let end = match &after {
-                            Some(after) => Bound::Excluded((resource, after.as_str())),
-                            None => Bound::Included((resource, EVENT_ID_MAX)),
-                        };
-                        let range = index
-                            .range::<(&str, &str)>((Bound::Included((resource, "")), end))
-                            .or_backend()?;
-                        for entry in range.rev() {
-                            let (key, _) = entry.or_backend()?;
-                            let (_, id) = key.value();
-                            if let Some(bytes) = events.get(id).or_backend()? {
-                                found.push(record::decode_audit_event(id, bytes.value())?);
-                            }
-                            if found.len() == limit {
-                                break;
-                            }
-                        }
-                    }
-                    None => {
-                        let end = match &after {
-                            Some(after) => Bound::Excluded(after.as_str()),
-                            None => Bound::Unbounded,
-                        };
-                        let range = events.range::<&str>((Bound::Unbounded, end)).or_backend()?;
-                        for entry in range.rev() {
-                            let (key, value) = entry.or_backend()?;
-                            found.push(record::decode_audit_event(key.value(), value.value())?);
-                            if found.len() == limit {
-                                break;
-                            }
-                        }
-                    }
-                }
-                Ok(found)
+                let query = AuditQuery {
+                    resource: resource.as_deref(),
+                    after: after.as_deref(),
+                    limit,
+                };
+                audit_trail::list(txn, query)
             })
         })
         .await
@@ -1216,48 +1172,9 @@ impl Storage for RedbStorage {
 
     async fn prune_audit(&self, retention: Retention, now: Timestamp) -> Result<u64, StorageError> {
         let cutoff = audit::cutoff(retention, now);
-        self.write(move |_, txn| {
-            let mut events = txn.open_table(AUDIT_EVENTS).or_backend()?;
-            let mut index = txn.open_table(AUDIT_BY_RESOURCE).or_backend()?;
-            let mut excess = match retention.max_events {
-                Some(max) => events.len().or_backend()?.saturating_sub(max),
-                None => 0,
-            };
-            // Oldest first: stop at the first event that is neither expired nor in excess.
-            let mut doomed = Vec::new();
-            for entry in events.iter().or_backend()? {
-                let (key, value) = entry.or_backend()?;
-                let event = record::decode_audit_event(key.value(), value.value())?;
-                let expired = cutoff.is_some_and(|cutoff| event.at < cutoff);
-                if !expired && excess == 0 {
-                    break;
-                }
-                excess = excess.saturating_sub(1);
-                doomed.push((event.id.as_str().to_owned(), event.resource_id));
-            }
-            for (id, resource) in &doomed {
-                events.remove(id.as_str()).or_backend()?;
-                index
-                    .remove((resource.as_str(), id.as_str()))
-                    .or_backend()?;
-            }
-            Ok(doomed.len() as u64)
-        })
-        .await
+        self.write(move |_, txn| audit_trail::prune(txn, cutoff, retention.max_events))
+            .await
     }
-}
-
-/// Appends `event` to the audit trail in `txn`, the transaction of the change it records.
-fn append(txn: &WriteTransaction, event: &AuditEvent) -> Result<(), StorageError> {
-    let mut events = txn.open_table(AUDIT_EVENTS).or_backend()?;
-    let mut index = txn.open_table(AUDIT_BY_RESOURCE).or_backend()?;
-    let id = event.id.as_str();
-    let bytes = record::encode_audit_event(event)?;
-    events.insert(id, bytes.as_slice()).or_backend()?;
-    index
-        .insert((event.resource_id.as_str(), id), ())
-        .or_backend()?;
-    Ok(())
 }
 
 #[cfg(test)]
