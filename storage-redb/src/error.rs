@@ -51,6 +51,10 @@ pub enum OpenError {
     /// redb failed to open or initialise the file.
     #[error("the data file could not be opened: {0}")]
     Redb(#[from] redb::Error),
+    /// The listing indexes could not be built from the stored records (at the first open of a
+    /// file written before them).
+    #[error("the listing indexes could not be built: {0}")]
+    Index(#[source] StorageError),
     /// The writer thread could not be started.
     #[error("the writer thread could not be started: {0}")]
     Thread(#[source] io::Error),

@@ -24,7 +24,7 @@ use dbconsole_core::storage::record;
 use dbconsole_core::storage::{DashboardFilter, DatabaseFilter, Page, StorageError};
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
-use crate::{DASHBOARDS, DATABASE_API_IDS, DATABASES, OrBackend};
+use crate::{DASHBOARDS, DATABASE_API_IDS, DATABASES, META, OrBackend};
 
 type IndexTable = TableDefinition<'static, (&'static str, &'static str), ()>;
 
@@ -48,7 +48,7 @@ pub(crate) const ALL: [IndexTable; 5] = [
 const ID_MAX: &str = "~";
 
 /// The `meta` key present once the indexes hold every record.
-pub(crate) const META_BUILT: &str = "listing_indexes";
+const META_BUILT: &str = "listing_indexes";
 
 /// A database's entry in each of its indexes (`None`: it has no value there).
 fn database_entries(db: &Database) -> [(IndexTable, Option<&str>); 4] {
@@ -122,13 +122,14 @@ fn move_entry(
 }
 
 /// Creates the index tables and, unless `meta` says they are built, fills them from every
-/// stored record; in the open transaction.
-pub(crate) fn build_if_missing(txn: &WriteTransaction, built: bool) -> Result<bool, StorageError> {
+/// stored record and records that they are; in the open transaction.
+pub(crate) fn build_if_missing(txn: &WriteTransaction) -> Result<(), StorageError> {
     for definition in ALL {
         txn.open_table(definition).or_backend()?;
     }
-    if built {
-        return Ok(false);
+    let mut meta = txn.open_table(META).or_backend()?;
+    if meta.get(META_BUILT).or_backend()?.is_some() {
+        return Ok(());
     }
     let databases = txn.open_table(DATABASES).or_backend()?;
     for entry in databases.iter().or_backend()? {
@@ -142,7 +143,8 @@ pub(crate) fn build_if_missing(txn: &WriteTransaction, built: bool) -> Result<bo
         let dashboard = record::decode_dashboard(key.value(), value.value())?;
         reindex_dashboard(txn, None, Some(&dashboard))?;
     }
-    Ok(true)
+    meta.insert(META_BUILT, [1u8].as_slice()).or_backend()?;
+    Ok(())
 }
 
 /// The ids an exact index holds for `value`, from `after` (exclusive), in id order, lazily.

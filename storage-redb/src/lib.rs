@@ -443,16 +443,7 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
     txn.open_table(CALLER_KEY_DIGESTS).map_err(redb)?;
     txn.open_table(audit_trail::EVENTS).map_err(redb)?;
     txn.open_table(audit_trail::BY_RESOURCE).map_err(redb)?;
-    let meta = txn.open_table(META).map_err(redb)?;
-    let built = meta.get(index::META_BUILT).map_err(redb_storage)?.is_some();
-    drop(meta);
-    let storage = |error: StorageError| OpenError::Redb(redb::Error::Corrupted(error.to_string()));
-    if index::build_if_missing(txn, built).map_err(storage)? {
-        let mut meta = txn.open_table(META).map_err(redb)?;
-        meta.insert(index::META_BUILT, [1u8].as_slice())
-            .map_err(redb_storage)?;
-    }
-    Ok(())
+    index::build_if_missing(txn).map_err(OpenError::Index)
 }
 
 fn redb_storage(error: redb::StorageError) -> OpenError {

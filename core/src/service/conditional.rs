@@ -24,12 +24,26 @@ struct Tag<'a> {
     opaque: &'a str,
 }
 
-/// Whether the request has `name` with a value (an empty value counts as absent).
-fn given(headers: &HeaderMap, name: &header::HeaderName) -> bool {
-    headers
+/// A conditional header as the request gives it: `None` when absent (or only empty values),
+/// `Some(None)` for `*`, else its entity tags; 400, naming the header, when a value is not `*`
+/// or a list of entity tags.
+fn condition<'a>(
+    headers: &'a HeaderMap,
+    name: &header::HeaderName,
+    shown: &str,
+) -> Result<Option<Option<Vec<Tag<'a>>>>, ApiError> {
+    let given = headers
         .get_all(name)
         .iter()
-        .any(|value| !value.as_bytes().trim_ascii().is_empty())
+        .any(|value| !value.as_bytes().trim_ascii().is_empty());
+    if !given {
+        return Ok(None);
+    }
+    tags(headers, name).map(Some).map_err(|()| {
+        ApiError::BadRequest(format!(
+            "{shown} must be * or a list of entity tags, like \"1795000000000000\""
+        ))
+    })
 }
 
 /// The tags of every value of `name`: `Ok(None)` for `*`, `Err` when a value is not a list of
@@ -92,21 +106,17 @@ pub(crate) enum IfMatch {
 impl IfMatch {
     /// The request's `If-Match`, if it has one; 400 when it is not `*` or a list of entity tags.
     pub(crate) fn of(headers: &HeaderMap) -> Result<Option<Self>, ApiError> {
-        if !given(headers, &header::IF_MATCH) {
-            return Ok(None);
-        }
-        match tags(headers, &header::IF_MATCH) {
-            Ok(None) => Ok(Some(IfMatch::Any)),
-            Ok(Some(tags)) => Ok(Some(IfMatch::Versions(
-                tags.into_iter()
-                    .filter(|tag| !tag.weak)
-                    .map(|tag| tag.opaque.to_owned())
-                    .collect(),
-            ))),
-            Err(()) => Err(ApiError::BadRequest(
-                "If-Match must be * or a list of entity tags, like \"1795000000000000\"".into(),
-            )),
-        }
+        Ok(
+            condition(headers, &header::IF_MATCH, "If-Match")?.map(|tags| match tags {
+                None => IfMatch::Any,
+                Some(tags) => IfMatch::Versions(
+                    tags.into_iter()
+                        .filter(|tag| !tag.weak)
+                        .map(|tag| tag.opaque.to_owned())
+                        .collect(),
+                ),
+            }),
+        )
     }
 
     /// `Ok` when a record at `updated_at` meets the condition, else
@@ -143,19 +153,14 @@ impl IfNoneMatch {
     /// The request's `If-None-Match`, if it has one; 400 when it is not `*` or a list of
     /// entity tags.
     pub(crate) fn of(headers: &HeaderMap) -> Result<Option<Self>, ApiError> {
-        if !given(headers, &header::IF_NONE_MATCH) {
-            return Ok(None);
-        }
-        match tags(headers, &header::IF_NONE_MATCH) {
-            Ok(None) => Ok(Some(IfNoneMatch::Any)),
-            Ok(Some(tags)) => Ok(Some(IfNoneMatch::Versions(
-                tags.into_iter().map(|tag| tag.opaque.to_owned()).collect(),
-            ))),
-            Err(()) => Err(ApiError::BadRequest(
-                "If-None-Match must be * or a list of entity tags, like \"1795000000000000\""
-                    .into(),
-            )),
-        }
+        Ok(
+            condition(headers, &header::IF_NONE_MATCH, "If-None-Match")?.map(|tags| match tags {
+                None => IfNoneMatch::Any,
+                Some(tags) => IfNoneMatch::Versions(
+                    tags.into_iter().map(|tag| tag.opaque.to_owned()).collect(),
+                ),
+            }),
+        )
     }
 
     /// Whether the record whose `ETag` is `etag` is one the client has: then 304.

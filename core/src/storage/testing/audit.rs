@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::check::ok;
 use super::fixtures::{plain_dashboard, plain_database, sealed, set_inheritance};
 use super::origin;
+use super::races::race_all;
 use crate::auth::mint_caller_key;
 use crate::model::{
     AccessControl, AuditAction, AuditEvent, CredentialKind, Dashboard, Database, Retention, Scope,
@@ -398,26 +399,22 @@ pub async fn racing_writes_each_leave_exactly_one_event(storage: Arc<dyn Storage
         storage.insert_database(database, origin()).await,
         "insert_database",
     );
-    let barrier = Arc::new(tokio::sync::Barrier::new(WRITERS));
-    let tasks: Vec<_> = (0..WRITERS)
-        .map(|writer| {
-            let storage = Arc::clone(&storage);
-            let barrier = Arc::clone(&barrier);
-            let id = id.clone();
-            tokio::spawn(async move {
-                barrier.wait().await;
-                let edit = Box::new(move |stored: &Database| {
-                    std::thread::yield_now();
-                    let mut next = stored.clone();
-                    next.name = format!("writer {writer}");
-                    Ok(next)
-                });
-                storage.update_database(&id, edit, origin()).await
-            })
-        })
-        .collect();
-    for task in tasks {
-        ok(task.await.expect("the task ends"), "update_database");
+    let results = race_all(WRITERS, |writer| {
+        let storage = Arc::clone(&storage);
+        let id = id.clone();
+        async move {
+            let edit = Box::new(move |stored: &Database| {
+                std::thread::yield_now();
+                let mut next = stored.clone();
+                next.name = format!("writer {writer}");
+                Ok(next)
+            });
+            storage.update_database(&id, edit, origin()).await
+        }
+    })
+    .await;
+    for result in results {
+        ok(result, "update_database");
     }
     let updates = trail(storage.as_ref())
         .await

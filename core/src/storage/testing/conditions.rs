@@ -4,6 +4,7 @@
 //! before the delete guard, and racing conditional updates on one version admit exactly one.
 
 use super::origin;
+use super::races::race_all;
 use std::sync::{Arc, Mutex};
 
 use super::check::{found, ok};
@@ -214,32 +215,28 @@ pub async fn racing_conditional_updates_admit_exactly_one(storage: Arc<dyn Stora
         storage.insert_database(original, origin()).await,
         "insert_database",
     );
-    let barrier = Arc::new(tokio::sync::Barrier::new(EDITORS));
-    let tasks: Vec<_> = (0..EDITORS)
-        .map(|editor| {
-            let storage = Arc::clone(&storage);
-            let barrier = Arc::clone(&barrier);
-            let id = id.clone();
-            tokio::spawn(async move {
-                barrier.wait().await;
-                let edit = Box::new(move |stored: &Database| {
-                    if stored.updated_at != version {
-                        return Err(StorageError::PreconditionFailed);
-                    }
-                    std::thread::yield_now();
-                    Ok(Database {
-                        name: format!("editor {editor}"),
-                        updated_at: Timestamp::now().not_before_next(stored.updated_at),
-                        ..stored.clone()
-                    })
-                });
-                storage.update_database(&id, edit, origin()).await
-            })
-        })
-        .collect();
+    let results = race_all(EDITORS, |editor| {
+        let storage = Arc::clone(&storage);
+        let id = id.clone();
+        async move {
+            let edit = Box::new(move |stored: &Database| {
+                if stored.updated_at != version {
+                    return Err(StorageError::PreconditionFailed);
+                }
+                std::thread::yield_now();
+                Ok(Database {
+                    name: format!("editor {editor}"),
+                    updated_at: Timestamp::now().not_before_next(stored.updated_at),
+                    ..stored.clone()
+                })
+            });
+            storage.update_database(&id, edit, origin()).await
+        }
+    })
+    .await;
     let mut winners = Vec::new();
-    for (editor, task) in tasks.into_iter().enumerate() {
-        match task.await.expect("the task ends") {
+    for (editor, result) in results.into_iter().enumerate() {
+        match result {
             Ok(stored) => winners.push((editor, stored)),
             Err(StorageError::PreconditionFailed) => {}
             Err(other) => panic!("editor {editor}: {other:?}"),

@@ -58,7 +58,7 @@ where
 }
 
 /// [`race`] for `count` calls, `call(0)` to `call(count - 1)`; the results in that order.
-async fn race_all<F, Fut>(count: usize, call: F) -> Vec<Fut::Output>
+pub(super) async fn race_all<F, Fut>(count: usize, call: F) -> Vec<Fut::Output>
 where
     F: Fn(usize) -> Fut,
     Fut: Future + Send + 'static,
