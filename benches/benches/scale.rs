@@ -18,6 +18,7 @@
 //!   the filters read indexes, not the store;
 //! - the server's resident memory (VmRSS) after the reads, and the data file's size.
 
+use dbconsole_core::storage::Edits as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -26,7 +27,6 @@ use dbconsole_benches::fixtures::create_database_body;
 use dbconsole_benches::loopback::{load, release_server, request_bytes, rss_kib, start_server};
 use dbconsole_core::model::{Actor, Origin, Timestamp};
 use dbconsole_core::seal::{Sealer, SecretKey};
-use dbconsole_core::storage::Storage;
 use dbconsole_core::validate::database_from_body;
 use dbconsole_storage_redb::RedbStorage;
 

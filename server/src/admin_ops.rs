@@ -2,6 +2,7 @@
 //! stored keys and what `dbconsole backup` does, wherever it runs (in the command's own process
 //! on a store it opened, or in a server answering its admin socket).
 
+use dbconsole_core::storage::Edits as _;
 use std::path::Path;
 
 use dbconsole_core::auth::mint_caller_key;

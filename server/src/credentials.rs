@@ -2,6 +2,7 @@
 //! (see [`crate::admin_ops`]); when neither exists, [`bootstrap`] creates one API key and one access
 //! token at start, stores them (digests only) and hands their secrets over to be printed once.
 
+use dbconsole_core::storage::Edits as _;
 use std::io::{self, Write};
 
 use dbconsole_core::auth::mint_caller_key;

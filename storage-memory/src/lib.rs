@@ -5,13 +5,9 @@
 //! `dbconsole_core::storage::testing` is written against it first) and the backend of choice
 //! for tests of programs that embed the service. Nothing survives the process.
 //!
-//! The lock is held only to look records up and to swap them, never while an edit closure runs
-//! (closures parse JSON, decode base64 and seal secrets). An update takes the stored record
-//! (an `Arc`), runs the edit outside the lock, then stores the result only if the record is
-//! still the one it edited, and otherwise runs the edit again on the newer record: optimistic
-//! concurrency, as the contract allows. So concurrent updates never lose each other's changes,
-//! and a read never waits for an edit. The rules of the contract ([`rules`]) are checked under
-//! the lock, at the swap.
+//! Every write is a compare-and-swap under the lock: core built the record (and sealed its
+//! secrets) before the call, so the lock is held only to check the version, apply the rules that
+//! need lookups ([`rules`]) and swap, and a read never waits for more than that.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -33,11 +29,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
 };
 use dbconsole_core::storage::{
-    AccessEdit, AuditQuery, DashboardEdit, DashboardFilter, DatabaseEdit, DatabaseFilter,
-    DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck, Page, RecordCounts, Storage,
+    AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
     StorageError, audit, rules,
 };
 
@@ -99,15 +94,6 @@ fn owned<T: Clone>(records: Vec<Arc<T>>) -> Vec<T> {
     records.iter().map(|record| T::clone(record)).collect()
 }
 
-/// Whether a record is still the one an edit started from (both absent counts).
-fn unchanged<T>(now: Option<&Arc<T>>, before: Option<&Arc<T>>) -> bool {
-    match (now, before) {
-        (Some(now), Some(before)) => Arc::ptr_eq(now, before),
-        (None, None) => true,
-        _ => false,
-    }
-}
-
 impl State {
     /// Appends an event; called under the lock with the change it records.
     fn record(&mut self, event: AuditEvent) {
@@ -151,21 +137,14 @@ impl State {
                 .and_then(|access| access.data_protection.inherits_from.clone())
         })
     }
-
-    fn id_of(&self, key: DatabaseKey<'_>) -> Option<String> {
-        match key {
-            DatabaseKey::Id(id) => self.databases.contains_key(id).then(|| id.to_owned()),
-            DatabaseKey::ApiId(api_id) => self.api_ids.get(api_id).cloned(),
-        }
-    }
 }
 
 #[async_trait]
 impl Storage for MemoryStorage {
-    async fn insert_database(
+    async fn create_database(
         &self,
         database: Database,
-        origin: &Origin,
+        event: AuditEvent,
     ) -> Result<(), StorageError> {
         let mut state = self.state();
         let api_id_taken = database
@@ -175,7 +154,7 @@ impl Storage for MemoryStorage {
         if api_id_taken || state.databases.contains_key(database.id.as_str()) {
             return Err(StorageError::AlreadyExists);
         }
-        state.record(audit::database_created(origin, &database));
+        state.record(event);
         state.put_database(Arc::new(database));
         Ok(())
     }
@@ -199,87 +178,53 @@ impl Storage for MemoryStorage {
         Ok(owned(records))
     }
 
-    async fn update_database(
+    async fn replace_database(
+        &self,
+        database: Database,
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
+        let mut state = self.state();
+        let stored = state
+            .databases
+            .get(database.id.as_str())
+            .ok_or(StorageError::NotFound)?;
+        rules::check_version(&stored.updated_at, &expected)?;
+        rules::check_identity(stored, &database)?;
+        state.record(event);
+        state.put_database(Arc::new(database));
+        Ok(())
+    }
+
+    async fn remove_database(
         &self,
         id: &str,
-        mut edit: DatabaseEdit,
-        origin: &Origin,
-    ) -> Result<Database, StorageError> {
-        loop {
-            let stored = self
-                .state()
-                .databases
-                .get(id)
-                .cloned()
-                .ok_or(StorageError::NotFound)?;
-            let updated = Arc::new(rules::edit_database(&stored, &mut edit)?);
-            let mut state = self.state();
-            if unchanged(state.databases.get(id), Some(&stored)) {
-                state.record(audit::database_updated(origin, &stored, &updated));
-                state.put_database(Arc::clone(&updated));
-                return Ok(Database::clone(&updated));
-            }
-        }
-    }
-
-    async fn upsert_database_by_api_id(
-        &self,
-        api_id: &str,
-        mut edit: DatabaseUpsert,
-        origin: &Origin,
-    ) -> Result<Database, StorageError> {
-        loop {
-            let stored = self.state().database_by_api_id(api_id).cloned();
-            let updated = Arc::new(rules::upsert_database(
-                api_id,
-                stored.as_deref(),
-                &mut edit,
-            )?);
-            let mut state = self.state();
-            if !unchanged(state.database_by_api_id(api_id), stored.as_ref()) {
-                continue;
-            }
-            if stored.is_none() && state.databases.contains_key(updated.id.as_str()) {
-                return Err(StorageError::AlreadyExists);
-            }
-            state.record(audit::database_set_up(origin, stored.as_deref(), &updated));
-            state.put_database(Arc::clone(&updated));
-            return Ok(Database::clone(&updated));
-        }
-    }
-
-    async fn delete_database(
-        &self,
-        key: DatabaseKey<'_>,
-        mut check: Option<DeleteCheck<Database>>,
-        origin: &Origin,
-    ) -> Result<Database, StorageError> {
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         let mut state = self.state();
-        let id = state.id_of(key).ok_or(StorageError::NotFound)?;
-        // The check is pure and short: it runs under the lock, so nothing changes in between.
-        let stored = state.databases.get(&id).ok_or(StorageError::NotFound)?;
-        rules::check_delete(&**stored, &mut check)?;
-        rules::guard_delete(state.heirs_of(&id))?;
-        state.access.remove(&id);
-        let removed = state.databases.remove(&id).ok_or(StorageError::NotFound)?;
+        let stored = state.databases.get(id).ok_or(StorageError::NotFound)?;
+        rules::check_version(&stored.updated_at, &expected)?;
+        rules::guard_delete(state.heirs_of(id))?;
+        state.access.remove(id);
+        let removed = state.databases.remove(id).ok_or(StorageError::NotFound)?;
         if let Some(api_id) = &removed.api_id {
             state.api_ids.remove(api_id);
         }
-        state.record(audit::database_deleted(origin, key, &removed));
-        drop(state);
-        Ok(Database::clone(&removed))
+        state.record(event);
+        Ok(())
     }
 
-    async fn insert_dashboard(
+    async fn create_dashboard(
         &self,
         dashboard: Dashboard,
-        origin: &Origin,
+        event: AuditEvent,
     ) -> Result<(), StorageError> {
         let mut state = self.state();
         if state.dashboards.contains_key(dashboard.id.as_str()) {
             return Err(StorageError::AlreadyExists);
         }
-        state.record(audit::dashboard_created(origin, &dashboard));
+        state.record(event);
         state
             .dashboards
             .insert(dashboard.id.as_str().to_owned(), Arc::new(dashboard));
@@ -300,42 +245,33 @@ impl Storage for MemoryStorage {
         Ok(owned(records))
     }
 
-    async fn update_dashboard(
+    async fn replace_dashboard(
         &self,
-        id: &str,
-        mut edit: DashboardEdit,
-        origin: &Origin,
-    ) -> Result<Dashboard, StorageError> {
-        loop {
-            let stored = self
-                .state()
-                .dashboards
-                .get(id)
-                .cloned()
-                .ok_or(StorageError::NotFound)?;
-            let updated = Arc::new(rules::edit_dashboard(&stored, &mut edit)?);
-            let mut state = self.state();
-            if unchanged(state.dashboards.get(id), Some(&stored)) {
-                state.record(audit::dashboard_updated(origin, &stored, &updated));
-                state.dashboards.insert(id.to_owned(), Arc::clone(&updated));
-                return Ok(Dashboard::clone(&updated));
-            }
-        }
+        dashboard: Dashboard,
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
+        let mut state = self.state();
+        let id = dashboard.id.as_str().to_owned();
+        let stored = state.dashboards.get(&id).ok_or(StorageError::NotFound)?;
+        rules::check_version(&stored.updated_at, &expected)?;
+        state.record(event);
+        state.dashboards.insert(id, Arc::new(dashboard));
+        Ok(())
     }
 
-    async fn delete_dashboard(
+    async fn remove_dashboard(
         &self,
         id: &str,
-        mut check: Option<DeleteCheck<Dashboard>>,
-        origin: &Origin,
-    ) -> Result<Dashboard, StorageError> {
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         let mut state = self.state();
         let stored = state.dashboards.get(id).ok_or(StorageError::NotFound)?;
-        rules::check_delete(&**stored, &mut check)?;
-        let removed = state.dashboards.remove(id).ok_or(StorageError::NotFound)?;
-        state.record(audit::dashboard_deleted(origin, &removed));
-        drop(state);
-        Ok(Dashboard::clone(&removed))
+        rules::check_version(&stored.updated_at, &expected)?;
+        state.dashboards.remove(id);
+        state.record(event);
+        Ok(())
     }
 
     async fn access_control(
@@ -351,58 +287,46 @@ impl Storage for MemoryStorage {
         Ok(Some(found.as_deref().cloned().unwrap_or_default()))
     }
 
-    async fn update_access_control(
+    async fn replace_access_control(
         &self,
         database_id: &str,
-        mut edit: AccessEdit,
-        origin: &Origin,
-    ) -> Result<AccessControl, StorageError> {
-        loop {
-            let stored = {
-                let state = self.state();
-                if !state.databases.contains_key(database_id) {
-                    return Err(StorageError::NotFound);
-                }
-                state.access.get(database_id).cloned()
-            };
-            let before = stored.as_deref().cloned().unwrap_or_default();
-            let updated = rules::edit_access_control(&before, &mut edit)?;
-            let mut state = self.state();
-            if !state.databases.contains_key(database_id) {
-                return Err(StorageError::NotFound);
-            }
-            if !unchanged(state.access.get(database_id), stored.as_ref()) {
-                continue;
-            }
-            rules::check_access_control(
-                database_id,
-                &updated,
-                |id| Ok(state.inherits_from_of(id)),
-            )?;
-            state.record(audit::access_updated(
-                origin,
-                database_id,
-                &before,
-                &updated,
-            ));
-            state
-                .access
-                .insert(database_id.to_owned(), Arc::new(updated.clone()));
-            return Ok(updated);
+        expected: AccessControl,
+        access: AccessControl,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
+        let mut state = self.state();
+        if !state.databases.contains_key(database_id) {
+            return Err(StorageError::NotFound);
         }
+        let stored = state.access.get(database_id).map(|a| &**a);
+        rules::check_version(stored.unwrap_or(&AccessControl::default()), &expected)?;
+        rules::check_access_control(database_id, &access, |id| Ok(state.inherits_from_of(id)))?;
+        state.record(event);
+        state
+            .access
+            .insert(database_id.to_owned(), Arc::new(access));
+        Ok(())
     }
 
-    async fn insert_caller_key(&self, key: CallerKey, origin: &Origin) -> Result<(), StorageError> {
+    async fn create_caller_key(
+        &self,
+        key: CallerKey,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         let mut state = self.state();
         if state.keys.contains_key(key.id.as_str()) || state.key_digests.contains_key(&key.digest) {
             return Err(StorageError::AlreadyExists);
         }
-        state.record(audit::caller_key_created(origin, &key));
+        state.record(event);
         state
             .key_digests
             .insert(key.digest, key.id.as_str().to_owned());
         state.keys.insert(key.id.as_str().to_owned(), key);
         Ok(())
+    }
+
+    async fn caller_key(&self, id: &str) -> Result<Option<CallerKey>, StorageError> {
+        Ok(self.state().keys.get(id).cloned())
     }
 
     async fn caller_key_by_digest(
@@ -437,16 +361,12 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
-    async fn delete_caller_key(
-        &self,
-        id: &str,
-        origin: &Origin,
-    ) -> Result<CallerKey, StorageError> {
+    async fn remove_caller_key(&self, id: &str, event: AuditEvent) -> Result<(), StorageError> {
         let mut state = self.state();
         let key = state.keys.remove(id).ok_or(StorageError::NotFound)?;
         state.key_digests.remove(&key.digest);
-        state.record(audit::caller_key_revoked(origin, &key));
-        Ok(key)
+        state.record(event);
+        Ok(())
     }
 
     async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError> {

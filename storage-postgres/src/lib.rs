@@ -83,13 +83,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
 };
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::record::{self, RecordError};
 use dbconsole_core::storage::{
-    AccessEdit, AuditQuery, DashboardEdit, DashboardFilter, DatabaseEdit, DatabaseFilter,
-    DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck, Page, RecordCounts, Storage,
+    AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
     StorageError, audit, rules,
 };
 use deadpool_postgres::{Object, Pool, PoolError};
@@ -184,12 +183,6 @@ fn caused_by_io(error: &(dyn std::error::Error + 'static)) -> bool {
         source = cause.source();
     }
     false
-}
-
-fn is_unique_violation(error: &tokio_postgres::Error, constraint: &str) -> bool {
-    error.as_db_error().is_some_and(|db| {
-        *db.code() == SqlState::UNIQUE_VIOLATION && db.constraint() == Some(constraint)
-    })
 }
 
 /// The operation took longer than the configured bound.
@@ -572,12 +565,45 @@ fn event_of(row: &Row) -> Result<AuditEvent, StorageError> {
 }
 
 impl PostgresStorage {
-    async fn try_update_database(
+    async fn try_replace_database(
+        client: &mut Object,
+        database: &Database,
+        bytes: &[u8],
+        expected: Timestamp,
+        event: &AuditEvent,
+    ) -> Result<(), Failure> {
+        let txn = begin(client).await?;
+        let select = txn
+            .prepare_cached("SELECT id, record FROM databases WHERE id = $1 FOR UPDATE")
+            .await?;
+        let id = database.id.as_str();
+        let row = txn
+            .query_opt(&select, &[&id])
+            .await?
+            .ok_or(StorageError::NotFound)?;
+        let stored = database_of(&row)?;
+        rules::check_version(&stored.updated_at, &expected)?;
+        rules::check_identity(&stored, database)?;
+        let update = txn.prepare_cached(UPDATE_DATABASE).await?;
+        let FilterColumns {
+            adapter,
+            group,
+            tunnel,
+            name,
+        } = FilterColumns::of(database);
+        txn.execute(&update, &[&id, &bytes, &adapter, &group, &tunnel, &name])
+            .await?;
+        append(&txn, event).await?;
+        txn.commit().await?;
+        Ok(())
+    }
+
+    async fn try_remove_database(
         client: &mut Object,
         id: &str,
-        edit: &mut DatabaseEdit,
-        origin: &Origin,
-    ) -> Result<Database, Failure> {
+        expected: Timestamp,
+        event: &AuditEvent,
+    ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let select = txn
             .prepare_cached("SELECT id, record FROM databases WHERE id = $1 FOR UPDATE")
@@ -586,113 +612,8 @@ impl PostgresStorage {
             .query_opt(&select, &[&id])
             .await?
             .ok_or(StorageError::NotFound)?;
-        let stored = database_of(&row)?;
-        let updated = rules::edit_database(&stored, edit)?;
-        let bytes = record::encode_database(&updated)?;
-        let update = txn.prepare_cached(UPDATE_DATABASE).await?;
-        let FilterColumns {
-            adapter,
-            group,
-            tunnel,
-            name,
-        } = FilterColumns::of(&updated);
-        txn.execute(&update, &[&id, &bytes, &adapter, &group, &tunnel, &name])
-            .await?;
-        append(&txn, &audit::database_updated(origin, &stored, &updated)).await?;
-        txn.commit().await?;
-        Ok(updated)
-    }
-
-    async fn try_upsert_database(
-        client: &mut Object,
-        api_id: &str,
-        edit: &mut DatabaseUpsert,
-        origin: &Origin,
-    ) -> Result<Database, Failure> {
-        let txn = begin(client).await?;
-        let select = txn
-            .prepare_cached("SELECT id, record FROM databases WHERE api_id = $1 FOR UPDATE")
-            .await?;
-        let stored = match txn.query_opt(&select, &[&api_id.as_bytes()]).await? {
-            Some(row) => Some(database_of(&row)?),
-            None => None,
-        };
-        let updated = rules::upsert_database(api_id, stored.as_ref(), edit)?;
-        let bytes = record::encode_database(&updated)?;
-        let FilterColumns {
-            adapter,
-            group,
-            tunnel,
-            name,
-        } = FilterColumns::of(&updated);
-        if stored.is_some() {
-            let update = txn.prepare_cached(UPDATE_DATABASE).await?;
-            let params: [&(dyn ToSql + Sync); 6] = [
-                &updated.id.as_str(),
-                &bytes,
-                &adapter,
-                &group,
-                &tunnel,
-                &name,
-            ];
-            txn.execute(&update, &params).await?;
-        } else {
-            let insert = txn.prepare_cached(INSERT_DATABASE).await?;
-            let api_id = api_id_bytes(&updated.api_id);
-            let params: [&(dyn ToSql + Sync); 7] = [
-                &updated.id.as_str(),
-                &api_id,
-                &bytes,
-                &adapter,
-                &group,
-                &tunnel,
-                &name,
-            ];
-            match txn.execute(&insert, &params).await {
-                Ok(_) => {}
-                // Another node created this api_id meanwhile: run again, as an update.
-                Err(error) if is_unique_violation(&error, "databases_api_id_key") => {
-                    return Err(Failure::Retry(error));
-                }
-                Err(error) if is_unique_violation(&error, "databases_pkey") => {
-                    return Err(StorageError::AlreadyExists.into());
-                }
-                Err(error) => return Err(error.into()),
-            }
-        }
-        append(
-            &txn,
-            &audit::database_set_up(origin, stored.as_ref(), &updated),
-        )
-        .await?;
-        txn.commit().await?;
-        Ok(updated)
-    }
-
-    async fn try_delete_database(
-        client: &mut Object,
-        key: DatabaseKey<'_>,
-        check: &mut Option<DeleteCheck<Database>>,
-        origin: &Origin,
-    ) -> Result<Database, Failure> {
-        let txn = begin(client).await?;
-        let sql = match key {
-            DatabaseKey::Id(_) => "SELECT id, record FROM databases WHERE id = $1 FOR UPDATE",
-            DatabaseKey::ApiId(_) => {
-                "SELECT id, record FROM databases WHERE api_id = $1 FOR UPDATE"
-            }
-        };
-        let select = txn.prepare_cached(sql).await?;
-        let found = match key {
-            DatabaseKey::Id(id) => match self::key(id) {
-                Some(id) => txn.query_opt(&select, &[&id]).await?,
-                None => None,
-            },
-            DatabaseKey::ApiId(api_id) => txn.query_opt(&select, &[&api_id.as_bytes()]).await?,
-        };
-        let row = found.ok_or(StorageError::NotFound)?;
         let removed = database_of(&row)?;
-        rules::check_delete(&removed, check)?;
+        rules::check_version(&removed.updated_at, &expected)?;
         let heirs_sql = "SELECT d.id, d.record FROM access_control a
                            JOIN databases d ON d.id = a.database_id
                           WHERE a.inherits_from = $1";
@@ -712,44 +633,43 @@ impl PostgresStorage {
         let delete = txn
             .prepare_cached("DELETE FROM databases WHERE id = $1")
             .await?;
-        txn.execute(&delete, &[&removed.id.as_str()]).await?;
-        append(&txn, &audit::database_deleted(origin, key, &removed)).await?;
+        txn.execute(&delete, &[&id]).await?;
+        append(&txn, event).await?;
         txn.commit().await?;
-        Ok(removed)
+        Ok(())
     }
 
-    async fn try_update_dashboard(
+    async fn try_replace_dashboard(
         client: &mut Object,
-        id: &str,
-        edit: &mut DashboardEdit,
-        origin: &Origin,
-    ) -> Result<Dashboard, Failure> {
+        dashboard: &Dashboard,
+        bytes: &[u8],
+        expected: Timestamp,
+        event: &AuditEvent,
+    ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let select = txn
             .prepare_cached("SELECT id, record FROM dashboards WHERE id = $1 FOR UPDATE")
             .await?;
+        let id = dashboard.id.as_str();
         let row = txn
             .query_opt(&select, &[&id])
             .await?
             .ok_or(StorageError::NotFound)?;
-        let stored = dashboard_of(&row)?;
-        let updated = rules::edit_dashboard(&stored, edit)?;
-        let bytes = record::encode_dashboard(&updated)?;
+        rules::check_version(&dashboard_of(&row)?.updated_at, &expected)?;
         let update = txn.prepare_cached(UPDATE_DASHBOARD).await?;
-        txn.execute(&update, &[&id, &bytes, &updated.name.as_bytes()])
+        txn.execute(&update, &[&id, &bytes, &dashboard.name.as_bytes()])
             .await?;
-        append(&txn, &audit::dashboard_updated(origin, &stored, &updated)).await?;
+        append(&txn, event).await?;
         txn.commit().await?;
-        Ok(updated)
+        Ok(())
     }
 
-    /// A delete with a condition: the row is read and checked in the deleting transaction.
-    async fn try_delete_dashboard(
+    async fn try_remove_dashboard(
         client: &mut Object,
         id: &str,
-        check: &mut Option<DeleteCheck<Dashboard>>,
-        origin: &Origin,
-    ) -> Result<Dashboard, Failure> {
+        expected: Timestamp,
+        event: &AuditEvent,
+    ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let select = txn
             .prepare_cached("SELECT id, record FROM dashboards WHERE id = $1 FOR UPDATE")
@@ -758,23 +678,23 @@ impl PostgresStorage {
             .query_opt(&select, &[&id])
             .await?
             .ok_or(StorageError::NotFound)?;
-        let stored = dashboard_of(&row)?;
-        rules::check_delete(&stored, check)?;
+        rules::check_version(&dashboard_of(&row)?.updated_at, &expected)?;
         let delete = txn
             .prepare_cached("DELETE FROM dashboards WHERE id = $1")
             .await?;
         txn.execute(&delete, &[&id]).await?;
-        append(&txn, &audit::dashboard_deleted(origin, &stored)).await?;
+        append(&txn, event).await?;
         txn.commit().await?;
-        Ok(stored)
+        Ok(())
     }
 
-    async fn try_update_access_control(
+    async fn try_replace_access_control(
         client: &mut Object,
         database_id: &str,
-        edit: &mut AccessEdit,
-        origin: &Origin,
-    ) -> Result<AccessControl, Failure> {
+        expected: &AccessControl,
+        updated: &AccessControl,
+        event: &AuditEvent,
+    ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         // The database row is locked against a concurrent delete for the transaction.
         let exists = txn
@@ -790,7 +710,7 @@ impl PostgresStorage {
             Some(row) => record::decode_access_control(database_id, &bytes(&row, "record")?)?,
             None => AccessControl::default(),
         };
-        let updated = rules::edit_access_control(&stored, edit)?;
+        rules::check_version(&stored, expected)?;
         if let Some(target) = &updated.data_protection.inherits_from {
             let chain = txn.prepare_cached(INHERITANCE_CHAIN).await?;
             let mut parents: HashMap<String, Option<String>> = HashMap::new();
@@ -803,9 +723,9 @@ impl PostgresStorage {
                 let parent: Option<String> = row.try_get("parent").map_err(classify)?;
                 parents.insert(text(&row, "id")?, parent);
             }
-            rules::check_access_control(database_id, &updated, |id| Ok(parents.get(id).cloned()))?;
+            rules::check_access_control(database_id, updated, |id| Ok(parents.get(id).cloned()))?;
         }
-        let bytes = record::encode_access_control(database_id, &updated)?;
+        let bytes = record::encode_access_control(database_id, updated)?;
         let upsert = txn
             .prepare_cached(
                 "INSERT INTO access_control (database_id, inherits_from, record)
@@ -817,32 +737,26 @@ impl PostgresStorage {
         let inherits_from = &updated.data_protection.inherits_from;
         txn.execute(&upsert, &[&database_id, inherits_from, &bytes])
             .await?;
-        append(
-            &txn,
-            &audit::access_updated(origin, database_id, &stored, &updated),
-        )
-        .await?;
+        append(&txn, event).await?;
         txn.commit().await?;
-        Ok(updated)
+        Ok(())
     }
 
-    async fn try_delete_caller_key(
+    async fn try_remove_caller_key(
         client: &mut Object,
         id: &str,
-        origin: &Origin,
-    ) -> Result<CallerKey, Failure> {
+        event: &AuditEvent,
+    ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let delete = txn
-            .prepare_cached("DELETE FROM caller_keys WHERE id = $1 RETURNING id, record")
+            .prepare_cached("DELETE FROM caller_keys WHERE id = $1")
             .await?;
-        let row = txn
-            .query_opt(&delete, &[&id])
-            .await?
-            .ok_or(StorageError::NotFound)?;
-        let removed = caller_key_of(&row)?;
-        append(&txn, &audit::caller_key_revoked(origin, &removed)).await?;
+        if txn.execute(&delete, &[&id]).await? == 0 {
+            return Err(StorageError::NotFound.into());
+        }
+        append(&txn, event).await?;
         txn.commit().await?;
-        Ok(removed)
+        Ok(())
     }
 
     async fn try_prune_audit(
@@ -901,14 +815,13 @@ impl PostgresStorage {
 
 #[async_trait]
 impl Storage for PostgresStorage {
-    async fn insert_database(
+    async fn create_database(
         &self,
         database: Database,
-        origin: &Origin,
+        event: AuditEvent,
     ) -> Result<(), StorageError> {
         let bytes = record::encode_database(&database)?;
         let api_id = api_id_bytes(&database.api_id);
-        let event = audit::database_created(origin, &database);
         let FilterColumns {
             adapter,
             group,
@@ -969,52 +882,43 @@ impl Storage for PostgresStorage {
         self.all(&sql, &params, database_of).await
     }
 
-    async fn update_database(
+    async fn replace_database(
+        &self,
+        database: Database,
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
+        if key(database.id.as_str()).is_none() {
+            return Err(StorageError::NotFound);
+        }
+        let bytes = record::encode_database(&database)?;
+        serializable!(self, |client| Self::try_replace_database(
+            client, &database, &bytes, expected, &event
+        )
+        .await)
+    }
+
+    async fn remove_database(
         &self,
         id: &str,
-        mut edit: DatabaseEdit,
-        origin: &Origin,
-    ) -> Result<Database, StorageError> {
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        serializable!(self, |client| Self::try_update_database(
-            client, id, &mut edit, origin
+        serializable!(self, |client| Self::try_remove_database(
+            client, id, expected, &event
         )
         .await)
     }
 
-    async fn upsert_database_by_api_id(
-        &self,
-        api_id: &str,
-        mut edit: DatabaseUpsert,
-        origin: &Origin,
-    ) -> Result<Database, StorageError> {
-        serializable!(self, |client| Self::try_upsert_database(
-            client, api_id, &mut edit, origin
-        )
-        .await)
-    }
-
-    async fn delete_database(
-        &self,
-        key: DatabaseKey<'_>,
-        mut check: Option<DeleteCheck<Database>>,
-        origin: &Origin,
-    ) -> Result<Database, StorageError> {
-        serializable!(self, |client| Self::try_delete_database(
-            client, key, &mut check, origin
-        )
-        .await)
-    }
-
-    async fn insert_dashboard(
+    async fn create_dashboard(
         &self,
         dashboard: Dashboard,
-        origin: &Origin,
+        event: AuditEvent,
     ) -> Result<(), StorageError> {
         let bytes = record::encode_dashboard(&dashboard)?;
-        let event = audit::dashboard_created(origin, &dashboard);
         let params: [&(dyn ToSql + Sync); 3] =
             [&dashboard.id.as_str(), &bytes, &dashboard.name.as_bytes()];
         self.insert(INSERT_DASHBOARD, &params, &event).await
@@ -1045,32 +949,33 @@ impl Storage for PostgresStorage {
         self.all(&sql, &params, dashboard_of).await
     }
 
-    async fn update_dashboard(
+    async fn replace_dashboard(
         &self,
-        id: &str,
-        mut edit: DashboardEdit,
-        origin: &Origin,
-    ) -> Result<Dashboard, StorageError> {
-        let Some(id) = key(id) else {
+        dashboard: Dashboard,
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
+        if key(dashboard.id.as_str()).is_none() {
             return Err(StorageError::NotFound);
-        };
-        serializable!(self, |client| Self::try_update_dashboard(
-            client, id, &mut edit, origin
+        }
+        let bytes = record::encode_dashboard(&dashboard)?;
+        serializable!(self, |client| Self::try_replace_dashboard(
+            client, &dashboard, &bytes, expected, &event
         )
         .await)
     }
 
-    async fn delete_dashboard(
+    async fn remove_dashboard(
         &self,
         id: &str,
-        mut check: Option<DeleteCheck<Dashboard>>,
-        origin: &Origin,
-    ) -> Result<Dashboard, StorageError> {
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        serializable!(self, |client| Self::try_delete_dashboard(
-            client, id, &mut check, origin
+        serializable!(self, |client| Self::try_remove_dashboard(
+            client, id, expected, &event
         )
         .await)
     }
@@ -1096,27 +1001,39 @@ impl Storage for PostgresStorage {
         }))
     }
 
-    async fn update_access_control(
+    async fn replace_access_control(
         &self,
         database_id: &str,
-        mut edit: AccessEdit,
-        origin: &Origin,
-    ) -> Result<AccessControl, StorageError> {
+        expected: AccessControl,
+        access: AccessControl,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         let Some(database_id) = key(database_id) else {
             return Err(StorageError::NotFound);
         };
         serializable!(self, |client| {
-            Self::try_update_access_control(client, database_id, &mut edit, origin).await
+            Self::try_replace_access_control(client, database_id, &expected, &access, &event).await
         })
     }
 
-    async fn insert_caller_key(&self, key: CallerKey, origin: &Origin) -> Result<(), StorageError> {
+    async fn create_caller_key(
+        &self,
+        key: CallerKey,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         let bytes = record::encode_caller_key(&key)?;
         let sql = "INSERT INTO caller_keys (id, digest, record) VALUES ($1, $2, $3)";
         let digest = key.digest.as_slice();
-        let event = audit::caller_key_created(origin, &key);
         self.insert(sql, &[&key.id.as_str(), &digest, &bytes], &event)
             .await
+    }
+
+    async fn caller_key(&self, id: &str) -> Result<Option<CallerKey>, StorageError> {
+        let Some(id) = key(id) else {
+            return Ok(None);
+        };
+        let sql = "SELECT id, record FROM caller_keys WHERE id = $1";
+        self.one(sql, &[&id], caller_key_of).await
     }
 
     async fn caller_key_by_digest(
@@ -1156,16 +1073,12 @@ impl Storage for PostgresStorage {
             .await)
     }
 
-    async fn delete_caller_key(
-        &self,
-        id: &str,
-        origin: &Origin,
-    ) -> Result<CallerKey, StorageError> {
+    async fn remove_caller_key(&self, id: &str, event: AuditEvent) -> Result<(), StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        serializable!(self, |client| Self::try_delete_caller_key(
-            client, id, origin
+        serializable!(self, |client| Self::try_remove_caller_key(
+            client, id, &event
         )
         .await)
     }

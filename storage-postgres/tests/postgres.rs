@@ -2,10 +2,11 @@
 //! connect, secrets sealed in every column, and the migrations applied once by nodes that start
 //! together.
 
+use dbconsole_core::storage::Edits as _;
 use dbconsole_core::storage::testing::origin;
 use std::sync::Arc;
 
-use dbconsole_core::model::{Secret, Timestamp, TlsField};
+use dbconsole_core::model::{Database, Secret, Timestamp, TlsField};
 use dbconsole_core::seal::{Place, Sealer};
 use dbconsole_core::storage::Storage;
 use dbconsole_core::validate::database_from_body;
@@ -170,14 +171,14 @@ async fn updated_at_increases_when_the_writing_node_clock_is_behind() {
     let updated = storage
         .update_database(
             database.id.as_str(),
-            Box::new(move |stored| {
+            move |stored: &Database| {
                 Ok(database_from_body(
                     Some(stored),
                     &patch,
                     Timestamp::now(),
                     &edit_sealer,
                 )?)
-            }),
+            },
             origin(),
         )
         .await
@@ -227,7 +228,7 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
     assert_eq!(storage.database("db_\u{0}x").await.unwrap(), None);
     assert!(matches!(
         storage
-            .update_database("db_\u{0}x", Box::new(|db| Ok(db.clone())), origin())
+            .update_database("db_\u{0}x", |db: &Database| Ok(db.clone()), origin())
             .await,
         Err(StorageError::NotFound)
     ));

@@ -169,12 +169,11 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
 };
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::{
-    AccessEdit, AuditQuery, DashboardEdit, DashboardFilter, DatabaseEdit, DatabaseFilter,
-    DatabaseKey, DatabaseRef, DatabaseUpsert, DeleteCheck, Page, RecordCounts, Storage,
+    AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
     StorageError, audit, rules,
 };
 use redb::backends::InMemoryBackend;
@@ -640,12 +639,11 @@ fn page<T>(
 
 #[async_trait]
 impl Storage for RedbStorage {
-    async fn insert_database(
+    async fn create_database(
         &self,
         database: Database,
-        origin: &Origin,
+        event: AuditEvent,
     ) -> Result<(), StorageError> {
-        let origin = origin.clone();
         self.write(move |inner, txn| {
             let mut databases = txn.open_table(DATABASES).or_backend()?;
             let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
@@ -659,7 +657,7 @@ impl Storage for RedbStorage {
             }
             inner.put_database(&mut databases, &mut api_ids, &database)?;
             index::reindex_database(txn, None, Some(&database))?;
-            audit_trail::append(txn, &audit::database_created(&origin, &database))
+            audit_trail::append(txn, &event)
         })
         .await
     }
@@ -724,89 +722,43 @@ impl Storage for RedbStorage {
         .await
     }
 
-    async fn update_database(
+    async fn replace_database(
         &self,
-        id: &str,
-        mut edit: DatabaseEdit,
-        origin: &Origin,
-    ) -> Result<Database, StorageError> {
-        let id = id.to_owned();
-        let origin = origin.clone();
+        database: Database,
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         self.write(move |inner, txn| {
             let mut databases = txn.open_table(DATABASES).or_backend()?;
             let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
             let stored = inner
-                .get_database(&databases, &id)?
+                .get_database(&databases, database.id.as_str())?
                 .ok_or(StorageError::NotFound)?;
-            let updated = rules::edit_database(&stored, &mut edit)?;
-            inner.put_database(&mut databases, &mut api_ids, &updated)?;
-            index::reindex_database(txn, Some(&stored), Some(&updated))?;
-            audit_trail::append(txn, &audit::database_updated(&origin, &stored, &updated))?;
-            Ok(updated)
+            rules::check_version(&stored.updated_at, &expected)?;
+            rules::check_identity(&stored, &database)?;
+            inner.put_database(&mut databases, &mut api_ids, &database)?;
+            index::reindex_database(txn, Some(&stored), Some(&database))?;
+            audit_trail::append(txn, &event)
         })
         .await
     }
 
-    async fn upsert_database_by_api_id(
+    async fn remove_database(
         &self,
-        api_id: &str,
-        mut edit: DatabaseUpsert,
-        origin: &Origin,
-    ) -> Result<Database, StorageError> {
-        let api_id = api_id.to_owned();
-        let origin = origin.clone();
-        self.write(move |inner, txn| {
-            let mut databases = txn.open_table(DATABASES).or_backend()?;
-            let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
-            let stored = match Inner::id_by_api_id(&api_ids, &api_id)? {
-                Some(id) => inner.get_database(&databases, &id)?,
-                None => None,
-            };
-            let updated = rules::upsert_database(&api_id, stored.as_ref(), &mut edit)?;
-            if stored.is_none() && databases.get(updated.id.as_str()).or_backend()?.is_some() {
-                return Err(StorageError::AlreadyExists);
-            }
-            inner.put_database(&mut databases, &mut api_ids, &updated)?;
-            index::reindex_database(txn, stored.as_ref(), Some(&updated))?;
-            audit_trail::append(
-                txn,
-                &audit::database_set_up(&origin, stored.as_ref(), &updated),
-            )?;
-            Ok(updated)
-        })
-        .await
-    }
-
-    async fn delete_database(
-        &self,
-        key: DatabaseKey<'_>,
-        mut check: Option<DeleteCheck<Database>>,
-        origin: &Origin,
-    ) -> Result<Database, StorageError> {
-        let origin = origin.clone();
-        enum OwnedKey {
-            Id(String),
-            ApiId(String),
-        }
-        let key = match key {
-            DatabaseKey::Id(id) => OwnedKey::Id(id.to_owned()),
-            DatabaseKey::ApiId(api_id) => OwnedKey::ApiId(api_id.to_owned()),
-        };
+        id: &str,
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
+        let id = id.to_owned();
         self.write(move |inner, txn| {
             let mut databases = txn.open_table(DATABASES).or_backend()?;
             let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
             let mut access = txn.open_table(ACCESS_CONTROL).or_backend()?;
             let mut inherited_by = txn.open_multimap_table(INHERITED_BY).or_backend()?;
-            let id = match &key {
-                OwnedKey::Id(id) => id.clone(),
-                OwnedKey::ApiId(api_id) => {
-                    Inner::id_by_api_id(&api_ids, api_id)?.ok_or(StorageError::NotFound)?
-                }
-            };
             let removed = inner
                 .get_database(&databases, &id)?
                 .ok_or(StorageError::NotFound)?;
-            rules::check_delete(&removed, &mut check)?;
+            rules::check_version(&removed.updated_at, &expected)?;
 
             // The guard: databases that inherit this one's data protection policies, from
             // the index. Each entry
@@ -847,23 +799,17 @@ impl Storage for RedbStorage {
                     .or_backend()?;
             }
             inherited_by.remove_all(id.as_str()).or_backend()?;
-            let key = match &key {
-                OwnedKey::Id(id) => DatabaseKey::Id(id),
-                OwnedKey::ApiId(api_id) => DatabaseKey::ApiId(api_id),
-            };
             index::reindex_database(txn, Some(&removed), None)?;
-            audit_trail::append(txn, &audit::database_deleted(&origin, key, &removed))?;
-            Ok(removed)
+            audit_trail::append(txn, &event)
         })
         .await
     }
 
-    async fn insert_dashboard(
+    async fn create_dashboard(
         &self,
         dashboard: Dashboard,
-        origin: &Origin,
+        event: AuditEvent,
     ) -> Result<(), StorageError> {
-        let origin = origin.clone();
         self.write(move |_, txn| {
             let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
             let id = dashboard.id.as_str();
@@ -873,7 +819,7 @@ impl Storage for RedbStorage {
             let bytes = record::encode_dashboard(&dashboard)?;
             dashboards.insert(id, bytes.as_slice()).or_backend()?;
             index::reindex_dashboard(txn, None, Some(&dashboard))?;
-            audit_trail::append(txn, &audit::dashboard_created(&origin, &dashboard))
+            audit_trail::append(txn, &event)
         })
         .await
     }
@@ -917,51 +863,45 @@ impl Storage for RedbStorage {
         .await
     }
 
-    async fn update_dashboard(
+    async fn replace_dashboard(
         &self,
-        id: &str,
-        mut edit: DashboardEdit,
-        origin: &Origin,
-    ) -> Result<Dashboard, StorageError> {
-        let id = id.to_owned();
-        let origin = origin.clone();
+        dashboard: Dashboard,
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         self.write(move |_, txn| {
             let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
-            let stored = match dashboards.get(id.as_str()).or_backend()? {
+            let id = dashboard.id.as_str();
+            let stored = match dashboards.get(id).or_backend()? {
                 None => return Err(StorageError::NotFound),
-                Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
+                Some(bytes) => record::decode_dashboard(id, bytes.value())?,
             };
-            let updated = rules::edit_dashboard(&stored, &mut edit)?;
-            let bytes = record::encode_dashboard(&updated)?;
-            dashboards
-                .insert(id.as_str(), bytes.as_slice())
-                .or_backend()?;
-            index::reindex_dashboard(txn, Some(&stored), Some(&updated))?;
-            audit_trail::append(txn, &audit::dashboard_updated(&origin, &stored, &updated))?;
-            Ok(updated)
+            rules::check_version(&stored.updated_at, &expected)?;
+            let bytes = record::encode_dashboard(&dashboard)?;
+            dashboards.insert(id, bytes.as_slice()).or_backend()?;
+            index::reindex_dashboard(txn, Some(&stored), Some(&dashboard))?;
+            audit_trail::append(txn, &event)
         })
         .await
     }
 
-    async fn delete_dashboard(
+    async fn remove_dashboard(
         &self,
         id: &str,
-        mut check: Option<DeleteCheck<Dashboard>>,
-        origin: &Origin,
-    ) -> Result<Dashboard, StorageError> {
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         let id = id.to_owned();
-        let origin = origin.clone();
         self.write(move |_, txn| {
             let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
             let stored = match dashboards.get(id.as_str()).or_backend()? {
                 None => return Err(StorageError::NotFound),
                 Some(bytes) => record::decode_dashboard(&id, bytes.value())?,
             };
-            rules::check_delete(&stored, &mut check)?;
+            rules::check_version(&stored.updated_at, &expected)?;
             dashboards.remove(id.as_str()).or_backend()?;
             index::reindex_dashboard(txn, Some(&stored), None)?;
-            audit_trail::append(txn, &audit::dashboard_deleted(&origin, &stored))?;
-            Ok(stored)
+            audit_trail::append(txn, &event)
         })
         .await
     }
@@ -983,14 +923,14 @@ impl Storage for RedbStorage {
         })
     }
 
-    async fn update_access_control(
+    async fn replace_access_control(
         &self,
         database_id: &str,
-        mut edit: AccessEdit,
-        origin: &Origin,
-    ) -> Result<AccessControl, StorageError> {
+        expected: AccessControl,
+        updated: AccessControl,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         let id = database_id.to_owned();
-        let origin = origin.clone();
         self.write(move |_, txn| {
             let databases = txn.open_table(DATABASES).or_backend()?;
             let mut access = txn.open_table(ACCESS_CONTROL).or_backend()?;
@@ -999,7 +939,7 @@ impl Storage for RedbStorage {
                 return Err(StorageError::NotFound);
             }
             let stored = get_access(&access, &id)?.unwrap_or_default();
-            let updated = rules::edit_access_control(&stored, &mut edit)?;
+            rules::check_version(&stored, &expected)?;
             rules::check_access_control(&id, &updated, |other| {
                 if databases.get(other).or_backend()?.is_none() {
                     return Ok(None);
@@ -1020,14 +960,16 @@ impl Storage for RedbStorage {
             }
             let bytes = record::encode_access_control(&id, &updated)?;
             access.insert(id.as_str(), bytes.as_slice()).or_backend()?;
-            audit_trail::append(txn, &audit::access_updated(&origin, &id, &stored, &updated))?;
-            Ok(updated)
+            audit_trail::append(txn, &event)
         })
         .await
     }
 
-    async fn insert_caller_key(&self, key: CallerKey, origin: &Origin) -> Result<(), StorageError> {
-        let origin = origin.clone();
+    async fn create_caller_key(
+        &self,
+        key: CallerKey,
+        event: AuditEvent,
+    ) -> Result<(), StorageError> {
         self.write(move |_, txn| {
             let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
             let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
@@ -1039,9 +981,21 @@ impl Storage for RedbStorage {
             let bytes = record::encode_caller_key(&key)?;
             keys.insert(id, bytes.as_slice()).or_backend()?;
             digests.insert(&key.digest, id).or_backend()?;
-            audit_trail::append(txn, &audit::caller_key_created(&origin, &key))
+            audit_trail::append(txn, &event)
         })
         .await
+    }
+
+    async fn caller_key(&self, id: &str) -> Result<Option<CallerKey>, StorageError> {
+        self.read_now(|inner| {
+            inner.read(|txn| {
+                let keys = txn.open_table(CALLER_KEYS).or_backend()?;
+                match keys.get(id).or_backend()? {
+                    None => Ok(None),
+                    Some(bytes) => Ok(Some(record::decode_caller_key(id, bytes.value())?)),
+                }
+            })
+        })
     }
 
     async fn caller_key_by_digest(
@@ -1123,13 +1077,8 @@ impl Storage for RedbStorage {
         .await
     }
 
-    async fn delete_caller_key(
-        &self,
-        id: &str,
-        origin: &Origin,
-    ) -> Result<CallerKey, StorageError> {
+    async fn remove_caller_key(&self, id: &str, event: AuditEvent) -> Result<(), StorageError> {
         let id = id.to_owned();
-        let origin = origin.clone();
         self.write(move |_, txn| {
             let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
             let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
@@ -1138,8 +1087,7 @@ impl Storage for RedbStorage {
                 Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
             };
             digests.remove(&removed.digest).or_backend()?;
-            audit_trail::append(txn, &audit::caller_key_revoked(&origin, &removed))?;
-            Ok(removed)
+            audit_trail::append(txn, &event)
         })
         .await
     }
@@ -1174,6 +1122,7 @@ mod tests {
         Adapter, Credential, CredentialId, DatabaseId, SealedSecret, Timestamp, TlsMaterial,
     };
     use dbconsole_core::storage::testing::origin;
+    use dbconsole_core::storage::{DatabaseKey, Edits as _};
     use redb::ReadableTableMetadata;
 
     use super::*;
@@ -1344,11 +1293,11 @@ mod tests {
         storage
             .update_access_control(
                 heir.id.as_str(),
-                Box::new(move |stored| {
+                move |stored: &AccessControl| {
                     let mut next = stored.clone();
                     next.data_protection.inherits_from = target.clone();
                     Ok(next)
-                }),
+                },
                 origin(),
             )
             .await
@@ -1381,14 +1330,14 @@ mod tests {
         let refused = storage
             .update_access_control(
                 a.id.as_str(),
-                Box::new({
+                {
                     let c = c.id.as_str().to_owned();
-                    move |stored| {
+                    move |stored: &AccessControl| {
                         let mut next = stored.clone();
                         next.data_protection.inherits_from = Some(c.clone());
                         Ok(next)
                     }
-                }),
+                },
                 origin(),
             )
             .await;

@@ -6,6 +6,7 @@
 //! The size measurement is an ignored test:
 //! `cargo test --release -p dbconsole-storage-redb --test data_file -- --ignored --nocapture`.
 
+use dbconsole_core::storage::Edits as _;
 use dbconsole_core::storage::testing::origin;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -453,11 +454,7 @@ async fn access_control_and_inheritance_survive_reopen() {
     };
     let stored = access.clone();
     storage
-        .update_access_control(
-            heir.id.as_str(),
-            Box::new(move |_| Ok(stored.clone())),
-            origin(),
-        )
+        .update_access_control(heir.id.as_str(), move |_: &_| Ok(stored.clone()), origin())
         .await
         .unwrap();
     drop(storage);
@@ -812,7 +809,7 @@ async fn a_backup_restores_the_whole_store_with_secrets_still_sealed() {
     storage
         .update_access_control(
             databases[1].id.as_str(),
-            Box::new(move |_| Ok(stored.clone())),
+            move |_: &_| Ok(stored.clone()),
             origin(),
         )
         .await

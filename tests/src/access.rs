@@ -11,6 +11,7 @@
 //! - caller keys stored through the [`Storage`] ([`StoredCredentials`]): kind, scope, revocation
 //!   and `last_used_at`.
 
+use dbconsole_core::storage::Edits as _;
 use std::sync::Arc;
 
 use bytes::Bytes;

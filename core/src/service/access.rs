@@ -10,6 +10,7 @@ use super::response::{ResponseBody, json_response};
 use super::router::Route;
 use super::{Call, Shared};
 use crate::model::{AccessControl, Origin};
+use crate::storage::Edits;
 use crate::validate::{data_protection_from_body, permissions_from_body};
 
 impl Shared {

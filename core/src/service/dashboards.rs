@@ -11,7 +11,7 @@ use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Route;
 use super::{Call, Shared, page_request, split_page};
 use crate::model::{Dashboard, Origin, Timestamp};
-use crate::storage::DashboardFilter;
+use crate::storage::{DashboardFilter, Edits};
 use crate::validate::{dashboard_from_body, parse_dashboard_filter};
 
 impl Shared {

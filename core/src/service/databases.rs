@@ -11,7 +11,7 @@ use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Route;
 use super::{Call, Shared, both, page_request, split_page};
 use crate::model::{Database, Origin, Timestamp};
-use crate::storage::{DatabaseFilter, DatabaseKey, DeleteCheck, StorageError};
+use crate::storage::{DatabaseFilter, DatabaseKey, DeleteCheck, Edits, StorageError};
 use crate::validate::{apply_setup, database_from_body, parse_database_filter, parse_setup};
 
 fn database_response(db: &Database) -> Response<ResponseBody> {

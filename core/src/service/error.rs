@@ -67,6 +67,11 @@ impl From<StorageError> for ApiError {
             StorageError::Invalid(errors) => ApiError::Invalid(errors),
             StorageError::Inherited(databases) => ApiError::Inherited(databases),
             StorageError::PreconditionFailed => ApiError::PreconditionFailed,
+            StorageError::Conflict => {
+                tracing::warn!("a write met other writes of the same record at every attempt");
+                super::metrics::record_storage_error("conflict");
+                ApiError::Unavailable
+            }
             StorageError::Unavailable(error) => {
                 tracing::warn!(%error, "storage unavailable");
                 super::metrics::record_storage_error("unavailable");

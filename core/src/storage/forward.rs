@@ -5,11 +5,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AccessEdit, AuditQuery, DashboardEdit, DashboardFilter, DatabaseEdit, DatabaseFilter,
-    DatabaseKey, DatabaseUpsert, DeleteCheck, Page, RecordCounts, Storage, StorageError,
+    AuditQuery, DashboardFilter, DatabaseFilter, Page, RecordCounts, Storage, StorageError,
 };
 use crate::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
 };
 
 macro_rules! forward_storage {
@@ -24,12 +23,12 @@ macro_rules! forward_storage {
                 (**self).record_counts().await
             }
 
-            async fn insert_database(
+            async fn create_database(
                 &self,
                 database: Database,
-                origin: &Origin,
+                event: AuditEvent,
             ) -> Result<(), StorageError> {
-                (**self).insert_database(database, origin).await
+                (**self).create_database(database, event).await
             }
 
             async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
@@ -51,41 +50,30 @@ macro_rules! forward_storage {
                 (**self).list_databases(page, filter).await
             }
 
-            async fn update_database(
+            async fn replace_database(
+                &self,
+                database: Database,
+                expected: Timestamp,
+                event: AuditEvent,
+            ) -> Result<(), StorageError> {
+                (**self).replace_database(database, expected, event).await
+            }
+
+            async fn remove_database(
                 &self,
                 id: &str,
-                edit: DatabaseEdit,
-                origin: &Origin,
-            ) -> Result<Database, StorageError> {
-                (**self).update_database(id, edit, origin).await
+                expected: Timestamp,
+                event: AuditEvent,
+            ) -> Result<(), StorageError> {
+                (**self).remove_database(id, expected, event).await
             }
 
-            async fn upsert_database_by_api_id(
-                &self,
-                api_id: &str,
-                edit: DatabaseUpsert,
-                origin: &Origin,
-            ) -> Result<Database, StorageError> {
-                (**self)
-                    .upsert_database_by_api_id(api_id, edit, origin)
-                    .await
-            }
-
-            async fn delete_database(
-                &self,
-                key: DatabaseKey<'_>,
-                check: Option<DeleteCheck<Database>>,
-                origin: &Origin,
-            ) -> Result<Database, StorageError> {
-                (**self).delete_database(key, check, origin).await
-            }
-
-            async fn insert_dashboard(
+            async fn create_dashboard(
                 &self,
                 dashboard: Dashboard,
-                origin: &Origin,
+                event: AuditEvent,
             ) -> Result<(), StorageError> {
-                (**self).insert_dashboard(dashboard, origin).await
+                (**self).create_dashboard(dashboard, event).await
             }
 
             async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
@@ -100,22 +88,22 @@ macro_rules! forward_storage {
                 (**self).list_dashboards(page, filter).await
             }
 
-            async fn update_dashboard(
+            async fn replace_dashboard(
                 &self,
-                id: &str,
-                edit: DashboardEdit,
-                origin: &Origin,
-            ) -> Result<Dashboard, StorageError> {
-                (**self).update_dashboard(id, edit, origin).await
+                dashboard: Dashboard,
+                expected: Timestamp,
+                event: AuditEvent,
+            ) -> Result<(), StorageError> {
+                (**self).replace_dashboard(dashboard, expected, event).await
             }
 
-            async fn delete_dashboard(
+            async fn remove_dashboard(
                 &self,
                 id: &str,
-                check: Option<DeleteCheck<Dashboard>>,
-                origin: &Origin,
-            ) -> Result<Dashboard, StorageError> {
-                (**self).delete_dashboard(id, check, origin).await
+                expected: Timestamp,
+                event: AuditEvent,
+            ) -> Result<(), StorageError> {
+                (**self).remove_dashboard(id, expected, event).await
             }
 
             async fn access_control(
@@ -125,23 +113,28 @@ macro_rules! forward_storage {
                 (**self).access_control(database_id).await
             }
 
-            async fn update_access_control(
+            async fn replace_access_control(
                 &self,
                 database_id: &str,
-                edit: AccessEdit,
-                origin: &Origin,
-            ) -> Result<AccessControl, StorageError> {
+                expected: AccessControl,
+                access: AccessControl,
+                event: AuditEvent,
+            ) -> Result<(), StorageError> {
                 (**self)
-                    .update_access_control(database_id, edit, origin)
+                    .replace_access_control(database_id, expected, access, event)
                     .await
             }
 
-            async fn insert_caller_key(
+            async fn create_caller_key(
                 &self,
                 key: CallerKey,
-                origin: &Origin,
+                event: AuditEvent,
             ) -> Result<(), StorageError> {
-                (**self).insert_caller_key(key, origin).await
+                (**self).create_caller_key(key, event).await
+            }
+
+            async fn caller_key(&self, id: &str) -> Result<Option<CallerKey>, StorageError> {
+                (**self).caller_key(id).await
             }
 
             async fn caller_key_by_digest(
@@ -159,12 +152,12 @@ macro_rules! forward_storage {
                 (**self).touch_caller_key(id, at).await
             }
 
-            async fn delete_caller_key(
+            async fn remove_caller_key(
                 &self,
                 id: &str,
-                origin: &Origin,
-            ) -> Result<CallerKey, StorageError> {
-                (**self).delete_caller_key(id, origin).await
+                event: AuditEvent,
+            ) -> Result<(), StorageError> {
+                (**self).remove_caller_key(id, event).await
             }
 
             async fn list_audit(

@@ -2,32 +2,29 @@
 //!
 //! # Contract
 //!
-//! Every method is **one atomic change of a whole aggregate**: a database with all its
-//! credentials, or a dashboard with all its panels and actions. A call either applies entirely
-//! or not at all, and concurrent calls never lose each other's changes:
+//! Every write is **one atomic change of a whole aggregate**, made as a **compare-and-swap on
+//! its version**: a database with all its credentials, a dashboard with all its panels and
+//! actions, a database's access control, a caller key. Core reads the record, validates the
+//! request, seals its secrets and builds the new record and its audit event *outside any
+//! transaction*; then it asks the store to write that record only if the stored one is still at
+//! the version it read ([`Storage::replace_database`]), or absent ([`Storage::create_database`]),
+//! or to delete it if it is at that version ([`Storage::remove_database`]). On
+//! [`StorageError::Conflict`] core reads again and retries, in one bounded loop with jitter
+//! ([`Edits`], in [`edits`]). No storage method takes a caller's closure or a plaintext secret.
 //!
-//! - the `update_*` and [`Storage::upsert_database_by_api_id`] methods are atomic
-//!   read-modify-write: the backend reads the stored record, calls the edit closure, and stores
-//!   what the closure returns, with no other write to that record in between (a lock, a
-//!   serialized write transaction, or a version check that retries — the closure may then be
-//!   called more than once, so it must be a pure function of its argument);
-//! - [`Storage::upsert_database_by_api_id`] creates at most one database per `api_id`, however
-//!   many callers race;
-//! - an edit closure (or a delete's [`DeleteCheck`]) that returns `Err` changes nothing, and
-//!   its error comes back as it is (validation errors as [`StorageError::Invalid`]);
-//! - the deletes return the record as it was just before it was removed;
-//! - **every write that changes something appends one audit event in the same atomic change**,
-//!   built by [`audit`] from the records as they are in that change and the write's [`Origin`]
+//! - A record's version is its `updated_at` (its ETag), which every write moves strictly
+//!   forward; an access control, which has none, is compared whole.
+//! - The store checks the version and applies only the rules that need lookups inside its
+//!   transaction ([`rules`]): the identity of a replaced record (its `id` and `api_id`), the
+//!   uniqueness of ids and `api_id`s, the inheritance chain of `inherits_from`, the delete
+//!   guard. A refused write changes nothing.
+//! - **Every write appends the audit event it is given in the same atomic change**
 //!   (`touch_caller_key`, bookkeeping, appends none): a write that fails or is refused leaves
 //!   no event, and no crash leaves an event without its change or a change without its event.
 //!   Only [`Storage::prune_audit`] deletes events.
 //!
 //! Listings are ordered by id (ids sort by creation time) and use keyset pagination: `after` is
 //! exclusive and may be any string, stored or not.
-//!
-//! The rules every backend applies inside its transaction (an edit keeps the record's identity,
-//! `inherits_from` makes no cycle, the delete guard) live in [`rules`], once; a backend supplies
-//! only the lookups they need.
 //!
 //! Secrets reach a backend sealed ([`crate::model::SealedSecret`]): it stores those bytes as they
 //! are and never needs the key.
@@ -42,47 +39,21 @@ use std::fmt::Debug;
 use async_trait::async_trait;
 
 use crate::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Origin, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
 };
 use crate::validate::ValidationErrors;
 
+pub use edits::{AccessEdit, DashboardEdit, DatabaseEdit, DatabaseUpsert, DeleteCheck, Edits};
 pub use filter::{DashboardFilter, DatabaseFilter};
 
 pub mod audit;
+pub mod edits;
 mod filter;
 mod forward;
 pub mod record;
 pub mod rules;
 #[cfg(feature = "testing")]
 pub mod testing;
-
-/// An edit of a stored database: given the stored record, returns the new one, or why the edit
-/// is refused ([`StorageError::Invalid`] for validation errors, which convert with `?`;
-/// [`StorageError::PreconditionFailed`] when the record is not at the version the caller
-/// expected). Must be pure (it may run more than once). What it refuses with is answered as it
-/// is, and nothing is written.
-pub type DatabaseEdit =
-    Box<dyn FnMut(&Database) -> Result<Database, StorageError> + Send + 'static>;
-
-/// An upsert of a database by `api_id`: given the stored record with that `api_id` (or `None`),
-/// returns the record to store; refuses as a [`DatabaseEdit`] does. Must be pure (it may run
-/// more than once).
-pub type DatabaseUpsert =
-    Box<dyn FnMut(Option<&Database>) -> Result<Database, StorageError> + Send + 'static>;
-
-/// An edit of a stored dashboard; see [`DatabaseEdit`].
-pub type DashboardEdit =
-    Box<dyn FnMut(&Dashboard) -> Result<Dashboard, StorageError> + Send + 'static>;
-
-/// An edit of a database's access control (permissions and data protection); see
-/// [`DatabaseEdit`].
-pub type AccessEdit =
-    Box<dyn FnMut(&AccessControl) -> Result<AccessControl, StorageError> + Send + 'static>;
-
-/// A condition on a delete: given the stored record, `Ok` lets the delete go on; an error
-/// (typically [`StorageError::PreconditionFailed`]) refuses it and is answered as it is, with
-/// nothing deleted. It runs in the deleting transaction, before the delete guard. Must be pure.
-pub type DeleteCheck<T> = Box<dyn FnMut(&T) -> Result<(), StorageError> + Send + 'static>;
 
 /// A page of the audit trail: see [`Storage::list_audit`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,14 +121,19 @@ pub enum StorageError {
     /// deleted.
     #[error("data protection policies are inherited by {} database(s)", .0.len())]
     Inherited(Vec<DatabaseRef>),
-    /// An edit closure changed the id or `api_id` of the record it edited (a bug in the
-    /// caller); nothing was written.
+    /// A replace changed the id or `api_id` of the record it replaces (a bug in the caller);
+    /// nothing was written.
     #[error("an edit changed the identity (id or api_id) of a record")]
     IdentityChanged,
     /// The record is not at the version the caller expected (an `If-Match` that does not
-    /// match, refused by an edit closure or a [`DeleteCheck`]); nothing was written.
+    /// match); nothing was written. Answered 412.
     #[error("the record is not at the expected version")]
     PreconditionFailed,
+    /// A compare-and-swap write found the record at another version than the one it was
+    /// built from (another write came in between); nothing was written. Core's write loop
+    /// ([`Edits`]) reads again and retries; it reaches a caller only when the retries run out.
+    #[error("the record changed while the write was being prepared")]
+    Conflict,
     /// The backend failed (I/O, corruption, a lost connection…).
     #[error("storage backend failure: {0}")]
     Backend(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
@@ -201,12 +177,12 @@ impl StorageError {
 /// contract every implementation keeps.
 #[async_trait]
 pub trait Storage: Send + Sync + Debug + 'static {
-    /// Stores a new database. [`StorageError::AlreadyExists`] when its id, or its `api_id`, is
-    /// taken.
-    async fn insert_database(
+    /// Stores a new database and `event`. [`StorageError::AlreadyExists`] when its id, or its
+    /// `api_id`, is taken.
+    async fn create_database(
         &self,
         database: Database,
-        origin: &Origin,
+        event: AuditEvent,
     ) -> Result<(), StorageError>;
 
     /// The database with this id.
@@ -223,41 +199,34 @@ pub trait Storage: Send + Sync + Debug + 'static {
         filter: DatabaseFilter<'_>,
     ) -> Result<Vec<Database>, StorageError>;
 
-    /// Atomically replaces the database with what `edit` returns for it; returns the stored
-    /// result. [`StorageError::NotFound`] when there is none. The edit must keep `id` and
-    /// `api_id`.
-    async fn update_database(
+    /// Replaces the stored database with the same id by `database`, and appends `event`, if
+    /// the stored one is at version `expected` (its `updated_at`).
+    /// [`StorageError::NotFound`] when there is none, [`StorageError::Conflict`] when it is at
+    /// another version, [`StorageError::IdentityChanged`] when `database` has another `api_id`.
+    async fn replace_database(
+        &self,
+        database: Database,
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError>;
+
+    /// Deletes database `id` with everything that belongs to it (its access control), and
+    /// appends `event`, if it is at version `expected`. [`StorageError::NotFound`] when there
+    /// is none, [`StorageError::Conflict`] when it is at another version,
+    /// [`StorageError::Inherited`] when another database inherits its data protection
+    /// policies ([`rules::guard_delete`]).
+    async fn remove_database(
         &self,
         id: &str,
-        edit: DatabaseEdit,
-        origin: &Origin,
-    ) -> Result<Database, StorageError>;
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError>;
 
-    /// Atomically creates or replaces the database with this `api_id` with what `edit` returns;
-    /// never creates two databases with the same `api_id`.
-    async fn upsert_database_by_api_id(
-        &self,
-        api_id: &str,
-        edit: DatabaseUpsert,
-        origin: &Origin,
-    ) -> Result<Database, StorageError>;
-
-    /// Atomically deletes a database with everything that belongs to it and returns it as it
-    /// was. [`StorageError::NotFound`] when there is none; the error of `check` when it refuses
-    /// the stored record; [`StorageError::Inherited`] when another database inherits its data
-    /// protection policies (in each case nothing changes).
-    async fn delete_database(
-        &self,
-        key: DatabaseKey<'_>,
-        check: Option<DeleteCheck<Database>>,
-        origin: &Origin,
-    ) -> Result<Database, StorageError>;
-
-    /// Stores a new dashboard. [`StorageError::AlreadyExists`] when its id is taken.
-    async fn insert_dashboard(
+    /// Stores a new dashboard and `event`. [`StorageError::AlreadyExists`] when its id is taken.
+    async fn create_dashboard(
         &self,
         dashboard: Dashboard,
-        origin: &Origin,
+        event: AuditEvent,
     ) -> Result<(), StorageError>;
 
     /// The dashboard with this id.
@@ -270,23 +239,23 @@ pub trait Storage: Send + Sync + Debug + 'static {
         filter: DashboardFilter<'_>,
     ) -> Result<Vec<Dashboard>, StorageError>;
 
-    /// Atomically replaces the dashboard with what `edit` returns for it; see
-    /// [`Storage::update_database`].
-    async fn update_dashboard(
+    /// Replaces the dashboard with the same id, and appends `event`, if it is at version
+    /// `expected`; see [`Storage::replace_database`].
+    async fn replace_dashboard(
         &self,
-        id: &str,
-        edit: DashboardEdit,
-        origin: &Origin,
-    ) -> Result<Dashboard, StorageError>;
+        dashboard: Dashboard,
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError>;
 
-    /// Atomically deletes a dashboard with its panels and actions and returns it as it was;
-    /// [`StorageError::NotFound`] when there is none, the error of `check` when it refuses.
-    async fn delete_dashboard(
+    /// Deletes dashboard `id` with its panels and actions, and appends `event`, if it is at
+    /// version `expected`; [`StorageError::NotFound`] or [`StorageError::Conflict`] otherwise.
+    async fn remove_dashboard(
         &self,
         id: &str,
-        check: Option<DeleteCheck<Dashboard>>,
-        origin: &Origin,
-    ) -> Result<Dashboard, StorageError>;
+        expected: Timestamp,
+        event: AuditEvent,
+    ) -> Result<(), StorageError>;
 
     /// The access control of a database (the default, empty one when none was written);
     /// `None` when the database does not exist.
@@ -295,21 +264,31 @@ pub trait Storage: Send + Sync + Debug + 'static {
         database_id: &str,
     ) -> Result<Option<AccessControl>, StorageError>;
 
-    /// Atomically replaces a database's access control with what `edit` returns for it.
-    /// [`StorageError::NotFound`] when the database does not exist. When the result's
-    /// `data_protection.inherits_from` is set, the backend checks it with
-    /// [`rules::check_inheritance`] in the same transaction and answers its error. The delete guard
-    /// ([`StorageError::Inherited`]) reads what this stores.
-    async fn update_access_control(
+    /// Replaces the access control of database `database_id` by `access`, and appends `event`,
+    /// if the stored one equals `expected` (an access control has no version of its own: it is
+    /// compared whole). [`StorageError::NotFound`] when the database does not exist,
+    /// [`StorageError::Conflict`] when its access control is another. When
+    /// `access.data_protection.inherits_from` is set, the backend checks it with
+    /// [`rules::check_inheritance`] in the same transaction and answers its error. The delete
+    /// guard ([`StorageError::Inherited`]) reads what this stores.
+    async fn replace_access_control(
         &self,
         database_id: &str,
-        edit: AccessEdit,
-        origin: &Origin,
-    ) -> Result<AccessControl, StorageError>;
+        expected: AccessControl,
+        access: AccessControl,
+        event: AuditEvent,
+    ) -> Result<(), StorageError>;
 
-    /// Stores a new caller credential. [`StorageError::AlreadyExists`] when its id or its digest
-    /// is taken.
-    async fn insert_caller_key(&self, key: CallerKey, origin: &Origin) -> Result<(), StorageError>;
+    /// Stores a new caller credential and `event`. [`StorageError::AlreadyExists`] when its id
+    /// or its digest is taken.
+    async fn create_caller_key(
+        &self,
+        key: CallerKey,
+        event: AuditEvent,
+    ) -> Result<(), StorageError>;
+
+    /// The caller credential with this id.
+    async fn caller_key(&self, id: &str) -> Result<Option<CallerKey>, StorageError>;
 
     /// The caller credential with this SHA-256 digest (an index lookup).
     async fn caller_key_by_digest(
@@ -324,9 +303,10 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// `at`). [`StorageError::NotFound`] when it does not exist (any more).
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError>;
 
-    /// Deletes (revokes) a caller credential and returns it.
-    async fn delete_caller_key(&self, id: &str, origin: &Origin)
-    -> Result<CallerKey, StorageError>;
+    /// Deletes (revokes) caller credential `id` and appends `event`; [`StorageError::NotFound`]
+    /// when it does not exist (any more). A caller key never changes once made (but for its
+    /// last use), so it needs no version.
+    async fn remove_caller_key(&self, id: &str, event: AuditEvent) -> Result<(), StorageError>;
 
     /// Audit events, newest first: of the record `query.resource` when given, from just
     /// before the event `query.after` (exclusive) when given, at most `query.limit`.

@@ -3,62 +3,64 @@
 //! calls these inside the transaction that stores the change and answers their errors as they
 //! are; it supplies only lookups of its own records.
 
-use super::{
-    AccessEdit, DashboardEdit, DatabaseEdit, DatabaseRef, DatabaseUpsert, DeleteCheck, StorageError,
-};
+use super::{DatabaseRef, StorageError};
 use crate::model::{AccessControl, Dashboard, Database};
 use crate::validate::{ValidationErrors, message};
 
-/// Runs an edit of a stored database: its result, the edit's error when it refuses, or [`StorageError::IdentityChanged`] when it changed the id or `api_id`.
-pub fn edit_database(stored: &Database, edit: &mut DatabaseEdit) -> Result<Database, StorageError> {
-    let updated = edit(stored)?;
+/// Checks that `updated`, an edit of `stored`, keeps its identity (`id` and `api_id`), and moves
+/// its version (`updated_at`) past the stored one if the edit did not: the edit, or
+/// [`StorageError::IdentityChanged`]. Core checks it before a replace, and every backend checks
+/// the identity again against the record in its transaction.
+pub fn edited_database(stored: &Database, mut updated: Database) -> Result<Database, StorageError> {
+    check_identity(stored, &updated)?;
+    updated.updated_at = updated.updated_at.not_before_next(stored.updated_at);
+    Ok(updated)
+}
+
+/// [`StorageError::IdentityChanged`] unless `updated` has the `id` and `api_id` of `stored`.
+pub fn check_identity(stored: &Database, updated: &Database) -> Result<(), StorageError> {
     if stored.id == updated.id && stored.api_id == updated.api_id {
-        Ok(updated)
+        Ok(())
     } else {
         Err(StorageError::IdentityChanged)
     }
 }
 
-/// Runs an upsert by `api_id` on the stored database with that `api_id` (or `None`): as
-/// [`edit_database`] for an update; a created database must carry `api_id`. Whether a created
-/// database's id is free is the backend's to check.
-pub fn upsert_database(
+/// Checks an upsert by `api_id` of `stored` (the database with that `api_id`, or `None`): as
+/// [`edited_database`] for an update; a created database must carry `api_id`.
+pub fn upserted_database(
     api_id: &str,
     stored: Option<&Database>,
-    edit: &mut DatabaseUpsert,
+    updated: Database,
 ) -> Result<Database, StorageError> {
-    let updated = edit(stored)?;
-    let same = match stored {
-        Some(stored) => stored.id == updated.id && stored.api_id == updated.api_id,
-        None => updated.api_id.as_deref() == Some(api_id),
-    };
-    if same {
-        Ok(updated)
-    } else {
-        Err(StorageError::IdentityChanged)
+    match stored {
+        Some(stored) => edited_database(stored, updated),
+        None if updated.api_id.as_deref() == Some(api_id) => Ok(updated),
+        None => Err(StorageError::IdentityChanged),
     }
 }
 
-/// Runs an edit of a stored dashboard; see [`edit_database`].
-pub fn edit_dashboard(
+/// Checks that an edit of a dashboard keeps its id; see [`edited_database`].
+pub fn edited_dashboard(
     stored: &Dashboard,
-    edit: &mut DashboardEdit,
+    mut updated: Dashboard,
 ) -> Result<Dashboard, StorageError> {
-    let updated = edit(stored)?;
     if stored.id == updated.id {
+        updated.updated_at = updated.updated_at.not_before_next(stored.updated_at);
         Ok(updated)
     } else {
         Err(StorageError::IdentityChanged)
     }
 }
 
-/// Runs an edit of a database's access control: its result, or the edit's error when it
-/// refuses. Check the result with [`check_access_control`] before storing it.
-pub fn edit_access_control(
-    stored: &AccessControl,
-    edit: &mut AccessEdit,
-) -> Result<AccessControl, StorageError> {
-    edit(stored)
+/// The version check of a compare-and-swap: `Ok` when the stored record is at `expected`,
+/// [`StorageError::Conflict`] otherwise.
+pub fn check_version<T: PartialEq>(stored: &T, expected: &T) -> Result<(), StorageError> {
+    if stored == expected {
+        Ok(())
+    } else {
+        Err(StorageError::Conflict)
+    }
 }
 
 /// Checks an access control about to be stored for database `database_id`: when it inherits
@@ -105,14 +107,6 @@ pub fn check_inheritance(
         }
     }
     refuse(message::INHERITS_CYCLE)
-}
-
-/// Runs the condition of a delete, if any, on the stored record (before the delete guard).
-pub fn check_delete<T>(stored: &T, check: &mut Option<DeleteCheck<T>>) -> Result<(), StorageError> {
-    match check {
-        Some(check) => check(stored),
-        None => Ok(()),
-    }
 }
 
 /// The delete guard: [`StorageError::Inherited`] (heirs ordered by id) when other databases

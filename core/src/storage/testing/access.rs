@@ -4,6 +4,7 @@
 //! guard that keeps an inherited database, by id and by `api_id`.
 
 use super::origin;
+use crate::storage::Edits as _;
 use std::sync::{Arc, Mutex};
 
 use super::check::{

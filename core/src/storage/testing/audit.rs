@@ -3,6 +3,7 @@
 //! (names only); a write that fails or is refused appends none; the trail lists newest first,
 //! by record, in keyset pages; only `prune_audit` removes events, oldest first.
 
+use crate::storage::Edits as _;
 use std::sync::Arc;
 
 use super::check::ok;

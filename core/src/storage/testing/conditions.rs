@@ -5,6 +5,7 @@
 
 use super::origin;
 use super::races::race_all;
+use crate::storage::Edits as _;
 use std::sync::{Arc, Mutex};
 
 use super::check::{found, ok};

@@ -3,6 +3,7 @@
 //! deletes return the record.
 
 use super::origin;
+use crate::storage::Edits as _;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;

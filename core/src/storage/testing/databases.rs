@@ -4,6 +4,7 @@
 //! record and free its `api_id`.
 
 use super::origin;
+use crate::storage::Edits as _;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -624,6 +625,7 @@ pub async fn upsert_updates_when_present(storage: Arc<dyn Storage>) {
 
     fn apply(stored: &Database) -> Database {
         let mut next = stored.clone();
+        next.updated_at = stored.updated_at.not_before_next(stored.updated_at);
         next.name = "Upserted".to_owned();
         next.connection_parameters
             .push(parameter("upserted", "yes"));

@@ -2,6 +2,7 @@
 //! of [`DatabaseFilter::matches`]), in id order, in keyset pages, and follows every write: an
 //! update that moves a record out of (or into) a filter, a setup, a delete.
 
+use crate::storage::Edits as _;
 use std::sync::Arc;
 
 use super::check::ok;

@@ -3,6 +3,7 @@
 //! databases, store an access control, set an inheritance, list everything).
 
 use super::origin;
+use crate::storage::Edits as _;
 use serde_json::{Map, Value, json};
 
 use super::check::{found, ok};

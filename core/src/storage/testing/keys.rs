@@ -2,6 +2,7 @@
 //! touch (the later time wins) and delete (revoked at once); a taken id or digest is refused.
 
 use super::origin;
+use crate::storage::Edits as _;
 use std::sync::Arc;
 
 use super::check::{absent, assert_err, found, ok};

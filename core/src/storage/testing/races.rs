@@ -3,6 +3,7 @@
 //! racing calls through [`race`] (two calls) or [`race_all`] (many of one kind).
 
 use super::origin;
+use crate::storage::Edits as _;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -317,6 +318,8 @@ pub async fn concurrent_inserts_with_one_api_id_admit_one(storage: Arc<dyn Stora
 /// secrets included, so that a torn write shows.
 fn race_update(stored: &Database) -> Database {
     let mut next = stored.clone();
+    // An edit moves the version forward, as every edit of the service does.
+    next.updated_at = stored.updated_at.not_before_next(stored.updated_at);
     next.name = "Updated".to_owned();
     next.hostname = "updated.internal".to_owned();
     next.connection_parameters.push(parameter("raced", "yes"));
@@ -412,6 +415,7 @@ pub async fn upsert_racing_delete_is_all_or_nothing(storage: Arc<dyn Storage>) {
         let fresh = plain_database("Recreated", Some(&api_id));
         let mark = |stored: &Database| {
             let mut next = stored.clone();
+            next.updated_at = stored.updated_at.not_before_next(stored.updated_at);
             next.connection_parameters
                 .push(parameter("upserted", "yes"));
             next
