@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # The tools of the contract tests (tests/contract/run.sh): Debian's chromium and
-# chromium-driver, and a Python virtualenv in target/contract-venv with Schemathesis,
-# openapi-spec-validator and Selenium from PyPI. Idempotent. Run as root (or with sudo).
+# chromium-driver (installed as root, or through sudo), and a Python virtualenv in
+# target/contract-venv with Schemathesis, openapi-spec-validator and Selenium from PyPI (made as
+# the calling user). Idempotent; tests/all.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver python3-venv >/dev/null
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"
+  elif command -v sudo >/dev/null; then sudo "$@"
+  else echo ".ci/tools-up.sh: '$*' needs root, and this user is not root and has no sudo" >&2; exit 1
+  fi
+}
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! python3 -c 'import ensurepip' 2>/dev/null; then
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver python3-venv >/dev/null
 fi
 venv=target/contract-venv
 if [ ! -x "$venv/bin/schemathesis" ]; then
   mkdir -p target
+  rm -rf "$venv"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check \
     'schemathesis==4.32.5' 'openapi-spec-validator==0.9.0' 'selenium==4.51.0'

@@ -10,10 +10,11 @@
 //! the embedder, and every error has to become its status and body in exactly one place
 //! ([`ApiError`]).
 //!
-//! Why a storage trait with closures: every write is one atomic change of a whole aggregate, so
-//! concurrent requests never lose each other's changes and a crash never splits a write. The
-//! service computes the new record from the stored one inside the backend's transaction; see
-//! [`storage`].
+//! Why a storage trait of versioned writes: every write is one atomic change of a whole
+//! aggregate, so concurrent requests never lose each other's changes and a crash never splits a
+//! write. The service reads a record, builds the new one (validated, secrets sealed) and its
+//! audit event outside any transaction, and the store swaps it in only if the record is still at
+//! the version read; on a conflict core reads again and retries. See [`storage`].
 //!
 //! Why sealed secrets: a record carries its passwords and keys encrypted
 //! ([`model::SealedSecret`]), so reading, listing and storing records never decrypts anything;

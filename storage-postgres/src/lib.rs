@@ -7,12 +7,14 @@
 //!
 //! ## How the contract holds across nodes
 //!
-//! - **Updates** (`update_*`, `upsert_database_by_api_id`) read the row they will replace with
-//!   `SELECT … FOR UPDATE`: the edit closure runs against the stored row, and a second node's
-//!   update of the same record waits for the first to commit, then edits the result. Two nodes
-//!   never lose each other's PATCH.
-//! - **Setup by `api_id`** creates at most one database: `api_id` is a unique column, and a
-//!   node that loses the race to insert retries as an update of the winner's row.
+//! - **Compare-and-swap** (`replace_*`, `remove_*`): the row is read with `SELECT … FOR UPDATE`
+//!   and its version compared with the one core built the change from, in the transaction that
+//!   writes it; a row at another version is [`StorageError::Conflict`], and core reads again and
+//!   retries. Nothing is parsed or sealed while the lock is held: the record arrives built.
+//!   Two nodes never lose each other's PATCH.
+//! - **Setup by `api_id`** creates at most one database: `api_id` is a unique column; a node
+//!   that loses the race to insert gets [`StorageError::AlreadyExists`], and core's loop reads
+//!   the winner's row and retries as a replace.
 //! - **Inheritance and the delete guard**: writes run at `SERIALIZABLE` isolation and are
 //!   retried on serialization failures, so `A → B` on one node and `B → A` on another can't
 //!   both commit, and a delete can't slip past a concurrent `inherits_from` (PostgreSQL's

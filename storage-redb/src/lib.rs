@@ -18,12 +18,11 @@
 //! guard. Writes go to one writer thread that owns every write transaction: it runs the jobs
 //! waiting for it one after the other in one transaction and commits them together (group
 //! commit), so under load one commit serves many callers; jobs that arrive during a commit join
-//! the next one. Jobs run one at a time, so the `update_*` / `upsert_*` edit closures see the
-//! stored record with no other write in between, exactly as with a transaction each. A job the
-//! contract refuses (the closure answers `Err`, an edit changes the record's identity, a panic)
-//! is answered at once, and whatever it wrote is discarded by aborting and replaying the jobs
-//! accepted before it in a fresh transaction, so a closure may run more than once, as the
-//! contract allows. A backend failure (redb, a record that does not encode) aborts the whole
+//! the next one. Jobs run one at a time, so a compare-and-swap (`replace_*`, `remove_*`) checks
+//! the version against the record as the jobs before it left it, exactly as with a transaction
+//! each. A job the contract refuses (`Conflict`, `NotFound`, a changed identity, a panic) is
+//! answered at once, and whatever it wrote is discarded by aborting and replaying the jobs
+//! accepted before it in a fresh transaction, so a job's work may run more than once. A backend failure (redb, a record that does not encode) aborts the whole
 //! batch and none of its jobs is acknowledged. A caller that stops waiting (a dropped future)
 //! does not cancel its write: it is committed or aborted with its batch.
 //!
@@ -335,8 +334,7 @@ impl RedbStorage {
 
     /// Runs `work` in a write transaction of the writer thread (group commit, see `writer.rs`);
     /// answers once the commit that holds its change is durable. `work` may run more than once
-    /// (when a job before it in the batch is refused). A panic in it (an edit
-    /// closure's) is resumed here.
+    /// (when a job before it in the batch is refused). A panic in it is resumed here.
     async fn write<T, F>(&self, work: F) -> Result<T, StorageError>
     where
         T: Send + 'static,
@@ -348,7 +346,7 @@ impl RedbStorage {
         }
     }
 
-    /// Runs `work` on the blocking pool. A panic in it (an edit closure's) is resumed here.
+    /// Runs `work` on the blocking pool. A panic in it is resumed here.
     async fn run<T, F>(&self, work: F) -> Result<T, StorageError>
     where
         T: Send + 'static,

@@ -11,10 +11,10 @@
 //! - **Isolation**: jobs run one at a time, each seeing what the jobs before it in the batch
 //!   wrote, exactly as if each had its own transaction in that order.
 //! - **A refused or failing job** (`NotFound`, `Invalid`, `AlreadyExists`, `Inherited`,
-//!   `IdentityChanged`, a backend error such as a record that does not decode, or a panic in an
-//!   edit closure) never fails the others: whatever it may have written is discarded by
+//!   `IdentityChanged`, `Conflict`, a backend error such as a record that does not decode, or a
+//!   panic in a job) never fails the others: whatever it may have written is discarded by
 //!   aborting the transaction and running the jobs accepted before it again in a fresh one (a
-//!   job's work may run more than once, as the `Storage` contract allows edits to). Operations
+//!   job's work may run more than once). Operations
 //!   check before they write, so this costs an abort and a few replays in memory, never an
 //!   extra `fsync`. Its answer goes out at once when no change of the batch preceded it; else
 //!   it waits for the commit, since it may rest on a change that is not durable yet (a

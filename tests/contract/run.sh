@@ -6,13 +6,13 @@
 #   3. Schemathesis with all its checks (schemathesis.toml beside this file), a fixed seed and a
 #      bounded number of examples: no 5xx, statuses, content types and bodies as documented,
 #      negative data refused, the stateful links followed.
-# Needs the tools of `bash .ci/tools-up.sh` (a Python virtualenv in target/contract-venv, and
+# Needs the tools of `bash .ci/tools-up.sh` (tests/all.sh runs it first) (a Python virtualenv in target/contract-venv, and
 # Debian's chromium and chromium-driver); without them it fails and says so.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 venv=target/contract-venv
 if [ ! -x "$venv/bin/schemathesis" ] || [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
-  echo "contract tests: Schemathesis or Chromium is missing; install them with \`sudo bash .ci/tools-up.sh\`" >&2
+  echo "contract tests: Schemathesis or Chromium is missing; install them with \`bash .ci/tools-up.sh\` (tests/all.sh runs it by itself)" >&2
   exit 1
 fi
 

@@ -1,7 +1,8 @@
 //! Conditional requests (README, "No silent overwrites"). Every database and dashboard has a
 //! version: its `updated_at`, which every write moves strictly forward. Responses that carry a
 //! record carry its version as a strong `ETag`; `If-Match` makes a write conditional (checked
-//! inside the storage's atomic edit, 412 when it does not match); `If-None-Match` makes a `GET`
+//! against the version read, which the store's compare-and-swap then requires; 412 when it does
+//! not match); `If-None-Match` makes a `GET`
 //! answer 304 when the client's copy is current.
 
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};

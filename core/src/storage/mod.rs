@@ -114,7 +114,8 @@ pub enum StorageError {
     /// A record with that id (or `api_id`) already exists.
     #[error("already exists")]
     AlreadyExists,
-    /// The edit closure rejected the change; nothing was written.
+    /// The change is not valid (an edit refused it, or a rule the store checks such as an
+    /// inheritance cycle); nothing was written.
     #[error(transparent)]
     Invalid(ValidationErrors),
     /// The database's data protection policies are inherited by these databases; nothing was

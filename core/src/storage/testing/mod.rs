@@ -51,6 +51,11 @@
 //! - `keys.rs`: caller keys: insert, lookup by digest, listing, touch, delete.
 //! - `races.rs`: the concurrency cases, and `race` / `race_all`, the one way they start calls
 //!   that race.
+//! - `versions.rs`: the compare-and-swap primitives (`replace_*`, `remove_*`) at a stale
+//!   version, and racing swaps whose losers retry through core's loop.
+//! - `conditions.rs`: conditional writes (`If-Match`): a refusing edit or delete check.
+//! - `audit.rs`: the audit trail: one event per write, none for a refused one, pages, retention.
+//! - `filters.rs`: the listing filters, and that they follow every write.
 //!
 //! # Adding a case
 //!
@@ -85,6 +90,17 @@
 //!   per `api_id` under racing upserts and inserts, a delete racing an update or an upsert is
 //!   all-or-nothing, a delete racing an inheritance never leaves an heir of a deleted database,
 //!   and crossing inheritances never make a cycle.
+//! - Versions: a replace or remove at a version the record is no longer at (an access control
+//!   that is no longer the one expected) is a `Conflict` that changes nothing and appends no
+//!   event; a replace that changes the `api_id` is refused; of 16 swaps at one version exactly
+//!   one wins, and the losers, retried by core, each see the winner's change.
+//! - Conditions: an edit or delete check that refuses changes nothing, and runs before the
+//!   delete guard; of racing conditional updates exactly one is admitted.
+//! - Audit: one event per write of every kind with its action, changes and origin; none for a
+//!   refused or failed write; newest-first pages by resource; retention by count and age; 16
+//!   racing updates leave exactly 16 events.
+//! - Filters: each listing filter alone and combined, paged, following updates, setups and
+//!   deletes.
 //!
 //! Not covered here: [`StorageError::Backend`](super::StorageError::Backend) (backend-specific
 //! failures).
@@ -99,6 +115,7 @@ mod filters;
 mod fixtures;
 mod keys;
 mod races;
+mod versions;
 
 /// The origin of every write the suite makes (and of a backend's own tests).
 pub fn origin() -> &'static crate::model::Origin {
@@ -194,6 +211,8 @@ macro_rules! storage_conformance_suite {
             races::concurrent_access_control_updates_lose_nothing,
             races::delete_racing_inheritance_never_leaves_a_dangling_heir,
             races::racing_inheritances_never_make_a_cycle,
+            versions::writes_at_a_stale_version_conflict_and_change_nothing,
+            versions::racing_swaps_admit_one_and_losers_retry_onto_the_winner,
         ] }
     };
     // A backend's run: one test per case, over a fresh store.
