@@ -2,56 +2,23 @@
 //! stored keys and what `dbconsole backup` does, wherever it runs (in the command's own process
 //! on a store it opened, or in a server answering its admin socket).
 
-use dbconsole_core::storage::Edits as _;
 use std::path::Path;
 
 use dbconsole_core::auth::mint_caller_key;
 use dbconsole_core::model::{Actor, Origin};
+use dbconsole_core::storage::Edits as _;
+use dbconsole_core::validate::check_key_name;
 use dbconsole_core::{Storage, StorageError};
 use dbconsole_storage_redb::{CopyError, RedbStorage};
-use thiserror::Error;
 
 use crate::admin_protocol::{AdminReply, AdminRequest, Failure, KeyInfo};
-
-/// The longest key name, in characters.
-pub const MAX_NAME_CHARS: usize = 100;
-
-/// Why a key name is refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Error)]
-pub enum NameError {
-    /// Nothing but whitespace.
-    #[error("the key name must not be empty")]
-    Empty,
-    /// More than [`MAX_NAME_CHARS`] characters.
-    #[error("the key name must be at most {MAX_NAME_CHARS} characters")]
-    TooLong,
-    /// A control character (a newline, a tab…): names are printed in a table.
-    #[error("the key name must not contain control characters")]
-    ControlCharacter,
-}
-
-/// A key's name, trimmed: not empty, at most [`MAX_NAME_CHARS`] characters, no control
-/// characters (it is printed in a table).
-pub fn check_name(name: &str) -> Result<String, NameError> {
-    let name = name.trim();
-    if name.is_empty() {
-        return Err(NameError::Empty);
-    }
-    if name.chars().count() > MAX_NAME_CHARS {
-        return Err(NameError::TooLong);
-    }
-    if name.chars().any(char::is_control) {
-        return Err(NameError::ControlCharacter);
-    }
-    Ok(name.to_owned())
-}
 
 /// Runs one request on `storage`. A created key's secret is in the reply and nowhere else: only
 /// its digest is stored.
 pub async fn execute(storage: &dyn Storage, request: AdminRequest) -> AdminReply {
     match request {
         AdminRequest::Create { kind, scope, name } => {
-            let name = match check_name(&name) {
+            let name = match check_key_name(&name) {
                 Ok(name) => name,
                 Err(error) => return AdminReply::failed(Failure::Invalid, error.to_string()),
             };
@@ -258,7 +225,7 @@ mod tests {
     #[tokio::test]
     async fn bad_names_are_refused_and_nothing_is_stored() {
         let storage = MemoryStorage::new();
-        let long = "x".repeat(MAX_NAME_CHARS + 1);
+        let long = "x".repeat(dbconsole_core::validate::KEY_NAME_MAX_CHARS + 1);
         for name in ["", "   ", "a\nb", "tab\there", long.as_str()] {
             let reply = execute(
                 &storage,
@@ -277,21 +244,5 @@ mod tests {
             );
         }
         assert!(storage.list_caller_keys().await.unwrap().is_empty());
-        assert!(check_name(&"é".repeat(MAX_NAME_CHARS)).is_ok());
-    }
-
-    #[test]
-    fn names_are_refused_for_a_reason() {
-        assert_eq!(check_name(" \t "), Err(NameError::Empty));
-        assert_eq!(
-            check_name(&"x".repeat(MAX_NAME_CHARS + 1)),
-            Err(NameError::TooLong)
-        );
-        assert_eq!(check_name("a\u{7}b"), Err(NameError::ControlCharacter));
-        assert_eq!(check_name("  ci  ").as_deref(), Ok("ci"));
-        assert_eq!(
-            NameError::TooLong.to_string(),
-            format!("the key name must be at most {MAX_NAME_CHARS} characters")
-        );
     }
 }

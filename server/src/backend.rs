@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use clap::ValueEnum;
 use dbconsole_core::Storage;
+use dbconsole_core::model::Secret;
 use dbconsole_core::seal::{KeyError, Sealer, SecretKey};
 use dbconsole_storage_memory::MemoryStorage;
 use dbconsole_storage_postgres::{PostgresOptions, PostgresStorage};
@@ -86,8 +87,39 @@ pub struct Opened {
     pub storage: Arc<dyn Storage>,
     /// The sealer of its secrets.
     pub sealer: Sealer,
-    /// The same storage when it is redb: for what only redb does (the admin socket's backups).
-    pub redb: Option<Arc<RedbStorage>>,
+    /// Which backend it is, with the typed store where one is needed for what only that
+    /// backend does.
+    pub backend: OpenedBackend,
+}
+
+/// The backend an [`Opened`] storage is.
+#[derive(Debug)]
+pub enum OpenedBackend {
+    /// redb, typed: the admin socket serves `dbconsole keys` and backups with it.
+    Redb(Arc<RedbStorage>),
+    /// The memory store.
+    Memory,
+    /// PostgreSQL.
+    Postgres,
+}
+
+/// Opens the redb store of the data directory with the key of [`StorageKind::open`].
+pub fn open_redb(
+    location: &StorageLocation,
+    secret_key: Option<&str>,
+) -> Result<(Arc<RedbStorage>, Sealer), OpenError> {
+    let data_dir = location.data_dir.as_path();
+    let key = load_key(data_dir, secret_key, true)?;
+    let sealer = Sealer::new(&key);
+    let cache = location
+        .redb_cache_bytes
+        .unwrap_or(dbconsole_storage_redb::DEFAULT_CACHE_BYTES);
+    let storage = Arc::new(RedbStorage::open_with_cache(
+        &data_dir.join(DATA_FILE),
+        &sealer,
+        cache,
+    )?);
+    Ok((storage, sealer))
 }
 
 /// A storage backend, chosen with `--storage` / `DBCONSOLE_STORAGE`.
@@ -107,7 +139,7 @@ pub struct StorageLocation {
     /// The data directory (redb's file; the key file unless `DBCONSOLE_SECRET_KEY` is set).
     pub data_dir: PathBuf,
     /// The PostgreSQL URL (`--storage postgres`). Never logged.
-    pub database_url: Option<String>,
+    pub database_url: Option<Secret>,
     /// The PostgreSQL schema.
     pub database_schema: String,
     /// A CA bundle (PEM) the PostgreSQL server certificate must chain to.
@@ -140,34 +172,26 @@ impl StorageKind {
         let data_dir = location.data_dir.as_path();
         match self {
             StorageKind::Redb => {
-                let key = load_key(data_dir, secret_key, true)?;
-                let sealer = Sealer::new(&key);
-                let cache = location
-                    .redb_cache_bytes
-                    .unwrap_or(dbconsole_storage_redb::DEFAULT_CACHE_BYTES);
-                let storage = Arc::new(RedbStorage::open_with_cache(
-                    &data_dir.join(DATA_FILE),
-                    &sealer,
-                    cache,
-                )?);
+                let (storage, sealer) = open_redb(location, secret_key)?;
                 Ok(Opened {
                     storage: Arc::clone(&storage) as Arc<dyn Storage>,
                     sealer,
-                    redb: Some(storage),
+                    backend: OpenedBackend::Redb(storage),
                 })
             }
             StorageKind::Memory => Ok(Opened {
                 storage: Arc::new(MemoryStorage::new()),
                 sealer: Sealer::ephemeral().map_err(OpenError::Key)?,
-                redb: None,
+                backend: OpenedBackend::Memory,
             }),
             StorageKind::Postgres => {
                 let url = location
                     .database_url
-                    .clone()
+                    .as_ref()
+                    .and_then(Secret::expose_str)
                     .filter(|url| !url.trim().is_empty())
                     .ok_or(OpenError::NoDatabaseUrl)?;
-                let mut options = PostgresOptions::new(url);
+                let mut options = PostgresOptions::new(url.to_owned());
                 options.schema = location.database_schema.clone();
                 options.timeout = location.database_timeout;
                 if let Some(path) = &location.database_ca_file {
@@ -190,7 +214,7 @@ impl StorageKind {
                 Ok(Opened {
                     storage: Arc::new(storage),
                     sealer,
-                    redb: None,
+                    backend: OpenedBackend::Postgres,
                 })
             }
         }

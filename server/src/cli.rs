@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use dbconsole_core::model::Retention;
+use dbconsole_core::model::{Retention, Secret};
 use dbconsole_core::{CredentialKind, Scope};
 
 use crate::backend::{StorageKind, StorageLocation};
@@ -327,7 +327,8 @@ pub struct DatabaseArgs {
         hide_env_values = true,
         global = true
     )]
-    pub database_url: Option<String>,
+    #[arg(value_parser = secret_value)]
+    pub database_url: Option<Secret>,
 
     /// PostgreSQL schema the tables live in (created when missing).
     #[arg(
@@ -353,6 +354,11 @@ pub struct DatabaseArgs {
         global = true
     )]
     pub database_timeout_secs: u64,
+}
+
+/// A flag's value kept as a [`Secret`]: redacted in `Debug`, wiped on drop.
+fn secret_value(value: &str) -> Result<Secret, std::convert::Infallible> {
+    Ok(Secret::from(value))
 }
 
 impl DatabaseArgs {

@@ -13,7 +13,10 @@ use thiserror::Error;
 
 use crate::admin_ops::{backup, execute};
 use crate::admin_protocol::{AdminReply, AdminRequest};
-use crate::backend::{ADMIN_SOCKET_FILE, DATA_FILE, OpenError, StorageKind, StorageLocation};
+use crate::backend::{
+    ADMIN_SOCKET_FILE, DATA_FILE, OpenError, StorageKind, StorageLocation,
+    open_redb as open_redb_store,
+};
 use crate::cli::{KeysArgs, KeysCommand};
 
 /// How long a command keeps trying when the data file is open in another process whose admin
@@ -165,7 +168,7 @@ async fn open_redb(
         });
     }
     let storage = StorageKind::Redb;
-    let opened = storage.open(location, secret_key).await.map_err(|source| {
+    let (opened, _) = open_redb_store(location, secret_key).map_err(|source| {
         if source.is_already_open() {
             AdminError::Busy {
                 data_file,
@@ -175,7 +178,7 @@ async fn open_redb(
             AdminError::Open { storage, source }
         }
     })?;
-    Ok(opened.redb.expect("the redb storage opens as a redb store"))
+    Ok(opened)
 }
 
 #[cfg(test)]

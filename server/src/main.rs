@@ -10,7 +10,7 @@ use std::sync::Arc;
 use dbconsole_core::ConsoleService;
 use dbconsole_core::auth::StoredCredentials;
 use dbconsole_core::{CredentialKind, Storage, StorageError};
-use dbconsole_server::backend::{OpenError, Opened, secret_key_from_env};
+use dbconsole_server::backend::{OpenError, Opened, OpenedBackend, secret_key_from_env};
 use dbconsole_server::backup::{self, BackupError, RestoreError};
 use dbconsole_server::cli::{BackupArgs, RestoreArgs};
 use dbconsole_server::credentials::{self, ACCESS_TOKEN_VAR, API_KEY_VAR, EnvCredentials};
@@ -58,7 +58,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     let Opened {
         storage,
         sealer,
-        redb,
+        backend,
     } = args
         .storage
         .open(&location, secret_key_from_env().as_deref())
@@ -96,8 +96,8 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .map_err(|source| Error::Listen(args.listen.clone(), source))?;
     let address = listener.local_addr().map_err(Error::BoundAddress)?;
     #[cfg(unix)]
-    let admin = match redb {
-        Some(redb) => Some(
+    let admin = match backend {
+        OpenedBackend::Redb(redb) => Some(
             dbconsole_server::admin::AdminSocket::bind(&args.data_dir, redb).map_err(|source| {
                 Error::AdminSocket {
                     dir: args.data_dir.clone(),
@@ -105,7 +105,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
                 }
             })?,
         ),
-        None => None,
+        OpenedBackend::Memory | OpenedBackend::Postgres => None,
     };
 
     // After everything that can fail before serving: keys created here are printed below.

@@ -1056,11 +1056,14 @@ impl Storage for PostgresStorage {
                    (SELECT count(*) FROM caller_keys)";
         let counts = self
             .one(sql, &[], |row| {
-                let count = |index: usize| u64::try_from(row.get::<_, i64>(index)).unwrap_or(0);
+                let count = |index: usize| -> Result<u64, StorageError> {
+                    let count: i64 = row.try_get(index).map_err(classify)?;
+                    Ok(u64::try_from(count).unwrap_or(0))
+                };
                 Ok(RecordCounts {
-                    databases: count(0),
-                    dashboards: count(1),
-                    caller_keys: count(2),
+                    databases: count(0)?,
+                    dashboards: count(1)?,
+                    caller_keys: count(2)?,
                 })
             })
             .await?;

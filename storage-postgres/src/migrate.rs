@@ -115,8 +115,8 @@ async fn fill_listing_columns(
         .await
         .map_err(ConnectError::Migrate)?;
     for row in databases {
-        let id: String = row.get("id");
-        let bytes: Vec<u8> = row.get("record");
+        let id: String = row.try_get("id").map_err(ConnectError::Migrate)?;
+        let bytes: Vec<u8> = row.try_get("record").map_err(ConnectError::Migrate)?;
         let database = record::decode_database(&id, &bytes).map_err(ConnectError::Record)?;
         let FilterColumns {
             adapter,
@@ -136,8 +136,8 @@ async fn fill_listing_columns(
         .await
         .map_err(ConnectError::Migrate)?;
     for row in dashboards {
-        let id: String = row.get("id");
-        let bytes: Vec<u8> = row.get("record");
+        let id: String = row.try_get("id").map_err(ConnectError::Migrate)?;
+        let bytes: Vec<u8> = row.try_get("record").map_err(ConnectError::Migrate)?;
         let dashboard = record::decode_dashboard(&id, &bytes).map_err(ConnectError::Record)?;
         txn.execute(
             "UPDATE dashboards SET name = $2 WHERE id = $1",

@@ -96,7 +96,9 @@ async fn drop_stale_schemas_once() {
         return;
     };
     for row in rows {
-        let name: String = row.get(0);
+        let Ok(name) = row.try_get::<_, String>(0) else {
+            continue;
+        };
         let pid = name.split('_').nth(1).and_then(|p| p.parse::<u32>().ok());
         let alive = pid.is_some_and(|pid| std::path::Path::new(&format!("/proc/{pid}")).exists());
         if !alive {

@@ -5,6 +5,7 @@ mod access;
 mod dashboard;
 mod database;
 mod errors;
+mod key_name;
 mod listing;
 mod reader;
 mod text;
@@ -15,6 +16,7 @@ pub use database::{
     DEFAULT_AI_MAX_ROWS, SetupRequest, apply_setup, database_from_body, parse_setup,
 };
 pub use errors::{FieldErrors, ValidationErrors, message};
+pub use key_name::{KEY_NAME_MAX_CHARS, KeyNameError, check_key_name};
 pub use listing::{
     DEFAULT_PAGE_SIZE, DashboardFilterQuery, DatabaseFilterQuery, MAX_PAGE_SIZE, PageQuery,
     parse_audit_query, parse_dashboard_filter, parse_database_filter, parse_page_query,
