@@ -127,7 +127,8 @@ pub enum LogFormat {
 pub enum Command {
     /// Serve the HTTP API until SIGINT or SIGTERM.
     Serve(ServeArgs),
-    /// Create, list and revoke the stored API keys and access tokens (of the redb storage).
+    /// Create, list and revoke the stored API keys and access tokens (of the redb or PostgreSQL
+    /// storage `serve` uses).
     Keys(KeysArgs),
     /// Write a consistent copy of the redb data to a new file, while a server runs or not.
     Backup(BackupArgs),
@@ -462,8 +463,8 @@ DELETE /api/v1/console/databases/remove/{api_id}; anything else answers 403.";
 #[derive(Clone, Debug, Args)]
 #[command(after_help = KEYS_AFTER_HELP)]
 pub struct KeysArgs {
-    /// Storage backend (the same as `serve`'s): `redb`; `memory` cannot be reached from
-    /// another process.
+    /// Storage backend (the same as `serve`'s): `redb` or `postgres`; `memory` cannot be
+    /// reached from another process.
     #[arg(
         long,
         env = "DBCONSOLE_STORAGE",

@@ -8,26 +8,15 @@
 //! server do not need it.
 //!
 //! ```text
-//! dbconsole serve [--listen ADDR] [--storage redb|memory|postgres] [--data-dir DIR] [--database-url URL] [--check-timeout-secs N]
-//! dbconsole keys [--storage redb|memory|postgres] [--data-dir DIR] [--database-url URL] create --kind api-key|access-token --scope full|setup --name NAME
-//! dbconsole keys [--storage …] list
-//! dbconsole keys [--storage …] revoke ID
-//! dbconsole backup --to FILE [--data-dir DIR]
-//! dbconsole restore --from FILE [--data-dir DIR]
+//! dbconsole serve [FLAGS]           # every flag, its environment variable and default: --help
+//! dbconsole keys create|list|revoke
+//! dbconsole backup --to FILE
+//! dbconsole restore --from FILE
 //! ```
 //!
-//! (README, sections "The reference server" for every `serve` flag and "Backup and restore".)
-//!
-//! | flag | environment | default | meaning |
-//! |---|---|---|---|
-//! | `--listen` | `DBCONSOLE_LISTEN` | `127.0.0.1:4000` | socket address to listen on; port 0 picks a free one |
-//! | `--storage` | `DBCONSOLE_STORAGE` | `redb` | storage backend: `redb` (durable file in the data directory) or `memory` (nothing survives the process) |
-//! | `--data-dir` | `DBCONSOLE_DATA_DIR` | `./data` | directory of the redb file `dbconsole.redb`, the key file `secret.key` and the admin socket `admin.sock`, created when missing (unused by `memory`) |
-//! | `--check-timeout-secs` | `DBCONSOLE_CHECK_TIMEOUT_SECS` | `10` | check-connection timeout for credentials that set none |
-//! | `--database-url` | `DBCONSOLE_DATABASE_URL` | | PostgreSQL URL for `--storage postgres` (never logged or shown in `--help`) |
-//! | `--database-schema` | `DBCONSOLE_DATABASE_SCHEMA` | `dbconsole` | the schema the tables live in, created when missing |
-//! | `--database-ca-file` | `DBCONSOLE_DATABASE_CA_FILE` | | CA bundle (PEM) for TLS to PostgreSQL: the chain and the host name are verified |
-//! | `--database-timeout-secs` | `DBCONSOLE_DATABASE_TIMEOUT_SECS` | `5` | bound on each PostgreSQL operation; a request that reaches it answers 503 |
+//! Flags are documented once, in `--help` (from [`cli`]); the README ("The reference server",
+//! "Operating dbconsole", "Backup and restore") is the manual. This documentation keeps what
+//! the code promises and why.
 //!
 //! `GET /healthz` answers 200 `ok` while the process runs (liveness); `GET /readyz` answers 200
 //! `ready` while the storage can serve requests and 503 `not ready: storage unavailable` while it

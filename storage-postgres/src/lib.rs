@@ -38,14 +38,15 @@
 //! at connect, in one transaction under an advisory lock, so nodes starting together migrate
 //! once. A node refuses a schema newer than it knows ([`ConnectError::NewerSchema`]).
 //!
-//! | table | what |
-//! |---|---|
-//! | `databases` | `id`, `api_id` (unique), `name`, and `record`: the database with its credentials in dbconsole's stored form ([`dbconsole_core::storage::record`]) |
-//! | `dashboards` | `id`, `record` |
-//! | `access_control` | `database_id` (deleted with its database), `inherits_from` (indexed, for the delete guard), `record` |
-//! | `caller_keys` | `id`, `digest` (unique, the SHA-256 a presented key is looked up by), `record` |
-//! | `meta` | the key check value |
-//! | `schema_migrations` | applied versions |
+//! | table | what | migration |
+//! |---|---|---|
+//! | `databases` | `id`, `api_id` (unique), and `record`: the database with its credentials in dbconsole's stored form ([`dbconsole_core::storage::record`]); the listing filters' columns `adapter`, `grp`, `tunnel_id`, `name`, each indexed with `id` | 1, 3 |
+//! | `dashboards` | `id`, `record`, and `name` for the prefix filter | 1, 3 |
+//! | `access_control` | `database_id` (deleted with its database), `inherits_from` (indexed, for the delete guard), `record` | 1 |
+//! | `caller_keys` | `id`, `digest` (unique, the SHA-256 a presented key is looked up by), `record` | 1 |
+//! | `audit_events` | the audit trail: `id`, `resource_id` and `at` (indexed), `record`; written in the transaction (or the statement) of the change it records | 2 |
+//! | `meta` | the key check value | 1 |
+//! | `schema_migrations` | applied versions | |
 //!
 //! ## Faults
 //!

@@ -66,35 +66,59 @@ impl<'a> From<&'a Credential> for CredentialView<'a> {
 }
 
 impl<'a> From<&'a Database> for DatabaseView<'a> {
+    /// Destructured whole, with no `..`: a field added to [`Database`] fails to compile here
+    /// until the response decides about it (TLS material is write-only and never shown).
     fn from(db: &'a Database) -> Self {
+        let Database {
+            id,
+            api_id,
+            name,
+            adapter,
+            hostname,
+            port,
+            database,
+            ssl,
+            verify_server_hostname,
+            restrict_access,
+            review_bypass_allowed,
+            group,
+            slack_channel,
+            tunnel_id,
+            ai_enabled,
+            ai_max_rows,
+            connection_parameters,
+            credentials,
+            tls: _,
+            inserted_at,
+            updated_at,
+        } = db;
         Self {
-            id: db.id.as_str(),
-            api_id: db.api_id.as_deref(),
-            name: &db.name,
-            adapter: db.adapter.as_str(),
-            hostname: &db.hostname,
-            port: db.port,
-            database: &db.database,
-            ssl: db.ssl,
-            verify_server_hostname: db.verify_server_hostname,
-            restrict_access: db.restrict_access,
-            review_bypass_allowed: db.review_bypass_allowed,
-            group: db.group.as_deref(),
-            slack_channel: db.slack_channel.as_deref(),
-            tunnel_id: db.tunnel_id.as_deref(),
-            ai_enabled: db.ai_enabled,
-            ai_max_rows: db.ai_max_rows,
-            connection_parameters: db
-                .connection_parameters
+            id: id.as_str(),
+            api_id: api_id.as_deref(),
+            name,
+            adapter: adapter.as_str(),
+            hostname,
+            port: *port,
+            database,
+            ssl: *ssl,
+            verify_server_hostname: *verify_server_hostname,
+            restrict_access: *restrict_access,
+            review_bypass_allowed: *review_bypass_allowed,
+            group: group.as_deref(),
+            slack_channel: slack_channel.as_deref(),
+            tunnel_id: tunnel_id.as_deref(),
+            ai_enabled: *ai_enabled,
+            ai_max_rows: *ai_max_rows,
+            connection_parameters: connection_parameters
                 .iter()
                 .map(|p| ParameterView {
                     name: &p.name,
                     value: &p.value,
                 })
                 .collect(),
-            credentials: db.credentials.iter().map(CredentialView::from).collect(),
-            inserted_at: db.inserted_at.to_string(),
-            updated_at: db.updated_at.to_string(),
+            credentials: credentials.iter().map(CredentialView::from).collect(),
+            inserted_at: inserted_at.to_string(),
+            updated_at: updated_at.to_string(),
         }
     }
 }

@@ -18,67 +18,87 @@ fn differs<T: PartialEq>(changes: &mut Vec<String>, name: &str, old: Option<&T>,
     }
 }
 
-/// What changed between `old` (`None` for a create) and `new`, by field name.
+/// What changed between `old` (`None` for a create) and `new`, by field name. `new` is
+/// destructured whole, with no `..`: a field added to [`Database`] fails to compile here until
+/// it is named.
 pub fn database_changes(old: Option<&Database>, new: &Database) -> Vec<String> {
+    let Database {
+        id: _,
+        api_id,
+        name,
+        adapter,
+        hostname,
+        port,
+        database,
+        ssl,
+        verify_server_hostname,
+        restrict_access,
+        review_bypass_allowed,
+        group,
+        slack_channel,
+        tunnel_id,
+        ai_enabled,
+        ai_max_rows,
+        connection_parameters,
+        credentials,
+        tls,
+        inserted_at: _,
+        updated_at: _,
+    } = new;
     let mut changes = Vec::new();
     let c = &mut changes;
-    differs(c, "api_id", old.map(|o| &o.api_id), &new.api_id);
-    differs(c, "name", old.map(|o| &o.name), &new.name);
-    differs(c, "adapter", old.map(|o| &o.adapter), &new.adapter);
-    differs(c, "hostname", old.map(|o| &o.hostname), &new.hostname);
-    differs(c, "port", old.map(|o| &o.port), &new.port);
-    differs(c, "database", old.map(|o| &o.database), &new.database);
-    differs(c, "ssl", old.map(|o| &o.ssl), &new.ssl);
+    differs(c, "api_id", old.map(|o| &o.api_id), api_id);
+    differs(c, "name", old.map(|o| &o.name), name);
+    differs(c, "adapter", old.map(|o| &o.adapter), adapter);
+    differs(c, "hostname", old.map(|o| &o.hostname), hostname);
+    differs(c, "port", old.map(|o| &o.port), port);
+    differs(c, "database", old.map(|o| &o.database), database);
+    differs(c, "ssl", old.map(|o| &o.ssl), ssl);
     differs(
         c,
         "verify_server_hostname",
         old.map(|o| &o.verify_server_hostname),
-        &new.verify_server_hostname,
+        verify_server_hostname,
     );
     differs(
         c,
         "restrict_access",
         old.map(|o| &o.restrict_access),
-        &new.restrict_access,
+        restrict_access,
     );
     differs(
         c,
         "review_bypass_allowed",
         old.map(|o| &o.review_bypass_allowed),
-        &new.review_bypass_allowed,
+        review_bypass_allowed,
     );
-    differs(c, "group", old.map(|o| &o.group), &new.group);
+    differs(c, "group", old.map(|o| &o.group), group);
     differs(
         c,
         "slack_channel",
         old.map(|o| &o.slack_channel),
-        &new.slack_channel,
+        slack_channel,
     );
-    differs(c, "tunnel_id", old.map(|o| &o.tunnel_id), &new.tunnel_id);
-    differs(c, "ai_enabled", old.map(|o| &o.ai_enabled), &new.ai_enabled);
-    differs(
-        c,
-        "ai_max_rows",
-        old.map(|o| &o.ai_max_rows),
-        &new.ai_max_rows,
-    );
+    differs(c, "tunnel_id", old.map(|o| &o.tunnel_id), tunnel_id);
+    differs(c, "ai_enabled", old.map(|o| &o.ai_enabled), ai_enabled);
+    differs(c, "ai_max_rows", old.map(|o| &o.ai_max_rows), ai_max_rows);
     differs(
         c,
         "connection_parameters",
         old.map(|o| &o.connection_parameters),
-        &new.connection_parameters,
+        connection_parameters,
     );
     for field in TlsField::ALL {
         // Sealed bytes: a new value seals differently even when it is the same text, so a
         // certificate sent again counts as changed.
-        if old.and_then(|o| o.tls.get(field)) != new.tls.get(field) {
+        if old.and_then(|o| o.tls.get(field)) != tls.get(field) {
             c.push(field.body_key().to_owned());
         }
     }
     credential_changes(
         c,
         old.map(|o| o.credentials.as_slice()).unwrap_or(&[]),
-        &new.credentials,
+        credentials,
     );
     changes
 }

@@ -199,9 +199,32 @@ fn sealed_secret(stored: Option<Vec<u8>>) -> Option<SealedSecret> {
 
 /// Encodes a database; its secrets are already sealed.
 pub fn encode_database(db: &Database) -> Result<Vec<u8>, RecordError> {
-    let id = db.id.as_str();
-    let credentials = db
-        .credentials
+    // Destructured whole, with no `..`: a field added to `Database` fails to compile here until
+    // the stored form holds it.
+    let Database {
+        id,
+        api_id,
+        name,
+        adapter,
+        hostname,
+        port,
+        database,
+        ssl,
+        verify_server_hostname,
+        restrict_access,
+        review_bypass_allowed,
+        group,
+        slack_channel,
+        tunnel_id,
+        ai_enabled,
+        ai_max_rows,
+        connection_parameters,
+        credentials,
+        tls,
+        inserted_at,
+        updated_at,
+    } = db;
+    let credentials = credentials
         .iter()
         .map(|c| CredentialV1 {
             id: c.id.as_str().to_owned(),
@@ -215,33 +238,32 @@ pub fn encode_database(db: &Database) -> Result<Vec<u8>, RecordError> {
         })
         .collect();
     let stored = DatabaseV1 {
-        id: id.to_owned(),
-        api_id: db.api_id.clone(),
-        name: db.name.clone(),
-        adapter: db.adapter.as_str().to_owned(),
-        hostname: db.hostname.clone(),
-        port: db.port,
-        database: db.database.clone(),
-        ssl: db.ssl,
-        verify_server_hostname: db.verify_server_hostname,
-        restrict_access: db.restrict_access,
-        review_bypass_allowed: db.review_bypass_allowed,
-        group: db.group.clone(),
-        slack_channel: db.slack_channel.clone(),
-        tunnel_id: db.tunnel_id.clone(),
-        ai_enabled: db.ai_enabled,
-        ai_max_rows: db.ai_max_rows,
-        connection_parameters: db
-            .connection_parameters
+        id: id.as_str().to_owned(),
+        api_id: api_id.clone(),
+        name: name.clone(),
+        adapter: adapter.as_str().to_owned(),
+        hostname: hostname.clone(),
+        port: *port,
+        database: database.clone(),
+        ssl: *ssl,
+        verify_server_hostname: *verify_server_hostname,
+        restrict_access: *restrict_access,
+        review_bypass_allowed: *review_bypass_allowed,
+        group: group.clone(),
+        slack_channel: slack_channel.clone(),
+        tunnel_id: tunnel_id.clone(),
+        ai_enabled: *ai_enabled,
+        ai_max_rows: *ai_max_rows,
+        connection_parameters: connection_parameters
             .iter()
             .map(|p| (p.name.clone(), p.value.clone()))
             .collect(),
         credentials,
-        ca_cert: stored_secret(db.tls.ca_cert.as_ref()),
-        client_cert: stored_secret(db.tls.client_cert.as_ref()),
-        client_key: stored_secret(db.tls.client_key.as_ref()),
-        inserted_at: db.inserted_at.as_micros(),
-        updated_at: db.updated_at.as_micros(),
+        ca_cert: stored_secret(tls.ca_cert.as_ref()),
+        client_cert: stored_secret(tls.client_cert.as_ref()),
+        client_key: stored_secret(tls.client_key.as_ref()),
+        inserted_at: inserted_at.as_micros(),
+        updated_at: updated_at.as_micros(),
     };
     framed(RECORD_V1, &stored)
 }
