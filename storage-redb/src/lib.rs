@@ -101,7 +101,7 @@
 //! | `databases_by_adapter`, `_by_group`, `_by_tunnel`, `_by_name`, `dashboards_by_name` | (value, id) → () | the listing filters' indexes (module `index`) |
 //!
 //! `inherited_by` is the reverse of `access_control`'s `inherits_from`: every
-//! [`Storage::update_access_control`] that changes `inherits_from` moves the entry in the same
+//! [`Storage::replace_access_control`] that changes `inherits_from` moves the entry in the same
 //! transaction (after checking the new target there with
 //! [`dbconsole_core::storage::rules::check_access_control`]), and a delete removes the database's access
 //! control with its own entry. So the delete guard is an index lookup, not a scan; each heir it
