@@ -160,19 +160,23 @@ impl From<tokio_postgres::Error> for Failure {
 /// [`StorageError::Unavailable`]; anything else (a decoding or type error, a constraint, a bug)
 /// is a backend failure.
 fn classify(error: tokio_postgres::Error) -> StorageError {
-    let unreachable = match error.code() {
-        None => error.is_closed() || caused_by_io(&error),
+    if unreachable(&error) {
+        StorageError::unavailable(error)
+    } else {
+        StorageError::backend(error)
+    }
+}
+
+/// Whether the error says PostgreSQL can't be reached now (rather than refusing what was sent).
+fn unreachable(error: &tokio_postgres::Error) -> bool {
+    match error.code() {
+        None => error.is_closed() || caused_by_io(error),
         Some(code) => {
             let code = code.code();
             // 08: connection exception; 57P01..57P03: shutdown, crash, cannot connect now;
             // 53: insufficient resources (too many connections…).
             code.starts_with("08") || code.starts_with("57P") || code.starts_with("53")
         }
-    };
-    if unreachable {
-        StorageError::unavailable(error)
-    } else {
-        StorageError::backend(error)
     }
 }
 
@@ -192,6 +196,37 @@ fn caused_by_io(error: &(dyn std::error::Error + 'static)) -> bool {
 #[derive(Debug, thiserror::Error)]
 #[error("PostgreSQL did not answer within {0:?}")]
 struct TimedOut(Duration);
+
+/// Runs one attempt of a serializable transaction again while it loses serialization
+/// conflicts. `$attempt` is an expression using `$client` (a `&mut Object`) that evaluates to
+/// `Result<T, Failure>`.
+macro_rules! serializable {
+    ($self:ident, |$client:ident, $in_flight:ident| $attempt:expr) => {{
+        let $in_flight = InFlight::default();
+        let outcome = $self
+            .bounded(async {
+                let mut object = $self.client().await?;
+                let mut attempts = 0;
+                loop {
+                    attempts += 1;
+                    let $client = &mut object;
+                    match $attempt {
+                        Ok(value) => break Ok(value),
+                        Err(Failure::Fail(error)) => break Err(error),
+                        Err(Failure::Retry(error)) if attempts >= MAX_ATTEMPTS => {
+                            break Err(StorageError::backend(error));
+                        }
+                        Err(Failure::Retry(_)) => {
+                            let pause = Duration::from_millis(u64::from(attempts.min(10)) * 2);
+                            tokio::time::sleep(pause).await;
+                        }
+                    }
+                }
+            })
+            .await;
+        $self.settle(outcome, &$in_flight).await
+    }};
+}
 
 impl PostgresStorage {
     /// Connects to PostgreSQL, creates the schema when missing, applies the migrations this
@@ -276,9 +311,9 @@ impl PostgresStorage {
         self.rows(sql, params).await?.iter().map(decode).collect()
     }
 
-    /// One `INSERT` that commits by itself; a unique key taken is [`StorageError::AlreadyExists`].
     /// Inserts a record with `insert` (an `INSERT` of `params.len()` parameters) and its audit
-    /// `event`, in one statement: both or neither.
+    /// `event`, in one statement of one transaction: both or neither. A unique key taken is
+    /// [`StorageError::AlreadyExists`].
     async fn insert(
         &self,
         insert: &str,
@@ -298,48 +333,132 @@ impl PostgresStorage {
         let logged = EventRow::of(event)?;
         let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
         all.extend(logged.params());
-        self.bounded(async {
-            let client = self.client().await?;
-            let insert = client.prepare_cached(&sql).await.map_err(classify)?;
-            match client.execute(&insert, &all).await {
-                Ok(_) => Ok(()),
-                Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                    Err(StorageError::AlreadyExists)
-                }
-                Err(error) => Err(classify(error)),
+        serializable!(self, |client, in_flight| Self::try_insert(
+            client, &sql, &all, &in_flight
+        )
+        .await)
+    }
+
+    async fn try_insert(
+        client: &mut Object,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+        in_flight: &InFlight,
+    ) -> Result<(), Failure> {
+        let txn = begin(client).await?;
+        let insert = txn.prepare_cached(sql).await?;
+        match txn.execute(&insert, params).await {
+            Ok(_) => {}
+            Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+                return Err(StorageError::AlreadyExists.into());
             }
-        })
-        .await
+            Err(error) => return Err(error.into()),
+        }
+        commit(txn, in_flight).await
+    }
+
+    /// What became of a write whose `COMMIT` went out and whose answer never came (the
+    /// connection dropped, or the time bound ran out while it was in flight): asks PostgreSQL,
+    /// on another connection, for the status of its transaction id (`txid_status`), until the
+    /// time bound. `Some(true)`: committed; `Some(false)`: rolled back; `None`: it can't be
+    /// known now.
+    async fn commit_status(&self, xid: i64) -> Option<bool> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        while tokio::time::Instant::now() < deadline {
+            let asked = tokio::time::timeout_at(deadline, async {
+                let client = self.client().await.ok()?;
+                let row = client
+                    .query_one("SELECT txid_status($1)", &[&xid])
+                    .await
+                    .ok()?;
+                row.try_get::<_, Option<String>>(0).ok()
+            })
+            .await;
+            match asked {
+                Ok(Some(Some(status))) if status == "committed" => return Some(true),
+                Ok(Some(Some(status))) if status == "aborted" => return Some(false),
+                // Too old to be known (or an unknown answer): it can't be found out.
+                Ok(Some(None)) => return None,
+                // In progress (the server has not finished it yet), or PostgreSQL unreachable:
+                // ask again.
+                _ => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        None
+    }
+
+    /// The answer of a write that ran under [`serializable!`]: as it came, unless it failed
+    /// while its `COMMIT` was in flight ([`InFlight`]); then the truth, from
+    /// [`PostgresStorage::commit_status`]: done, the failure it was (nothing saved), or
+    /// [`StorageError::Indeterminate`].
+    async fn settle<T: Default>(
+        &self,
+        outcome: Result<T, StorageError>,
+        in_flight: &InFlight,
+    ) -> Result<T, StorageError> {
+        let Err(error) = outcome else {
+            return outcome;
+        };
+        let Some(xid) = in_flight.take() else {
+            return Err(error);
+        };
+        match self.commit_status(xid).await {
+            Some(true) => {
+                tracing::warn!(
+                    xid,
+                    "a commit's answer was lost; PostgreSQL says it committed"
+                );
+                Ok(T::default())
+            }
+            Some(false) => Err(error),
+            None => Err(StorageError::indeterminate(error)),
+        }
     }
 }
 
-/// Runs one attempt of a serializable transaction again while it loses serialization
-/// conflicts. `$attempt` is an expression using `$client` (a `&mut Object`) that evaluates to
-/// `Result<T, Failure>`.
-macro_rules! serializable {
-    ($self:ident, |$client:ident| $attempt:expr) => {
-        $self
-            .bounded(async {
-                let mut object = $self.client().await?;
-                let mut attempts = 0;
-                loop {
-                    attempts += 1;
-                    let $client = &mut object;
-                    match $attempt {
-                        Ok(value) => break Ok(value),
-                        Err(Failure::Fail(error)) => break Err(error),
-                        Err(Failure::Retry(error)) if attempts >= MAX_ATTEMPTS => {
-                            break Err(StorageError::backend(error));
-                        }
-                        Err(Failure::Retry(_)) => {
-                            let pause = Duration::from_millis(u64::from(attempts.min(10)) * 2);
-                            tokio::time::sleep(pause).await;
-                        }
-                    }
-                }
-            })
-            .await
-    };
+/// The transaction id of a write whose `COMMIT` was sent and not answered yet (see [`commit`]).
+#[derive(Debug, Default)]
+struct InFlight(std::sync::Mutex<Option<i64>>);
+
+impl InFlight {
+    fn set(&self, xid: Option<i64>) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = xid;
+    }
+
+    fn take(&self) -> Option<i64> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Commits `txn`. First it reads the transaction's id into `in_flight`, where it stays until
+/// PostgreSQL answers the `COMMIT`: if the answer never comes (the connection drops, or the
+/// operation's time bound runs out), [`PostgresStorage::settle`] finds out whether it
+/// committed instead of guessing. An error PostgreSQL answers (a serialization failure at
+/// commit) is definite: the transaction rolled back.
+async fn commit(
+    txn: deadpool_postgres::Transaction<'_>,
+    in_flight: &InFlight,
+) -> Result<(), Failure> {
+    let row = txn.query_one("SELECT txid_current()", &[]).await?;
+    let xid: i64 = row.try_get(0).map_err(classify)?;
+    in_flight.set(Some(xid));
+    match txn.commit().await {
+        Ok(()) => {
+            in_flight.set(None);
+            Ok(())
+        }
+        Err(error) if error.code().is_some() && !unreachable(&error) => {
+            in_flight.set(None);
+            Err(error.into())
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 async fn begin(client: &mut Object) -> Result<deadpool_postgres::Transaction<'_>, Failure> {
@@ -574,6 +693,7 @@ impl PostgresStorage {
         bytes: &[u8],
         expected: Timestamp,
         event: &AuditEvent,
+        in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -597,8 +717,7 @@ impl PostgresStorage {
         txn.execute(&update, &[&id, &bytes, &adapter, &group, &tunnel, &name])
             .await?;
         append(&txn, event).await?;
-        txn.commit().await?;
-        Ok(())
+        commit(txn, in_flight).await
     }
 
     async fn try_remove_database(
@@ -606,6 +725,7 @@ impl PostgresStorage {
         id: &str,
         expected: Timestamp,
         event: &AuditEvent,
+        in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -638,8 +758,7 @@ impl PostgresStorage {
             .await?;
         txn.execute(&delete, &[&id]).await?;
         append(&txn, event).await?;
-        txn.commit().await?;
-        Ok(())
+        commit(txn, in_flight).await
     }
 
     async fn try_replace_dashboard(
@@ -648,6 +767,7 @@ impl PostgresStorage {
         bytes: &[u8],
         expected: Timestamp,
         event: &AuditEvent,
+        in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -663,8 +783,7 @@ impl PostgresStorage {
         txn.execute(&update, &[&id, &bytes, &dashboard.name.as_bytes()])
             .await?;
         append(&txn, event).await?;
-        txn.commit().await?;
-        Ok(())
+        commit(txn, in_flight).await
     }
 
     async fn try_remove_dashboard(
@@ -672,6 +791,7 @@ impl PostgresStorage {
         id: &str,
         expected: Timestamp,
         event: &AuditEvent,
+        in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -687,8 +807,7 @@ impl PostgresStorage {
             .await?;
         txn.execute(&delete, &[&id]).await?;
         append(&txn, event).await?;
-        txn.commit().await?;
-        Ok(())
+        commit(txn, in_flight).await
     }
 
     async fn try_replace_access_control(
@@ -697,6 +816,7 @@ impl PostgresStorage {
         expected: &AccessControl,
         updated: &AccessControl,
         event: &AuditEvent,
+        in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         // The database row is locked against a concurrent delete for the transaction.
@@ -741,14 +861,14 @@ impl PostgresStorage {
         txn.execute(&upsert, &[&database_id, inherits_from, &bytes])
             .await?;
         append(&txn, event).await?;
-        txn.commit().await?;
-        Ok(())
+        commit(txn, in_flight).await
     }
 
     async fn try_remove_caller_key(
         client: &mut Object,
         id: &str,
         event: &AuditEvent,
+        in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let delete = txn
@@ -758,8 +878,7 @@ impl PostgresStorage {
             return Err(StorageError::NotFound.into());
         }
         append(&txn, event).await?;
-        txn.commit().await?;
-        Ok(())
+        commit(txn, in_flight).await
     }
 
     async fn try_prune_audit(
@@ -792,6 +911,7 @@ impl PostgresStorage {
         client: &mut Object,
         id: &str,
         at: Timestamp,
+        in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -811,8 +931,7 @@ impl PostgresStorage {
             .prepare_cached("UPDATE caller_keys SET record = $2 WHERE id = $1")
             .await?;
         txn.execute(&update, &[&id, &bytes]).await?;
-        txn.commit().await?;
-        Ok(())
+        commit(txn, in_flight).await
     }
 }
 
@@ -895,8 +1014,8 @@ impl Storage for PostgresStorage {
             return Err(StorageError::NotFound);
         }
         let bytes = record::encode_database(&database)?;
-        serializable!(self, |client| Self::try_replace_database(
-            client, &database, &bytes, expected, &event
+        serializable!(self, |client, in_flight| Self::try_replace_database(
+            client, &database, &bytes, expected, &event, &in_flight
         )
         .await)
     }
@@ -910,8 +1029,8 @@ impl Storage for PostgresStorage {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        serializable!(self, |client| Self::try_remove_database(
-            client, id, expected, &event
+        serializable!(self, |client, in_flight| Self::try_remove_database(
+            client, id, expected, &event, &in_flight
         )
         .await)
     }
@@ -962,8 +1081,8 @@ impl Storage for PostgresStorage {
             return Err(StorageError::NotFound);
         }
         let bytes = record::encode_dashboard(&dashboard)?;
-        serializable!(self, |client| Self::try_replace_dashboard(
-            client, &dashboard, &bytes, expected, &event
+        serializable!(self, |client, in_flight| Self::try_replace_dashboard(
+            client, &dashboard, &bytes, expected, &event, &in_flight
         )
         .await)
     }
@@ -977,8 +1096,8 @@ impl Storage for PostgresStorage {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        serializable!(self, |client| Self::try_remove_dashboard(
-            client, id, expected, &event
+        serializable!(self, |client, in_flight| Self::try_remove_dashboard(
+            client, id, expected, &event, &in_flight
         )
         .await)
     }
@@ -1014,8 +1133,16 @@ impl Storage for PostgresStorage {
         let Some(database_id) = key(database_id) else {
             return Err(StorageError::NotFound);
         };
-        serializable!(self, |client| {
-            Self::try_replace_access_control(client, database_id, &expected, &access, &event).await
+        serializable!(self, |client, in_flight| {
+            Self::try_replace_access_control(
+                client,
+                database_id,
+                &expected,
+                &access,
+                &event,
+                &in_flight,
+            )
+            .await
         })
     }
 
@@ -1075,16 +1202,18 @@ impl Storage for PostgresStorage {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        serializable!(self, |client| Self::try_touch_caller_key(client, id, at)
-            .await)
+        serializable!(self, |client, in_flight| Self::try_touch_caller_key(
+            client, id, at, &in_flight
+        )
+        .await)
     }
 
     async fn remove_caller_key(&self, id: &str, event: AuditEvent) -> Result<(), StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        serializable!(self, |client| Self::try_remove_caller_key(
-            client, id, &event
+        serializable!(self, |client, in_flight| Self::try_remove_caller_key(
+            client, id, &event, &in_flight
         )
         .await)
     }
@@ -1120,8 +1249,10 @@ impl Storage for PostgresStorage {
         let keep = retention
             .max_events
             .map(|max| i64::try_from(max).unwrap_or(i64::MAX));
-        serializable!(self, |client| Self::try_prune_audit(client, cutoff, keep)
-            .await)
+        serializable!(self, |client, _in_flight| Self::try_prune_audit(
+            client, cutoff, keep
+        )
+        .await)
     }
 
     async fn check_ready(&self) -> Result<(), StorageError> {

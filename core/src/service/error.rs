@@ -52,6 +52,9 @@ pub enum ApiError {
     Unavailable,
     /// 503: the storage has no room for the write (already logged); nothing was saved.
     StorageFull,
+    /// 503: the connection to the storage was lost while the write was being committed, and its
+    /// outcome could not be found out (already logged): it may have been saved.
+    Indeterminate,
 }
 
 impl From<ValidationErrors> for ApiError {
@@ -77,6 +80,11 @@ impl From<StorageError> for ApiError {
                 super::metrics::record_storage_error("unavailable");
                 ApiError::Unavailable
             }
+            StorageError::Indeterminate(error) => {
+                tracing::error!(%error, "a write's outcome is unknown");
+                super::metrics::record_storage_error("indeterminate");
+                ApiError::Indeterminate
+            }
             StorageError::Full(error) => {
                 tracing::error!(%error, "storage full");
                 super::metrics::record_storage_error("full");
@@ -90,6 +98,12 @@ impl From<StorageError> for ApiError {
         }
     }
 }
+
+/// The detail of [`ApiError::Indeterminate`].
+pub const INDETERMINATE: &str = "the connection to the storage was lost while the change was \
+     being committed, and whether it was saved could not be found out: it may have been saved. \
+     Read it back, or send the same request again with the same Idempotency-Key, before \
+     writing it again";
 
 fn detail(text: &str) -> serde_json::Value {
     json!({ "errors": { "detail": text } })
@@ -110,7 +124,9 @@ impl ApiError {
             ApiError::Invalid(_) | ApiError::Inherited(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-            ApiError::Unavailable | ApiError::StorageFull => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::StorageFull | ApiError::Indeterminate => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
         }
     }
 
@@ -159,6 +175,7 @@ impl ApiError {
             ApiError::StorageFull => detail(
                 "the storage is full: nothing was saved; try again once space has been freed",
             ),
+            ApiError::Indeterminate => detail(INDETERMINATE),
         };
         let mut response = json_response(status, &body);
         let headers = response.headers_mut();

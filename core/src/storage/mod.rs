@@ -144,6 +144,12 @@ pub enum StorageError {
     /// own first attempt (setup by `api_id` is safe to retry as it is).
     #[error("storage unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The connection to the backend was lost while the write was being committed, and whether
+    /// it committed could not be found out: **it may have been saved**. Answered 503 with a
+    /// detail that says so; a client should read the record back (or retry with the same
+    /// `Idempotency-Key`) before writing it again.
+    #[error("the write's outcome is unknown (it may have been saved): {0}")]
+    Indeterminate(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The backend has no room for the write (a full disk, a quota). Nothing was written and
     /// every earlier acknowledged write stands; reads go on. Answered 503: try again once space
     /// is freed.
@@ -166,6 +172,12 @@ impl StorageError {
     /// Wraps the error that makes the backend unreachable now.
     pub fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         Self::Unavailable(Box::new(error))
+    }
+
+    /// Wraps the error that cut a write off while it was being committed, when whether it
+    /// committed can't be found out.
+    pub fn indeterminate(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self::Indeterminate(Box::new(error))
     }
 
     /// Wraps the error that says the backend has no room for a write.
