@@ -200,7 +200,8 @@ fn restore(args: &RestoreArgs) -> Result<(), Error> {
     .map_err(Error::Stdout)
 }
 
-/// Applies the audit trail's retention now and then every hour, for as long as the server runs.
+/// Applies the audit trail's retention, and drops the answers of idempotent writes older than
+/// a day, now and then every hour, for as long as the server runs.
 async fn prune_audit_hourly(service: ConsoleService) {
     let mut hourly = tokio::time::interval(AUDIT_PRUNE_INTERVAL);
     loop {
@@ -209,6 +210,16 @@ async fn prune_audit_hourly(service: ConsoleService) {
             Ok(0) => {}
             Ok(pruned) => tracing::info!(pruned, "pruned the audit trail to its retention"),
             Err(error) => tracing::warn!(%error, "pruning the audit trail failed"),
+        }
+        match service.prune_answers().await {
+            Ok(0) => {}
+            Ok(pruned) => tracing::info!(
+                pruned,
+                "dropped the answers of idempotent writes older than a day"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "dropping old answers of idempotent writes failed")
+            }
         }
     }
 }

@@ -17,7 +17,7 @@
 
 mod support;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
@@ -47,7 +47,9 @@ const LATENCY_BOUND: Duration = Duration::from_secs(15);
 /// A request not answered within this is given up on (and fails the latency bound).
 const HANG_GUARD: Duration = Duration::from_secs(20);
 /// Writers working at once.
-const WRITERS: usize = 4;
+const WRITERS: usize = 6;
+/// Of them, the ones that retry each create with an `Idempotency-Key` until it is answered 200.
+const RETRYING: usize = 2;
 
 // ---------------------------------------------------------------------------------------------
 // The private PostgreSQL instance
@@ -422,16 +424,34 @@ fn create_body(name: &str) -> String {
 }
 
 /// Creates databases, one request at a time, until `stop`; every outcome goes to `outcomes`.
+/// A writer that retries (the last [`RETRYING`] of them) sends each create with an
+/// `Idempotency-Key` (its name) and sends it again, the same, until it is answered 200; the
+/// others send each create once, without a key.
 async fn writer(writer: usize, addr: SocketAddr, stop: Arc<AtomicBool>, outcomes: Outcomes) {
+    let retrying = writer >= WRITERS - RETRYING;
     let mut sequence = 0u64;
+    let mut pending: Option<String> = None;
     while !stop.load(Ordering::Relaxed) {
-        sequence += 1;
-        let name = format!("fault-w{writer}-{sequence}");
+        let name = match pending.take() {
+            Some(name) => name,
+            None => {
+                sequence += 1;
+                if retrying {
+                    format!("fault-r{writer}-{sequence}")
+                } else {
+                    format!("fault-w{writer}-{sequence}")
+                }
+            }
+        };
         let body = create_body(&name);
+        let mut headers = vec![("x-api-key", KEY)];
+        if retrying {
+            headers.push(("idempotency-key", name.as_str()));
+        }
         let started = Instant::now();
         let answered = tokio::time::timeout(
             HANG_GUARD,
-            request(addr, "POST", DATABASES, &[("x-api-key", KEY)], Some(&body)),
+            request(addr, "POST", DATABASES, &headers, Some(&body)),
         )
         .await;
         let finished = Instant::now();
@@ -462,6 +482,9 @@ async fn writer(writer: usize, addr: SocketAddr, stop: Arc<AtomicBool>, outcomes
             },
         };
         let back_off = outcome.unavailable();
+        if retrying && !outcome.acknowledged() {
+            pending = Some(outcome.name.clone());
+        }
         outcomes.lock().unwrap().push(outcome);
         if back_off {
             // What a client does on 503; also keeps the loop from spinning.
@@ -588,8 +611,8 @@ struct Outage {
 /// A probe with the latency bound.
 /// The names of every database the test's writers made that is stored, read page by page
 /// through the API.
-async fn stored_names(addr: SocketAddr) -> HashSet<String> {
-    let mut names = HashSet::new();
+async fn stored_names(addr: SocketAddr) -> HashMap<String, usize> {
+    let mut names = HashMap::new();
     let mut after: Option<String> = None;
     loop {
         let mut path = format!("{DATABASES}?limit=500&name_prefix=fault-");
@@ -605,7 +628,9 @@ async fn stored_names(addr: SocketAddr) -> HashSet<String> {
         assert_eq!(response.status, 200, "{path}: {}", response.body);
         let page = response.json();
         for database in page["data"].as_array().expect("a page") {
-            names.insert(database["name"].as_str().unwrap().to_owned());
+            *names
+                .entry(database["name"].as_str().unwrap().to_owned())
+                .or_default() += 1;
         }
         match page["next"].as_str() {
             Some(next) => after = Some(next.to_owned()),
@@ -859,7 +884,7 @@ async fn acknowledged_writes_survive_postgres_stops_and_crashes_and_the_node_rec
         .map(|o| o.name.as_str())
         .collect();
     let lies: Vec<&String> = stored
-        .iter()
+        .keys()
         .filter(|name| !answered_saved_or_unknown.contains(name.as_str()))
         .collect();
     assert!(
@@ -870,13 +895,42 @@ async fn acknowledged_writes_survive_postgres_stops_and_crashes_and_the_node_rec
     let maybe = outcomes.iter().filter(|o| o.maybe_saved()).count();
     let maybe_stored = outcomes
         .iter()
-        .filter(|o| o.maybe_saved() && stored.contains(&o.name))
+        .filter(|o| o.maybe_saved() && stored.contains_key(&o.name))
+        .count();
+
+    // The retrying writers: exactly one record per key, whatever the faults did to its
+    // attempts; every key answered 200 is stored, with the id every one of its 200s named.
+    let twice: Vec<(&String, &usize)> = stored.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "names stored more than once: {twice:?}");
+    let mut ids_by_key: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for outcome in outcomes.iter().filter(|o| o.name.starts_with("fault-r")) {
+        if let Some(id) = &outcome.id {
+            ids_by_key.entry(&outcome.name).or_default().insert(id);
+        }
+    }
+    for (key, ids) in &ids_by_key {
+        assert_eq!(
+            ids.len(),
+            1,
+            "key {key} was answered with several ids: {ids:?}"
+        );
+        assert_eq!(
+            stored.get(*key),
+            Some(&1),
+            "key {key} answered 200 is not stored once"
+        );
+    }
+    let retried_keys = ids_by_key.len();
+    let retries = outcomes
+        .iter()
+        .filter(|o| o.name.starts_with("fault-r") && !o.acknowledged())
         .count();
 
     let unavailable = outcomes.iter().filter(|o| o.unavailable()).count();
     println!(
         "postgres fault: {} stored in all; {maybe} answered \"may have been saved\" ({maybe_stored} \
-         of them stored)",
+         of them stored); {retried_keys} keys of the retrying writers answered 200, each stored \
+         once, after {retries} answers that were not 200",
         stored.len()
     );
     println!(

@@ -29,11 +29,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
 use dbconsole_core::storage::{
     AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
-    StorageError, audit, rules,
+    StorageError, WriteLog, audit, rules,
 };
 
 /// The in-memory backend. Cheap to create; share it with `Arc`.
@@ -55,6 +55,8 @@ struct State {
     key_digests: HashMap<[u8; 32], String>,
     /// The audit trail, by event id (ordered by time).
     events: BTreeMap<String, AuditEvent>,
+    /// The answers of idempotent writes, by key.
+    answers: HashMap<String, StoredAnswer>,
 }
 
 impl MemoryStorage {
@@ -96,8 +98,19 @@ fn owned<T: Clone>(records: Vec<Arc<T>>) -> Vec<T> {
 
 impl State {
     /// Appends an event; called under the lock with the change it records.
-    fn record(&mut self, event: AuditEvent) {
+    /// Appends a write's event and its answer; called under the lock with the change it
+    /// records, before anything of the change is applied ([`StorageError::AnswerExists`]
+    /// refuses the whole write).
+    fn record(&mut self, log: WriteLog) -> Result<(), StorageError> {
+        let WriteLog { event, answer } = log;
+        if let Some(answer) = answer {
+            if self.answers.contains_key(&answer.key) {
+                return Err(StorageError::AnswerExists);
+            }
+            self.answers.insert(answer.key.clone(), answer);
+        }
         self.events.insert(event.id.as_str().to_owned(), event);
+        Ok(())
     }
 
     fn put_database(&mut self, database: Arc<Database>) {
@@ -141,11 +154,7 @@ impl State {
 
 #[async_trait]
 impl Storage for MemoryStorage {
-    async fn create_database(
-        &self,
-        database: Database,
-        event: AuditEvent,
-    ) -> Result<(), StorageError> {
+    async fn create_database(&self, database: Database, log: WriteLog) -> Result<(), StorageError> {
         let mut state = self.state();
         let api_id_taken = database
             .api_id
@@ -154,7 +163,7 @@ impl Storage for MemoryStorage {
         if api_id_taken || state.databases.contains_key(database.id.as_str()) {
             return Err(StorageError::AlreadyExists);
         }
-        state.record(event);
+        state.record(log)?;
         state.put_database(Arc::new(database));
         Ok(())
     }
@@ -182,7 +191,7 @@ impl Storage for MemoryStorage {
         &self,
         database: Database,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let mut state = self.state();
         let stored = state
@@ -191,7 +200,7 @@ impl Storage for MemoryStorage {
             .ok_or(StorageError::NotFound)?;
         rules::check_version(&stored.updated_at, &expected)?;
         rules::check_identity(stored, &database)?;
-        state.record(event);
+        state.record(log)?;
         state.put_database(Arc::new(database));
         Ok(())
     }
@@ -200,31 +209,31 @@ impl Storage for MemoryStorage {
         &self,
         id: &str,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let mut state = self.state();
         let stored = state.databases.get(id).ok_or(StorageError::NotFound)?;
         rules::check_version(&stored.updated_at, &expected)?;
         rules::guard_delete(state.heirs_of(id))?;
+        state.record(log)?;
         state.access.remove(id);
         let removed = state.databases.remove(id).ok_or(StorageError::NotFound)?;
         if let Some(api_id) = &removed.api_id {
             state.api_ids.remove(api_id);
         }
-        state.record(event);
         Ok(())
     }
 
     async fn create_dashboard(
         &self,
         dashboard: Dashboard,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let mut state = self.state();
         if state.dashboards.contains_key(dashboard.id.as_str()) {
             return Err(StorageError::AlreadyExists);
         }
-        state.record(event);
+        state.record(log)?;
         state
             .dashboards
             .insert(dashboard.id.as_str().to_owned(), Arc::new(dashboard));
@@ -249,13 +258,13 @@ impl Storage for MemoryStorage {
         &self,
         dashboard: Dashboard,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let mut state = self.state();
         let id = dashboard.id.as_str().to_owned();
         let stored = state.dashboards.get(&id).ok_or(StorageError::NotFound)?;
         rules::check_version(&stored.updated_at, &expected)?;
-        state.record(event);
+        state.record(log)?;
         state.dashboards.insert(id, Arc::new(dashboard));
         Ok(())
     }
@@ -264,13 +273,13 @@ impl Storage for MemoryStorage {
         &self,
         id: &str,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let mut state = self.state();
         let stored = state.dashboards.get(id).ok_or(StorageError::NotFound)?;
         rules::check_version(&stored.updated_at, &expected)?;
+        state.record(log)?;
         state.dashboards.remove(id);
-        state.record(event);
         Ok(())
     }
 
@@ -292,7 +301,7 @@ impl Storage for MemoryStorage {
         database_id: &str,
         expected: AccessControl,
         access: AccessControl,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let mut state = self.state();
         if !state.databases.contains_key(database_id) {
@@ -301,23 +310,19 @@ impl Storage for MemoryStorage {
         let stored = state.access.get(database_id).map(|a| &**a);
         rules::check_version(stored.unwrap_or(&AccessControl::default()), &expected)?;
         rules::check_access_control(database_id, &access, |id| Ok(state.inherits_from_of(id)))?;
-        state.record(event);
+        state.record(log)?;
         state
             .access
             .insert(database_id.to_owned(), Arc::new(access));
         Ok(())
     }
 
-    async fn create_caller_key(
-        &self,
-        key: CallerKey,
-        event: AuditEvent,
-    ) -> Result<(), StorageError> {
+    async fn create_caller_key(&self, key: CallerKey, log: WriteLog) -> Result<(), StorageError> {
         let mut state = self.state();
         if state.keys.contains_key(key.id.as_str()) || state.key_digests.contains_key(&key.digest) {
             return Err(StorageError::AlreadyExists);
         }
-        state.record(event);
+        state.record(log)?;
         state
             .key_digests
             .insert(key.digest, key.id.as_str().to_owned());
@@ -361,12 +366,27 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
-    async fn remove_caller_key(&self, id: &str, event: AuditEvent) -> Result<(), StorageError> {
+    async fn remove_caller_key(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
         let mut state = self.state();
-        let key = state.keys.remove(id).ok_or(StorageError::NotFound)?;
-        state.key_digests.remove(&key.digest);
-        state.record(event);
+        if !state.keys.contains_key(id) {
+            return Err(StorageError::NotFound);
+        }
+        state.record(log)?;
+        if let Some(key) = state.keys.remove(id) {
+            state.key_digests.remove(&key.digest);
+        }
         Ok(())
+    }
+
+    async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {
+        Ok(self.state().answers.get(key).cloned())
+    }
+
+    async fn prune_answers(&self, before: Timestamp) -> Result<u64, StorageError> {
+        let mut state = self.state();
+        let count = state.answers.len();
+        state.answers.retain(|_, answer| answer.at >= before);
+        Ok((count - state.answers.len()) as u64)
     }
 
     async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError> {

@@ -86,13 +86,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::record::{self, RecordError};
 use dbconsole_core::storage::{
     AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
-    StorageError, audit, rules,
+    StorageError, WriteLog, audit, rules,
 };
 use deadpool_postgres::{Object, Pool, PoolError};
 use tokio_postgres::error::SqlState;
@@ -318,7 +318,7 @@ impl PostgresStorage {
         &self,
         insert: &str,
         params: &[&(dyn ToSql + Sync)],
-        event: &AuditEvent,
+        log: &WriteLog,
     ) -> Result<(), StorageError> {
         let n = params.len();
         let sql = format!(
@@ -330,11 +330,15 @@ impl PostgresStorage {
             n + 3,
             n + 4
         );
-        let logged = EventRow::of(event)?;
+        let logged = EventRow::of(&log.event)?;
         let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
         all.extend(logged.params());
         serializable!(self, |client, in_flight| Self::try_insert(
-            client, &sql, &all, &in_flight
+            client,
+            &sql,
+            &all,
+            log.answer.as_ref(),
+            &in_flight
         )
         .await)
     }
@@ -343,6 +347,7 @@ impl PostgresStorage {
         client: &mut Object,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
+        answer: Option<&StoredAnswer>,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
@@ -353,6 +358,9 @@ impl PostgresStorage {
                 return Err(StorageError::AlreadyExists.into());
             }
             Err(error) => return Err(error.into()),
+        }
+        if let Some(answer) = answer {
+            put_answer(&txn, answer).await?;
         }
         commit(txn, in_flight).await
     }
@@ -669,14 +677,35 @@ const INSERT_EVENT: &str =
     "INSERT INTO audit_events (id, resource_id, at, record) VALUES ($1, $2, $3, $4)";
 
 /// Appends `event` in `txn`, the transaction of the change it records.
-async fn append(
-    txn: &deadpool_postgres::Transaction<'_>,
-    event: &AuditEvent,
-) -> Result<(), Failure> {
-    let row = EventRow::of(event)?;
+/// Appends a write's log in its transaction: its event, and its answer if any
+/// ([`StorageError::AnswerExists`] when its key has one already).
+async fn append(txn: &deadpool_postgres::Transaction<'_>, log: &WriteLog) -> Result<(), Failure> {
+    let row = EventRow::of(&log.event)?;
     let insert = txn.prepare_cached(INSERT_EVENT).await?;
     txn.execute(&insert, &row.params()).await?;
+    if let Some(answer) = &log.answer {
+        put_answer(txn, answer).await?;
+    }
     Ok(())
+}
+
+/// Stores the answer of an idempotent write in the write's transaction.
+async fn put_answer(
+    txn: &deadpool_postgres::Transaction<'_>,
+    answer: &StoredAnswer,
+) -> Result<(), Failure> {
+    let bytes = record::encode_answer(answer)?;
+    let insert = txn
+        .prepare_cached("INSERT INTO idempotency_answers (key, at, record) VALUES ($1, $2, $3)")
+        .await?;
+    let params: [&(dyn ToSql + Sync); 3] = [&answer.key.as_bytes(), &answer.at.as_micros(), &bytes];
+    match txn.execute(&insert, &params).await {
+        Ok(_) => Ok(()),
+        Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
+            Err(StorageError::AnswerExists.into())
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 fn event_of(row: &Row) -> Result<AuditEvent, StorageError> {
@@ -692,7 +721,7 @@ impl PostgresStorage {
         database: &Database,
         bytes: &[u8],
         expected: Timestamp,
-        event: &AuditEvent,
+        log: &WriteLog,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
@@ -716,7 +745,7 @@ impl PostgresStorage {
         } = FilterColumns::of(database);
         txn.execute(&update, &[&id, &bytes, &adapter, &group, &tunnel, &name])
             .await?;
-        append(&txn, event).await?;
+        append(&txn, log).await?;
         commit(txn, in_flight).await
     }
 
@@ -724,7 +753,7 @@ impl PostgresStorage {
         client: &mut Object,
         id: &str,
         expected: Timestamp,
-        event: &AuditEvent,
+        log: &WriteLog,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
@@ -757,7 +786,7 @@ impl PostgresStorage {
             .prepare_cached("DELETE FROM databases WHERE id = $1")
             .await?;
         txn.execute(&delete, &[&id]).await?;
-        append(&txn, event).await?;
+        append(&txn, log).await?;
         commit(txn, in_flight).await
     }
 
@@ -766,7 +795,7 @@ impl PostgresStorage {
         dashboard: &Dashboard,
         bytes: &[u8],
         expected: Timestamp,
-        event: &AuditEvent,
+        log: &WriteLog,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
@@ -782,7 +811,7 @@ impl PostgresStorage {
         let update = txn.prepare_cached(UPDATE_DASHBOARD).await?;
         txn.execute(&update, &[&id, &bytes, &dashboard.name.as_bytes()])
             .await?;
-        append(&txn, event).await?;
+        append(&txn, log).await?;
         commit(txn, in_flight).await
     }
 
@@ -790,7 +819,7 @@ impl PostgresStorage {
         client: &mut Object,
         id: &str,
         expected: Timestamp,
-        event: &AuditEvent,
+        log: &WriteLog,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
@@ -806,7 +835,7 @@ impl PostgresStorage {
             .prepare_cached("DELETE FROM dashboards WHERE id = $1")
             .await?;
         txn.execute(&delete, &[&id]).await?;
-        append(&txn, event).await?;
+        append(&txn, log).await?;
         commit(txn, in_flight).await
     }
 
@@ -815,7 +844,7 @@ impl PostgresStorage {
         database_id: &str,
         expected: &AccessControl,
         updated: &AccessControl,
-        event: &AuditEvent,
+        log: &WriteLog,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
@@ -860,14 +889,14 @@ impl PostgresStorage {
         let inherits_from = &updated.data_protection.inherits_from;
         txn.execute(&upsert, &[&database_id, inherits_from, &bytes])
             .await?;
-        append(&txn, event).await?;
+        append(&txn, log).await?;
         commit(txn, in_flight).await
     }
 
     async fn try_remove_caller_key(
         client: &mut Object,
         id: &str,
-        event: &AuditEvent,
+        log: &WriteLog,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
@@ -877,7 +906,7 @@ impl PostgresStorage {
         if txn.execute(&delete, &[&id]).await? == 0 {
             return Err(StorageError::NotFound.into());
         }
-        append(&txn, event).await?;
+        append(&txn, log).await?;
         commit(txn, in_flight).await
     }
 
@@ -937,11 +966,7 @@ impl PostgresStorage {
 
 #[async_trait]
 impl Storage for PostgresStorage {
-    async fn create_database(
-        &self,
-        database: Database,
-        event: AuditEvent,
-    ) -> Result<(), StorageError> {
+    async fn create_database(&self, database: Database, log: WriteLog) -> Result<(), StorageError> {
         let bytes = record::encode_database(&database)?;
         let api_id = api_id_bytes(&database.api_id);
         let FilterColumns {
@@ -959,7 +984,7 @@ impl Storage for PostgresStorage {
             &tunnel,
             &name,
         ];
-        self.insert(INSERT_DATABASE, &params, &event).await
+        self.insert(INSERT_DATABASE, &params, &log).await
     }
 
     async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
@@ -1008,14 +1033,14 @@ impl Storage for PostgresStorage {
         &self,
         database: Database,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         if key(database.id.as_str()).is_none() {
             return Err(StorageError::NotFound);
         }
         let bytes = record::encode_database(&database)?;
         serializable!(self, |client, in_flight| Self::try_replace_database(
-            client, &database, &bytes, expected, &event, &in_flight
+            client, &database, &bytes, expected, &log, &in_flight
         )
         .await)
     }
@@ -1024,13 +1049,13 @@ impl Storage for PostgresStorage {
         &self,
         id: &str,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
         serializable!(self, |client, in_flight| Self::try_remove_database(
-            client, id, expected, &event, &in_flight
+            client, id, expected, &log, &in_flight
         )
         .await)
     }
@@ -1038,12 +1063,12 @@ impl Storage for PostgresStorage {
     async fn create_dashboard(
         &self,
         dashboard: Dashboard,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let bytes = record::encode_dashboard(&dashboard)?;
         let params: [&(dyn ToSql + Sync); 3] =
             [&dashboard.id.as_str(), &bytes, &dashboard.name.as_bytes()];
-        self.insert(INSERT_DASHBOARD, &params, &event).await
+        self.insert(INSERT_DASHBOARD, &params, &log).await
     }
 
     async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
@@ -1075,14 +1100,14 @@ impl Storage for PostgresStorage {
         &self,
         dashboard: Dashboard,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         if key(dashboard.id.as_str()).is_none() {
             return Err(StorageError::NotFound);
         }
         let bytes = record::encode_dashboard(&dashboard)?;
         serializable!(self, |client, in_flight| Self::try_replace_dashboard(
-            client, &dashboard, &bytes, expected, &event, &in_flight
+            client, &dashboard, &bytes, expected, &log, &in_flight
         )
         .await)
     }
@@ -1091,13 +1116,13 @@ impl Storage for PostgresStorage {
         &self,
         id: &str,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
         serializable!(self, |client, in_flight| Self::try_remove_dashboard(
-            client, id, expected, &event, &in_flight
+            client, id, expected, &log, &in_flight
         )
         .await)
     }
@@ -1128,7 +1153,7 @@ impl Storage for PostgresStorage {
         database_id: &str,
         expected: AccessControl,
         access: AccessControl,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let Some(database_id) = key(database_id) else {
             return Err(StorageError::NotFound);
@@ -1139,22 +1164,18 @@ impl Storage for PostgresStorage {
                 database_id,
                 &expected,
                 &access,
-                &event,
+                &log,
                 &in_flight,
             )
             .await
         })
     }
 
-    async fn create_caller_key(
-        &self,
-        key: CallerKey,
-        event: AuditEvent,
-    ) -> Result<(), StorageError> {
+    async fn create_caller_key(&self, key: CallerKey, log: WriteLog) -> Result<(), StorageError> {
         let bytes = record::encode_caller_key(&key)?;
         let sql = "INSERT INTO caller_keys (id, digest, record) VALUES ($1, $2, $3)";
         let digest = key.digest.as_slice();
-        self.insert(sql, &[&key.id.as_str(), &digest, &bytes], &event)
+        self.insert(sql, &[&key.id.as_str(), &digest, &bytes], &log)
             .await
     }
 
@@ -1208,14 +1229,40 @@ impl Storage for PostgresStorage {
         .await)
     }
 
-    async fn remove_caller_key(&self, id: &str, event: AuditEvent) -> Result<(), StorageError> {
+    async fn remove_caller_key(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
         serializable!(self, |client, in_flight| Self::try_remove_caller_key(
-            client, id, &event, &in_flight
+            client, id, &log, &in_flight
         )
         .await)
+    }
+
+    async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {
+        let rows = self
+            .rows(
+                "SELECT record FROM idempotency_answers WHERE key = $1",
+                &[&key.as_bytes()],
+            )
+            .await?;
+        match rows.first() {
+            None => Ok(None),
+            Some(row) => Ok(Some(record::decode_answer(key, &bytes(row, "record")?)?)),
+        }
+    }
+
+    async fn prune_answers(&self, before: Timestamp) -> Result<u64, StorageError> {
+        let sql = "DELETE FROM idempotency_answers WHERE at < $1";
+        self.bounded(async {
+            let client = self.client().await?;
+            let statement = client.prepare_cached(sql).await.map_err(classify)?;
+            client
+                .execute(&statement, &[&before.as_micros()])
+                .await
+                .map_err(classify)
+        })
+        .await
     }
 
     async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError> {

@@ -13,6 +13,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("../migrations/0001_initial.sql")),
     (2, include_str!("../migrations/0002_audit.sql")),
     (3, include_str!("../migrations/0003_listing_indexes.sql")),
+    (
+        4,
+        include_str!("../migrations/0004_idempotency_answers.sql"),
+    ),
 ];
 
 /// The version that adds the listing columns, which are filled from the records in Rust.

@@ -11,7 +11,7 @@
 use std::ops::Bound;
 
 use dbconsole_core::model::{AuditEvent, Timestamp};
-use dbconsole_core::storage::{AuditQuery, StorageError, record};
+use dbconsole_core::storage::{AuditQuery, StorageError, WriteLog, record};
 use redb::{
     ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransaction,
 };
@@ -27,8 +27,13 @@ pub(crate) const BY_RESOURCE: TableDefinition<'static, (&str, &str), ()> =
 /// range in [`BY_RESOURCE`].
 const EVENT_ID_MAX: &str = "evt_~";
 
-/// Appends `event` in `txn`, the transaction of the change it records.
-pub(crate) fn append(txn: &WriteTransaction, event: &AuditEvent) -> Result<(), StorageError> {
+/// Appends a write's log in `txn`, the transaction of the change it records: its answer, if
+/// any ([`StorageError::AnswerExists`] refuses the write when its key has one), and its event.
+pub(crate) fn append(txn: &WriteTransaction, log: &WriteLog) -> Result<(), StorageError> {
+    if let Some(answer) = &log.answer {
+        crate::answers::put(txn, answer)?;
+    }
+    let event = &log.event;
     let mut events = txn.open_table(EVENTS).or_backend()?;
     let mut index = txn.open_table(BY_RESOURCE).or_backend()?;
     let id = event.id.as_str();

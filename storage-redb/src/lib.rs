@@ -152,6 +152,7 @@
 //! [redb]: https://www.redb.org
 //! [postcard]: https://docs.rs/postcard
 
+mod answers;
 mod audit_trail;
 mod backup;
 mod error;
@@ -168,12 +169,12 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
 use dbconsole_core::seal::Sealer;
 use dbconsole_core::storage::{
     AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
-    StorageError, audit, rules,
+    StorageError, WriteLog, audit, rules,
 };
 use redb::backends::InMemoryBackend;
 use redb::{
@@ -440,6 +441,8 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
     txn.open_table(CALLER_KEY_DIGESTS).map_err(redb)?;
     txn.open_table(audit_trail::EVENTS).map_err(redb)?;
     txn.open_table(audit_trail::BY_RESOURCE).map_err(redb)?;
+    txn.open_table(answers::ANSWERS).map_err(redb)?;
+    txn.open_table(answers::BY_TIME).map_err(redb)?;
     index::build_if_missing(txn).map_err(OpenError::Index)
 }
 
@@ -637,11 +640,7 @@ fn page<T>(
 
 #[async_trait]
 impl Storage for RedbStorage {
-    async fn create_database(
-        &self,
-        database: Database,
-        event: AuditEvent,
-    ) -> Result<(), StorageError> {
+    async fn create_database(&self, database: Database, log: WriteLog) -> Result<(), StorageError> {
         self.write(move |inner, txn| {
             let mut databases = txn.open_table(DATABASES).or_backend()?;
             let mut api_ids = txn.open_table(DATABASE_API_IDS).or_backend()?;
@@ -655,7 +654,7 @@ impl Storage for RedbStorage {
             }
             inner.put_database(&mut databases, &mut api_ids, &database)?;
             index::reindex_database(txn, None, Some(&database))?;
-            audit_trail::append(txn, &event)
+            audit_trail::append(txn, &log)
         })
         .await
     }
@@ -724,7 +723,7 @@ impl Storage for RedbStorage {
         &self,
         database: Database,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         self.write(move |inner, txn| {
             let mut databases = txn.open_table(DATABASES).or_backend()?;
@@ -736,7 +735,7 @@ impl Storage for RedbStorage {
             rules::check_identity(&stored, &database)?;
             inner.put_database(&mut databases, &mut api_ids, &database)?;
             index::reindex_database(txn, Some(&stored), Some(&database))?;
-            audit_trail::append(txn, &event)
+            audit_trail::append(txn, &log)
         })
         .await
     }
@@ -745,7 +744,7 @@ impl Storage for RedbStorage {
         &self,
         id: &str,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let id = id.to_owned();
         self.write(move |inner, txn| {
@@ -798,7 +797,7 @@ impl Storage for RedbStorage {
             }
             inherited_by.remove_all(id.as_str()).or_backend()?;
             index::reindex_database(txn, Some(&removed), None)?;
-            audit_trail::append(txn, &event)
+            audit_trail::append(txn, &log)
         })
         .await
     }
@@ -806,7 +805,7 @@ impl Storage for RedbStorage {
     async fn create_dashboard(
         &self,
         dashboard: Dashboard,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         self.write(move |_, txn| {
             let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
@@ -817,7 +816,7 @@ impl Storage for RedbStorage {
             let bytes = record::encode_dashboard(&dashboard)?;
             dashboards.insert(id, bytes.as_slice()).or_backend()?;
             index::reindex_dashboard(txn, None, Some(&dashboard))?;
-            audit_trail::append(txn, &event)
+            audit_trail::append(txn, &log)
         })
         .await
     }
@@ -865,7 +864,7 @@ impl Storage for RedbStorage {
         &self,
         dashboard: Dashboard,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         self.write(move |_, txn| {
             let mut dashboards = txn.open_table(DASHBOARDS).or_backend()?;
@@ -878,7 +877,7 @@ impl Storage for RedbStorage {
             let bytes = record::encode_dashboard(&dashboard)?;
             dashboards.insert(id, bytes.as_slice()).or_backend()?;
             index::reindex_dashboard(txn, Some(&stored), Some(&dashboard))?;
-            audit_trail::append(txn, &event)
+            audit_trail::append(txn, &log)
         })
         .await
     }
@@ -887,7 +886,7 @@ impl Storage for RedbStorage {
         &self,
         id: &str,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let id = id.to_owned();
         self.write(move |_, txn| {
@@ -899,7 +898,7 @@ impl Storage for RedbStorage {
             rules::check_version(&stored.updated_at, &expected)?;
             dashboards.remove(id.as_str()).or_backend()?;
             index::reindex_dashboard(txn, Some(&stored), None)?;
-            audit_trail::append(txn, &event)
+            audit_trail::append(txn, &log)
         })
         .await
     }
@@ -926,7 +925,7 @@ impl Storage for RedbStorage {
         database_id: &str,
         expected: AccessControl,
         updated: AccessControl,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         let id = database_id.to_owned();
         self.write(move |_, txn| {
@@ -958,16 +957,12 @@ impl Storage for RedbStorage {
             }
             let bytes = record::encode_access_control(&id, &updated)?;
             access.insert(id.as_str(), bytes.as_slice()).or_backend()?;
-            audit_trail::append(txn, &event)
+            audit_trail::append(txn, &log)
         })
         .await
     }
 
-    async fn create_caller_key(
-        &self,
-        key: CallerKey,
-        event: AuditEvent,
-    ) -> Result<(), StorageError> {
+    async fn create_caller_key(&self, key: CallerKey, log: WriteLog) -> Result<(), StorageError> {
         self.write(move |_, txn| {
             let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
             let mut digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
@@ -979,7 +974,7 @@ impl Storage for RedbStorage {
             let bytes = record::encode_caller_key(&key)?;
             keys.insert(id, bytes.as_slice()).or_backend()?;
             digests.insert(&key.digest, id).or_backend()?;
-            audit_trail::append(txn, &event)
+            audit_trail::append(txn, &log)
         })
         .await
     }
@@ -1075,7 +1070,7 @@ impl Storage for RedbStorage {
         .await
     }
 
-    async fn remove_caller_key(&self, id: &str, event: AuditEvent) -> Result<(), StorageError> {
+    async fn remove_caller_key(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
         let id = id.to_owned();
         self.write(move |_, txn| {
             let mut keys = txn.open_table(CALLER_KEYS).or_backend()?;
@@ -1085,9 +1080,17 @@ impl Storage for RedbStorage {
                 Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
             };
             digests.remove(&removed.digest).or_backend()?;
-            audit_trail::append(txn, &event)
+            audit_trail::append(txn, &log)
         })
         .await
+    }
+
+    async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {
+        self.read_now(|inner| inner.read(|txn| answers::get(txn, key)))
+    }
+
+    async fn prune_answers(&self, before: Timestamp) -> Result<u64, StorageError> {
+        self.write(move |_, txn| answers::prune(txn, before)).await
     }
 
     async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError> {

@@ -2307,7 +2307,7 @@ pub async fn check_unsaved_validates_like_create(storage: Arc<dyn Storage>) {
         async move { rejected(api, Method::POST, CHECK_UNSAVED, &body).await["errors"].clone() }
     };
     assert_eq!(
-        refused(minimal_database()).await,
+        refused(with(minimal_database(), json!({"username": null}))).await,
         json!({"username": [BLANK]})
     );
     assert_eq!(
@@ -2327,14 +2327,40 @@ pub async fn check_unsaved_validates_like_create(storage: Arc<dyn Storage>) {
         without(minimal_database(), "hostname"),
         json!({"port": 0, "adapter": "db2"}),
     );
-    let mut expected = create_errors(&api, &broken).await;
+    let expected = create_errors(&api, &broken).await;
     assert_eq!(
         refused(with(broken.clone(), json!({"username": "reader"}))).await,
         expected
     );
-    expected["username"] = json!([BLANK]);
     assert_eq!(refused(broken).await, expected);
     assert_eq!(fake.calls(), 0);
+}
+
+/// Without `username`, the check tries the default credential, else the first.
+pub async fn check_unsaved_without_username_tries_the_default_credential(
+    storage: Arc<dyn Storage>,
+) {
+    let (api, fake) = checked_api(storage, Answer::Connected);
+    assert_eq!(
+        check_unsaved_text(&api, CHECK_UNSAVED, &minimal_database()).await,
+        "ok"
+    );
+    let two = with(
+        minimal_database(),
+        json!({"credentials": [
+            {"username": "first", "password": "pw-1"},
+            {"username": "admin", "password": "pw-2", "default_credential": true},
+        ]}),
+    );
+    assert_eq!(check_unsaved_text(&api, CHECK_UNSAVED, &two).await, "ok");
+    let users: Vec<String> = fake
+        .seen
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|target| target.username.clone())
+        .collect();
+    assert_eq!(users, ["reader", "admin"]);
 }
 
 /// A failed check answers 200 with the driver's message on one line, the body's password
@@ -2653,6 +2679,7 @@ macro_rules! database_tests {
                 check_connection_percent_encoded_username,
                 check_unsaved_uses_the_body_and_stores_nothing,
                 check_unsaved_validates_like_create,
+                check_unsaved_without_username_tries_the_default_credential,
                 check_unsaved_failure_is_scrubbed,
                 check_edited_merges_without_saving,
                 list_pages_in_id_order,

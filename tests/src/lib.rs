@@ -23,6 +23,7 @@ pub mod access;
 pub mod audit;
 pub mod dashboards;
 pub mod databases;
+pub mod idempotency;
 pub mod protocol;
 pub mod versions;
 
@@ -298,6 +299,7 @@ macro_rules! http_suite {
         $crate::access_tests!($storage);
         $crate::version_tests!($storage);
         $crate::audit_tests!($storage);
+        $crate::idempotency_tests!($storage);
     };
 }
 

@@ -107,6 +107,8 @@ pub struct Origin {
     pub actor: Actor,
     /// The request it was part of (its `x-request-id`), when it came through the HTTP API.
     pub request_id: Option<String>,
+    /// The request's `Idempotency-Key`, when it has one: the write stores its answer with it.
+    pub idempotency: Option<super::Idempotency>,
 }
 
 impl Origin {
@@ -115,7 +117,16 @@ impl Origin {
         Self {
             actor,
             request_id: None,
+            idempotency: None,
         }
+    }
+
+    /// The answer to store with a write that produced `written`, when the request has an
+    /// `Idempotency-Key`.
+    pub fn answer(&self, written: super::Written<'_>) -> Option<super::StoredAnswer> {
+        self.idempotency
+            .as_ref()
+            .map(|idempotency| idempotency.answer(written))
     }
 }
 

@@ -5,6 +5,7 @@
 //! which leaves every [`Secret`] out.
 
 mod access;
+mod answer;
 mod audit;
 mod caller;
 mod dashboard;
@@ -17,6 +18,7 @@ pub use access::{
     AccessControl, AccessLevel, ColumnAction, ColumnRule, DataProtection, Permission, Policy,
     SubjectKind,
 };
+pub use answer::{Idempotency, RenderAnswer, StoredAnswer, Written};
 pub use audit::{Actor, AuditAction, AuditEvent, Origin, ResourceKind, Retention};
 pub use caller::{CallerKey, CredentialKind, Scope, key_digest, mint_caller_key};
 pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};

@@ -38,23 +38,28 @@ pub(crate) fn check_headers(headers: &HeaderMap, limit: usize) -> Result<(), Api
     Ok(())
 }
 
+/// Reads at most `limit` bytes of body (413 beyond).
+pub(crate) async fn bytes<B>(body: B, limit: usize) -> Result<Bytes, ApiError>
+where
+    B: Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.is::<LengthLimitError>() => Err(ApiError::PayloadTooLarge { limit }),
+        Err(_) => Err(ApiError::BadRequest(
+            "the request body could not be read".into(),
+        )),
+    }
+}
+
 /// Reads at most `limit` bytes of body and parses them as a JSON object.
 pub(crate) async fn json_object<B>(body: B, limit: usize) -> Result<Map<String, Value>, ApiError>
 where
     B: Body,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let bytes: Bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) if error.is::<LengthLimitError>() => {
-            return Err(ApiError::PayloadTooLarge { limit });
-        }
-        Err(_) => {
-            return Err(ApiError::BadRequest(
-                "the request body could not be read".into(),
-            ));
-        }
-    };
+    let bytes = bytes(body, limit).await?;
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::BadRequest(
             "request body must be a JSON object".into(),

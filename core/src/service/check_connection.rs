@@ -37,7 +37,8 @@ impl Shared {
 
     /// Checks a database that is not stored: the body validated as a create (`stored` is
     /// `None`) or as an update of the stored database `stored` (the changes merged over it), with
-    /// `username` naming the credential to try. Nothing is stored; the secrets of the body are
+    /// `username` naming the credential to try (left out: the default credential, else the
+    /// first). Nothing is stored; the secrets of the body are
     /// sealed and opened exactly as those of a stored database are.
     pub(super) async fn check_unsaved<B>(
         &self,
@@ -54,17 +55,14 @@ impl Shared {
             None => None,
         };
         let mut errors = ValidationErrors::new();
-        let username = match body.get("username") {
-            Some(Value::String(name)) if !name.trim().is_empty() => Some(name.as_str()),
-            None | Some(Value::Null) | Some(Value::String(_)) => {
-                errors.add("username", message::BLANK);
-                None
-            }
-            Some(_) => {
-                errors.add("username", message::INVALID);
-                None
-            }
-        };
+        // `None`: left out, the default credential is tried.
+        let mut username = None;
+        match body.get("username") {
+            None => {}
+            Some(Value::String(name)) if !name.trim().is_empty() => username = Some(name.as_str()),
+            Some(Value::Null | Value::String(_)) => errors.add("username", message::BLANK),
+            Some(_) => errors.add("username", message::INVALID),
+        }
         let db = database_from_body(base.as_ref(), &body, Timestamp::now(), &self.sealer);
         let db = match db {
             Ok(db) if errors.is_empty() => db,
@@ -74,9 +72,15 @@ impl Shared {
                 return Err(ApiError::Invalid(errors));
             }
         };
-        let credential = username
-            .and_then(|username| db.credential_by_username(username))
-            .ok_or_else(|| ValidationErrors::single("username", NO_SUCH_CREDENTIAL))?;
+        let credential = match username {
+            Some(username) => db.credential_by_username(username),
+            None => db
+                .credentials
+                .iter()
+                .find(|credential| credential.default_credential)
+                .or_else(|| db.credentials.first()),
+        }
+        .ok_or_else(|| ValidationErrors::single("username", NO_SUCH_CREDENTIAL))?;
         self.check_credential(&db, credential).await
     }
 

@@ -55,6 +55,8 @@ pub enum ApiError {
     /// 503: the connection to the storage was lost while the write was being committed, and its
     /// outcome could not be found out (already logged): it may have been saved.
     Indeterminate,
+    /// 409: another request with the same `Idempotency-Key` is being written.
+    AnswerExists,
 }
 
 impl From<ValidationErrors> for ApiError {
@@ -70,6 +72,7 @@ impl From<StorageError> for ApiError {
             StorageError::Invalid(errors) => ApiError::Invalid(errors),
             StorageError::Inherited(databases) => ApiError::Inherited(databases),
             StorageError::PreconditionFailed => ApiError::PreconditionFailed,
+            StorageError::AnswerExists => ApiError::AnswerExists,
             StorageError::Conflict => {
                 tracing::warn!("a write met other writes of the same record at every attempt");
                 super::metrics::record_storage_error("conflict");
@@ -124,6 +127,7 @@ impl ApiError {
             ApiError::Invalid(_) | ApiError::Inherited(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::AnswerExists => StatusCode::CONFLICT,
             ApiError::Unavailable | ApiError::StorageFull | ApiError::Indeterminate => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -176,6 +180,10 @@ impl ApiError {
                 "the storage is full: nothing was saved; try again once space has been freed",
             ),
             ApiError::Indeterminate => detail(INDETERMINATE),
+            ApiError::AnswerExists => detail(
+                "Conflict: another request with this Idempotency-Key is being answered; send it \
+                 again in a moment",
+            ),
         };
         let mut response = json_response(status, &body);
         let headers = response.headers_mut();

@@ -18,6 +18,7 @@ mod conditional;
 mod dashboards;
 mod databases;
 mod error;
+pub mod idempotency;
 pub mod metrics;
 mod openapi;
 mod render;
@@ -141,6 +142,15 @@ impl ConsoleService {
             .storage
             .prune_audit(shared.audit_retention, Timestamp::now())
             .await
+    }
+
+    /// Deletes the answers of idempotent writes older than [`idempotency::ANSWER_TTL`] and
+    /// answers how many. Call it now and then (the server does every hour, with
+    /// [`ConsoleService::prune_audit`]).
+    pub async fn prune_answers(&self) -> Result<u64, StorageError> {
+        let ttl = i64::try_from(idempotency::ANSWER_TTL.as_micros()).unwrap_or(i64::MAX);
+        let before = Timestamp::from_micros(Timestamp::now().as_micros().saturating_sub(ttl));
+        self.shared.storage.prune_answers(before).await
     }
 }
 
@@ -359,6 +369,12 @@ impl Shared {
         let origin = Origin {
             actor: caller.actor,
             request_id: Some(request_id.as_str().to_owned()),
+            idempotency: None,
+        };
+        let idempotency_key = if idempotency::is_write(&route, &parts.method) {
+            idempotency::key_of(&parts.headers)?
+        } else {
+            None
         };
         if !route.allowed_methods().contains(&parts.method) {
             return Err(ApiError::MethodNotAllowed(route.allowed_methods()));
@@ -374,27 +390,100 @@ impl Shared {
             query: parts.uri.query().map(str::to_owned),
             body,
         };
-        let answer = match route {
-            Route::Databases
-            | Route::DatabaseSetup
-            | Route::DatabaseRemove(_)
-            | Route::Database(_) => self.databases(route, call, &origin).await,
-            Route::Permissions(_) | Route::DataProtection(_) => {
-                self.access(route, call, &origin).await
-            }
-            Route::CheckConnection(id, username) => self.check_connection(&id, &username).await,
-            Route::CheckUnsaved => self.check_unsaved(None, call).await,
-            Route::Audit => self.audit(call.query.as_deref()).await,
-            Route::CheckEdited(id) => self.check_unsaved(Some(&id), call).await,
-            Route::Dashboards { .. } | Route::Dashboard { .. } => {
-                self.dashboards(route, call, &origin).await
-            }
+        let answer = match idempotency_key {
+            Some(key) => self.idempotent(route, call, origin, &key, &path).await,
+            None => self.dispatch(route, call, &origin).await,
         };
         // Succeeded or not (a failed commit may still have happened), before answering.
         if let (Some(cache), Some(key)) = (&self.read_cache, written) {
             cache.invalidate(key.as_ref());
         }
         answer
+    }
+
+    /// A write with an `Idempotency-Key` ([`idempotency`]): the stored answer of the same
+    /// request, or the write, storing its answer with it.
+    async fn idempotent<B>(
+        &self,
+        route: Route<'_>,
+        call: Call<B>,
+        mut origin: Origin,
+        key: &str,
+        path: &str,
+    ) -> Result<Response<ResponseBody>, ApiError>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Call {
+            method,
+            headers,
+            query,
+            body,
+        } = call;
+        let key = idempotency::scoped(&origin.actor, &method, path, key);
+        let bytes = if method == Method::DELETE {
+            bytes::Bytes::new()
+        } else {
+            body::check_headers(&headers, self.body_limit)?;
+            let timeout = self.body_timeout;
+            tokio::time::timeout(timeout, body::bytes(body, self.body_limit))
+                .await
+                .map_err(|_| ApiError::RequestTimeout { timeout })??
+        };
+        let fingerprint = idempotency::fingerprint(&method, path, &headers, &bytes);
+        if let Some(stored) = self.storage.stored_answer(&key).await? {
+            return idempotency::replay(&stored, &fingerprint);
+        }
+        origin.idempotency = Some(idempotency::idempotency(
+            &route,
+            &method,
+            key.clone(),
+            fingerprint,
+        ));
+        let call = Call {
+            method,
+            headers,
+            query,
+            body: http_body_util::Full::new(bytes),
+        };
+        match self.dispatch(route, call, &origin).await {
+            // Another request with this key wrote first: its answer, now stored.
+            Err(ApiError::AnswerExists) => match self.storage.stored_answer(&key).await? {
+                Some(stored) => idempotency::replay(&stored, &fingerprint),
+                None => Err(ApiError::AnswerExists),
+            },
+            answer => answer,
+        }
+    }
+
+    /// The call, by route.
+    async fn dispatch<B>(
+        &self,
+        route: Route<'_>,
+        call: Call<B>,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        match route {
+            Route::Databases
+            | Route::DatabaseSetup
+            | Route::DatabaseRemove(_)
+            | Route::Database(_) => self.databases(route, call, origin).await,
+            Route::Permissions(_) | Route::DataProtection(_) => {
+                self.access(route, call, origin).await
+            }
+            Route::CheckConnection(id, username) => self.check_connection(&id, &username).await,
+            Route::CheckUnsaved => self.check_unsaved(None, call).await,
+            Route::Audit => self.audit(call.query.as_deref()).await,
+            Route::CheckEdited(id) => self.check_unsaved(Some(&id), call).await,
+            Route::Dashboards { .. } | Route::Dashboard { .. } => {
+                self.dashboards(route, call, origin).await
+            }
+        }
     }
 
     /// `GET /openapi.json`: the OpenAPI document, no credential needed.

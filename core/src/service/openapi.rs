@@ -152,6 +152,7 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
                 .body(schema_ref("DatabaseCreate"))
                 .ok_with_links(json_content(schema_ref("Database")), db_links("$response.body#/id"))
                 .versioned()
+                .idempotent()
                 .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
                 .build(),
         }),
@@ -168,6 +169,7 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
                 })
                 .versioned()
                 .conditional()
+                .idempotent()
                 .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
                 .build(),
         }),
@@ -179,6 +181,7 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
                 .params(vec![path_param("api_id", "The database's api_id (the id given to setup).", text_schema(NAME, Presence::Required))])
                 .ok(json_content(schema_ref("Database")))
                 .conditional()
+                .idempotent()
                 .errors(&[401, 403, 404, 422, 503])
                 .build(),
         }),
@@ -200,12 +203,14 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
                 .ok(json_content(schema_ref("Database")))
                 .versioned()
                 .conditional()
+                .idempotent()
                 .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
                 .build(),
             "delete": operation(&op("deleteDatabase"), "Delete a database with its credentials and access control; answers the deleted database", tags("databases"), auth)
                 .params(vec![id()])
                 .ok(json_content(schema_ref("Database")))
                 .conditional()
+                .idempotent()
                 .errors(&[401, 403, 404, 422, 503])
                 .build(),
         }),
@@ -227,7 +232,7 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
     paths.insert(
         format!("{base}/check-connection"),
         json!({
-            "post": operation(&op("checkUnsavedConnection"), "Check a database before saving it: the body of a create plus `username`, the credential to try. The same real connection as the stored check; nothing is stored", tags("databases"), auth)
+            "post": operation(&op("checkUnsavedConnection"), "Check a database before saving it: the body of a create plus `username`, the credential to try (left out: the default one). The same real connection as the stored check; nothing is stored", tags("databases"), auth)
                 .body(schema_ref("DatabaseCheck"))
                 .ok(text_content("ok"))
                 .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
@@ -237,7 +242,7 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
     paths.insert(
         format!("{base}/{{id}}/check-connection"),
         json!({
-            "post": operation(&op("checkEditedConnection"), "Check a stored database with changes not saved: the body of an update (merged over the stored database) plus `username`, the credential to try; nothing is stored", tags("databases"), auth)
+            "post": operation(&op("checkEditedConnection"), "Check a stored database with changes not saved: the body of an update (merged over the stored database) plus `username`, the credential to try (left out: the default one); nothing is stored", tags("databases"), auth)
                 .params(vec![id()])
                 .body(schema_ref("DatabaseEditCheck"))
                 .ok(text_content("ok"))
@@ -257,6 +262,7 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
                 .params(vec![id()])
                 .body(schema_ref("PermissionsInput"))
                 .ok(json_content(schema_ref("Permissions")))
+                .idempotent()
                 .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
                 .build(),
         }),
@@ -273,6 +279,7 @@ fn database_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
                 .params(vec![id()])
                 .body(schema_ref("DataProtectionInput"))
                 .ok(json_content(schema_ref("DataProtection")))
+                .idempotent()
                 .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
                 .build(),
         }),
@@ -317,6 +324,7 @@ fn dashboard_paths(paths: &mut Map<String, Value>, base: &str, auth: Auth, compa
                 .body(schema_ref("DashboardCreate"))
                 .ok_with_links(json_content(schema_ref("Dashboard")), links)
                 .versioned()
+                .idempotent()
                 .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
                 .build(),
         }),
@@ -334,6 +342,7 @@ fn dashboard_paths(paths: &mut Map<String, Value>, base: &str, auth: Auth, compa
         .ok(json_content(schema_ref("Dashboard")))
         .versioned()
         .conditional()
+        .idempotent()
         .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
         .build()
     };
@@ -350,6 +359,7 @@ fn dashboard_paths(paths: &mut Map<String, Value>, base: &str, auth: Auth, compa
             .params(vec![id()])
             .ok(json_content(schema_ref("Dashboard")))
             .conditional()
+            .idempotent()
             .errors(&[401, 403, 404, 503])
             .build(),
     });
@@ -415,6 +425,7 @@ impl Operation {
                 403 => "Forbidden",
                 404 => "NotFound",
                 408 => "RequestTimeout",
+                409 => "Conflict",
                 413 => "PayloadTooLarge",
                 412 => "PreconditionFailed",
                 415 => "UnsupportedMediaType",
@@ -436,6 +447,13 @@ impl Operation {
         self.value["responses"]["200"]["headers"] =
             json!({ "ETag": { "$ref": "#/components/headers/ETag" } });
         self
+    }
+
+    /// The write takes an `Idempotency-Key`: a retry of the same request gets the first answer
+    /// (400 for a malformed key, 409 while another request with it is being answered, 422 for
+    /// the key with another request).
+    fn idempotent(self) -> Self {
+        self.header_param("IdempotencyKey").errors(&[400, 409, 422])
     }
 
     /// The write honours `If-Match`: 412 when it does not match (400 when it is not entity
@@ -665,8 +683,8 @@ fn names<T: Copy>(all: &[T], name: impl Fn(T) -> &'static str) -> Vec<&'static s
 fn with_username(base: &str) -> Value {
     json!({ "allOf": [
         schema_ref(base),
-        object(&["username"], json!({
-            "username": described(text_schema(NAME, Presence::Required), "The username of the credential to try, as given in `credentials` (or stored)."),
+        object(&[], json!({
+            "username": described(text_schema(NAME, Presence::NotBlank), "The username of the credential to try, as given in `credentials` (or stored). Left out: the default credential, else the first."),
         })),
     ]})
 }
@@ -715,6 +733,11 @@ fn components() -> Value {
             },
         },
         "parameters": {
+            "IdempotencyKey": {
+                "name": "Idempotency-Key", "in": "header", "required": false,
+                "description": "Makes the write safe to retry: its answer is kept for at least 24 hours with the write (scoped to the caller, the method and the path). The same request sent again with the same key gets that first answer again, with `Idempotent-Replayed: true`, and writes nothing; the same key with another body is 422. A write that was refused (4xx) keeps no answer.",
+                "schema": { "type": "string", "pattern": "^[ -~]{0,255}$" },
+            },
             "IfMatch": entity_tags_param("If-Match", "Makes the write conditional: it is made only if the record is at one of these versions (an ETag; weak tags never match), or exists (`*`); otherwise 412 and nothing changes. Without it the write is unconditional."),
             "IfNoneMatch": entity_tags_param("If-None-Match", "304 with no body when the record's ETag is one of these (weak comparison), or for `*`."),
         },
@@ -741,6 +764,7 @@ fn error_response(description: &str) -> Value {
 fn responses() -> Value {
     json!({
         "BadRequest": error_response("The body is not a JSON object (malformed JSON, another JSON type, an empty body), or an If-Match or If-None-Match that is not entity tags."),
+        "Conflict": error_response("Another request with the same Idempotency-Key is being answered; send it again in a moment."),
         "PreconditionFailed": error_response("If-Match does not name the record's current version (its ETag): someone changed it since. Nothing was changed; read it again."),
         "Unauthorized": {
             "description": "A missing or wrong caller credential; `hint` says what the route takes. Dashboard routes add `www-authenticate: Bearer`.",

@@ -13,8 +13,16 @@ use std::time::Duration;
 
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 
-use super::{DatabaseKey, Storage, StorageError, audit, rules};
-use crate::model::{AccessControl, CallerKey, Dashboard, Database, Origin};
+use super::{DatabaseKey, Storage, StorageError, WriteLog, audit, rules};
+use crate::model::{AccessControl, CallerKey, Dashboard, Database, Origin, Written};
+
+/// The log of a write: its event, and its answer when the request has an `Idempotency-Key`.
+fn log(origin: &Origin, event: crate::model::AuditEvent, written: Written<'_>) -> WriteLog {
+    WriteLog {
+        event,
+        answer: origin.answer(written),
+    }
+}
 
 /// An edit of a stored database: given the stored record, the new one, or why the edit is
 /// refused ([`StorageError::Invalid`] for validation errors, which convert with `?`;
@@ -164,7 +172,8 @@ impl<S: Storage + ?Sized> Edits for S {
         origin: &Origin,
     ) -> Result<(), StorageError> {
         let event = audit::database_created(origin, &database);
-        self.create_database(database, event).await
+        let log = log(origin, event, Written::Database(&database));
+        self.create_database(database, log).await
     }
 
     async fn update_database<E>(
@@ -181,8 +190,9 @@ impl<S: Storage + ?Sized> Edits for S {
             let stored = self.database(id).await?.ok_or(StorageError::NotFound)?;
             let updated = rules::edited_database(&stored, edit(&stored)?)?;
             let event = audit::database_updated(origin, &stored, &updated);
+            let log = log(origin, event, Written::Database(&updated));
             match self
-                .replace_database(updated.clone(), stored.updated_at, event)
+                .replace_database(updated.clone(), stored.updated_at, log)
                 .await
             {
                 Ok(()) => return Ok(updated),
@@ -207,12 +217,13 @@ impl<S: Storage + ?Sized> Edits for S {
             let updated =
                 rules::upserted_database(api_id, stored.as_ref(), edit(stored.as_ref())?)?;
             let event = audit::database_set_up(origin, stored.as_ref(), &updated);
+            let log = log(origin, event, Written::Database(&updated));
             let written = match &stored {
                 Some(stored) => {
-                    self.replace_database(updated.clone(), stored.updated_at, event)
+                    self.replace_database(updated.clone(), stored.updated_at, log)
                         .await
                 }
-                None => self.create_database(updated.clone(), event).await,
+                None => self.create_database(updated.clone(), log).await,
             };
             match written {
                 Ok(()) => return Ok(updated),
@@ -245,8 +256,9 @@ impl<S: Storage + ?Sized> Edits for S {
                 check(&stored)?;
             }
             let event = audit::database_deleted(origin, key, &stored);
+            let log = log(origin, event, Written::Database(&stored));
             match self
-                .remove_database(stored.id.as_str(), stored.updated_at, event)
+                .remove_database(stored.id.as_str(), stored.updated_at, log)
                 .await
             {
                 Ok(()) => return Ok(stored),
@@ -262,7 +274,8 @@ impl<S: Storage + ?Sized> Edits for S {
         origin: &Origin,
     ) -> Result<(), StorageError> {
         let event = audit::dashboard_created(origin, &dashboard);
-        self.create_dashboard(dashboard, event).await
+        let log = log(origin, event, Written::Dashboard(&dashboard));
+        self.create_dashboard(dashboard, log).await
     }
 
     async fn update_dashboard<E>(
@@ -279,8 +292,9 @@ impl<S: Storage + ?Sized> Edits for S {
             let stored = self.dashboard(id).await?.ok_or(StorageError::NotFound)?;
             let updated = rules::edited_dashboard(&stored, edit(&stored)?)?;
             let event = audit::dashboard_updated(origin, &stored, &updated);
+            let log = log(origin, event, Written::Dashboard(&updated));
             match self
-                .replace_dashboard(updated.clone(), stored.updated_at, event)
+                .replace_dashboard(updated.clone(), stored.updated_at, log)
                 .await
             {
                 Ok(()) => return Ok(updated),
@@ -303,7 +317,8 @@ impl<S: Storage + ?Sized> Edits for S {
                 check(&stored)?;
             }
             let event = audit::dashboard_deleted(origin, &stored);
-            match self.remove_dashboard(id, stored.updated_at, event).await {
+            let log = log(origin, event, Written::Dashboard(&stored));
+            match self.remove_dashboard(id, stored.updated_at, log).await {
                 Ok(()) => return Ok(stored),
                 Err(StorageError::Conflict) => retries.pause().await?,
                 Err(error) => return Err(error),
@@ -328,8 +343,9 @@ impl<S: Storage + ?Sized> Edits for S {
                 .ok_or(StorageError::NotFound)?;
             let updated = edit(&stored)?;
             let event = audit::access_updated(origin, database_id, &stored, &updated);
+            let log = log(origin, event, Written::Access(&updated));
             match self
-                .replace_access_control(database_id, stored, updated.clone(), event)
+                .replace_access_control(database_id, stored, updated.clone(), log)
                 .await
             {
                 Ok(()) => return Ok(updated),
@@ -341,7 +357,7 @@ impl<S: Storage + ?Sized> Edits for S {
 
     async fn insert_caller_key(&self, key: CallerKey, origin: &Origin) -> Result<(), StorageError> {
         let event = audit::caller_key_created(origin, &key);
-        self.create_caller_key(key, event).await
+        self.create_caller_key(key, event.into()).await
     }
 
     async fn delete_caller_key(
@@ -351,7 +367,7 @@ impl<S: Storage + ?Sized> Edits for S {
     ) -> Result<CallerKey, StorageError> {
         let stored = self.caller_key(id).await?.ok_or(StorageError::NotFound)?;
         let event = audit::caller_key_revoked(origin, &stored);
-        self.remove_caller_key(id, event).await?;
+        self.remove_caller_key(id, event.into()).await?;
         Ok(stored)
     }
 }

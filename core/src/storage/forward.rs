@@ -6,9 +6,10 @@ use async_trait::async_trait;
 
 use super::{
     AuditQuery, DashboardFilter, DatabaseFilter, Page, RecordCounts, Storage, StorageError,
+    WriteLog,
 };
 use crate::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
 
 macro_rules! forward_storage {
@@ -26,9 +27,9 @@ macro_rules! forward_storage {
             async fn create_database(
                 &self,
                 database: Database,
-                event: AuditEvent,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
-                (**self).create_database(database, event).await
+                (**self).create_database(database, log).await
             }
 
             async fn database(&self, id: &str) -> Result<Option<Database>, StorageError> {
@@ -54,26 +55,26 @@ macro_rules! forward_storage {
                 &self,
                 database: Database,
                 expected: Timestamp,
-                event: AuditEvent,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
-                (**self).replace_database(database, expected, event).await
+                (**self).replace_database(database, expected, log).await
             }
 
             async fn remove_database(
                 &self,
                 id: &str,
                 expected: Timestamp,
-                event: AuditEvent,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
-                (**self).remove_database(id, expected, event).await
+                (**self).remove_database(id, expected, log).await
             }
 
             async fn create_dashboard(
                 &self,
                 dashboard: Dashboard,
-                event: AuditEvent,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
-                (**self).create_dashboard(dashboard, event).await
+                (**self).create_dashboard(dashboard, log).await
             }
 
             async fn dashboard(&self, id: &str) -> Result<Option<Dashboard>, StorageError> {
@@ -92,18 +93,18 @@ macro_rules! forward_storage {
                 &self,
                 dashboard: Dashboard,
                 expected: Timestamp,
-                event: AuditEvent,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
-                (**self).replace_dashboard(dashboard, expected, event).await
+                (**self).replace_dashboard(dashboard, expected, log).await
             }
 
             async fn remove_dashboard(
                 &self,
                 id: &str,
                 expected: Timestamp,
-                event: AuditEvent,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
-                (**self).remove_dashboard(id, expected, event).await
+                (**self).remove_dashboard(id, expected, log).await
             }
 
             async fn access_control(
@@ -118,19 +119,19 @@ macro_rules! forward_storage {
                 database_id: &str,
                 expected: AccessControl,
                 access: AccessControl,
-                event: AuditEvent,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
                 (**self)
-                    .replace_access_control(database_id, expected, access, event)
+                    .replace_access_control(database_id, expected, access, log)
                     .await
             }
 
             async fn create_caller_key(
                 &self,
                 key: CallerKey,
-                event: AuditEvent,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
-                (**self).create_caller_key(key, event).await
+                (**self).create_caller_key(key, log).await
             }
 
             async fn caller_key(&self, id: &str) -> Result<Option<CallerKey>, StorageError> {
@@ -152,12 +153,16 @@ macro_rules! forward_storage {
                 (**self).touch_caller_key(id, at).await
             }
 
-            async fn remove_caller_key(
-                &self,
-                id: &str,
-                event: AuditEvent,
-            ) -> Result<(), StorageError> {
-                (**self).remove_caller_key(id, event).await
+            async fn remove_caller_key(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
+                (**self).remove_caller_key(id, log).await
+            }
+
+            async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {
+                (**self).stored_answer(key).await
+            }
+
+            async fn prune_answers(&self, before: Timestamp) -> Result<u64, StorageError> {
+                (**self).prune_answers(before).await
             }
 
             async fn list_audit(

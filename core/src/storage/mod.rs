@@ -18,7 +18,9 @@
 //!   transaction ([`rules`]): the identity of a replaced record (its `id` and `api_id`), the
 //!   uniqueness of ids and `api_id`s, the inheritance chain of `inherits_from`, the delete
 //!   guard. A refused write changes nothing.
-//! - **Every write appends the audit event it is given in the same atomic change**
+//! - **Every write appends the audit event it is given in the same atomic change** (with the
+//!   answer of an idempotent request, [`WriteLog`]; a second answer under one key is
+//!   [`StorageError::AnswerExists`] and nothing is written)
 //!   (`touch_caller_key`, bookkeeping, appends none): a write that fails or is refused leaves
 //!   no event, and no crash leaves an event without its change or a change without its event.
 //!   Only [`Storage::prune_audit`] deletes events.
@@ -39,7 +41,7 @@ use std::fmt::Debug;
 use async_trait::async_trait;
 
 use crate::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
 use crate::validate::ValidationErrors;
 
@@ -54,6 +56,25 @@ pub mod record;
 pub mod rules;
 #[cfg(feature = "testing")]
 pub mod testing;
+
+/// What a write appends in its own atomic change: its audit event and, when the request has an
+/// `Idempotency-Key`, its answer (README, "Retrying a write safely").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteLog {
+    /// The write's audit event.
+    pub event: AuditEvent,
+    /// The answer to give a retry of the same request.
+    pub answer: Option<StoredAnswer>,
+}
+
+impl From<AuditEvent> for WriteLog {
+    fn from(event: AuditEvent) -> Self {
+        Self {
+            event,
+            answer: None,
+        }
+    }
+}
 
 /// A page of the audit trail: see [`Storage::list_audit`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,6 +165,10 @@ pub enum StorageError {
     /// own first attempt (setup by `api_id` is safe to retry as it is).
     #[error("storage unavailable: {0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The write's answer could not be stored: an answer is already stored under its
+    /// `Idempotency-Key` (another request with that key got there first); nothing was written.
+    #[error("an answer is already stored under that idempotency key")]
+    AnswerExists,
     /// The connection to the backend was lost while the write was being committed, and whether
     /// it committed could not be found out: **it may have been saved**. Answered 503 with a
     /// detail that says so; a client should read the record back (or retry with the same
@@ -190,13 +215,9 @@ impl StorageError {
 /// contract every implementation keeps.
 #[async_trait]
 pub trait Storage: Send + Sync + Debug + 'static {
-    /// Stores a new database and `event`. [`StorageError::AlreadyExists`] when its id, or its
+    /// Stores a new database and `log`. [`StorageError::AlreadyExists`] when its id, or its
     /// `api_id`, is taken.
-    async fn create_database(
-        &self,
-        database: Database,
-        event: AuditEvent,
-    ) -> Result<(), StorageError>;
+    async fn create_database(&self, database: Database, log: WriteLog) -> Result<(), StorageError>;
 
     /// The database with this id.
     async fn database(&self, id: &str) -> Result<Option<Database>, StorageError>;
@@ -212,7 +233,7 @@ pub trait Storage: Send + Sync + Debug + 'static {
         filter: DatabaseFilter<'_>,
     ) -> Result<Vec<Database>, StorageError>;
 
-    /// Replaces the stored database with the same id by `database`, and appends `event`, if
+    /// Replaces the stored database with the same id by `database`, and appends `log`, if
     /// the stored one is at version `expected` (its `updated_at`).
     /// [`StorageError::NotFound`] when there is none, [`StorageError::Conflict`] when it is at
     /// another version, [`StorageError::IdentityChanged`] when `database` has another `api_id`.
@@ -220,11 +241,11 @@ pub trait Storage: Send + Sync + Debug + 'static {
         &self,
         database: Database,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError>;
 
     /// Deletes database `id` with everything that belongs to it (its access control), and
-    /// appends `event`, if it is at version `expected`. [`StorageError::NotFound`] when there
+    /// appends `log`, if it is at version `expected`. [`StorageError::NotFound`] when there
     /// is none, [`StorageError::Conflict`] when it is at another version,
     /// [`StorageError::Inherited`] when another database inherits its data protection
     /// policies ([`rules::guard_delete`]).
@@ -232,14 +253,14 @@ pub trait Storage: Send + Sync + Debug + 'static {
         &self,
         id: &str,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError>;
 
-    /// Stores a new dashboard and `event`. [`StorageError::AlreadyExists`] when its id is taken.
+    /// Stores a new dashboard and `log`. [`StorageError::AlreadyExists`] when its id is taken.
     async fn create_dashboard(
         &self,
         dashboard: Dashboard,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError>;
 
     /// The dashboard with this id.
@@ -252,22 +273,22 @@ pub trait Storage: Send + Sync + Debug + 'static {
         filter: DashboardFilter<'_>,
     ) -> Result<Vec<Dashboard>, StorageError>;
 
-    /// Replaces the dashboard with the same id, and appends `event`, if it is at version
+    /// Replaces the dashboard with the same id, and appends `log`, if it is at version
     /// `expected`; see [`Storage::replace_database`].
     async fn replace_dashboard(
         &self,
         dashboard: Dashboard,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError>;
 
-    /// Deletes dashboard `id` with its panels and actions, and appends `event`, if it is at
+    /// Deletes dashboard `id` with its panels and actions, and appends `log`, if it is at
     /// version `expected`; [`StorageError::NotFound`] or [`StorageError::Conflict`] otherwise.
     async fn remove_dashboard(
         &self,
         id: &str,
         expected: Timestamp,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError>;
 
     /// The access control of a database (the default, empty one when none was written);
@@ -277,7 +298,7 @@ pub trait Storage: Send + Sync + Debug + 'static {
         database_id: &str,
     ) -> Result<Option<AccessControl>, StorageError>;
 
-    /// Replaces the access control of database `database_id` by `access`, and appends `event`,
+    /// Replaces the access control of database `database_id` by `access`, and appends `log`,
     /// if the stored one equals `expected` (an access control has no version of its own: it is
     /// compared whole). [`StorageError::NotFound`] when the database does not exist,
     /// [`StorageError::Conflict`] when its access control is another. When
@@ -289,16 +310,12 @@ pub trait Storage: Send + Sync + Debug + 'static {
         database_id: &str,
         expected: AccessControl,
         access: AccessControl,
-        event: AuditEvent,
+        log: WriteLog,
     ) -> Result<(), StorageError>;
 
-    /// Stores a new caller credential and `event`. [`StorageError::AlreadyExists`] when its id
+    /// Stores a new caller credential and `log`. [`StorageError::AlreadyExists`] when its id
     /// or its digest is taken.
-    async fn create_caller_key(
-        &self,
-        key: CallerKey,
-        event: AuditEvent,
-    ) -> Result<(), StorageError>;
+    async fn create_caller_key(&self, key: CallerKey, log: WriteLog) -> Result<(), StorageError>;
 
     /// The caller credential with this id.
     async fn caller_key(&self, id: &str) -> Result<Option<CallerKey>, StorageError>;
@@ -316,10 +333,17 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// `at`). [`StorageError::NotFound`] when it does not exist (any more).
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError>;
 
-    /// Deletes (revokes) caller credential `id` and appends `event`; [`StorageError::NotFound`]
+    /// Deletes (revokes) caller credential `id` and appends `log`; [`StorageError::NotFound`]
     /// when it does not exist (any more). A caller key never changes once made (but for its
     /// last use), so it needs no version.
-    async fn remove_caller_key(&self, id: &str, event: AuditEvent) -> Result<(), StorageError>;
+    async fn remove_caller_key(&self, id: &str, log: WriteLog) -> Result<(), StorageError>;
+
+    /// The answer stored under an `Idempotency-Key` (as [`crate::model::Idempotency::key`]
+    /// scopes it), if any.
+    async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError>;
+
+    /// Deletes the answers stored before `before`; answers how many.
+    async fn prune_answers(&self, before: Timestamp) -> Result<u64, StorageError>;
 
     /// Audit events, newest first: of the record `query.resource` when given, from just
     /// before the event `query.after` (exclusive) when given, at most `query.limit`.

@@ -14,7 +14,7 @@ use crate::model::{
     CallerKey, ColumnAction, ColumnRule, ConnectionParameter, Credential, CredentialId,
     CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, EventId,
     InputMapping, KeyId, Panel, PanelDetails, PanelId, PanelInput, Permission, Policy, Scope,
-    SealedSecret, SubjectKind, Timestamp, TlsMaterial,
+    SealedSecret, StoredAnswer, SubjectKind, Timestamp, TlsMaterial,
 };
 use serde::{Deserialize, Serialize};
 
@@ -603,6 +603,57 @@ pub fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, RecordErr
         digest: stored.digest,
         created_at: Timestamp::from_micros(stored.created_at),
         last_used_at: stored.last_used_at.map(Timestamp::from_micros),
+    })
+}
+
+/// The answer of an idempotent write as stored (version 1).
+#[derive(Serialize, Deserialize)]
+struct AnswerV1 {
+    key: String,
+    fingerprint: [u8; 32],
+    status: u16,
+    etag: Option<String>,
+    body: Vec<u8>,
+    at: i64,
+}
+
+impl Keyed for AnswerV1 {
+    fn stored_key(&self) -> &str {
+        &self.key
+    }
+}
+
+/// Encodes the answer of an idempotent write.
+pub fn encode_answer(answer: &StoredAnswer) -> Result<Vec<u8>, RecordError> {
+    let StoredAnswer {
+        key,
+        fingerprint,
+        status,
+        etag,
+        body,
+        at,
+    } = answer;
+    let stored = AnswerV1 {
+        key: key.clone(),
+        fingerprint: *fingerprint,
+        status: *status,
+        etag: etag.clone(),
+        body: body.clone(),
+        at: at.as_micros(),
+    };
+    framed(RECORD_V1, &stored)
+}
+
+/// Decodes the answer stored under `key`.
+pub fn decode_answer(key: &str, bytes: &[u8]) -> Result<StoredAnswer, RecordError> {
+    let stored: AnswerV1 = decode_keyed(key, bytes)?;
+    Ok(StoredAnswer {
+        key: stored.key,
+        fingerprint: stored.fingerprint,
+        status: stored.status,
+        etag: stored.etag,
+        body: stored.body,
+        at: Timestamp::from_micros(stored.at),
     })
 }
 

@@ -56,6 +56,7 @@
 //! - `conditions.rs`: conditional writes (`If-Match`): a refusing edit or delete check.
 //! - `audit.rs`: the audit trail: one event per write, none for a refused one, pages, retention.
 //! - `filters.rs`: the listing filters, and that they follow every write.
+//! - `answers.rs`: the answers of idempotent writes.
 //!
 //! # Adding a case
 //!
@@ -102,10 +103,15 @@
 //! - Filters: each listing filter alone and combined, paged, following updates, setups and
 //!   deletes.
 //!
+//! - Answers: a write with an `Idempotency-Key` stores its answer in its own atomic change; a
+//!   second write with that key is `AnswerExists` and writes nothing; 16 racing writes with one
+//!   key admit one; answers are pruned by age.
+//!
 //! Not covered here: [`StorageError::Backend`](super::StorageError::Backend) (backend-specific
 //! failures).
 
 mod access;
+mod answers;
 mod audit;
 mod check;
 mod conditions;
@@ -123,6 +129,7 @@ pub fn origin() -> &'static crate::model::Origin {
     ORIGIN.get_or_init(|| crate::model::Origin {
         actor: crate::model::Actor::named("conformance suite"),
         request_id: Some("conformance".to_owned()),
+        idempotency: None,
     })
 }
 
@@ -213,6 +220,8 @@ macro_rules! storage_conformance_suite {
             races::racing_inheritances_never_make_a_cycle,
             versions::writes_at_a_stale_version_conflict_and_change_nothing,
             versions::racing_swaps_admit_one_and_losers_retry_onto_the_winner,
+            answers::answers_are_stored_with_their_write_once_per_key,
+            answers::racing_writes_with_one_key_admit_one,
         ] }
     };
     // A backend's run: one test per case, over a fresh store.

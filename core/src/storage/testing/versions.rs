@@ -60,14 +60,14 @@ pub async fn writes_at_a_stale_version_conflict_and_change_nothing(storage: Arc<
     let event = audit::database_updated(origin(), &original, &stale);
     conflict(
         storage
-            .replace_database(stale, original.updated_at, event)
+            .replace_database(stale, original.updated_at, event.into())
             .await,
         "replace_database",
     );
     let event = audit::database_deleted(origin(), crate::storage::DatabaseKey::Id(&id), &original);
     conflict(
         storage
-            .remove_database(&id, original.updated_at, event)
+            .remove_database(&id, original.updated_at, event.into())
             .await,
         "remove_database",
     );
@@ -84,7 +84,7 @@ pub async fn writes_at_a_stale_version_conflict_and_change_nothing(storage: Arc<
     renamed.api_id = Some("ext-other".to_owned());
     let event = audit::database_updated(origin(), &current, &renamed);
     let refused = storage
-        .replace_database(renamed, current.updated_at, event)
+        .replace_database(renamed, current.updated_at, event.into())
         .await;
     assert!(
         matches!(refused, Err(StorageError::IdentityChanged)),
@@ -103,7 +103,7 @@ pub async fn writes_at_a_stale_version_conflict_and_change_nothing(storage: Arc<
     let event = audit::access_updated(origin(), &id, &expected, &changed);
     ok(
         storage
-            .replace_access_control(&id, expected.clone(), changed.clone(), event)
+            .replace_access_control(&id, expected.clone(), changed.clone(), event.into())
             .await,
         "replace_access_control",
     );
@@ -112,7 +112,7 @@ pub async fn writes_at_a_stale_version_conflict_and_change_nothing(storage: Arc<
     let event = audit::access_updated(origin(), &id, &expected, &late);
     conflict(
         storage
-            .replace_access_control(&id, expected, late, event)
+            .replace_access_control(&id, expected, late, event.into())
             .await,
         "replace_access_control",
     );
@@ -151,14 +151,14 @@ pub async fn writes_at_a_stale_version_conflict_and_change_nothing(storage: Arc<
     let event = audit::dashboard_updated(origin(), &dashboard, &stale);
     conflict(
         storage
-            .replace_dashboard(stale, dashboard.updated_at, event)
+            .replace_dashboard(stale, dashboard.updated_at, event.into())
             .await,
         "replace_dashboard",
     );
     let event = audit::dashboard_deleted(origin(), &dashboard);
     conflict(
         storage
-            .remove_dashboard(&dashboard_id, dashboard.updated_at, event)
+            .remove_dashboard(&dashboard_id, dashboard.updated_at, event.into())
             .await,
         "remove_dashboard",
     );
@@ -184,7 +184,7 @@ pub async fn racing_swaps_admit_one_and_losers_retry_onto_the_winner(storage: Ar
             let next = edited(&original, &format!("swap{index}"));
             let event = audit::database_updated(origin(), &original, &next);
             storage
-                .replace_database(next, original.updated_at, event)
+                .replace_database(next, original.updated_at, event.into())
                 .await
         }
     })
