@@ -47,7 +47,8 @@ echo "=== /docs in headless Chromium"
 "$venv/bin/python" tests/contract/docs_page.py "$base" "$api_key"
 
 echo "=== schemathesis"
-"$venv/bin/schemathesis" --config-file tests/contract/schemathesis.toml run "$base/openapi.json" \
+SCHEMATHESIS_HOOKS=hooks PYTHONPATH=tests/contract PYTHONDONTWRITEBYTECODE=1 \
+  "$venv/bin/schemathesis" --config-file tests/contract/schemathesis.toml run "$base/openapi.json" \
   --seed 20261123 --max-examples "${SCHEMATHESIS_EXAMPLES:-25}" --workers 1 \
   --no-color --request-timeout 10 \
   -H "x-api-key: $api_key" -H "Authorization: Bearer $token"
