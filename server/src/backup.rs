@@ -2,7 +2,7 @@
 //!
 //! A backup runs where the data file is open: through the admin socket of a server running on
 //! the data directory (the server copies its own store while it goes on writing), else on the
-//! data file opened here, as `dbconsole keys` does ([`crate::keys`]). The copy
+//! data file opened here, as `dbconsole keys` does ([`crate::admin::client`]). The copy
 //! itself is [`RedbStorage::backup`](dbconsole_storage_redb::RedbStorage::backup). A restore
 //! never involves a server: it puts a backup in place in a data directory that has no data.
 
@@ -12,10 +12,10 @@ use dbconsole_core::seal::{KeyError, Sealer, SecretKey};
 use dbconsole_storage_redb::{Copied, CopyError};
 use thiserror::Error;
 
-use crate::admin_protocol::{AdminReply, AdminRequest};
+use crate::admin::client::{AdminError, run_on_redb};
+use crate::admin::protocol::{AdminReply, AdminRequest};
 use crate::backend::{DATA_FILE, KEY_FILE, SECRET_KEY_VAR, StorageLocation};
 use crate::cli::{BackupArgs, RestoreArgs};
-use crate::keys::{AdminError, run_on_redb};
 
 /// Runs `dbconsole backup`. `secret_key` is the value of [`SECRET_KEY_VAR`], used only when the
 /// data file is opened here.

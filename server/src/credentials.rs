@@ -1,5 +1,5 @@
 //! The callers' credentials: static full-access ones from the environment, and the stored keys
-//! (see [`crate::admin_ops`]); when neither exists, [`bootstrap`] creates one API key and one access
+//! (see [`crate::admin::operations`]); when neither exists, [`bootstrap`] creates one API key and one access
 //! token at start, stores them (digests only) and hands their secrets over to be printed once.
 
 use dbconsole_core::storage::Edits as _;

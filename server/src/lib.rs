@@ -70,7 +70,7 @@
 //! - **A server is running on the data directory**: the command connects to the server's
 //!   admin socket `DATA_DIR/admin.sock` and the server runs it on its own store, so a created
 //!   key works and a revoked one fails from the server's next request. No secret key is needed
-//!   on this path. See [`admin`] for the socket and [`admin_protocol`] for the messages (one
+//!   on this path. See [`admin`]: its socket, client, operations and messages (one
 //!   JSON line each way).
 //! - **No server is running**: the command opens the data file itself, does its work and
 //!   closes it. `keys create` creates the data directory, the key file and the data file when
@@ -116,17 +116,12 @@
 //! 0. A flag it cannot parse or an address it cannot bind ends it with a non-zero status and a
 //! one-line message.
 
-#[cfg(unix)]
 pub mod admin;
-pub mod admin_ops;
-pub mod admin_protocol;
 pub mod backend;
 pub mod backup;
 pub mod cli;
 pub mod credentials;
 pub mod docs;
-pub mod key_print;
-pub mod keys;
 pub mod metrics;
 pub mod serve;
 pub mod tls;

@@ -10,12 +10,12 @@ use std::sync::Arc;
 use dbconsole_core::ConsoleService;
 use dbconsole_core::auth::StoredCredentials;
 use dbconsole_core::{CredentialKind, Storage, StorageError};
+use dbconsole_server::admin::client::{self as keys, AdminError};
+use dbconsole_server::admin::print::{PrintError, print_reply};
 use dbconsole_server::backend::{OpenError, Opened, OpenedBackend, secret_key_from_env};
 use dbconsole_server::backup::{self, BackupError, RestoreError};
 use dbconsole_server::cli::{BackupArgs, RestoreArgs};
 use dbconsole_server::credentials::{self, ACCESS_TOKEN_VAR, API_KEY_VAR, EnvCredentials};
-use dbconsole_server::key_print::{PrintError, print_reply};
-use dbconsole_server::keys::{self, AdminError};
 use dbconsole_server::{Cli, Command, KeysArgs, ServeArgs, ShutdownSignal, StorageKind};
 use tokio::net::TcpListener;
 
@@ -98,12 +98,12 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     #[cfg(unix)]
     let admin = match backend {
         OpenedBackend::Redb(redb) => Some(
-            dbconsole_server::admin::AdminSocket::bind(&args.data_dir, redb).map_err(|source| {
-                Error::AdminSocket {
+            dbconsole_server::admin::socket::AdminSocket::bind(&args.data_dir, redb).map_err(
+                |source| Error::AdminSocket {
                     dir: args.data_dir.clone(),
                     source,
-                }
-            })?,
+                },
+            )?,
         ),
         OpenedBackend::Memory | OpenedBackend::Postgres => None,
     };

@@ -1,8 +1,8 @@
-//! `dbconsole keys` and `dbconsole backup`: where an admin request runs. On the storage `serve`
-//! uses (the same `--storage` and `--data-dir`): through the [admin socket](crate::admin) of a
-//! server that has the data directory open, else on the data file opened here (redb lets one
-//! process at a time open it). The operations themselves are in [`crate::admin_ops`]; the README
-//! sections "Caller credentials" and "Backup and restore" describe the commands.
+//! The client side: where `dbconsole keys` and `dbconsole backup` run an admin request. On the
+//! storage `serve` uses (the same `--storage` and `--data-dir`): through the [admin
+//! socket](super::socket) of a server that has the data directory open ([`request`]), else on
+//! the data file opened here (redb lets one process at a time open it). The operations
+//! themselves are in [`super::operations`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use dbconsole_storage_redb::RedbStorage;
 use thiserror::Error;
 
-use crate::admin_ops::{backup, execute};
-use crate::admin_protocol::{AdminReply, AdminRequest};
+use super::operations::{execute, run_on_redb_store};
+use super::protocol::{AdminReply, AdminRequest};
 use crate::backend::{
     ADMIN_SOCKET_FILE, DATA_FILE, OpenError, StorageKind, StorageLocation,
     open_redb as open_redb_store,
@@ -43,7 +43,7 @@ pub enum AdminError {
     /// A server answers on the admin socket, but the exchange failed.
     #[cfg(unix)]
     #[error(transparent)]
-    Admin(#[from] crate::admin::ClientError),
+    Admin(#[from] ClientError),
     /// The data file is held by a process whose admin socket does not answer.
     #[error(
         "the data file {} is open in another process, and no dbconsole server answers on {}; \
@@ -132,18 +132,15 @@ pub(crate) async fn run_on_redb(
         #[cfg(unix)]
         {
             let socket = data_dir.join(ADMIN_SOCKET_FILE);
-            match crate::admin::request(&socket, &request).await {
+            match self::request(&socket, &request).await {
                 Ok(reply) => return Ok(reply),
-                Err(crate::admin::ClientError::NoServer) => {}
+                Err(ClientError::NoServer) => {}
                 Err(error) => return Err(error.into()),
             }
         }
         match open_redb(location, secret_key, &request).await {
             Ok(store) => {
-                return Ok(match request {
-                    AdminRequest::Backup { to } => backup(&store, &to).await,
-                    request => execute(&*store, request).await,
-                });
+                return Ok(run_on_redb_store(&store, request).await);
             }
             Err(AdminError::Busy { .. }) if Instant::now() < patience => {
                 tokio::time::sleep(BUSY_RETRY).await;
@@ -179,6 +176,107 @@ async fn open_redb(
         }
     })?;
     Ok(opened)
+}
+
+use std::io;
+use std::path::Path;
+
+#[cfg(unix)]
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+#[cfg(unix)]
+use tokio::net::UnixStream;
+
+/// The longest reply line the client reads (a listing of many keys).
+const MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
+
+/// How long the client waits for the server's answer: only keeps a wedged server from hanging
+/// the command forever.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why [`request`] got no reply.
+#[derive(Debug, Error)]
+pub enum ClientError {
+    /// Nothing listens on the socket (no socket file, or one left by a server that is gone).
+    #[error("no server listens on the admin socket")]
+    NoServer,
+    /// The socket could not be used.
+    #[error("cannot use the admin socket {}: {source}", path.display())]
+    Io {
+        /// The socket.
+        path: PathBuf,
+        /// What failed.
+        source: io::Error,
+    },
+    /// The server closed the connection, or answered something that is not a reply.
+    #[error(
+        "the server on {} {problem}; `dbconsole keys list` shows whether the change was made",
+        path.display()
+    )]
+    Protocol {
+        /// The socket.
+        path: PathBuf,
+        /// What the server did.
+        problem: ProtocolError,
+    },
+}
+
+/// What a server on the admin socket did instead of answering a reply.
+#[derive(Debug, Error)]
+pub enum ProtocolError {
+    /// No answer within the reply timeout.
+    #[error("did not answer within {} s", REPLY_TIMEOUT.as_secs())]
+    Timeout,
+    /// The connection ended before a reply line.
+    #[error("closed the connection without answering")]
+    Closed,
+    /// The line is not a [`AdminReply`].
+    #[error("answered something unreadable ({0})")]
+    Unreadable(serde_json::Error),
+}
+
+/// Sends `request` to the server listening on `socket` and reads its reply.
+#[cfg(unix)]
+pub async fn request(socket: &Path, request: &AdminRequest) -> Result<AdminReply, ClientError> {
+    let io_error = |source| ClientError::Io {
+        path: socket.to_owned(),
+        source,
+    };
+    let protocol_error = |problem| ClientError::Protocol {
+        path: socket.to_owned(),
+        problem,
+    };
+    let mut stream = match UnixStream::connect(socket).await {
+        Ok(stream) => stream,
+        Err(error)
+            if matches!(
+                error.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            return Err(ClientError::NoServer);
+        }
+        Err(error) => return Err(io_error(error)),
+    };
+    let mut line = serde_json::to_vec(request).map_err(|error| io_error(error.into()))?;
+    line.push(b'\n');
+    let exchange = async {
+        stream.write_all(&line).await?;
+        let mut reply = Vec::new();
+        BufReader::new(&mut stream)
+            .take(MAX_REPLY_BYTES)
+            .read_until(b'\n', &mut reply)
+            .await?;
+        Ok::<_, io::Error>(reply)
+    };
+    let reply = match tokio::time::timeout(REPLY_TIMEOUT, exchange).await {
+        Err(_) => return Err(protocol_error(ProtocolError::Timeout)),
+        Ok(Err(error)) => return Err(io_error(error)),
+        Ok(Ok(reply)) => reply,
+    };
+    if reply.is_empty() {
+        return Err(protocol_error(ProtocolError::Closed));
+    }
+    serde_json::from_slice(&reply).map_err(|error| protocol_error(ProtocolError::Unreadable(error)))
 }
 
 #[cfg(test)]

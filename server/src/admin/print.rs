@@ -8,7 +8,7 @@ use dbconsole_core::model::Timestamp;
 use dbconsole_core::{CredentialKind, Secret};
 use thiserror::Error;
 
-use crate::admin_protocol::{AdminReply, Failure, KeyInfo};
+use super::protocol::{AdminReply, Failure, KeyInfo};
 
 /// Why [`print_reply`] printed nothing, or not everything.
 #[derive(Debug, Error)]

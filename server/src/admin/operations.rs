@@ -11,7 +11,16 @@ use dbconsole_core::validate::check_key_name;
 use dbconsole_core::{Storage, StorageError};
 use dbconsole_storage_redb::{CopyError, RedbStorage};
 
-use crate::admin_protocol::{AdminReply, AdminRequest, Failure, KeyInfo};
+use super::protocol::{AdminReply, AdminRequest, Failure, KeyInfo};
+
+/// Runs one request on a redb store, backups included: the one dispatch of the admin socket and
+/// of the command that opened the data file itself.
+pub async fn run_on_redb_store(store: &RedbStorage, request: AdminRequest) -> AdminReply {
+    match request {
+        AdminRequest::Backup { to } => backup(store, &to).await,
+        request => execute(store, request).await,
+    }
+}
 
 /// Runs one request on `storage`. A created key's secret is in the reply and nowhere else: only
 /// its digest is stored.
@@ -103,7 +112,7 @@ mod tests {
     use dbconsole_storage_memory::MemoryStorage;
 
     use super::*;
-    use crate::key_print::print_reply;
+    use crate::admin::print::print_reply;
 
     fn create(kind: CredentialKind, scope: Scope, name: &str) -> AdminRequest {
         AdminRequest::Create {

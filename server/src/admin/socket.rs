@@ -7,7 +7,7 @@
 //!
 //! **Protocol.** One connection, one exchange: the client writes one [`AdminRequest`] as a JSON
 //! line, the server answers one [`AdminReply`] as a JSON line and closes (the messages are
-//! [`crate::admin_protocol`]; the server runs them with [`crate::admin_ops::execute`]). A request line is at
+//! [`super::protocol`]; the server runs them with [`super::operations::run_on_redb_store`]). A request line is at
 //! most [`MAX_REQUEST_BYTES`] bytes and must arrive within [`REQUEST_TIMEOUT`].
 //!
 //! **Who may connect.** Access to the socket is access to the data directory: whoever can
@@ -28,14 +28,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dbconsole_storage_redb::RedbStorage;
-use thiserror::Error;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tokio::task::{JoinHandle, JoinSet};
 
-use crate::admin_ops::{backup, execute};
-use crate::admin_protocol::{AdminReply, AdminRequest, Failure};
+use super::operations::run_on_redb_store;
+use super::protocol::{AdminReply, AdminRequest, Failure};
 use crate::backend::ADMIN_SOCKET_FILE;
 
 /// The longest request line the server reads.
@@ -43,13 +42,6 @@ pub const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 
 /// How long the server waits for a connected client's request line.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The longest reply line the client reads (a listing of many keys).
-const MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
-
-/// How long the client waits for the server's answer: only keeps a wedged server from hanging
-/// the command forever.
-const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The pause after a failed `accept` (out of file descriptors…), so that it does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
@@ -193,10 +185,7 @@ async fn serve_connection(mut stream: UnixStream, storage: Arc<RedbStorage>, own
         Ok(Ok(_)) => match serde_json::from_slice::<AdminRequest>(&line) {
             Ok(request) => {
                 let op = request.op();
-                let reply = match request {
-                    AdminRequest::Backup { to } => backup(&storage, &to).await,
-                    request => execute(&*storage, request).await,
-                };
+                let reply = run_on_redb_store(&storage, request).await;
                 log_reply(op, &reply);
                 reply
             }
@@ -266,91 +255,6 @@ fn log_reply(op: &str, reply: &AdminReply) {
     }
 }
 
-/// Why [`request`] got no reply.
-#[derive(Debug, Error)]
-pub enum ClientError {
-    /// Nothing listens on the socket (no socket file, or one left by a server that is gone).
-    #[error("no server listens on the admin socket")]
-    NoServer,
-    /// The socket could not be used.
-    #[error("cannot use the admin socket {}: {source}", path.display())]
-    Io {
-        /// The socket.
-        path: PathBuf,
-        /// What failed.
-        source: io::Error,
-    },
-    /// The server closed the connection, or answered something that is not a reply.
-    #[error(
-        "the server on {} {problem}; `dbconsole keys list` shows whether the change was made",
-        path.display()
-    )]
-    Protocol {
-        /// The socket.
-        path: PathBuf,
-        /// What the server did.
-        problem: ProtocolError,
-    },
-}
-
-/// What a server on the admin socket did instead of answering a reply.
-#[derive(Debug, Error)]
-pub enum ProtocolError {
-    /// No answer within the reply timeout.
-    #[error("did not answer within {} s", REPLY_TIMEOUT.as_secs())]
-    Timeout,
-    /// The connection ended before a reply line.
-    #[error("closed the connection without answering")]
-    Closed,
-    /// The line is not a [`AdminReply`].
-    #[error("answered something unreadable ({0})")]
-    Unreadable(serde_json::Error),
-}
-
-/// Sends `request` to the server listening on `socket` and reads its reply.
-pub async fn request(socket: &Path, request: &AdminRequest) -> Result<AdminReply, ClientError> {
-    let io_error = |source| ClientError::Io {
-        path: socket.to_owned(),
-        source,
-    };
-    let protocol_error = |problem| ClientError::Protocol {
-        path: socket.to_owned(),
-        problem,
-    };
-    let mut stream = match UnixStream::connect(socket).await {
-        Ok(stream) => stream,
-        Err(error)
-            if matches!(
-                error.kind(),
-                io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
-            ) =>
-        {
-            return Err(ClientError::NoServer);
-        }
-        Err(error) => return Err(io_error(error)),
-    };
-    let mut line = serde_json::to_vec(request).map_err(|error| io_error(error.into()))?;
-    line.push(b'\n');
-    let exchange = async {
-        stream.write_all(&line).await?;
-        let mut reply = Vec::new();
-        BufReader::new(&mut stream)
-            .take(MAX_REPLY_BYTES)
-            .read_until(b'\n', &mut reply)
-            .await?;
-        Ok::<_, io::Error>(reply)
-    };
-    let reply = match tokio::time::timeout(REPLY_TIMEOUT, exchange).await {
-        Err(_) => return Err(protocol_error(ProtocolError::Timeout)),
-        Ok(Err(error)) => return Err(io_error(error)),
-        Ok(Ok(reply)) => reply,
-    };
-    if reply.is_empty() {
-        return Err(protocol_error(ProtocolError::Closed));
-    }
-    serde_json::from_slice(&reply).map_err(|error| protocol_error(ProtocolError::Unreadable(error)))
-}
-
 #[cfg(test)]
 mod tests {
     use dbconsole_core::auth::StoredCredentials;
@@ -358,6 +262,7 @@ mod tests {
     use dbconsole_core::{Authenticator, CredentialKind, Scope, StaticCredentials};
 
     use super::*;
+    use crate::admin::client::{ClientError, ProtocolError, request};
 
     fn memory_store() -> Arc<RedbStorage> {
         Arc::new(RedbStorage::in_memory(&Sealer::ephemeral().unwrap()).unwrap())
