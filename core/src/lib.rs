@@ -54,7 +54,8 @@ pub use check::{Checkers, ConnectionChecker};
 pub use model::{CredentialKind, Scope, Secret};
 pub use seal::{Sealer, SecretKey};
 pub use service::{
-    ApiError, ConsoleService, ConsoleServiceBuilder, REQUEST_ID_HEADER, RequestId, ResponseBody,
+    ApiError, ConsoleService, ConsoleServiceBuilder, DEFAULT_AUDIT_RETENTION, DEFAULT_BODY_TIMEOUT,
+    DEFAULT_CHECK_TIMEOUT, REQUEST_ID_HEADER, RequestId, ResponseBody,
 };
 pub use storage::{Storage, StorageError};
 pub use validate::ValidationErrors;

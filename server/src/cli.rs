@@ -12,7 +12,23 @@ use clap::{Args, Parser, Subcommand};
 use dbconsole_core::model::{Retention, Secret};
 use dbconsole_core::{CredentialKind, Scope};
 
+use dbconsole_core::{DEFAULT_AUDIT_RETENTION, DEFAULT_BODY_TIMEOUT, DEFAULT_CHECK_TIMEOUT};
+
 use crate::backend::{StorageKind, StorageLocation};
+
+/// The data directory when `--data-dir` and its variable are not given.
+const DEFAULT_DATA_DIR: &str = "./data";
+/// The variable of `--data-dir` (every command that takes it).
+const DATA_DIR_ENV: &str = "DBCONSOLE_DATA_DIR";
+/// The service's default retention, as the flags say it (0: no bound).
+const DEFAULT_AUDIT_DAYS: u32 = match DEFAULT_AUDIT_RETENTION.max_age_days {
+    Some(days) => days,
+    None => 0,
+};
+const DEFAULT_AUDIT_EVENTS: u64 = match DEFAULT_AUDIT_RETENTION.max_events {
+    Some(events) => events,
+    None => 0,
+};
 use crate::serve::ServeLimits;
 
 /// The `dbconsole` command line.
@@ -157,7 +173,7 @@ pub struct BackupArgs {
     pub to: PathBuf,
 
     /// Directory of the redb data file (the same as `serve`'s).
-    #[arg(long, env = "DBCONSOLE_DATA_DIR", default_value = "./data")]
+    #[arg(long, env = DATA_DIR_ENV, default_value = DEFAULT_DATA_DIR)]
     pub data_dir: PathBuf,
 }
 
@@ -178,7 +194,7 @@ pub struct RestoreArgs {
     pub from: PathBuf,
 
     /// The data directory to restore into; it must hold no data file.
-    #[arg(long, env = "DBCONSOLE_DATA_DIR", default_value = "./data")]
+    #[arg(long, env = DATA_DIR_ENV, default_value = DEFAULT_DATA_DIR)]
     pub data_dir: PathBuf,
 }
 
@@ -218,7 +234,7 @@ pub struct ServeArgs {
 
     /// Directory of the redb data file and, unless DBCONSOLE_SECRET_KEY is set, of the secret
     /// key file; created when missing (unused by `memory`).
-    #[arg(long, env = "DBCONSOLE_DATA_DIR", default_value = "./data")]
+    #[arg(long, env = DATA_DIR_ENV, default_value = DEFAULT_DATA_DIR)]
     pub data_dir: PathBuf,
 
     /// Where the PostgreSQL storage is.
@@ -274,7 +290,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "DBCONSOLE_BODY_TIMEOUT_SECS",
-        default_value_t = 30,
+        default_value_t = DEFAULT_BODY_TIMEOUT.as_secs(),
         value_parser = clap::value_parser!(u64).range(1..=3600)
     )]
     pub body_timeout_secs: u64,
@@ -293,7 +309,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "DBCONSOLE_CHECK_TIMEOUT_SECS",
-        default_value_t = 10,
+        default_value_t = DEFAULT_CHECK_TIMEOUT.as_secs(),
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub check_timeout_secs: u64,
@@ -303,7 +319,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "DBCONSOLE_AUDIT_RETENTION_DAYS",
-        default_value_t = 365,
+        default_value_t = DEFAULT_AUDIT_DAYS,
         value_parser = clap::value_parser!(u32).range(0..=100_000)
     )]
     pub audit_retention_days: u32,
@@ -312,7 +328,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "DBCONSOLE_AUDIT_RETENTION_EVENTS",
-        default_value_t = 1_000_000
+        default_value_t = DEFAULT_AUDIT_EVENTS
     )]
     pub audit_retention_events: u64,
 }
@@ -477,8 +493,8 @@ pub struct KeysArgs {
     /// Directory of the redb data file (the same as `serve`'s).
     #[arg(
         long,
-        env = "DBCONSOLE_DATA_DIR",
-        default_value = "./data",
+        env = DATA_DIR_ENV,
+        default_value = DEFAULT_DATA_DIR,
         global = true
     )]
     pub data_dir: PathBuf,
