@@ -18,10 +18,22 @@ fn differs<T: PartialEq>(changes: &mut Vec<String>, name: &str, old: Option<&T>,
     }
 }
 
-/// What changed between `old` (`None` for a create) and `new`, by field name. `new` is
+/// What changed between `old` (`None` for a create) and `new`, by field name: for a create, the
+/// fields it set (those not at their create default; `adapter`, required, always). `new` is
 /// destructured whole, with no `..`: a field added to [`Database`] fails to compile here until
 /// it is named.
 pub fn database_changes(old: Option<&Database>, new: &Database) -> Vec<String> {
+    let created = old.is_none();
+    let unset;
+    let old = match old {
+        Some(old) => old,
+        None => {
+            let mut blank = crate::validate::blank_database(new.inserted_at);
+            blank.adapter = new.adapter;
+            unset = blank;
+            &unset
+        }
+    };
     let Database {
         id: _,
         api_id,
@@ -47,59 +59,53 @@ pub fn database_changes(old: Option<&Database>, new: &Database) -> Vec<String> {
     } = new;
     let mut changes = Vec::new();
     let c = &mut changes;
-    differs(c, "api_id", old.map(|o| &o.api_id), api_id);
-    differs(c, "name", old.map(|o| &o.name), name);
-    differs(c, "adapter", old.map(|o| &o.adapter), adapter);
-    differs(c, "hostname", old.map(|o| &o.hostname), hostname);
-    differs(c, "port", old.map(|o| &o.port), port);
-    differs(c, "database", old.map(|o| &o.database), database);
-    differs(c, "ssl", old.map(|o| &o.ssl), ssl);
+    if created {
+        c.push("adapter".to_owned());
+    }
+    differs(c, "api_id", Some(&old.api_id), api_id);
+    differs(c, "name", Some(&old.name), name);
+    differs(c, "adapter", Some(&old.adapter), adapter);
+    differs(c, "hostname", Some(&old.hostname), hostname);
+    differs(c, "port", Some(&old.port), port);
+    differs(c, "database", Some(&old.database), database);
+    differs(c, "ssl", Some(&old.ssl), ssl);
     differs(
         c,
         "verify_server_hostname",
-        old.map(|o| &o.verify_server_hostname),
+        Some(&old.verify_server_hostname),
         verify_server_hostname,
     );
     differs(
         c,
         "restrict_access",
-        old.map(|o| &o.restrict_access),
+        Some(&old.restrict_access),
         restrict_access,
     );
     differs(
         c,
         "review_bypass_allowed",
-        old.map(|o| &o.review_bypass_allowed),
+        Some(&old.review_bypass_allowed),
         review_bypass_allowed,
     );
-    differs(c, "group", old.map(|o| &o.group), group);
-    differs(
-        c,
-        "slack_channel",
-        old.map(|o| &o.slack_channel),
-        slack_channel,
-    );
-    differs(c, "tunnel_id", old.map(|o| &o.tunnel_id), tunnel_id);
-    differs(c, "ai_enabled", old.map(|o| &o.ai_enabled), ai_enabled);
-    differs(c, "ai_max_rows", old.map(|o| &o.ai_max_rows), ai_max_rows);
+    differs(c, "group", Some(&old.group), group);
+    differs(c, "slack_channel", Some(&old.slack_channel), slack_channel);
+    differs(c, "tunnel_id", Some(&old.tunnel_id), tunnel_id);
+    differs(c, "ai_enabled", Some(&old.ai_enabled), ai_enabled);
+    differs(c, "ai_max_rows", Some(&old.ai_max_rows), ai_max_rows);
     differs(
         c,
         "connection_parameters",
-        old.map(|o| &o.connection_parameters),
+        Some(&old.connection_parameters),
         connection_parameters,
     );
     for field in TlsField::ALL {
         // Sealed bytes: a new value seals differently even when it is the same text, so a
         // certificate sent again counts as changed.
-        if old.and_then(|o| o.tls.get(field)) != tls.get(field) {
+        if old.tls.get(field) != tls.get(field) {
             c.push(field.body_key().to_owned());
         }
     }
-    credential_changes(
-        c,
-        old.map(|o| o.credentials.as_slice()).unwrap_or(&[]),
-        credentials,
-    );
+    credential_changes(c, &old.credentials, credentials);
     changes
 }
 
@@ -297,4 +303,51 @@ pub fn cutoff(retention: Retention, now: Timestamp) -> Option<Timestamp> {
                 .saturating_sub(i64::from(days).saturating_mul(MICROS_PER_DAY)),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Timestamp;
+    use crate::seal::Sealer;
+    use crate::validate::database_from_body;
+
+    fn created(body: serde_json::Value) -> Vec<String> {
+        let body = body.as_object().unwrap().clone();
+        let sealer = Sealer::ephemeral().unwrap();
+        let db = database_from_body(None, &body, Timestamp::now(), &sealer).unwrap();
+        database_changes(None, &db)
+    }
+
+    #[test]
+    fn a_create_names_only_what_it_set() {
+        let minimal = serde_json::json!({
+            "name": "Orders", "adapter": "postgres", "hostname": "db.internal",
+            "database": "orders", "credentials": [{"username": "reader", "password": "pw"}],
+        });
+        assert_eq!(
+            created(minimal.clone()),
+            [
+                "adapter",
+                "name",
+                "hostname",
+                "database",
+                "credentials[reader]",
+                "credentials[reader].password"
+            ]
+        );
+        let mut more = minimal;
+        more["port"] = serde_json::json!(5433);
+        more["group"] = serde_json::json!("prod");
+        more["ai_enabled"] = serde_json::json!(true);
+        let changes = created(more);
+        for field in ["port", "group", "ai_enabled"] {
+            assert!(
+                changes.contains(&field.to_owned()),
+                "{field} in {changes:?}"
+            );
+        }
+        assert!(!changes.contains(&"slack_channel".to_owned()));
+        assert!(!changes.contains(&"ai_max_rows".to_owned()));
+    }
 }

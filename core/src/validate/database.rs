@@ -48,7 +48,9 @@ fn port(reader: &mut Reader<'_>) -> Given<u16> {
         .map(|value| value.map(|v| v as u16))
 }
 
-fn blank_database(now: Timestamp) -> Database {
+/// A database with every field unset (its create defaults), for a create to start from and
+/// for the audit trail to tell what a create set.
+pub(crate) fn blank_database(now: Timestamp) -> Database {
     Database {
         id: DatabaseId::generate(),
         api_id: None,
