@@ -326,11 +326,24 @@ impl RedbStorage {
     /// Runs a point read here, on the caller's thread: one short read transaction, served from
     /// redb's cache and the page cache, is cheaper than the hop to the blocking pool and back
     /// (which cost most of a GET). Listings and every write still run on the blocking pool.
+    ///
+    /// Only while the file is open and free, though: while the writer reopens it after an I/O
+    /// failure (the read would wait for the reopen), or when it must be opened first, the read
+    /// runs in [`tokio::task::block_in_place`] on a multi-thread runtime, so the async worker's
+    /// other tasks move on instead of waiting behind it.
     fn read_now<T>(
         &self,
         work: impl FnOnce(&Inner) -> Result<T, StorageError>,
     ) -> Result<T, StorageError> {
-        work(&self.inner)
+        if self.inner.open_and_free() {
+            return work(&self.inner);
+        }
+        match tokio::runtime::Handle::try_current().map(|handle| handle.runtime_flavor()) {
+            Ok(tokio::runtime::RuntimeFlavor::MultiThread) => {
+                tokio::task::block_in_place(|| work(&self.inner))
+            }
+            _ => work(&self.inner),
+        }
     }
 
     /// Runs `work` in a write transaction of the writer thread (group commit, see `writer.rs`);
@@ -503,6 +516,15 @@ impl Inner {
         match slot.as_ref() {
             Some(db) => work(db),
             None => Err(StorageError::unavailable(Reopening)),
+        }
+    }
+
+    /// Whether the file is open and no reopen holds it now (a read would not wait).
+    fn open_and_free(&self) -> bool {
+        match self.db.try_read() {
+            Ok(slot) => slot.is_some(),
+            Err(std::sync::TryLockError::Poisoned(slot)) => slot.into_inner().is_some(),
+            Err(std::sync::TryLockError::WouldBlock) => false,
         }
     }
 
@@ -1169,6 +1191,51 @@ mod tests {
 
     fn store() -> RedbStorage {
         RedbStorage::in_memory(&Sealer::ephemeral().unwrap()).unwrap()
+    }
+
+    /// A point read that would wait for a reopen does not hold its async worker: with one
+    /// worker, another task still runs while the read waits for the file.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_read_waiting_for_a_reopen_leaves_the_worker_to_other_tasks() {
+        let storage = Arc::new(store());
+        let database = sample_database("Waits", None);
+        storage
+            .insert_database(database.clone(), origin())
+            .await
+            .unwrap();
+        // A reopen in progress: the file's slot write-locked until `release` (or 10 s).
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (locked, is_locked) = std::sync::mpsc::channel::<()>();
+        let held = Arc::new(AtomicBool::new(true));
+        let holder = {
+            let (storage, held) = (Arc::clone(&storage), Arc::clone(&held));
+            std::thread::spawn(move || {
+                let slot = storage.inner.db.write().unwrap();
+                locked.send(()).unwrap();
+                let _ = released.recv_timeout(std::time::Duration::from_secs(10));
+                held.store(false, Ordering::SeqCst);
+                drop(slot);
+            })
+        };
+        is_locked.recv().unwrap();
+        let read = {
+            let (storage, id) = (Arc::clone(&storage), database.id.clone());
+            tokio::spawn(async move { storage.database(id.as_str()).await })
+        };
+        // Let the read reach the lock (ordering only; what is checked is an event).
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        let other = {
+            let held = Arc::clone(&held);
+            tokio::spawn(async move { held.load(Ordering::SeqCst) })
+        };
+        let ran_while_held = other.await.unwrap();
+        release.send(()).ok();
+        holder.join().unwrap();
+        assert!(
+            ran_while_held,
+            "another task ran only once the read was done: the read held the worker"
+        );
+        assert_eq!(read.await.unwrap().unwrap(), Some(database));
     }
 
     /// Group commit: many writes at once share transactions. A job that writes and then
