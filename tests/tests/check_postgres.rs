@@ -5,8 +5,6 @@
 
 mod check_support;
 
-use std::time::{Duration, Instant};
-
 use check_support::suite::{AdapterRow, Expect, Server};
 use check_support::*;
 use dbconsole_core::check::{Adapter, CheckTarget, ConnectionChecker, postgres};
@@ -174,42 +172,4 @@ async fn credential_host_name_overrides_the_database_one() {
     let mut body = POSTGRES.body(suite::UNKNOWN_HOST, PORT);
     body["credentials"][0]["hostname"] = json!("127.0.0.1");
     assert_eq!(check_body(&body).await, "ok");
-}
-
-/// Not a test of behaviour: prints how long one check takes next to a raw tokio-postgres
-/// connect in the same run. `cargo test -p dbconsole-tests --test check_postgres -- --ignored
-/// --nocapture timing`
-#[tokio::test]
-#[ignore]
-async fn timing() {
-    up().await;
-    let api = api();
-    let id = create(&api, &ok_body()).await;
-    let rounds = 20u32;
-    let mut check_total = Duration::ZERO;
-    let mut raw_total = Duration::ZERO;
-    for _ in 0..rounds {
-        let start = Instant::now();
-        assert_eq!(check(&api, &id, "checker").await, "ok");
-        check_total += start.elapsed();
-
-        let start = Instant::now();
-        let (client, connection) = tokio_postgres::connect(
-            "host=127.0.0.1 port=5432 user=checker password=checkpw dbname=checkdb",
-            tokio_postgres::NoTls,
-        )
-        .await
-        .expect("raw connect");
-        let task = tokio::spawn(connection);
-        client.simple_query("SELECT 1").await.expect("raw query");
-        drop(client);
-        let _ = task.await;
-        raw_total += start.elapsed();
-    }
-    println!(
-        "postgres, mean of {rounds}: check-connection through the service {:?}; raw \
-         tokio-postgres connect + SELECT 1 {:?}",
-        check_total / rounds,
-        raw_total / rounds
-    );
 }
