@@ -1303,19 +1303,28 @@ mod tests {
             .insert_database(doomed.clone(), origin())
             .await
             .unwrap();
-        // Keep the writer busy so that the delete and the update queue up into one batch.
+        // Keep the writer busy (a job held at a gate) so that the delete and the update queue
+        // up behind it into one batch; each step waits for an event, not for time.
+        let (started, is_started) = std::sync::mpsc::channel::<()>();
+        let (open_gate, gate) = std::sync::mpsc::channel::<()>();
+        let gate = Arc::new(std::sync::Mutex::new(Some((started, gate))));
+        let before = storage.writer.submitted();
         let busy = {
             let storage = Arc::clone(&storage);
             tokio::spawn(async move {
                 storage
-                    .write(|_, _| {
-                        std::thread::sleep(std::time::Duration::from_millis(300));
+                    .write(move |_, _| {
+                        // Only the first run waits (a job may run again on a replay).
+                        if let Some((started, gate)) = gate.lock().unwrap().take() {
+                            started.send(()).unwrap();
+                            gate.recv().unwrap();
+                        }
                         Ok(())
                     })
                     .await
             })
         };
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        is_started.recv().unwrap();
         let delete = {
             let (storage, id) = (Arc::clone(&storage), doomed.id.clone());
             tokio::spawn(async move {
@@ -1324,12 +1333,22 @@ mod tests {
                     .await
             })
         };
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        let update = storage.update_database(
-            doomed.id.as_str(),
-            Box::new(|db: &Database| Ok(db.clone())),
-            origin(),
-        );
+        while storage.writer.submitted() < before + 2 {
+            tokio::task::yield_now().await;
+        }
+        let update = {
+            let (storage, id) = (Arc::clone(&storage), doomed.id.clone());
+            tokio::spawn(async move {
+                storage
+                    .update_database(id.as_str(), |db: &Database| Ok(db.clone()), origin())
+                    .await
+            })
+        };
+        while storage.writer.submitted() < before + 3 {
+            tokio::task::yield_now().await;
+        }
+        open_gate.send(()).unwrap();
+        let update = async { update.await.unwrap() };
         let refused = update.await;
         assert!(
             matches!(refused, Err(StorageError::NotFound)),

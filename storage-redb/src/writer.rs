@@ -64,6 +64,8 @@ struct Job {
 pub(crate) struct Writer {
     jobs: Option<Sender<Job>>,
     thread: Option<JoinHandle<()>>,
+    /// Jobs submitted so far (what a test waits on to know a job is queued).
+    submitted: std::sync::atomic::AtomicU64,
 }
 
 impl Writer {
@@ -111,7 +113,14 @@ impl Writer {
         Ok(Self {
             jobs: Some(jobs),
             thread: Some(thread),
+            submitted: std::sync::atomic::AtomicU64::new(0),
         })
+    }
+
+    /// How many jobs were submitted so far.
+    #[cfg(test)]
+    pub(crate) fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::Acquire)
     }
 
     /// Runs `work` in a write transaction of the writer; the answer comes after the commit
@@ -131,6 +140,7 @@ impl Writer {
             }),
         };
         let not_written = || Ok(Err(StorageError::backend(NotWritten)));
+        self.submitted.fetch_add(1, Ordering::AcqRel);
         let Some(jobs) = &self.jobs else {
             return not_written();
         };
