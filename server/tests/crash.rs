@@ -9,6 +9,9 @@
 //! - no partial record exists: every stored record is one that some request wrote whole (all
 //!   fields of one write agree with each other), and every record reads back (secrets decrypt).
 //!
+//! A second test kills the server under clients that send every create with an
+//! `Idempotency-Key` and send it again after each kill: each key ends as exactly one database.
+//!
 //! CI runs [`survives_sigkill_at_random_moments`] (20 kills). For deeper runs:
 //! `DBCONSOLE_CRASH_KILLS=200 cargo test -p dbconsole-server --test crash -- --ignored`.
 
@@ -101,7 +104,21 @@ impl Client {
         path: &str,
         body: Option<&Value>,
     ) -> Option<(StatusCode, Value)> {
+        self.send_keyed(method, path, None, body).await
+    }
+
+    /// [`Client::send`] with an `Idempotency-Key`.
+    async fn send_keyed(
+        &mut self,
+        method: Method,
+        path: &str,
+        key: Option<&str>,
+        body: Option<&Value>,
+    ) -> Option<(StatusCode, Value)> {
         let mut request = Request::builder().method(method).uri(path);
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
         request = if path.starts_with("/v1/dashboards") {
             request.header("authorization", format!("Bearer {TOKEN}"))
         } else {
@@ -452,6 +469,107 @@ async fn run_rounds(kills: usize) {
         dbs > 0,
         "the workload wrote nothing: the test exercised no crash"
     );
+    server.kill().await;
+}
+
+/// The creates of one client with `Idempotency-Key`s across kills: each key is sent, and sent
+/// again (the same request) after every broken connection or restart, until it is answered
+/// 200. `next` is the first key not yet answered.
+async fn keyed_client(addr: SocketAddr, client: usize, next: Arc<Mutex<u64>>) {
+    let Some(mut http) = Client::connect(addr).await else {
+        return;
+    };
+    loop {
+        let n = *next.lock().unwrap_or_else(|p| p.into_inner());
+        let name = format!("idem-{client}-{n}");
+        let body = json!({
+            "name": name, "adapter": "postgres", "hostname": "db.internal",
+            "database": "orders", "credentials": [{"username": "reader", "password": "pw"}],
+        });
+        match http
+            .send_keyed(
+                Method::POST,
+                "/api/v1/console/databases",
+                Some(&name),
+                Some(&body),
+            )
+            .await
+        {
+            Some((status, answer)) if status == StatusCode::OK => {
+                assert_eq!(answer["name"], name.as_str(), "{answer}");
+                *next.lock().unwrap_or_else(|p| p.into_inner()) = n + 1;
+            }
+            Some((status, answer)) => panic!("{name}: {status} {answer}"),
+            None => return,
+        }
+    }
+}
+
+/// SIGKILL, where no server can say whether a write in flight was made: clients that send
+/// every create with an `Idempotency-Key` and send it again after each kill end with exactly
+/// one database per key (README, "Retrying a write safely").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_with_idempotency_keys_make_one_record_per_key_across_sigkills() {
+    let data = tempfile::tempdir().expect("temp dir");
+    let next: Vec<Arc<Mutex<u64>>> = (0..CLIENTS).map(|_| Arc::new(Mutex::new(0))).collect();
+    for _ in 0..10 {
+        let server = Server::start(data.path()).await;
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|client| {
+                tokio::spawn(keyed_client(server.addr, client, Arc::clone(&next[client])))
+            })
+            .collect();
+        let delay = rand::rng().random_range(20..300);
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+        server.kill().await;
+        for client in clients {
+            client
+                .await
+                .expect("a client task panicked: see the assertion above");
+        }
+    }
+    // The last key of each client was in flight at the last kill: send it once more.
+    let server = Server::start(data.path()).await;
+    let mut http = Client::connect(server.addr).await.expect("connects");
+    for (client, next) in next.iter().enumerate() {
+        let n = *next.lock().unwrap();
+        let name = format!("idem-{client}-{n}");
+        let body = json!({
+            "name": name, "adapter": "postgres", "hostname": "db.internal",
+            "database": "orders", "credentials": [{"username": "reader", "password": "pw"}],
+        });
+        let (status, answer) = http
+            .send_keyed(
+                Method::POST,
+                "/api/v1/console/databases",
+                Some(&name),
+                Some(&body),
+            )
+            .await
+            .expect("answered");
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        *next.lock().unwrap() = n + 1;
+    }
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for database in list_all(&mut http, "/api/v1/console/databases").await {
+        *counts
+            .entry(database["name"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    let mut keys = 0;
+    for (client, next) in next.iter().enumerate() {
+        for n in 0..*next.lock().unwrap() {
+            let name = format!("idem-{client}-{n}");
+            assert_eq!(
+                counts.get(&name),
+                Some(&1),
+                "{name} must be stored exactly once"
+            );
+            keys += 1;
+        }
+    }
+    assert_eq!(counts.len(), keys, "a record no key asked for: {counts:?}");
+    eprintln!("{keys} keys across 10 kills: one database each");
     server.kill().await;
 }
 
