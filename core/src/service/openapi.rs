@@ -10,7 +10,9 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::model::{AccessLevel, Adapter, AuditAction, ColumnAction, ResourceKind, SubjectKind};
+use crate::model::{
+    AccessLevel, Adapter, AuditAction, ColumnAction, Database, ResourceKind, SubjectKind,
+};
 use crate::validate::{
     CERTIFICATE_MAX, DEFAULT_AI_MAX_ROWS, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NAME_MAX, PASSWORD_MAX,
     QUERY_MAX, Text, VALUE_MAX,
@@ -940,6 +942,35 @@ fn schemas() -> Value {
         "reviews_required": integer(0, U32_MAX, false),
         "default_credential": { "type": "boolean" },
     }));
+    // Every field of `Database`, destructured whole (no `..`): a new field fails to compile here
+    // until the document says how it is answered. The test `the_database_schema_is_the_answer`
+    // ties the properties below to what the API answers.
+    let _ = |db: &Database| {
+        let Database {
+            id: _,
+            api_id: _,
+            name: _,
+            adapter: _,
+            hostname: _,
+            port: _,
+            database: _,
+            ssl: _,
+            verify_server_hostname: _,
+            restrict_access: _,
+            review_bypass_allowed: _,
+            group: _,
+            slack_channel: _,
+            tunnel_id: _,
+            ai_enabled: _,
+            ai_max_rows: _,
+            connection_parameters: _,
+            credentials: _,
+            // Write-only: taken as `ssl_ca_cert`, `ssl_cert`, `ssl_key`, never answered.
+            tls: _,
+            inserted_at: _,
+            updated_at: _,
+        } = db;
+    };
     let database = closed(json!({
         "id": id_schema("db"),
         "api_id": nullable_string(),
@@ -1134,6 +1165,31 @@ mod tests {
     /// Every path and method of the document is the router's, and every route of the router is
     /// in the document: a path template with its parameters filled in is recognized as a route
     /// that allows exactly the document's methods.
+    /// The `Database` schema's properties are exactly the keys a database answer has.
+    #[test]
+    fn the_database_schema_is_the_answer() {
+        let body = serde_json::json!({
+            "name": "Orders", "adapter": "postgres", "hostname": "db.internal",
+            "database": "orders", "credentials": [{"username": "reader", "password": "pw"}],
+        });
+        let sealer = crate::seal::Sealer::ephemeral().unwrap();
+        let db = crate::validate::database_from_body(
+            None,
+            body.as_object().unwrap(),
+            crate::model::Timestamp::now(),
+            &sealer,
+        )
+        .unwrap();
+        let answer = serde_json::to_value(super::super::render::DatabaseView::from(&db)).unwrap();
+        let mut answered: Vec<&String> = answer.as_object().unwrap().keys().collect();
+        let document = document("");
+        let schema = &document["components"]["schemas"]["Database"]["properties"];
+        let mut documented: Vec<&String> = schema.as_object().unwrap().keys().collect();
+        answered.sort();
+        documented.sort();
+        assert_eq!(answered, documented);
+    }
+
     #[test]
     fn the_document_is_the_router() {
         let document = document("");
