@@ -148,7 +148,7 @@ async fn run() {
         let (raw, insert, record) = (&raw, &insert, &record);
         async move {
             let id = format!("db_raw_{n:08}");
-            raw.execute(insert, &[&id, &"raw", record])
+            raw.execute(insert, &[&id, &"raw".as_bytes(), record])
                 .await
                 .expect("inserted");
         }

@@ -321,10 +321,13 @@ impl PostgresStorage {
         log: &WriteLog,
     ) -> Result<(), StorageError> {
         let n = params.len();
+        // One statement writes the record and its event and answers the transaction's id (for
+        // `commit_known`), saving a round trip.
         let sql = format!(
-            "WITH written AS ({insert} RETURNING 1)
-             INSERT INTO audit_events (id, resource_id, at, record)
-             SELECT ${}, ${}, ${}, ${} FROM written",
+            "WITH written AS ({insert} RETURNING 1),
+                  logged AS (INSERT INTO audit_events (id, resource_id, at, record)
+                             SELECT ${}, ${}, ${}, ${} FROM written RETURNING 1)
+             SELECT txid_current() FROM logged",
             n + 1,
             n + 2,
             n + 3,
@@ -350,19 +353,21 @@ impl PostgresStorage {
         answer: Option<&StoredAnswer>,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
-        let txn = begin(client).await?;
+        // Read committed is enough: what an insert must not break, unique ids, digests and
+        // api_ids, the constraints guard.
+        let txn = client.transaction().await?;
         let insert = txn.prepare_cached(sql).await?;
-        match txn.execute(&insert, params).await {
-            Ok(_) => {}
+        let xid: i64 = match txn.query_one(&insert, params).await {
+            Ok(row) => row.try_get(0).map_err(classify)?,
             Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                 return Err(StorageError::AlreadyExists.into());
             }
             Err(error) => return Err(error.into()),
-        }
+        };
         if let Some(answer) = answer {
             put_answer(&txn, answer).await?;
         }
-        commit(txn, in_flight).await
+        commit_known(txn, xid, in_flight).await
     }
 
     /// What became of a write whose `COMMIT` went out and whose answer never came (the
@@ -455,6 +460,15 @@ async fn commit(
 ) -> Result<(), Failure> {
     let row = txn.query_one("SELECT txid_current()", &[]).await?;
     let xid: i64 = row.try_get(0).map_err(classify)?;
+    commit_known(txn, xid, in_flight).await
+}
+
+/// [`commit`] of a transaction whose id `xid` is already known.
+async fn commit_known(
+    txn: deadpool_postgres::Transaction<'_>,
+    xid: i64,
+    in_flight: &InFlight,
+) -> Result<(), Failure> {
     in_flight.set(Some(xid));
     match txn.commit().await {
         Ok(()) => {
