@@ -472,6 +472,14 @@ async fn run_rounds(kills: usize) {
     server.kill().await;
 }
 
+/// The create of the keyed clients: a minimal database named `name` (its key too).
+fn keyed_body(name: &str) -> Value {
+    json!({
+        "name": name, "adapter": "postgres", "hostname": "db.internal",
+        "database": "orders", "credentials": [{"username": "reader", "password": "pw"}],
+    })
+}
+
 /// The creates of one client with `Idempotency-Key`s across kills: each key is sent, and sent
 /// again (the same request) after every broken connection or restart, until it is answered
 /// 200. `next` is the first key not yet answered.
@@ -482,10 +490,7 @@ async fn keyed_client(addr: SocketAddr, client: usize, next: Arc<Mutex<u64>>) {
     loop {
         let n = *next.lock().unwrap_or_else(|p| p.into_inner());
         let name = format!("idem-{client}-{n}");
-        let body = json!({
-            "name": name, "adapter": "postgres", "hostname": "db.internal",
-            "database": "orders", "credentials": [{"username": "reader", "password": "pw"}],
-        });
+        let body = keyed_body(&name);
         match http
             .send_keyed(
                 Method::POST,
@@ -534,10 +539,7 @@ async fn retries_with_idempotency_keys_make_one_record_per_key_across_sigkills()
     for (client, next) in next.iter().enumerate() {
         let n = *next.lock().unwrap();
         let name = format!("idem-{client}-{n}");
-        let body = json!({
-            "name": name, "adapter": "postgres", "hostname": "db.internal",
-            "database": "orders", "credentials": [{"username": "reader", "password": "pw"}],
-        });
+        let body = keyed_body(&name);
         let (status, answer) = http
             .send_keyed(
                 Method::POST,
