@@ -16,7 +16,9 @@
 //!   `?name_prefix=needle-&limit=50`, over the same 100 databases of group `needle` (written
 //!   once, at the first size) whatever the size of the store around them: flat figures mean
 //!   the filters read indexes, not the store;
-//! - the server's resident memory (VmRSS) after the reads, and the data file's size.
+//! - the server's resident memory (VmRSS) after the reads, and the data file's size; and, from
+//!   redb's own accounting after the fill, the live bytes stored (the file also holds free
+//!   pages, as many as the fill's batching left) and those of the audit events.
 
 use dbconsole_core::storage::Edits as _;
 use std::path::Path;
@@ -111,6 +113,26 @@ async fn stop(mut child: tokio::process::Child) -> u64 {
     rss
 }
 
+/// What the data file holds, from redb's own accounting (the file's size also counts free pages,
+/// which depend on how the fill's commits were batched): live bytes in all, and those of the
+/// audit trail's events. In MiB.
+fn stored_mib(file: &Path) -> (f64, f64) {
+    use redb::ReadableTableMetadata;
+    let database = redb::Database::open(file).expect("the data file opens");
+    let txn = database.begin_write().expect("a write transaction");
+    let all = txn.stats().expect("stats").stored_bytes();
+    let events: redb::TableDefinition<'_, &str, &[u8]> = redb::TableDefinition::new("audit_events");
+    let audit = txn
+        .open_table(events)
+        .expect("the audit table")
+        .stats()
+        .expect("table stats")
+        .stored_bytes();
+    txn.abort().expect("aborted");
+    let mib = |bytes: u64| bytes as f64 / 1024.0 / 1024.0;
+    (mib(all), mib(audit))
+}
+
 fn dir_size(path: &Path) -> u64 {
     std::fs::read_dir(path)
         .map(|entries| {
@@ -181,6 +203,7 @@ async fn run() {
             add_needles(&storage, &sealer).await;
         }
         let filled = started.elapsed();
+        let (stored, audit) = stored_mib(&data_dir.join("dbconsole.redb"));
 
         let key_env = ("DBCONSOLE_SECRET_KEY", key_text.as_str());
         let env = [
@@ -258,6 +281,10 @@ async fn run() {
         println!(
             "{size:>9} {:>12.0} {:>12.0}   (filtered pages of the same 100 databases)",
             by_group.per_second, by_prefix.per_second
+        );
+        println!(
+            "{size:>9} live data {stored:.1} MiB, of it audit events {audit:.1} MiB \
+             (redb's stored bytes)"
         );
     }
 }

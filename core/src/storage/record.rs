@@ -671,15 +671,123 @@ struct AuditEventV1 {
     changes: Vec<String>,
 }
 
-impl Keyed for AuditEventV1 {
-    fn stored_key(&self) -> &str {
-        &self.id
+/// The version byte of audit events written now: [`AuditEventV2`], with compact changes.
+const EVENT_V2: u8 = 2;
+
+/// The field names an audit event's changes are made of, stored as their index. **Append
+/// only**: a stored index never changes meaning.
+const CHANGE_NAMES: &[&str] = &[
+    "api_id",
+    "name",
+    "adapter",
+    "hostname",
+    "port",
+    "database",
+    "ssl",
+    "verify_server_hostname",
+    "restrict_access",
+    "review_bypass_allowed",
+    "group",
+    "slack_channel",
+    "tunnel_id",
+    "ai_enabled",
+    "ai_max_rows",
+    "connection_parameters",
+    "ssl_ca_cert",
+    "ssl_cert",
+    "ssl_key",
+    "restricted_access",
+    "archived_at",
+    "panels",
+    "permissions",
+    "data_protection.policies",
+    "data_protection.inherits_from",
+    "kind",
+    "scope",
+];
+
+/// The fields of a credential named in changes (`credentials[<username>].<field>`), stored as
+/// their index. **Append only.**
+const CREDENTIAL_FIELDS: &[&str] = &[
+    "username",
+    "password",
+    "hostname",
+    "ai_allowed",
+    "timeout",
+    "reviews_required",
+    "default_credential",
+];
+
+/// One change of an event as stored (version 2): a known name by its index, a credential by its
+/// username (with a field's index), or any other name as it is.
+#[derive(Serialize, Deserialize)]
+enum ChangeV2 {
+    Name(u8),
+    Credential(String),
+    CredentialField(String, u8),
+    Other(String),
+}
+
+impl ChangeV2 {
+    /// The compact form of `change`; [`ChangeV2::expand`] gives back exactly `change`.
+    fn of(change: &str) -> Self {
+        let index = |names: &[&str], name: &str| {
+            names
+                .iter()
+                .position(|n| *n == name)
+                .and_then(|i| u8::try_from(i).ok())
+        };
+        if let Some(i) = index(CHANGE_NAMES, change) {
+            return ChangeV2::Name(i);
+        }
+        if let Some(rest) = change.strip_prefix("credentials[") {
+            if let Some(username) = rest.strip_suffix(']') {
+                return ChangeV2::Credential(username.to_owned());
+            }
+            if let Some((username, field)) = rest.rsplit_once("].")
+                && let Some(i) = index(CREDENTIAL_FIELDS, field)
+            {
+                return ChangeV2::CredentialField(username.to_owned(), i);
+            }
+        }
+        ChangeV2::Other(change.to_owned())
+    }
+
+    fn expand(self) -> Result<String, RecordError> {
+        let name = |names: &[&'static str], i: u8| {
+            names
+                .get(usize::from(i))
+                .copied()
+                .ok_or(RecordError::UnknownValue("audit change"))
+        };
+        Ok(match self {
+            ChangeV2::Name(i) => name(CHANGE_NAMES, i)?.to_owned(),
+            ChangeV2::Credential(username) => format!("credentials[{username}]"),
+            ChangeV2::CredentialField(username, i) => {
+                format!("credentials[{username}].{}", name(CREDENTIAL_FIELDS, i)?)
+            }
+            ChangeV2::Other(change) => change,
+        })
     }
 }
 
-/// Encodes an audit event.
+/// An audit event as stored (version 2): as version 1, with compact changes.
+#[derive(Serialize, Deserialize)]
+struct AuditEventV2 {
+    id: String,
+    at: i64,
+    /// The action's wire name (`database.update`…).
+    action: String,
+    resource_id: String,
+    actor_id: Option<String>,
+    actor_name: String,
+    request_id: Option<String>,
+    changes: Vec<ChangeV2>,
+}
+
+/// Encodes an audit event (version 2).
 pub fn encode_audit_event(event: &AuditEvent) -> Result<Vec<u8>, RecordError> {
-    let stored = AuditEventV1 {
+    let stored = AuditEventV2 {
         id: event.id.as_str().to_owned(),
         at: event.at.as_micros(),
         action: event.action.as_str().to_owned(),
@@ -687,14 +795,37 @@ pub fn encode_audit_event(event: &AuditEvent) -> Result<Vec<u8>, RecordError> {
         actor_id: event.actor.id.clone(),
         actor_name: event.actor.name.clone(),
         request_id: event.request_id.clone(),
-        changes: event.changes.clone(),
+        changes: event.changes.iter().map(|c| ChangeV2::of(c)).collect(),
     };
-    framed(RECORD_V1, &stored)
+    framed(EVENT_V2, &stored)
 }
 
-/// Decodes the audit event stored under `key`.
+/// Decodes the audit event stored under `key` (version 1 or 2).
 pub fn decode_audit_event(key: &str, bytes: &[u8]) -> Result<AuditEvent, RecordError> {
-    let stored: AuditEventV1 = decode_keyed(key, bytes)?;
+    let stored = match unframed(bytes)? {
+        (RECORD_V1, body) => postcard::from_bytes::<AuditEventV1>(body)?,
+        (EVENT_V2, body) => {
+            let v2: AuditEventV2 = postcard::from_bytes(body)?;
+            AuditEventV1 {
+                id: v2.id,
+                at: v2.at,
+                action: v2.action,
+                resource_id: v2.resource_id,
+                actor_id: v2.actor_id,
+                actor_name: v2.actor_name,
+                request_id: v2.request_id,
+                changes: v2
+                    .changes
+                    .into_iter()
+                    .map(ChangeV2::expand)
+                    .collect::<Result<_, _>>()?,
+            }
+        }
+        (version, _) => return Err(RecordError::UnknownVersion(version)),
+    };
+    if stored.id != key {
+        return Err(key_mismatch(key, stored.id));
+    }
     Ok(AuditEvent {
         action: parse::<AuditAction>(&stored.action, "audit action")?,
         id: EventId::from_stored(stored.id),
@@ -714,6 +845,74 @@ mod tests {
     use super::*;
     use crate::model::Secret;
     use crate::seal::{Place, Sealer};
+
+    fn event_with(changes: &[&str]) -> AuditEvent {
+        AuditEvent {
+            id: EventId::generate(),
+            at: Timestamp::now(),
+            action: AuditAction::DatabaseCreate,
+            resource_id: "db_01".to_owned(),
+            actor: Actor::named("tests"),
+            request_id: Some("req-1".to_owned()),
+            changes: changes.iter().map(|c| (*c).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn audit_changes_round_trip_compactly_whatever_the_names() {
+        let changes = [
+            "adapter",
+            "name",
+            "ssl_key",
+            "data_protection.inherits_from",
+            "credentials[reader]",
+            "credentials[reader].password",
+            // Usernames that look like the encoding itself.
+            "credentials[a].password]",
+            "credentials[a].password].timeout",
+            "credentials[]",
+            "credentials[x].not_a_field",
+            "credentials[",
+            "something new",
+        ];
+        let event = event_with(&changes);
+        let bytes = encode_audit_event(&event).unwrap();
+        let back = decode_audit_event(event.id.as_str(), &bytes).unwrap();
+        assert_eq!(back, event);
+
+        // A create's usual names: far smaller than as strings (version 1).
+        let usual = event_with(&[
+            "adapter",
+            "name",
+            "hostname",
+            "database",
+            "credentials[reader]",
+            "credentials[reader].password",
+        ]);
+        let v2 = encode_audit_event(&usual).unwrap();
+        let v1 = framed(
+            RECORD_V1,
+            &AuditEventV1 {
+                id: usual.id.as_str().to_owned(),
+                at: usual.at.as_micros(),
+                action: usual.action.as_str().to_owned(),
+                resource_id: usual.resource_id.clone(),
+                actor_id: None,
+                actor_name: usual.actor.name.clone(),
+                request_id: usual.request_id.clone(),
+                changes: usual.changes.clone(),
+            },
+        )
+        .unwrap();
+        assert!(
+            v2.len() + 50 < v1.len(),
+            "v2 {} bytes, v1 {}",
+            v2.len(),
+            v1.len()
+        );
+        // Events written before (version 1) still read.
+        assert_eq!(decode_audit_event(usual.id.as_str(), &v1).unwrap(), usual);
+    }
 
     fn sample_database(name: &str, api_id: Option<&str>) -> Database {
         let now = Timestamp::now();
