@@ -98,6 +98,8 @@
 //! | `caller_key_digests` | `[u8; 32]` digest → key id | index for authenticating a presented key |
 //! | `audit_events` | event id → event | the audit trail, one event per change, written in the change's transaction |
 //! | `audit_by_resource` | (record id, event id) → () | index for one record's events |
+//! | `idempotency_answers` | scoped key → answer | the answers of writes made with an `Idempotency-Key`, written in the write's transaction (module `answers`) |
+//! | `idempotency_answers_by_time` | (µs, scoped key) → () | index for pruning answers by age |
 //! | `databases_by_adapter`, `_by_group`, `_by_tunnel`, `_by_name`, `dashboards_by_name` | (value, id) → () | the listing filters' indexes (module `index`) |
 //!
 //! `inherited_by` is the reverse of `access_control`'s `inherits_from`: every
@@ -116,8 +118,9 @@
 //! leaves its access-control record behind (unreachable: every read first checks that the
 //! database exists), possibly a stale `inherited_by` entry (which the guard above ignores) and
 //! stale listing entries (a filtered listing checks every record it reads against the filter,
-//! so these are skipped), and a record it creates is missing from the filtered listings. Do not
-//! go back to an older build on a file a newer one wrote.
+//! so these are skipped), and a record it creates is missing from the filtered listings; and
+//! audit events written in the compact form (record version 2) are unreadable to it, so its
+//! audit listing fails. Do not go back to an older build on a file a newer one wrote.
 //!
 //! Lookups by id and by `api_id` are point reads, listings are range scans from `after`, never
 //! full scans. A record is one version byte followed by a private struct (separate from
