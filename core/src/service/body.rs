@@ -1,5 +1,7 @@
 //! Reading a request body as one JSON object, with the 400/413/415 answers of the README (*Endpoints*).
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http::{HeaderMap, header};
 use http_body::Body;
@@ -38,13 +40,24 @@ pub(crate) fn check_headers(headers: &HeaderMap, limit: usize) -> Result<(), Api
     Ok(())
 }
 
-/// Reads at most `limit` bytes of body (413 beyond).
-pub(crate) async fn bytes<B>(body: B, limit: usize) -> Result<Bytes, ApiError>
+/// Reads a request body: 415/413 from the headers before anything is read
+/// ([`check_headers`]), then at most `limit` bytes (413 beyond) within `timeout` (408
+/// otherwise).
+pub(crate) async fn read<B>(
+    headers: &HeaderMap,
+    body: B,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, ApiError>
 where
     B: Body,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    match Limited::new(body, limit).collect().await {
+    check_headers(headers, limit)?;
+    let collected = tokio::time::timeout(timeout, Limited::new(body, limit).collect())
+        .await
+        .map_err(|_| ApiError::RequestTimeout { timeout })?;
+    match collected {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(error) if error.is::<LengthLimitError>() => Err(ApiError::PayloadTooLarge { limit }),
         Err(_) => Err(ApiError::BadRequest(
@@ -53,19 +66,14 @@ where
     }
 }
 
-/// Reads at most `limit` bytes of body and parses them as a JSON object.
-pub(crate) async fn json_object<B>(body: B, limit: usize) -> Result<Map<String, Value>, ApiError>
-where
-    B: Body,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let bytes = bytes(body, limit).await?;
+/// A body's bytes as one JSON object (400 otherwise).
+pub(crate) fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::BadRequest(
             "request body must be a JSON object".into(),
         ));
     }
-    match serde_json::from_slice::<Value>(&bytes) {
+    match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(object)) => Ok(object),
         Ok(_) => Err(ApiError::BadRequest(
             "request body must be a JSON object".into(),

@@ -311,12 +311,14 @@ where
         self,
         shared: &Shared,
     ) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
-        let limit = shared.body_limit;
-        body::check_headers(&self.headers, limit)?;
-        let timeout = shared.body_timeout;
-        tokio::time::timeout(timeout, body::json_object(self.body, limit))
-            .await
-            .map_err(|_| ApiError::RequestTimeout { timeout })?
+        let bytes = body::read(
+            &self.headers,
+            self.body,
+            shared.body_limit,
+            shared.body_timeout,
+        )
+        .await?;
+        body::json_object(&bytes)
     }
 
     /// The listing query (422 on `limit` otherwise).
@@ -425,11 +427,7 @@ impl Shared {
         let bytes = if method == Method::DELETE {
             bytes::Bytes::new()
         } else {
-            body::check_headers(&headers, self.body_limit)?;
-            let timeout = self.body_timeout;
-            tokio::time::timeout(timeout, body::bytes(body, self.body_limit))
-                .await
-                .map_err(|_| ApiError::RequestTimeout { timeout })??
+            body::read(&headers, body, self.body_limit, self.body_timeout).await?
         };
         let fingerprint = idempotency::fingerprint(&method, path, &headers, &bytes);
         if let Some(stored) = self.storage.stored_answer(&key).await? {
