@@ -6,7 +6,7 @@
 #   3. Schemathesis with all its checks (schemathesis.toml beside this file), a fixed seed and a
 #      bounded number of examples: no 5xx, statuses, content types and bodies as documented,
 #      negative data refused, the stateful links followed.
-# Needs the tools of `bash .ci/tools-up.sh` (tests/all.sh runs it first) (a Python virtualenv in target/contract-venv, and
+# Needs the tools of `bash .ci/tools-up.sh`, which tests/all.sh runs first (a Python virtualenv in target/contract-venv, and
 # Debian's chromium and chromium-driver); without them it fails and says so.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
