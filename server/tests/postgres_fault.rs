@@ -845,10 +845,26 @@ async fn acknowledged_writes_survive_postgres_stops_and_crashes_and_the_node_rec
                 .collect()
         })
         .collect();
+    // Every answer each name got, for the message of a failure.
+    let mut history: HashMap<String, Vec<String>> = HashMap::new();
+    for outcome in &outcomes {
+        history
+            .entry(outcome.name.clone())
+            .or_default()
+            .push(format!(
+                "{:?}..{:?}: {} {}",
+                outcome.started - test_started,
+                outcome.finished - test_started,
+                outcome.status,
+                outcome.body.chars().take(160).collect::<String>()
+            ));
+    }
+    let history = Arc::new(history);
     let checkers: Vec<JoinHandle<()>> = chunks
         .into_iter()
         .map(|chunk| {
             let addr = node.addr;
+            let history = Arc::clone(&history);
             tokio::spawn(async move {
                 for (id, name) in chunk {
                     let path = format!("{DATABASES}/{id}");
@@ -859,9 +875,11 @@ async fn acknowledged_writes_survive_postgres_stops_and_crashes_and_the_node_rec
                     .await
                     .unwrap_or_else(|_| panic!("GET {path} was not answered"));
                     assert_eq!(
-                        response.status, 200,
-                        "acknowledged write {id} ({name}) is missing: {}",
-                        response.body
+                        response.status,
+                        200,
+                        "acknowledged write {id} ({name}) is missing: {}; its answers: {:#?}",
+                        response.body,
+                        history.get(&name)
                     );
                     let stored = response.json();
                     assert_eq!(stored["id"], id.as_str(), "{}", response.body);

@@ -341,6 +341,7 @@ impl PostgresStorage {
             &sql,
             &all,
             log.answer.as_ref(),
+            log.event.id.as_str(),
             &in_flight
         )
         .await)
@@ -351,6 +352,7 @@ impl PostgresStorage {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
         answer: Option<&StoredAnswer>,
+        event: &str,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
         // Read committed is enough: what an insert must not break, unique ids, digests and
@@ -367,31 +369,55 @@ impl PostgresStorage {
         if let Some(answer) = answer {
             put_answer(&txn, answer).await?;
         }
-        commit_known(txn, xid, in_flight).await
+        commit_known(txn, xid, event, in_flight).await
     }
 
     /// What became of a write whose `COMMIT` went out and whose answer never came (the
-    /// connection dropped, or the time bound ran out while it was in flight): asks PostgreSQL,
-    /// on another connection, for the status of its transaction id (`txid_status`), until the
-    /// time bound. `Some(true)`: committed; `Some(false)`: rolled back; `None`: it can't be
-    /// known now.
-    async fn commit_status(&self, xid: i64) -> Option<bool> {
+    /// connection dropped, or the time bound ran out while it was in flight), asked on another
+    /// connection until the time bound. `Some(true)`: committed; `Some(false)`: it did not
+    /// commit; `None`: it can't be known now.
+    ///
+    /// `txid_status` alone can't say: after a crash, PostgreSQL may give a transaction id whose
+    /// work never reached the log to a new transaction, and then reports *that* one's status.
+    /// So it says whether the transaction is still running or rolled back, and a "committed"
+    /// is confirmed by the write's own audit event, which only its transaction writes: present,
+    /// the write committed; absent, the id was another transaction's, and the write's never
+    /// committed.
+    async fn commit_status(&self, pending: &Pending) -> Option<bool> {
         let deadline = tokio::time::Instant::now() + self.timeout;
         while tokio::time::Instant::now() < deadline {
             let asked = tokio::time::timeout_at(deadline, async {
                 let client = self.client().await.ok()?;
                 let row = client
-                    .query_one("SELECT txid_status($1)", &[&xid])
+                    .query_one("SELECT txid_status($1)", &[&pending.xid])
                     .await
                     .ok()?;
-                row.try_get::<_, Option<String>>(0).ok()
+                let status = row.try_get::<_, Option<String>>(0).ok()?;
+                if status.as_deref() == Some("in progress") {
+                    return Some(Err(()));
+                }
+                if status.as_deref() == Some("aborted") {
+                    return Some(Ok(false));
+                }
+                // Committed, or too old to be known: the event decides.
+                let found = client
+                    .query_opt(
+                        "SELECT 1 FROM audit_events WHERE id = $1",
+                        &[&pending.event.as_str()],
+                    )
+                    .await
+                    .ok()?;
+                match (status, found) {
+                    (_, Some(_)) => Some(Ok(true)),
+                    (Some(_), None) => Some(Ok(false)),
+                    // Too old for `txid_status` and no event (pruned, or never written): asked
+                    // again until the bound, then unknown.
+                    (None, None) => None,
+                }
             })
             .await;
             match asked {
-                Ok(Some(Some(status))) if status == "committed" => return Some(true),
-                Ok(Some(Some(status))) if status == "aborted" => return Some(false),
-                // Too old to be known (or an unknown answer): it can't be found out.
-                Ok(Some(None)) => return None,
+                Ok(Some(Ok(committed))) => return Some(committed),
                 // In progress (the server has not finished it yet), or PostgreSQL unreachable:
                 // ask again.
                 _ => tokio::time::sleep(Duration::from_millis(50)).await,
@@ -412,14 +438,14 @@ impl PostgresStorage {
         let Err(error) = outcome else {
             return outcome;
         };
-        let Some(xid) = in_flight.take() else {
+        let Some(pending) = in_flight.take() else {
             return Err(error);
         };
-        match self.commit_status(xid).await {
+        match self.commit_status(&pending).await {
             Some(true) => {
                 tracing::warn!(
-                    xid,
-                    "a commit's answer was lost; PostgreSQL says it committed"
+                    xid = pending.xid,
+                    "a commit's answer was lost; the write is in PostgreSQL"
                 );
                 Ok(T::default())
             }
@@ -429,19 +455,27 @@ impl PostgresStorage {
     }
 }
 
-/// The transaction id of a write whose `COMMIT` was sent and not answered yet (see [`commit`]).
+/// A write whose `COMMIT` was sent and not answered yet (see [`commit`]): its transaction id
+/// and the id of its audit event.
+#[derive(Debug)]
+struct Pending {
+    xid: i64,
+    event: String,
+}
+
+/// The [`Pending`] write of an operation, if any.
 #[derive(Debug, Default)]
-struct InFlight(std::sync::Mutex<Option<i64>>);
+struct InFlight(std::sync::Mutex<Option<Pending>>);
 
 impl InFlight {
-    fn set(&self, xid: Option<i64>) {
+    fn set(&self, pending: Option<Pending>) {
         *self
             .0
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = xid;
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = pending;
     }
 
-    fn take(&self) -> Option<i64> {
+    fn take(&self) -> Option<Pending> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -456,20 +490,26 @@ impl InFlight {
 /// commit) is definite: the transaction rolled back.
 async fn commit(
     txn: deadpool_postgres::Transaction<'_>,
+    event: &str,
     in_flight: &InFlight,
 ) -> Result<(), Failure> {
     let row = txn.query_one("SELECT txid_current()", &[]).await?;
     let xid: i64 = row.try_get(0).map_err(classify)?;
-    commit_known(txn, xid, in_flight).await
+    commit_known(txn, xid, event, in_flight).await
 }
 
-/// [`commit`] of a transaction whose id `xid` is already known.
+/// [`commit`] of a transaction whose id `xid` is already known; `event` is the id of the audit
+/// event it writes.
 async fn commit_known(
     txn: deadpool_postgres::Transaction<'_>,
     xid: i64,
+    event: &str,
     in_flight: &InFlight,
 ) -> Result<(), Failure> {
-    in_flight.set(Some(xid));
+    in_flight.set(Some(Pending {
+        xid,
+        event: event.to_owned(),
+    }));
     match txn.commit().await {
         Ok(()) => {
             in_flight.set(None);
@@ -760,7 +800,7 @@ impl PostgresStorage {
         txn.execute(&update, &[&id, &bytes, &adapter, &group, &tunnel, &name])
             .await?;
         append(&txn, log).await?;
-        commit(txn, in_flight).await
+        commit(txn, log.event.id.as_str(), in_flight).await
     }
 
     async fn try_remove_database(
@@ -801,7 +841,7 @@ impl PostgresStorage {
             .await?;
         txn.execute(&delete, &[&id]).await?;
         append(&txn, log).await?;
-        commit(txn, in_flight).await
+        commit(txn, log.event.id.as_str(), in_flight).await
     }
 
     async fn try_replace_dashboard(
@@ -826,7 +866,7 @@ impl PostgresStorage {
         txn.execute(&update, &[&id, &bytes, &dashboard.name.as_bytes()])
             .await?;
         append(&txn, log).await?;
-        commit(txn, in_flight).await
+        commit(txn, log.event.id.as_str(), in_flight).await
     }
 
     async fn try_remove_dashboard(
@@ -850,7 +890,7 @@ impl PostgresStorage {
             .await?;
         txn.execute(&delete, &[&id]).await?;
         append(&txn, log).await?;
-        commit(txn, in_flight).await
+        commit(txn, log.event.id.as_str(), in_flight).await
     }
 
     async fn try_replace_access_control(
@@ -904,7 +944,7 @@ impl PostgresStorage {
         txn.execute(&upsert, &[&database_id, inherits_from, &bytes])
             .await?;
         append(&txn, log).await?;
-        commit(txn, in_flight).await
+        commit(txn, log.event.id.as_str(), in_flight).await
     }
 
     async fn try_remove_caller_key(
@@ -921,7 +961,7 @@ impl PostgresStorage {
             return Err(StorageError::NotFound.into());
         }
         append(&txn, log).await?;
-        commit(txn, in_flight).await
+        commit(txn, log.event.id.as_str(), in_flight).await
     }
 
     async fn try_prune_audit(
@@ -954,7 +994,6 @@ impl PostgresStorage {
         client: &mut Object,
         id: &str,
         at: Timestamp,
-        in_flight: &InFlight,
     ) -> Result<(), Failure> {
         let txn = begin(client).await?;
         let select = txn
@@ -974,7 +1013,9 @@ impl PostgresStorage {
             .prepare_cached("UPDATE caller_keys SET record = $2 WHERE id = $1")
             .await?;
         txn.execute(&update, &[&id, &bytes]).await?;
-        commit(txn, in_flight).await
+        // Bookkeeping, with no event to confirm it: a lost answer is a lost touch.
+        txn.commit().await?;
+        Ok(())
     }
 }
 
@@ -1237,8 +1278,8 @@ impl Storage for PostgresStorage {
         let Some(id) = key(id) else {
             return Err(StorageError::NotFound);
         };
-        serializable!(self, |client, in_flight| Self::try_touch_caller_key(
-            client, id, at, &in_flight
+        serializable!(self, |client, _in_flight| Self::try_touch_caller_key(
+            client, id, at
         )
         .await)
     }
