@@ -434,6 +434,19 @@ async fn verify(addr: SocketAddr, ledger: &Ledger) -> (usize, usize) {
     (databases.len(), dashboards.len())
 }
 
+/// Kills `server` with SIGKILL at a random moment within `max_ms` while `clients` work, then
+/// waits for the clients (a client's panic fails the test).
+async fn kill_at_random(server: Server, clients: Vec<tokio::task::JoinHandle<()>>, max_ms: u64) {
+    let delay = rand::rng().random_range(20..max_ms);
+    tokio::time::sleep(Duration::from_millis(delay)).await;
+    server.kill().await;
+    for client in clients {
+        client
+            .await
+            .expect("a client task panicked: see the assertion above");
+    }
+}
+
 async fn run_rounds(kills: usize) {
     let data = tempfile::tempdir().expect("temp dir");
     let ledger = Arc::new(Mutex::new(Ledger::default()));
@@ -451,14 +464,7 @@ async fn run_rounds(kills: usize) {
                 tokio::spawn(client_loop(server.addr, client, ledger, seq_base))
             })
             .collect();
-        let delay = rand::rng().random_range(20..400);
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-        server.kill().await;
-        for client in clients {
-            client
-                .await
-                .expect("a client task panicked: see the assertion above");
-        }
+        kill_at_random(server, clients, 400).await;
         seq_base += 1_000_000;
     }
     let server = Server::start(data.path()).await;
@@ -487,27 +493,26 @@ async fn keyed_client(addr: SocketAddr, client: usize, next: Arc<Mutex<u64>>) {
     let Some(mut http) = Client::connect(addr).await else {
         return;
     };
-    loop {
-        let n = *next.lock().unwrap_or_else(|p| p.into_inner());
-        let name = format!("idem-{client}-{n}");
-        let body = keyed_body(&name);
-        match http
-            .send_keyed(
-                Method::POST,
-                "/api/v1/console/databases",
-                Some(&name),
-                Some(&body),
-            )
-            .await
-        {
-            Some((status, answer)) if status == StatusCode::OK => {
-                assert_eq!(answer["name"], name.as_str(), "{answer}");
-                *next.lock().unwrap_or_else(|p| p.into_inner()) = n + 1;
-            }
-            Some((status, answer)) => panic!("{name}: {status} {answer}"),
-            None => return,
-        }
-    }
+    while send_next_key(&mut http, client, &next).await.is_some() {}
+}
+
+/// Sends the create of `client`'s next key once: on 200 (checked) the key after it is next;
+/// any other answer fails the test; `None` when the connection broke.
+async fn send_next_key(http: &mut Client, client: usize, next: &Mutex<u64>) -> Option<()> {
+    let n = *next.lock().unwrap_or_else(|p| p.into_inner());
+    let name = format!("idem-{client}-{n}");
+    let (status, answer) = http
+        .send_keyed(
+            Method::POST,
+            "/api/v1/console/databases",
+            Some(&name),
+            Some(&keyed_body(&name)),
+        )
+        .await?;
+    assert_eq!(status, StatusCode::OK, "{name}: {answer}");
+    assert_eq!(answer["name"], name.as_str(), "{answer}");
+    *next.lock().unwrap_or_else(|p| p.into_inner()) = n + 1;
+    Some(())
 }
 
 /// SIGKILL, where no server can say whether a write in flight was made: clients that send
@@ -524,33 +529,15 @@ async fn retries_with_idempotency_keys_make_one_record_per_key_across_sigkills()
                 tokio::spawn(keyed_client(server.addr, client, Arc::clone(&next[client])))
             })
             .collect();
-        let delay = rand::rng().random_range(20..300);
-        tokio::time::sleep(Duration::from_millis(delay)).await;
-        server.kill().await;
-        for client in clients {
-            client
-                .await
-                .expect("a client task panicked: see the assertion above");
-        }
+        kill_at_random(server, clients, 300).await;
     }
     // The last key of each client was in flight at the last kill: send it once more.
     let server = Server::start(data.path()).await;
     let mut http = Client::connect(server.addr).await.expect("connects");
     for (client, next) in next.iter().enumerate() {
-        let n = *next.lock().unwrap();
-        let name = format!("idem-{client}-{n}");
-        let body = keyed_body(&name);
-        let (status, answer) = http
-            .send_keyed(
-                Method::POST,
-                "/api/v1/console/databases",
-                Some(&name),
-                Some(&body),
-            )
+        send_next_key(&mut http, client, next)
             .await
             .expect("answered");
-        assert_eq!(status, StatusCode::OK, "{answer}");
-        *next.lock().unwrap() = n + 1;
     }
     let mut counts: HashMap<String, usize> = HashMap::new();
     for database in list_all(&mut http, "/api/v1/console/databases").await {
