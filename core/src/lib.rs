@@ -52,7 +52,7 @@ pub mod validate;
 pub use auth::{Authenticator, StaticCredentials};
 pub use check::{Checkers, ConnectionChecker};
 pub use model::{CredentialKind, Scope, Secret};
-pub use seal::{Sealer, SecretKey};
+pub use seal::{Keyring, Sealer, SecretKey};
 pub use service::{
     ApiError, ConsoleService, ConsoleServiceBuilder, DEFAULT_AUDIT_RETENTION, DEFAULT_BODY_TIMEOUT,
     DEFAULT_CHECK_TIMEOUT, REQUEST_ID_HEADER, RequestId, ResponseBody,

@@ -7,13 +7,14 @@ use std::sync::Arc;
 use clap::ValueEnum;
 use dbconsole_core::Storage;
 use dbconsole_core::model::Secret;
-use dbconsole_core::seal::{KeyError, Sealer, SecretKey};
+use dbconsole_core::seal::{KeyError, Keyring, Sealer};
 use dbconsole_storage_memory::MemoryStorage;
 use dbconsole_storage_postgres::{PostgresOptions, PostgresStorage};
 use dbconsole_storage_redb::RedbStorage;
 
-/// The variable that holds the key secrets are encrypted with at rest (base64 of 32 bytes).
-/// When unset, the key is read from [`KEY_FILE`] in the data directory, created there once.
+/// The variable that holds the seal keys secrets are encrypted with at rest: `<id>:<base64 of
+/// 32 bytes>` per key, separated by white space (a bare base64 key is key 0). When unset, the
+/// keys are read from [`KEY_FILE`] in the data directory, created there once.
 pub const SECRET_KEY_VAR: &str = "DBCONSOLE_SECRET_KEY";
 /// The key file's name inside the data directory.
 pub const KEY_FILE: &str = "secret.key";
@@ -61,7 +62,7 @@ pub enum OpenError {
     /// PostgreSQL was written with another sealing key.
     #[error(
         "the secret key does not match the one the PostgreSQL store was written with: every \
-         node must run with the same {SECRET_KEY_VAR}"
+         node must run with the same seal keys ({SECRET_KEY_VAR} or key file)"
     )]
     PostgresWrongKey,
     /// The PostgreSQL store could not be reached or prepared.
@@ -85,8 +86,8 @@ impl OpenError {
 pub struct Opened {
     /// The storage.
     pub storage: Arc<dyn Storage>,
-    /// The sealer of its secrets.
-    pub sealer: Sealer,
+    /// The node's seal keys.
+    pub keys: NodeKeys,
     /// Which backend it is, with the typed store where one is needed for what only that
     /// backend does.
     pub backend: OpenedBackend,
@@ -103,23 +104,33 @@ pub enum OpenedBackend {
     Postgres,
 }
 
-/// Opens the redb store of the data directory with the key of [`StorageKind::open`].
+/// A node's seal keys: the sealer that holds them, and the key file they were read from (`None`
+/// when they come from [`SECRET_KEY_VAR`], or for a memory store's random key). A rotation
+/// writes its new key to the file before using it, and drops the retired keys from it.
+#[derive(Clone, Debug)]
+pub struct NodeKeys {
+    /// The sealer, shared with the service and the store.
+    pub sealer: Sealer,
+    /// The key file, when the keys come from one.
+    pub file: Option<PathBuf>,
+}
+
+/// Opens the redb store of the data directory with the keys of [`StorageKind::open`].
 pub fn open_redb(
     location: &StorageLocation,
     secret_key: Option<&str>,
-) -> Result<(Arc<RedbStorage>, Sealer), OpenError> {
+) -> Result<(Arc<RedbStorage>, NodeKeys), OpenError> {
     let data_dir = location.data_dir.as_path();
-    let key = load_key(data_dir, secret_key, true)?;
-    let sealer = Sealer::new(&key);
+    let keys = load_keys(data_dir, secret_key, true)?;
     let cache = location
         .redb_cache_bytes
         .unwrap_or(dbconsole_storage_redb::DEFAULT_CACHE_BYTES);
     let storage = Arc::new(RedbStorage::open_with_cache(
         &data_dir.join(DATA_FILE),
-        &sealer,
+        &keys.sealer,
         cache,
     )?);
-    Ok((storage, sealer))
+    Ok((storage, keys))
 }
 
 /// A storage backend, chosen with `--storage` / `DBCONSOLE_STORAGE`.
@@ -172,16 +183,19 @@ impl StorageKind {
         let data_dir = location.data_dir.as_path();
         match self {
             StorageKind::Redb => {
-                let (storage, sealer) = open_redb(location, secret_key)?;
+                let (storage, keys) = open_redb(location, secret_key)?;
                 Ok(Opened {
                     storage: Arc::clone(&storage) as Arc<dyn Storage>,
-                    sealer,
+                    keys,
                     backend: OpenedBackend::Redb(storage),
                 })
             }
             StorageKind::Memory => Ok(Opened {
                 storage: Arc::new(MemoryStorage::new()),
-                sealer: Sealer::ephemeral().map_err(OpenError::Key)?,
+                keys: NodeKeys {
+                    sealer: Sealer::ephemeral().map_err(OpenError::Key)?,
+                    file: None,
+                },
                 backend: OpenedBackend::Memory,
             }),
             StorageKind::Postgres => {
@@ -201,19 +215,18 @@ impl StorageKind {
                     })?;
                     options.ca_cert = Some(pem);
                 }
-                let key = load_key(data_dir, secret_key, false)?;
-                let sealer = Sealer::new(&key);
-                let storage = PostgresStorage::connect(options, &sealer).await.map_err(
-                    |error| match error {
+                let keys = load_keys(data_dir, secret_key, false)?;
+                let storage = PostgresStorage::connect(options, &keys.sealer)
+                    .await
+                    .map_err(|error| match error {
                         dbconsole_storage_postgres::ConnectError::WrongKey => {
                             OpenError::PostgresWrongKey
                         }
                         other => OpenError::Postgres(other),
-                    },
-                )?;
+                    })?;
                 Ok(Opened {
                     storage: Arc::new(storage),
-                    sealer,
+                    keys,
                     backend: OpenedBackend::Postgres,
                 })
             }
@@ -221,17 +234,31 @@ impl StorageKind {
     }
 }
 
-/// The sealing key: from [`SECRET_KEY_VAR`] when set, else from the key file of the data
+/// The seal keys: from [`SECRET_KEY_VAR`] when set, else from the key file of the data
 /// directory (created once). With `guard_data_file`, a redb data file without its key file is
 /// refused: it was written under a key from the environment (or the key file was lost), and a
 /// new key file could not open it.
-fn load_key(
+pub fn load_keys(
     data_dir: &Path,
     secret_key: Option<&str>,
     guard_data_file: bool,
-) -> Result<SecretKey, OpenError> {
+) -> Result<NodeKeys, OpenError> {
+    let (keyring, file) = load_keyring(data_dir, secret_key, guard_data_file)?;
+    Ok(NodeKeys {
+        sealer: Sealer::with_keyring(&keyring),
+        file,
+    })
+}
+
+/// The keyring of [`load_keys`], with its file.
+pub fn load_keyring(
+    data_dir: &Path,
+    secret_key: Option<&str>,
+    guard_data_file: bool,
+) -> Result<(Keyring, Option<PathBuf>), OpenError> {
     if let Some(text) = secret_key.map(str::trim).filter(|k| !k.is_empty()) {
-        return SecretKey::from_base64(text).map_err(OpenError::KeyVariable);
+        let keyring = Keyring::from_text(text).map_err(OpenError::KeyVariable)?;
+        return Ok((keyring, None));
     }
     let key_file = data_dir.join(KEY_FILE);
     let data_file = data_dir.join(DATA_FILE);
@@ -241,7 +268,8 @@ fn load_key(
             key_file,
         });
     }
-    SecretKey::load_or_create(&key_file).map_err(OpenError::Key)
+    let keyring = Keyring::load_or_create(&key_file).map_err(OpenError::Key)?;
+    Ok((keyring, Some(key_file)))
 }
 
 /// The value of [`SECRET_KEY_VAR`], when set and valid Unicode.

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dbconsole_core::seal::{KeyError, Sealer, SecretKey};
+use dbconsole_core::seal::{KeyError, Keyring, Sealer};
 use dbconsole_storage_redb::{Copied, CopyError};
 use thiserror::Error;
 
@@ -56,17 +56,18 @@ pub fn restore(args: &RestoreArgs, secret_key: Option<&str>) -> Result<Copied, R
     if data_file.exists() {
         return Err(RestoreError::HasData { data_file });
     }
-    let key = match secret_key.map(str::trim).filter(|key| !key.is_empty()) {
-        Some(text) => SecretKey::from_base64(text).map_err(RestoreError::KeyVariable)?,
+    let keyring = match secret_key.map(str::trim).filter(|key| !key.is_empty()) {
+        Some(text) => Keyring::from_text(text).map_err(RestoreError::KeyVariable)?,
         None => {
             let key_file = args.data_dir.join(KEY_FILE);
             if !key_file.exists() {
                 return Err(RestoreError::NoKey { key_file });
             }
-            SecretKey::load_or_create(&key_file).map_err(RestoreError::KeyFile)?
+            Keyring::load(&key_file).map_err(RestoreError::KeyFile)?
         }
     };
-    dbconsole_storage_redb::restore(&args.from, &data_file, &Sealer::new(&key)).map_err(|source| {
+    let sealer = Sealer::with_keyring(&keyring);
+    dbconsole_storage_redb::restore(&args.from, &data_file, &sealer).map_err(|source| {
         RestoreError::Copy {
             from: args.from.clone(),
             source,

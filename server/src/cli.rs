@@ -207,8 +207,9 @@ Stored keys are managed with `dbconsole keys`. When neither variable is set and 
 stored, one API key and one access token are created, stored (digests only) and printed once
 on standard output. With redb, DATA_DIR/admin.sock (mode 0600) serves `dbconsole keys` while
 the server runs.
-  DBCONSOLE_SECRET_KEY    base64 of the 32-byte key that encrypts secrets at rest (redb);
-                          when unset, DATA_DIR/secret.key is used, created once (mode 0600)
+  DBCONSOLE_SECRET_KEY    the seal keys that encrypt secrets at rest: base64 of a 32-byte
+                          key, or <id>:<base64> per key; when unset, DATA_DIR/secret.key
+                          is used, created once (mode 0600)
 Logs go to standard error (--log-format text|json); RUST_LOG filters them (default: info).
 Every response carries x-request-id (the caller's, when usable, else a new one), and every log
 line of the request names it.";
@@ -467,8 +468,9 @@ DATA_DIR. The commands work whether or not a server is running on DATA_DIR: when
 they ask it through DATA_DIR/admin.sock, and a revoke takes effect from its next request.
 Without a running server they open the data file themselves, with the same secret key as
 `serve`:
-  DBCONSOLE_SECRET_KEY    base64 of the 32-byte key that encrypts secrets at rest; when unset,
-                          DATA_DIR/secret.key is used
+  DBCONSOLE_SECRET_KEY    the seal keys that encrypt secrets at rest (base64 of a 32-byte
+                          key, or <id>:<base64> per key); when unset, DATA_DIR/secret.key
+                          is used
 With --storage memory the commands fail: a memory store lives inside its server process, which
 no other process can reach.
 API keys (x-api-key) are for the database routes, access tokens (Authorization: Bearer) for the
@@ -520,6 +522,23 @@ pub enum KeysCommand {
         /// The key's id (`key_…`), as `keys list` shows it.
         id: String,
     },
+    /// Rotate the seal key that encrypts stored secrets, while the server keeps serving: make
+    /// a new key current (on redb, made here when none waits in the key file; on PostgreSQL,
+    /// the one `add-seal-key` added and every node has), seal every stored secret again, and
+    /// retire the old key. Run it again to finish a rotation that was cut off.
+    #[command(name = "rotate-seal")]
+    RotateSeal {
+        /// Databases sealed again per page.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..).map(usize::from))]
+        batch: usize,
+    },
+    /// Show the store's seal keys: the current one, and those stored secrets may still need.
+    #[command(name = "seal-status")]
+    SealStatus,
+    /// Add a new random seal key to the data directory's key file, for `rotate-seal` to make
+    /// current (on PostgreSQL, copy the file to every node and restart them first).
+    #[command(name = "add-seal-key")]
+    AddSealKey,
 }
 
 /// The flags of `dbconsole keys create`.

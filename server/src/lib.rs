@@ -25,8 +25,8 @@
 //!
 //! **Several nodes**: with `--storage postgres`, any number of `dbconsole serve` processes share
 //! one PostgreSQL database (the same `--database-url` and `--database-schema`) and must share
-//! the sealing key: set the same `DBCONSOLE_SECRET_KEY` on every node (a node whose key does not
-//! match the store refuses to start, saying so).
+//! the seal keys: set the same `DBCONSOLE_SECRET_KEY` (or key file) on every node (a node whose
+//! keys do not fit the store refuses to start, saying so; README, "Rotating the secret key").
 //!
 //! ## Callers' credentials
 //!
@@ -92,8 +92,9 @@
 //! ## Secrets at rest
 //!
 //! With `redb`, passwords, certificates and keys are encrypted with XChaCha20-Poly1305 under a
-//! 32-byte key: `DBCONSOLE_SECRET_KEY` (base64) when set, else the key file `secret.key` in the
-//! data directory, created once with mode 0600. Starting with a key other than the one the data
+//! 32-byte key of the node's keyring: `DBCONSOLE_SECRET_KEY` when set, else the key file
+//! `secret.key` in the data directory, created once with mode 0600 (`dbconsole keys
+//! rotate-seal` rotates it; README, "Rotating the secret key"). Starting with a key other than the one the data
 //! was written with fails with a clear message, and so does data without its key file and
 //! without the variable (no new key file is made then). Keep a copy of the key apart from
 //! backups of the data file. The data file holds the callers' keys as digests only.

@@ -57,7 +57,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     let location = args.location();
     let Opened {
         storage,
-        sealer,
+        keys,
         backend,
     } = args
         .storage
@@ -66,14 +66,18 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .map_err(|source| Error::OpenStorage(args.storage, source))?;
     let env = EnvCredentials::from_env();
     let authenticator = StoredCredentials::new(Arc::clone(&storage), env.static_credentials());
-    let service = ConsoleService::builder(Arc::clone(&storage), Arc::new(authenticator), sealer)
-        .checkers(dbconsole_core::check::standard_checkers())
-        .check_timeout(args.check_timeout())
-        .read_cache(args.read_cache_bytes())
-        .body_timeout(args.body_timeout())
-        .metrics(args.metrics_listen.is_some())
-        .audit_retention(args.audit_retention())
-        .build();
+    let service = ConsoleService::builder(
+        Arc::clone(&storage),
+        Arc::new(authenticator),
+        keys.sealer.clone(),
+    )
+    .checkers(dbconsole_core::check::standard_checkers())
+    .check_timeout(args.check_timeout())
+    .read_cache(args.read_cache_bytes())
+    .body_timeout(args.body_timeout())
+    .metrics(args.metrics_listen.is_some())
+    .audit_retention(args.audit_retention())
+    .build();
 
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(dbconsole_server::tls::acceptor(cert, key)?),
@@ -98,12 +102,11 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     #[cfg(unix)]
     let admin = match backend {
         OpenedBackend::Redb(redb) => Some(
-            dbconsole_server::admin::socket::AdminSocket::bind(&args.data_dir, redb).map_err(
-                |source| Error::AdminSocket {
+            dbconsole_server::admin::socket::AdminSocket::bind(&args.data_dir, redb, keys.clone())
+                .map_err(|source| Error::AdminSocket {
                     dir: args.data_dir.clone(),
                     source,
-                },
-            )?,
+                })?,
         ),
         OpenedBackend::Memory | OpenedBackend::Postgres => None,
     };

@@ -31,6 +31,7 @@ use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
+use dbconsole_core::seal::SealKeys;
 use dbconsole_core::storage::{
     AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
     StorageError, WriteLog, audit, rules,
@@ -57,6 +58,18 @@ struct State {
     events: BTreeMap<String, AuditEvent>,
     /// The answers of idempotent writes, by key.
     answers: HashMap<String, StoredAnswer>,
+    seal_keys: StoredSealKeys,
+}
+
+/// The seal keys: key 0 current, with no key check value (nothing outlives the process), until
+/// a rotation replaces them.
+#[derive(Debug)]
+struct StoredSealKeys(SealKeys);
+
+impl Default for StoredSealKeys {
+    fn default() -> Self {
+        Self(SealKeys::single(0, Vec::new()))
+    }
 }
 
 impl MemoryStorage {
@@ -163,6 +176,7 @@ impl Storage for MemoryStorage {
         if api_id_taken || state.databases.contains_key(database.id.as_str()) {
             return Err(StorageError::AlreadyExists);
         }
+        rules::check_sealed(&database, &state.seal_keys.0)?;
         state.record(log)?;
         state.put_database(Arc::new(database));
         Ok(())
@@ -200,6 +214,7 @@ impl Storage for MemoryStorage {
             .ok_or(StorageError::NotFound)?;
         rules::check_version(&stored.updated_at, &expected)?;
         rules::check_identity(stored, &database)?;
+        rules::check_sealed(&database, &state.seal_keys.0)?;
         state.record(log)?;
         state.put_database(Arc::new(database));
         Ok(())
@@ -357,6 +372,22 @@ impl Storage for MemoryStorage {
             dashboards: state.dashboards.len() as u64,
             caller_keys: state.keys.len() as u64,
         })
+    }
+
+    async fn seal_keys(&self) -> Result<SealKeys, StorageError> {
+        Ok(self.state().seal_keys.0.clone())
+    }
+
+    async fn replace_seal_keys(
+        &self,
+        expected: &SealKeys,
+        keys: SealKeys,
+    ) -> Result<(), StorageError> {
+        let mut state = self.state();
+        let databases = state.databases.values().map(|db| Ok(Database::clone(db)));
+        rules::check_seal_keys(&state.seal_keys.0, expected, &keys, databases)?;
+        state.seal_keys.0 = keys;
+        Ok(())
     }
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {

@@ -27,9 +27,13 @@
 //!
 //! Records reach the store with their secrets sealed by core
 //! ([`SealedSecret`](dbconsole_core::model::SealedSecret)); no column ever holds a plaintext.
-//! Nodes share the sealing key. The `meta` table keeps a key check value made with the first
-//! node's key: [`PostgresStorage::connect`] with another key fails with
-//! [`ConnectError::WrongKey`] before the node answers anything.
+//! Nodes share the seal keys. The `seal_keys` table keeps the current key's id and a key check
+//! value of each key the secrets may need: [`PostgresStorage::connect`] with another key fails
+//! with [`ConnectError::WrongKey`], and without a needed key with [`ConnectError::SealKey`]
+//! (naming it), before the node answers anything. Each `databases` row lists the keys its
+//! secrets are sealed under, and a trigger refuses a row whose secrets are not all under the
+//! current key ([`StorageError::SealKeyChanged`]); dropping a key takes the `databases` table
+//! in `EXCLUSIVE` mode to check that no row needs it.
 //!
 //! ## Schema and migrations
 //!
@@ -45,7 +49,9 @@
 //! | `access_control` | `database_id` (deleted with its database), `inherits_from` (indexed, for the delete guard), `record` | 1 |
 //! | `caller_keys` | `id`, `digest` (unique, the SHA-256 a presented key is looked up by), `record` | 1 |
 //! | `audit_events` | the audit trail: `id`, `resource_id` and `at` (indexed), `record`; written in the transaction (or the statement) of the change it records | 2 |
-//! | `meta` | the key check value | 1 |
+//! | `idempotency_answers` | the answers of writes made with an `Idempotency-Key`: `key`, `at` (indexed, for pruning), `record` | 4 |
+//! | `seal_keys` | `id`, `key_check`, `current` (one row is); `databases.seal_keys` lists each row's key ids, checked by the trigger `databases_seal_keys` | 5 |
+//! | `meta` | the key check value before version 5 | 1 |
 //! | `schema_migrations` | applied versions | |
 //!
 //! ## Faults
@@ -88,7 +94,7 @@ use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
-use dbconsole_core::seal::Sealer;
+use dbconsole_core::seal::{SealKeys, Sealer, sealed_keys};
 use dbconsole_core::storage::record::{self, RecordError};
 use dbconsole_core::storage::{
     AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
@@ -144,6 +150,9 @@ impl From<RecordError> for Failure {
 
 impl From<tokio_postgres::Error> for Failure {
     fn from(error: tokio_postgres::Error) -> Self {
+        if let Some(current) = stale_seal_key(&error) {
+            return Failure::Fail(StorageError::SealKeyChanged(current));
+        }
         match error.code() {
             Some(code)
                 if *code == SqlState::T_R_SERIALIZATION_FAILURE
@@ -154,6 +163,15 @@ impl From<tokio_postgres::Error> for Failure {
             _ => Failure::Fail(classify(error)),
         }
     }
+}
+
+/// The current seal key named by the trigger that refused a database sealed under another.
+fn stale_seal_key(error: &tokio_postgres::Error) -> Option<u32> {
+    let error = error.as_db_error()?;
+    if error.code().code() != STALE_SEAL_KEY {
+        return None;
+    }
+    error.message().rsplit(' ').next()?.parse().ok()
 }
 
 /// A PostgreSQL error as the contract sees it: the server or the network being away is
@@ -191,6 +209,11 @@ fn caused_by_io(error: &(dyn std::error::Error + 'static)) -> bool {
     }
     false
 }
+
+/// The seal keys table names no current key.
+#[derive(Debug, thiserror::Error)]
+#[error("the stored seal keys name no current key")]
+struct NoCurrentKey;
 
 /// The operation took longer than the configured bound.
 #[derive(Debug, thiserror::Error)]
@@ -566,11 +589,43 @@ fn limit(page: Page<'_>) -> i64 {
 }
 
 const INSERT_DATABASE: &str =
-    "INSERT INTO databases (id, api_id, record, adapter, grp, tunnel_id, name)
-                               VALUES ($1, $2, $3, $4, $5, $6, $7)";
+    "INSERT INTO databases (id, api_id, record, adapter, grp, tunnel_id, name, seal_keys)
+                               VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
 const UPDATE_DATABASE: &str = "UPDATE databases
-                                  SET record = $2, adapter = $3, grp = $4, tunnel_id = $5, name = $6
+                                  SET record = $2, adapter = $3, grp = $4, tunnel_id = $5, name = $6,
+                                      seal_keys = $7
                                 WHERE id = $1";
+
+/// The seal keys, one row each (schema version 5).
+pub(crate) const SELECT_SEAL_KEYS: &str = "SELECT id, key_check, current FROM seal_keys";
+
+/// The SQLSTATE of the trigger that refuses a database whose secrets are not all sealed under
+/// the current key (migration 5); its message ends with the current key's id.
+const STALE_SEAL_KEY: &str = "DBC01";
+
+/// The seal keys of the rows of [`SELECT_SEAL_KEYS`]; `None` when none is current.
+pub(crate) fn seal_keys_of(rows: &[Row]) -> Result<Option<SealKeys>, tokio_postgres::Error> {
+    let mut current = None;
+    let mut keys = std::collections::BTreeMap::new();
+    for row in rows {
+        let id: i64 = row.try_get("id")?;
+        let Ok(id) = u32::try_from(id) else {
+            return Ok(None);
+        };
+        if row.try_get::<_, bool>("current")? {
+            current = Some(id);
+        }
+        keys.insert(id, row.try_get::<_, Vec<u8>>("key_check")?);
+    }
+    Ok(current.map(|current| SealKeys { current, keys }))
+}
+
+/// The ids of the keys `database`'s secrets are sealed under, once each, for its `seal_keys`
+/// column.
+pub(crate) fn seal_key_ids(database: &Database) -> Vec<i64> {
+    let ids: std::collections::BTreeSet<i64> = sealed_keys(database).map(i64::from).collect();
+    ids.into_iter().collect()
+}
 const INSERT_DASHBOARD: &str = "INSERT INTO dashboards (id, record, name) VALUES ($1, $2, $3)";
 const UPDATE_DASHBOARD: &str = "UPDATE dashboards SET record = $2, name = $3 WHERE id = $1";
 
@@ -797,8 +852,12 @@ impl PostgresStorage {
             tunnel,
             name,
         } = FilterColumns::of(database);
-        txn.execute(&update, &[&id, &bytes, &adapter, &group, &tunnel, &name])
-            .await?;
+        let keys = seal_key_ids(database);
+        txn.execute(
+            &update,
+            &[&id, &bytes, &adapter, &group, &tunnel, &name, &keys],
+        )
+        .await?;
         append(&txn, log).await?;
         commit(txn, log.event.id.as_str(), in_flight).await
     }
@@ -1030,7 +1089,8 @@ impl Storage for PostgresStorage {
             tunnel,
             name,
         } = FilterColumns::of(&database);
-        let params: [&(dyn ToSql + Sync); 7] = [
+        let keys = seal_key_ids(&database);
+        let params: [&(dyn ToSql + Sync); 8] = [
             &database.id.as_str(),
             &api_id,
             &bytes,
@@ -1038,6 +1098,7 @@ impl Storage for PostgresStorage {
             &group,
             &tunnel,
             &name,
+            &keys,
         ];
         self.insert(INSERT_DATABASE, &params, &log).await
     }
@@ -1272,6 +1333,67 @@ impl Storage for PostgresStorage {
             })
             .await?;
         Ok(counts.unwrap_or_default())
+    }
+
+    async fn seal_keys(&self) -> Result<SealKeys, StorageError> {
+        let rows = self.rows(SELECT_SEAL_KEYS, &[]).await?;
+        seal_keys_of(&rows)
+            .map_err(classify)?
+            .ok_or_else(|| StorageError::backend(NoCurrentKey))
+    }
+
+    /// Takes the `databases` table in `EXCLUSIVE` mode when `keys` drops a key: reads go on,
+    /// but every write waits, and every transaction that had touched the table (and may hold a
+    /// snapshot from before the current key changed) has ended, so the check that no stored
+    /// secret needs a dropped key sees every record that will ever be written with it.
+    async fn replace_seal_keys(
+        &self,
+        expected: &SealKeys,
+        keys: SealKeys,
+    ) -> Result<(), StorageError> {
+        self.bounded(async {
+            let mut client = self.client().await?;
+            let txn = client.transaction().await.map_err(classify)?;
+            let drops = expected.keys.keys().any(|id| !keys.keys.contains_key(id));
+            if drops {
+                txn.batch_execute("LOCK TABLE databases IN EXCLUSIVE MODE")
+                    .await
+                    .map_err(classify)?;
+            }
+            txn.batch_execute("LOCK TABLE seal_keys IN EXCLUSIVE MODE")
+                .await
+                .map_err(classify)?;
+            let rows = txn.query(SELECT_SEAL_KEYS, &[]).await.map_err(classify)?;
+            let stored = seal_keys_of(&rows)
+                .map_err(classify)?
+                .ok_or_else(|| StorageError::backend(NoCurrentKey))?;
+            rules::check_seal_keys(&stored, expected, &keys, std::iter::empty())?;
+            for id in stored.keys.keys().filter(|id| !keys.keys.contains_key(id)) {
+                let in_use = txn
+                    .query_opt(
+                        "SELECT 1 FROM databases WHERE $1 = ANY(seal_keys) LIMIT 1",
+                        &[&i64::from(*id)],
+                    )
+                    .await
+                    .map_err(classify)?;
+                if in_use.is_some() {
+                    return Err(StorageError::SealKeyInUse(*id));
+                }
+            }
+            txn.batch_execute("DELETE FROM seal_keys")
+                .await
+                .map_err(classify)?;
+            for (id, check) in &keys.keys {
+                txn.execute(
+                    "INSERT INTO seal_keys (id, key_check, current) VALUES ($1, $2, $3)",
+                    &[&i64::from(*id), check, &(*id == keys.current)],
+                )
+                .await
+                .map_err(classify)?;
+            }
+            txn.commit().await.map_err(classify)
+        })
+        .await
     }
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {

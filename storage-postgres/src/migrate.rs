@@ -1,7 +1,7 @@
 //! The schema's migrations: versioned SQL embedded in the binary, applied at connect in one
 //! transaction under an advisory lock, so nodes starting at once migrate once.
 
-use dbconsole_core::seal::Sealer;
+use dbconsole_core::seal::{SealKeyError, SealKeys, Sealer};
 use dbconsole_core::storage::record;
 use deadpool_postgres::Object;
 
@@ -17,7 +17,12 @@ const MIGRATIONS: &[(i32, &str)] = &[
         4,
         include_str!("../migrations/0004_idempotency_answers.sql"),
     ),
+    (5, include_str!("../migrations/0005_seal_keys.sql")),
 ];
+
+/// The version that adds the seal keys, filled from the key check value and the records in
+/// Rust.
+const SEAL_KEYS_VERSION: i32 = 5;
 
 /// The version that adds the listing columns, which are filled from the records in Rust.
 const LISTING_COLUMNS_VERSION: i32 = 3;
@@ -84,6 +89,9 @@ pub(crate) async fn run(
         if *version == LISTING_COLUMNS_VERSION {
             fill_listing_columns(&txn).await?;
         }
+        if *version == SEAL_KEYS_VERSION {
+            fill_seal_keys(&txn, sealer).await?;
+        }
         txn.execute(
             "INSERT INTO schema_migrations (version) VALUES ($1)",
             &[version],
@@ -92,22 +100,64 @@ pub(crate) async fn run(
         .map_err(ConnectError::Migrate)?;
         tracing::info!(schema, version, "applied a schema migration");
     }
-    let check = sealer.key_check().map_err(|_| ConnectError::Random)?;
-    txn.execute(
-        "INSERT INTO meta (key, value) VALUES ('key_check', $1) ON CONFLICT (key) DO NOTHING",
-        &[&check],
-    )
-    .await
-    .map_err(ConnectError::Migrate)?;
-    let stored: Vec<u8> = txn
-        .query_one("SELECT value FROM meta WHERE key = 'key_check'", &[])
+    let rows = txn
+        .query(crate::SELECT_SEAL_KEYS, &[])
+        .await
+        .map_err(ConnectError::Migrate)?;
+    let keys = crate::seal_keys_of(&rows)
+        .map_err(ConnectError::Migrate)?
+        .ok_or(ConnectError::Corrupt("no seal key is current"))?;
+    sealer.adopt(&keys).map_err(|error| match error {
+        SealKeyError::Wrong(_) => ConnectError::WrongKey,
+        other => ConnectError::SealKey(other),
+    })?;
+    txn.commit().await.map_err(ConnectError::Migrate)
+}
+
+/// Fills the seal keys of version 5: key 0 with the key check value stored before keys had ids
+/// (or, in a new schema, `sealer`'s current key), and each database's key ids from its record.
+async fn fill_seal_keys(
+    txn: &deadpool_postgres::Transaction<'_>,
+    sealer: &Sealer,
+) -> Result<(), ConnectError> {
+    let legacy: Option<Vec<u8>> = txn
+        .query_opt("SELECT value FROM meta WHERE key = 'key_check'", &[])
         .await
         .map_err(ConnectError::Migrate)?
-        .get(0);
-    if !sealer.matches_key_check(&stored) {
-        return Err(ConnectError::WrongKey);
+        .map(|row| row.try_get(0))
+        .transpose()
+        .map_err(ConnectError::Migrate)?;
+    let keys = match legacy {
+        Some(check) => SealKeys::single(0, check),
+        None => sealer.initial_keys().map_err(|_| ConnectError::Random)?,
+    };
+    for (id, check) in &keys.keys {
+        txn.execute(
+            "INSERT INTO seal_keys (id, key_check, current) VALUES ($1, $2, $3)",
+            &[&i64::from(*id), check, &(*id == keys.current)],
+        )
+        .await
+        .map_err(ConnectError::Migrate)?;
     }
-    txn.commit().await.map_err(ConnectError::Migrate)
+    txn.execute("DELETE FROM meta WHERE key = 'key_check'", &[])
+        .await
+        .map_err(ConnectError::Migrate)?;
+    let databases = txn
+        .query("SELECT id, record FROM databases", &[])
+        .await
+        .map_err(ConnectError::Migrate)?;
+    for row in databases {
+        let id: String = row.try_get("id").map_err(ConnectError::Migrate)?;
+        let bytes: Vec<u8> = row.try_get("record").map_err(ConnectError::Migrate)?;
+        let database = record::decode_database(&id, &bytes).map_err(ConnectError::Record)?;
+        txn.execute(
+            "UPDATE databases SET seal_keys = $2 WHERE id = $1",
+            &[&id, &crate::seal_key_ids(&database)],
+        )
+        .await
+        .map_err(ConnectError::Migrate)?;
+    }
+    Ok(())
 }
 
 /// Fills the listing columns of version 3 from the records written before it.

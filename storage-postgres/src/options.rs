@@ -91,6 +91,12 @@ pub enum ConnectError {
     /// The key check value could not be made.
     #[error("the system random number generator failed")]
     Random,
+    /// The stored seal keys are damaged (none is current, or an id is out of range).
+    #[error("the stored seal keys are damaged: {0}")]
+    Corrupt(&'static str),
+    /// The store's secrets need a seal key this node's keyring lacks (named in the message).
+    #[error(transparent)]
+    SealKey(dbconsole_core::seal::SealKeyError),
 }
 
 impl PostgresOptions {

@@ -14,6 +14,9 @@ pub enum OpenError {
     /// The key check value in the file does not decrypt under the given key.
     #[error("the secret key does not match the one this data was written with")]
     WrongKey,
+    /// The data's secrets need a seal key this node's keyring lacks (named in the message).
+    #[error(transparent)]
+    SealKey(dbconsole_core::seal::SealKeyError),
     /// The file was written in a format newer than this build reads.
     #[error(
         "the data file was written in format {found} by a newer version of dbconsole; \

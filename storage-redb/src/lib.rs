@@ -76,9 +76,12 @@
 //! deployment's [`SecretKey`](dbconsole_core::SecretKey), each value bound to its place; see [`dbconsole_core::seal`]). The
 //! store writes those bytes as they are and reads them back as they are: it never holds the key,
 //! and reading a record decrypts nothing. Everything else (names, host names, usernames,
-//! dashboards) is stored in clear. The meta table holds a key check value (a fixed label sealed
-//! under the key, [`Sealer::key_check`]), so opening a file with another key fails at once with
-//! [`OpenError::WrongKey`] instead of answering garbage later.
+//! dashboards) is stored in clear. The meta table holds the seal keys (`seal_keys`: the current
+//! key's id and a key check value of each key the secrets may need, a fixed label sealed under
+//! it, [`Sealer::key_check`]), so opening a file with another key fails at once with
+//! [`OpenError::WrongKey`] instead of answering garbage later, and a keyring that lacks a key
+//! fails with [`OpenError::SealKey`], naming it. A database write whose secrets are not all
+//! sealed under the current key is refused ([`StorageError::SealKeyChanged`]).
 //!
 //! Callers' API keys and access tokens are never stored, encrypted or not: a
 //! [`CallerKey`] holds the SHA-256 digest of its secret, and a presented secret is found
@@ -88,7 +91,7 @@
 //!
 //! | table | key → value | what |
 //! |---|---|---|
-//! | `meta` | `&str` → `&[u8]` | `format_version` (u32, little endian), `key_check` |
+//! | `meta` | `&str` → `&[u8]` | `format_version` (u32, little endian), `seal_keys` (format 2; format 1 kept one `key_check`, read as key 0's) |
 //! | `databases` | id → record | a database with its credentials |
 //! | `database_api_ids` | `api_id` → id | index for lookups and deletes by `api_id` |
 //! | `dashboards` | id → record | a dashboard with its panels, actions and input mappings |
@@ -134,16 +137,16 @@
 //! ```no_run
 //! use std::path::Path;
 //! use std::sync::Arc;
-//! use dbconsole_core::{ConsoleService, SecretKey, Sealer, StaticCredentials};
+//! use dbconsole_core::{ConsoleService, Keyring, Sealer, StaticCredentials};
 //! use dbconsole_storage_redb::RedbStorage;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let key = match std::env::var("DBCONSOLE_SECRET_KEY") {
-//!     Ok(text) => SecretKey::from_base64(&text)?,
+//! let keys = match std::env::var("DBCONSOLE_SECRET_KEY") {
+//!     Ok(text) => Keyring::from_text(&text)?,
 //!     // Outside the data directory: a copy of the data alone reveals no secret.
-//!     Err(_) => SecretKey::load_or_create(Path::new("/etc/dbconsole/secret.key"))?,
+//!     Err(_) => Keyring::load_or_create(Path::new("/etc/dbconsole/secret.key"))?,
 //! };
-//! let sealer = Sealer::new(&key);
+//! let sealer = Sealer::with_keyring(&keys);
 //! let storage = RedbStorage::open(Path::new("data/dbconsole.redb"), &sealer)?;
 //! let auth = Arc::new(StaticCredentials::default());
 //! let service = ConsoleService::builder(Arc::new(storage), auth, sealer).build();
@@ -174,7 +177,7 @@ use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
-use dbconsole_core::seal::Sealer;
+use dbconsole_core::seal::{SealKeyError, SealKeys, Sealer};
 use dbconsole_core::storage::{
     AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
     StorageError, WriteLog, audit, rules,
@@ -192,8 +195,10 @@ use dbconsole_core::storage::record::{self, RecordError};
 /// redb's page cache when none is given: 16 MiB.
 pub const DEFAULT_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The format version of files this build writes, and the newest it opens.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version of files this build writes, and the newest it opens. Version 2 keeps
+/// the seal keys (`seal_keys`) instead of one key check value (`key_check`, read as key 0's);
+/// a version 1 file is upgraded when it is opened.
+pub const FORMAT_VERSION: u32 = 2;
 
 const META: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("meta");
 const DATABASES: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("databases");
@@ -210,6 +215,7 @@ const CALLER_KEY_DIGESTS: TableDefinition<'static, &[u8; 32], &str> =
 
 const META_FORMAT_VERSION: &str = "format_version";
 const META_KEY_CHECK: &str = "key_check";
+const META_SEAL_KEYS: &str = "seal_keys";
 /// Written and then removed by the readiness probe (see `check_ready`).
 const META_PROBE: &str = "probe";
 
@@ -433,19 +439,36 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
         if version == 0 {
             return Err(OpenError::Corrupt("its format version is 0"));
         }
-        let matches = match meta.get(META_KEY_CHECK).map_err(redb_storage)? {
-            None => return Err(OpenError::Corrupt("it has no key check value")),
-            Some(check) => sealer.matches_key_check(check.value()),
+        let keys = match meta.get(META_SEAL_KEYS).map_err(redb_storage)? {
+            Some(keys) => Some(
+                record::decode_seal_keys(keys.value())
+                    .map_err(|_| OpenError::Corrupt("its seal keys do not decode"))?,
+            ),
+            None => None,
         };
-        if !matches {
-            return Err(OpenError::WrongKey);
+        let keys = match keys {
+            Some(keys) => keys,
+            // Format 1: one key check value, of the key that is key 0 now.
+            None => match meta.get(META_KEY_CHECK).map_err(redb_storage)? {
+                None => return Err(OpenError::Corrupt("it has no key check value")),
+                Some(check) => SealKeys::single(0, check.value().to_vec()),
+            },
+        };
+        sealer.adopt(&keys).map_err(|error| match error {
+            SealKeyError::Wrong(_) => OpenError::WrongKey,
+            other => OpenError::SealKey(other),
+        })?;
+        if version < FORMAT_VERSION {
+            put_seal_keys(&mut meta, &keys)?;
+            meta.remove(META_KEY_CHECK).map_err(redb_storage)?;
+            meta.insert(META_FORMAT_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())
+                .map_err(redb_storage)?;
         }
     } else {
-        let check = sealer.key_check().map_err(|_| OpenError::Random)?;
+        let keys = sealer.initial_keys().map_err(|_| OpenError::Random)?;
         meta.insert(META_FORMAT_VERSION, FORMAT_VERSION.to_le_bytes().as_slice())
             .map_err(redb_storage)?;
-        meta.insert(META_KEY_CHECK, check.as_slice())
-            .map_err(redb_storage)?;
+        put_seal_keys(&mut meta, &keys)?;
     }
     drop(meta);
     txn.open_table(DATABASES).map_err(redb)?;
@@ -460,6 +483,25 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
     txn.open_table(answers::ANSWERS).map_err(redb)?;
     txn.open_table(answers::BY_TIME).map_err(redb)?;
     index::build_if_missing(txn).map_err(OpenError::Index)
+}
+
+fn put_seal_keys(meta: &mut Table<'_, &str, &[u8]>, keys: &SealKeys) -> Result<(), OpenError> {
+    let bytes = record::encode_seal_keys(keys)
+        .map_err(|_| OpenError::Corrupt("its seal keys do not encode"))?;
+    meta.insert(META_SEAL_KEYS, bytes.as_slice())
+        .map_err(redb_storage)?;
+    Ok(())
+}
+
+/// The seal keys, as stored in the meta table of this transaction.
+fn seal_keys_of(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<SealKeys, StorageError> {
+    let bytes = meta
+        .get(META_SEAL_KEYS)
+        .or_backend()?
+        .ok_or_else(|| StorageError::backend(RecordError::Empty))?;
+    Ok(record::decode_seal_keys(bytes.value())?)
 }
 
 fn redb_storage(error: redb::StorageError) -> OpenError {
@@ -677,6 +719,8 @@ impl Storage for RedbStorage {
             if id_taken || api_id_taken {
                 return Err(StorageError::AlreadyExists);
             }
+            let meta = txn.open_table(META).or_backend()?;
+            rules::check_sealed(&database, &seal_keys_of(&meta)?)?;
             inner.put_database(&mut databases, &mut api_ids, &database)?;
             index::reindex_database(txn, None, Some(&database))?;
             audit_trail::append(txn, &log)
@@ -758,6 +802,8 @@ impl Storage for RedbStorage {
                 .ok_or(StorageError::NotFound)?;
             rules::check_version(&stored.updated_at, &expected)?;
             rules::check_identity(&stored, &database)?;
+            let meta = txn.open_table(META).or_backend()?;
+            rules::check_sealed(&database, &seal_keys_of(&meta)?)?;
             inner.put_database(&mut databases, &mut api_ids, &database)?;
             index::reindex_database(txn, Some(&stored), Some(&database))?;
             audit_trail::append(txn, &log)
@@ -1075,6 +1121,39 @@ impl Storage for RedbStorage {
 
     async fn record_counts(&self) -> Result<RecordCounts, StorageError> {
         self.read_now(|inner| inner.read(counts))
+    }
+
+    async fn seal_keys(&self) -> Result<SealKeys, StorageError> {
+        self.read_now(|inner| {
+            inner.read(|txn| {
+                let meta = txn.open_table(META).or_backend()?;
+                seal_keys_of(&meta)
+            })
+        })
+    }
+
+    /// Checks every stored database in the writer when `keys` drops a key: a scan, made once
+    /// per rotation.
+    async fn replace_seal_keys(
+        &self,
+        expected: &SealKeys,
+        keys: SealKeys,
+    ) -> Result<(), StorageError> {
+        let expected = expected.clone();
+        self.write(move |_, txn| {
+            let mut meta = txn.open_table(META).or_backend()?;
+            let stored = seal_keys_of(&meta)?;
+            let databases = txn.open_table(DATABASES).or_backend()?;
+            let all = databases.iter().or_backend()?.map(|entry| {
+                let (key, value) = entry.or_backend()?;
+                Ok(record::decode_database(key.value(), value.value())?)
+            });
+            rules::check_seal_keys(&stored, &expected, &keys, all)?;
+            let bytes = record::encode_seal_keys(&keys)?;
+            meta.insert(META_SEAL_KEYS, bytes.as_slice()).or_backend()?;
+            Ok(())
+        })
+        .await
     }
 
     async fn touch_caller_key(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {

@@ -19,7 +19,7 @@ use dbconsole_core::model::{
     DataProtection, Database, DatabaseId, InputMapping, Panel, PanelDetails, PanelId, PanelInput,
     Permission, Policy, Scope, SealedSecret, Secret, SubjectKind, Timestamp, TlsField, TlsMaterial,
 };
-use dbconsole_core::seal::{Place, Sealer};
+use dbconsole_core::seal::{Keyring, Place, SealKeyError, Sealer, SecretKey};
 use dbconsole_core::storage::{
     DatabaseKey, DatabaseRef, Page, RecordCounts, Storage, StorageError,
 };
@@ -571,6 +571,69 @@ async fn a_file_of_a_newer_format_is_refused_at_open() {
     let meta = txn.open_table(META).unwrap();
     let stored = meta.get("format_version").unwrap().unwrap();
     assert_eq!(stored.value(), newer.to_le_bytes().as_slice());
+}
+
+/// A file of format 1 kept one key check value and no key ids: it opens with the same key as
+/// key 0, is upgraded to format 2 (the seal keys), and a keyring without key 0 is refused,
+/// naming it.
+#[tokio::test]
+async fn a_format_1_file_opens_with_its_key_as_key_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let storage = open(&path, &key);
+    let written = database(1, "format1", None);
+    storage
+        .insert_database(written.clone(), origin())
+        .await
+        .unwrap();
+    drop(storage);
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(META).unwrap();
+            meta.remove("seal_keys")
+                .unwrap()
+                .expect("format 2 keeps seal_keys");
+            let check = key.key_check(0).unwrap();
+            meta.insert("key_check", check.as_slice()).unwrap();
+            meta.insert("format_version", 1u32.to_le_bytes().as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+
+    let other = Sealer::with_keyring(&Keyring::single(SecretKey::generate().unwrap()));
+    assert!(matches!(
+        RedbStorage::open(&path, &other),
+        Err(OpenError::WrongKey)
+    ));
+    let mut ring = Keyring::default();
+    ring.insert(1, SecretKey::generate().unwrap());
+    let error = RedbStorage::open(&path, &Sealer::with_keyring(&ring)).unwrap_err();
+    assert!(
+        matches!(&error, OpenError::SealKey(SealKeyError::Missing(0))),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("seal key 0"), "{error}");
+
+    let storage = open(&path, &key);
+    assert_eq!(
+        storage.database(written.id.as_str()).await.unwrap(),
+        Some(written)
+    );
+    let keys = storage.seal_keys().await.unwrap();
+    assert_eq!(keys.current, 0);
+    assert_eq!(keys.keys.keys().copied().collect::<Vec<_>>(), vec![0]);
+    assert!(key.matches_key_check(0, &keys.keys[&0]));
+    drop(storage);
+    let db = redb::Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(META).unwrap();
+    let version = meta.get("format_version").unwrap().unwrap();
+    assert_eq!(version.value(), FORMAT_VERSION.to_le_bytes().as_slice());
+    assert!(meta.get("key_check").unwrap().is_none());
 }
 
 #[tokio::test]

@@ -61,31 +61,53 @@ impl PartialEq for Secret {
 
 impl Eq for Secret {}
 
-/// A secret as records hold it: `nonce ‖ ciphertext ‖ tag` of XChaCha20-Poly1305, made by
-/// `seal::Sealer::seal` and bound to its place (which database, credential and field).
+/// A secret as records hold it: the id of the seal key that sealed it, and `nonce ‖ ciphertext
+/// ‖ tag` of XChaCha20-Poly1305, made by `seal::Sealer::seal` and bound to its place (which
+/// database, credential and field).
 ///
 /// Records carry secrets only in this form: reading, listing or rendering a record never
 /// decrypts anything, and a backend stores these bytes as they are. Only check-connection
-/// opens one, with `seal::Sealer::open`. Cloning is cheap (shared bytes). Its `Debug`
-/// shows the length only.
+/// opens one, with `seal::Sealer::open`, under the key its id names. Cloning is cheap (shared
+/// bytes). Its `Debug` shows the key id and the length only.
 #[derive(Clone, PartialEq, Eq)]
-pub struct SealedSecret(Bytes);
+pub struct SealedSecret {
+    key: u32,
+    bytes: Bytes,
+}
 
 impl SealedSecret {
-    /// Wraps sealed bytes as a backend stored them.
-    pub fn from_stored(bytes: impl Into<Bytes>) -> Self {
-        Self(bytes.into())
+    /// Sealed bytes made under seal key `key`.
+    pub fn new(key: u32, bytes: impl Into<Bytes>) -> Self {
+        Self {
+            key,
+            bytes: bytes.into(),
+        }
     }
 
-    /// The sealed bytes, to store.
+    /// Wraps sealed bytes stored before seal keys had ids: they were sealed under key 0.
+    pub fn from_stored(bytes: impl Into<Bytes>) -> Self {
+        Self::new(0, bytes)
+    }
+
+    /// The id of the seal key that sealed it.
+    pub fn key(&self) -> u32 {
+        self.key
+    }
+
+    /// The sealed bytes (`nonce ‖ ciphertext ‖ tag`), to store beside the key id.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        &self.bytes
     }
 }
 
 impl fmt::Debug for SealedSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SealedSecret({} bytes)", self.0.len())
+        write!(
+            f,
+            "SealedSecret(key {}, {} bytes)",
+            self.key,
+            self.bytes.len()
+        )
     }
 }
 
@@ -107,7 +129,7 @@ mod tests {
     #[test]
     fn sealed_debug_shows_the_length_only() {
         let sealed = SealedSecret::from_stored(b"\x01\x02hunter2".to_vec());
-        assert_eq!(format!("{sealed:?}"), "SealedSecret(9 bytes)");
+        assert_eq!(format!("{sealed:?}"), "SealedSecret(key 0, 9 bytes)");
     }
 
     #[test]

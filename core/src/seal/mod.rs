@@ -10,23 +10,30 @@
 //! id>/password`, `database/<id>/tls/<field>`), so a value copied onto another credential, field
 //! or record does not open.
 //!
-//! A durable backend keeps a [key check value](Sealer::key_check) beside its data and compares
-//! it at open ([`Sealer::matches_key_check`]): a node started with another key refuses to start
-//! instead of answering garbage later.
+//! Keys have ids: a sealed value names the key that sealed it, and a [`Sealer`] holds a
+//! [`Keyring`], whose current key seals and whose every key opens what it sealed. A store
+//! keeps its [`SealKeys`] (the current id and a [key check value](Sealer::key_check) of every key
+//! its secrets need) and a node adopts them when it opens the store ([`Sealer::adopt`]): a node
+//! that lacks a needed key, or has another key under its id, refuses to start and names it.
+//! [`rotate`] makes a new key current and seals every stored secret again under it, then drops
+//! the old keys (README, "Rotating the secret key").
 
 mod key;
+mod rotate;
 
+use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use bytes::Bytes;
 use chacha20poly1305::aead::{Aead, Generate, KeyInit, Payload};
 use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
 
-pub use key::{KeyError, SecretKey};
+pub use key::{KeyError, Keyring, SecretKey};
+pub use rotate::{RotateError, Rotation, rotate};
 
-use crate::model::{SealedSecret, Secret, TlsField};
+use crate::model::{Database, SealedSecret, Secret, TlsField};
 
 /// Nonce length of XChaCha20-Poly1305.
 const NONCE_LEN: usize = 24;
@@ -88,35 +95,115 @@ pub enum SealError {
     /// The system random number generator failed, or the value is too long to seal.
     #[error("a secret could not be encrypted")]
     Seal,
+    /// The value was sealed under a key this node's keyring lacks (or the current key is
+    /// missing).
+    #[error(
+        "a stored secret is sealed under seal key {0}, which this node's keyring lacks \
+         (README, \"Rotating the secret key\")"
+    )]
+    MissingKey(u32),
 }
 
-/// Seals and opens secrets under one [`SecretKey`]. Cheap to clone: clones share the cipher and
-/// the count of opened secrets.
+/// The seal keys a store's secrets need, as the store keeps them so that every node agrees:
+/// which key seals now, and the key check value of every key some stored secret may need
+/// (README, "Rotating the secret key").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SealKeys {
+    /// The key every write seals under; a store refuses a database whose secrets are sealed
+    /// under another ([`crate::storage::StorageError::SealKeyChanged`]).
+    pub current: u32,
+    /// Each key a stored secret may need, with its key check value ([`Sealer::key_check`];
+    /// empty for a store that never outlives its process, which checks nothing).
+    pub keys: BTreeMap<u32, Vec<u8>>,
+}
+
+impl SealKeys {
+    /// One key, current.
+    pub fn single(id: u32, check: Vec<u8>) -> Self {
+        Self {
+            current: id,
+            keys: BTreeMap::from([(id, check)]),
+        }
+    }
+
+    /// Whether a rotation is under way: keys other than the current one are still listed.
+    pub fn rotating(&self) -> bool {
+        self.keys.keys().any(|id| *id != self.current)
+    }
+}
+
+/// Why a node's keyring does not fit what a store needs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SealKeyError {
+    /// The store holds secrets sealed under a key this node does not have.
+    #[error(
+        "stored secrets need seal key {0}, which this node's keyring lacks; add it to the key \
+         file (or DBCONSOLE_SECRET_KEY) as {0}:<base64> (README, \"Rotating the secret key\")"
+    )]
+    Missing(u32),
+    /// This node's key with that id is another key than the one the store was sealed with.
+    #[error(
+        "seal key {0} of this node's keyring is not the key {0} the store's secrets were sealed \
+         with (another key file or DBCONSOLE_SECRET_KEY?)"
+    )]
+    Wrong(u32),
+    /// A key check value could not be made.
+    #[error(transparent)]
+    Seal(#[from] SealError),
+}
+
+/// Seals and opens secrets under a [`Keyring`]: the current key seals, every key opens what it
+/// sealed (each sealed value names its key). Cheap to clone: clones share the keys, the
+/// current key and the count of opened secrets, so a store and a service given one sealer see
+/// one current key.
 #[derive(Clone)]
 pub struct Sealer {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    cipher: XChaCha20Poly1305,
+    ring: RwLock<Arc<Ring>>,
     opened: AtomicU64,
+}
+
+/// The ciphers by key id, and the current id.
+struct Ring {
+    ciphers: BTreeMap<u32, XChaCha20Poly1305>,
+    current: u32,
 }
 
 impl fmt::Debug for Sealer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ring = self.ring();
         f.debug_struct("Sealer")
+            .field("keys", &ring.ciphers.keys().collect::<Vec<_>>())
+            .field("current", &ring.current)
             .field("opened", &self.opened())
             .finish_non_exhaustive()
     }
 }
 
+fn cipher(key: &SecretKey) -> XChaCha20Poly1305 {
+    let key: &Key = key.bytes().into();
+    XChaCha20Poly1305::new(key)
+}
+
 impl Sealer {
-    /// A sealer under this key.
+    /// A sealer under one key, key 0.
     pub fn new(key: &SecretKey) -> Self {
-        let key: &Key = key.bytes().into();
+        Self::with_keyring(&Keyring::single(key.clone()))
+    }
+
+    /// A sealer under these keys; the highest id seals until a store names its current key
+    /// ([`Sealer::adopt`]).
+    pub fn with_keyring(keyring: &Keyring) -> Self {
+        let ciphers: BTreeMap<u32, XChaCha20Poly1305> =
+            keyring.iter().map(|(id, key)| (id, cipher(key))).collect();
+        let current = ciphers.keys().next_back().copied().unwrap_or(0);
         Self {
             inner: Arc::new(Inner {
-                cipher: XChaCha20Poly1305::new(key),
+                ring: RwLock::new(Arc::new(Ring { ciphers, current })),
                 opened: AtomicU64::new(0),
             }),
         }
@@ -128,57 +215,126 @@ impl Sealer {
         Ok(Self::new(&SecretKey::generate()?))
     }
 
-    /// Seals `secret` for `place`, with a fresh random nonce.
-    pub fn seal(&self, secret: &Secret, place: &Place) -> Result<SealedSecret, SealError> {
-        self.seal_bytes(secret.expose(), place)
-            .map(SealedSecret::from_stored)
+    fn ring(&self) -> Arc<Ring> {
+        Arc::clone(
+            &self
+                .inner
+                .ring
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
-    fn seal_bytes(&self, plaintext: &[u8], place: &Place) -> Result<Bytes, SealError> {
-        let nonce = XNonce::try_generate().map_err(|_| SealError::Seal)?;
-        let ciphertext = self
+    fn change(&self, change: impl FnOnce(&mut Ring)) {
+        let mut ring = self
             .inner
-            .cipher
-            .encrypt(
-                &nonce,
-                Payload {
-                    msg: plaintext,
-                    aad: &place.aad,
-                },
-            )
-            .map_err(|_| SealError::Seal)?;
-        let mut sealed = Vec::with_capacity(NONCE_LEN + ciphertext.len());
-        sealed.extend_from_slice(nonce.as_slice());
-        sealed.extend_from_slice(&ciphertext);
-        Ok(Bytes::from(sealed))
+            .ring
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut next = Ring {
+            ciphers: ring.ciphers.clone(),
+            current: ring.current,
+        };
+        change(&mut next);
+        *ring = Arc::new(next);
     }
 
-    /// The secret that [`Sealer::seal`] sealed for the same place. Counted (see
-    /// [`Sealer::opened`]).
+    /// The id of the key that seals now.
+    pub fn current(&self) -> u32 {
+        self.ring().current
+    }
+
+    /// The ids of the keys this sealer has.
+    pub fn key_ids(&self) -> Vec<u32> {
+        self.ring().ciphers.keys().copied().collect()
+    }
+
+    /// Adds key `id` (it opens what it sealed; it seals once made current).
+    pub fn add_key(&self, id: u32, key: &SecretKey) {
+        let cipher = cipher(key);
+        self.change(|ring| {
+            ring.ciphers.insert(id, cipher);
+        });
+    }
+
+    /// Drops key `id`: what it sealed no longer opens. The current key is kept.
+    pub fn remove_key(&self, id: u32) {
+        self.change(|ring| {
+            if ring.current != id {
+                ring.ciphers.remove(&id);
+            }
+        });
+    }
+
+    /// Seals under key `id` from now on; [`SealKeyError::Missing`] when this sealer lacks it.
+    pub fn use_key(&self, id: u32) -> Result<(), SealKeyError> {
+        if !self.ring().ciphers.contains_key(&id) {
+            return Err(SealKeyError::Missing(id));
+        }
+        self.change(|ring| ring.current = id);
+        Ok(())
+    }
+
+    /// Checks that this sealer has every key `stored` lists, each the same key (by its key
+    /// check value), and seals under its current key from now on. A store calls it when it
+    /// opens: a node that lacks a key the store's secrets need refuses to start, naming it.
+    pub fn adopt(&self, stored: &SealKeys) -> Result<(), SealKeyError> {
+        for (id, check) in &stored.keys {
+            if !self.ring().ciphers.contains_key(id) {
+                return Err(SealKeyError::Missing(*id));
+            }
+            if !check.is_empty() && !self.matches_key_check(*id, check) {
+                return Err(SealKeyError::Wrong(*id));
+            }
+        }
+        self.use_key(stored.current)
+    }
+
+    /// Seals `secret` for `place` under the current key, with a fresh random nonce.
+    pub fn seal(&self, secret: &Secret, place: &Place) -> Result<SealedSecret, SealError> {
+        let ring = self.ring();
+        let cipher = ring
+            .ciphers
+            .get(&ring.current)
+            .ok_or(SealError::MissingKey(ring.current))?;
+        seal_bytes(cipher, secret.expose(), place)
+            .map(|bytes| SealedSecret::new(ring.current, bytes))
+    }
+
+    /// The secret that [`Sealer::seal`] sealed for the same place, opened under the key it
+    /// names. Counted (see [`Sealer::opened`]).
     pub fn open(&self, sealed: &SealedSecret, place: &Place) -> Result<Secret, SealError> {
         self.inner.opened.fetch_add(1, Ordering::Relaxed);
-        self.open_bytes(sealed.as_bytes(), place)
+        let ring = self.ring();
+        let cipher = ring
+            .ciphers
+            .get(&sealed.key())
+            .ok_or(SealError::MissingKey(sealed.key()))?;
+        open_bytes(cipher, sealed.as_bytes(), place)
     }
 
-    fn open_bytes(&self, sealed: &[u8], place: &Place) -> Result<Secret, SealError> {
-        let fail = || SealError::Open(place.name.clone());
-        if sealed.len() < NONCE_LEN {
-            return Err(fail());
+    /// `database` with every secret sealed under the current key: those sealed under another
+    /// are opened and sealed again (counted as opened); the others are kept as they are.
+    pub fn reseal(&self, mut database: Database) -> Result<Database, SealError> {
+        let current = self.current();
+        let id = database.id.to_string();
+        for credential in &mut database.credentials {
+            if let Some(password) = &mut credential.password
+                && password.key() != current
+            {
+                let place = Place::password(&id, credential.id.as_str());
+                *password = self.seal(&self.open(password, &place)?, &place)?;
+            }
         }
-        let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
-        let nonce = XNonce::try_from(nonce).map_err(|_| fail())?;
-        let plaintext = self
-            .inner
-            .cipher
-            .decrypt(
-                &nonce,
-                Payload {
-                    msg: ciphertext,
-                    aad: &place.aad,
-                },
-            )
-            .map_err(|_| fail())?;
-        Ok(Secret::new(plaintext))
+        for field in TlsField::ALL {
+            if let Some(sealed) = database.tls.get_mut(field)
+                && sealed.key() != current
+            {
+                let place = Place::tls(&id, field);
+                *sealed = self.seal(&self.open(sealed, &place)?, &place)?;
+            }
+        }
+        Ok(database)
     }
 
     /// How many secrets this sealer (and its clones) opened since it was made: what proves that
@@ -187,18 +343,90 @@ impl Sealer {
         self.inner.opened.load(Ordering::Relaxed)
     }
 
-    /// A key check value: a fixed label sealed under this key, for a durable backend to keep
+    /// A key check value of key `id`: a fixed label sealed under it, for a store to keep
     /// beside its data.
-    pub fn key_check(&self) -> Result<Vec<u8>, SealError> {
-        self.seal_bytes(KEY_CHECK_LABEL, &Place::key_check())
-            .map(|bytes| bytes.to_vec())
+    pub fn key_check(&self, id: u32) -> Result<Vec<u8>, SealError> {
+        let ring = self.ring();
+        let cipher = ring.ciphers.get(&id).ok_or(SealError::MissingKey(id))?;
+        seal_bytes(cipher, KEY_CHECK_LABEL, &Place::key_check()).map(|bytes| bytes.to_vec())
     }
 
-    /// Whether `stored` is a key check value made under this key.
-    pub fn matches_key_check(&self, stored: &[u8]) -> bool {
-        self.open_bytes(stored, &Place::key_check())
-            .is_ok_and(|label| label.expose() == KEY_CHECK_LABEL)
+    /// Whether `stored` is a key check value made under this sealer's key `id`.
+    pub fn matches_key_check(&self, id: u32, stored: &[u8]) -> bool {
+        let ring = self.ring();
+        ring.ciphers.get(&id).is_some_and(|cipher| {
+            open_bytes(cipher, stored, &Place::key_check())
+                .is_ok_and(|label| label.expose() == KEY_CHECK_LABEL)
+        })
     }
+
+    /// The seal keys of a new store: this sealer's current key, with its key check value.
+    pub fn initial_keys(&self) -> Result<SealKeys, SealError> {
+        let current = self.current();
+        Ok(SealKeys::single(current, self.key_check(current)?))
+    }
+}
+
+/// Whether every secret of `database` is sealed under key `current`: what a store checks on
+/// every database it writes.
+pub fn sealed_under(database: &Database, current: u32) -> bool {
+    sealed_keys(database).all(|key| key == current)
+}
+
+/// The ids of the keys `database`'s secrets are sealed under (with repeats).
+pub fn sealed_keys(database: &Database) -> impl Iterator<Item = u32> + '_ {
+    let passwords = database
+        .credentials
+        .iter()
+        .filter_map(|credential| credential.password.as_ref());
+    let tls = TlsField::ALL
+        .into_iter()
+        .filter_map(|field| database.tls.get(field));
+    passwords.chain(tls).map(SealedSecret::key)
+}
+
+fn seal_bytes(
+    cipher: &XChaCha20Poly1305,
+    plaintext: &[u8],
+    place: &Place,
+) -> Result<Bytes, SealError> {
+    let nonce = XNonce::try_generate().map_err(|_| SealError::Seal)?;
+    let ciphertext = cipher
+        .encrypt(
+            &nonce,
+            Payload {
+                msg: plaintext,
+                aad: &place.aad,
+            },
+        )
+        .map_err(|_| SealError::Seal)?;
+    let mut sealed = Vec::with_capacity(NONCE_LEN + ciphertext.len());
+    sealed.extend_from_slice(nonce.as_slice());
+    sealed.extend_from_slice(&ciphertext);
+    Ok(Bytes::from(sealed))
+}
+
+fn open_bytes(
+    cipher: &XChaCha20Poly1305,
+    sealed: &[u8],
+    place: &Place,
+) -> Result<Secret, SealError> {
+    let fail = || SealError::Open(place.name.clone());
+    if sealed.len() < NONCE_LEN {
+        return Err(fail());
+    }
+    let (nonce, ciphertext) = sealed.split_at(NONCE_LEN);
+    let nonce = XNonce::try_from(nonce).map_err(|_| fail())?;
+    let plaintext = cipher
+        .decrypt(
+            &nonce,
+            Payload {
+                msg: ciphertext,
+                aad: &place.aad,
+            },
+        )
+        .map_err(|_| fail())?;
+    Ok(Secret::new(plaintext))
 }
 
 #[cfg(test)]
@@ -262,16 +490,57 @@ mod tests {
 
     #[test]
     fn key_check_recognises_the_key() {
-        let check = sealer(1).key_check().unwrap();
-        assert!(sealer(1).matches_key_check(&check));
-        assert!(!sealer(2).matches_key_check(&check));
-        assert!(!sealer(1).matches_key_check(b"garbage"));
+        let check = sealer(1).key_check(0).unwrap();
+        assert!(sealer(1).matches_key_check(0, &check));
+        assert!(!sealer(2).matches_key_check(0, &check));
+        assert!(!sealer(1).matches_key_check(1, &check));
+        assert!(!sealer(1).matches_key_check(0, b"garbage"));
+    }
+
+    #[test]
+    fn the_current_key_seals_and_every_key_opens() {
+        let sealer = sealer(1);
+        let place = Place::password("db_1", "crd_1");
+        let old = sealer.seal(&Secret::from("pw"), &place).unwrap();
+        assert_eq!(old.key(), 0);
+        sealer.add_key(3, &SecretKey::from_bytes([3; 32]));
+        assert_eq!(sealer.current(), 0);
+        sealer.use_key(3).unwrap();
+        let new = sealer.seal(&Secret::from("pw"), &place).unwrap();
+        assert_eq!(new.key(), 3);
+        assert_eq!(sealer.open(&old, &place).unwrap().expose(), b"pw");
+        assert_eq!(sealer.open(&new, &place).unwrap().expose(), b"pw");
+        // A value relabelled with another key id does not open.
+        let relabelled = SealedSecret::new(3, old.as_bytes().to_vec());
+        assert!(sealer.open(&relabelled, &place).is_err());
+        sealer.remove_key(0);
+        let error = sealer.open(&old, &place).unwrap_err();
+        assert!(matches!(error, SealError::MissingKey(0)), "{error}");
+        assert!(matches!(sealer.use_key(9), Err(SealKeyError::Missing(9))));
+    }
+
+    #[test]
+    fn adopt_names_the_missing_or_wrong_key() {
+        let store = sealer(1);
+        store.add_key(1, &SecretKey::from_bytes([9; 32]));
+        let mut keys = store.initial_keys().unwrap();
+        keys.keys.insert(1, store.key_check(1).unwrap());
+        keys.current = 1;
+        let node = sealer(1);
+        let error = node.adopt(&keys).unwrap_err();
+        assert!(matches!(error, SealKeyError::Missing(1)), "{error}");
+        assert!(error.to_string().contains("seal key 1"), "{error}");
+        node.add_key(1, &SecretKey::from_bytes([8; 32]));
+        assert!(matches!(node.adopt(&keys), Err(SealKeyError::Wrong(1))));
+        node.add_key(1, &SecretKey::from_bytes([9; 32]));
+        node.adopt(&keys).unwrap();
+        assert_eq!(node.current(), 1);
     }
 
     #[test]
     fn debug_shows_no_key() {
         let text = format!("{:?}", sealer(0x41));
-        assert!(text.starts_with("Sealer"), "{text}");
+        assert!(text.starts_with("Sealer { keys: [0], current: 0"), "{text}");
         assert!(!text.contains("65"), "{text}");
         assert!(!text.contains("AAAA"), "{text}");
     }

@@ -27,6 +27,33 @@ fn delete_check(headers: &http::HeaderMap) -> Result<Option<DeleteCheck<Database
 }
 
 impl Shared {
+    /// Whether a database write refused because another node rotated the seal key should be
+    /// made again: then this node seals under the store's current key from now on (README,
+    /// "Rotating the secret key"). A node that lacks that key says so in its log, and the
+    /// write is answered 503.
+    fn adopt_seal_key(&self, error: &StorageError, attempts: &mut u32) -> bool {
+        let StorageError::SealKeyChanged(current) = error else {
+            return false;
+        };
+        if *attempts >= 3 {
+            return false;
+        }
+        *attempts += 1;
+        match self.sealer.use_key(*current) {
+            Ok(()) => {
+                tracing::info!(
+                    key = current,
+                    "the store seals under another key now; adopted it"
+                );
+                true
+            }
+            Err(error) => {
+                tracing::error!(%error, "cannot seal under the store's current key");
+                false
+            }
+        }
+    }
+
     pub(super) async fn databases<B>(
         &self,
         route: Route<'_>,
@@ -57,9 +84,15 @@ impl Shared {
             }
             (Route::Databases, &Method::POST) => {
                 let body = call.json(self).await?;
-                let db = database_from_body(None, &body, Timestamp::now(), &self.sealer)?;
-                storage.insert_database(db.clone(), origin).await?;
-                db
+                let mut attempts = 0;
+                loop {
+                    let db = database_from_body(None, &body, Timestamp::now(), &self.sealer)?;
+                    match storage.insert_database(db.clone(), origin).await {
+                        Ok(()) => break db,
+                        Err(error) if self.adopt_seal_key(&error, &mut attempts) => {}
+                        Err(error) => return Err(error.into()),
+                    }
+                }
             }
             (Route::Database(id), &Method::GET) => {
                 let key = CacheKey::Database(id.to_string());
@@ -77,18 +110,21 @@ impl Shared {
                 let condition = IfMatch::of(&call.headers)?;
                 let body = call.json(self).await?;
                 let sealer = self.sealer.clone();
-                let edit = move |stored: &Database| {
+                let mut edit = move |stored: &Database| {
                     if let Some(condition) = &condition {
                         condition.check(stored.updated_at)?;
                     }
-                    Ok(database_from_body(
-                        Some(stored),
-                        &body,
-                        Timestamp::now(),
-                        &sealer,
-                    )?)
+                    let db = database_from_body(Some(stored), &body, Timestamp::now(), &sealer)?;
+                    sealer.reseal(db).map_err(StorageError::backend)
                 };
-                storage.update_database(&id, Box::new(edit), origin).await?
+                let mut attempts = 0;
+                loop {
+                    match storage.update_database(&id, &mut edit, origin).await {
+                        Ok(db) => break db,
+                        Err(error) if self.adopt_seal_key(&error, &mut attempts) => {}
+                        Err(error) => return Err(error.into()),
+                    }
+                }
             }
             (Route::Database(id), &Method::DELETE) => {
                 let check = delete_check(&call.headers)?;
@@ -103,17 +139,26 @@ impl Shared {
                 let setup = parse_setup(&body)?;
                 let api_id = setup.api_id.clone();
                 let sealer = self.sealer.clone();
-                let upsert = move |stored: Option<&Database>| {
+                let mut upsert = move |stored: Option<&Database>| {
                     if let Some(condition) = &condition {
                         // A condition on a record that does not exist is not met.
                         let stored = stored.ok_or(StorageError::PreconditionFailed)?;
                         condition.check(stored.updated_at)?;
                     }
-                    Ok(apply_setup(stored, &setup, Timestamp::now(), &sealer)?)
+                    let db = apply_setup(stored, &setup, Timestamp::now(), &sealer)?;
+                    sealer.reseal(db).map_err(StorageError::backend)
                 };
-                storage
-                    .upsert_database_by_api_id(&api_id, Box::new(upsert), origin)
-                    .await?
+                let mut attempts = 0;
+                loop {
+                    match storage
+                        .upsert_database_by_api_id(&api_id, &mut upsert, origin)
+                        .await
+                    {
+                        Ok(db) => break db,
+                        Err(error) if self.adopt_seal_key(&error, &mut attempts) => {}
+                        Err(error) => return Err(error.into()),
+                    }
+                }
             }
             (Route::DatabaseRemove(api_id), &Method::DELETE) => {
                 let check = delete_check(&call.headers)?;

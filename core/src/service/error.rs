@@ -88,6 +88,15 @@ impl From<StorageError> for ApiError {
                 super::metrics::record_storage_error("indeterminate");
                 ApiError::Indeterminate
             }
+            StorageError::SealKeyChanged(current) => {
+                tracing::error!(
+                    key = current,
+                    "the store seals under a key this node cannot use (README, \"Rotating the \
+                     secret key\")"
+                );
+                super::metrics::record_storage_error("seal_key");
+                ApiError::Unavailable
+            }
             StorageError::Full(error) => {
                 tracing::error!(%error, "storage full");
                 super::metrics::record_storage_error("full");

@@ -11,6 +11,7 @@ use super::{
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
+use crate::seal::SealKeys;
 
 macro_rules! forward_storage {
     ($wrapper:ident) => {
@@ -22,6 +23,18 @@ macro_rules! forward_storage {
 
             async fn record_counts(&self) -> Result<RecordCounts, StorageError> {
                 (**self).record_counts().await
+            }
+
+            async fn seal_keys(&self) -> Result<SealKeys, StorageError> {
+                (**self).seal_keys().await
+            }
+
+            async fn replace_seal_keys(
+                &self,
+                expected: &SealKeys,
+                keys: SealKeys,
+            ) -> Result<(), StorageError> {
+                (**self).replace_seal_keys(expected, keys).await
             }
 
             async fn create_database(

@@ -29,7 +29,10 @@
 //! exclusive and may be any string, stored or not.
 //!
 //! Secrets reach a backend sealed ([`crate::model::SealedSecret`]): it stores those bytes as they
-//! are and never needs the key.
+//! are and never needs a key. It keeps the [`SealKeys`] (which key seals now, and the check
+//! value of every key its secrets need) and refuses a database whose secrets are not all
+//! sealed under the current key ([`StorageError::SealKeyChanged`]), which is what lets a key
+//! rotation end (`crate::seal::rotate`).
 //!
 //! Backends map their private failures into [`StorageError::Backend`]; the service logs them
 //! and answers a generic 500. The conformance suite in `storage::testing` (feature `testing`)
@@ -43,6 +46,7 @@ use async_trait::async_trait;
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
 };
+use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
 
 pub use edits::{AccessEdit, DashboardEdit, DatabaseEdit, DatabaseUpsert, DeleteCheck, Edits};
@@ -180,6 +184,15 @@ pub enum StorageError {
     /// is freed.
     #[error("storage full: {0}")]
     Full(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The database's secrets are not all sealed under the store's current seal key, which is
+    /// this one (another node rotated the key); nothing was written. The writer adopts the key
+    /// ([`crate::seal::Sealer::use_key`]), seals again and retries.
+    #[error("the store seals under seal key {0} now")]
+    SealKeyChanged(u32),
+    /// The new seal keys drop this key, which a stored secret is still sealed under; nothing
+    /// was written.
+    #[error("a stored secret is still sealed under seal key {0}")]
+    SealKeyInUse(u32),
 }
 
 impl From<ValidationErrors> for StorageError {
@@ -216,7 +229,8 @@ impl StorageError {
 #[async_trait]
 pub trait Storage: Send + Sync + Debug + 'static {
     /// Stores a new database and `log`. [`StorageError::AlreadyExists`] when its id, or its
-    /// `api_id`, is taken.
+    /// `api_id`, is taken; [`StorageError::SealKeyChanged`] when a secret of it is sealed under
+    /// another key than the current one of [`Storage::seal_keys`] (as for every database write).
     async fn create_database(&self, database: Database, log: WriteLog) -> Result<(), StorageError>;
 
     /// The database with this id.
@@ -356,6 +370,20 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// How many databases, dashboards and caller keys the store holds now (for the operator's
     /// metrics; a backend answers without reading every record where it can).
     async fn record_counts(&self) -> Result<RecordCounts, StorageError>;
+
+    /// The seal keys this store's secrets need: the current one, which every database write
+    /// must seal under, and every key a stored secret may still be sealed under, each with its
+    /// key check value ([`crate::seal::SealKeys`]). Nodes adopt them when they open the store.
+    async fn seal_keys(&self) -> Result<SealKeys, StorageError>;
+
+    /// Replaces the seal keys by `keys` if they are `expected` (compared whole):
+    /// [`StorageError::Conflict`] otherwise; [`StorageError::SealKeyInUse`] when `keys` drops a
+    /// key that a stored secret is still sealed under, checked in the same atomic change.
+    async fn replace_seal_keys(
+        &self,
+        expected: &SealKeys,
+        keys: SealKeys,
+    ) -> Result<(), StorageError>;
 
     /// Whether the backend can serve requests now (a readiness check): `Ok` by default, for
     /// backends that live in the process; a networked backend answers

@@ -16,10 +16,16 @@ use crate::model::{
     InputMapping, KeyId, Panel, PanelDetails, PanelId, PanelInput, Permission, Policy, Scope,
     SealedSecret, StoredAnswer, SubjectKind, Timestamp, TlsMaterial,
 };
+use crate::seal::SealKeys;
 use serde::{Deserialize, Serialize};
 
-/// The version byte of records written now.
+/// The version byte of records written now (but databases, [`DATABASE_V2`]).
 const RECORD_V1: u8 = 1;
+
+/// The version byte of databases written now: the shape of [`DatabaseV1`], with each secret
+/// stored as the id of its seal key (u32, little endian) then its sealed bytes. A version 1
+/// database's secrets are their sealed bytes alone, sealed under key 0.
+const DATABASE_V2: u8 = 2;
 
 /// A record could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +47,9 @@ pub enum RecordError {
     /// scope) is unknown.
     #[error("a stored record has an unknown {0}")]
     UnknownValue(&'static str),
+    /// A stored secret is too short to hold its seal key id.
+    #[error("a stored secret is too short to name its seal key")]
+    Secret,
     /// The record stored under a key carries another id.
     #[error("the record stored under {key} carries the id {id}")]
     KeyMismatch {
@@ -51,8 +60,8 @@ pub enum RecordError {
     },
 }
 
-/// A database as stored (version 1). Secrets are as core sealed them
-/// ([`SealedSecret`]: `nonce ‖ ciphertext ‖ tag`), stored as they are.
+/// A database as stored (versions 1 and 2, [`DATABASE_V2`]). Secrets are as core sealed them
+/// ([`SealedSecret`]: `nonce ‖ ciphertext ‖ tag`), after their key id in version 2.
 #[derive(Serialize, Deserialize)]
 pub(crate) struct DatabaseV1 {
     pub(crate) id: String,
@@ -190,11 +199,30 @@ fn unframed(bytes: &[u8]) -> Result<(u8, &[u8]), RecordError> {
 }
 
 fn stored_secret(secret: Option<&SealedSecret>) -> Option<Vec<u8>> {
-    secret.map(|sealed| sealed.as_bytes().to_vec())
+    secret.map(|sealed| {
+        let mut stored = Vec::with_capacity(4 + sealed.as_bytes().len());
+        stored.extend_from_slice(&sealed.key().to_le_bytes());
+        stored.extend_from_slice(sealed.as_bytes());
+        stored
+    })
 }
 
-fn sealed_secret(stored: Option<Vec<u8>>) -> Option<SealedSecret> {
-    stored.map(SealedSecret::from_stored)
+fn sealed_secret(
+    version: u8,
+    stored: Option<Vec<u8>>,
+) -> Result<Option<SealedSecret>, RecordError> {
+    let Some(mut stored) = stored else {
+        return Ok(None);
+    };
+    if version == RECORD_V1 {
+        return Ok(Some(SealedSecret::from_stored(stored)));
+    }
+    let key: [u8; 4] = stored
+        .get(..4)
+        .and_then(|key| key.try_into().ok())
+        .ok_or(RecordError::Secret)?;
+    stored.drain(..4);
+    Ok(Some(SealedSecret::new(u32::from_le_bytes(key), stored)))
 }
 
 /// Encodes a database; its secrets are already sealed.
@@ -265,18 +293,29 @@ pub fn encode_database(db: &Database) -> Result<Vec<u8>, RecordError> {
         inserted_at: inserted_at.as_micros(),
         updated_at: updated_at.as_micros(),
     };
-    framed(RECORD_V1, &stored)
+    framed(DATABASE_V2, &stored)
 }
 
 /// Decodes a stored database as its stored struct (for its id and name), checking that it is
-/// the record of `key`.
-pub(crate) fn decode_database_stored(key: &str, bytes: &[u8]) -> Result<DatabaseV1, RecordError> {
-    decode_keyed(key, bytes)
+/// the record of `key`; with its version.
+pub(crate) fn decode_database_stored(
+    key: &str,
+    bytes: &[u8],
+) -> Result<(DatabaseV1, u8), RecordError> {
+    let (version, body) = unframed(bytes)?;
+    if version != RECORD_V1 && version != DATABASE_V2 {
+        return Err(RecordError::UnknownVersion(version));
+    }
+    let stored: DatabaseV1 = postcard::from_bytes(body)?;
+    if stored.id != key {
+        return Err(key_mismatch(key, stored.id));
+    }
+    Ok((stored, version))
 }
 
 /// The name of the database stored under `key`, without building the whole record.
 pub fn decode_database_name(key: &str, bytes: &[u8]) -> Result<String, RecordError> {
-    Ok(decode_database_stored(key, bytes)?.name)
+    Ok(decode_database_stored(key, bytes)?.0.name)
 }
 
 impl From<RecordError> for super::StorageError {
@@ -287,25 +326,27 @@ impl From<RecordError> for super::StorageError {
 
 /// Decodes the database stored under `key`. Its secrets stay sealed.
 pub fn decode_database(key: &str, bytes: &[u8]) -> Result<Database, RecordError> {
-    let stored = decode_database_stored(key, bytes)?;
+    let (stored, version) = decode_database_stored(key, bytes)?;
     let credentials = stored
         .credentials
         .into_iter()
-        .map(|c| Credential {
-            password: sealed_secret(c.password),
-            id: CredentialId::from_stored(c.id),
-            username: c.username,
-            hostname: c.hostname,
-            ai_allowed: c.ai_allowed,
-            timeout: c.timeout,
-            reviews_required: c.reviews_required,
-            default_credential: c.default_credential,
+        .map(|c| {
+            Ok(Credential {
+                password: sealed_secret(version, c.password)?,
+                id: CredentialId::from_stored(c.id),
+                username: c.username,
+                hostname: c.hostname,
+                ai_allowed: c.ai_allowed,
+                timeout: c.timeout,
+                reviews_required: c.reviews_required,
+                default_credential: c.default_credential,
+            })
         })
-        .collect();
+        .collect::<Result<_, RecordError>>()?;
     let tls = TlsMaterial {
-        ca_cert: sealed_secret(stored.ca_cert),
-        client_cert: sealed_secret(stored.client_cert),
-        client_key: sealed_secret(stored.client_key),
+        ca_cert: sealed_secret(version, stored.ca_cert)?,
+        client_cert: sealed_secret(version, stored.client_cert)?,
+        client_key: sealed_secret(version, stored.client_key)?,
     };
     Ok(Database {
         adapter: stored
@@ -474,6 +515,39 @@ impl Keyed for CallerKeyV1 {
     fn stored_key(&self) -> &str {
         &self.id
     }
+}
+
+/// A store's seal keys as stored (version 1): the current key's id, and each key's id with its
+/// key check value.
+#[derive(Serialize, Deserialize)]
+struct SealKeysV1 {
+    current: u32,
+    keys: Vec<(u32, Vec<u8>)>,
+}
+
+/// Encodes a store's seal keys.
+pub fn encode_seal_keys(keys: &SealKeys) -> Result<Vec<u8>, RecordError> {
+    let SealKeys { current, keys } = keys;
+    let stored = SealKeysV1 {
+        current: *current,
+        keys: keys
+            .iter()
+            .map(|(id, check)| (*id, check.clone()))
+            .collect(),
+    };
+    framed(RECORD_V1, &stored)
+}
+
+/// Decodes a store's seal keys.
+pub fn decode_seal_keys(bytes: &[u8]) -> Result<SealKeys, RecordError> {
+    let stored: SealKeysV1 = match unframed(bytes)? {
+        (RECORD_V1, body) => postcard::from_bytes(body)?,
+        (version, _) => return Err(RecordError::UnknownVersion(version)),
+    };
+    Ok(SealKeys {
+        current: stored.current,
+        keys: stored.keys.into_iter().collect(),
+    })
 }
 
 /// Decodes the record stored under `key`: a format version this build reads, and the record of
@@ -965,7 +1039,7 @@ mod tests {
             default_credential: false,
         });
         let bytes = encode_database(&database).unwrap();
-        assert_eq!(bytes[0], RECORD_V1);
+        assert_eq!(bytes[0], DATABASE_V2);
         assert!(!bytes.windows(21).any(|w| w == b"pw-writer-distinctive"));
         let back = decode_database(database.id.as_str(), &bytes).unwrap();
         assert_eq!(back, database);
@@ -974,6 +1048,47 @@ mod tests {
             sealer.open(password, &place).unwrap().expose(),
             b"pw-writer-distinctive"
         );
+    }
+
+    #[test]
+    fn secrets_keep_their_key_and_version_1_secrets_are_key_0s() {
+        let mut database = sample_database("Orders", None);
+        database.tls.ca_cert = Some(SealedSecret::new(7, b"sealed-ca".to_vec()));
+        let bytes = encode_database(&database).unwrap();
+        let back = decode_database(database.id.as_str(), &bytes).unwrap();
+        assert_eq!(back.tls.ca_cert.as_ref().map(SealedSecret::key), Some(7));
+        assert_eq!(back, database);
+
+        // The same record as version 1 wrote it: secrets are their sealed bytes alone.
+        let (mut stored, version) = decode_database_stored(database.id.as_str(), &bytes).unwrap();
+        assert_eq!(version, DATABASE_V2);
+        stored.ca_cert = Some(b"sealed-ca".to_vec());
+        let v1 = framed(RECORD_V1, &stored).unwrap();
+        let old = decode_database(database.id.as_str(), &v1).unwrap();
+        let ca = old.tls.ca_cert.unwrap();
+        assert_eq!((ca.key(), ca.as_bytes()), (0, b"sealed-ca".as_slice()));
+
+        // A version 2 secret too short to name its key is refused.
+        stored.ca_cert = Some(vec![1, 2]);
+        let cut = framed(DATABASE_V2, &stored).unwrap();
+        assert!(matches!(
+            decode_database(database.id.as_str(), &cut),
+            Err(RecordError::Secret)
+        ));
+    }
+
+    #[test]
+    fn seal_keys_round_trip() {
+        let keys = SealKeys {
+            current: 3,
+            keys: [(1, b"one".to_vec()), (3, b"three".to_vec())].into(),
+        };
+        let bytes = encode_seal_keys(&keys).unwrap();
+        assert_eq!(decode_seal_keys(&bytes).unwrap(), keys);
+        assert!(matches!(
+            decode_seal_keys(&[9]),
+            Err(RecordError::UnknownVersion(9))
+        ));
     }
 
     #[test]

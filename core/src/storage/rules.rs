@@ -5,6 +5,7 @@
 
 use super::{DatabaseRef, StorageError};
 use crate::model::{AccessControl, Dashboard, Database};
+use crate::seal::{SealKeys, sealed_keys, sealed_under};
 use crate::validate::{ValidationErrors, message};
 
 /// Checks that `updated`, an edit of `stored`, keeps its identity (`id` and `api_id`), and moves
@@ -118,6 +119,48 @@ pub fn guard_delete(mut heirs: Vec<DatabaseRef>) -> Result<(), StorageError> {
     heirs.sort_by(|a, b| a.id.cmp(&b.id));
     heirs.dedup_by(|a, b| a.id == b.id);
     Err(StorageError::Inherited(heirs))
+}
+
+/// The seal rule of every database write: each of its secrets is sealed under the store's
+/// current key ([`StorageError::SealKeyChanged`] otherwise).
+pub fn check_sealed(database: &Database, keys: &SealKeys) -> Result<(), StorageError> {
+    if sealed_under(database, keys.current) {
+        Ok(())
+    } else {
+        Err(StorageError::SealKeyChanged(keys.current))
+    }
+}
+
+/// The rules of [`Storage::replace_seal_keys`](super::Storage::replace_seal_keys): the stored
+/// keys are the `expected` ones ([`StorageError::Conflict`] otherwise), the new current key is
+/// one of the new keys, and no stored database (`databases`, every one) has a secret sealed
+/// under a key that `keys` drops ([`StorageError::SealKeyInUse`]).
+pub fn check_seal_keys<I>(
+    stored: &SealKeys,
+    expected: &SealKeys,
+    keys: &SealKeys,
+    databases: I,
+) -> Result<(), StorageError>
+where
+    I: IntoIterator<Item = Result<Database, StorageError>>,
+{
+    check_version(stored, expected)?;
+    if !keys.keys.contains_key(&keys.current) {
+        return Err(StorageError::Invalid(ValidationErrors::single(
+            "current",
+            message::INVALID,
+        )));
+    }
+    let dropped = |id: &u32| !keys.keys.contains_key(id);
+    if !stored.keys.keys().any(dropped) {
+        return Ok(());
+    }
+    for database in databases {
+        if let Some(id) = sealed_keys(&database?).find(dropped) {
+            return Err(StorageError::SealKeyInUse(id));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -12,10 +12,10 @@ use dbconsole_storage_redb::RedbStorage;
 use thiserror::Error;
 
 use super::operations::{execute, run_on_redb_store};
-use super::protocol::{AdminReply, AdminRequest};
+use super::protocol::{AdminReply, AdminRequest, Failure};
 use crate::backend::{
-    ADMIN_SOCKET_FILE, DATA_FILE, OpenError, StorageKind, StorageLocation,
-    open_redb as open_redb_store,
+    ADMIN_SOCKET_FILE, DATA_FILE, KEY_FILE, NodeKeys, OpenError, SECRET_KEY_VAR, StorageKind,
+    StorageLocation, open_redb as open_redb_store,
 };
 use crate::cli::{KeysArgs, KeysCommand};
 
@@ -80,9 +80,15 @@ pub enum AdminError {
     },
 }
 
-impl From<KeysCommand> for AdminRequest {
+/// What a `keys` subcommand is: a request on the store, or a change of the key file only.
+enum Keys {
+    Request(AdminRequest),
+    AddSealKey,
+}
+
+impl From<KeysCommand> for Keys {
     fn from(command: KeysCommand) -> Self {
-        match command {
+        Keys::Request(match command {
             KeysCommand::Create(args) => AdminRequest::Create {
                 kind: args.kind,
                 scope: args.scope,
@@ -90,8 +96,39 @@ impl From<KeysCommand> for AdminRequest {
             },
             KeysCommand::List => AdminRequest::List,
             KeysCommand::Revoke { id } => AdminRequest::Revoke { id },
-        }
+            KeysCommand::RotateSeal { batch } => AdminRequest::RotateSeal { batch },
+            KeysCommand::SealStatus => AdminRequest::SealStatus,
+            KeysCommand::AddSealKey => return Keys::AddSealKey,
+        })
     }
+}
+
+/// `dbconsole keys add-seal-key`: a new key in the data directory's key file, waiting for
+/// `rotate-seal`. Keys from [`SECRET_KEY_VAR`] are the operator's to add.
+fn add_seal_key(
+    data_dir: &std::path::Path,
+    secret_key: Option<&str>,
+) -> Result<AdminReply, AdminError> {
+    if secret_key.is_some_and(|key| !key.trim().is_empty()) {
+        return Ok(AdminReply::failed(
+            Failure::Invalid,
+            format!(
+                "the keys come from {SECRET_KEY_VAR}: add the new key to it on every node as \
+                 <id>:<base64 of 32 random bytes>, with an id above the others"
+            ),
+        ));
+    }
+    let key_file = data_dir.join(KEY_FILE);
+    if !key_file.exists() {
+        return Ok(AdminReply::failed(
+            Failure::NotFound,
+            format!("no key file at {}", key_file.display()),
+        ));
+    }
+    Ok(match super::seal::add_seal_key(&key_file, 0) {
+        Ok(id) => AdminReply::SealKeyAdded { id, key_file },
+        Err(error) => AdminReply::failed(Failure::Storage, format!("the key file failed: {error}")),
+    })
 }
 
 /// Runs `dbconsole keys …` on the storage of `args`: through the admin socket when a server
@@ -104,7 +141,10 @@ impl From<KeysCommand> for AdminRequest {
 pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<AdminReply, AdminError> {
     let storage = args.storage;
     let location = args.database.location(&args.data_dir);
-    let request = AdminRequest::from(args.command);
+    let request = match Keys::from(args.command) {
+        Keys::Request(request) => request,
+        Keys::AddSealKey => return add_seal_key(&args.data_dir, secret_key),
+    };
     match storage {
         StorageKind::Memory => Err(AdminError::MemoryStorage),
         // Every node and this command share the database: no server to go through.
@@ -113,7 +153,7 @@ pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<AdminReply,
                 .open(&location, secret_key)
                 .await
                 .map_err(|source| AdminError::Open { storage, source })?;
-            Ok(execute(&*opened.storage, request).await)
+            Ok(execute(&*opened.storage, &opened.keys, request).await)
         }
         StorageKind::Redb => run_on_redb(&location, secret_key, request).await,
     }
@@ -139,8 +179,8 @@ pub(crate) async fn run_on_redb(
             }
         }
         match open_redb(location, secret_key, &request).await {
-            Ok(store) => {
-                return Ok(run_on_redb_store(&store, request).await);
+            Ok((store, keys)) => {
+                return Ok(run_on_redb_store(&store, &keys, request).await);
             }
             Err(AdminError::Busy { .. }) if Instant::now() < patience => {
                 tokio::time::sleep(BUSY_RETRY).await;
@@ -155,7 +195,7 @@ async fn open_redb(
     location: &StorageLocation,
     secret_key: Option<&str>,
     request: &AdminRequest,
-) -> Result<Arc<RedbStorage>, AdminError> {
+) -> Result<(Arc<RedbStorage>, NodeKeys), AdminError> {
     let data_dir = &location.data_dir;
     let data_file = data_dir.join(DATA_FILE);
     if !matches!(request, AdminRequest::Create { .. }) && !data_file.exists() {
@@ -165,7 +205,7 @@ async fn open_redb(
         });
     }
     let storage = StorageKind::Redb;
-    let (opened, _) = open_redb_store(location, secret_key).map_err(|source| {
+    open_redb_store(location, secret_key).map_err(|source| {
         if source.is_already_open() {
             AdminError::Busy {
                 data_file,
@@ -174,8 +214,7 @@ async fn open_redb(
         } else {
             AdminError::Open { storage, source }
         }
-    })?;
-    Ok(opened)
+    })
 }
 
 use std::io;
@@ -192,6 +231,9 @@ const MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
 /// How long the client waits for the server's answer: only keeps a wedged server from hanging
 /// the command forever.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long the client waits for a rotation, which seals every stored secret again: a day.
+const ROTATION_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Why [`request`] got no reply.
 #[derive(Debug, Error)]
@@ -224,8 +266,8 @@ pub enum ClientError {
 #[derive(Debug, Error)]
 pub enum ProtocolError {
     /// No answer within the reply timeout.
-    #[error("did not answer within {} s", REPLY_TIMEOUT.as_secs())]
-    Timeout,
+    #[error("did not answer within {} s", .0.as_secs())]
+    Timeout(Duration),
     /// The connection ended before a reply line.
     #[error("closed the connection without answering")]
     Closed,
@@ -268,8 +310,12 @@ pub async fn request(socket: &Path, request: &AdminRequest) -> Result<AdminReply
             .await?;
         Ok::<_, io::Error>(reply)
     };
-    let reply = match tokio::time::timeout(REPLY_TIMEOUT, exchange).await {
-        Err(_) => return Err(protocol_error(ProtocolError::Timeout)),
+    let timeout = match request {
+        AdminRequest::RotateSeal { .. } => ROTATION_TIMEOUT,
+        _ => REPLY_TIMEOUT,
+    };
+    let reply = match tokio::time::timeout(timeout, exchange).await {
+        Err(_) => return Err(protocol_error(ProtocolError::Timeout(timeout))),
         Ok(Err(error)) => return Err(io_error(error)),
         Ok(Ok(reply)) => reply,
     };

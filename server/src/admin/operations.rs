@@ -12,19 +12,27 @@ use dbconsole_core::{Storage, StorageError};
 use dbconsole_storage_redb::{CopyError, RedbStorage};
 
 use super::protocol::{AdminReply, AdminRequest, Failure, KeyInfo};
+use super::seal;
+use crate::backend::NodeKeys;
 
 /// Runs one request on a redb store, backups included: the one dispatch of the admin socket and
-/// of the command that opened the data file itself.
-pub async fn run_on_redb_store(store: &RedbStorage, request: AdminRequest) -> AdminReply {
+/// of the command that opened the data file itself. `keys` are the node's seal keys; a
+/// rotation on redb makes its new key itself when none waits in the key file.
+pub async fn run_on_redb_store(
+    store: &RedbStorage,
+    keys: &NodeKeys,
+    request: AdminRequest,
+) -> AdminReply {
     match request {
         AdminRequest::Backup { to } => backup(store, &to).await,
-        request => execute(store, request).await,
+        AdminRequest::RotateSeal { batch } => seal::rotate_seal(store, keys, batch, true).await,
+        request => execute(store, keys, request).await,
     }
 }
 
-/// Runs one request on `storage`. A created key's secret is in the reply and nowhere else: only
-/// its digest is stored.
-pub async fn execute(storage: &dyn Storage, request: AdminRequest) -> AdminReply {
+/// Runs one request on `storage` with the node's seal `keys`. A created key's secret is in the
+/// reply and nowhere else: only its digest is stored.
+pub async fn execute(storage: &dyn Storage, keys: &NodeKeys, request: AdminRequest) -> AdminReply {
     match request {
         AdminRequest::Create { kind, scope, name } => {
             let name = match check_key_name(&name) {
@@ -60,6 +68,9 @@ pub async fn execute(storage: &dyn Storage, request: AdminRequest) -> AdminReply
             Failure::BadRequest,
             "only a store on redb storage is backed up (see `dbconsole backup --help`)",
         ),
+        // Shared by several nodes: the new key must be on every node first (`add-seal-key`).
+        AdminRequest::RotateSeal { batch } => seal::rotate_seal(storage, keys, batch, false).await,
+        AdminRequest::SealStatus => seal::seal_status(storage).await,
     }
 }
 
@@ -114,6 +125,13 @@ mod tests {
     use super::*;
     use crate::admin::print::print_reply;
 
+    fn node_keys() -> NodeKeys {
+        NodeKeys {
+            sealer: dbconsole_core::Sealer::ephemeral().unwrap(),
+            file: None,
+        }
+    }
+
     fn create(kind: CredentialKind, scope: Scope, name: &str) -> AdminRequest {
         AdminRequest::Create {
             kind,
@@ -127,6 +145,7 @@ mod tests {
         let storage = Arc::new(MemoryStorage::new());
         let reply = execute(
             &*storage,
+            &node_keys(),
             create(CredentialKind::ApiKey, Scope::Setup, " ci "),
         )
         .await;
@@ -175,7 +194,8 @@ mod tests {
         // up shortly after the request, not necessarily before it answered.
         let mut keys = Vec::new();
         for _ in 0..200 {
-            let AdminReply::Listed { keys: listed } = execute(&*storage, AdminRequest::List).await
+            let AdminReply::Listed { keys: listed } =
+                execute(&*storage, &node_keys(), AdminRequest::List).await
             else {
                 panic!("not listed");
             };
@@ -198,7 +218,7 @@ mod tests {
         assert!(!listing.contains(&secret_text), "{listing}");
 
         let revoke = AdminRequest::Revoke { id: key.id.clone() };
-        let reply = execute(&*storage, revoke.clone()).await;
+        let reply = execute(&*storage, &node_keys(), revoke.clone()).await;
         assert!(
             matches!(&reply, AdminReply::Revoked { key: gone } if gone.id == key.id),
             "{reply:?}"
@@ -209,7 +229,7 @@ mod tests {
                 .unwrap(),
             None
         );
-        let again = execute(&*storage, revoke).await;
+        let again = execute(&*storage, &node_keys(), revoke).await;
         assert!(
             matches!(&again, AdminReply::Failed { error: Failure::NotFound, message }
                 if message.contains(&key.id)),
@@ -238,6 +258,7 @@ mod tests {
         for name in ["", "   ", "a\nb", "tab\there", long.as_str()] {
             let reply = execute(
                 &storage,
+                &node_keys(),
                 create(CredentialKind::AccessToken, Scope::Full, name),
             )
             .await;

@@ -53,6 +53,56 @@ pub fn print_reply(reply: &AdminReply, out: &mut impl Write) -> Result<(), Print
              DBCONSOLE_SECRET_KEY); keep that key apart from the backup.",
             to.display()
         )?,
+        AdminReply::Rotated {
+            current,
+            started,
+            resealed,
+            passes,
+            retired,
+            key_file,
+        } => {
+            let how = if *started { "made" } else { "finished making" };
+            writeln!(
+                out,
+                "{how} seal key {current} current; sealed the secrets of {resealed} database(s) \
+                 again in {passes} pass(es); retired {}.",
+                ids(retired)
+            )?;
+            match key_file {
+                Some(file) => writeln!(
+                    out,
+                    "The retired keys were dropped from {}. Other nodes (PostgreSQL) can drop \
+                     them from their keys too.",
+                    file.display()
+                )?,
+                None if !retired.is_empty() => writeln!(
+                    out,
+                    "Drop the retired keys from DBCONSOLE_SECRET_KEY on every node."
+                )?,
+                None => {}
+            }
+        }
+        AdminReply::SealKeyAdded { id, key_file } => writeln!(
+            out,
+            "added seal key {id} to {}; it seals nothing until `dbconsole keys rotate-seal`. On \
+             PostgreSQL, give every node this key file (or add the key to its \
+             DBCONSOLE_SECRET_KEY) and restart it first.",
+            key_file.display()
+        )?,
+        AdminReply::SealStatus {
+            current,
+            keys,
+            rotating,
+        } => writeln!(
+            out,
+            "current seal key: {current}; keys stored secrets may need: {}{}",
+            ids(keys),
+            if *rotating {
+                " (a rotation is under way: run `dbconsole keys rotate-seal` to finish it)"
+            } else {
+                ""
+            }
+        )?,
         AdminReply::Failed { error, message } => {
             return Err(PrintError::Refused {
                 error: *error,
@@ -61,6 +111,16 @@ pub fn print_reply(reply: &AdminReply, out: &mut impl Write) -> Result<(), Print
         }
     }
     Ok(out.flush()?)
+}
+
+fn ids(ids: &[u32]) -> String {
+    if ids.is_empty() {
+        return "none".to_owned();
+    }
+    ids.iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn print_created(key: &KeyInfo, secret: &Secret, out: &mut impl Write) -> io::Result<()> {

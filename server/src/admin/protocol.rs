@@ -43,16 +43,28 @@ pub enum AdminRequest {
         /// The file, an absolute path on the server's machine; it must not exist.
         to: PathBuf,
     },
+    /// Rotate the seal key: finish a rotation under way or start one, seal every secret again,
+    /// retire the old keys (README, "Rotating the secret key").
+    #[serde(rename = "rotate_seal")]
+    RotateSeal {
+        /// Databases per page.
+        batch: usize,
+    },
+    /// The store's seal keys.
+    #[serde(rename = "seal_status")]
+    SealStatus,
 }
 
 impl AdminRequest {
-    /// `create`, `list`, `revoke` or `backup`: for log lines.
+    /// `create`, `list`, `revoke`, `backup`, `rotate_seal` or `seal_status`: for log lines.
     pub fn op(&self) -> &'static str {
         match self {
             AdminRequest::Create { .. } => "create",
             AdminRequest::List => "list",
             AdminRequest::Revoke { .. } => "revoke",
             AdminRequest::Backup { .. } => "backup",
+            AdminRequest::RotateSeal { .. } => "rotate_seal",
+            AdminRequest::SealStatus => "seal_status",
         }
     }
 }
@@ -144,6 +156,39 @@ pub enum AdminReply {
         /// Its size.
         bytes: u64,
     },
+    /// The seal key was rotated.
+    Rotated {
+        /// The key that seals now.
+        current: u32,
+        /// Whether this run made it current (else it finished a rotation under way).
+        started: bool,
+        /// Databases whose secrets were sealed again.
+        resealed: u64,
+        /// Passes over the databases.
+        passes: u32,
+        /// The keys retired (dropped from the store and from the key file).
+        retired: Vec<u32>,
+        /// The key file, when the keys come from one.
+        key_file: Option<PathBuf>,
+    },
+    /// A new seal key was added to the key file (`keys add-seal-key`, no store involved).
+    #[serde(rename = "seal_key_added")]
+    SealKeyAdded {
+        /// Its id.
+        id: u32,
+        /// The key file.
+        key_file: PathBuf,
+    },
+    /// The store's seal keys.
+    #[serde(rename = "seal_status")]
+    SealStatus {
+        /// The key that seals now.
+        current: u32,
+        /// Every key a stored secret may need.
+        keys: Vec<u32>,
+        /// Whether a rotation is under way (keys beside the current one).
+        rotating: bool,
+    },
     /// Nothing was changed.
     Failed {
         /// Why, for programs.
@@ -169,6 +214,9 @@ impl AdminReply {
             AdminReply::Listed { .. } => "listed",
             AdminReply::Revoked { .. } => "revoked",
             AdminReply::BackedUp { .. } => "backed_up",
+            AdminReply::Rotated { .. } => "rotated",
+            AdminReply::SealStatus { .. } => "seal_status",
+            AdminReply::SealKeyAdded { .. } => "seal_key_added",
             AdminReply::Failed { .. } => "failed",
         }
     }

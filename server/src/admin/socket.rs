@@ -35,7 +35,7 @@ use tokio::task::{JoinHandle, JoinSet};
 
 use super::operations::run_on_redb_store;
 use super::protocol::{AdminReply, AdminRequest, Failure};
-use crate::backend::ADMIN_SOCKET_FILE;
+use crate::backend::{ADMIN_SOCKET_FILE, NodeKeys};
 
 /// The longest request line the server reads.
 pub const MAX_REQUEST_BYTES: u64 = 64 * 1024;
@@ -62,7 +62,7 @@ impl AdminSocket {
     /// until [`AdminSocket::shutdown`]. Call it only while holding the data file (a server on
     /// redb storage), so that an existing socket there is known to be stale; a file there that
     /// is not a socket is an error. Needs a Tokio runtime.
-    pub fn bind(data_dir: &Path, storage: Arc<RedbStorage>) -> io::Result<Self> {
+    pub fn bind(data_dir: &Path, storage: Arc<RedbStorage>, keys: NodeKeys) -> io::Result<Self> {
         let path = data_dir.join(ADMIN_SOCKET_FILE);
         match fs::symlink_metadata(&path) {
             Ok(meta) if meta.file_type().is_socket() => fs::remove_file(&path)?,
@@ -82,7 +82,7 @@ impl AdminSocket {
                 let _ = fs::remove_file(&path);
             })?;
         let (stop, stopped) = oneshot::channel();
-        let task = tokio::spawn(accept_loop(listener, storage, meta.uid(), stopped));
+        let task = tokio::spawn(accept_loop(listener, storage, keys, meta.uid(), stopped));
         Ok(Self {
             path,
             identity: (meta.dev(), meta.ino()),
@@ -123,6 +123,7 @@ impl Drop for AdminSocket {
 async fn accept_loop(
     listener: UnixListener,
     storage: Arc<RedbStorage>,
+    keys: NodeKeys,
     owner: u32,
     mut stopped: oneshot::Receiver<()>,
 ) {
@@ -134,7 +135,12 @@ async fn accept_loop(
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
-                    connections.spawn(serve_connection(stream, Arc::clone(&storage), owner));
+                    connections.spawn(serve_connection(
+                        stream,
+                        Arc::clone(&storage),
+                        keys.clone(),
+                        owner,
+                    ));
                 }
                 Err(error) => {
                     tracing::warn!(%error, "accepting an admin connection failed");
@@ -148,7 +154,12 @@ async fn accept_loop(
 }
 
 /// One exchange: check the peer, read a request line, answer it.
-async fn serve_connection(mut stream: UnixStream, storage: Arc<RedbStorage>, owner: u32) {
+async fn serve_connection(
+    mut stream: UnixStream,
+    storage: Arc<RedbStorage>,
+    keys: NodeKeys,
+    owner: u32,
+) {
     match stream.peer_cred() {
         Ok(peer) if peer.uid() == owner || peer.uid() == 0 => {}
         Ok(peer) => {
@@ -185,7 +196,7 @@ async fn serve_connection(mut stream: UnixStream, storage: Arc<RedbStorage>, own
         Ok(Ok(_)) => match serde_json::from_slice::<AdminRequest>(&line) {
             Ok(request) => {
                 let op = request.op();
-                let reply = run_on_redb_store(&storage, request).await;
+                let reply = run_on_redb_store(&storage, &keys, request).await;
                 log_reply(op, &reply);
                 reply
             }
@@ -245,6 +256,34 @@ fn log_reply(op: &str, reply: &AdminReply) {
             bytes,
             "admin request"
         ),
+        AdminReply::Rotated {
+            current,
+            resealed,
+            retired,
+            ..
+        } => tracing::info!(
+            target: "dbconsole::admin",
+            op,
+            result = reply.result(),
+            current,
+            resealed,
+            ?retired,
+            "admin request"
+        ),
+        AdminReply::SealKeyAdded { id, .. } => tracing::info!(
+            target: "dbconsole::admin",
+            op,
+            result = reply.result(),
+            id,
+            "admin request"
+        ),
+        AdminReply::SealStatus { current, .. } => tracing::info!(
+            target: "dbconsole::admin",
+            op,
+            result = reply.result(),
+            current,
+            "admin request"
+        ),
         AdminReply::Failed { error, .. } => tracing::info!(
             target: "dbconsole::admin",
             op,
@@ -264,8 +303,10 @@ mod tests {
     use super::*;
     use crate::admin::client::{ClientError, ProtocolError, request};
 
-    fn memory_store() -> Arc<RedbStorage> {
-        Arc::new(RedbStorage::in_memory(&Sealer::ephemeral().unwrap()).unwrap())
+    fn memory_store() -> (Arc<RedbStorage>, NodeKeys) {
+        let sealer = Sealer::ephemeral().unwrap();
+        let store = Arc::new(RedbStorage::in_memory(&sealer).unwrap());
+        (store, NodeKeys { sealer, file: None })
     }
 
     async fn raw_exchange(socket: &Path, bytes: &[u8]) -> String {
@@ -280,8 +321,8 @@ mod tests {
     #[tokio::test]
     async fn requests_run_on_the_servers_store() {
         let dir = tempfile::tempdir().unwrap();
-        let storage = memory_store();
-        let admin = AdminSocket::bind(dir.path(), storage.clone()).unwrap();
+        let (storage, keys) = memory_store();
+        let admin = AdminSocket::bind(dir.path(), storage.clone(), keys).unwrap();
         let socket = admin.path().to_owned();
         let mode = fs::metadata(&socket).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
@@ -343,7 +384,11 @@ mod tests {
     #[tokio::test]
     async fn garbage_and_oversized_lines_are_bad_requests() {
         let dir = tempfile::tempdir().unwrap();
-        let admin = AdminSocket::bind(dir.path(), memory_store()).unwrap();
+        let admin = {
+            let (store, keys) = memory_store();
+            AdminSocket::bind(dir.path(), store, keys)
+        }
+        .unwrap();
         for bytes in [
             b"list\n".to_vec(),
             br#"{"op":"create","kind":"api-key"}"#.to_vec(),
@@ -379,7 +424,11 @@ mod tests {
             request(&path, &AdminRequest::List).await,
             Err(ClientError::NoServer)
         ));
-        let admin = AdminSocket::bind(dir.path(), memory_store()).unwrap();
+        let admin = {
+            let (store, keys) = memory_store();
+            AdminSocket::bind(dir.path(), store, keys)
+        }
+        .unwrap();
         assert!(matches!(
             request(&path, &AdminRequest::List).await,
             Ok(AdminReply::Listed { .. })
@@ -388,8 +437,11 @@ mod tests {
         assert!(!path.exists(), "dropping the socket removes its file");
 
         fs::write(&path, "not a socket").unwrap();
-        let error = AdminSocket::bind(dir.path(), memory_store())
-            .expect_err("a regular file is not replaced");
+        let error = {
+            let (store, keys) = memory_store();
+            AdminSocket::bind(dir.path(), store, keys)
+        }
+        .expect_err("a regular file is not replaced");
         assert!(error.to_string().contains("not a socket"), "{error}");
         assert_eq!(fs::read_to_string(&path).unwrap(), "not a socket");
     }
@@ -452,7 +504,11 @@ mod tests {
     #[tokio::test]
     async fn a_socket_replaced_by_someone_else_is_not_removed() {
         let dir = tempfile::tempdir().unwrap();
-        let admin = AdminSocket::bind(dir.path(), memory_store()).unwrap();
+        let admin = {
+            let (store, keys) = memory_store();
+            AdminSocket::bind(dir.path(), store, keys)
+        }
+        .unwrap();
         let path = admin.path().to_owned();
         fs::remove_file(&path).unwrap();
         fs::write(&path, "someone else's").unwrap();

@@ -57,6 +57,8 @@
 //! - `audit.rs`: the audit trail: one event per write, none for a refused one, pages, retention.
 //! - `filters.rs`: the listing filters, and that they follow every write.
 //! - `answers.rs`: the answers of idempotent writes.
+//! - `seal_keys.rs`: the seal keys, and the rule that every database write seals under the
+//!   current one.
 //!
 //! # Adding a case
 //!
@@ -107,6 +109,11 @@
 //!   second write with that key is `AnswerExists` and writes nothing; 16 racing writes with one
 //!   key admit one; answers are pruned by age.
 //!
+//! - Seal keys: a database sealed under another key than the current one is refused
+//!   (`SealKeyChanged`, nothing written); the keys are replaced only from the expected ones; a
+//!   key a stored secret needs is not dropped (`SealKeyInUse`), even while stale writers race
+//!   the rotation.
+//!
 //! Not covered here: [`StorageError::Backend`](super::StorageError::Backend) (backend-specific
 //! failures).
 
@@ -121,6 +128,7 @@ mod filters;
 mod fixtures;
 mod keys;
 mod races;
+mod seal_keys;
 mod versions;
 
 /// The origin of every write the suite makes (and of a backend's own tests).
@@ -222,6 +230,8 @@ macro_rules! storage_conformance_suite {
             versions::racing_swaps_admit_one_and_losers_retry_onto_the_winner,
             answers::answers_are_stored_with_their_write_once_per_key,
             answers::racing_writes_with_one_key_admit_one,
+            seal_keys::database_writes_seal_under_the_current_key,
+            seal_keys::racing_writers_never_strand_a_dropped_key,
         ] }
     };
     // A backend's run: one test per case, over a fresh store.
