@@ -733,6 +733,25 @@ mod tests {
             KeysCommand::List
         ));
 
+        // The seal key commands.
+        assert!(matches!(
+            keys_args(&["rotate-seal"]).unwrap().command,
+            KeysCommand::RotateSeal { batch: 100 }
+        ));
+        assert!(matches!(
+            keys_args(&["rotate-seal", "--batch", "5"]).unwrap().command,
+            KeysCommand::RotateSeal { batch: 5 }
+        ));
+        assert!(keys_args(&["rotate-seal", "--batch", "0"]).is_err());
+        assert!(matches!(
+            keys_args(&["seal-status"]).unwrap().command,
+            KeysCommand::SealStatus
+        ));
+        assert!(matches!(
+            keys_args(&["add-seal-key"]).unwrap().command,
+            KeysCommand::AddSealKey
+        ));
+
         // `--storage` is `serve`'s, before or after the subcommand.
         for args in [
             &["--storage", "memory", "list"],

@@ -320,7 +320,7 @@ async fn a_node_with_another_key_refuses_to_start() {
     assert!(
         output.contains(
             "the secret key does not match the one the PostgreSQL store was written with: \
-             every node must run with the same DBCONSOLE_SECRET_KEY"
+             every node must run with the same seal keys (DBCONSOLE_SECRET_KEY or key file)"
         ),
         "{output}"
     );

@@ -234,9 +234,8 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
         .any(|window| window == needle)
 }
 
-/// No file under `dir` holds any password written.
-fn assert_no_plaintext_under(dir: &Path, written: &Written) {
-    let passwords: Vec<String> = written.lock().unwrap().values().cloned().collect();
+/// No file under `dir` holds a password: every one written starts with the same marker.
+fn assert_no_plaintext_under(dir: &Path) {
     let mut files: Vec<PathBuf> = vec![dir.to_owned()];
     while let Some(path) = files.pop() {
         if path.is_dir() {
@@ -251,9 +250,6 @@ fn assert_no_plaintext_under(dir: &Path, written: &Written) {
             "{} holds a password in clear",
             path.display()
         );
-        for password in &passwords {
-            assert!(!contains(&bytes, password.as_bytes()));
-        }
     }
 }
 
@@ -318,7 +314,7 @@ async fn redb_rotation_under_load_survives_a_kill_and_finishes() {
     assert_eq!((stored.current, stored.keys.len()), (1, 1));
     assert_all_sealed_under(&store, &sealer, 1, &written).await;
     drop(store);
-    assert_no_plaintext_under(dir.path(), &written);
+    assert_no_plaintext_under(dir.path());
 }
 
 /// The environment of a node (or a command) on `schema` with seal keys `keys`.

@@ -7,7 +7,7 @@ use dbconsole_core::storage::testing::origin;
 use std::sync::Arc;
 
 use dbconsole_core::model::{Database, Secret, Timestamp, TlsField};
-use dbconsole_core::seal::{Place, Sealer};
+use dbconsole_core::seal::{Keyring, Place, Sealer, SecretKey};
 use dbconsole_core::storage::Storage;
 use dbconsole_core::validate::database_from_body;
 use dbconsole_storage_postgres::testing::{fresh_options, not_running, test_url};
@@ -67,6 +67,83 @@ async fn another_key_and_a_newer_schema_are_refused_at_connect() {
             .to_string()
             .contains("newer than this dbconsole knows")
     );
+}
+
+/// A store of schema version 4 kept one key check value and no key ids: migrated to version 5,
+/// its key is key 0, each row lists the keys its secrets need, and a keyring without key 0 is
+/// refused, naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_from_before_seal_keys_opens_with_its_key_as_key_0() {
+    let options = fresh_options();
+    let schema = options.schema.clone();
+    let sealer = Sealer::ephemeral().unwrap();
+    let storage = PostgresStorage::connect(options.clone(), &sealer)
+        .await
+        .unwrap_or_else(|error| panic!("{}", not_running(&error)));
+    let body = json!({
+        "name": "Old", "adapter": "postgres", "hostname": "h", "database": "d",
+        "credentials": [{"username": "u", "password": "pw-before-key-ids"}],
+    });
+    let body = body.as_object().unwrap().clone();
+    let database = database_from_body(None, &body, Timestamp::now(), &sealer).unwrap();
+    storage
+        .insert_database(database.clone(), origin())
+        .await
+        .unwrap();
+    drop(storage);
+
+    // Back to version 4, as a build before key ids left it.
+    let client = raw_client().await;
+    let check = sealer.key_check(0).unwrap();
+    client
+        .batch_execute(&format!(
+            "DROP TRIGGER databases_seal_keys ON {schema}.databases;
+             DROP FUNCTION {schema}.check_seal_keys();
+             DROP TABLE {schema}.seal_keys;
+             ALTER TABLE {schema}.databases DROP COLUMN seal_keys;
+             DELETE FROM {schema}.schema_migrations WHERE version = 5;"
+        ))
+        .await
+        .unwrap();
+    client
+        .execute(
+            &format!("INSERT INTO {schema}.meta (key, value) VALUES ('key_check', $1)"),
+            &[&check],
+        )
+        .await
+        .unwrap();
+
+    let mut ring = Keyring::default();
+    ring.insert(1, SecretKey::generate().unwrap());
+    let error = PostgresStorage::connect(options.clone(), &Sealer::with_keyring(&ring))
+        .await
+        .expect_err("a keyring without key 0 is refused");
+    assert!(error.to_string().contains("seal key 0"), "{error}");
+
+    let storage = PostgresStorage::connect(options.clone(), &sealer)
+        .await
+        .expect("the same key opens it as key 0");
+    let keys = storage.seal_keys().await.unwrap();
+    assert_eq!(keys.current, 0);
+    assert!(sealer.matches_key_check(0, &keys.keys[&0]));
+    assert_eq!(
+        storage.database(database.id.as_str()).await.unwrap(),
+        Some(database.clone())
+    );
+    let rows = client
+        .query(&format!("SELECT seal_keys FROM {schema}.databases"), &[])
+        .await
+        .unwrap();
+    let listed: Vec<Vec<i64>> = rows.iter().map(|row| row.get(0)).collect();
+    assert_eq!(listed, vec![vec![0]]);
+    let legacy = client
+        .query_opt(
+            &format!("SELECT 1 FROM {schema}.meta WHERE key = 'key_check'"),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(legacy.is_none(), "the old key check value is dropped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -12,9 +12,16 @@
 //! only falls. The store drops a key only if no stored secret needs it
 //! ([`StorageError::SealKeyInUse`] otherwise), checked in the same atomic change.
 
+use futures_util::StreamExt as _;
+
 use super::{SealError, SealKeyError, SealKeys, Sealer, sealed_under};
 use crate::model::Origin;
 use crate::storage::{DatabaseFilter, Edits as _, Page, Storage, StorageError};
+
+/// How many databases of a page are sealed again at once: enough for a store's group commit
+/// (redb) or connection pool (PostgreSQL) to overlap their writes, few enough to leave room for
+/// the requests being served.
+const CONCURRENT_WRITES: usize = 8;
 
 /// How many passes over the databases a rotation makes before it gives up: each pass seals
 /// again what writers sealed under an old key while the previous pass ran, which only a node
@@ -140,8 +147,9 @@ pub async fn rotate<S: Storage + ?Sized>(
     Err(RotateError::NotConverging(rotation.passes))
 }
 
-/// One pass over every database: those with a secret sealed under another key than the
-/// current one are sealed again. Answers how many.
+/// One pass over every database, a page of `batch` at a time: those with a secret sealed under
+/// another key than the current one are sealed again, [`CONCURRENT_WRITES`] at once. Answers
+/// how many.
 async fn reseal_pass<S: Storage + ?Sized>(
     storage: &S,
     sealer: &Sealer,
@@ -158,28 +166,41 @@ async fn reseal_pass<S: Storage + ?Sized>(
         let databases = storage
             .list_databases(page, DatabaseFilter::default())
             .await?;
-        for database in &databases {
-            if sealed_under(database, sealer.current()) {
-                continue;
-            }
-            let edit = |stored: &crate::model::Database| {
-                sealer.reseal(stored.clone()).map_err(StorageError::backend)
-            };
-            match storage
-                .update_database(database.id.as_str(), edit, origin)
-                .await
-            {
-                Ok(_) => resealed += 1,
-                // Deleted meanwhile: nothing to seal.
-                Err(StorageError::NotFound) => {}
-                Err(error) => return Err(error.into()),
-            }
+        let stale: Vec<String> = databases
+            .iter()
+            .filter(|database| !sealed_under(database, sealer.current()))
+            .map(|database| database.id.to_string())
+            .collect();
+        let stale = stale
+            .into_iter()
+            .map(|id| reseal_one(storage, sealer, id, origin));
+        let mut writes = futures_util::stream::iter(stale).buffer_unordered(CONCURRENT_WRITES);
+        while let Some(written) = writes.next().await {
+            resealed += written?;
         }
+        drop(writes);
         match databases.last() {
             Some(last) if databases.len() == batch => after = Some(last.id.to_string()),
             _ => return Ok(resealed),
         }
         // Let the requests being served go first between batches.
         tokio::task::yield_now().await;
+    }
+}
+
+/// Seals database `id` again under the current key: 1, or 0 when it was deleted meanwhile.
+async fn reseal_one<S: Storage + ?Sized>(
+    storage: &S,
+    sealer: &Sealer,
+    id: String,
+    origin: &Origin,
+) -> Result<u64, StorageError> {
+    let edit = |stored: &crate::model::Database| {
+        sealer.reseal(stored.clone()).map_err(StorageError::backend)
+    };
+    match storage.update_database(&id, edit, origin).await {
+        Ok(_) => Ok(1),
+        Err(StorageError::NotFound) => Ok(0),
+        Err(error) => Err(error),
     }
 }

@@ -302,4 +302,39 @@ mod tests {
         ));
         assert_eq!(error.to_string(), "no key has the id \"key_x\"");
     }
+
+    #[test]
+    fn rotation_replies_say_what_was_done_and_what_is_left() {
+        let rotated = AdminReply::Rotated {
+            current: 2,
+            started: false,
+            resealed: 40,
+            passes: 2,
+            retired: vec![0, 1],
+            key_file: None,
+        };
+        let text = printed(&rotated);
+        assert!(
+            text.starts_with("finished making seal key 2 current; sealed the secrets of 40")
+                && text.contains("retired 0, 1.")
+                && text.contains("Drop the retired keys from DBCONSOLE_SECRET_KEY"),
+            "{text}"
+        );
+        let status = AdminReply::SealStatus {
+            current: 2,
+            keys: vec![1, 2],
+            rotating: true,
+        };
+        let text = printed(&status);
+        assert!(
+            text.contains("current seal key: 2; keys stored secrets may need: 1, 2")
+                && text.contains("rotation is under way"),
+            "{text}"
+        );
+        let added = AdminReply::SealKeyAdded {
+            id: 3,
+            key_file: "/srv/secret.key".into(),
+        };
+        assert!(printed(&added).starts_with("added seal key 3 to /srv/secret.key"));
+    }
 }
