@@ -54,8 +54,9 @@ async fn fill(
         for _ in 0..chunk {
             let (storage, sealer, body) = (Arc::clone(storage), sealer.clone(), Arc::clone(&body));
             tasks.push(tokio::spawn(async move {
-                let database = database_from_body(None, &body, Timestamp::now(), &sealer)
-                    .expect("a valid body");
+                let database =
+                    database_from_body(None, &(*body).clone().into(), Timestamp::now(), &sealer)
+                        .expect("a valid body");
                 let id = database.id.as_str().to_owned();
                 storage
                     .insert_database(database, &bench_origin())
@@ -92,8 +93,8 @@ async fn add_needles(storage: &Arc<RedbStorage>, sealer: &Sealer) {
             "credentials": [{"username": "reader", "password": "pw"}],
         });
         let body = body.as_object().expect("an object").clone();
-        let database =
-            database_from_body(None, &body, Timestamp::now(), sealer).expect("a valid body");
+        let database = database_from_body(None, &body.clone().into(), Timestamp::now(), sealer)
+            .expect("a valid body");
         storage
             .insert_database(database, &bench_origin())
             .await

@@ -141,7 +141,13 @@ fn sample_database(name: &str, _api_id: Option<&str>) -> Database {
     });
     let body = body.as_object().unwrap().clone();
     let sealer = Sealer::ephemeral().unwrap();
-    dbconsole_core::validate::database_from_body(None, &body, Timestamp::now(), &sealer).unwrap()
+    dbconsole_core::validate::database_from_body(
+        None,
+        &body.clone().into(),
+        Timestamp::now(),
+        &sealer,
+    )
+    .unwrap()
 }
 
 async fn events_of(storage: &PostgresStorage, id: &str) -> Vec<AuditEvent> {

@@ -85,7 +85,8 @@ async fn a_store_from_before_seal_keys_opens_with_its_key_as_key_0() {
         "credentials": [{"username": "u", "password": "pw-before-key-ids"}],
     });
     let body = body.as_object().unwrap().clone();
-    let database = database_from_body(None, &body, Timestamp::now(), &sealer).unwrap();
+    let database =
+        database_from_body(None, &body.clone().into(), Timestamp::now(), &sealer).unwrap();
     storage
         .insert_database(database.clone(), origin())
         .await
@@ -186,7 +187,8 @@ async fn no_column_holds_a_secret_in_clear() {
         "credentials": [{"username": "reader", "password": "pw-Zq8Secret-reader"}],
     });
     let body = body.as_object().unwrap().clone();
-    let database = database_from_body(None, &body, Timestamp::now(), &sealer).unwrap();
+    let database =
+        database_from_body(None, &body.clone().into(), Timestamp::now(), &sealer).unwrap();
     storage
         .insert_database(database.clone(), origin())
         .await
@@ -234,7 +236,7 @@ async fn updated_at_increases_when_the_writing_node_clock_is_behind() {
     let body = body.as_object().unwrap().clone();
     // Written by a node whose clock is a second ahead of this one.
     let ahead = Timestamp::from_micros(Timestamp::now().as_micros() + 1_000_000);
-    let database = database_from_body(None, &body, ahead, &sealer).unwrap();
+    let database = database_from_body(None, &body.clone().into(), ahead, &sealer).unwrap();
     storage
         .insert_database(database.clone(), origin())
         .await
@@ -251,7 +253,7 @@ async fn updated_at_increases_when_the_writing_node_clock_is_behind() {
             move |stored: &Database| {
                 Ok(database_from_body(
                     Some(stored),
-                    &patch,
+                    &patch.clone().into(),
                     Timestamp::now(),
                     &edit_sealer,
                 )?)
@@ -287,7 +289,8 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
         "database": "app", "credentials": [{"username": "reader"}],
     });
     let body = body.as_object().unwrap().clone();
-    let mut database = database_from_body(None, &body, Timestamp::now(), &sealer).unwrap();
+    let mut database =
+        database_from_body(None, &body.clone().into(), Timestamp::now(), &sealer).unwrap();
     // Validation refuses control characters; the storage keeps whatever a record holds.
     database.name = "Orders\u{0}east".to_owned();
     database.api_id = Some("ext\u{0}1".to_owned());

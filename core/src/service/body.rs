@@ -66,6 +66,15 @@ where
     }
 }
 
+/// Wipes a body's bytes once they are parsed, when this is their only owner (a body that came in
+/// several chunks was copied into a buffer of its own): its secrets now live only in the
+/// parsed request, in buffers wiped on drop ([`crate::validate::DatabaseBody`]).
+pub(crate) fn wipe(bytes: Bytes) {
+    if let Ok(mut owned) = bytes.try_into_mut() {
+        zeroize::Zeroize::zeroize(&mut owned[..]);
+    }
+}
+
 /// A body's bytes as one JSON object (400 otherwise).
 pub(crate) fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {

@@ -14,7 +14,7 @@ use super::{Call, Shared};
 use crate::check::{CheckTarget, not_built_message, scrub_message, tunnel};
 use crate::model::{Credential, Database, SealedSecret, Timestamp, TlsField};
 use crate::seal::Place;
-use crate::validate::{ValidationErrors, database_from_body, message};
+use crate::validate::{DatabaseBody, ValidationErrors, database_from_body, message};
 
 /// The 422 message when `username` names no credential of the database checked.
 pub(crate) const NO_SUCH_CREDENTIAL: &str = "does not name a credential of this database";
@@ -49,7 +49,7 @@ impl Shared {
         B: Body,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
-        let body = call.json(self).await?;
+        let body = DatabaseBody::from(call.json(self).await?);
         let base = match stored {
             Some(id) => Some(self.storage.database(id).await?.ok_or(ApiError::NotFound)?),
             None => None,

@@ -12,7 +12,9 @@ use super::router::Route;
 use super::{Call, Shared, both, page_request, split_page};
 use crate::model::{Database, Origin, Timestamp};
 use crate::storage::{DatabaseFilter, DatabaseKey, DeleteCheck, Edits, StorageError};
-use crate::validate::{apply_setup, database_from_body, parse_database_filter, parse_setup};
+use crate::validate::{
+    DatabaseBody, apply_setup, database_from_body, parse_database_filter, parse_setup,
+};
 
 fn database_response(db: &Database) -> Response<ResponseBody> {
     json_response(StatusCode::OK, &DatabaseView::from(db))
@@ -83,7 +85,7 @@ impl Shared {
                 return Ok(json_response(StatusCode::OK, &PageView { data, next }));
             }
             (Route::Databases, &Method::POST) => {
-                let body = call.json(self).await?;
+                let body = DatabaseBody::from(call.json(self).await?);
                 let mut attempts = 0;
                 loop {
                     let db = database_from_body(None, &body, Timestamp::now(), &self.sealer)?;
@@ -108,7 +110,7 @@ impl Shared {
             }
             (Route::Database(id), &Method::PATCH) => {
                 let condition = IfMatch::of(&call.headers)?;
-                let body = call.json(self).await?;
+                let body = DatabaseBody::from(call.json(self).await?);
                 let sealer = self.sealer.clone();
                 let mut edit = move |stored: &Database| {
                     if let Some(condition) = &condition {
@@ -135,8 +137,7 @@ impl Shared {
             }
             (Route::DatabaseSetup, &Method::PUT) => {
                 let condition = IfMatch::of(&call.headers)?;
-                let body = call.json(self).await?;
-                let setup = parse_setup(&body)?;
+                let setup = parse_setup(call.json(self).await?)?;
                 let api_id = setup.api_id.clone();
                 let sealer = self.sealer.clone();
                 let mut upsert = move |stored: Option<&Database>| {

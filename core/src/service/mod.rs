@@ -318,7 +318,9 @@ where
             shared.body_timeout,
         )
         .await?;
-        body::json_object(&bytes)
+        let parsed = body::json_object(&bytes);
+        body::wipe(bytes);
+        parsed
     }
 
     /// The listing query (422 on `limit` otherwise).

@@ -1175,7 +1175,7 @@ mod tests {
         let sealer = crate::seal::Sealer::ephemeral().unwrap();
         let db = crate::validate::database_from_body(
             None,
-            body.as_object().unwrap(),
+            &body.as_object().unwrap().clone().into(),
             crate::model::Timestamp::now(),
             &sealer,
         )

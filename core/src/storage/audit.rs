@@ -315,7 +315,7 @@ mod tests {
     fn created(body: serde_json::Value) -> Vec<String> {
         let body = body.as_object().unwrap().clone();
         let sealer = Sealer::ephemeral().unwrap();
-        let db = database_from_body(None, &body, Timestamp::now(), &sealer).unwrap();
+        let db = database_from_body(None, &body.clone().into(), Timestamp::now(), &sealer).unwrap();
         database_changes(None, &db)
     }
 

@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::ValidationErrors;
 use super::errors::message;
-use super::reader::{Given, Items, Reader};
+use super::reader::{Given, Items, Reader, TakenSecret};
 use super::text::{NAME_MAX, Text, VALUE_MAX};
 use crate::model::{
     Adapter, ConnectionParameter, Credential, CredentialId, Database, DatabaseId, Secret,
@@ -79,19 +79,22 @@ pub(crate) fn blank_database(now: Timestamp) -> Database {
 /// Builds a database from a create body (`stored` is `None`) or applies an update body to the
 /// stored database. One pass: every field error of the body is reported at once.
 ///
+/// `body` is the typed patch of the request ([`DatabaseBody`]): its secrets were taken out of
+/// the JSON when it was parsed.
+///
 /// Fields left out keep their stored values (their defaults on create); null or a blank string
 /// resets a field to its default; `credentials` and `connection_parameters`, when given, are
 /// the whole new list (credentials merge with stored ones by id, see the README, *Endpoints*).
 /// Passwords and TLS material are sealed with `sealer` for their place.
 pub fn database_from_body(
     stored: Option<&Database>,
-    body: &Map<String, Value>,
+    body: &DatabaseBody,
     now: Timestamp,
     sealer: &Sealer,
 ) -> Result<Database, ValidationErrors> {
     let creating = stored.is_none();
     let mut db = stored.cloned().unwrap_or_else(|| blank_database(now));
-    let mut r = Reader::new(body);
+    let mut r = Reader::new(&body.fields);
 
     if let Some(name) = r.required_text("name", creating, NAME) {
         db.name = name;
@@ -128,7 +131,8 @@ pub fn database_from_body(
         DEFAULT_AI_MAX_ROWS,
     );
     for field in TlsField::ALL {
-        let given = r.base64_secret(field.body_key());
+        let taken = body.tls.get(field).unwrap_or(&TakenSecret::Absent);
+        let given = r.base64_secret(field.body_key(), taken);
         let place = Place::tls(db.id.as_str(), field);
         let sealed = r.sealed(field.body_key(), given, sealer, &place);
         assign_opt(db.tls.get_mut(field), sealed);
@@ -156,6 +160,7 @@ pub fn database_from_body(
             let seal = CredentialSealing {
                 sealer,
                 database_id: db.id.as_str(),
+                passwords: &body.passwords,
             };
             if let Some(credentials) = credentials(&db.credentials, &items, &seal, r.errors()) {
                 db.credentials = credentials;
@@ -173,10 +178,55 @@ pub fn database_from_body(
     r.finish().into_result(db)
 }
 
-/// What sealing a credential's password needs: the sealer and the database it belongs to.
+/// What sealing a credential's password needs: the sealer, the database it belongs to, and the
+/// passwords taken out of the body's `credentials`, by position.
 struct CredentialSealing<'a> {
     sealer: &'a Sealer,
     database_id: &'a str,
+    passwords: &'a [TakenSecret],
+}
+
+/// A database request body (`POST` and `PATCH` of a database, check-connection) as a typed
+/// patch: the JSON object without its secrets, and the secrets (`ssl_ca_cert`, `ssl_cert`,
+/// `ssl_key`, and each `credentials[i].password`) taken out of it when it is parsed, each in a
+/// buffer wiped when dropped. A write that retries holds this, never a plaintext copy; its
+/// `Debug` shows no secret.
+#[derive(Debug)]
+pub struct DatabaseBody {
+    fields: Map<String, Value>,
+    tls: TlsMaterial<TakenSecret>,
+    passwords: Vec<TakenSecret>,
+}
+
+impl DatabaseBody {
+    /// A field of the body that is not a secret (`None` for a secret, which was taken out).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.fields.get(key)
+    }
+}
+
+impl From<Map<String, Value>> for DatabaseBody {
+    fn from(mut fields: Map<String, Value>) -> Self {
+        let mut tls = TlsMaterial::default();
+        for field in TlsField::ALL {
+            *tls.get_mut(field) = Some(TakenSecret::take(&mut fields, field.body_key()));
+        }
+        let passwords = match fields.get_mut("credentials") {
+            Some(Value::Array(items)) => items
+                .iter_mut()
+                .map(|item| match item {
+                    Value::Object(item) => TakenSecret::take(item, "password"),
+                    _ => TakenSecret::Absent,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        Self {
+            fields,
+            tls,
+            passwords,
+        }
+    }
 }
 
 fn connection_parameters(
@@ -208,13 +258,15 @@ fn credentials(
     errors: &mut ValidationErrors,
 ) -> Option<Vec<Credential>> {
     let mut kept_ids = HashSet::new();
+    let mut index = 0;
     Items::read(items, |_, r| {
         let existing = r
             .text("id", NAME)
             .flatten()
             .and_then(|id| stored.iter().find(|c| c.id.as_str() == id))
             .filter(|c| kept_ids.insert(c.id.clone()));
-        credential(existing, seal, r)
+        index += 1;
+        credential(existing, seal, index - 1, r)
     })
     .unique_by("username", |c| Some(c.username.clone()))
     .unique_by("default_credential", |c| c.default_credential.then_some(()))
@@ -224,6 +276,7 @@ fn credentials(
 fn credential(
     existing: Option<&Credential>,
     seal: &CredentialSealing<'_>,
+    index: usize,
     r: &mut Reader<'_>,
 ) -> Option<Credential> {
     let mut credential = existing.cloned().unwrap_or_else(|| Credential {
@@ -240,7 +293,8 @@ fn credential(
     if let Some(username) = username.clone() {
         credential.username = username;
     }
-    let password = r.password("password");
+    let taken = seal.passwords.get(index).unwrap_or(&TakenSecret::Absent);
+    let password = r.password("password", taken);
     let place = Place::password(seal.database_id, credential.id.as_str());
     let password = r.sealed("password", password, seal.sealer, &place);
     assign_opt(&mut credential.password, password);
@@ -280,16 +334,22 @@ pub struct SetupRequest {
     review_bypass_allowed: bool,
 }
 
-/// Reads a setup body. Setup is declarative: [`apply_setup`] sets every field it maps, absent
-/// optional ones to their defaults.
-pub fn parse_setup(body: &Map<String, Value>) -> Result<SetupRequest, ValidationErrors> {
-    let mut r = Reader::new(body);
+/// Reads a setup body, taking its secrets out of it first (as [`DatabaseBody`] does). Setup is
+/// declarative: [`apply_setup`] sets every field it maps, absent optional ones to their
+/// defaults.
+pub fn parse_setup(mut body: Map<String, Value>) -> Result<SetupRequest, ValidationErrors> {
+    let password = TakenSecret::take(&mut body, "password");
+    let mut taken_tls = TlsMaterial::default();
+    for field in TlsField::ALL {
+        *taken_tls.get_mut(field) = Some(TakenSecret::take(&mut body, field.body_key()));
+    }
+    let mut r = Reader::new(&body);
     let api_id = r.required_text("id", true, NAME);
     let adapter = r.choice::<Adapter>("adapter", true);
     let hostname = r.required_text("hostname", true, Text::Host);
     let database = r.required_text("database", true, NAME);
     let username = r.required_text("username", true, NAME);
-    let password = r.password("password").flatten();
+    let password = r.password("password", &password).flatten();
     if password.is_none() {
         r.blank::<()>("password");
     }
@@ -309,7 +369,8 @@ pub fn parse_setup(body: &Map<String, Value>) -> Result<SetupRequest, Validation
     };
     let mut tls = TlsMaterial::default();
     for field in TlsField::ALL {
-        *tls.get_mut(field) = r.base64_secret(field.body_key()).flatten();
+        let taken = taken_tls.get(field).unwrap_or(&TakenSecret::Absent);
+        *tls.get_mut(field) = r.base64_secret(field.body_key(), taken).flatten();
     }
     let reviews_required = u32_field(&mut r, "reviews_required", 0)
         .flatten()
@@ -410,4 +471,74 @@ pub fn apply_setup(
         db.updated_at = now.not_before_next(stored.updated_at);
     }
     errors.into_result(db)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn body(value: Value) -> DatabaseBody {
+        match value {
+            Value::Object(map) => DatabaseBody::from(map),
+            other => panic!("not an object: {other}"),
+        }
+    }
+
+    #[test]
+    fn secrets_are_taken_out_of_the_body_when_it_is_parsed() {
+        let parsed = body(json!({
+            "name": "Orders", "adapter": "postgres", "hostname": "h", "database": "d",
+            "ssl_ca_cert": "c2VjcmV0LWNh",
+            "credentials": [
+                {"username": "reader", "password": "pw-taken-out-1"},
+                {"username": "writer", "password": 7},
+            ],
+        }));
+        // What a retried write holds: no secret in the JSON, none in its Debug.
+        let fields = serde_json::to_string(&parsed.fields).unwrap();
+        assert!(
+            !fields.contains("pw-taken-out") && !fields.contains("c2VjcmV0"),
+            "{fields}"
+        );
+        let debug = format!("{parsed:?}");
+        assert!(
+            !debug.contains("pw-taken-out") && !debug.contains("c2VjcmV0"),
+            "{debug}"
+        );
+        assert!(parsed.get("ssl_ca_cert").is_none() && parsed.get("name").is_some());
+
+        // Read as they were: the second password is of the wrong type, on its own field.
+        let sealer = Sealer::ephemeral().unwrap();
+        let errors = database_from_body(None, &parsed, Timestamp::now(), &sealer).unwrap_err();
+        let errors = serde_json::to_value(&errors).unwrap();
+        assert_eq!(
+            errors,
+            json!({"credentials": [{}, {"password": ["is invalid"]}]}),
+        );
+        let mut fixed = body(json!({
+            "name": "Orders", "adapter": "postgres", "hostname": "h", "database": "d",
+            "ssl_ca_cert": "c2VjcmV0LWNh",
+            "credentials": [{"username": "reader", "password": "pw-taken-out-1"}],
+        }));
+        let db = database_from_body(None, &fixed, Timestamp::now(), &sealer).unwrap();
+        let credential = &db.credentials[0];
+        let place = Place::password(db.id.as_str(), credential.id.as_str());
+        let password = sealer
+            .open(credential.password.as_ref().unwrap(), &place)
+            .unwrap();
+        assert_eq!(password.expose(), b"pw-taken-out-1");
+        let ca = db.tls.ca_cert.as_ref().unwrap();
+        let place = Place::tls(db.id.as_str(), TlsField::CaCert);
+        assert_eq!(sealer.open(ca, &place).unwrap().expose(), b"secret-ca");
+        // The same typed patch builds the same secrets again (a retried edit).
+        let again = database_from_body(None, &fixed, Timestamp::now(), &sealer).unwrap();
+        let credential = &again.credentials[0];
+        let place = Place::password(again.id.as_str(), credential.id.as_str());
+        let password = sealer.open(credential.password.as_ref().unwrap(), &place);
+        assert_eq!(password.unwrap().expose(), b"pw-taken-out-1");
+        fixed.passwords.clear();
+        assert!(database_from_body(None, &fixed, Timestamp::now(), &sealer).is_ok());
+    }
 }

@@ -14,7 +14,7 @@ pub use access::{data_protection_from_body, permissions_from_body};
 pub use dashboard::dashboard_from_body;
 pub(crate) use database::blank_database;
 pub use database::{
-    DEFAULT_AI_MAX_ROWS, SetupRequest, apply_setup, database_from_body, parse_setup,
+    DEFAULT_AI_MAX_ROWS, DatabaseBody, SetupRequest, apply_setup, database_from_body, parse_setup,
 };
 pub use errors::{FieldErrors, ValidationErrors, message};
 pub use key_name::{KEY_NAME_MAX_CHARS, KeyNameError, check_key_name};

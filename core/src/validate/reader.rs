@@ -9,6 +9,7 @@ use std::hash::Hash;
 
 use base64::Engine as _;
 use serde_json::{Map, Value};
+use zeroize::Zeroizing;
 
 use super::ValidationErrors;
 use super::errors::message;
@@ -18,6 +19,43 @@ use crate::seal::{Place, Sealer};
 
 /// `None`: the field is absent. `Some(None)`: null or blank. `Some(Some(v))`: a value.
 pub(crate) type Given<T> = Option<Option<T>>;
+
+/// A secret field taken out of a request body the moment it was parsed: its JSON string moved
+/// (not copied) into a buffer that is wiped when dropped, so the rest of the body, which a write
+/// may hold while it retries, holds no secret. Its `Debug` shows no text.
+pub(crate) enum TakenSecret {
+    /// Not in the body.
+    Absent,
+    /// `null`.
+    Null,
+    /// A string.
+    Text(Zeroizing<String>),
+    /// Any other JSON value (an error when read).
+    Other,
+}
+
+impl TakenSecret {
+    /// Takes field `key` out of `object`.
+    pub(crate) fn take(object: &mut Map<String, Value>, key: &str) -> Self {
+        match object.remove(key) {
+            None => TakenSecret::Absent,
+            Some(Value::Null) => TakenSecret::Null,
+            Some(Value::String(text)) => TakenSecret::Text(Zeroizing::new(text)),
+            Some(_) => TakenSecret::Other,
+        }
+    }
+}
+
+impl std::fmt::Debug for TakenSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TakenSecret::Absent => "Absent",
+            TakenSecret::Null => "Null",
+            TakenSecret::Text(_) => "Text([REDACTED])",
+            TakenSecret::Other => "Other",
+        })
+    }
+}
 
 pub(crate) struct Reader<'a> {
     object: &'a Map<String, Value>,
@@ -196,25 +234,45 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// Base64 text (whitespace ignored), decoded into a secret; blank means unset.
-    pub(crate) fn base64_secret(&mut self, key: &str) -> Given<Secret> {
-        let Some(text) = self.text(key, Text::Lines(CERTIFICATE_MAX))? else {
+    /// Base64 text (whitespace ignored) taken out of the body as `taken`, decoded into a
+    /// secret; blank means unset. The field's errors are `key`'s.
+    pub(crate) fn base64_secret(&mut self, key: &str, taken: &TakenSecret) -> Given<Secret> {
+        let Some(text) = self.secret_text(key, taken, Text::Lines(CERTIFICATE_MAX))? else {
             return Some(None);
         };
-        let compact: Vec<u8> = text
-            .bytes()
-            .filter(|byte| !byte.is_ascii_whitespace())
-            .collect();
-        match base64::engine::general_purpose::STANDARD.decode(compact) {
+        let compact: Zeroizing<Vec<u8>> = Zeroizing::new(
+            text.bytes()
+                .filter(|byte| !byte.is_ascii_whitespace())
+                .collect(),
+        );
+        match base64::engine::general_purpose::STANDARD.decode(compact.as_slice()) {
             Ok(bytes) if !bytes.is_empty() => Some(Some(Secret::new(bytes))),
             _ => self.invalid(key),
         }
     }
 
-    /// A password: kept as sent when it is a non-empty string; null or blank clear it.
-    pub(crate) fn password(&mut self, key: &str) -> Given<Secret> {
-        self.text(key, Text::Opaque(PASSWORD_MAX))
-            .map(|value| value.map(Secret::from))
+    /// A password taken out of the body as `taken`: kept as sent when it is a non-empty string;
+    /// null or blank clear it.
+    pub(crate) fn password(&mut self, key: &str, taken: &TakenSecret) -> Given<Secret> {
+        self.secret_text(key, taken, Text::Opaque(PASSWORD_MAX))
+            .map(|text| text.map(|text| Secret::new(text.as_bytes())))
+    }
+
+    /// What [`Reader::text`] answers for a secret's text, without copying it.
+    fn secret_text<'t>(&mut self, key: &str, taken: &'t TakenSecret, rule: Text) -> Given<&'t str> {
+        match taken {
+            TakenSecret::Absent => None,
+            TakenSecret::Null => Some(None),
+            TakenSecret::Text(text) if text.trim().is_empty() => Some(None),
+            TakenSecret::Text(text) => match rule.check(text) {
+                Ok(()) => Some(Some(text.as_str())),
+                Err(message) => {
+                    self.errors.add(key, message);
+                    None
+                }
+            },
+            TakenSecret::Other => self.invalid(key),
+        }
     }
 
     /// A secret of field `key` (from [`Reader::password`] or [`Reader::base64_secret`]),

@@ -306,7 +306,7 @@ pub async fn database_update_applies_and_returns_stored(storage: Arc<dyn Storage
         let sealer = sealer.clone();
         Box::new(move |stored: &Database| {
             seen.lock().unwrap().push(stored.clone());
-            let mut next = database_from_body(Some(stored), &body, now, &sealer)?;
+            let mut next = database_from_body(Some(stored), &body.clone().into(), now, &sealer)?;
             next.tls.client_key = Some(sealed(vec![0x01, 0x00, 0x02]));
             next.tls.client_cert = None;
             *produced.lock().unwrap() = Some(next.clone());

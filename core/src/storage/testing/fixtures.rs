@@ -152,10 +152,11 @@ pub(super) fn plain_database(name: &str, api_id: Option<&str>) -> Database {
         "credentials": [{"username": "reader", "password": "pw-reader-1"}],
     }));
     let sealer = Sealer::ephemeral().expect("a random key");
-    let mut database = match database_from_body(None, &body, Timestamp::now(), &sealer) {
-        Ok(database) => database,
-        Err(errors) => panic!("fixture database body is invalid: {errors}"),
-    };
+    let mut database =
+        match database_from_body(None, &body.clone().into(), Timestamp::now(), &sealer) {
+            Ok(database) => database,
+            Err(errors) => panic!("fixture database body is invalid: {errors}"),
+        };
     database.api_id = api_id.map(str::to_owned);
     database
 }
