@@ -63,7 +63,9 @@
 //! server process, which has no admin socket, so no other process can reach its keys. `keys create` prints the id and the secret, once; `keys list` prints a table (id,
 //! kind, scope, name, created, last used), never a secret or a digest; `keys revoke ID` prints
 //! what was revoked. A command that fails (an unknown id, a bad name) exits non-zero with a
-//! one-line message on standard error.
+//! one-line message on standard error. `keys rotate-seal`, `keys seal-status` and `keys
+//! add-seal-key` manage the seal keys instead ([`admin::seal`]; README, "Rotating the secret
+//! key").
 //!
 //! redb lets one process at a time open the data file, so the commands work in two ways:
 //!
