@@ -61,8 +61,9 @@ struct State {
     seal_keys: StoredSealKeys,
 }
 
-/// The seal keys: key 0 current, with no key check value (nothing outlives the process), until
-/// a rotation replaces them.
+/// The seal keys: key 0 current (the key of `Sealer::new` and `Sealer::ephemeral`), with no key
+/// check value (nothing outlives the process), until a rotation replaces them. A service whose
+/// sealer lacks key 0 can't write databases with secrets here.
 #[derive(Debug)]
 struct StoredSealKeys(SealKeys);
 
