@@ -620,6 +620,21 @@ pub(crate) fn seal_keys_of(rows: &[Row]) -> Result<Option<SealKeys>, tokio_postg
     Ok(current.map(|current| SealKeys { current, keys }))
 }
 
+/// Writes `keys` into the (empty) `seal_keys` table, one row each.
+pub(crate) async fn insert_seal_keys(
+    txn: &deadpool_postgres::Transaction<'_>,
+    keys: &SealKeys,
+) -> Result<(), tokio_postgres::Error> {
+    let insert = txn
+        .prepare_cached("INSERT INTO seal_keys (id, key_check, current) VALUES ($1, $2, $3)")
+        .await?;
+    for (id, check) in &keys.keys {
+        txn.execute(&insert, &[&i64::from(*id), check, &(*id == keys.current)])
+            .await?;
+    }
+    Ok(())
+}
+
 /// The ids of the keys `database`'s secrets are sealed under, once each, for its `seal_keys`
 /// column.
 pub(crate) fn seal_key_ids(database: &Database) -> Vec<i64> {
@@ -1383,14 +1398,7 @@ impl Storage for PostgresStorage {
             txn.batch_execute("DELETE FROM seal_keys")
                 .await
                 .map_err(classify)?;
-            for (id, check) in &keys.keys {
-                txn.execute(
-                    "INSERT INTO seal_keys (id, key_check, current) VALUES ($1, $2, $3)",
-                    &[&i64::from(*id), check, &(*id == keys.current)],
-                )
-                .await
-                .map_err(classify)?;
-            }
+            insert_seal_keys(&txn, &keys).await.map_err(classify)?;
             txn.commit().await.map_err(classify)
         })
         .await

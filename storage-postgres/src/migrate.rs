@@ -1,6 +1,7 @@
 //! The schema's migrations: versioned SQL embedded in the binary, applied at connect in one
 //! transaction under an advisory lock, so nodes starting at once migrate once.
 
+use dbconsole_core::model::Database;
 use dbconsole_core::seal::{SealKeyError, SealKeys, Sealer};
 use dbconsole_core::storage::record;
 use deadpool_postgres::Object;
@@ -131,28 +132,16 @@ async fn fill_seal_keys(
         Some(check) => SealKeys::single(0, check),
         None => sealer.initial_keys().map_err(|_| ConnectError::Random)?,
     };
-    for (id, check) in &keys.keys {
-        txn.execute(
-            "INSERT INTO seal_keys (id, key_check, current) VALUES ($1, $2, $3)",
-            &[&i64::from(*id), check, &(*id == keys.current)],
-        )
+    crate::insert_seal_keys(txn, &keys)
         .await
         .map_err(ConnectError::Migrate)?;
-    }
     txn.execute("DELETE FROM meta WHERE key = 'key_check'", &[])
         .await
         .map_err(ConnectError::Migrate)?;
-    let databases = txn
-        .query("SELECT id, record FROM databases", &[])
-        .await
-        .map_err(ConnectError::Migrate)?;
-    for row in databases {
-        let id: String = row.try_get("id").map_err(ConnectError::Migrate)?;
-        let bytes: Vec<u8> = row.try_get("record").map_err(ConnectError::Migrate)?;
-        let database = record::decode_database(&id, &bytes).map_err(ConnectError::Record)?;
+    for database in stored_databases(txn).await? {
         txn.execute(
             "UPDATE databases SET seal_keys = $2 WHERE id = $1",
-            &[&id, &crate::seal_key_ids(&database)],
+            &[&database.id.as_str(), &crate::seal_key_ids(&database)],
         )
         .await
         .map_err(ConnectError::Migrate)?;
@@ -160,18 +149,29 @@ async fn fill_seal_keys(
     Ok(())
 }
 
+/// Every stored database, decoded: what a migration that fills columns from the records reads.
+async fn stored_databases(
+    txn: &deadpool_postgres::Transaction<'_>,
+) -> Result<Vec<Database>, ConnectError> {
+    let rows = txn
+        .query("SELECT id, record FROM databases", &[])
+        .await
+        .map_err(ConnectError::Migrate)?;
+    rows.iter()
+        .map(|row| {
+            let id: String = row.try_get("id").map_err(ConnectError::Migrate)?;
+            let bytes: Vec<u8> = row.try_get("record").map_err(ConnectError::Migrate)?;
+            record::decode_database(&id, &bytes).map_err(ConnectError::Record)
+        })
+        .collect()
+}
+
 /// Fills the listing columns of version 3 from the records written before it.
 async fn fill_listing_columns(
     txn: &deadpool_postgres::Transaction<'_>,
 ) -> Result<(), ConnectError> {
-    let databases = txn
-        .query("SELECT id, record FROM databases", &[])
-        .await
-        .map_err(ConnectError::Migrate)?;
-    for row in databases {
-        let id: String = row.try_get("id").map_err(ConnectError::Migrate)?;
-        let bytes: Vec<u8> = row.try_get("record").map_err(ConnectError::Migrate)?;
-        let database = record::decode_database(&id, &bytes).map_err(ConnectError::Record)?;
+    for database in stored_databases(txn).await? {
+        let id = database.id.as_str();
         let FilterColumns {
             adapter,
             group,

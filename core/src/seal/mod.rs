@@ -130,6 +130,13 @@ impl SealKeys {
     pub fn rotating(&self) -> bool {
         self.keys.keys().any(|id| *id != self.current)
     }
+
+    /// These keys with the current one alone: what a finished rotation leaves.
+    pub fn only_current(&self) -> SealKeys {
+        let mut keys = self.clone();
+        keys.keys.retain(|id, _| *id == self.current);
+        keys
+    }
 }
 
 /// Why a node's keyring does not fit what a store needs.
@@ -279,8 +286,9 @@ impl Sealer {
     /// check value), and seals under its current key from now on. A store calls it when it
     /// opens: a node that lacks a key the store's secrets need refuses to start, naming it.
     pub fn adopt(&self, stored: &SealKeys) -> Result<(), SealKeyError> {
+        let ring = self.ring();
         for (id, check) in &stored.keys {
-            if !self.ring().ciphers.contains_key(id) {
+            if !ring.ciphers.contains_key(id) {
                 return Err(SealKeyError::Missing(*id));
             }
             if !check.is_empty() && !self.matches_key_check(*id, check) {

@@ -3,7 +3,7 @@
 //! retire the old keys once no stored secret needs them.
 //!
 //! Every step is safe to run again, so a rotation cut off by a crash is finished by running it
-//! again: the store's [`SealKeys`] say a rotation is under way (they list keys beside the
+//! again: the store's [`SealKeys`](super::SealKeys) say a rotation is under way (they list keys beside the
 //! current one), and [`rotate`] then goes on with it instead of starting another.
 //!
 //! Why it ends: from the moment the new key is current, a store refuses every database write
@@ -14,7 +14,7 @@
 
 use futures_util::StreamExt as _;
 
-use super::{SealError, SealKeyError, SealKeys, Sealer, sealed_under};
+use super::{SealError, SealKeyError, Sealer, sealed_under};
 use crate::model::Origin;
 use crate::storage::{DatabaseFilter, Edits as _, Page, Storage, StorageError};
 
@@ -121,15 +121,7 @@ pub async fn rotate<S: Storage + ?Sized>(
             .copied()
             .filter(|id| *id != stored.current)
             .collect();
-        let next = SealKeys {
-            current: stored.current,
-            keys: stored
-                .keys
-                .iter()
-                .filter(|(id, _)| **id == stored.current)
-                .map(|(id, check)| (*id, check.clone()))
-                .collect(),
-        };
+        let next = stored.only_current();
         match storage.replace_seal_keys(&stored, next).await {
             Ok(()) => {
                 for id in &retired {

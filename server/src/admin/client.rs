@@ -126,7 +126,7 @@ fn add_seal_key(
         ));
     }
     Ok(match super::seal::add_seal_key(&key_file, 0) {
-        Ok(id) => AdminReply::SealKeyAdded { id, key_file },
+        Ok((id, _)) => AdminReply::SealKeyAdded { id, key_file },
         Err(error) => AdminReply::failed(Failure::Storage, format!("the key file failed: {error}")),
     })
 }

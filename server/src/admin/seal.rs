@@ -21,13 +21,15 @@ use crate::backend::{NodeKeys, SECRET_KEY_VAR};
 pub const ROTATION_ACTOR: &str = "dbconsole keys rotate-seal";
 
 /// Adds a new random key to the key file at `path`, under the next id above the file's and
-/// `above`, and answers the id. The key is not used until `rotate-seal` makes it current.
-pub fn add_seal_key(path: &Path, above: u32) -> Result<u32, KeyError> {
+/// `above`, and answers the id with the key. The key is not used until `rotate-seal` makes it
+/// current.
+pub fn add_seal_key(path: &Path, above: u32) -> Result<(u32, SecretKey), KeyError> {
     let mut keyring = Keyring::load(path)?;
     let id = keyring.ids().max().unwrap_or(0).max(above) + 1;
-    keyring.insert(id, SecretKey::generate()?);
+    let key = SecretKey::generate()?;
+    keyring.insert(id, key.clone());
     keyring.save(path)?;
-    Ok(id)
+    Ok((id, key))
 }
 
 /// What the store's seal keys are now.
@@ -140,12 +142,8 @@ fn new_key(stored: &SealKeys, keys: &NodeKeys, may_create: bool) -> Result<u32, 
             id
         }
         None if may_create => {
-            let id = add_seal_key(path, above).map_err(file_error)?;
-            let keyring = Keyring::load(path).map_err(file_error)?;
-            let key = keyring.get(id).ok_or_else(|| {
-                AdminReply::failed(Failure::Storage, "the new key is not in the key file")
-            })?;
-            keys.sealer.add_key(id, key);
+            let (id, key) = add_seal_key(path, above).map_err(file_error)?;
+            keys.sealer.add_key(id, &key);
             id
         }
         None => {

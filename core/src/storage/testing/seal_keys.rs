@@ -47,13 +47,6 @@ fn with_current(keys: &SealKeys, id: u32) -> SealKeys {
     next
 }
 
-/// `keys` with only the current key.
-fn only_current(keys: &SealKeys) -> SealKeys {
-    let mut next = keys.clone();
-    next.keys.retain(|id, _| *id == keys.current);
-    next
-}
-
 fn changed(result: Result<(), StorageError>, current: u32, call: &str) {
     assert!(
         matches!(result, Err(StorageError::SealKeyChanged(key)) if key == current),
@@ -107,7 +100,7 @@ pub async fn database_writes_seal_under_the_current_key(storage: Arc<dyn Storage
     assert_eq!(ok(storage.seal_keys().await, "seal_keys"), rotating);
     assert!(
         matches!(
-            storage.replace_seal_keys(&keys, only_current(&keys)).await,
+            storage.replace_seal_keys(&keys, keys.only_current()).await,
             Err(StorageError::Conflict)
         ),
         "replace_seal_keys from keys that are no longer stored must be a Conflict"
@@ -129,7 +122,7 @@ pub async fn database_writes_seal_under_the_current_key(storage: Arc<dyn Storage
     assert!(
         matches!(
             storage
-                .replace_seal_keys(&rotating, only_current(&rotating))
+                .replace_seal_keys(&rotating, rotating.only_current())
                 .await,
             Err(StorageError::SealKeyInUse(key)) if key == old
         ),
@@ -149,13 +142,13 @@ pub async fn database_writes_seal_under_the_current_key(storage: Arc<dyn Storage
     assert!(sealed_keys(&updated).all(|key| key == new));
     ok(
         storage
-            .replace_seal_keys(&rotating, only_current(&rotating))
+            .replace_seal_keys(&rotating, rotating.only_current())
             .await,
         "replace_seal_keys",
     );
     assert_eq!(
         ok(storage.seal_keys().await, "seal_keys"),
-        only_current(&rotating)
+        rotating.only_current()
     );
     // A database without secrets needs no key.
     let mut plain = plain_database("No secrets", None);
@@ -252,7 +245,7 @@ async fn rotation(storage: &dyn Storage, keys: &SealKeys, new: u32) {
             }
         }
         match storage
-            .replace_seal_keys(&rotating, only_current(&rotating))
+            .replace_seal_keys(&rotating, rotating.only_current())
             .await
         {
             Ok(()) => return,
