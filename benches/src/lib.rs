@@ -108,7 +108,7 @@ pub async fn json_of(
     let status = response.status();
     let body = match response.into_body().collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(never) => match never {},
+        Err(error) => panic!("{status}: the body was cut off: {error}"),
     };
     let value = serde_json::from_slice(&body).unwrap_or_else(|error| {
         panic!(

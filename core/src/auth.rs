@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use subtle::ConstantTimeEq;
 
-use crate::model::{Actor, CredentialKind, KeyId, Scope, Secret, Timestamp};
+use crate::model::{Actor, CredentialKind, KeyId, Principal, Scope, Secret, Timestamp};
 pub use crate::model::{key_digest, mint_caller_key};
 use crate::storage::Storage;
 
@@ -20,6 +20,8 @@ pub struct Caller {
     pub scope: Scope,
     /// Who presented it: a stored key's id and name, or a name for a static credential.
     pub actor: Actor,
+    /// The person it acts for, when it is bound to one (only such a caller runs queries).
+    pub principal: Option<Principal>,
 }
 
 impl Caller {
@@ -28,6 +30,22 @@ impl Caller {
         Self {
             scope: Scope::Full,
             actor: Actor::named(name),
+            principal: None,
+        }
+    }
+
+    /// The caller a principal is, when the embedding program vouches for it (README, "Who may
+    /// do what"): a super admin may call every route, a member only the query routes.
+    pub fn vouched(principal: Principal) -> Self {
+        let scope = match (principal.agent, principal.role) {
+            (true, _) => Scope::Agent,
+            (false, crate::model::Role::SuperAdmin) => Scope::Full,
+            (false, crate::model::Role::Member) => Scope::Query,
+        };
+        Self {
+            scope,
+            actor: Actor::named(principal.user.clone()),
+            principal: Some(principal),
         }
     }
 }
@@ -194,6 +212,7 @@ impl Authenticator for StoredCredentials {
                 id: Some(key.id.as_str().to_owned()),
                 name: key.name,
             },
+            principal: key.principal,
         };
         if self.due(&key.id) {
             self.record_use(key.id);

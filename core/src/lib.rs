@@ -21,7 +21,7 @@
 //! only check-connection opens a secret ([`seal`]).
 //!
 //! The modules read bottom-up: [`model`] → [`seal`] → [`validate`] → [`storage`] → [`check`] →
-//! [`auth`] → [`service`].
+//! [`run`] → [`auth`] → [`service`].
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -44,6 +44,7 @@ mod wire;
 pub mod auth;
 pub mod check;
 pub mod model;
+pub mod run;
 pub mod seal;
 pub mod service;
 pub mod storage;

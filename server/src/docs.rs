@@ -7,7 +7,6 @@
 use bytes::Bytes;
 use dbconsole_core::{ApiError, ResponseBody};
 use http::{HeaderValue, Method, Response, StatusCode, header};
-use http_body_util::Full;
 
 /// The page and its assets, below this path.
 pub const DOCS: &str = "/docs";
@@ -60,7 +59,7 @@ pub fn answer(method: &Method, path: &str) -> Option<Response<ResponseBody>> {
     if method != Method::GET && method != Method::HEAD {
         return Some(ApiError::MethodNotAllowed(&[Method::GET, Method::HEAD]).into_response());
     }
-    let mut response = Response::new(Full::new(body));
+    let mut response = Response::new(ResponseBody::full(body));
     *response.status_mut() = StatusCode::OK;
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));

@@ -10,7 +10,6 @@ use bytes::Bytes;
 use dbconsole_core::service::metrics::record_request;
 use dbconsole_core::{ApiError, ResponseBody, Storage};
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -81,7 +80,7 @@ async fn answer<B>(
         }
         Err(error) => tracing::warn!(%error, "cannot count the stored records"),
     }
-    let mut response = Response::new(Full::new(Bytes::from(handle.render())));
+    let mut response = Response::new(ResponseBody::full(Bytes::from(handle.render())));
     *response.status_mut() = StatusCode::OK;
     response.headers_mut().insert(
         header::CONTENT_TYPE,

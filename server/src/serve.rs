@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use dbconsole_core::{ApiError, ConsoleService, REQUEST_ID_HEADER, RequestId, ResponseBody};
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -246,7 +245,7 @@ async fn readyz(method: &Method, service: &ConsoleService) -> Response<ResponseB
 }
 
 fn plain(status: StatusCode, text: &'static str) -> Response<ResponseBody> {
-    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())));
+    let mut response = Response::new(ResponseBody::full(Bytes::from_static(text.as_bytes())));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,

@@ -29,12 +29,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
+    Timestamp,
 };
 use dbconsole_core::seal::SealKeys;
 use dbconsole_core::storage::{
-    AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
-    StorageError, WriteLog, audit, rules,
+    AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, QueryFilter, RecordCounts,
+    Storage, StorageError, WriteLog, audit, rules,
 };
 
 /// The in-memory backend. Cheap to create; share it with `Arc`.
@@ -58,6 +59,8 @@ struct State {
     events: BTreeMap<String, AuditEvent>,
     /// The answers of idempotent writes, by key.
     answers: HashMap<String, StoredAnswer>,
+    /// The query history, by id (ordered by creation time).
+    queries: BTreeMap<String, Arc<Query>>,
     seal_keys: StoredSealKeys,
 }
 
@@ -408,6 +411,71 @@ impl Storage for MemoryStorage {
             state.key_digests.remove(&key.digest);
         }
         Ok(())
+    }
+
+    async fn create_query(&self, query: Query, log: WriteLog) -> Result<(), StorageError> {
+        let mut state = self.state();
+        if state.queries.contains_key(query.id.as_str()) {
+            return Err(StorageError::AlreadyExists);
+        }
+        state.record(log)?;
+        state
+            .queries
+            .insert(query.id.as_str().to_owned(), Arc::new(query));
+        Ok(())
+    }
+
+    async fn query(&self, id: &str) -> Result<Option<Query>, StorageError> {
+        let found = self.state().queries.get(id).cloned();
+        Ok(found.as_deref().cloned())
+    }
+
+    async fn list_queries(
+        &self,
+        request: Page<'_>,
+        filter: QueryFilter<'_>,
+    ) -> Result<Vec<Query>, StorageError> {
+        let records: Vec<Arc<Query>> = {
+            let state = self.state();
+            let end = match request.after {
+                Some(after) => Bound::Excluded(after.to_owned()),
+                None => Bound::Unbounded,
+            };
+            state
+                .queries
+                .range((Bound::Unbounded, end))
+                .rev()
+                .filter(|(_, query)| filter.matches(query))
+                .take(request.limit)
+                .map(|(_, query)| Arc::clone(query))
+                .collect()
+        };
+        Ok(owned(records))
+    }
+
+    async fn replace_query(
+        &self,
+        query: Query,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        let mut state = self.state();
+        let stored = state
+            .queries
+            .get(query.id.as_str())
+            .ok_or(StorageError::NotFound)?;
+        rules::check_version(&stored.updated_at, &expected)?;
+        if let Some(log) = log {
+            state.record(log)?;
+        }
+        state
+            .queries
+            .insert(query.id.as_str().to_owned(), Arc::new(query));
+        Ok(())
+    }
+
+    async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError> {
+        self.state().record(WriteLog::from(event))
     }
 
     async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {

@@ -92,13 +92,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
+    Timestamp,
 };
 use dbconsole_core::seal::{SealKeys, Sealer, sealed_keys};
 use dbconsole_core::storage::record::{self, RecordError};
 use dbconsole_core::storage::{
-    AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
-    StorageError, WriteLog, audit, rules,
+    AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, QueryFilter, RecordCounts,
+    Storage, StorageError, WriteLog, audit, rules,
 };
 use deadpool_postgres::{Object, Pool, PoolError};
 use tokio_postgres::error::SqlState;
@@ -576,6 +577,13 @@ fn dashboard_of(row: &Row) -> Result<Dashboard, StorageError> {
     )?)
 }
 
+fn query_of(row: &Row) -> Result<Query, StorageError> {
+    Ok(record::decode_query(
+        &text(row, "id")?,
+        &bytes(row, "record")?,
+    )?)
+}
+
 fn caller_key_of(row: &Row) -> Result<CallerKey, StorageError> {
     Ok(record::decode_caller_key(
         &text(row, "id")?,
@@ -914,6 +922,50 @@ impl PostgresStorage {
             .prepare_cached("DELETE FROM databases WHERE id = $1")
             .await?;
         txn.execute(&delete, &[&id]).await?;
+        append(&txn, log).await?;
+        commit(txn, log.event.id.as_str(), in_flight).await
+    }
+
+    async fn try_replace_query(
+        client: &mut Object,
+        query: &Query,
+        bytes: &[u8],
+        expected: Timestamp,
+        log: &WriteLog,
+        in_flight: &InFlight,
+    ) -> Result<(), Failure> {
+        let txn = begin(client).await?;
+        let update = txn
+            .prepare_cached(
+                "UPDATE queries SET record = $2, status = $3, version = $4 \
+                 WHERE id = $1 AND version = $5",
+            )
+            .await?;
+        let id = query.id.as_str();
+        let changed = txn
+            .execute(
+                &update,
+                &[
+                    &id,
+                    &bytes,
+                    &query.status.as_str(),
+                    &query.updated_at.as_micros(),
+                    &expected.as_micros(),
+                ],
+            )
+            .await?;
+        if changed == 0 {
+            let exists = txn
+                .query_opt("SELECT 1 FROM queries WHERE id = $1", &[&id])
+                .await?
+                .is_some();
+            return Err(if exists {
+                StorageError::Conflict
+            } else {
+                StorageError::NotFound
+            }
+            .into());
+        }
         append(&txn, log).await?;
         commit(txn, log.event.id.as_str(), in_flight).await
     }
@@ -1300,6 +1352,127 @@ impl Storage for PostgresStorage {
             )
             .await
         })
+    }
+
+    async fn create_query(&self, query: Query, log: WriteLog) -> Result<(), StorageError> {
+        let bytes = record::encode_query(&query)?;
+        let params: [&(dyn ToSql + Sync); 6] = [
+            &query.id.as_str(),
+            &query.database_id.as_str(),
+            &query.author.as_str(),
+            &query.status.as_str(),
+            &query.updated_at.as_micros(),
+            &bytes,
+        ];
+        self.insert(
+            "INSERT INTO queries (id, database_id, author, status, version, record) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &params,
+            &log,
+        )
+        .await
+    }
+
+    async fn query(&self, id: &str) -> Result<Option<Query>, StorageError> {
+        let Some(id) = key(id) else {
+            return Ok(None);
+        };
+        let sql = "SELECT id, record FROM queries WHERE id = $1";
+        self.one(sql, &[&id], query_of).await
+    }
+
+    async fn list_queries(
+        &self,
+        page: Page<'_>,
+        filter: QueryFilter<'_>,
+    ) -> Result<Vec<Query>, StorageError> {
+        let after = after_bound(&page);
+        let status = filter.status.map(|status| status.as_str());
+        let mut conditions = Vec::new();
+        let mut values: Vec<&str> = Vec::new();
+        for (column, value) in [
+            ("id <", after),
+            ("database_id =", filter.database_id),
+            ("author =", filter.author),
+            ("status =", status),
+        ] {
+            if let Some(value) = value {
+                if value.contains('\0') {
+                    return Ok(Vec::new());
+                }
+                values.push(value);
+                conditions.push(format!("{column} ${}", values.len()));
+            }
+        }
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        let mut params: Vec<&(dyn ToSql + Sync)> = values
+            .iter()
+            .map(|value| value as &(dyn ToSql + Sync))
+            .collect();
+        params.push(&limit);
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT id, record FROM queries {filter} ORDER BY id DESC LIMIT ${}",
+            params.len()
+        );
+        self.all(&sql, &params, query_of).await
+    }
+
+    async fn replace_query(
+        &self,
+        query: Query,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        if key(query.id.as_str()).is_none() {
+            return Err(StorageError::NotFound);
+        }
+        let bytes = record::encode_query(&query)?;
+        match log {
+            Some(log) => {
+                serializable!(self, |client, in_flight| Self::try_replace_query(
+                    client, &query, &bytes, expected, &log, &in_flight
+                )
+                .await)
+            }
+            None => {
+                // One statement: the swap commits by itself (a claim writes no event).
+                let id = query.id.as_str();
+                let rows = self
+                    .rows(
+                        "WITH swapped AS (UPDATE queries SET record = $2, status = $3, \
+                         version = $4 WHERE id = $1 AND version = $5 RETURNING 1) \
+                         SELECT (SELECT count(*) FROM swapped), \
+                                EXISTS (SELECT 1 FROM queries WHERE id = $1)",
+                        &[
+                            &id,
+                            &bytes,
+                            &query.status.as_str(),
+                            &query.updated_at.as_micros(),
+                            &expected.as_micros(),
+                        ],
+                    )
+                    .await?;
+                let row = rows.first().ok_or(StorageError::NotFound)?;
+                let swapped: i64 = row.try_get(0).map_err(classify)?;
+                let exists: bool = row.try_get(1).map_err(classify)?;
+                match (swapped, exists) {
+                    (1, _) => Ok(()),
+                    (_, true) => Err(StorageError::Conflict),
+                    _ => Err(StorageError::NotFound),
+                }
+            }
+        }
+    }
+
+    async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError> {
+        let row = EventRow::of(&event)?;
+        let params = row.params();
+        self.rows(INSERT_EVENT, &params).await.map(|_| ())
     }
 
     async fn create_caller_key(&self, key: CallerKey, log: WriteLog) -> Result<(), StorageError> {

@@ -19,6 +19,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
         include_str!("../migrations/0004_idempotency_answers.sql"),
     ),
     (5, include_str!("../migrations/0005_seal_keys.sql")),
+    (6, include_str!("../migrations/0006_queries.sql")),
 ];
 
 /// The version that adds the seal keys, filled from the key check value and the records in

@@ -102,7 +102,8 @@ async fn a_store_from_before_seal_keys_opens_with_its_key_as_key_0() {
              DROP FUNCTION {schema}.check_seal_keys();
              DROP TABLE {schema}.seal_keys;
              ALTER TABLE {schema}.databases DROP COLUMN seal_keys;
-             DELETE FROM {schema}.schema_migrations WHERE version = 5;"
+             DROP TABLE {schema}.queries;
+             DELETE FROM {schema}.schema_migrations WHERE version >= 5;"
         ))
         .await
         .unwrap();

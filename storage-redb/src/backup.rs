@@ -224,6 +224,8 @@ fn copy_into(snapshot: &ReadTransaction, path: &Path) -> Result<RecordCounts, Co
     copy_table(snapshot, &txn, CALLER_KEY_DIGESTS)?;
     copy_table(snapshot, &txn, crate::audit_trail::EVENTS)?;
     copy_table(snapshot, &txn, crate::audit_trail::BY_RESOURCE)?;
+    copy_table(snapshot, &txn, crate::queries::QUERIES)?;
+    copy_table(snapshot, &txn, crate::queries::QUERIES_BY)?;
     for definition in crate::index::ALL {
         copy_table(snapshot, &txn, definition)?;
     }

@@ -163,6 +163,7 @@ mod audit_trail;
 mod backup;
 mod error;
 mod index;
+mod queries;
 mod writer;
 
 use std::fmt;
@@ -175,12 +176,13 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
+    Timestamp,
 };
 use dbconsole_core::seal::{SealKeyError, SealKeys, Sealer};
 use dbconsole_core::storage::{
-    AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, RecordCounts, Storage,
-    StorageError, WriteLog, audit, rules,
+    AuditQuery, DashboardFilter, DatabaseFilter, DatabaseRef, Page, QueryFilter, RecordCounts,
+    Storage, StorageError, WriteLog, audit, rules,
 };
 use redb::backends::InMemoryBackend;
 use redb::{
@@ -482,6 +484,8 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
     txn.open_table(audit_trail::BY_RESOURCE).map_err(redb)?;
     txn.open_table(answers::ANSWERS).map_err(redb)?;
     txn.open_table(answers::BY_TIME).map_err(redb)?;
+    txn.open_table(queries::QUERIES).map_err(redb)?;
+    txn.open_table(queries::QUERIES_BY).map_err(redb)?;
     index::build_if_missing(txn).map_err(OpenError::Index)
 }
 
@@ -1187,6 +1191,67 @@ impl Storage for RedbStorage {
             audit_trail::append(txn, &log)
         })
         .await
+    }
+
+    async fn create_query(&self, query: Query, log: WriteLog) -> Result<(), StorageError> {
+        self.write(move |_, txn| {
+            queries::put(txn, &query, None)?;
+            audit_trail::append(txn, &log)
+        })
+        .await
+    }
+
+    async fn query(&self, id: &str) -> Result<Option<Query>, StorageError> {
+        self.read_now(|inner| inner.read(|txn| queries::get(txn, id)))
+    }
+
+    async fn list_queries(
+        &self,
+        request: Page<'_>,
+        filter: QueryFilter<'_>,
+    ) -> Result<Vec<Query>, StorageError> {
+        let after = request.after.map(str::to_owned);
+        let limit = request.limit;
+        let database_id = filter.database_id.map(str::to_owned);
+        let author = filter.author.map(str::to_owned);
+        let status = filter.status;
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let request = Page {
+                    after: after.as_deref(),
+                    limit,
+                };
+                let filter = QueryFilter {
+                    database_id: database_id.as_deref(),
+                    author: author.as_deref(),
+                    status,
+                };
+                queries::list(txn, request, filter)
+            })
+        })
+        .await
+    }
+
+    async fn replace_query(
+        &self,
+        query: Query,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        self.write(move |_, txn| {
+            queries::put(txn, &query, Some(expected))?;
+            match &log {
+                Some(log) => audit_trail::append(txn, log),
+                None => Ok(()),
+            }
+        })
+        .await
+    }
+
+    async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError> {
+        let log = WriteLog::from(event);
+        self.write(move |_, txn| audit_trail::append(txn, &log))
+            .await
     }
 
     async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {

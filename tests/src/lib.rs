@@ -133,7 +133,7 @@ impl Api {
         let body = body
             .collect()
             .await
-            .unwrap_or_else(|never| match never {})
+            .expect("a whole response body")
             .to_bytes();
         TestResponse {
             status: parts.status,

@@ -45,6 +45,7 @@ impl Authenticator for ScopedAuth {
             (_, SETUP_KEY) => Some(Caller {
                 scope: Scope::Setup,
                 actor: Actor::named("setup key"),
+                principal: None,
             }),
             (_, FAILING_KEY) => return Err(FAILURE_DETAIL.into()),
             (CredentialKind::ApiKey, API_KEY) | (CredentialKind::AccessToken, ACCESS_TOKEN) => {
@@ -136,7 +137,7 @@ async fn streamed(
     let body = body
         .collect()
         .await
-        .unwrap_or_else(|never| match never {})
+        .expect("a whole response body")
         .to_bytes();
     TestResponse {
         status: parts.status,

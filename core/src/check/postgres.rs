@@ -42,6 +42,14 @@ impl ConnectionChecker for PostgresChecker {
 /// it over; the connection runs on a spawned task that ends when the client is dropped. For
 /// embedders that want to run more than the check on it.
 pub async fn connect(target: &CheckTarget) -> Result<tokio_postgres::Client, String> {
+    connect_with_tls(target).await.map(|(client, _)| client)
+}
+
+/// [`connect`], also handing back the TLS connector the session was opened with (what a cancel
+/// request to the same server needs).
+pub(crate) async fn connect_with_tls(
+    target: &CheckTarget,
+) -> Result<(tokio_postgres::Client, MakeRustlsConnect), String> {
     let config = config(target);
     let tls = if target.ssl {
         tls::client_config(target)?
@@ -49,8 +57,9 @@ pub async fn connect(target: &CheckTarget) -> Result<tokio_postgres::Client, Str
         // Never used with `SslMode::Disable`, but the connector type needs one.
         tls::placeholder_config()?
     };
+    let connector = MakeRustlsConnect::new(tls);
     let (client, connection) = config
-        .connect(MakeRustlsConnect::new(tls))
+        .connect(connector.clone())
         .await
         .map_err(|error| error_chain(&error))?;
     tokio::spawn(async move {
@@ -58,7 +67,7 @@ pub async fn connect(target: &CheckTarget) -> Result<tokio_postgres::Client, Str
         // them on its next call.
         let _ = connection.await;
     });
-    Ok(client)
+    Ok((client, connector))
 }
 
 fn config(target: &CheckTarget) -> tokio_postgres::Config {

@@ -46,6 +46,8 @@ pub enum Written<'a> {
     Dashboard(&'a Dashboard),
     /// A database's access control as replaced.
     Access(&'a AccessControl),
+    /// A query as created.
+    Query(&'a super::Query),
 }
 
 /// Renders the answer (status, `ETag`, body) of a write from what it wrote.

@@ -28,6 +28,12 @@ pub enum AuditAction {
     CallerKeyCreate,
     /// A caller key revoked (`dbconsole keys revoke`).
     CallerKeyRevoke,
+    /// `POST …/queries`: a query stored.
+    QueryCreate,
+    /// `POST …/queries/{id}/run`: a query ran (the event carries [`RunFacts`]).
+    QueryRun,
+    /// `POST /v1/dashboards/{id}/panels/{panel_id}/run`: a panel ran (with [`RunFacts`]).
+    PanelRun,
 }
 
 wire_enum!(AuditAction, [
@@ -42,6 +48,9 @@ wire_enum!(AuditAction, [
     DashboardDelete => "dashboard.delete",
     CallerKeyCreate => "caller_key.create",
     CallerKeyRevoke => "caller_key.revoke",
+    QueryCreate => "query.create",
+    QueryRun => "query.run",
+    PanelRun => "panel.run",
 ]);
 
 impl AuditAction {
@@ -56,7 +65,9 @@ impl AuditAction {
             | AuditAction::AccessUpdate => ResourceKind::Database,
             AuditAction::DashboardCreate
             | AuditAction::DashboardUpdate
-            | AuditAction::DashboardDelete => ResourceKind::Dashboard,
+            | AuditAction::DashboardDelete
+            | AuditAction::PanelRun => ResourceKind::Dashboard,
+            AuditAction::QueryCreate | AuditAction::QueryRun => ResourceKind::Query,
             AuditAction::CallerKeyCreate | AuditAction::CallerKeyRevoke => ResourceKind::CallerKey,
         }
     }
@@ -71,13 +82,56 @@ pub enum ResourceKind {
     Dashboard,
     /// A stored caller credential.
     CallerKey,
+    /// A query.
+    Query,
 }
 
 wire_enum!(ResourceKind, [
     Database => "database",
     Dashboard => "dashboard",
     CallerKey => "caller_key",
+    Query => "query",
 ]);
+
+/// How a run ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunOutcome {
+    /// Every row it sent was sent.
+    Succeeded,
+    /// The database (or the connection to it) failed.
+    Failed,
+    /// The client went away; the statement was cancelled on the server.
+    Cancelled,
+    /// It ran past its timeout and was ended.
+    TimedOut,
+}
+
+wire_enum!(RunOutcome, [
+    Succeeded => "succeeded",
+    Failed => "failed",
+    Cancelled => "cancelled",
+    TimedOut => "timed_out",
+]);
+
+/// What the audit trail keeps of a run: where, as whom, how big the statement was and a digest
+/// of it, and what came of it. Never the statement's text, its inputs or a row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunFacts {
+    /// The database it ran on.
+    pub database_id: String,
+    /// The credential it ran as.
+    pub credential_id: String,
+    /// SHA-256 of the statement's text, in lowercase hex.
+    pub statement_sha256: String,
+    /// The statement's length in bytes.
+    pub statement_length: u64,
+    /// How many rows were sent.
+    pub rows: u64,
+    /// How long it ran, in milliseconds.
+    pub duration_ms: u64,
+    /// How it ended.
+    pub outcome: RunOutcome,
+}
 
 /// Who made a change: the caller credential's id (`None` for a static credential from the
 /// environment, or the server itself) and name. Never its secret.
@@ -148,6 +202,8 @@ pub struct AuditEvent {
     pub request_id: Option<String>,
     /// The names of the fields it changed (for a create, the fields it set).
     pub changes: Vec<String>,
+    /// For a run, what ran and what came of it.
+    pub run: Option<RunFacts>,
 }
 
 impl AuditEvent {
@@ -166,6 +222,7 @@ impl AuditEvent {
             actor: origin.actor.clone(),
             request_id: origin.request_id.clone(),
             changes,
+            run: None,
         }
     }
 }

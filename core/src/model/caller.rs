@@ -7,7 +7,7 @@ use base64::Engine as _;
 use rand::RngCore as _;
 use sha2::{Digest, Sha256};
 
-use super::{KeyId, Secret, Timestamp};
+use super::{KeyId, Principal, Secret, Timestamp};
 
 /// Which kind of caller credential was presented (and which kind a stored one is).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -28,9 +28,15 @@ pub enum Scope {
     /// Only setup (`PUT …/databases/setup`) and remove by api_id
     /// (`DELETE …/databases/remove/{api_id}`).
     Setup,
+    /// Only running queries (the query routes, and panel runs for an access token), as the
+    /// user the key is bound to.
+    Query,
+    /// Only running queries, as an AI agent acting for the user the key is bound to (the AI
+    /// limits of databases and credentials apply).
+    Agent,
 }
 
-wire_enum!(Scope, [Full => "full", Setup => "setup"]);
+wire_enum!(Scope, [Full => "full", Setup => "setup", Query => "query", Agent => "ai-agent"]);
 
 /// A stored caller credential: an API key or an access token, kept as a SHA-256 digest only.
 #[derive(Clone, PartialEq, Eq)]
@@ -49,6 +55,9 @@ pub struct CallerKey {
     pub created_at: Timestamp,
     /// Last time it authenticated a request (recorded at most about once a minute).
     pub last_used_at: Option<Timestamp>,
+    /// The user the key acts for (with its groups and role), when it is bound to one: only
+    /// such a key runs queries. Its `agent` flag is the `ai-agent` scope's.
+    pub principal: Option<Principal>,
 }
 
 impl fmt::Debug for CallerKey {
@@ -61,6 +70,7 @@ impl fmt::Debug for CallerKey {
             .field("digest", &"[REDACTED]")
             .field("created_at", &self.created_at)
             .field("last_used_at", &self.last_used_at)
+            .field("principal", &self.principal)
             .finish()
     }
 }
@@ -92,6 +102,7 @@ pub fn mint_caller_key(kind: CredentialKind, scope: Scope, name: &str) -> (Calle
         digest: key_digest(secret.expose()),
         created_at: Timestamp::now(),
         last_used_at: None,
+        principal: None,
     };
     (key, secret)
 }

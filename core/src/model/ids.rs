@@ -95,6 +95,11 @@ id_type!(
     "key"
 );
 id_type!(
+    /// Id of a query (`qry_…`), ordered by the time it was created.
+    QueryId,
+    "qry"
+);
+id_type!(
     /// Id of an audit event (`evt_…`), ordered by the time the event was made.
     EventId,
     "evt"

@@ -11,6 +11,8 @@ mod caller;
 mod dashboard;
 mod database;
 mod ids;
+mod principal;
+mod query;
 mod secret;
 mod time;
 
@@ -19,10 +21,14 @@ pub use access::{
     SubjectKind,
 };
 pub use answer::{Idempotency, RenderAnswer, StoredAnswer, Written};
-pub use audit::{Actor, AuditAction, AuditEvent, Origin, ResourceKind, Retention};
+pub use audit::{
+    Actor, AuditAction, AuditEvent, Origin, ResourceKind, Retention, RunFacts, RunOutcome,
+};
 pub use caller::{CallerKey, CredentialKind, Scope, key_digest, mint_caller_key};
 pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};
 pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsField, TlsMaterial};
-pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, EventId, KeyId, PanelId};
+pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, EventId, KeyId, PanelId, QueryId};
+pub use principal::{Principal, Role};
+pub use query::{Query, QueryRun, QueryStatus};
 pub use secret::{SealedSecret, Secret};
 pub use time::Timestamp;

@@ -77,7 +77,11 @@ impl CacheKey {
             | Route::CheckConnection(..)
             | Route::CheckUnsaved
             | Route::CheckEdited(_)
-            | Route::Audit => None,
+            | Route::Audit
+            | Route::PanelRun { .. }
+            | Route::Queries
+            | Route::Query(_)
+            | Route::QueryRun(_) => None,
         }
     }
 }

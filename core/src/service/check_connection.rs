@@ -94,44 +94,14 @@ impl Shared {
         let Some(checker) = self.checkers.get(db.adapter) else {
             return Ok(text_response(StatusCode::OK, not_built_message(db.adapter)));
         };
-        // The only place secrets are opened.
-        let open = |sealed: Option<&SealedSecret>, place: Place| {
-            sealed
-                .map(|sealed| self.sealer.open(sealed, &place))
-                .transpose()
-                .map_err(|error| {
-                    tracing::error!(%error, "a stored secret does not open");
-                    ApiError::Internal
-                })
-        };
-        let password = open(
-            credential.password.as_ref(),
-            Place::password(db.id.as_str(), credential.id.as_str()),
-        )?;
-        let tls = |field| open(db.tls.get(field), Place::tls(db.id.as_str(), field));
-        let target = CheckTarget {
-            adapter: db.adapter,
-            host: credential
-                .hostname
-                .clone()
-                .unwrap_or_else(|| db.hostname.clone()),
-            port: db.effective_port(),
-            database: db.database.clone(),
-            username: credential.username.clone(),
-            password,
-            ssl: db.ssl,
-            verify_server_hostname: db.verify_server_hostname,
-            ca_cert: tls(TlsField::CaCert)?,
-            client_cert: tls(TlsField::ClientCert)?,
-            client_key: tls(TlsField::ClientKey)?,
-            connection_parameters: db.connection_parameters.clone(),
-            tunnel_id: db.tunnel_id.clone(),
-            connect_via: None,
-            timeout: credential
-                .timeout
-                .map(|secs| std::time::Duration::from_secs(u64::from(secs)))
-                .unwrap_or(self.check_timeout),
-        };
+        let timeout = credential
+            .timeout
+            .map(|secs| std::time::Duration::from_secs(u64::from(secs)))
+            .unwrap_or(self.check_timeout);
+        let target = open_target(&self.sealer, db, credential, timeout).map_err(|error| {
+            tracing::error!(%error, "a stored secret does not open");
+            ApiError::Internal
+        })?;
         let dialer = self.tunnel_dialer.as_deref();
         let check = tunnel::check_through(checker.as_ref(), &target, dialer);
         let started = std::time::Instant::now();
@@ -151,4 +121,42 @@ impl Shared {
         }
         Ok(text_response(StatusCode::OK, answer))
     }
+}
+
+/// The target of `credential` of `db` with its secrets opened: one of the two places secrets
+/// are opened (check-connection, and a query runner's connector when a connection opens).
+pub(crate) fn open_target(
+    sealer: &crate::seal::Sealer,
+    db: &Database,
+    credential: &Credential,
+    timeout: std::time::Duration,
+) -> Result<CheckTarget, crate::seal::SealError> {
+    let open = |sealed: Option<&SealedSecret>, place: Place| {
+        sealed.map(|sealed| sealer.open(sealed, &place)).transpose()
+    };
+    let password = open(
+        credential.password.as_ref(),
+        Place::password(db.id.as_str(), credential.id.as_str()),
+    )?;
+    let tls = |field| open(db.tls.get(field), Place::tls(db.id.as_str(), field));
+    Ok(CheckTarget {
+        adapter: db.adapter,
+        host: credential
+            .hostname
+            .clone()
+            .unwrap_or_else(|| db.hostname.clone()),
+        port: db.effective_port(),
+        database: db.database.clone(),
+        username: credential.username.clone(),
+        password,
+        ssl: db.ssl,
+        verify_server_hostname: db.verify_server_hostname,
+        ca_cert: tls(TlsField::CaCert)?,
+        client_cert: tls(TlsField::ClientCert)?,
+        client_key: tls(TlsField::ClientKey)?,
+        connection_parameters: db.connection_parameters.clone(),
+        tunnel_id: db.tunnel_id.clone(),
+        connect_via: None,
+        timeout,
+    })
 }

@@ -23,6 +23,18 @@ pub enum ApiError {
     },
     /// 403: a valid credential whose scope does not allow the operation.
     Forbidden,
+    /// 403 with why.
+    Denied(String),
+    /// 409 with why.
+    Conflict(String),
+    /// 502: the database a run needs could not be reached.
+    BadGateway(String),
+    /// 504: a run ran past its timeout.
+    GatewayTimeout(String),
+    /// 503: a run found its credential's connections all busy.
+    Busy(String),
+    /// 501: no runner for the adapter is built in.
+    NotImplemented(String),
     /// 404: no such record or route.
     NotFound,
     /// 405: known path, other method; the allowed methods go into `allow`.
@@ -127,7 +139,12 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::Denied(_) => StatusCode::FORBIDDEN,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
+            ApiError::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::NotImplemented(_) => StatusCode::NOT_IMPLEMENTED,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::RequestTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
@@ -152,6 +169,12 @@ impl ApiError {
                 json!({ "errors": { "detail": "Unauthorized", "hint": hint } })
             }
             ApiError::Forbidden => detail("Forbidden"),
+            ApiError::Denied(text)
+            | ApiError::Conflict(text)
+            | ApiError::BadGateway(text)
+            | ApiError::GatewayTimeout(text)
+            | ApiError::Busy(text)
+            | ApiError::NotImplemented(text) => detail(text),
             ApiError::NotFound => detail("Not Found"),
             ApiError::MethodNotAllowed(_) => detail("Method Not Allowed"),
             ApiError::RequestTimeout { timeout } => detail(&format!(

@@ -34,7 +34,7 @@ pub const KEY_MAX: usize = 255;
 /// check-connection POSTs write nothing).
 pub(crate) fn is_write(route: &Route<'_>, method: &Method) -> bool {
     match route {
-        Route::Databases | Route::Dashboards { .. } => method == Method::POST,
+        Route::Databases | Route::Dashboards { .. } | Route::Queries => method == Method::POST,
         Route::Database(_) => method == Method::PATCH || method == Method::DELETE,
         Route::DatabaseSetup | Route::Permissions(_) | Route::DataProtection(_) => {
             method == Method::PUT
@@ -43,9 +43,14 @@ pub(crate) fn is_write(route: &Route<'_>, method: &Method) -> bool {
         Route::Dashboard { .. } => {
             method == Method::PUT || method == Method::PATCH || method == Method::DELETE
         }
-        Route::CheckConnection(..) | Route::CheckUnsaved | Route::CheckEdited(_) | Route::Audit => {
-            false
-        }
+        // A run streams its rows: it is not answered again from a stored answer.
+        Route::CheckConnection(..)
+        | Route::CheckUnsaved
+        | Route::CheckEdited(_)
+        | Route::Audit
+        | Route::Query(_)
+        | Route::QueryRun(_)
+        | Route::PanelRun { .. } => false,
     }
 }
 
@@ -121,6 +126,10 @@ fn renderer(route: &Route<'_>, method: &Method) -> RenderAnswer {
     };
     Arc::new(move |written: Written<'_>| {
         let (etag, body) = match (written, &access) {
+            (Written::Query(q), _) => {
+                let body = json_bytes(&super::render::QueryView::from(q));
+                return (201, None, body.map(|b| b.to_vec()).unwrap_or_default());
+            }
             (Written::Database(db), _) => (tag(db.updated_at), json_bytes(&DatabaseView::from(db))),
             (Written::Dashboard(d), _) => (tag(d.updated_at), json_bytes(&DashboardView::from(d))),
             (Written::Access(a), Some((id, true))) => {

@@ -22,6 +22,12 @@ pub const HTTP_REQUEST_DURATION: &str = "dbconsole_http_request_duration_seconds
 pub const CHECK_CONNECTIONS: &str = "dbconsole_check_connections_total";
 /// Time of a connection check, by adapter.
 pub const CHECK_CONNECTION_DURATION: &str = "dbconsole_check_connection_duration_seconds";
+/// Query and panel runs, by adapter, kind (`query`, `panel`) and outcome.
+pub const QUERY_RUNS: &str = "dbconsole_query_runs_total";
+/// Time of a run, by adapter and kind.
+pub const QUERY_RUN_DURATION: &str = "dbconsole_query_run_duration_seconds";
+/// Rows sent by runs, by adapter and kind.
+pub const QUERY_ROWS: &str = "dbconsole_query_rows_total";
 /// Storage failures that reached a request, by kind.
 pub const STORAGE_ERRORS: &str = "dbconsole_storage_errors_total";
 
@@ -38,6 +44,21 @@ pub fn record_request(route: &'static str, method: &Method, status: StatusCode, 
 pub(crate) fn record_check(adapter: &'static str, outcome: &'static str, took: Duration) {
     metrics::counter!(CHECK_CONNECTIONS, "adapter" => adapter, "outcome" => outcome).increment(1);
     metrics::histogram!(CHECK_CONNECTION_DURATION, "adapter" => adapter).record(took.as_secs_f64());
+}
+
+/// One run, and how it ended.
+pub(crate) fn record_run(
+    adapter: &'static str,
+    kind: &'static str,
+    outcome: &'static str,
+    rows: u64,
+    took: Duration,
+) {
+    metrics::counter!(QUERY_RUNS, "adapter" => adapter, "kind" => kind, "outcome" => outcome)
+        .increment(1);
+    metrics::counter!(QUERY_ROWS, "adapter" => adapter, "kind" => kind).increment(rows);
+    metrics::histogram!(QUERY_RUN_DURATION, "adapter" => adapter, "kind" => kind)
+        .record(took.as_secs_f64());
 }
 
 /// One storage failure answered 503 (`unavailable`, `full`) or 500 (`backend`).

@@ -21,6 +21,7 @@ mod error;
 pub mod idempotency;
 pub mod metrics;
 mod openapi;
+mod queries;
 mod render;
 mod request_id;
 mod response;
@@ -28,7 +29,7 @@ mod router;
 
 pub use error::ApiError;
 pub use request_id::{REQUEST_ID_HEADER, REQUEST_ID_MAX, RequestId};
-pub use response::ResponseBody;
+pub use response::{BodyError, ResponseBody};
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -86,6 +87,12 @@ struct Shared {
     read_cache: Option<ReadCache>,
     audit_retention: Retention,
     openapi: std::sync::OnceLock<bytes::Bytes>,
+    runners: crate::run::Runners,
+    trust_principal: bool,
+    max_rows: u32,
+    statement_timeout: Duration,
+    /// Credential id → the id of its database, as panel runs found them.
+    credential_index: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// Builds a [`ConsoleService`].
@@ -119,6 +126,11 @@ impl ConsoleService {
                 read_cache: None,
                 audit_retention: DEFAULT_AUDIT_RETENTION,
                 openapi: std::sync::OnceLock::new(),
+                runners: crate::run::Runners::none(),
+                trust_principal: false,
+                max_rows: queries::DEFAULT_MAX_ROWS,
+                statement_timeout: queries::DEFAULT_STATEMENT_TIMEOUT,
+                credential_index: std::sync::Mutex::new(std::collections::HashMap::new()),
             },
         }
     }
@@ -229,6 +241,36 @@ impl ConsoleServiceBuilder {
     /// and at most a million events); [`ConsoleService::prune_audit`] applies it.
     pub fn audit_retention(mut self, retention: Retention) -> Self {
         self.shared.audit_retention = retention;
+        self
+    }
+
+    /// The query runners, one per adapter (default: none, and a run answers 501 that the
+    /// adapter's runner is not built in); [`crate::run::standard_runners`] has every one compiled
+    /// in.
+    pub fn runners(mut self, runners: crate::run::Runners) -> Self {
+        self.shared.runners = runners;
+        self
+    }
+
+    /// Trusts the [`crate::model::Principal`] the embedding program puts into a request's
+    /// extensions (default off: extensions are ignored). Turn it on only behind middleware that
+    /// authenticates every request and sets (or removes) the principal itself: a request that
+    /// carries one is then the principal's, with no key or token (README, "Who may do what").
+    pub fn trust_principal(mut self, on: bool) -> Self {
+        self.shared.trust_principal = on;
+        self
+    }
+
+    /// The most rows a run may return (default [`queries::DEFAULT_MAX_ROWS`]): a request's
+    /// `limit` above it is refused.
+    pub fn max_rows(mut self, rows: u32) -> Self {
+        self.shared.max_rows = rows.max(1);
+        self
+    }
+
+    /// The statement timeout of credentials that set none (default 30 s).
+    pub fn statement_timeout(mut self, timeout: Duration) -> Self {
+        self.shared.statement_timeout = timeout;
         self
     }
 
@@ -367,11 +409,25 @@ impl Shared {
             return self.openapi(&parts.method);
         }
         let route = Route::recognize(&path).ok_or(ApiError::NotFound)?;
-        let caller = self
-            .authorize(&route, &parts.method, &parts.headers)
-            .await?;
+        let vouched = self
+            .trust_principal
+            .then(|| parts.extensions.get::<crate::model::Principal>().cloned())
+            .flatten();
+        let caller = match vouched {
+            Some(principal) => {
+                let caller = Caller::vouched(principal);
+                if !route.permits(caller.scope, &parts.method) {
+                    return Err(ApiError::Forbidden);
+                }
+                caller
+            }
+            None => {
+                self.authorize(&route, &parts.method, &parts.headers)
+                    .await?
+            }
+        };
         let origin = Origin {
-            actor: caller.actor,
+            actor: caller.actor.clone(),
             request_id: Some(request_id.as_str().to_owned()),
             idempotency: None,
         };
@@ -395,8 +451,11 @@ impl Shared {
             body,
         };
         let answer = match idempotency_key {
-            Some(key) => self.idempotent(route, call, origin, &key, &path).await,
-            None => self.dispatch(route, call, &origin).await,
+            Some(key) => {
+                self.idempotent(route, call, &caller, origin, &key, &path)
+                    .await
+            }
+            None => self.dispatch(route, call, &caller, &origin).await,
         };
         // Succeeded or not (a failed commit may still have happened), before answering.
         if let (Some(cache), Some(key)) = (&self.read_cache, written) {
@@ -411,6 +470,7 @@ impl Shared {
         &self,
         route: Route<'_>,
         call: Call<B>,
+        caller: &Caller,
         mut origin: Origin,
         key: &str,
         path: &str,
@@ -447,7 +507,7 @@ impl Shared {
             query,
             body: http_body_util::Full::new(bytes),
         };
-        match self.dispatch(route, call, &origin).await {
+        match self.dispatch(route, call, caller, &origin).await {
             // Another request with this key wrote first: its answer, now stored.
             Err(ApiError::AnswerExists) => match self.storage.stored_answer(&key).await? {
                 Some(stored) => idempotency::replay(&stored, &fingerprint),
@@ -462,6 +522,7 @@ impl Shared {
         &self,
         route: Route<'_>,
         call: Call<B>,
+        caller: &Caller,
         origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError>
     where
@@ -469,6 +530,9 @@ impl Shared {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         match route {
+            Route::Queries | Route::Query(_) | Route::QueryRun(_) | Route::PanelRun { .. } => {
+                self.queries(route, call, caller, origin).await
+            }
             Route::Databases
             | Route::DatabaseSetup
             | Route::DatabaseRemove(_)

@@ -243,6 +243,19 @@ pub(crate) struct AuditEventView<'a> {
     actor: ActorView<'a>,
     request_id: Option<&'a str>,
     changes: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run: Option<RunFactsView<'a>>,
+}
+
+#[derive(Serialize)]
+struct RunFactsView<'a> {
+    database_id: &'a str,
+    credential_id: &'a str,
+    statement_sha256: &'a str,
+    statement_length: u64,
+    rows: u64,
+    duration_ms: u64,
+    outcome: &'static str,
 }
 
 #[derive(Serialize)]
@@ -273,6 +286,15 @@ impl<'a> From<&'a AuditEvent> for AuditEventView<'a> {
             },
             request_id: event.request_id.as_deref(),
             changes: &event.changes,
+            run: event.run.as_ref().map(|run| RunFactsView {
+                database_id: &run.database_id,
+                credential_id: &run.credential_id,
+                statement_sha256: &run.statement_sha256,
+                statement_length: run.statement_length,
+                rows: run.rows,
+                duration_ms: run.duration_ms,
+                outcome: run.outcome.as_str(),
+            }),
         }
     }
 }
@@ -359,6 +381,58 @@ impl<'a> DataProtectionView<'a> {
                         .collect(),
                 })
                 .collect(),
+        }
+    }
+}
+
+/// A query: `{"id", "database_id", "credential_id", "query", "limit", "author", "status",
+/// "run", "inserted_at", "updated_at"}`; `run` is null until it starts.
+#[derive(Serialize)]
+pub(crate) struct QueryView<'a> {
+    id: &'a str,
+    database_id: &'a str,
+    credential_id: &'a str,
+    query: &'a str,
+    limit: u32,
+    author: &'a str,
+    status: &'static str,
+    run: Option<QueryRunView<'a>>,
+    inserted_at: String,
+    updated_at: String,
+}
+
+#[derive(Serialize)]
+struct QueryRunView<'a> {
+    run_by: &'a str,
+    started_at: String,
+    finished_at: Option<String>,
+    row_count: u64,
+    truncated: bool,
+    duration_ms: u64,
+    error: Option<&'a str>,
+}
+
+impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
+    fn from(query: &'a crate::model::Query) -> Self {
+        Self {
+            id: query.id.as_str(),
+            database_id: &query.database_id,
+            credential_id: &query.credential_id,
+            query: &query.query,
+            limit: query.limit,
+            author: &query.author,
+            status: query.status.as_str(),
+            run: query.run.as_ref().map(|run| QueryRunView {
+                run_by: &run.run_by,
+                started_at: run.started_at.to_string(),
+                finished_at: run.finished_at.map(|at| at.to_string()),
+                row_count: run.row_count,
+                truncated: run.truncated,
+                duration_ms: run.duration_ms,
+                error: run.error.as_deref(),
+            }),
+            inserted_at: query.inserted_at.to_string(),
+            updated_at: query.updated_at.to_string(),
         }
     }
 }

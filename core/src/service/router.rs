@@ -36,6 +36,18 @@ pub(crate) enum Route<'a> {
     /// `…/dashboards/{id}`: retrieve (GET), update (PUT; PATCH too on the compat routes),
     /// delete (DELETE).
     Dashboard { id: Cow<'a, str>, compat: bool },
+    /// `…/dashboards/{id}/panels/{panel_id}/run` (POST): run a panel's query.
+    PanelRun {
+        dashboard: Cow<'a, str>,
+        panel: Cow<'a, str>,
+        compat: bool,
+    },
+    /// `…/queries`: the history (GET), create (POST).
+    Queries,
+    /// `…/queries/{id}` (GET).
+    Query(Cow<'a, str>),
+    /// `…/queries/{id}/run` (POST): run a stored query, once.
+    QueryRun(Cow<'a, str>),
 }
 
 /// Which caller credentials a route takes.
@@ -116,6 +128,12 @@ impl<'a> Route<'a> {
                 }
                 _ => None,
             },
+            ["api", "v1", "console" | "querydesk", "queries", rest @ ..] => match rest {
+                [] => Some(Route::Queries),
+                [id] => Some(Route::Query(decode(id)?)),
+                [id, "run"] => Some(Route::QueryRun(decode(id)?)),
+                _ => None,
+            },
             ["api", "v1", "console", "audit"] => Some(Route::Audit),
             ["v1", "dashboards", rest @ ..] => Self::dashboards(rest, false),
             ["api", "v1", "dashboards", rest @ ..] => Self::dashboards(rest, true),
@@ -128,6 +146,11 @@ impl<'a> Route<'a> {
             [] => Some(Route::Dashboards { compat }),
             [id] => Some(Route::Dashboard {
                 id: decode(id)?,
+                compat,
+            }),
+            [id, "panels", panel, "run"] => Some(Route::PanelRun {
+                dashboard: decode(id)?,
+                panel: decode(panel)?,
                 compat,
             }),
             _ => None,
@@ -150,13 +173,21 @@ impl<'a> Route<'a> {
             Route::Audit => "/audit",
             Route::Dashboards { .. } => "/dashboards",
             Route::Dashboard { .. } => "/dashboards/{id}",
+            Route::PanelRun { .. } => "/dashboards/{id}/panels/{panel_id}/run",
+            Route::Queries => "/queries",
+            Route::Query(_) => "/queries/{id}",
+            Route::QueryRun(_) => "/queries/{id}/run",
         }
     }
 
     /// The methods this route answers.
     pub(crate) fn allowed_methods(&self) -> &'static [Method] {
         match self {
-            Route::Databases | Route::Dashboards { .. } => &[Method::GET, Method::POST],
+            Route::Databases | Route::Dashboards { .. } | Route::Queries => {
+                &[Method::GET, Method::POST]
+            }
+            Route::Query(_) => &[Method::GET],
+            Route::QueryRun(_) | Route::PanelRun { .. } => &[Method::POST],
             Route::DatabaseSetup => &[Method::PUT],
             Route::CheckUnsaved | Route::CheckEdited(_) => &[Method::POST],
             Route::DatabaseRemove(_) => &[Method::DELETE],
@@ -173,12 +204,15 @@ impl<'a> Route<'a> {
     /// The caller credentials this route takes.
     pub(crate) fn credentials(&self) -> Credentials {
         match self {
-            Route::Dashboards { compat: false } | Route::Dashboard { compat: false, .. } => {
-                Credentials::Bearer
-            }
-            Route::Dashboards { compat: true } | Route::Dashboard { compat: true, .. } => {
-                Credentials::ApiKeyOrBearer
-            }
+            Route::Dashboards { compat: false }
+            | Route::Dashboard { compat: false, .. }
+            | Route::PanelRun { compat: false, .. } => Credentials::Bearer,
+            Route::Dashboards { compat: true }
+            | Route::Dashboard { compat: true, .. }
+            | Route::PanelRun { compat: true, .. }
+            | Route::Queries
+            | Route::Query(_)
+            | Route::QueryRun(_) => Credentials::ApiKeyOrBearer,
             _ => Credentials::ApiKey,
         }
     }
@@ -191,7 +225,16 @@ impl<'a> Route<'a> {
                 (self, method),
                 (Route::DatabaseSetup, &Method::PUT) | (Route::DatabaseRemove(_), &Method::DELETE)
             ),
+            Scope::Query | Scope::Agent => self.runs_queries(),
         }
+    }
+
+    /// Whether the route is one of those that run queries (and need a principal).
+    pub(crate) fn runs_queries(&self) -> bool {
+        matches!(
+            self,
+            Route::Queries | Route::Query(_) | Route::QueryRun(_) | Route::PanelRun { .. }
+        )
     }
 }
 
@@ -250,6 +293,24 @@ mod tests {
                 Some(Route::Database("remove".into())),
             ),
             ("/v1/dashboards/a/b", None),
+            (
+                "/v1/dashboards/dash_1/panels/pl%201/run",
+                Some(Route::PanelRun {
+                    dashboard: "dash_1".into(),
+                    panel: "pl 1".into(),
+                    compat: false,
+                }),
+            ),
+            ("/api/v1/console/queries", Some(Route::Queries)),
+            (
+                "/api/v1/console/queries/qry_1",
+                Some(Route::Query("qry_1".into())),
+            ),
+            (
+                "/api/v1/querydesk/queries/qry_1/run",
+                Some(Route::QueryRun("qry_1".into())),
+            ),
+            ("/api/v1/console/queries/qry_1/run/x", None),
             ("/nope", None),
             ("", None),
         ];
@@ -267,5 +328,16 @@ mod tests {
         assert!(!Route::Databases.permits(Scope::Setup, &Method::GET));
         assert!(!Route::Database("x".into()).permits(Scope::Setup, &Method::DELETE));
         assert!(Route::Databases.permits(Scope::Full, &Method::POST));
+    }
+
+    #[test]
+    fn query_scopes_reach_only_the_query_routes() {
+        for scope in [Scope::Query, Scope::Agent] {
+            assert!(Route::Queries.permits(scope, &Method::POST));
+            assert!(Route::QueryRun("q".into()).permits(scope, &Method::POST));
+            assert!(!Route::Databases.permits(scope, &Method::GET));
+            assert!(!Route::Dashboards { compat: false }.permits(scope, &Method::GET));
+            assert!(!Route::Audit.permits(scope, &Method::GET));
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! exactly as one without. The backends serve them from indexes; [`DatabaseFilter::matches`] is
 //! the rule they all answer to (and what the memory store applies as it is).
 
-use crate::model::{Adapter, Dashboard, Database};
+use crate::model::{Adapter, Dashboard, Database, Query, QueryStatus};
 
 /// Which databases a listing keeps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,5 +62,25 @@ impl DashboardFilter<'_> {
     pub fn matches(&self, dashboard: &Dashboard) -> bool {
         self.name_prefix
             .is_none_or(|prefix| dashboard.name.starts_with(prefix))
+    }
+}
+
+/// Which queries a listing of the history keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueryFilter<'a> {
+    /// Only queries of this database.
+    pub database_id: Option<&'a str>,
+    /// Only queries by this author (exactly).
+    pub author: Option<&'a str>,
+    /// Only queries in this status.
+    pub status: Option<QueryStatus>,
+}
+
+impl QueryFilter<'_> {
+    /// Whether `query` is kept.
+    pub fn matches(&self, query: &Query) -> bool {
+        self.database_id.is_none_or(|id| query.database_id == id)
+            && self.author.is_none_or(|author| query.author == author)
+            && self.status.is_none_or(|status| query.status == status)
     }
 }

@@ -5,11 +5,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AuditQuery, DashboardFilter, DatabaseFilter, Page, RecordCounts, Storage, StorageError,
-    WriteLog,
+    AuditQuery, DashboardFilter, DatabaseFilter, Page, QueryFilter, RecordCounts, Storage,
+    StorageError, WriteLog,
 };
 use crate::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
+    Timestamp,
 };
 use crate::seal::SealKeys;
 
@@ -27,6 +28,35 @@ macro_rules! forward_storage {
 
             async fn seal_keys(&self) -> Result<SealKeys, StorageError> {
                 (**self).seal_keys().await
+            }
+
+            async fn create_query(&self, query: Query, log: WriteLog) -> Result<(), StorageError> {
+                (**self).create_query(query, log).await
+            }
+
+            async fn query(&self, id: &str) -> Result<Option<Query>, StorageError> {
+                (**self).query(id).await
+            }
+
+            async fn list_queries(
+                &self,
+                page: Page<'_>,
+                filter: QueryFilter<'_>,
+            ) -> Result<Vec<Query>, StorageError> {
+                (**self).list_queries(page, filter).await
+            }
+
+            async fn replace_query(
+                &self,
+                query: Query,
+                expected: Timestamp,
+                log: Option<WriteLog>,
+            ) -> Result<(), StorageError> {
+                (**self).replace_query(query, expected, log).await
+            }
+
+            async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError> {
+                (**self).append_audit(event).await
             }
 
             async fn replace_seal_keys(

@@ -44,13 +44,14 @@ use std::fmt::Debug;
 use async_trait::async_trait;
 
 use crate::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Retention, StoredAnswer, Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
+    Timestamp,
 };
 use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
 
 pub use edits::{AccessEdit, DashboardEdit, DatabaseEdit, DatabaseUpsert, DeleteCheck, Edits};
-pub use filter::{DashboardFilter, DatabaseFilter};
+pub use filter::{DashboardFilter, DatabaseFilter, QueryFilter};
 
 pub mod audit;
 pub mod edits;
@@ -384,6 +385,36 @@ pub trait Storage: Send + Sync + Debug + 'static {
         expected: &SealKeys,
         keys: SealKeys,
     ) -> Result<(), StorageError>;
+
+    /// Stores a new query and `log`. [`StorageError::AlreadyExists`] when its id is taken.
+    /// Queries are kept apart from their database: deleting a database keeps its history.
+    async fn create_query(&self, query: Query, log: WriteLog) -> Result<(), StorageError>;
+
+    /// The query with this id.
+    async fn query(&self, id: &str) -> Result<Option<Query>, StorageError>;
+
+    /// The query history **newest first** (by id, descending), those `filter` keeps: the
+    /// queries whose id sorts *before* `page.after` when given (the next page of a listing), at
+    /// most `page.limit`. A durable backend serves each filter from an index.
+    async fn list_queries(
+        &self,
+        page: Page<'_>,
+        filter: QueryFilter<'_>,
+    ) -> Result<Vec<Query>, StorageError>;
+
+    /// Replaces the query with the same id by `query`, with `log` when given, if the stored one
+    /// is at version `expected` (its `updated_at`): [`StorageError::NotFound`] or
+    /// [`StorageError::Conflict`] otherwise. This compare-and-swap is what makes a query run
+    /// once: of two runs that read it ready, one writes it running and the other conflicts.
+    async fn replace_query(
+        &self,
+        query: Query,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError>;
+
+    /// Appends an audit event that goes with no record's change (a panel run).
+    async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError>;
 
     /// Whether the backend can serve requests now (a readiness check): `Ok` by default, for
     /// backends that live in the process; a networked backend answers

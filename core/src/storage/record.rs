@@ -13,8 +13,9 @@ use crate::model::{
     AccessControl, AccessLevel, Action, ActionId, Actor, Adapter, AuditAction, AuditEvent,
     CallerKey, ColumnAction, ColumnRule, ConnectionParameter, Credential, CredentialId,
     CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, EventId,
-    InputMapping, KeyId, Panel, PanelDetails, PanelId, PanelInput, Permission, Policy, Scope,
-    SealedSecret, StoredAnswer, SubjectKind, Timestamp, TlsMaterial,
+    InputMapping, KeyId, Panel, PanelDetails, PanelId, PanelInput, Permission, Policy, Principal,
+    Query, QueryId, QueryRun, QueryStatus, Role, RunFacts, RunOutcome, Scope, SealedSecret,
+    StoredAnswer, SubjectKind, Timestamp, TlsMaterial,
 };
 use crate::seal::SealKeys;
 use serde::{Deserialize, Serialize};
@@ -186,6 +187,25 @@ struct CallerKeyV1 {
     created_at: i64,
     last_used_at: Option<i64>,
 }
+
+/// A caller credential as stored (version 2): version 1's fields, and the principal it is
+/// bound to.
+#[derive(Serialize, Deserialize)]
+struct CallerKeyV2 {
+    key: CallerKeyV1,
+    principal: Option<PrincipalV1>,
+}
+
+/// A principal as stored: the role by its wire name; `agent` is not stored (it is the scope's).
+#[derive(Serialize, Deserialize)]
+struct PrincipalV1 {
+    user: String,
+    groups: Vec<String>,
+    role: String,
+}
+
+/// The version byte of caller keys written now: [`CallerKeyV2`].
+const CALLER_KEY_V2: u8 = 2;
 
 fn framed(version: u8, record: &impl Serialize) -> Result<Vec<u8>, RecordError> {
     Ok(postcard::to_extend(record, vec![version])?)
@@ -511,12 +531,6 @@ impl Keyed for AccessControlV1 {
     }
 }
 
-impl Keyed for CallerKeyV1 {
-    fn stored_key(&self) -> &str {
-        &self.id
-    }
-}
-
 /// A store's seal keys as stored (version 1): the current key's id, and each key's id with its
 /// key check value.
 #[derive(Serialize, Deserialize)]
@@ -652,31 +666,156 @@ pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, R
     })
 }
 
-/// Encodes a caller credential (its digest; it has no secret to seal).
+/// Encodes a caller credential (its digest; it has no secret to seal), version 2.
 pub fn encode_caller_key(key: &CallerKey) -> Result<Vec<u8>, RecordError> {
-    let stored = CallerKeyV1 {
-        id: key.id.as_str().to_owned(),
-        name: key.name.clone(),
-        kind: key.kind.as_str().to_owned(),
-        scope: key.scope.as_str().to_owned(),
-        digest: key.digest,
-        created_at: key.created_at.as_micros(),
-        last_used_at: key.last_used_at.map(Timestamp::as_micros),
+    let stored = CallerKeyV2 {
+        key: CallerKeyV1 {
+            id: key.id.as_str().to_owned(),
+            name: key.name.clone(),
+            kind: key.kind.as_str().to_owned(),
+            scope: key.scope.as_str().to_owned(),
+            digest: key.digest,
+            created_at: key.created_at.as_micros(),
+            last_used_at: key.last_used_at.map(Timestamp::as_micros),
+        },
+        principal: key.principal.as_ref().map(|principal| PrincipalV1 {
+            user: principal.user.clone(),
+            groups: principal.groups.clone(),
+            role: principal.role.as_str().to_owned(),
+        }),
     };
-    framed(RECORD_V1, &stored)
+    framed(CALLER_KEY_V2, &stored)
 }
 
-/// Decodes the caller credential stored under `key`.
+/// Decodes the caller credential stored under `key` (version 1 or 2).
 pub fn decode_caller_key(key: &str, bytes: &[u8]) -> Result<CallerKey, RecordError> {
-    let stored: CallerKeyV1 = decode_keyed(key, bytes)?;
+    let CallerKeyV2 {
+        key: stored,
+        principal,
+    } = match unframed(bytes)? {
+        (RECORD_V1, body) => CallerKeyV2 {
+            key: postcard::from_bytes(body)?,
+            principal: None,
+        },
+        (CALLER_KEY_V2, body) => postcard::from_bytes(body)?,
+        (version, _) => return Err(RecordError::UnknownVersion(version)),
+    };
+    if stored.id != key {
+        return Err(key_mismatch(key, stored.id));
+    }
+    let scope = parse::<Scope>(&stored.scope, "scope")?;
+    let principal = match principal {
+        Some(p) => Some(Principal {
+            role: parse::<Role>(&p.role, "role")?,
+            user: p.user,
+            groups: p.groups,
+            agent: scope == Scope::Agent,
+        }),
+        None => None,
+    };
     Ok(CallerKey {
         kind: parse::<CredentialKind>(&stored.kind, "credential kind")?,
-        scope: parse::<Scope>(&stored.scope, "scope")?,
+        scope,
         id: KeyId::from_stored(stored.id),
         name: stored.name,
         digest: stored.digest,
         created_at: Timestamp::from_micros(stored.created_at),
         last_used_at: stored.last_used_at.map(Timestamp::from_micros),
+        principal,
+    })
+}
+
+/// A query as stored (version 1): enums by their wire names.
+#[derive(Serialize, Deserialize)]
+struct QueryV1 {
+    id: String,
+    database_id: String,
+    credential_id: String,
+    query: String,
+    limit: u32,
+    author: String,
+    status: String,
+    run: Option<QueryRunV1>,
+    inserted_at: i64,
+    updated_at: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct QueryRunV1 {
+    run_by: String,
+    started_at: i64,
+    finished_at: Option<i64>,
+    row_count: u64,
+    truncated: bool,
+    duration_ms: u64,
+    error: Option<String>,
+}
+
+impl Keyed for QueryV1 {
+    fn stored_key(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Encodes a query.
+pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
+    let Query {
+        id,
+        database_id,
+        credential_id,
+        query,
+        limit,
+        author,
+        status,
+        run,
+        inserted_at,
+        updated_at,
+    } = query;
+    let stored = QueryV1 {
+        id: id.as_str().to_owned(),
+        database_id: database_id.clone(),
+        credential_id: credential_id.clone(),
+        query: query.clone(),
+        limit: *limit,
+        author: author.clone(),
+        status: status.as_str().to_owned(),
+        run: run.as_ref().map(|run| QueryRunV1 {
+            run_by: run.run_by.clone(),
+            started_at: run.started_at.as_micros(),
+            finished_at: run.finished_at.map(Timestamp::as_micros),
+            row_count: run.row_count,
+            truncated: run.truncated,
+            duration_ms: run.duration_ms,
+            error: run.error.clone(),
+        }),
+        inserted_at: inserted_at.as_micros(),
+        updated_at: updated_at.as_micros(),
+    };
+    framed(RECORD_V1, &stored)
+}
+
+/// Decodes the query stored under `key`.
+pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
+    let stored: QueryV1 = decode_keyed(key, bytes)?;
+    Ok(Query {
+        status: parse::<QueryStatus>(&stored.status, "query status")?,
+        id: QueryId::from_stored(stored.id),
+        database_id: stored.database_id,
+        credential_id: stored.credential_id,
+        query: stored.query,
+        limit: stored.limit,
+        author: stored.author,
+        run: stored.run.map(|run| QueryRun {
+            run_by: run.run_by,
+            started_at: Timestamp::from_micros(run.started_at),
+            finished_at: run.finished_at.map(Timestamp::from_micros),
+            row_count: run.row_count,
+            truncated: run.truncated,
+            duration_ms: run.duration_ms,
+            error: run.error,
+        }),
+        inserted_at: Timestamp::from_micros(stored.inserted_at),
+        updated_at: Timestamp::from_micros(stored.updated_at),
     })
 }
 
@@ -859,9 +998,40 @@ struct AuditEventV2 {
     changes: Vec<ChangeV2>,
 }
 
-/// Encodes an audit event (version 2).
+/// The version byte of audit events written now: [`AuditEventV3`].
+const EVENT_V3: u8 = 3;
+
+/// An audit event as stored (version 3): version 2, and the facts of a run.
+#[derive(Serialize, Deserialize)]
+struct AuditEventV3 {
+    event: AuditEventV2,
+    run: Option<RunFactsV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct RunFactsV1 {
+    database_id: String,
+    credential_id: String,
+    statement_sha256: String,
+    statement_length: u64,
+    rows: u64,
+    duration_ms: u64,
+    /// The outcome's wire name.
+    outcome: String,
+}
+
+/// Encodes an audit event (version 3).
 pub fn encode_audit_event(event: &AuditEvent) -> Result<Vec<u8>, RecordError> {
-    let stored = AuditEventV2 {
+    let run = event.run.as_ref().map(|run| RunFactsV1 {
+        database_id: run.database_id.clone(),
+        credential_id: run.credential_id.clone(),
+        statement_sha256: run.statement_sha256.clone(),
+        statement_length: run.statement_length,
+        rows: run.rows,
+        duration_ms: run.duration_ms,
+        outcome: run.outcome.as_str().to_owned(),
+    });
+    let event = AuditEventV2 {
         id: event.id.as_str().to_owned(),
         at: event.at.as_micros(),
         action: event.action.as_str().to_owned(),
@@ -871,31 +1041,37 @@ pub fn encode_audit_event(event: &AuditEvent) -> Result<Vec<u8>, RecordError> {
         request_id: event.request_id.clone(),
         changes: event.changes.iter().map(|c| ChangeV2::of(c)).collect(),
     };
-    framed(EVENT_V2, &stored)
+    framed(EVENT_V3, &AuditEventV3 { event, run })
 }
 
-/// Decodes the audit event stored under `key` (version 1 or 2).
+/// Decodes the audit event stored under `key` (version 1, 2 or 3).
 pub fn decode_audit_event(key: &str, bytes: &[u8]) -> Result<AuditEvent, RecordError> {
-    let stored = match unframed(bytes)? {
-        (RECORD_V1, body) => postcard::from_bytes::<AuditEventV1>(body)?,
-        (EVENT_V2, body) => {
-            let v2: AuditEventV2 = postcard::from_bytes(body)?;
-            AuditEventV1 {
-                id: v2.id,
-                at: v2.at,
-                action: v2.action,
-                resource_id: v2.resource_id,
-                actor_id: v2.actor_id,
-                actor_name: v2.actor_name,
-                request_id: v2.request_id,
-                changes: v2
-                    .changes
-                    .into_iter()
-                    .map(ChangeV2::expand)
-                    .collect::<Result<_, _>>()?,
-            }
+    let (version, body) = unframed(bytes)?;
+    let (v2, run) = match version {
+        RECORD_V1 => (None, None),
+        EVENT_V2 => (Some(postcard::from_bytes::<AuditEventV2>(body)?), None),
+        EVENT_V3 => {
+            let v3: AuditEventV3 = postcard::from_bytes(body)?;
+            (Some(v3.event), v3.run)
         }
-        (version, _) => return Err(RecordError::UnknownVersion(version)),
+        version => return Err(RecordError::UnknownVersion(version)),
+    };
+    let stored = match v2 {
+        None => postcard::from_bytes::<AuditEventV1>(body)?,
+        Some(v2) => AuditEventV1 {
+            id: v2.id,
+            at: v2.at,
+            action: v2.action,
+            resource_id: v2.resource_id,
+            actor_id: v2.actor_id,
+            actor_name: v2.actor_name,
+            request_id: v2.request_id,
+            changes: v2
+                .changes
+                .into_iter()
+                .map(ChangeV2::expand)
+                .collect::<Result<_, _>>()?,
+        },
     };
     if stored.id != key {
         return Err(key_mismatch(key, stored.id));
@@ -911,6 +1087,18 @@ pub fn decode_audit_event(key: &str, bytes: &[u8]) -> Result<AuditEvent, RecordE
         },
         request_id: stored.request_id,
         changes: stored.changes,
+        run: match run {
+            Some(run) => Some(RunFacts {
+                outcome: parse::<RunOutcome>(&run.outcome, "run outcome")?,
+                database_id: run.database_id,
+                credential_id: run.credential_id,
+                statement_sha256: run.statement_sha256,
+                statement_length: run.statement_length,
+                rows: run.rows,
+                duration_ms: run.duration_ms,
+            }),
+            None => None,
+        },
     })
 }
 
@@ -929,6 +1117,7 @@ mod tests {
             actor: Actor::named("tests"),
             request_id: Some("req-1".to_owned()),
             changes: changes.iter().map(|c| (*c).to_owned()).collect(),
+            run: None,
         }
     }
 

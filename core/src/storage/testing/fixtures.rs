@@ -376,6 +376,12 @@ pub(super) fn caller_keys() -> Vec<CallerKey> {
     let (mut used, _) = mint_caller_key(CredentialKind::ApiKey, Scope::Full, "deploy bot");
     used.last_used_at = Some(Timestamp::from_micros(1_795_341_845_123_456));
     let (setup, _) = mint_caller_key(CredentialKind::ApiKey, Scope::Setup, "setup ✓");
-    let (token, _) = mint_caller_key(CredentialKind::AccessToken, Scope::Full, "");
+    let (mut token, _) = mint_caller_key(CredentialKind::AccessToken, Scope::Agent, "");
+    token.principal = Some(
+        crate::model::Principal::member("alice@example.com")
+            .groups(["data-team", "ops ✓"])
+            .role(crate::model::Role::SuperAdmin)
+            .agent(true),
+    );
     vec![used, setup, token]
 }

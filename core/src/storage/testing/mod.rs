@@ -59,6 +59,8 @@
 //! - `answers.rs`: the answers of idempotent writes.
 //! - `seal_keys.rs`: the seal keys, and the rule that every database write seals under the
 //!   current one.
+//! - `queries.rs`: queries: round trip, the newest-first history and its filters, the
+//!   compare-and-swap that makes a run happen once, events appended alone.
 //!
 //! # Adding a case
 //!
@@ -127,6 +129,7 @@ mod databases;
 mod filters;
 mod fixtures;
 mod keys;
+mod queries;
 mod races;
 mod seal_keys;
 mod versions;
@@ -232,6 +235,9 @@ macro_rules! storage_conformance_suite {
             answers::racing_writes_with_one_key_admit_one,
             seal_keys::database_writes_seal_under_the_current_key,
             seal_keys::racing_writers_never_strand_a_dropped_key,
+            queries::queries_round_trip_and_list_newest_first,
+            queries::query_replace_is_a_compare_and_swap,
+            queries::appended_events_keep_their_run_facts,
         ] }
     };
     // A backend's run: one test per case, over a fresh store.

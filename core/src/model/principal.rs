@@ -1,0 +1,72 @@
+//! Who is asking: a [`Principal`] is a person (or an AI agent acting for one), with the groups
+//! the permissions of restricted databases name. Running a query needs one; the management
+//! routes need only a caller credential (README, "Who may do what").
+
+/// A principal's role in the console.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Role {
+    /// May query every database, restricted or not.
+    SuperAdmin,
+    /// May query unrestricted databases, and restricted ones it (or a group of it) is granted.
+    #[default]
+    Member,
+}
+
+wire_enum!(Role, [SuperAdmin => "super-admin", Member => "member"]);
+
+/// A person (or an agent) the service runs queries for.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Principal {
+    /// The user's e-mail or login: what `user` permissions name, and the author of queries.
+    pub user: String,
+    /// The groups the user is in: what `group` permissions name.
+    pub groups: Vec<String>,
+    /// Super admin or member.
+    pub role: Role,
+    /// Whether the principal is an AI agent: it may query only `ai_enabled` databases, only as
+    /// `ai_allowed` credentials, and gets at most the database's `ai_max_rows` rows.
+    pub agent: bool,
+}
+
+impl Principal {
+    /// A member with no group, not an agent.
+    pub fn member(user: impl Into<String>) -> Self {
+        Self {
+            user: user.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Puts the user in these groups.
+    #[must_use]
+    pub fn groups<I, S>(mut self, groups: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.groups = groups.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets the role.
+    #[must_use]
+    pub fn role(mut self, role: Role) -> Self {
+        self.role = role;
+        self
+    }
+
+    /// Marks the principal as an AI agent (or not).
+    #[must_use]
+    pub fn agent(mut self, agent: bool) -> Self {
+        self.agent = agent;
+        self
+    }
+
+    /// Whether this principal is the user, or in the group, a permission names.
+    pub fn is_named_by(&self, permission: &super::Permission) -> bool {
+        match permission.subject_kind {
+            super::SubjectKind::User => permission.subject == self.user,
+            super::SubjectKind::Group => self.groups.iter().any(|g| *g == permission.subject),
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! Results as they are written: JSON, NDJSON or CSV, cell by cell straight into the output
+//! buffer (no `serde_json::Value` per row), so a result streams at the speed its driver decodes.
+//!
+//! Values keep their types (README, "Results"): integers beyond ±2^53 and decimals are JSON
+//! strings (no JavaScript client loses digits), timestamps ISO 8601, bytes base64 (their column
+//! says `"encoding": "base64"`), JSON as JSON, NULL as `null` (an empty field in CSV).
+
+use base64::Engine as _;
+use bytes::{BufMut as _, BytesMut};
+
+/// The largest integer a JSON number keeps exactly in every client (2^53).
+const EXACT_JSON_INTEGER: u64 = 1 << 53;
+
+/// How a result is written, chosen by the request's `Accept`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `application/json` (the default): one object, written progressively.
+    Json,
+    /// `application/x-ndjson`: the columns, one line per row, then the summary.
+    Ndjson,
+    /// `text/csv`: a header line, then one line per row.
+    Csv,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for: CSV or NDJSON when named, JSON otherwise.
+    pub fn from_accept(accept: Option<&str>) -> Self {
+        let Some(accept) = accept else {
+            return Format::Json;
+        };
+        let named = |media: &str| {
+            accept.split(',').any(|part| {
+                part.split(';')
+                    .next()
+                    .is_some_and(|m| m.trim().eq_ignore_ascii_case(media))
+            })
+        };
+        if named("text/csv") {
+            Format::Csv
+        } else if named("application/x-ndjson") || named("application/ndjson") {
+            Format::Ndjson
+        } else {
+            Format::Json
+        }
+    }
+
+    /// The response's content type.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Json => "application/json",
+            Format::Ndjson => "application/x-ndjson",
+            Format::Csv => "text/csv; charset=utf-8",
+        }
+    }
+}
+
+/// A result column: its name and the database's name of its type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// The column's name.
+    pub name: String,
+    /// The database's type name (`int8`, `varchar`, `DateTime64(3)`…).
+    pub type_name: String,
+    /// Whether its values are bytes, written in base64.
+    pub base64: bool,
+}
+
+/// How a result ended, written after its rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// Rows written.
+    pub row_count: u64,
+    /// Whether more rows existed than the cap let through.
+    pub truncated: bool,
+    /// How long the run took, in milliseconds.
+    pub duration_ms: u64,
+    /// Why it failed after its first rows, when it did.
+    pub error: Option<String>,
+}
+
+/// Writes one result in one [`Format`] into a buffer.
+#[derive(Debug)]
+pub struct Encoder {
+    format: Format,
+    buffer: BytesMut,
+    /// Whether the next cell is the first of its row.
+    first_cell: bool,
+    /// Whether a row was written (JSON needs a comma before the next).
+    any_row: bool,
+}
+
+impl Encoder {
+    /// An encoder with an empty buffer.
+    pub fn new(format: Format) -> Self {
+        Self {
+            format,
+            buffer: BytesMut::with_capacity(64 * 1024),
+            first_cell: true,
+            any_row: false,
+        }
+    }
+
+    /// The format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// How many bytes wait in the buffer.
+    pub fn buffered(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Takes what was written so far.
+    pub fn take(&mut self) -> bytes::Bytes {
+        self.buffer.split().freeze()
+    }
+
+    /// Writes the head of the result: the columns.
+    pub fn columns(&mut self, columns: &[Column]) {
+        match self.format {
+            Format::Json | Format::Ndjson => {
+                self.buffer.put_slice(b"{\"columns\":[");
+                for (i, column) in columns.iter().enumerate() {
+                    if i > 0 {
+                        self.buffer.put_u8(b',');
+                    }
+                    self.buffer.put_slice(b"{\"name\":");
+                    json_string(&mut self.buffer, &column.name);
+                    self.buffer.put_slice(b",\"type\":");
+                    json_string(&mut self.buffer, &column.type_name);
+                    if column.base64 {
+                        self.buffer.put_slice(b",\"encoding\":\"base64\"");
+                    }
+                    self.buffer.put_u8(b'}');
+                }
+                if self.format == Format::Json {
+                    self.buffer.put_slice(b"],\"rows\":[");
+                } else {
+                    self.buffer.put_slice(b"]}\n");
+                }
+            }
+            Format::Csv => {
+                for (i, column) in columns.iter().enumerate() {
+                    if i > 0 {
+                        self.buffer.put_u8(b',');
+                    }
+                    csv_field(&mut self.buffer, &column.name);
+                }
+                self.buffer.put_slice(b"\r\n");
+            }
+        }
+    }
+
+    /// Starts a row.
+    pub fn begin_row(&mut self) {
+        self.first_cell = true;
+        match self.format {
+            Format::Json => {
+                if self.any_row {
+                    self.buffer.put_u8(b',');
+                }
+                self.buffer.put_u8(b'[');
+            }
+            Format::Ndjson => self.buffer.put_u8(b'['),
+            Format::Csv => {}
+        }
+        self.any_row = true;
+    }
+
+    /// Ends a row.
+    pub fn end_row(&mut self) {
+        match self.format {
+            Format::Json => self.buffer.put_u8(b']'),
+            Format::Ndjson => self.buffer.put_slice(b"]\n"),
+            Format::Csv => self.buffer.put_slice(b"\r\n"),
+        }
+    }
+
+    fn separator(&mut self) {
+        if !self.first_cell {
+            self.buffer.put_u8(b',');
+        }
+        self.first_cell = false;
+    }
+
+    /// A NULL.
+    pub fn null(&mut self) {
+        self.separator();
+        if self.format != Format::Csv {
+            self.buffer.put_slice(b"null");
+        }
+    }
+
+    /// A boolean.
+    pub fn bool(&mut self, value: bool) {
+        self.separator();
+        self.buffer
+            .put_slice(if value { b"true" } else { b"false" });
+    }
+
+    /// A signed integer: a JSON string beyond ±2^53.
+    pub fn int(&mut self, value: i64) {
+        self.separator();
+        let mut digits = itoa::Buffer::new();
+        let text = digits.format(value);
+        if self.format != Format::Csv && value.unsigned_abs() > EXACT_JSON_INTEGER {
+            self.buffer.put_u8(b'"');
+            self.buffer.put_slice(text.as_bytes());
+            self.buffer.put_u8(b'"');
+        } else {
+            self.buffer.put_slice(text.as_bytes());
+        }
+    }
+
+    /// An unsigned integer: a JSON string beyond 2^53.
+    pub fn uint(&mut self, value: u64) {
+        self.separator();
+        let mut digits = itoa::Buffer::new();
+        let text = digits.format(value);
+        if self.format != Format::Csv && value > EXACT_JSON_INTEGER {
+            self.buffer.put_u8(b'"');
+            self.buffer.put_slice(text.as_bytes());
+            self.buffer.put_u8(b'"');
+        } else {
+            self.buffer.put_slice(text.as_bytes());
+        }
+    }
+
+    /// A float: `NaN` and the infinities are strings in JSON.
+    pub fn float(&mut self, value: f64) {
+        if value.is_finite() {
+            self.separator();
+            let mut digits = ryu::Buffer::new();
+            self.buffer
+                .put_slice(digits.format_finite(value).as_bytes());
+        } else if value.is_nan() {
+            self.text("NaN");
+        } else if value > 0.0 {
+            self.text("Infinity");
+        } else {
+            self.text("-Infinity");
+        }
+    }
+
+    /// Text.
+    pub fn text(&mut self, value: &str) {
+        self.separator();
+        match self.format {
+            Format::Csv => csv_field(&mut self.buffer, value),
+            _ => json_string(&mut self.buffer, value),
+        }
+    }
+
+    /// A number that JSON can't hold exactly (a decimal, a 128-bit integer): a JSON string, a
+    /// plain CSV field.
+    pub fn number_text(&mut self, value: &str) {
+        self.text(value);
+    }
+
+    /// Bytes, in base64.
+    pub fn bytes(&mut self, value: &[u8]) {
+        self.separator();
+        let quoted = self.format != Format::Csv;
+        if quoted {
+            self.buffer.put_u8(b'"');
+        }
+        let start = self.buffer.len();
+        let size = base64::encoded_len(value.len(), true).unwrap_or(0);
+        self.buffer.resize(start + size, 0);
+        let written = base64::engine::general_purpose::STANDARD
+            .encode_slice(value, &mut self.buffer[start..])
+            .unwrap_or(0);
+        self.buffer.truncate(start + written);
+        if quoted {
+            self.buffer.put_u8(b'"');
+        }
+    }
+
+    /// A JSON document the database holds (already valid JSON): as it is in JSON, as text in
+    /// CSV.
+    pub fn json(&mut self, raw: &str) {
+        match self.format {
+            Format::Csv => self.text(raw),
+            _ => {
+                self.separator();
+                self.buffer.put_slice(raw.as_bytes());
+            }
+        }
+    }
+
+    /// Writes the end of the result: its summary (JSON, NDJSON); nothing for CSV.
+    pub fn finish(&mut self, summary: &Summary) {
+        let tail = |buffer: &mut BytesMut| {
+            if let Some(error) = &summary.error {
+                buffer.put_slice(b"\"error\":{\"detail\":");
+                json_string(buffer, error);
+                buffer.put_slice(b"},");
+            }
+            buffer.put_slice(b"\"row_count\":");
+            buffer.put_slice(itoa::Buffer::new().format(summary.row_count).as_bytes());
+            buffer.put_slice(b",\"truncated\":");
+            buffer.put_slice(if summary.truncated { b"true" } else { b"false" });
+            buffer.put_slice(b",\"duration_ms\":");
+            buffer.put_slice(itoa::Buffer::new().format(summary.duration_ms).as_bytes());
+            buffer.put_u8(b'}');
+        };
+        match self.format {
+            Format::Json => {
+                self.buffer.put_slice(b"],");
+                tail(&mut self.buffer);
+            }
+            Format::Ndjson => {
+                self.buffer.put_u8(b'{');
+                tail(&mut self.buffer);
+                self.buffer.put_u8(b'\n');
+            }
+            Format::Csv => {}
+        }
+    }
+}
+
+/// `text` as a JSON string.
+pub(crate) fn json_string(buffer: &mut BytesMut, text: &str) {
+    // serde_json's escaper: the exact JSON rules, written into the buffer.
+    let _ = serde_json::to_writer(buffer.writer(), text);
+}
+
+/// `text` as a CSV field (RFC 4180): quoted when it holds a comma, a quote, a line break or
+/// leading or trailing space, with quotes doubled.
+fn csv_field(buffer: &mut BytesMut, text: &str) {
+    let needs_quotes = text
+        .bytes()
+        .any(|b| matches!(b, b',' | b'"' | b'\n' | b'\r'))
+        || text.starts_with(' ')
+        || text.ends_with(' ');
+    if !needs_quotes {
+        buffer.put_slice(text.as_bytes());
+        return;
+    }
+    buffer.put_u8(b'"');
+    for (i, part) in text.split('"').enumerate() {
+        if i > 0 {
+            buffer.put_slice(b"\"\"");
+        }
+        buffer.put_slice(part.as_bytes());
+    }
+    buffer.put_u8(b'"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn columns() -> Vec<Column> {
+        vec![
+            Column {
+                name: "n".to_owned(),
+                type_name: "int8".to_owned(),
+                base64: false,
+            },
+            Column {
+                name: "b,\"x\"".to_owned(),
+                type_name: "bytea".to_owned(),
+                base64: true,
+            },
+        ]
+    }
+
+    fn write(format: Format, error: Option<&str>) -> String {
+        let mut encoder = Encoder::new(format);
+        encoder.columns(&columns());
+        for (n, b) in [(1_i64, &b"\x00\xff"[..]), (i64::MAX, b"")] {
+            encoder.begin_row();
+            encoder.int(n);
+            encoder.bytes(b);
+            encoder.end_row();
+        }
+        encoder.begin_row();
+        encoder.null();
+        encoder.text("a,\"b\"\nc");
+        encoder.end_row();
+        encoder.finish(&Summary {
+            row_count: 3,
+            truncated: true,
+            duration_ms: 7,
+            error: error.map(str::to_owned),
+        });
+        String::from_utf8(encoder.take().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn json_keeps_types_and_ends_with_the_summary() {
+        let text = write(Format::Json, None);
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({
+                "columns": [
+                    {"name": "n", "type": "int8"},
+                    {"name": "b,\"x\"", "type": "bytea", "encoding": "base64"}
+                ],
+                "rows": [[1, "AP8="], ["9223372036854775807", ""], [null, "a,\"b\"\nc"]],
+                "row_count": 3, "truncated": true, "duration_ms": 7
+            })
+        );
+        let failed = write(Format::Json, Some("boom \"x\""));
+        let value: serde_json::Value = serde_json::from_str(&failed).unwrap();
+        assert_eq!(value["error"]["detail"], "boom \"x\"");
+    }
+
+    #[test]
+    fn ndjson_is_one_document_per_line() {
+        let text = write(Format::Ndjson, Some("late failure"));
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 5);
+        assert_eq!(lines[1], serde_json::json!([1, "AP8="]));
+        assert_eq!(lines[4]["error"]["detail"], "late failure");
+        assert_eq!(lines[4]["row_count"], 3);
+    }
+
+    #[test]
+    fn csv_quotes_what_it_must() {
+        let text = write(Format::Csv, None);
+        assert_eq!(
+            text,
+            "n,\"b,\"\"x\"\"\"\r\n1,AP8=\r\n9223372036854775807,\r\n,\"a,\"\"b\"\"\nc\"\r\n"
+        );
+    }
+
+    #[test]
+    fn accept_chooses_the_format() {
+        assert_eq!(Format::from_accept(None), Format::Json);
+        assert_eq!(Format::from_accept(Some("text/csv")), Format::Csv);
+        assert_eq!(
+            Format::from_accept(Some("application/x-ndjson; q=1, */*")),
+            Format::Ndjson
+        );
+        assert_eq!(Format::from_accept(Some("*/*")), Format::Json);
+    }
+
+    #[test]
+    fn floats_that_json_cannot_hold_are_strings() {
+        let mut encoder = Encoder::new(Format::Json);
+        encoder.begin_row();
+        encoder.float(f64::NAN);
+        encoder.float(1.5);
+        encoder.float(f64::NEG_INFINITY);
+        encoder.int(-(1 << 53));
+        encoder.int(-(1 << 53) - 1);
+        encoder.end_row();
+        assert_eq!(
+            String::from_utf8(encoder.take().to_vec()).unwrap(),
+            r#"["NaN",1.5,"-Infinity",-9007199254740992,"-9007199254740993"]"#
+        );
+    }
+}

@@ -1,0 +1,335 @@
+//! Running queries: the [`QueryRunner`] trait, the per-adapter registry, and what a run is
+//! given ([`RunJob`]) and writes to ([`RowSink`]).
+//!
+//! A runner takes a connection from its credential's pool ([`pool`]), runs one statement with
+//! its inputs as bind parameters ([`statement`]), and writes each row into the sink as it
+//! arrives: the sink encodes it ([`encode`]) and hands full buffers to the response body, so a
+//! result is never held in memory and a slow client slows the database read (the channel is
+//! bounded). Every runner keeps the same promises (README, "Running queries"):
+//!
+//! - **Row cap**: it reads at most `max_rows + 1` rows and stops the statement on the server
+//!   when more exist (`truncated`).
+//! - **Timeout**: the statement's timeout is set *in the database*, and the service bounds the
+//!   whole run too.
+//! - **Cancel**: when the client goes away ([`RowSink::gone`]) it cancels the statement on the
+//!   server and drops the connection.
+//! - **Secrets**: they are opened by the [`Connector`] only when a connection opens.
+//!
+//! Each adapter's runner sits behind the cargo feature of its checker.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::check::{Adapter, CheckTarget, TunnelEndpoint};
+use crate::model::Timestamp;
+use crate::service::BodyError;
+
+pub mod encode;
+pub mod pool;
+#[cfg(feature = "postgres")]
+pub mod postgres;
+pub mod statement;
+
+pub use encode::{Column, Encoder, Format, Summary};
+pub use pool::{PoolKey, PoolLimits, Pools};
+
+/// A connection's target with its secrets opened, and the tunnel forwarding that reaches it
+/// (kept open as long as the connection).
+#[derive(Debug)]
+pub struct Opened {
+    /// Where and as whom to connect.
+    pub target: CheckTarget,
+    /// The tunnel's local end, when the database is reached through one.
+    pub tunnel: Option<TunnelEndpoint>,
+}
+
+/// Opens a credential's target when a connection opens (the only time its secrets are opened).
+pub type Connector =
+    Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Opened, String>> + Send>> + Send + Sync>;
+
+/// A panel's inputs: the keys it declares, and the values of one run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inputs {
+    /// The keys the panel declares.
+    pub declared: Vec<String>,
+    /// The value of each, by key.
+    pub values: std::collections::HashMap<String, String>,
+}
+
+/// One run, as the service hands it to a runner.
+pub struct RunJob {
+    /// The pool its connection comes from.
+    pub pool: PoolKey,
+    /// The version of the database (its `updated_at`): a pool made from another is replaced.
+    pub version: Timestamp,
+    /// Opens the target when a connection is made.
+    pub connector: Connector,
+    /// The statement (one, checked by [`statement::single`]).
+    pub statement: String,
+    /// A panel's inputs, bound as parameters; `None` for a console query (its text is sent as
+    /// it is).
+    pub inputs: Option<Inputs>,
+    /// The most rows sent.
+    pub max_rows: u64,
+    /// The statement timeout, enforced in the database.
+    pub timeout: Duration,
+    /// How long opening a connection may take.
+    pub connect_timeout: Duration,
+}
+
+impl Debug for RunJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunJob")
+            .field("pool", &self.pool)
+            .field("statement_length", &self.statement.len())
+            .field("max_rows", &self.max_rows)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunError {
+    /// An input is missing, unknown, or does not convert to its parameter's type (422, keyed
+    /// by `inputs.<key>` or `inputs`).
+    #[error("{field}: {message}")]
+    Input {
+        /// `inputs` or `inputs.<key>`.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The database refused or failed the statement (422 with its message).
+    #[error("{0}")]
+    Database(String),
+    /// The database could not be reached or logged into (502).
+    #[error("{0}")]
+    Connect(String),
+    /// The statement ran past its timeout and was ended on the server (504).
+    #[error("the statement ran past its timeout of {} s and was cancelled", .0.as_secs_f64())]
+    TimedOut(Duration),
+    /// Every connection of the credential's pool stayed busy for the whole wait (503).
+    #[error("every connection of this credential is busy; try again")]
+    Busy,
+    /// The client went away; the statement was cancelled on the server.
+    #[error("the client went away; the statement was cancelled")]
+    Cancelled,
+    /// No runner for the adapter is built in (501).
+    #[error("the {0} query runner is not built into this server")]
+    NotBuilt(Adapter),
+}
+
+/// Runs queries for one adapter.
+#[async_trait]
+pub trait QueryRunner: Send + Sync + Debug + 'static {
+    /// Runs `job`, writing its columns (once the first rows are known to come, so that an
+    /// error before them is answered with its own status) and its rows into `sink`. Returns
+    /// when the statement is done, failed, or the client is gone ([`RowSink::gone`]; then it
+    /// cancels the statement on the server first).
+    async fn run(&self, job: RunJob, sink: &mut RowSink) -> Result<(), RunError>;
+
+    /// Drops the pools of database `id` (it changed or was deleted).
+    fn evict(&self, database_id: &str);
+}
+
+/// The runners compiled into a service, one per adapter at most.
+#[derive(Clone, Debug, Default)]
+pub struct Runners {
+    by_adapter: [Option<Arc<dyn QueryRunner>>; Adapter::ALL.len()],
+}
+
+impl Runners {
+    /// No runner: every run answers that its adapter's runner is not built in.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the runner of one adapter.
+    pub fn with(mut self, adapter: Adapter, runner: Arc<dyn QueryRunner>) -> Self {
+        self.by_adapter[adapter as usize] = Some(runner);
+        self
+    }
+
+    /// The runner of one adapter.
+    pub fn get(&self, adapter: Adapter) -> Option<&Arc<dyn QueryRunner>> {
+        self.by_adapter[adapter as usize].as_ref()
+    }
+
+    /// Drops every runner's pools of database `id`.
+    pub fn evict(&self, database_id: &str) {
+        for runner in self.by_adapter.iter().flatten() {
+            runner.evict(database_id);
+        }
+    }
+}
+
+/// A runner for every adapter whose cargo feature is compiled in, with these pool limits.
+pub fn standard_runners(limits: PoolLimits) -> Runners {
+    #[allow(unused_mut)]
+    let mut runners = Runners::none();
+    let _ = limits;
+    #[cfg(feature = "postgres")]
+    {
+        runners = runners.with(
+            Adapter::Postgres,
+            Arc::new(postgres::PostgresRunner::new(limits)),
+        );
+    }
+    runners
+}
+
+/// Bytes buffered before they are handed to the response body.
+const FLUSH_AT: usize = 32 * 1024;
+
+/// Chunks in flight between a run and its response body: with [`FLUSH_AT`], at most about
+/// 256 KiB of a result is in memory whatever its size.
+pub(crate) const CHANNEL_CHUNKS: usize = 8;
+
+/// Where a run writes its result: encodes rows, counts them against the cap, and hands full
+/// buffers to the response body (waiting while the client is slower than the database).
+#[derive(Debug)]
+pub struct RowSink {
+    encoder: Encoder,
+    chunks: mpsc::Sender<Result<Bytes, BodyError>>,
+    started: Option<oneshot::Sender<Result<(), RunError>>>,
+    rows: u64,
+    max_rows: u64,
+    truncated: bool,
+}
+
+/// The client is gone: the response body was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gone;
+
+impl RowSink {
+    /// A sink writing `format` into `chunks`, letting `max_rows` rows through, that tells
+    /// `started` when its columns are written (or the error that came first).
+    pub(crate) fn new(
+        format: Format,
+        chunks: mpsc::Sender<Result<Bytes, BodyError>>,
+        started: oneshot::Sender<Result<(), RunError>>,
+        max_rows: u64,
+    ) -> Self {
+        Self {
+            encoder: Encoder::new(format),
+            chunks,
+            started: Some(started),
+            rows: 0,
+            max_rows,
+            truncated: false,
+        }
+    }
+
+    /// Writes the columns: the response starts (200) with them.
+    pub fn columns(&mut self, columns: &[Column]) {
+        self.encoder.columns(columns);
+        if let Some(started) = self.started.take() {
+            let _ = started.send(Ok(()));
+        }
+    }
+
+    /// Whether the columns were written.
+    pub fn is_started(&self) -> bool {
+        self.started.is_none()
+    }
+
+    /// How many more rows to read from the database: those the cap lets through, and one more
+    /// to learn whether the result is truncated.
+    pub fn wanted(&self) -> u64 {
+        (self.max_rows - self.rows.min(self.max_rows)).saturating_add(1)
+    }
+
+    /// Starts a row: the encoder to write its cells into, or `None` when the cap is reached
+    /// (the result is then truncated: stop reading).
+    pub fn row(&mut self) -> Option<&mut Encoder> {
+        if self.rows >= self.max_rows {
+            self.truncated = true;
+            return None;
+        }
+        self.encoder.begin_row();
+        Some(&mut self.encoder)
+    }
+
+    /// Ends the row begun by [`RowSink::row`]; hands the buffer over when it is full.
+    pub async fn end_row(&mut self) -> Result<(), Gone> {
+        self.encoder.end_row();
+        self.rows += 1;
+        if self.encoder.buffered() >= FLUSH_AT {
+            self.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Hands what is buffered to the response body.
+    pub async fn flush(&mut self) -> Result<(), Gone> {
+        if self.encoder.buffered() == 0 {
+            return Ok(());
+        }
+        let chunk = self.encoder.take();
+        self.chunks.send(Ok(chunk)).await.map_err(|_| Gone)
+    }
+
+    /// Resolves when the client is gone (the response body was dropped). Owns what it needs,
+    /// so a runner can wait on it while it writes rows.
+    pub fn gone(&self) -> impl Future<Output = ()> + Send + 'static {
+        let chunks = self.chunks.clone();
+        async move { chunks.closed().await }
+    }
+
+    /// Rows written.
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Whether the cap cut the result.
+    pub fn truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// Marks the result truncated (a runner that learned more rows exist another way).
+    pub fn set_truncated(&mut self) {
+        self.truncated = true;
+    }
+
+    /// Ends the result. Before its columns: hands `outcome`'s error to whoever waits for the
+    /// start. After: writes the summary (with the error, for JSON and NDJSON) and, for a CSV
+    /// that failed, cuts the body off with an error so that it can't pass for whole.
+    pub(crate) async fn finish(mut self, outcome: &Result<(), RunError>, duration_ms: u64) {
+        if let Some(started) = self.started.take() {
+            let answer = match outcome {
+                Ok(()) => Ok(()),
+                Err(error) => Err(error.clone()),
+            };
+            let failed = answer.is_err();
+            let _ = started.send(answer);
+            if failed {
+                return;
+            }
+            // Succeeded without columns (a runner that wrote none): an empty result.
+            self.encoder.columns(&[]);
+        }
+        let error = outcome.as_ref().err().map(ToString::to_string);
+        if self.encoder.format() == Format::Csv
+            && let Some(error) = error
+        {
+            let _ = self.flush().await;
+            let _ = self.chunks.send(Err(BodyError(error))).await;
+            return;
+        }
+        self.encoder.finish(&Summary {
+            row_count: self.rows,
+            truncated: self.truncated,
+            duration_ms,
+            error,
+        });
+        let _ = self.flush().await;
+    }
+}

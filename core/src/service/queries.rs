@@ -1,0 +1,844 @@
+//! Running queries (README, "Running queries"): the query history (`…/queries`), running a
+//! stored query once (`…/queries/{id}/run`), and running a dashboard panel
+//! (`…/dashboards/{id}/panels/{panel_id}/run`).
+//!
+//! Who may run what is decided here, before any connection opens: a principal is needed, a
+//! restricted database needs a grant, an AI agent needs an `ai_enabled` database and an
+//! `ai_allowed` credential and gets at most `ai_max_rows` rows. Then a run is spawned: it
+//! streams its rows into the response body and records its outcome (the query's status, one
+//! audit event, the metrics) when it ends, whether the client stayed or not.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::{HeaderValue, Method, Response, StatusCode, header};
+use http_body::Body;
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use tokio::sync::{mpsc, oneshot};
+
+use super::check_connection::open_target;
+use super::error::ApiError;
+use super::render::{PageView, QueryView};
+use super::response::{ResponseBody, json_response};
+use super::router::Route;
+use super::{Call, Shared, metrics, page_request, split_page};
+use crate::auth::Caller;
+use crate::model::{
+    Adapter, AuditAction, AuditEvent, Credential, Database, Origin, Panel, PanelDetails, Principal,
+    Query, QueryId, QueryRun, QueryStatus, Role, RunFacts, RunOutcome, Timestamp,
+};
+use crate::run::statement::{self, Dialect};
+use crate::run::{
+    CHANNEL_CHUNKS, Connector, Format, Inputs, Opened, PoolKey, RowSink, RunError, RunJob,
+};
+use crate::storage::{Page, QueryFilter, StorageError, WriteLog};
+use crate::validate::{QUERY_MAX, ValidationErrors, message};
+
+/// Rows a run returns when its request sets no `limit`.
+pub const DEFAULT_ROW_LIMIT: u32 = 1_000;
+
+/// The most rows a run may return unless the service is built with another maximum.
+pub const DEFAULT_MAX_ROWS: u32 = 100_000;
+
+/// Statement timeout when the credential sets none.
+pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The dialect a statement of this adapter is read in.
+fn dialect(adapter: Adapter) -> Dialect {
+    match adapter {
+        Adapter::Postgres => Dialect::Postgres,
+        Adapter::Mysql => Dialect::Mysql,
+        Adapter::Clickhouse => Dialect::Clickhouse,
+        Adapter::Sqlserver => Dialect::Sqlserver,
+        Adapter::Oracle => Dialect::Oracle,
+    }
+}
+
+/// What ends a run: where its outcome is recorded.
+enum Record {
+    /// A stored query: its status and run, with the audit event.
+    Query { query: Query, origin: Origin },
+    /// A panel: the audit event alone.
+    Panel {
+        dashboard_id: String,
+        panel_id: String,
+        origin: Origin,
+    },
+}
+
+impl Shared {
+    /// The principal of a caller of the query routes: 403 without one.
+    fn principal<'a>(&self, caller: &'a Caller) -> Result<&'a Principal, ApiError> {
+        caller.principal.as_ref().ok_or_else(|| {
+            ApiError::Denied(
+                "running queries needs a user: a key or token bound to one (dbconsole keys create \
+                 --user …), or a principal the embedding program vouches for"
+                    .to_owned(),
+            )
+        })
+    }
+
+    /// Whether `principal` may query `db` (README, "Who may do what"): every database when it
+    /// is a super admin, an unrestricted one when it is a member, a restricted one when a
+    /// permission names it or one of its groups.
+    async fn may_query(&self, principal: &Principal, db: &Database) -> Result<bool, ApiError> {
+        if principal.role == Role::SuperAdmin || !db.restrict_access {
+            return Ok(true);
+        }
+        let access = self.storage.access_control(db.id.as_str()).await?;
+        Ok(access.is_some_and(|access| {
+            access
+                .permissions
+                .iter()
+                .any(|permission| principal.is_named_by(permission))
+        }))
+    }
+
+    /// 403 unless `principal` may query `db` as `credential`, with the AI limits of an agent;
+    /// the most rows it may get.
+    async fn admit(
+        &self,
+        principal: &Principal,
+        db: &Database,
+        credential: &Credential,
+        limit: u32,
+    ) -> Result<u32, ApiError> {
+        if !self.may_query(principal, db).await? {
+            return Err(ApiError::Denied(format!(
+                "{} has no access to database {}: it restricts access, and no permission names \
+                 the user or one of its groups",
+                principal.user, db.id
+            )));
+        }
+        if principal.agent {
+            if !db.ai_enabled {
+                return Err(ApiError::Denied(format!(
+                    "AI agents may not query database {}: its ai_enabled is false",
+                    db.id
+                )));
+            }
+            if !credential.ai_allowed {
+                return Err(ApiError::Denied(format!(
+                    "AI agents may not query as credential {}: its ai_allowed is false",
+                    credential.id
+                )));
+            }
+            return Ok(limit.min(db.ai_max_rows));
+        }
+        Ok(limit)
+    }
+
+    pub(super) async fn queries<B>(
+        &self,
+        route: Route<'_>,
+        call: Call<B>,
+        caller: &Caller,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let principal = self.principal(caller)?;
+        match (route, &call.method) {
+            (Route::Queries, &Method::POST) => {
+                let body = call.json(self).await?;
+                self.create_query(principal, body, origin).await
+            }
+            (Route::Queries, _) => self.list_queries(principal, call.query.as_deref()).await,
+            (Route::Query(id), _) => {
+                let query = self.visible_query(principal, &id).await?;
+                Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
+            }
+            (Route::QueryRun(id), _) => {
+                let format = Format::from_accept(accept(&call.headers));
+                self.run_query(principal, &id, format, origin).await
+            }
+            (
+                Route::PanelRun {
+                    dashboard, panel, ..
+                },
+                _,
+            ) => {
+                let format = Format::from_accept(accept(&call.headers));
+                let body = call.json(self).await?;
+                self.run_panel(principal, &dashboard, &panel, body, format, origin)
+                    .await
+            }
+            _ => Err(ApiError::NotFound),
+        }
+    }
+
+    /// The query `id` if `principal` may see it (its author, or one who may query its
+    /// database); 404 otherwise.
+    async fn visible_query(&self, principal: &Principal, id: &str) -> Result<Query, ApiError> {
+        let query = self.storage.query(id).await?.ok_or(ApiError::NotFound)?;
+        if query.author == principal.user || principal.role == Role::SuperAdmin {
+            return Ok(query);
+        }
+        match self.storage.database(&query.database_id).await? {
+            Some(db) if self.may_query(principal, &db).await? => Ok(query),
+            _ => Err(ApiError::NotFound),
+        }
+    }
+
+    async fn list_queries(
+        &self,
+        principal: &Principal,
+        query: Option<&str>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let page = crate::validate::parse_page_query(query)?;
+        let params: HashMap<String, String> =
+            form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                .filter(|(_, value)| !value.is_empty())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+        let status = match params.get("status") {
+            Some(status) => Some(
+                status
+                    .parse::<QueryStatus>()
+                    .map_err(|error| ValidationErrors::single("status", error))?,
+            ),
+            None => None,
+        };
+        let filter = QueryFilter {
+            database_id: params.get("database_id").map(String::as_str),
+            author: params.get("author").map(String::as_str),
+            status,
+        };
+        let items = self
+            .storage
+            .list_queries(page_request(&page), filter)
+            .await?;
+        let (items, next) = split_page(items, &page, |q| q.id.to_string());
+        // A page keeps what the principal may see: it may be shorter than `limit` (README).
+        let mut visible = Vec::with_capacity(items.len());
+        let mut allowed: HashMap<String, bool> = HashMap::new();
+        for query in items {
+            let sees = if query.author == principal.user || principal.role == Role::SuperAdmin {
+                true
+            } else if let Some(known) = allowed.get(&query.database_id) {
+                *known
+            } else {
+                let sees = match self.storage.database(&query.database_id).await? {
+                    Some(db) => self.may_query(principal, &db).await?,
+                    None => false,
+                };
+                allowed.insert(query.database_id.clone(), sees);
+                sees
+            };
+            if sees {
+                visible.push(query);
+            }
+        }
+        let data: Vec<QueryView<'_>> = visible.iter().map(QueryView::from).collect();
+        Ok(json_response(StatusCode::OK, &PageView { data, next }))
+    }
+
+    async fn create_query(
+        &self,
+        principal: &Principal,
+        body: serde_json::Map<String, Value>,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let mut errors = ValidationErrors::new();
+        let text = |errors: &mut ValidationErrors, field: &str| match body.get(field) {
+            Some(Value::String(value)) if !value.trim().is_empty() => Some(value.clone()),
+            None | Some(Value::Null) => {
+                errors.add(field, message::BLANK);
+                None
+            }
+            Some(Value::String(_)) => {
+                errors.add(field, message::BLANK);
+                None
+            }
+            Some(_) => {
+                errors.add(field, message::INVALID);
+                None
+            }
+        };
+        let database_id = text(&mut errors, "database_id");
+        let credential_id = text(&mut errors, "credential_id");
+        let query_text = text(&mut errors, "query");
+        for key in body.keys() {
+            if !["database_id", "credential_id", "query", "limit"].contains(&key.as_str()) {
+                errors.add(key, "is not a field of a query");
+            }
+        }
+        let limit = match body.get("limit") {
+            None | Some(Value::Null) => DEFAULT_ROW_LIMIT.min(self.max_rows),
+            Some(value) => match value.as_u64() {
+                Some(n) if n >= 1 && n <= u64::from(self.max_rows) => n as u32,
+                _ => {
+                    errors.add(
+                        "limit",
+                        format!("must be a whole number from 1 to {}", self.max_rows),
+                    );
+                    0
+                }
+            },
+        };
+        if let Some(text) = &query_text
+            && text.len() > QUERY_MAX
+        {
+            errors.add(
+                "query",
+                format!("should be at most {QUERY_MAX} character(s)"),
+            );
+        }
+        let db = match &database_id {
+            Some(id) => self.storage.database(id).await?,
+            None => None,
+        };
+        if database_id.is_some() && db.is_none() {
+            errors.add("database_id", "does not name a database");
+        }
+        let credential = match (&db, &credential_id) {
+            (Some(db), Some(id)) => {
+                let found = db.credentials.iter().find(|c| c.id.as_str() == id);
+                if found.is_none() {
+                    errors.add(
+                        "credential_id",
+                        "does not name a credential of this database",
+                    );
+                }
+                found.cloned()
+            }
+            _ => None,
+        };
+        if let (Some(db), Some(text)) = (&db, &query_text)
+            && let Err(why) = statement::single(text, dialect(db.adapter))
+        {
+            errors.add("query", why);
+        }
+        let (Some(db), Some(credential), Some(query_text)) = (db, credential, query_text) else {
+            return Err(ApiError::Invalid(errors));
+        };
+        if !errors.is_empty() {
+            return Err(ApiError::Invalid(errors));
+        }
+        self.admit(principal, &db, &credential, limit).await?;
+        let now = Timestamp::now();
+        let query = Query {
+            id: QueryId::generate(),
+            database_id: db.id.as_str().to_owned(),
+            credential_id: credential.id.as_str().to_owned(),
+            query: query_text,
+            limit,
+            author: principal.user.clone(),
+            status: if credential.reviews_required > 0 {
+                QueryStatus::AwaitingReview
+            } else {
+                QueryStatus::Ready
+            },
+            run: None,
+            inserted_at: now,
+            updated_at: now,
+        };
+        let event = AuditEvent::new(
+            origin,
+            AuditAction::QueryCreate,
+            query.id.as_str(),
+            ["database_id", "credential_id", "query", "limit"]
+                .map(str::to_owned)
+                .to_vec(),
+        );
+        let log = WriteLog {
+            event,
+            answer: origin.answer(crate::model::Written::Query(&query)),
+        };
+        self.storage.create_query(query.clone(), log).await?;
+        Ok(json_response(StatusCode::CREATED, &QueryView::from(&query)))
+    }
+
+    async fn run_query(
+        &self,
+        principal: &Principal,
+        id: &str,
+        format: Format,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let query = self.visible_query(principal, id).await?;
+        match query.status {
+            QueryStatus::Ready => {}
+            QueryStatus::AwaitingReview => {
+                return Err(ApiError::Conflict(
+                    "the query awaits its reviews: its credential requires them before it runs"
+                        .to_owned(),
+                ));
+            }
+            _ => {
+                return Err(ApiError::Conflict(
+                    "the query already ran: a query runs once; create a new one to run it again"
+                        .to_owned(),
+                ));
+            }
+        }
+        let db = self
+            .storage
+            .database(&query.database_id)
+            .await?
+            .ok_or_else(|| {
+                ValidationErrors::single("database_id", "the query's database was deleted")
+            })?;
+        let credential = db
+            .credentials
+            .iter()
+            .find(|c| c.id.as_str() == query.credential_id)
+            .cloned()
+            .ok_or_else(|| {
+                ValidationErrors::single("credential_id", "the query's credential was deleted")
+            })?;
+        let max_rows = self.admit(principal, &db, &credential, query.limit).await?;
+        // The claim: of two runs, one moves the query to running and the other conflicts.
+        let mut running = query.clone();
+        let started_at = Timestamp::now();
+        running.status = QueryStatus::Running;
+        running.updated_at = started_at.not_before_next(query.updated_at);
+        running.run = Some(QueryRun {
+            run_by: principal.user.clone(),
+            started_at,
+            finished_at: None,
+            row_count: 0,
+            truncated: false,
+            duration_ms: 0,
+            error: None,
+        });
+        match self
+            .storage
+            .replace_query(running.clone(), query.updated_at, None)
+            .await
+        {
+            Ok(()) => {}
+            Err(StorageError::Conflict) => {
+                return Err(ApiError::Conflict(
+                    "the query already ran: a query runs once; create a new one to run it again"
+                        .to_owned(),
+                ));
+            }
+            Err(error) => return Err(error.into()),
+        }
+        let statement = statement::single(&running.query, dialect(db.adapter))
+            .map_err(|why| ValidationErrors::single("query", why))?
+            .to_owned();
+        let record = Record::Query {
+            query: running,
+            origin: origin.clone(),
+        };
+        self.start_run(
+            db, credential, statement, None, max_rows, false, format, record,
+        )
+        .await
+    }
+
+    /// The database a panel's `credential_id` belongs to (credential ids are unique across
+    /// databases), remembered once found.
+    async fn database_of_credential(
+        &self,
+        credential_id: &str,
+    ) -> Result<Option<Database>, ApiError> {
+        let known = self
+            .credential_index
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(credential_id)
+            .cloned();
+        if let Some(id) = known
+            && let Some(db) = self.storage.database(&id).await?
+            && db
+                .credentials
+                .iter()
+                .any(|c| c.id.as_str() == credential_id)
+        {
+            return Ok(Some(db));
+        }
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .storage
+                .list_databases(
+                    Page {
+                        after: after.as_deref(),
+                        limit: 500,
+                    },
+                    crate::storage::DatabaseFilter::default(),
+                )
+                .await?;
+            let Some(last) = page.last() else {
+                return Ok(None);
+            };
+            after = Some(last.id.as_str().to_owned());
+            if let Some(db) = page.into_iter().find(|db| {
+                db.credentials
+                    .iter()
+                    .any(|c| c.id.as_str() == credential_id)
+            }) {
+                self.credential_index
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(credential_id.to_owned(), db.id.as_str().to_owned());
+                return Ok(Some(db));
+            }
+        }
+    }
+
+    async fn run_panel(
+        &self,
+        principal: &Principal,
+        dashboard_id: &str,
+        panel_id: &str,
+        body: serde_json::Map<String, Value>,
+        format: Format,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let dashboard = self
+            .storage
+            .dashboard(dashboard_id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let panel: &Panel = dashboard
+            .panels
+            .iter()
+            .find(|p| p.id.as_str() == panel_id)
+            .ok_or(ApiError::NotFound)?;
+        let PanelDetails::Query {
+            query,
+            credential_id,
+        } = &panel.details;
+        let inputs = panel_inputs(panel, &body)?;
+        let limit = match body.get("limit") {
+            None | Some(Value::Null) => DEFAULT_ROW_LIMIT.min(self.max_rows),
+            Some(value) => match value.as_u64() {
+                Some(n) if n >= 1 && n <= u64::from(self.max_rows) => n as u32,
+                _ => {
+                    return Err(ValidationErrors::single(
+                        "limit",
+                        format!("must be a whole number from 1 to {}", self.max_rows),
+                    )
+                    .into());
+                }
+            },
+        };
+        let db = self
+            .database_of_credential(credential_id)
+            .await?
+            .ok_or_else(|| {
+                ValidationErrors::single(
+                    "credential_id",
+                    format!("the panel's credential {credential_id} names no stored credential"),
+                )
+            })?;
+        let credential = db
+            .credentials
+            .iter()
+            .find(|c| c.id.as_str() == credential_id)
+            .cloned()
+            .ok_or(ApiError::NotFound)?;
+        if credential.reviews_required > 0 {
+            return Err(ValidationErrors::single(
+                "credential_id",
+                "the panel's credential requires reviews: panels run only as credentials with \
+                 reviews_required 0",
+            )
+            .into());
+        }
+        let max_rows = if dashboard.restricted_access {
+            self.admit(principal, &db, &credential, limit).await?
+        } else if principal.agent {
+            self.admit(principal, &db, &credential, limit).await?
+        } else {
+            limit
+        };
+        let statement = statement::single(query, dialect(db.adapter))
+            .map_err(|why| ValidationErrors::single("query", why))?
+            .to_owned();
+        let record = Record::Panel {
+            dashboard_id: dashboard.id.as_str().to_owned(),
+            panel_id: panel.id.as_str().to_owned(),
+            origin: origin.clone(),
+        };
+        self.start_run(
+            db,
+            credential,
+            statement,
+            Some(inputs),
+            max_rows,
+            true,
+            format,
+            record,
+        )
+        .await
+    }
+
+    /// Spawns the run and answers as soon as it knows how: the first rows (200, streamed), or
+    /// the error that came before them.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_run(
+        &self,
+        db: Database,
+        credential: Credential,
+        statement: String,
+        inputs: Option<Inputs>,
+        max_rows: u32,
+        read_only: bool,
+        format: Format,
+        record: Record,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let adapter = db.adapter;
+        let Some(runner) = self.runners.get(adapter).cloned() else {
+            let error = RunError::NotBuilt(adapter);
+            return Err(run_error(error));
+        };
+        let timeout = credential
+            .timeout
+            .map(|secs| Duration::from_secs(u64::from(secs)))
+            .unwrap_or(self.statement_timeout);
+        let job = RunJob {
+            pool: PoolKey {
+                database_id: db.id.as_str().to_owned(),
+                credential_id: credential.id.as_str().to_owned(),
+                read_only,
+            },
+            version: db.updated_at,
+            connector: self.connector(&db, &credential),
+            statement: statement.clone(),
+            inputs,
+            max_rows: u64::from(max_rows),
+            timeout,
+            connect_timeout: self.check_timeout,
+        };
+        let (chunks, body) = mpsc::channel(CHANNEL_CHUNKS);
+        let (started, start) = oneshot::channel();
+        let mut sink = RowSink::new(format, chunks, started, u64::from(max_rows));
+        let storage = Arc::clone(&self.storage);
+        let measured = self.metrics;
+        let facts = RunFacts {
+            database_id: db.id.as_str().to_owned(),
+            credential_id: credential.id.as_str().to_owned(),
+            statement_sha256: hex(&Sha256::digest(statement.as_bytes())),
+            statement_length: statement.len() as u64,
+            rows: 0,
+            duration_ms: 0,
+            outcome: RunOutcome::Succeeded,
+        };
+        tokio::spawn(async move {
+            let began = Instant::now();
+            let outcome = runner.run(job, &mut sink).await;
+            let took = began.elapsed();
+            let duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+            let (rows, truncated) = (sink.rows(), sink.truncated());
+            sink.finish(&outcome, duration_ms).await;
+            let run_outcome = match &outcome {
+                Ok(()) => RunOutcome::Succeeded,
+                Err(RunError::Cancelled) => RunOutcome::Cancelled,
+                Err(RunError::TimedOut(_)) => RunOutcome::TimedOut,
+                Err(_) => RunOutcome::Failed,
+            };
+            let kind = match record {
+                Record::Query { .. } => "query",
+                Record::Panel { .. } => "panel",
+            };
+            if measured {
+                metrics::record_run(adapter.as_str(), kind, run_outcome.as_str(), rows, took);
+            }
+            let facts = RunFacts {
+                rows,
+                duration_ms,
+                outcome: run_outcome,
+                ..facts
+            };
+            let written = record_outcome(
+                &*storage,
+                record,
+                facts,
+                truncated,
+                outcome.err().map(|e| e.to_string()),
+            )
+            .await;
+            if let Err(error) = written {
+                tracing::error!(%error, "the outcome of a run could not be recorded");
+            }
+        });
+        match start.await {
+            Ok(Ok(())) => {
+                let mut response = Response::new(ResponseBody::stream(body));
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(format.content_type()),
+                );
+                Ok(response)
+            }
+            Ok(Err(error)) => Err(run_error(error)),
+            Err(_) => {
+                tracing::error!("a run ended without an answer");
+                Err(ApiError::Internal)
+            }
+        }
+    }
+
+    /// Opens `credential`'s target when a connection opens, through the database's tunnel.
+    fn connector(&self, db: &Database, credential: &Credential) -> Connector {
+        let sealer = self.sealer.clone();
+        let db = Arc::new(db.clone());
+        let credential = Arc::new(credential.clone());
+        let dialer = self.tunnel_dialer.clone();
+        let timeout = self.check_timeout;
+        Arc::new(move || {
+            let sealer = sealer.clone();
+            let db = Arc::clone(&db);
+            let credential = Arc::clone(&credential);
+            let dialer = dialer.clone();
+            Box::pin(async move {
+                let mut target =
+                    open_target(&sealer, &db, &credential, timeout).map_err(|error| {
+                        tracing::error!(%error, "a stored secret does not open");
+                        "a stored secret of this database does not open with this server's keys"
+                            .to_owned()
+                    })?;
+                let tunnel = match (&target.tunnel_id, dialer) {
+                    (None, _) => None,
+                    (Some(id), None) => return Err(crate::check::tunnel::no_dialer_message(id)),
+                    (Some(id), Some(dialer)) => {
+                        let endpoint = dialer
+                            .forward(id, &target.host, target.port)
+                            .await
+                            .map_err(|error| format!("tunnel \"{id}\": {error}"))?;
+                        target.connect_via = Some(endpoint.local_addr());
+                        Some(endpoint)
+                    }
+                };
+                Ok(Opened { target, tunnel })
+            })
+        })
+    }
+}
+
+/// The inputs of a panel run: `{"inputs": {"key": "value"}}`; every declared key given (a
+/// string, number or boolean), no other.
+fn panel_inputs(panel: &Panel, body: &serde_json::Map<String, Value>) -> Result<Inputs, ApiError> {
+    let mut errors = ValidationErrors::new();
+    let declared: Vec<String> = panel.inputs.iter().map(|i| i.key.clone()).collect();
+    let mut values = HashMap::new();
+    for key in body.keys() {
+        if key != "inputs" && key != "limit" {
+            errors.add(key, "is not a field of a panel run");
+        }
+    }
+    let given = match body.get("inputs") {
+        None | Some(Value::Null) => serde_json::Map::new(),
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => {
+            return Err(ValidationErrors::single("inputs", "must be an object").into());
+        }
+    };
+    for (key, value) in &given {
+        let field = format!("inputs.{key}");
+        if !declared.contains(key) {
+            errors.add(&field, "is not an input of this panel");
+            continue;
+        }
+        match value {
+            Value::String(text) => {
+                values.insert(key.clone(), text.clone());
+            }
+            Value::Number(n) => {
+                values.insert(key.clone(), n.to_string());
+            }
+            Value::Bool(b) => {
+                values.insert(key.clone(), b.to_string());
+            }
+            _ => errors.add(&field, "must be a string, a number or a boolean"),
+        }
+    }
+    for key in &declared {
+        if !given.contains_key(key) {
+            errors.add(&format!("inputs.{key}"), "is missing");
+        }
+    }
+    errors
+        .into_result(Inputs { declared, values })
+        .map_err(Into::into)
+}
+
+/// Writes how a run ended: the query's outcome with its event, or a panel's event.
+async fn record_outcome(
+    storage: &dyn crate::storage::Storage,
+    record: Record,
+    facts: RunFacts,
+    truncated: bool,
+    error: Option<String>,
+) -> Result<(), StorageError> {
+    match record {
+        Record::Query { query, origin } => {
+            let mut done = query.clone();
+            let now = Timestamp::now();
+            done.updated_at = now.not_before_next(query.updated_at);
+            done.status = if facts.outcome == RunOutcome::Succeeded {
+                QueryStatus::Succeeded
+            } else {
+                QueryStatus::Failed
+            };
+            if let Some(run) = &mut done.run {
+                run.finished_at = Some(now);
+                run.row_count = facts.rows;
+                run.truncated = truncated;
+                run.duration_ms = facts.duration_ms;
+                run.error = error;
+            }
+            let mut event = AuditEvent::new(
+                &Origin {
+                    idempotency: None,
+                    ..origin
+                },
+                AuditAction::QueryRun,
+                done.id.as_str(),
+                Vec::new(),
+            );
+            event.run = Some(facts);
+            storage
+                .replace_query(done, query.updated_at, Some(WriteLog::from(event)))
+                .await
+        }
+        Record::Panel {
+            dashboard_id,
+            panel_id,
+            origin,
+        } => {
+            let mut event = AuditEvent::new(
+                &Origin {
+                    idempotency: None,
+                    ..origin
+                },
+                AuditAction::PanelRun,
+                &dashboard_id,
+                vec![format!("panels[{panel_id}]")],
+            );
+            event.run = Some(facts);
+            storage.append_audit(event).await
+        }
+    }
+}
+
+fn run_error(error: RunError) -> ApiError {
+    match error {
+        RunError::Input { field, message } => ValidationErrors::single(&field, message).into(),
+        RunError::Database(message) => ValidationErrors::single("query", message).into(),
+        RunError::Connect(message) => {
+            ApiError::BadGateway(format!("the database could not be reached: {message}"))
+        }
+        error @ RunError::TimedOut(_) => ApiError::GatewayTimeout(error.to_string()),
+        error @ RunError::Busy => ApiError::Busy(error.to_string()),
+        error @ RunError::NotBuilt(_) => ApiError::NotImplemented(error.to_string()),
+        RunError::Cancelled => ApiError::Unavailable,
+    }
+}
+
+fn accept(headers: &http::HeaderMap) -> Option<&str> {
+    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
