@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Parser, Subcommand};
-use dbconsole_core::model::{Retention, Secret};
+use dbconsole_core::model::{Retention, Role, Secret};
 use dbconsole_core::{CredentialKind, Scope};
 
 use dbconsole_core::{DEFAULT_AUDIT_RETENTION, DEFAULT_BODY_TIMEOUT, DEFAULT_CHECK_TIMEOUT};
@@ -549,13 +549,28 @@ pub struct CreateKeyArgs {
     #[arg(long, value_parser = wire_names(CredentialKind::ALL, CredentialKind::as_str))]
     pub kind: CredentialKind,
 
-    /// What the key allows: everything, or only setup and remove by api_id.
+    /// What the key allows: everything; only setup and remove by api_id; only running
+    /// queries as its user (`query`), or as an AI agent for its user (`ai-agent`).
     #[arg(long, value_parser = wire_names(Scope::ALL, Scope::as_str))]
     pub scope: Scope,
 
     /// What the key is for (shown by `keys list`); at most 100 characters.
     #[arg(long)]
     pub name: String,
+
+    /// The user the key acts for (e-mail or login): only a key bound to a user runs queries,
+    /// and restricted databases grant access to users and groups.
+    #[arg(long)]
+    pub user: Option<String>,
+
+    /// The user's groups, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub groups: Vec<String>,
+
+    /// The user's role: `member` (default) queries what permissions allow; `super-admin`
+    /// queries every database.
+    #[arg(long, value_parser = wire_names(Role::ALL, Role::as_str))]
+    pub role: Option<Role>,
 }
 
 /// Parses the name of one of `all` (the names are listed in `--help` and in errors) with the

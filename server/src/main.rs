@@ -72,6 +72,9 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         keys.sealer.clone(),
     )
     .checkers(dbconsole_core::check::standard_checkers())
+    .runners(dbconsole_core::run::standard_runners(
+        dbconsole_core::run::PoolLimits::default(),
+    ))
     .check_timeout(args.check_timeout())
     .read_cache(args.read_cache_bytes())
     .body_timeout(args.body_timeout())

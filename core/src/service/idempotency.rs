@@ -126,10 +126,7 @@ fn renderer(route: &Route<'_>, method: &Method) -> RenderAnswer {
     };
     Arc::new(move |written: Written<'_>| {
         let (etag, body) = match (written, &access) {
-            (Written::Query(q), _) => {
-                let body = json_bytes(&super::render::QueryView::from(q));
-                return (201, None, body.map(|b| b.to_vec()).unwrap_or_default());
-            }
+            (Written::Query(q), _) => (None, json_bytes(&super::render::QueryView::from(q))),
             (Written::Database(db), _) => (tag(db.updated_at), json_bytes(&DatabaseView::from(db))),
             (Written::Dashboard(d), _) => (tag(d.updated_at), json_bytes(&DashboardView::from(d))),
             (Written::Access(a), Some((id, true))) => {

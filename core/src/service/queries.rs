@@ -350,7 +350,7 @@ impl Shared {
             answer: origin.answer(crate::model::Written::Query(&query)),
         };
         self.storage.create_query(query.clone(), log).await?;
-        Ok(json_response(StatusCode::CREATED, &QueryView::from(&query)))
+        Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
     }
 
     async fn run_query(
@@ -629,7 +629,6 @@ impl Shared {
             let took = began.elapsed();
             let duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
             let (rows, truncated) = (sink.rows(), sink.truncated());
-            sink.finish(&outcome, duration_ms).await;
             let run_outcome = match &outcome {
                 Ok(()) => RunOutcome::Succeeded,
                 Err(RunError::Cancelled) => RunOutcome::Cancelled,
@@ -649,15 +648,25 @@ impl Shared {
                 outcome: run_outcome,
                 ..facts
             };
-            let written = record_outcome(
-                &*storage,
-                record,
-                facts,
-                truncated,
-                outcome.err().map(|e| e.to_string()),
-            )
-            .await;
-            if let Err(error) = written {
+            let error = outcome.as_ref().err().map(ToString::to_string);
+            // A query's history holds its outcome before the client reads the end of its
+            // result; a panel's event is written after (it is on no one's way).
+            let record = match record {
+                query @ Record::Query { .. } => {
+                    let written =
+                        record_outcome(&*storage, query, facts.clone(), truncated, error.clone())
+                            .await;
+                    if let Err(error) = written {
+                        tracing::error!(%error, "the outcome of a run could not be recorded");
+                    }
+                    None
+                }
+                panel => Some(panel),
+            };
+            sink.finish(&outcome, duration_ms).await;
+            if let Some(panel) = record
+                && let Err(error) = record_outcome(&*storage, panel, facts, truncated, error).await
+            {
                 tracing::error!(%error, "the outcome of a run could not be recorded");
             }
         });

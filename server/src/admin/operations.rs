@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use dbconsole_core::auth::mint_caller_key;
-use dbconsole_core::model::{Actor, Origin};
+use dbconsole_core::model::{Actor, Origin, Principal, Role};
 use dbconsole_core::storage::Edits as _;
 use dbconsole_core::validate::check_key_name;
-use dbconsole_core::{Storage, StorageError};
+use dbconsole_core::{Scope, Storage, StorageError};
 use dbconsole_storage_redb::{CopyError, RedbStorage};
 
 use super::protocol::{AdminReply, AdminRequest, Failure, KeyInfo};
@@ -34,12 +34,24 @@ pub async fn run_on_redb_store(
 /// reply and nowhere else: only its digest is stored.
 pub async fn execute(storage: &dyn Storage, keys: &NodeKeys, request: AdminRequest) -> AdminReply {
     match request {
-        AdminRequest::Create { kind, scope, name } => {
+        AdminRequest::Create {
+            kind,
+            scope,
+            name,
+            user,
+            groups,
+            role,
+        } => {
             let name = match check_key_name(&name) {
                 Ok(name) => name,
                 Err(error) => return AdminReply::failed(Failure::Invalid, error.to_string()),
             };
-            let (key, secret) = mint_caller_key(kind, scope, &name);
+            let principal = match principal_of(scope, user, groups, role) {
+                Ok(principal) => principal,
+                Err(why) => return AdminReply::failed(Failure::Invalid, why),
+            };
+            let (mut key, secret) = mint_caller_key(kind, scope, &name);
+            key.principal = principal;
             let info = KeyInfo::from(&key);
             match storage.insert_caller_key(key, &admin_origin()).await {
                 Ok(()) => AdminReply::Created { key: info, secret },
@@ -137,6 +149,9 @@ mod tests {
             kind,
             scope,
             name: name.to_owned(),
+            user: None,
+            groups: Vec::new(),
+            role: None,
         }
     }
 
@@ -275,4 +290,52 @@ mod tests {
         }
         assert!(storage.list_caller_keys().await.unwrap().is_empty());
     }
+}
+
+/// The principal a created key is bound to: `--user` with its `--groups` and `--role`. The
+/// `query` and `ai-agent` scopes need one; a setup key takes none.
+fn principal_of(
+    scope: Scope,
+    user: Option<String>,
+    groups: Vec<String>,
+    role: Option<String>,
+) -> Result<Option<Principal>, String> {
+    let user = user
+        .map(|user| user.trim().to_owned())
+        .filter(|u| !u.is_empty());
+    let Some(user) = user else {
+        if matches!(scope, Scope::Query | Scope::Agent) {
+            return Err(format!(
+                "a key of scope {scope} runs queries as a user: give it one with --user"
+            ));
+        }
+        if !groups.is_empty() || role.is_some() {
+            return Err(
+                "--groups and --role describe the key's user: give it one with --user".to_owned(),
+            );
+        }
+        return Ok(None);
+    };
+    if scope == Scope::Setup {
+        return Err("a setup key runs no query: it takes no --user".to_owned());
+    }
+    if user.chars().count() > 320 || user.chars().any(char::is_control) {
+        return Err("--user must be at most 320 characters, without control characters".to_owned());
+    }
+    let role = match role.as_deref().map(str::parse::<Role>) {
+        None => Role::Member,
+        Some(Ok(role)) => role,
+        Some(Err(why)) => return Err(format!("--role {why}")),
+    };
+    let groups: Vec<String> = groups
+        .into_iter()
+        .map(|g| g.trim().to_owned())
+        .filter(|g| !g.is_empty())
+        .collect();
+    Ok(Some(
+        Principal::member(user)
+            .groups(groups)
+            .role(role)
+            .agent(scope == Scope::Agent),
+    ))
 }

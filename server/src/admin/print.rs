@@ -230,6 +230,9 @@ mod tests {
                 name: "grafana".to_owned(),
                 created_at: created(),
                 last_used_at: None,
+                user: None,
+                groups: Vec::new(),
+                role: None,
             },
             secret: Secret::from("dbc_at_s3cr3t"),
         };
@@ -250,6 +253,9 @@ mod tests {
             name: name.to_owned(),
             created_at: created(),
             last_used_at: used,
+            user: None,
+            groups: Vec::new(),
+            role: None,
         };
         // 2026-02-03T04:05:06.000001Z.
         let used = Timestamp::from_micros(1_770_091_506_000_001);

@@ -30,6 +30,15 @@ pub enum AdminRequest {
         scope: Scope,
         /// What it is for.
         name: String,
+        /// The user it acts for (only a key bound to one runs queries).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        user: Option<String>,
+        /// The user's groups.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        groups: Vec<String>,
+        /// The user's role: `member` (the default) or `super-admin`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
     },
     /// Every stored key, without secrets (there are none to show) or digests.
     List,
@@ -88,6 +97,15 @@ pub struct KeyInfo {
     /// Last use; `None` (JSON `null`) when never used.
     #[serde(with = "rfc3339::option", default)]
     pub last_used_at: Option<Timestamp>,
+    /// The user it acts for, when bound to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The user's groups.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// The user's role, when bound to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
 }
 
 impl From<&CallerKey> for KeyInfo {
@@ -99,6 +117,13 @@ impl From<&CallerKey> for KeyInfo {
             name: key.name.clone(),
             created_at: key.created_at,
             last_used_at: key.last_used_at,
+            user: key.principal.as_ref().map(|p| p.user.clone()),
+            groups: key
+                .principal
+                .as_ref()
+                .map(|p| p.groups.clone())
+                .unwrap_or_default(),
+            role: key.principal.as_ref().map(|p| p.role.as_str().to_owned()),
         }
     }
 }
@@ -327,6 +352,9 @@ mod tests {
             kind,
             scope,
             name: name.to_owned(),
+            user: None,
+            groups: Vec::new(),
+            role: None,
         }
     }
 
@@ -388,6 +416,9 @@ mod tests {
             name: "grafana".to_owned(),
             created_at: Timestamp::from_micros(1_767_323_045_678_901),
             last_used_at: None,
+            user: None,
+            groups: Vec::new(),
+            role: None,
         };
         let wire = json!({
             "id": "key_01",

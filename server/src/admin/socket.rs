@@ -331,6 +331,9 @@ mod tests {
             kind: CredentialKind::AccessToken,
             scope: Scope::Full,
             name: "grafana".to_owned(),
+            user: None,
+            groups: Vec::new(),
+            role: None,
         };
         let reply = request(&socket, &create).await.unwrap();
         let AdminReply::Created { key, secret } = reply else {

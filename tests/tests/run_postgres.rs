@@ -1,0 +1,921 @@
+//! Running queries against a real PostgreSQL (`.ci/db-servers-up.sh`: 127.0.0.1:5432, role
+//! `checker`/`checkpw`, database `checkdb`): results and their types in every format, the row
+//! cap, the timeout and the cancel enforced on the server (seen in `pg_stat_activity`), a run
+//! happening once, access rules and AI caps, panel inputs as bind parameters, and the audit
+//! event of a run. Principals come from the embedding program (`trust_principal`), as in an
+//! application that mounts the service behind its own login.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use dbconsole_core::auth::StaticCredentials;
+use dbconsole_core::model::{Principal, Role, Secret};
+use dbconsole_core::run::{PoolLimits, standard_runners};
+use dbconsole_core::{ConsoleService, Sealer};
+use dbconsole_storage_memory::MemoryStorage;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt as _, Full};
+use serde_json::{Value, json};
+use tower::ServiceExt as _;
+
+const PORT: u16 = 5432;
+const PASSWORD: &str = "checkpw";
+const API_KEY: &str = "run-tests-api-key-0123456789";
+const QUERIES: &str = "/api/v1/console/queries";
+
+struct Console {
+    service: ConsoleService,
+}
+
+struct Answer {
+    status: StatusCode,
+    content_type: Option<String>,
+    body: Result<Bytes, String>,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        let body = self.body.as_ref().expect("a whole body");
+        serde_json::from_slice(body).unwrap_or_else(|error| {
+            panic!(
+                "{}: not JSON ({error}): {}",
+                self.status,
+                String::from_utf8_lossy(body)
+            )
+        })
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(self.body.as_ref().expect("a whole body")).into_owned()
+    }
+
+    #[track_caller]
+    fn expect(self, status: u16) -> Self {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {:?}",
+            self.body
+                .as_ref()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+        );
+        self
+    }
+}
+
+fn alice() -> Principal {
+    Principal::member("alice@example.com").groups(["analysts"])
+}
+
+fn root() -> Principal {
+    Principal::member("root@example.com").role(Role::SuperAdmin)
+}
+
+impl Console {
+    fn new() -> Self {
+        let credentials = StaticCredentials::new(Some(&Secret::from(API_KEY)), None);
+        let service = ConsoleService::builder(
+            Arc::new(MemoryStorage::new()),
+            Arc::new(credentials),
+            Sealer::ephemeral().expect("a random key"),
+        )
+        .runners(standard_runners(PoolLimits {
+            size: 2,
+            wait: Duration::from_millis(500),
+        }))
+        .trust_principal(true)
+        .max_rows(1_000)
+        .build();
+        Self { service }
+    }
+
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        principal: Option<Principal>,
+        accept: Option<&str>,
+        body: Option<&Value>,
+    ) -> Answer {
+        let mut request = Request::builder().method(method).uri(path);
+        match &principal {
+            Some(_) => {}
+            None => request = request.header("x-api-key", API_KEY),
+        }
+        if let Some(accept) = accept {
+            request = request.header(header::ACCEPT, accept);
+        }
+        if body.is_some() {
+            request = request.header(header::CONTENT_TYPE, "application/json");
+        }
+        let mut request = request
+            .body(Full::new(
+                body.map(|b| Bytes::from(b.to_string())).unwrap_or_default(),
+            ))
+            .expect("a request");
+        if let Some(principal) = principal {
+            request.extensions_mut().insert(principal);
+        }
+        let response = self
+            .service
+            .clone()
+            .oneshot(request)
+            .await
+            .unwrap_or_else(|never| match never {});
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map(|collected| collected.to_bytes())
+            .map_err(|error| error.to_string());
+        Answer {
+            status,
+            content_type,
+            body,
+        }
+    }
+
+    /// Creates a database as the management API does; its id and credential ids by username.
+    async fn database(&self, extra: Value, credentials: Value) -> (String, Vec<String>) {
+        let mut body = json!({
+            "name": format!("run test {}", ulid()),
+            "adapter": "postgres",
+            "hostname": "127.0.0.1",
+            "port": PORT,
+            "database": "checkdb",
+            "credentials": credentials,
+        });
+        for (key, value) in extra.as_object().expect("an object") {
+            body[key] = value.clone();
+        }
+        let created = self
+            .send(
+                Method::POST,
+                "/api/v1/console/databases",
+                None,
+                None,
+                Some(&body),
+            )
+            .await
+            .expect(200)
+            .json();
+        let ids = created["credentials"]
+            .as_array()
+            .expect("credentials")
+            .iter()
+            .map(|c| c["id"].as_str().expect("an id").to_owned())
+            .collect();
+        (created["id"].as_str().expect("an id").to_owned(), ids)
+    }
+
+    async fn create_query(
+        &self,
+        principal: &Principal,
+        database: &str,
+        credential: &str,
+        query: &str,
+        limit: Option<u32>,
+    ) -> Answer {
+        let mut body =
+            json!({"database_id": database, "credential_id": credential, "query": query});
+        if let Some(limit) = limit {
+            body["limit"] = json!(limit);
+        }
+        self.send(
+            Method::POST,
+            QUERIES,
+            Some(principal.clone()),
+            None,
+            Some(&body),
+        )
+        .await
+    }
+
+    async fn run(&self, principal: &Principal, id: &str, accept: Option<&str>) -> Answer {
+        self.send(
+            Method::POST,
+            &format!("{QUERIES}/{id}/run"),
+            Some(principal.clone()),
+            accept,
+            None,
+        )
+        .await
+    }
+
+    /// Creates and runs a query; the run's answer.
+    async fn query(
+        &self,
+        principal: &Principal,
+        database: &str,
+        credential: &str,
+        query: &str,
+        limit: Option<u32>,
+        accept: Option<&str>,
+    ) -> (String, Answer) {
+        let created = self
+            .create_query(principal, database, credential, query, limit)
+            .await
+            .expect(200)
+            .json();
+        let id = created["id"].as_str().expect("an id").to_owned();
+        let answer = self.run(principal, &id, accept).await;
+        (id, answer)
+    }
+
+    async fn history(&self, principal: &Principal, id: &str) -> Value {
+        self.send(
+            Method::GET,
+            &format!("{QUERIES}/{id}"),
+            Some(principal.clone()),
+            None,
+            None,
+        )
+        .await
+        .expect(200)
+        .json()
+    }
+}
+
+fn ulid() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos()
+    )
+}
+
+fn checker() -> Value {
+    json!([{"username": "checker", "password": PASSWORD}])
+}
+
+/// A direct session, to look at the server from outside dbconsole.
+async fn admin() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(
+        &format!("host=127.0.0.1 port={PORT} user=checker password={PASSWORD} dbname=checkdb"),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap_or_else(|error| {
+        panic!(
+            "PostgreSQL is not running on 127.0.0.1:{PORT} ({error}): start the test database \
+             servers with `sudo bash .ci/db-servers-up.sh`"
+        )
+    });
+    tokio::spawn(connection);
+    client
+}
+
+/// Whether a statement holding `marker` is still active on the server.
+async fn active(client: &tokio_postgres::Client, marker: &str) -> bool {
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 \
+             AND pid <> pg_backend_pid()",
+            &[&format!("%{marker}%")],
+        )
+        .await
+        .expect("pg_stat_activity");
+    row.get::<_, i64>(0) > 0
+}
+
+/// Waits up to `within` for no statement holding `marker` to be active; how long it took.
+async fn gone_within(client: &tokio_postgres::Client, marker: &str, within: Duration) -> Duration {
+    let started = Instant::now();
+    while active(client, marker).await {
+        assert!(
+            started.elapsed() < within,
+            "the statement {marker} still runs on the server after {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_keep_their_types_in_every_format() {
+    admin().await;
+    let console = Console::new();
+    let (db, credentials) = console.database(json!({}), checker()).await;
+    let statement = "SELECT 9007199254740993::int8 AS big, 42::int4 AS small, 12.50::numeric(6,2) AS price, \
+         'a,\"b\"'::text AS t, '\\x00ff'::bytea AS b, '{\"k\": [1, null]}'::jsonb AS j, \
+         TIMESTAMPTZ '2024-02-03 04:05:06.789+00' AS at, DATE '2024-02-29' AS d, NULL::text AS n, \
+         true AS yes, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS u, 1.5::float8 AS f, \
+         INTERVAL '1 day 2 hours' AS i";
+    let (id, answer) = console
+        .query(&alice(), &db, &credentials[0], statement, None, None)
+        .await;
+    let answer = answer.expect(200);
+    assert_eq!(answer.content_type.as_deref(), Some("application/json"));
+    let result = answer.json();
+    let types: Vec<&str> = result["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "int8",
+            "int4",
+            "numeric",
+            "text",
+            "bytea",
+            "jsonb",
+            "timestamptz",
+            "date",
+            "text",
+            "bool",
+            "uuid",
+            "float8",
+            "interval"
+        ]
+    );
+    assert_eq!(result["columns"][4]["encoding"], "base64");
+    assert_eq!(
+        result["rows"],
+        json!([[
+            "9007199254740993",
+            42,
+            "12.50",
+            "a,\"b\"",
+            "AP8=",
+            {"k": [1, null]},
+            "2024-02-03T04:05:06.789Z",
+            "2024-02-29",
+            null,
+            true,
+            "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+            1.5,
+            "P1DT2H"
+        ]])
+    );
+    assert_eq!(result["row_count"], 1);
+    assert_eq!(result["truncated"], false);
+    let history = console.history(&alice(), &id).await;
+    assert_eq!(history["status"], "succeeded");
+    assert_eq!(history["run"]["row_count"], 1);
+    assert_eq!(history["run"]["run_by"], "alice@example.com");
+
+    let (_, csv) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT 1 AS a, 'x,y' AS b, NULL AS c UNION ALL SELECT 2, 'z', 'w'",
+            None,
+            Some("text/csv"),
+        )
+        .await;
+    let csv = csv.expect(200);
+    assert_eq!(csv.content_type.as_deref(), Some("text/csv; charset=utf-8"));
+    assert_eq!(csv.text(), "a,b,c\r\n1,\"x,y\",\r\n2,z,w\r\n");
+
+    let (_, ndjson) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT g FROM generate_series(1, 3) g",
+            None,
+            Some("application/x-ndjson"),
+        )
+        .await;
+    let lines: Vec<Value> = ndjson
+        .expect(200)
+        .text()
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("one JSON document per line"))
+        .collect();
+    assert_eq!(lines[0]["columns"][0]["name"], "g");
+    assert_eq!(&lines[1..4], [json!([1]), json!([2]), json!([3])]);
+    assert_eq!(lines[4]["row_count"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_row_cap_truncates_and_a_query_runs_once() {
+    admin().await;
+    let console = Console::new();
+    let (db, credentials) = console.database(json!({}), checker()).await;
+    let (id, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT g FROM generate_series(1, 1000000) g",
+            Some(10),
+            None,
+        )
+        .await;
+    let result = answer.expect(200).json();
+    assert_eq!(result["rows"].as_array().unwrap().len(), 10);
+    assert_eq!(result["row_count"], 10);
+    assert_eq!(result["truncated"], true);
+    let history = console.history(&alice(), &id).await;
+    assert_eq!(history["run"]["truncated"], true);
+    assert_eq!(history["run"]["row_count"], 10);
+
+    let again = console.run(&alice(), &id, None).await.expect(409).json();
+    assert!(
+        again["errors"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("already ran"),
+        "{again}"
+    );
+
+    // Exactly as many rows as the cap: not truncated.
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT g FROM generate_series(1, 10) g",
+            Some(10),
+            None,
+        )
+        .await;
+    assert_eq!(answer.expect(200).json()["truncated"], false);
+
+    // Over the server's maximum: refused.
+    let over = console
+        .create_query(&alice(), &db, &credentials[0], "SELECT 1", Some(1_001))
+        .await
+        .expect(422)
+        .json();
+    assert!(over["errors"]["limit"].is_array(), "{over}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_statements_are_client_errors_and_the_history_says_so() {
+    admin().await;
+    let console = Console::new();
+    let (db, credentials) = console.database(json!({}), checker()).await;
+    let several = console
+        .create_query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT 1; DROP TABLE t",
+            None,
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        several["errors"]["query"][0]
+            .as_str()
+            .unwrap()
+            .contains("more than one statement"),
+        "{several}"
+    );
+    // A semicolon inside a literal is part of one statement.
+    console
+        .create_query(&alice(), &db, &credentials[0], "SELECT ';' AS s;", None)
+        .await
+        .expect(200);
+
+    let (id, answer) = console
+        .query(&alice(), &db, &credentials[0], "SELEC 1", None, None)
+        .await;
+    let error = answer.expect(422).json();
+    assert!(
+        error["errors"]["query"][0]
+            .as_str()
+            .unwrap()
+            .contains("syntax error"),
+        "{error}"
+    );
+    let history = console.history(&alice(), &id).await;
+    assert_eq!(history["status"], "failed");
+    assert!(
+        history["run"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("syntax error")
+    );
+
+    // An error after the first rows: the JSON ends with an error member, the CSV is cut off.
+    let failing = "SELECT 10 / (5 - g) AS x FROM generate_series(1, 10) g";
+    let (id, answer) = console
+        .query(&alice(), &db, &credentials[0], failing, None, None)
+        .await;
+    let result = answer.expect(200).json();
+    assert_eq!(result["rows"], json!([[2], [3], [5], [10]]));
+    assert!(
+        result["error"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("division by zero"),
+        "{result}"
+    );
+    assert_eq!(console.history(&alice(), &id).await["status"], "failed");
+    let (_, csv) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            failing,
+            None,
+            Some("text/csv"),
+        )
+        .await;
+    assert_eq!(csv.status, StatusCode::OK);
+    let cut = csv.body.expect_err("a failed CSV is cut off");
+    assert!(cut.contains("division by zero"), "{cut}");
+
+    // The wrong password: the database could not be reached (502), and no secret is said.
+    let (db, credentials) = console
+        .database(
+            json!({}),
+            json!([{"username": "checker", "password": "Wr0ng-Pa55word-7731"}]),
+        )
+        .await;
+    let (_, answer) = console
+        .query(&alice(), &db, &credentials[0], "SELECT 1", None, None)
+        .await;
+    let text = answer.expect(502).text();
+    assert!(text.contains("password authentication failed"), "{text}");
+    assert!(!text.contains("Wr0ng-Pa55word-7731"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_over_its_timeout_ends_on_the_server() {
+    let server = admin().await;
+    let console = Console::new();
+    let (db, credentials) = console
+        .database(
+            json!({}),
+            json!([{"username": "checker", "password": PASSWORD, "timeout": 1}]),
+        )
+        .await;
+    let marker = format!("timeout_{}", ulid());
+    let statement = format!("SELECT pg_sleep(30) AS {marker}");
+    let started = Instant::now();
+    let (id, answer) = console
+        .query(&alice(), &db, &credentials[0], &statement, None, None)
+        .await;
+    let error = answer.expect(504).json();
+    assert!(
+        error["errors"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("timeout of 1 s"),
+        "{error}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    gone_within(&server, &marker, Duration::from_secs(1)).await;
+    let history = console.history(&alice(), &id).await;
+    assert_eq!(history["status"], "failed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_goes_away_cancels_its_statement_on_the_server() {
+    let server = admin().await;
+    let console = Arc::new(Console::new());
+    let (db, credentials) = console.database(json!({}), checker()).await;
+    let marker = format!("cancel_{}", ulid());
+    let statement = format!("SELECT pg_sleep(600) AS {marker}");
+    let created = console
+        .create_query(&alice(), &db, &credentials[0], &statement, None)
+        .await
+        .expect(200)
+        .json();
+    let id = created["id"].as_str().unwrap().to_owned();
+    let run = {
+        let console = Arc::clone(&console);
+        let id = id.clone();
+        tokio::spawn(async move { console.run(&alice(), &id, None).await })
+    };
+    let started = Instant::now();
+    while !active(&server, &marker).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the statement never started"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The client goes away: its request (and the body it would have read) is dropped.
+    run.abort();
+    let took = gone_within(&server, &marker, Duration::from_secs(1)).await;
+    println!("cancelled on the server {took:?} after the client went away");
+    // The history records the cancel.
+    let started = Instant::now();
+    loop {
+        let history = console.history(&alice(), &id).await;
+        if history["status"] == "failed" {
+            assert!(
+                history["run"]["error"]
+                    .as_str()
+                    .unwrap()
+                    .contains("went away")
+            );
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{history}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restricted_databases_refuse_the_unauthorized() {
+    admin().await;
+    let console = Console::new();
+    let (db, credentials) = console
+        .database(json!({"restrict_access": true}), checker())
+        .await;
+    let refused = console
+        .create_query(&alice(), &db, &credentials[0], "SELECT 1", None)
+        .await
+        .expect(403)
+        .json();
+    assert!(
+        refused["errors"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("no access"),
+        "{refused}"
+    );
+    // A super admin may.
+    let (_, answer) = console
+        .query(&root(), &db, &credentials[0], "SELECT 1 AS one", None, None)
+        .await;
+    answer.expect(200);
+    // A group grant lets alice in.
+    console
+        .send(
+            Method::PUT,
+            &format!("/api/v1/console/databases/{db}/permissions"),
+            None,
+            None,
+            Some(&json!({"permissions": [
+                {"subject_kind": "group", "subject": "analysts", "access": "query"}
+            ]})),
+        )
+        .await
+        .expect(200);
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT 1 AS one",
+            None,
+            None,
+        )
+        .await;
+    answer.expect(200);
+    let bob = Principal::member("bob@example.com");
+    console
+        .create_query(&bob, &db, &credentials[0], "SELECT 1", None)
+        .await
+        .expect(403);
+    // Without a principal (the management API key): refused, saying why.
+    let anonymous = console
+        .send(
+            Method::POST,
+            QUERIES,
+            None,
+            None,
+            Some(&json!({"database_id": db, "credential_id": credentials[0], "query": "SELECT 1"})),
+        )
+        .await
+        .expect(403)
+        .json();
+    assert!(
+        anonymous["errors"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("needs a user")
+    );
+    // Bob sees nothing of alice's history on a database he may not query.
+    let listed = console
+        .send(
+            Method::GET,
+            &format!("{QUERIES}?database_id={db}"),
+            Some(bob),
+            None,
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed["data"], json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ai_agents_keep_to_the_ai_limits() {
+    admin().await;
+    let console = Console::new();
+    let agent = alice().agent(true);
+    let credentials = json!([
+        {"username": "checker", "password": PASSWORD, "ai_allowed": true},
+        {"username": "certuser"},
+    ]);
+    let (off, off_credentials) = console.database(json!({}), credentials.clone()).await;
+    console
+        .create_query(&agent, &off, &off_credentials[0], "SELECT 1", None)
+        .await
+        .expect(403);
+    let (db, ids) = console
+        .database(json!({"ai_enabled": true, "ai_max_rows": 5}), credentials)
+        .await;
+    let refused = console
+        .create_query(&agent, &db, &ids[1], "SELECT 1", None)
+        .await
+        .expect(403)
+        .json();
+    assert!(
+        refused["errors"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("ai_allowed")
+    );
+    let (_, answer) = console
+        .query(
+            &agent,
+            &db,
+            &ids[0],
+            "SELECT g FROM generate_series(1, 100) g",
+            Some(50),
+            None,
+        )
+        .await;
+    let result = answer.expect(200).json();
+    assert_eq!(result["row_count"], 5);
+    assert_eq!(result["truncated"], true);
+    // A person gets the rows asked for.
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &ids[0],
+            "SELECT g FROM generate_series(1, 100) g",
+            Some(50),
+            None,
+        )
+        .await;
+    assert_eq!(answer.expect(200).json()["row_count"], 50);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panel_inputs_are_values_never_text() {
+    let server = admin().await;
+    let table = format!("run_panel_{}", ulid());
+    server
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (id int PRIMARY KEY, name text);
+             INSERT INTO {table} VALUES (1, 'one'), (2, 'two');"
+        ))
+        .await
+        .expect("a table");
+    let console = Console::new();
+    let (db, credentials) = console.database(json!({}), checker()).await;
+    let (_, reviewed) = console
+        .database(
+            json!({}),
+            json!([{"username": "checker", "password": PASSWORD, "reviews_required": 1}]),
+        )
+        .await;
+    let panel = |query: &str, credential: &str| {
+        json!({
+            "title": "p",
+            "inputs": [{"key": "id", "description": ""}, {"key": "name", "description": ""}],
+            "details": {"__type__": "query", "query": query, "credential_id": credential},
+        })
+    };
+    let dashboard = console
+        .send(
+            Method::POST,
+            "/v1/dashboards",
+            Some(root()),
+            None,
+            Some(&json!({"name": "panels", "restricted_access": false, "panels": [
+                panel(&format!("SELECT id, name, ${{name}} AS given FROM {table} WHERE id = ${{id}} OR name = '${{name}}'"), &credentials[0]),
+                panel("SELECT ${id}::text || ${name}", "crd_nowhere"),
+                panel("SELECT ${id}::text || ${name}", &reviewed[0]),
+                panel(&format!("DELETE FROM {table} WHERE id = ${{id}} OR name = ${{name}}"), &credentials[0]),
+            ]})),
+        )
+        .await
+        .expect(200)
+        .json();
+    let dashboard_id = dashboard["id"].as_str().unwrap();
+    let panel_ids: Vec<&str> = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    let run = |panel: usize, inputs: Value| {
+        let path = format!(
+            "/v1/dashboards/{dashboard_id}/panels/{}/run",
+            panel_ids[panel]
+        );
+        let console = &console;
+        async move {
+            console
+                .send(
+                    Method::POST,
+                    &path,
+                    Some(alice()),
+                    None,
+                    Some(&json!({ "inputs": inputs })),
+                )
+                .await
+        }
+    };
+    let hostile = format!("'; DROP TABLE {table}; --");
+    let result = run(0, json!({"id": "2", "name": hostile}))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(result["rows"], json!([[2, "two", hostile]]));
+    let count: i64 = server
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .await
+        .expect("the table is still there")
+        .get(0);
+    assert_eq!(count, 2);
+
+    let bad = run(0, json!({"id": "abc", "name": "x"}))
+        .await
+        .expect(422)
+        .json();
+    assert!(bad["errors"]["inputs.id"].is_array(), "{bad}");
+    let missing = run(0, json!({"id": "1"})).await.expect(422).json();
+    assert!(missing["errors"]["inputs.name"].is_array(), "{missing}");
+    let unknown = run(0, json!({"id": "1", "name": "x", "other": "y"}))
+        .await
+        .expect(422)
+        .json();
+    assert!(unknown["errors"]["inputs.other"].is_array(), "{unknown}");
+    let nowhere = run(1, json!({"id": "1", "name": "x"}))
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        nowhere["errors"]["credential_id"][0]
+            .as_str()
+            .unwrap()
+            .contains("names no stored credential"),
+        "{nowhere}"
+    );
+    run(2, json!({"id": "1", "name": "x"})).await.expect(422);
+    // Panels are read-only: a write is refused by the server, and changes nothing.
+    let write = run(3, json!({"id": "1", "name": "one"}))
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        write["errors"]["query"][0]
+            .as_str()
+            .unwrap()
+            .contains("read-only"),
+        "{write}"
+    );
+    let count: i64 = server
+        .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+        .await
+        .expect("the table")
+        .get(0);
+    assert_eq!(count, 2);
+
+    // Every run is one audit event with its facts and never its text or values.
+    let audit = console
+        .send(
+            Method::GET,
+            &format!("/api/v1/console/audit?resource={dashboard_id}"),
+            None,
+            None,
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let runs: Vec<&Value> = audit["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["action"] == "panel.run")
+        .collect();
+    assert!(!runs.is_empty(), "{audit}");
+    let first = runs.last().unwrap();
+    assert_eq!(first["run"]["outcome"], "succeeded");
+    assert_eq!(first["run"]["rows"], 1);
+    assert_eq!(first["run"]["statement_sha256"].as_str().unwrap().len(), 64);
+    assert!(!audit.to_string().contains("DROP TABLE"), "{audit}");
+    server
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .expect("cleanup");
+}
