@@ -779,7 +779,7 @@ async fn panel_inputs_are_values_never_text() {
         .await
         .expect("a table");
     let console = Console::new();
-    let (db, credentials) = console.database(json!({}), checker()).await;
+    let (_, credentials) = console.database(json!({}), checker()).await;
     let (_, reviewed) = console
         .database(
             json!({}),

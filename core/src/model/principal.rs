@@ -66,7 +66,7 @@ impl Principal {
     pub fn is_named_by(&self, permission: &super::Permission) -> bool {
         match permission.subject_kind {
             super::SubjectKind::User => permission.subject == self.user,
-            super::SubjectKind::Group => self.groups.iter().any(|g| *g == permission.subject),
+            super::SubjectKind::Group => self.groups.contains(&permission.subject),
         }
     }
 }

@@ -310,7 +310,7 @@ mod tests {
             single("SELECT ';' -- ;\n ; -- end", pg),
             Ok("SELECT ';' -- ;\n ")
         );
-        assert_eq!(single("SELECT $$a;b$$, $t$;$t$", pg).map(str::len), Ok(22));
+        assert_eq!(single("SELECT $$a;b$$, $t$;$t$", pg).map(str::len), Ok(23));
         assert_eq!(
             single("SELECT \"a;b\" FROM t /* ; */", pg).map(str::len),
             Ok(27)
@@ -325,7 +325,7 @@ mod tests {
         assert!(single("SELECT 'open", pg).is_err());
         assert_eq!(single("SELECT $1 FROM t", pg), Ok("SELECT $1 FROM t"));
         let my = Dialect::Mysql;
-        assert_eq!(single("SELECT 'a\\';b' # ;\n", my).map(str::len), Ok(17));
+        assert_eq!(single("SELECT 'a\\';b' # ;\n", my).map(str::len), Ok(19));
         assert!(single("SELECT 1; SELECT 2", my).is_err());
     }
 

@@ -28,6 +28,7 @@ mod response;
 mod router;
 
 pub use error::ApiError;
+pub use queries::{DEFAULT_MAX_ROWS, DEFAULT_ROW_LIMIT, DEFAULT_STATEMENT_TIMEOUT};
 pub use request_id::{REQUEST_ID_HEADER, REQUEST_ID_MAX, RequestId};
 pub use response::{BodyError, ResponseBody};
 
@@ -128,8 +129,8 @@ impl ConsoleService {
                 openapi: std::sync::OnceLock::new(),
                 runners: crate::run::Runners::none(),
                 trust_principal: false,
-                max_rows: queries::DEFAULT_MAX_ROWS,
-                statement_timeout: queries::DEFAULT_STATEMENT_TIMEOUT,
+                max_rows: DEFAULT_MAX_ROWS,
+                statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
                 credential_index: std::sync::Mutex::new(std::collections::HashMap::new()),
             },
         }
@@ -261,7 +262,7 @@ impl ConsoleServiceBuilder {
         self
     }
 
-    /// The most rows a run may return (default [`queries::DEFAULT_MAX_ROWS`]): a request's
+    /// The most rows a run may return (default [`DEFAULT_MAX_ROWS`]): a request's
     /// `limit` above it is refused.
     pub fn max_rows(mut self, rows: u32) -> Self {
         self.shared.max_rows = rows.max(1);

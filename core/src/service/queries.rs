@@ -544,9 +544,9 @@ impl Shared {
             )
             .into());
         }
-        let max_rows = if dashboard.restricted_access {
-            self.admit(principal, &db, &credential, limit).await?
-        } else if principal.agent {
+        // A restricted dashboard runs only for those with access to the database; an agent
+        // keeps to the AI limits on any dashboard.
+        let max_rows = if dashboard.restricted_access || principal.agent {
             self.admit(principal, &db, &credential, limit).await?
         } else {
             limit

@@ -1386,8 +1386,36 @@ mod tests {
             crate::model::mint_caller_key(CredentialKind::AccessToken, Scope::Setup, "ci");
         key.last_used_at = Some(Timestamp::from_micros(1_795_341_845_123_456));
         let bytes = encode_caller_key(&key).unwrap();
-        assert_eq!(bytes[0], RECORD_V1);
+        assert_eq!(bytes[0], CALLER_KEY_V2);
         assert_eq!(decode_caller_key(key.id.as_str(), &bytes).unwrap(), key);
+        // Bound to a user (an agent key: its scope says so).
+        let (mut bound, _) =
+            crate::model::mint_caller_key(CredentialKind::ApiKey, Scope::Agent, "agent");
+        bound.principal = Some(
+            crate::model::Principal::member("a@example.com")
+                .groups(["g1", "g2"])
+                .agent(true),
+        );
+        let stored = encode_caller_key(&bound).unwrap();
+        assert_eq!(
+            decode_caller_key(bound.id.as_str(), &stored).unwrap(),
+            bound
+        );
+        // A version 1 record (before users) reads as a key bound to none.
+        let v1 = framed(
+            RECORD_V1,
+            &CallerKeyV1 {
+                id: key.id.as_str().to_owned(),
+                name: key.name.clone(),
+                kind: key.kind.as_str().to_owned(),
+                scope: key.scope.as_str().to_owned(),
+                digest: key.digest,
+                created_at: key.created_at.as_micros(),
+                last_used_at: key.last_used_at.map(Timestamp::as_micros),
+            },
+        )
+        .unwrap();
+        assert_eq!(decode_caller_key(key.id.as_str(), &v1).unwrap(), key);
         assert!(matches!(
             decode_caller_key("key_other", &bytes),
             Err(RecordError::KeyMismatch { .. })

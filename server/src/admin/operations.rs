@@ -54,7 +54,10 @@ pub async fn execute(storage: &dyn Storage, keys: &NodeKeys, request: AdminReque
             key.principal = principal;
             let info = KeyInfo::from(&key);
             match storage.insert_caller_key(key, &admin_origin()).await {
-                Ok(()) => AdminReply::Created { key: info, secret },
+                Ok(()) => AdminReply::Created {
+                    key: Box::new(info),
+                    secret,
+                },
                 Err(error) => storage_failed(&error),
             }
         }
@@ -67,7 +70,7 @@ pub async fn execute(storage: &dyn Storage, keys: &NodeKeys, request: AdminReque
         AdminRequest::Revoke { id } => {
             match storage.delete_caller_key(&id, &admin_origin()).await {
                 Ok(key) => AdminReply::Revoked {
-                    key: KeyInfo::from(&key),
+                    key: Box::new(KeyInfo::from(&key)),
                 },
                 Err(StorageError::NotFound) => AdminReply::failed(
                     Failure::NotFound,
@@ -124,6 +127,54 @@ fn admin_origin() -> Origin {
 
 fn storage_failed(error: &StorageError) -> AdminReply {
     AdminReply::failed(Failure::Storage, format!("the store failed: {error}"))
+}
+
+/// The principal a created key is bound to: `--user` with its `--groups` and `--role`. The
+/// `query` and `ai-agent` scopes need one; a setup key takes none.
+fn principal_of(
+    scope: Scope,
+    user: Option<String>,
+    groups: Vec<String>,
+    role: Option<String>,
+) -> Result<Option<Principal>, String> {
+    let user = user
+        .map(|user| user.trim().to_owned())
+        .filter(|u| !u.is_empty());
+    let Some(user) = user else {
+        if matches!(scope, Scope::Query | Scope::Agent) {
+            return Err(format!(
+                "a key of scope {scope} runs queries as a user: give it one with --user"
+            ));
+        }
+        if !groups.is_empty() || role.is_some() {
+            return Err(
+                "--groups and --role describe the key's user: give it one with --user".to_owned(),
+            );
+        }
+        return Ok(None);
+    };
+    if scope == Scope::Setup {
+        return Err("a setup key runs no query: it takes no --user".to_owned());
+    }
+    if user.chars().count() > 320 || user.chars().any(char::is_control) {
+        return Err("--user must be at most 320 characters, without control characters".to_owned());
+    }
+    let role = match role.as_deref().map(str::parse::<Role>) {
+        None => Role::Member,
+        Some(Ok(role)) => role,
+        Some(Err(why)) => return Err(format!("--role {why}")),
+    };
+    let groups: Vec<String> = groups
+        .into_iter()
+        .map(|g| g.trim().to_owned())
+        .filter(|g| !g.is_empty())
+        .collect();
+    Ok(Some(
+        Principal::member(user)
+            .groups(groups)
+            .role(role)
+            .agent(scope == Scope::Agent),
+    ))
 }
 
 #[cfg(test)]
@@ -290,52 +341,4 @@ mod tests {
         }
         assert!(storage.list_caller_keys().await.unwrap().is_empty());
     }
-}
-
-/// The principal a created key is bound to: `--user` with its `--groups` and `--role`. The
-/// `query` and `ai-agent` scopes need one; a setup key takes none.
-fn principal_of(
-    scope: Scope,
-    user: Option<String>,
-    groups: Vec<String>,
-    role: Option<String>,
-) -> Result<Option<Principal>, String> {
-    let user = user
-        .map(|user| user.trim().to_owned())
-        .filter(|u| !u.is_empty());
-    let Some(user) = user else {
-        if matches!(scope, Scope::Query | Scope::Agent) {
-            return Err(format!(
-                "a key of scope {scope} runs queries as a user: give it one with --user"
-            ));
-        }
-        if !groups.is_empty() || role.is_some() {
-            return Err(
-                "--groups and --role describe the key's user: give it one with --user".to_owned(),
-            );
-        }
-        return Ok(None);
-    };
-    if scope == Scope::Setup {
-        return Err("a setup key runs no query: it takes no --user".to_owned());
-    }
-    if user.chars().count() > 320 || user.chars().any(char::is_control) {
-        return Err("--user must be at most 320 characters, without control characters".to_owned());
-    }
-    let role = match role.as_deref().map(str::parse::<Role>) {
-        None => Role::Member,
-        Some(Ok(role)) => role,
-        Some(Err(why)) => return Err(format!("--role {why}")),
-    };
-    let groups: Vec<String> = groups
-        .into_iter()
-        .map(|g| g.trim().to_owned())
-        .filter(|g| !g.is_empty())
-        .collect();
-    Ok(Some(
-        Principal::member(user)
-            .groups(groups)
-            .role(role)
-            .agent(scope == Scope::Agent),
-    ))
 }

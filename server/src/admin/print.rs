@@ -223,7 +223,7 @@ mod tests {
     #[test]
     fn created_output_labels_the_secret_and_the_id() {
         let reply = AdminReply::Created {
-            key: KeyInfo {
+            key: Box::new(KeyInfo {
                 id: "key_01".to_owned(),
                 kind: CredentialKind::AccessToken,
                 scope: Scope::Full,
@@ -233,7 +233,7 @@ mod tests {
                 user: None,
                 groups: Vec::new(),
                 role: None,
-            },
+            }),
             secret: Secret::from("dbc_at_s3cr3t"),
         };
         let out = printed(&reply);

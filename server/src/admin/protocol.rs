@@ -152,7 +152,7 @@ pub enum AdminReply {
     /// The key was stored; `secret` is the only copy there will ever be.
     Created {
         /// The stored key.
-        key: KeyInfo,
+        key: Box<KeyInfo>,
         /// Its secret.
         #[serde(with = "secret_text")]
         secret: Secret,
@@ -165,7 +165,7 @@ pub enum AdminReply {
     /// The key was deleted.
     Revoked {
         /// The key as it was.
-        key: KeyInfo,
+        key: Box<KeyInfo>,
     },
     /// The backup was written.
     #[serde(rename = "backed_up")]
