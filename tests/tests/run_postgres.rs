@@ -5,253 +5,17 @@
 //! event of a run. Principals come from the embedding program (`trust_principal`), as in an
 //! application that mounts the service behind its own login.
 
+mod run_support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use dbconsole_core::auth::StaticCredentials;
-use dbconsole_core::model::{Principal, Role, Secret};
-use dbconsole_core::run::{PoolLimits, standard_runners};
-use dbconsole_core::{ConsoleService, Sealer};
-use dbconsole_storage_memory::MemoryStorage;
-use http::{Method, Request, StatusCode, header};
-use http_body_util::{BodyExt as _, Full};
+use dbconsole_core::model::Principal;
+use http::{Method, StatusCode};
+use run_support::*;
 use serde_json::{Value, json};
-use tower::ServiceExt as _;
 
 const PORT: u16 = 5432;
-const PASSWORD: &str = "checkpw";
-const API_KEY: &str = "run-tests-api-key-0123456789";
-const QUERIES: &str = "/api/v1/console/queries";
-
-struct Console {
-    service: ConsoleService,
-}
-
-struct Answer {
-    status: StatusCode,
-    content_type: Option<String>,
-    body: Result<Bytes, String>,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        let body = self.body.as_ref().expect("a whole body");
-        serde_json::from_slice(body).unwrap_or_else(|error| {
-            panic!(
-                "{}: not JSON ({error}): {}",
-                self.status,
-                String::from_utf8_lossy(body)
-            )
-        })
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(self.body.as_ref().expect("a whole body")).into_owned()
-    }
-
-    #[track_caller]
-    fn expect(self, status: u16) -> Self {
-        assert_eq!(
-            self.status.as_u16(),
-            status,
-            "unexpected status; body: {:?}",
-            self.body
-                .as_ref()
-                .map(|b| String::from_utf8_lossy(b).into_owned())
-        );
-        self
-    }
-}
-
-fn alice() -> Principal {
-    Principal::member("alice@example.com").groups(["analysts"])
-}
-
-fn root() -> Principal {
-    Principal::member("root@example.com").role(Role::SuperAdmin)
-}
-
-impl Console {
-    fn new() -> Self {
-        let credentials = StaticCredentials::new(Some(&Secret::from(API_KEY)), None);
-        let service = ConsoleService::builder(
-            Arc::new(MemoryStorage::new()),
-            Arc::new(credentials),
-            Sealer::ephemeral().expect("a random key"),
-        )
-        .runners(standard_runners(PoolLimits {
-            size: 2,
-            wait: Duration::from_millis(500),
-        }))
-        .trust_principal(true)
-        .max_rows(1_000)
-        .build();
-        Self { service }
-    }
-
-    async fn send(
-        &self,
-        method: Method,
-        path: &str,
-        principal: Option<Principal>,
-        accept: Option<&str>,
-        body: Option<&Value>,
-    ) -> Answer {
-        let mut request = Request::builder().method(method).uri(path);
-        match &principal {
-            Some(_) => {}
-            None => request = request.header("x-api-key", API_KEY),
-        }
-        if let Some(accept) = accept {
-            request = request.header(header::ACCEPT, accept);
-        }
-        if body.is_some() {
-            request = request.header(header::CONTENT_TYPE, "application/json");
-        }
-        let mut request = request
-            .body(Full::new(
-                body.map(|b| Bytes::from(b.to_string())).unwrap_or_default(),
-            ))
-            .expect("a request");
-        if let Some(principal) = principal {
-            request.extensions_mut().insert(principal);
-        }
-        let response = self
-            .service
-            .clone()
-            .oneshot(request)
-            .await
-            .unwrap_or_else(|never| match never {});
-        let status = response.status();
-        let content_type = response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map(|collected| collected.to_bytes())
-            .map_err(|error| error.to_string());
-        Answer {
-            status,
-            content_type,
-            body,
-        }
-    }
-
-    /// Creates a database as the management API does; its id and credential ids by username.
-    async fn database(&self, extra: Value, credentials: Value) -> (String, Vec<String>) {
-        let mut body = json!({
-            "name": format!("run test {}", ulid()),
-            "adapter": "postgres",
-            "hostname": "127.0.0.1",
-            "port": PORT,
-            "database": "checkdb",
-            "credentials": credentials,
-        });
-        for (key, value) in extra.as_object().expect("an object") {
-            body[key] = value.clone();
-        }
-        let created = self
-            .send(
-                Method::POST,
-                "/api/v1/console/databases",
-                None,
-                None,
-                Some(&body),
-            )
-            .await
-            .expect(200)
-            .json();
-        let ids = created["credentials"]
-            .as_array()
-            .expect("credentials")
-            .iter()
-            .map(|c| c["id"].as_str().expect("an id").to_owned())
-            .collect();
-        (created["id"].as_str().expect("an id").to_owned(), ids)
-    }
-
-    async fn create_query(
-        &self,
-        principal: &Principal,
-        database: &str,
-        credential: &str,
-        query: &str,
-        limit: Option<u32>,
-    ) -> Answer {
-        let mut body =
-            json!({"database_id": database, "credential_id": credential, "query": query});
-        if let Some(limit) = limit {
-            body["limit"] = json!(limit);
-        }
-        self.send(
-            Method::POST,
-            QUERIES,
-            Some(principal.clone()),
-            None,
-            Some(&body),
-        )
-        .await
-    }
-
-    async fn run(&self, principal: &Principal, id: &str, accept: Option<&str>) -> Answer {
-        self.send(
-            Method::POST,
-            &format!("{QUERIES}/{id}/run"),
-            Some(principal.clone()),
-            accept,
-            None,
-        )
-        .await
-    }
-
-    /// Creates and runs a query; the run's answer.
-    async fn query(
-        &self,
-        principal: &Principal,
-        database: &str,
-        credential: &str,
-        query: &str,
-        limit: Option<u32>,
-        accept: Option<&str>,
-    ) -> (String, Answer) {
-        let created = self
-            .create_query(principal, database, credential, query, limit)
-            .await
-            .expect(200)
-            .json();
-        let id = created["id"].as_str().expect("an id").to_owned();
-        let answer = self.run(principal, &id, accept).await;
-        (id, answer)
-    }
-
-    async fn history(&self, principal: &Principal, id: &str) -> Value {
-        self.send(
-            Method::GET,
-            &format!("{QUERIES}/{id}"),
-            Some(principal.clone()),
-            None,
-            None,
-        )
-        .await
-        .expect(200)
-        .json()
-    }
-}
-
-fn ulid() -> String {
-    format!(
-        "{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos()
-    )
-}
 
 fn checker() -> Value {
     json!([{"username": "checker", "password": PASSWORD}])
@@ -304,7 +68,9 @@ async fn gone_within(client: &tokio_postgres::Client, marker: &str, within: Dura
 async fn results_keep_their_types_in_every_format() {
     admin().await;
     let console = Console::new();
-    let (db, credentials) = console.database(json!({}), checker()).await;
+    let (db, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
     let statement = "SELECT 9007199254740993::int8 AS big, 42::int4 AS small, 12.50::numeric(6,2) AS price, \
          'a,\"b\"'::text AS t, '\\x00ff'::bytea AS b, '{\"k\": [1, null]}'::jsonb AS j, \
          TIMESTAMPTZ '2024-02-03 04:05:06.789+00' AS at, DATE '2024-02-29' AS d, NULL::text AS n, \
@@ -405,7 +171,9 @@ async fn results_keep_their_types_in_every_format() {
 async fn the_row_cap_truncates_and_a_query_runs_once() {
     admin().await;
     let console = Console::new();
-    let (db, credentials) = console.database(json!({}), checker()).await;
+    let (db, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
     let (id, answer) = console
         .query(
             &alice(),
@@ -459,7 +227,9 @@ async fn the_row_cap_truncates_and_a_query_runs_once() {
 async fn bad_statements_are_client_errors_and_the_history_says_so() {
     admin().await;
     let console = Console::new();
-    let (db, credentials) = console.database(json!({}), checker()).await;
+    let (db, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
     let several = console
         .create_query(
             &alice(),
@@ -536,6 +306,8 @@ async fn bad_statements_are_client_errors_and_the_history_says_so() {
     // The wrong password: the database could not be reached (502), and no secret is said.
     let (db, credentials) = console
         .database(
+            "postgres",
+            PORT,
             json!({}),
             json!([{"username": "checker", "password": "Wr0ng-Pa55word-7731"}]),
         )
@@ -554,6 +326,8 @@ async fn a_statement_over_its_timeout_ends_on_the_server() {
     let console = Console::new();
     let (db, credentials) = console
         .database(
+            "postgres",
+            PORT,
             json!({}),
             json!([{"username": "checker", "password": PASSWORD, "timeout": 1}]),
         )
@@ -582,7 +356,9 @@ async fn a_statement_over_its_timeout_ends_on_the_server() {
 async fn a_client_that_goes_away_cancels_its_statement_on_the_server() {
     let server = admin().await;
     let console = Arc::new(Console::new());
-    let (db, credentials) = console.database(json!({}), checker()).await;
+    let (db, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
     let marker = format!("cancel_{}", ulid());
     let statement = format!("SELECT pg_sleep(600) AS {marker}");
     let created = console
@@ -631,7 +407,12 @@ async fn restricted_databases_refuse_the_unauthorized() {
     admin().await;
     let console = Console::new();
     let (db, credentials) = console
-        .database(json!({"restrict_access": true}), checker())
+        .database(
+            "postgres",
+            PORT,
+            json!({"restrict_access": true}),
+            checker(),
+        )
         .await;
     let refused = console
         .create_query(&alice(), &db, &credentials[0], "SELECT 1", None)
@@ -721,13 +502,20 @@ async fn ai_agents_keep_to_the_ai_limits() {
         {"username": "checker", "password": PASSWORD, "ai_allowed": true},
         {"username": "certuser"},
     ]);
-    let (off, off_credentials) = console.database(json!({}), credentials.clone()).await;
+    let (off, off_credentials) = console
+        .database("postgres", PORT, json!({}), credentials.clone())
+        .await;
     console
         .create_query(&agent, &off, &off_credentials[0], "SELECT 1", None)
         .await
         .expect(403);
     let (db, ids) = console
-        .database(json!({"ai_enabled": true, "ai_max_rows": 5}), credentials)
+        .database(
+            "postgres",
+            PORT,
+            json!({"ai_enabled": true, "ai_max_rows": 5}),
+            credentials,
+        )
         .await;
     let refused = console
         .create_query(&agent, &db, &ids[1], "SELECT 1", None)
@@ -779,9 +567,13 @@ async fn panel_inputs_are_values_never_text() {
         .await
         .expect("a table");
     let console = Console::new();
-    let (_, credentials) = console.database(json!({}), checker()).await;
+    let (_, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
     let (_, reviewed) = console
         .database(
+            "postgres",
+            PORT,
             json!({}),
             json!([{"username": "checker", "password": PASSWORD, "reviews_required": 1}]),
         )

@@ -32,6 +32,8 @@ use crate::model::Timestamp;
 use crate::service::BodyError;
 
 pub mod encode;
+#[cfg(feature = "mysql")]
+pub mod mysql;
 pub mod pool;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -182,6 +184,10 @@ pub fn standard_runners(limits: PoolLimits) -> Runners {
             Adapter::Postgres,
             Arc::new(postgres::PostgresRunner::new(limits)),
         );
+    }
+    #[cfg(feature = "mysql")]
+    {
+        runners = runners.with(Adapter::Mysql, Arc::new(mysql::MysqlRunner::new(limits)));
     }
     runners
 }

@@ -1,0 +1,362 @@
+//! MySQL and MariaDB: [`MysqlRunner`], with mysql_async over the checker's connection
+//! ([`crate::check::mysql::connect`]: TCP, the same TLS rules).
+//!
+//! - **Statements** run as prepared statements (the binary protocol, so values arrive typed);
+//!   a panel's `${key}` inputs are `?` parameters sent as text, which the server converts.
+//! - **Timeout**: each session sets it at start: `max_statement_time` (seconds) on MariaDB,
+//!   `max_execution_time` (milliseconds, `SELECT` only: MySQL's own limit) on MySQL.
+//! - **Read-only**: a panel runs in `START TRANSACTION READ ONLY`, rolled back.
+//! - **Row cap and cancel**: rows are read one by one from the socket; when the cap is reached
+//!   or the client goes away, `KILL QUERY` on a second connection ends the statement on the
+//!   server and the session is closed.
+//! - **Session state**: after every run the session is reset (`COM_RESET_CONNECTION`, which
+//!   drops what the statement may have `SET`) and its timeout set again; a session that fails
+//!   that is closed.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool::managed::{self, Object, PoolError, RecycleError, TimeoutType};
+use mysql_async::consts::ColumnType;
+use mysql_async::prelude::Queryable as _;
+use mysql_async::{Conn, Params, Value};
+
+use super::encode::{Column, Encoder};
+use super::pool::{PoolLimits, Pools};
+use super::statement::{Dialect, bind_inputs};
+use super::{Connector, QueryRunner, RowSink, RunError, RunJob};
+use crate::check::{TunnelEndpoint, error_chain, scrub_message};
+
+/// The character set number that means binary data.
+const BINARY: u16 = 63;
+
+/// Runs MySQL and MariaDB queries.
+#[derive(Debug)]
+pub struct MysqlRunner {
+    pools: Pools<Manager>,
+}
+
+impl MysqlRunner {
+    /// A runner whose pools hold at most `limits.size` sessions each.
+    pub fn new(limits: PoolLimits) -> Self {
+        Self {
+            pools: Pools::new(limits),
+        }
+    }
+}
+
+/// A pooled session, with the statement that sets its timeout.
+pub struct Session {
+    conn: Conn,
+    set_timeout: String,
+    _tunnel: Option<TunnelEndpoint>,
+}
+
+/// Opens a credential's sessions.
+pub struct Manager {
+    connector: Connector,
+    timeout: Duration,
+    connect_timeout: Duration,
+}
+
+impl managed::Manager for Manager {
+    type Type = Session;
+    type Error = RunError;
+
+    async fn create(&self) -> Result<Session, RunError> {
+        let opened = (self.connector)().await.map_err(RunError::Connect)?;
+        let target = opened.target;
+        let connect = async {
+            let mut conn = crate::check::mysql::connect(&target).await?;
+            let version: Option<String> = conn
+                .query_first("SELECT VERSION()")
+                .await
+                .map_err(|e| error_chain(&e))?;
+            let set_timeout = if version.is_some_and(|v| v.contains("MariaDB")) {
+                format!(
+                    "SET SESSION max_statement_time = {}",
+                    self.timeout.as_secs_f64()
+                )
+            } else {
+                format!(
+                    "SET SESSION max_execution_time = {}",
+                    self.timeout.as_millis()
+                )
+            };
+            conn.query_drop(set_timeout.as_str())
+                .await
+                .map_err(|e| error_chain(&e))?;
+            Ok::<_, String>((conn, set_timeout))
+        };
+        match tokio::time::timeout(self.connect_timeout, connect).await {
+            Ok(Ok((conn, set_timeout))) => Ok(Session {
+                conn,
+                set_timeout,
+                _tunnel: opened.tunnel,
+            }),
+            Ok(Err(message)) => Err(RunError::Connect(scrub_message(&message, target.secrets()))),
+            Err(_) => Err(RunError::Connect(format!(
+                "connection timed out after {} s",
+                self.connect_timeout.as_secs_f64()
+            ))),
+        }
+    }
+
+    async fn recycle(
+        &self,
+        session: &mut Session,
+        _: &managed::Metrics,
+    ) -> managed::RecycleResult<RunError> {
+        session
+            .conn
+            .ping()
+            .await
+            .map_err(|_| RecycleError::message("the session is closed"))
+    }
+}
+
+#[async_trait]
+impl QueryRunner for MysqlRunner {
+    async fn run(&self, job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
+        let read_only = job.pool.read_only;
+        let pool = self.pools.get(&job.pool, job.version, || Manager {
+            connector: job.connector.clone(),
+            timeout: job.timeout,
+            connect_timeout: job.connect_timeout,
+        });
+        let gone = sink.gone();
+        tokio::pin!(gone);
+        let mut session = tokio::select! {
+            session = pool.get() => session.map_err(|error| match error {
+                PoolError::Backend(error) => error,
+                PoolError::Timeout(TimeoutType::Wait) => RunError::Busy,
+                PoolError::Timeout(_) => RunError::Connect("connecting timed out".to_owned()),
+                other => RunError::Connect(other.to_string()),
+            })?,
+            () = &mut gone => return Err(RunError::Cancelled),
+        };
+        let (statement, values) = match &job.inputs {
+            Some(inputs) => {
+                let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();
+                let bound = bind_inputs(&job.statement, Dialect::Mysql, &declared, |_, _| {
+                    "?".to_owned()
+                })
+                .map_err(|message| RunError::Input {
+                    field: "query".to_owned(),
+                    message,
+                })?;
+                let mut values = Vec::with_capacity(bound.keys.len());
+                for key in &bound.keys {
+                    let value = inputs.values.get(key).ok_or_else(|| RunError::Input {
+                        field: format!("inputs.{key}"),
+                        message: "is missing".to_owned(),
+                    })?;
+                    values.push(Value::Bytes(value.as_bytes().to_vec()));
+                }
+                (bound.statement, values)
+            }
+            None => (job.statement.clone(), Vec::new()),
+        };
+        let connection_id = session.conn.id();
+        let opts = session.conn.opts().clone();
+        let bound = job.timeout + Duration::from_secs(1);
+        let mut truncated = false;
+        let outcome = tokio::select! {
+            outcome = execute(&mut session.conn, &statement, values, sink, read_only, &mut truncated) => outcome,
+            () = &mut gone => Err(RunError::Cancelled),
+            () = tokio::time::sleep(bound) => Err(RunError::TimedOut(job.timeout)),
+        };
+        let outcome = outcome.map_err(|error| match error {
+            RunError::Database(message)
+                if message.contains("max_statement_time")
+                    || message.contains("maximum statement execution time") =>
+            {
+                RunError::TimedOut(job.timeout)
+            }
+            other => other,
+        });
+        let killed =
+            truncated || matches!(outcome, Err(RunError::Cancelled | RunError::TimedOut(_)));
+        if killed {
+            // The statement may still run (or still be sending rows): end it on the server,
+            // and close this session rather than pool it.
+            drop(Object::take(session));
+            let kill = async {
+                let mut conn = Conn::new(opts).await.ok()?;
+                conn.query_drop(format!("KILL QUERY {connection_id}"))
+                    .await
+                    .ok()?;
+                conn.disconnect().await.ok()
+            };
+            let _ = tokio::time::timeout(Duration::from_secs(1), kill).await;
+        } else {
+            let set_timeout = session.set_timeout.clone();
+            let reset = async {
+                session.conn.reset().await?;
+                session.conn.query_drop(set_timeout).await
+            };
+            if reset.await.is_err() {
+                drop(Object::take(session));
+            }
+        }
+        outcome
+    }
+
+    fn evict(&self, database_id: &str) {
+        self.pools.evict_database(database_id);
+    }
+}
+
+fn database_error(error: &mysql_async::Error) -> RunError {
+    match error {
+        mysql_async::Error::Server(server) => RunError::Database(format!(
+            "ERROR {} ({}): {}",
+            server.code, server.state, server.message
+        )),
+        mysql_async::Error::Io(_) => RunError::Connect(error_chain(error)),
+        other => RunError::Database(error_chain(other)),
+    }
+}
+
+async fn execute(
+    conn: &mut Conn,
+    statement: &str,
+    values: Vec<Value>,
+    sink: &mut RowSink,
+    read_only: bool,
+    truncated: &mut bool,
+) -> Result<(), RunError> {
+    if read_only {
+        conn.query_drop("START TRANSACTION READ ONLY")
+            .await
+            .map_err(|e| database_error(&e))?;
+    }
+    let params = if values.is_empty() {
+        Params::Empty
+    } else {
+        Params::Positional(values)
+    };
+    let mut result = conn
+        .exec_iter(statement, params)
+        .await
+        .map_err(|e| database_error(&e))?;
+    let stored = result.columns().unwrap_or_else(|| Vec::new().into());
+    let renders: Vec<Render> = stored.iter().map(Render::of).collect();
+    let columns: Vec<Column> = stored
+        .iter()
+        .zip(&renders)
+        .map(|(c, render)| Column {
+            name: c.name_str().into_owned(),
+            type_name: type_name(c.column_type()),
+            base64: *render == Render::Bytes,
+        })
+        .collect();
+    loop {
+        let row = result.next().await.map_err(|e| database_error(&e))?;
+        let Some(row) = row else { break };
+        if !sink.is_started() {
+            sink.columns(&columns);
+        }
+        let Some(encoder) = sink.row() else {
+            *truncated = true;
+            return Ok(());
+        };
+        for (i, render) in renders.iter().enumerate() {
+            match row.as_ref(i) {
+                None | Some(Value::NULL) => encoder.null(),
+                Some(value) => render.write(encoder, value),
+            }
+        }
+        sink.end_row().await.map_err(|_| RunError::Cancelled)?;
+    }
+    drop(result);
+    if !sink.is_started() {
+        sink.columns(&columns);
+    }
+    sink.flush().await.map_err(|_| RunError::Cancelled)?;
+    if read_only {
+        conn.query_drop("ROLLBACK")
+            .await
+            .map_err(|e| database_error(&e))?;
+    }
+    Ok(())
+}
+
+/// `MYSQL_TYPE_NEWDECIMAL` → `newdecimal`.
+fn type_name(column_type: ColumnType) -> String {
+    let name = format!("{column_type:?}");
+    name.strip_prefix("MYSQL_TYPE_")
+        .unwrap_or(&name)
+        .to_ascii_lowercase()
+}
+
+/// How a column's values are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Render {
+    /// Numbers, text, dates as the value says.
+    Value,
+    /// Exact decimals: text.
+    Decimal,
+    /// JSON documents.
+    Json,
+    /// Binary strings and bits: base64.
+    Bytes,
+    /// A date without a time.
+    Date,
+}
+
+impl Render {
+    fn of(column: &mysql_async::Column) -> Self {
+        match column.column_type() {
+            ColumnType::MYSQL_TYPE_DECIMAL | ColumnType::MYSQL_TYPE_NEWDECIMAL => Render::Decimal,
+            ColumnType::MYSQL_TYPE_JSON => Render::Json,
+            ColumnType::MYSQL_TYPE_BIT | ColumnType::MYSQL_TYPE_GEOMETRY => Render::Bytes,
+            ColumnType::MYSQL_TYPE_DATE | ColumnType::MYSQL_TYPE_NEWDATE => Render::Date,
+            ColumnType::MYSQL_TYPE_TINY_BLOB
+            | ColumnType::MYSQL_TYPE_MEDIUM_BLOB
+            | ColumnType::MYSQL_TYPE_LONG_BLOB
+            | ColumnType::MYSQL_TYPE_BLOB
+            | ColumnType::MYSQL_TYPE_VAR_STRING
+            | ColumnType::MYSQL_TYPE_STRING
+            | ColumnType::MYSQL_TYPE_VARCHAR
+                if column.character_set() == BINARY =>
+            {
+                Render::Bytes
+            }
+            _ => Render::Value,
+        }
+    }
+
+    fn write(self, out: &mut Encoder, value: &Value) {
+        match (self, value) {
+            (_, Value::NULL) => out.null(),
+            (Render::Bytes, Value::Bytes(bytes)) => out.bytes(bytes),
+            (Render::Decimal, Value::Bytes(bytes)) => {
+                out.number_text(&String::from_utf8_lossy(bytes));
+            }
+            (Render::Json, Value::Bytes(bytes)) => out.json(&String::from_utf8_lossy(bytes)),
+            (_, Value::Bytes(bytes)) => out.text(&String::from_utf8_lossy(bytes)),
+            (_, Value::Int(n)) => out.int(*n),
+            (_, Value::UInt(n)) => out.uint(*n),
+            (_, Value::Float(f)) => out.float(f64::from(*f)),
+            (_, Value::Double(f)) => out.float(*f),
+            (Render::Date, Value::Date(y, m, d, ..)) => out.text(&format!("{y:04}-{m:02}-{d:02}")),
+            (_, Value::Date(y, m, d, h, mi, s, us)) => {
+                let mut text = format!("{y:04}-{m:02}-{d:02}T{h:02}:{mi:02}:{s:02}");
+                if *us > 0 {
+                    text.push_str(&format!(".{us:06}"));
+                }
+                out.text(&text);
+            }
+            (_, Value::Time(negative, days, h, m, s, us)) => {
+                let hours = u64::from(*days) * 24 + u64::from(*h);
+                let sign = if *negative { "-" } else { "" };
+                let mut text = format!("{sign}{hours:02}:{m:02}:{s:02}");
+                if *us > 0 {
+                    text.push_str(&format!(".{us:06}"));
+                }
+                out.text(&text);
+            }
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! Running queries against a real MariaDB (`.ci/db-servers-up.sh`: 127.0.0.1:3306, account
+//! `checker`/`checkpw`, database `checkdb`): typed results, the row cap, the timeout and the
+//! cancel enforced on the server (seen in `information_schema.PROCESSLIST`), and panel inputs
+//! as bind parameters in a read-only transaction.
+
+mod run_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable as _;
+use run_support::*;
+use serde_json::{Value, json};
+
+const PORT: u16 = 3306;
+
+fn checker() -> Value {
+    json!([{"username": "checker", "password": PASSWORD}])
+}
+
+/// A direct connection, to look at the server from outside dbconsole.
+async fn admin() -> mysql_async::Conn {
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(PORT)
+        .user(Some("checker"))
+        .pass(Some(PASSWORD))
+        .db_name(Some("checkdb"))
+        .prefer_socket(false);
+    mysql_async::Conn::new(opts).await.unwrap_or_else(|error| {
+        panic!(
+            "MariaDB is not running on 127.0.0.1:{PORT} ({error}): start the test database \
+             servers with `sudo bash .ci/db-servers-up.sh`"
+        )
+    })
+}
+
+/// Whether a statement holding `marker` still runs on the server.
+async fn running(conn: &mut mysql_async::Conn, marker: &str) -> bool {
+    let count: Option<i64> = conn
+        .exec_first(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+             WHERE INFO LIKE ? AND ID <> CONNECTION_ID()",
+            (format!("%{marker}%"),),
+        )
+        .await
+        .expect("the process list");
+    count.unwrap_or(0) > 0
+}
+
+async fn gone_within(conn: &mut mysql_async::Conn, marker: &str, within: Duration) {
+    let started = Instant::now();
+    while running(conn, marker).await {
+        assert!(
+            started.elapsed() < within,
+            "the statement {marker} still runs on the server after {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_keep_their_types_and_the_cap_holds() {
+    let mut server = admin().await;
+    let console = Console::new();
+    let (db, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
+    let statement = "SELECT 9007199254740993 AS big, 42 AS small, CAST(12.50 AS DECIMAL(6,2)) AS price, \
+         'a,b' AS t, X'00FF' AS b, DATE '2024-02-29' AS d, \
+         TIMESTAMP '2024-02-03 04:05:06.5' AS at, NULL AS n, 1.5e0 AS f";
+    let (id, answer) = console
+        .query(&alice(), &db, &credentials[0], statement, None, None)
+        .await;
+    let result = answer.expect(200).json();
+    assert_eq!(
+        result["rows"],
+        json!([[
+            "9007199254740993",
+            42,
+            "12.50",
+            "a,b",
+            "AP8=",
+            "2024-02-29",
+            "2024-02-03T04:05:06.500000",
+            null,
+            1.5
+        ]]),
+        "{result}"
+    );
+    assert_eq!(result["columns"][4]["encoding"], "base64");
+    assert_eq!(result["columns"][2]["type"], "newdecimal");
+    assert_eq!(console.history(&alice(), &id).await["status"], "succeeded");
+
+    let marker = format!("cap_{}", ulid());
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("SELECT seq AS {marker} FROM seq_1_to_50000000"),
+            Some(10),
+            Some("text/csv"),
+        )
+        .await;
+    let csv = answer.expect(200).text();
+    assert_eq!(csv.lines().count(), 11, "{csv}");
+    gone_within(&mut server, &marker, Duration::from_secs(1)).await;
+
+    let several = console
+        .create_query(&alice(), &db, &credentials[0], "SELECT 1; SELECT 2", None)
+        .await
+        .expect(422)
+        .json();
+    assert!(several["errors"]["query"].is_array());
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT * FROM no_such_table",
+            None,
+            None,
+        )
+        .await;
+    let error = answer.expect(422).json();
+    assert!(
+        error["errors"]["query"][0]
+            .as_str()
+            .unwrap()
+            .contains("doesn't exist"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
+    let mut server = admin().await;
+    let console = Arc::new(Console::new());
+    let (db, credentials) = console
+        .database(
+            "mysql",
+            PORT,
+            json!({}),
+            json!([{"username": "checker", "password": PASSWORD, "timeout": 1}]),
+        )
+        .await;
+    let marker = format!("timeout_{}", ulid());
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("SELECT SLEEP(30) AS {marker} FROM seq_1_to_2"),
+            None,
+            None,
+        )
+        .await;
+    answer.expect(504);
+    gone_within(&mut server, &marker, Duration::from_secs(1)).await;
+
+    let (db, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
+    let marker = format!("cancel_{}", ulid());
+    let created = console
+        .create_query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("SELECT SLEEP(600) AS {marker}"),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let id = created["id"].as_str().unwrap().to_owned();
+    let run = {
+        let console = Arc::clone(&console);
+        tokio::spawn(async move { console.run(&alice(), &id, None).await })
+    };
+    let started = Instant::now();
+    while !running(&mut server, &marker).await {
+        assert!(started.elapsed() < Duration::from_secs(10), "never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    run.abort();
+    gone_within(&mut server, &marker, Duration::from_secs(1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn panel_inputs_are_values_in_a_read_only_transaction() {
+    let mut server = admin().await;
+    let table = format!("run_panel_{}", ulid());
+    server
+        .query_drop(format!(
+            "CREATE TABLE {table} (id INT PRIMARY KEY, name TEXT); \
+             INSERT INTO {table} VALUES (1, 'one'), (2, 'two')"
+        ))
+        .await
+        .expect("a table");
+    let console = Console::new();
+    let (_, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
+    let panel = |query: String| {
+        json!({
+            "title": "p",
+            "inputs": [{"key": "id", "description": ""}, {"key": "name", "description": ""}],
+            "details": {"__type__": "query", "query": query, "credential_id": credentials[0]},
+        })
+    };
+    let dashboard = console
+        .send(
+            http::Method::POST,
+            "/v1/dashboards",
+            Some(root()),
+            None,
+            Some(&json!({"name": "panels", "restricted_access": false, "panels": [
+                panel(format!("SELECT id, name, ${{name}} AS given FROM {table} WHERE id = ${{id}}")),
+                panel(format!("DELETE FROM {table} WHERE id = ${{id}} OR name = ${{name}}")),
+            ]})),
+        )
+        .await
+        .expect(200)
+        .json();
+    let path = |i: usize| {
+        format!(
+            "/v1/dashboards/{}/panels/{}/run",
+            dashboard["id"].as_str().unwrap(),
+            dashboard["panels"][i]["id"].as_str().unwrap()
+        )
+    };
+    let hostile = format!("'; DROP TABLE {table}; --");
+    let result = console
+        .send(
+            http::Method::POST,
+            &path(0),
+            Some(alice()),
+            None,
+            Some(&json!({"inputs": {"id": "2", "name": hostile}})),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(result["rows"], json!([[2, "two", hostile]]));
+    let write = console
+        .send(
+            http::Method::POST,
+            &path(1),
+            Some(alice()),
+            None,
+            Some(&json!({"inputs": {"id": "1", "name": "one"}})),
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        write["errors"]["query"][0]
+            .as_str()
+            .unwrap()
+            .contains("READ ONLY"),
+        "{write}"
+    );
+    let count: Option<i64> = server
+        .query_first(format!("SELECT COUNT(*) FROM {table}"))
+        .await
+        .expect("the table is still there");
+    assert_eq!(count, Some(2));
+    server
+        .query_drop(format!("DROP TABLE {table}"))
+        .await
+        .expect("cleanup");
+}
