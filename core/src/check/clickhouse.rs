@@ -37,39 +37,48 @@ impl ClickhouseChecker {
 #[async_trait]
 impl ConnectionChecker for ClickhouseChecker {
     async fn check(&self, target: &CheckTarget) -> Result<(), String> {
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_nodelay(true);
-        let tcp = Via {
-            http,
-            via: target.connect_via,
-        };
-        let tls = if target.ssl {
-            tls::client_config(target)?
-        } else {
-            tls::placeholder_config()?
-        };
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(tcp);
-        let http_client = HyperClient::builder(TokioExecutor::new())
-            .pool_max_idle_per_host(0)
-            .build(connector);
-        let mut client = ::clickhouse::Client::with_http_client(http_client)
-            .with_url(url(target))
-            .with_user(target.username.clone())
-            .with_database(target.database.clone());
-        if let Some(password) = &target.password {
-            client = client.with_password(String::from_utf8_lossy(password.expose()));
-        }
-        client
+        client(target, false)?
             .query("SELECT 1")
             .execute()
             .await
             .map_err(|error| error_chain(&error))
     }
+}
+
+/// The client the checker uses for `target` (same TLS and tunnel): `keep_alive` keeps idle
+/// connections for the next query (a query runner's client), else each request has its own.
+pub(crate) fn client(
+    target: &CheckTarget,
+    keep_alive: bool,
+) -> Result<::clickhouse::Client, String> {
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_nodelay(true);
+    let tcp = Via {
+        http,
+        via: target.connect_via,
+    };
+    let tls = if target.ssl {
+        tls::client_config(target)?
+    } else {
+        tls::placeholder_config()?
+    };
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(tcp);
+    let http_client = HyperClient::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(if keep_alive { 4 } else { 0 })
+        .build(connector);
+    let mut client = ::clickhouse::Client::with_http_client(http_client)
+        .with_url(url(target))
+        .with_user(target.username.clone())
+        .with_database(target.database.clone());
+    if let Some(password) = &target.password {
+        client = client.with_password(String::from_utf8_lossy(password.expose()));
+    }
+    Ok(client)
 }
 
 fn url(target: &CheckTarget) -> String {

@@ -31,6 +31,8 @@ use crate::check::{Adapter, CheckTarget, TunnelEndpoint};
 use crate::model::Timestamp;
 use crate::service::BodyError;
 
+#[cfg(feature = "clickhouse")]
+pub mod clickhouse;
 pub mod encode;
 #[cfg(feature = "mysql")]
 pub mod mysql;
@@ -188,6 +190,13 @@ pub fn standard_runners(limits: PoolLimits) -> Runners {
     #[cfg(feature = "mysql")]
     {
         runners = runners.with(Adapter::Mysql, Arc::new(mysql::MysqlRunner::new(limits)));
+    }
+    #[cfg(feature = "clickhouse")]
+    {
+        runners = runners.with(
+            Adapter::Clickhouse,
+            Arc::new(clickhouse::ClickhouseRunner::new(limits)),
+        );
     }
     runners
 }

@@ -1,0 +1,184 @@
+//! Running queries against a real ClickHouse (`.ci/db-servers-up.sh`: HTTP on 127.0.0.1:8123,
+//! user `checker`/`checkpw`, database `checkdb`; version 18.16 on Debian 12): typed results,
+//! the row cap, the timeout and the cancel enforced on the server (seen in
+//! `system.processes`).
+
+mod run_support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use run_support::*;
+use serde_json::{Value, json};
+
+const PORT: u16 = 8123;
+
+fn checker() -> Value {
+    json!([{"username": "checker", "password": PASSWORD}])
+}
+
+fn admin() -> clickhouse::Client {
+    clickhouse::Client::default()
+        .with_url(format!("http://127.0.0.1:{PORT}"))
+        .with_user("checker")
+        .with_password(PASSWORD)
+        .with_validation(false)
+}
+
+/// Whether a statement holding `marker` still runs on the server.
+async fn running(client: &clickhouse::Client, marker: &str) -> bool {
+    let count = client
+        .query(
+            "SELECT count() FROM system.processes WHERE query LIKE ? \
+             AND query NOT LIKE '%system.processes%'",
+        )
+        .bind(format!("%{marker}%"))
+        .fetch_one::<u64>()
+        .await
+        .unwrap_or_else(|error| {
+            panic!(
+                "ClickHouse is not running on 127.0.0.1:{PORT} ({error}): start the test \
+                 database servers with `sudo bash .ci/db-servers-up.sh`"
+            )
+        });
+    count > 0
+}
+
+async fn gone_within(client: &clickhouse::Client, marker: &str, within: Duration) {
+    let started = Instant::now();
+    while running(client, marker).await {
+        assert!(
+            started.elapsed() < within,
+            "the statement {marker} still runs on the server after {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_keep_their_types_and_the_cap_holds() {
+    let server = admin();
+    running(&server, "nothing").await;
+    let console = Console::new();
+    let (db, credentials) = console
+        .database(
+            "clickhouse",
+            PORT,
+            json!({"database": "default"}),
+            checker(),
+        )
+        .await;
+    let statement = "SELECT toUInt64(9007199254740993) AS big, toInt32(-42) AS small, \
+         toDecimal32(12.5, 2) AS price, 'a\\tb?' AS t, toDate('2024-02-29') AS d, \
+         toDateTime('2024-02-03 04:05:06') AS at, CAST(NULL AS Nullable(String)) AS n, \
+         1.5 AS f, [1, 2] AS arr";
+    let (id, answer) = console
+        .query(&alice(), &db, &credentials[0], statement, None, None)
+        .await;
+    let result = answer.expect(200).json();
+    assert_eq!(
+        result["rows"],
+        json!([[
+            "9007199254740993",
+            -42,
+            "12.50",
+            "a\tb?",
+            "2024-02-29",
+            "2024-02-03T04:05:06",
+            null,
+            1.5,
+            "[1,2]"
+        ]]),
+        "{result}"
+    );
+    assert_eq!(result["columns"][0]["type"], "UInt64");
+    assert_eq!(console.history(&alice(), &id).await["status"], "succeeded");
+
+    let marker = format!("cap_{}", ulid());
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("SELECT number AS {marker} FROM system.numbers"),
+            Some(10),
+            None,
+        )
+        .await;
+    let result = answer.expect(200).json();
+    assert_eq!(result["row_count"], 10);
+    assert_eq!(result["truncated"], true);
+    gone_within(&server, &marker, Duration::from_secs(1)).await;
+
+    let (_, answer) = console
+        .query(&alice(), &db, &credentials[0], "SELEC 1", None, None)
+        .await;
+    let error = answer.expect(422).json();
+    assert!(
+        error["errors"]["query"][0]
+            .as_str()
+            .unwrap()
+            .contains("Syntax error"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
+    let server = admin();
+    let console = Arc::new(Console::new());
+    let (db, credentials) = console
+        .database(
+            "clickhouse",
+            PORT,
+            json!({"database": "default"}),
+            json!([{"username": "checker", "password": PASSWORD, "timeout": 1}]),
+        )
+        .await;
+    let marker = format!("timeout_{}", ulid());
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("SELECT count() AS {marker} FROM system.numbers"),
+            None,
+            None,
+        )
+        .await;
+    answer.expect(504);
+    gone_within(&server, &marker, Duration::from_secs(1)).await;
+
+    let (db, credentials) = console
+        .database(
+            "clickhouse",
+            PORT,
+            json!({"database": "default"}),
+            checker(),
+        )
+        .await;
+    let marker = format!("cancel_{}", ulid());
+    let created = console
+        .create_query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("SELECT count() AS {marker} FROM system.numbers"),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let id = created["id"].as_str().unwrap().to_owned();
+    let run = {
+        let console = Arc::clone(&console);
+        tokio::spawn(async move { console.run(&alice(), &id, None).await })
+    };
+    let started = Instant::now();
+    while !running(&server, &marker).await {
+        assert!(started.elapsed() < Duration::from_secs(10), "never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    run.abort();
+    gone_within(&server, &marker, Duration::from_secs(1)).await;
+}
