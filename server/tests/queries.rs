@@ -1,0 +1,269 @@
+//! Queries through the real `dbconsole` binary on its default storage (redb) and a real
+//! PostgreSQL (`.ci/db-servers-up.sh`): a key bound to a user made by `dbconsole keys create
+//! --user … --scope query`, a result streamed to a client over HTTP/1 (chunked), and a client
+//! that closes its connection while its statement runs, which cancels the statement on the
+//! database server within a second.
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::process::{HANG_GUARD, Server};
+use support::{Conn, dbconsole, request, request_text};
+use tokio::io::AsyncReadExt as _;
+
+const ADMIN_KEY: &str = "queries-test-admin-key-0123456789";
+const PORT: u16 = 5432;
+
+/// `dbconsole keys --data-dir DIR create …`: the secret it printed.
+async fn create_key(dir: &Path, args: &[&str]) -> String {
+    let dir = dir.to_str().unwrap();
+    let mut all = vec!["keys", "--data-dir", dir, "create"];
+    all.extend_from_slice(args);
+    let output = tokio::time::timeout(HANG_GUARD, dbconsole(&[], &all).output())
+        .await
+        .expect("`dbconsole keys create` finished")
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("secret:"))
+        .unwrap_or_else(|| panic!("no secret in {stdout}"))
+        .trim()
+        .to_owned()
+}
+
+async fn start(dir: &Path) -> Server {
+    Server::start_with(
+        &[
+            ("DBCONSOLE_STORAGE", "redb"),
+            ("DBCONSOLE_API_KEY", ADMIN_KEY),
+        ],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            dir.to_str().unwrap(),
+        ],
+    )
+    .await
+}
+
+async fn admin() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(
+        &format!("host=127.0.0.1 port={PORT} user=checker password=checkpw dbname=checkdb"),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap_or_else(|error| {
+        panic!(
+            "PostgreSQL is not running on 127.0.0.1:{PORT} ({error}): start the test database \
+             servers with `sudo bash .ci/db-servers-up.sh`"
+        )
+    });
+    tokio::spawn(connection);
+    client
+}
+
+async fn active(client: &tokio_postgres::Client, marker: &str) -> bool {
+    let row = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1 \
+             AND pid <> pg_backend_pid()",
+            &[&format!("%{marker}%")],
+        )
+        .await
+        .expect("pg_stat_activity");
+    row.get::<_, i64>(0) > 0
+}
+
+/// Creates a database on the test PostgreSQL and a query on it as `user_key`; the query's id.
+async fn query(server: &Server, user_key: &str, statement: &str) -> String {
+    let database = json!({
+        "name": format!("queries {}", statement.len()),
+        "adapter": "postgres",
+        "hostname": "127.0.0.1",
+        "port": PORT,
+        "database": "checkdb",
+        "credentials": [{"username": "checker", "password": "checkpw"}],
+    })
+    .to_string();
+    let created = request(
+        server.addr,
+        "POST",
+        "/api/v1/console/databases",
+        &[("x-api-key", ADMIN_KEY)],
+        Some(&database),
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    let created = created.json();
+    let body = json!({
+        "database_id": created["id"],
+        "credential_id": created["credentials"][0]["id"],
+        "query": statement,
+        "limit": 100_000,
+    })
+    .to_string();
+    let query = request(
+        server.addr,
+        "POST",
+        "/api/v1/console/queries",
+        &[("x-api-key", user_key)],
+        Some(&body),
+    )
+    .await;
+    assert_eq!(query.status, 200, "{}", query.body);
+    let query = query.json();
+    assert_eq!(query["author"], "alice@example.com");
+    query["id"].as_str().unwrap().to_owned()
+}
+
+/// Reads a whole HTTP/1 response with a chunked body from a fresh connection: its head and
+/// the body's chunks joined.
+async fn chunked(addr: std::net::SocketAddr, text: &str) -> (String, String) {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stream, text.as_bytes())
+        .await
+        .unwrap();
+    let mut raw = Vec::new();
+    tokio::time::timeout(HANG_GUARD, stream.read_to_end(&mut raw))
+        .await
+        .expect("the response ended")
+        .unwrap();
+    let raw = String::from_utf8(raw).unwrap();
+    let (head, mut rest) = raw.split_once("\r\n\r\n").expect("a head");
+    let mut body = String::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n").expect("a chunk size");
+        let size = usize::from_str_radix(size.trim(), 16).expect("a hexadecimal size");
+        if size == 0 {
+            break;
+        }
+        body.push_str(&after[..size]);
+        rest = &after[size + 2..];
+    }
+    (head.to_owned(), body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
+    let postgres = admin().await;
+    let data = tempfile::tempdir().unwrap();
+    let user_key = create_key(
+        data.path(),
+        &[
+            "--kind",
+            "api-key",
+            "--scope",
+            "query",
+            "--user",
+            "alice@example.com",
+            "--groups",
+            "data-team,ops",
+            "--name",
+            "alice",
+        ],
+    )
+    .await;
+    let server = start(data.path()).await;
+
+    // A key without a user runs no query; a query key manages nothing.
+    let refused = request(
+        server.addr,
+        "GET",
+        "/api/v1/console/databases",
+        &[("x-api-key", &user_key)],
+        None,
+    )
+    .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+
+    let id = query(
+        &server,
+        &user_key,
+        "SELECT g, md5(g::text) FROM generate_series(1, 100000) g",
+    )
+    .await;
+    let (head, body) = chunked(
+        server.addr,
+        &request_text(
+            "POST",
+            &format!("/api/v1/console/queries/{id}/run"),
+            &[("x-api-key", &user_key), ("accept", "text/csv")],
+            None,
+            true,
+        ),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("transfer-encoding: chunked"), "{head}");
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines.len(), 100_001);
+    assert_eq!(lines[0], "g,md5");
+    assert!(lines[100_000].starts_with("100000,"));
+
+    let marker = format!("closed_{}", std::process::id());
+    let id = query(
+        &server,
+        &user_key,
+        &format!("SELECT pg_sleep(600) AS {marker}"),
+    )
+    .await;
+    let mut conn = Conn::connect(server.addr).await;
+    conn.send(&request_text(
+        "POST",
+        &format!("/api/v1/console/queries/{id}/run"),
+        &[("x-api-key", &user_key)],
+        None,
+        false,
+    ))
+    .await;
+    let started = Instant::now();
+    while !active(&postgres, &marker).await {
+        assert!(started.elapsed() < Duration::from_secs(10), "never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    drop(conn);
+    let closed = Instant::now();
+    while active(&postgres, &marker).await {
+        assert!(
+            closed.elapsed() < Duration::from_secs(1),
+            "the statement still runs on the server a second after its client closed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    println!(
+        "cancelled on the server {:?} after the client closed",
+        closed.elapsed()
+    );
+    // The history says how it ended.
+    let started = Instant::now();
+    loop {
+        let history = request(
+            server.addr,
+            "GET",
+            &format!("/api/v1/console/queries/{id}"),
+            &[("x-api-key", &user_key)],
+            None,
+        )
+        .await
+        .json();
+        if history["status"] == "failed" {
+            let error: &Value = &history["run"]["error"];
+            assert!(error.as_str().unwrap().contains("went away"), "{history}");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "{history}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    server.stop().await;
+}
