@@ -596,6 +596,8 @@ async fn panel_inputs_are_values_never_text() {
                 panel("SELECT ${id}::text || ${name}", "crd_nowhere"),
                 panel("SELECT ${id}::text || ${name}", &reviewed[0]),
                 panel(&format!("DELETE FROM {table} WHERE id = ${{id}} OR name = ${{name}}"), &credentials[0]),
+                panel("SELECT set_config('default_transaction_read_only', 'off', false), ${id}::text || ${name}", &credentials[0]),
+                panel("SELECT generate_series(1, 100000000) AS g, ${id}::text || ${name} AS s", &credentials[0]),
             ]})),
         )
         .await
@@ -681,6 +683,40 @@ async fn panel_inputs_are_values_never_text() {
         .expect("the table")
         .get(0);
     assert_eq!(count, 2);
+    // A panel that turns read-only off for its session does so only inside its own rolled
+    // back transaction: the next panels (on the pool's sessions) stay read-only.
+    for _ in 0..3 {
+        run(4, json!({"id": "1", "name": "x"})).await.expect(200);
+        run(3, json!({"id": "1", "name": "one"})).await.expect(422);
+    }
+    // The same panel again (its statement kept prepared) answers the same.
+    for _ in 0..3 {
+        let again = run(0, json!({"id": "1", "name": "x"}))
+            .await
+            .expect(200)
+            .json();
+        assert_eq!(again["rows"], json!([[1, "one", "x"]]));
+    }
+    // A capped panel stops its statement on the server.
+    let capped = console
+        .send(
+            Method::POST,
+            &format!("/v1/dashboards/{dashboard_id}/panels/{}/run", panel_ids[5]),
+            Some(alice()),
+            None,
+            Some(&json!({"inputs": {"id": "7", "name": "capped"}, "limit": 5})),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(capped["row_count"], 5);
+    assert_eq!(capped["truncated"], true);
+    gone_within(
+        &server,
+        "generate_series(1, 100000000)",
+        Duration::from_secs(1),
+    )
+    .await;
 
     // Every run is one audit event with its facts and never its text or values.
     let audit = console

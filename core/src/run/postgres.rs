@@ -5,8 +5,13 @@
 //!   timeout (after the database's own `connection_parameters`, so it wins).
 //! - **Read-only**: panel pools' sessions start with `default_transaction_read_only=on`, and
 //!   every run is a transaction: `BEGIN READ ONLY` for panels, `BEGIN` for console queries.
-//! - **Row cap**: the statement runs through a portal that is read `wanted` rows at a time, so
-//!   a capped result stops on the server instead of being sent whole and thrown away.
+//! - **Panels take one round trip**: `BEGIN READ ONLY`, the statement's bind and execute and
+//!   `ROLLBACK` go to the server back to back, and the statement is prepared once per session
+//!   (kept by text). At the cap the runner stops reading, cancels the statement and closes the
+//!   session.
+//! - **Row cap of console queries**: the statement runs through a portal that is read `wanted`
+//!   rows at a time, so a capped result stops on the server instead of being sent whole and
+//!   thrown away (and a write it makes is committed whole).
 //! - **Inputs**: each `${key}` is a `$n` parameter sent in text form: the server converts it to
 //!   the type it inferred at prepare time, and the common types are checked first so that a
 //!   value that does not convert is answered naming its input.
@@ -15,6 +20,7 @@
 //!   either, or whose statement was cancelled, is closed instead of going back to the pool.
 //! - **Cancel**: a cancel request (`pg_cancel_backend`'s protocol message) on a new connection.
 
+use std::collections::HashMap;
 use std::error::Error as _;
 use std::time::Duration;
 
@@ -23,7 +29,7 @@ use bytes::BytesMut;
 use deadpool::managed::{self, Object, PoolError, RecycleError, TimeoutType};
 use futures_util::StreamExt as _;
 use tokio_postgres::types::{FromSql, IsNull, Kind, ToSql, Type, to_sql_checked};
-use tokio_postgres::{Client, error::SqlState};
+use tokio_postgres::{Client, Statement, error::SqlState};
 
 use super::encode::{Column, Encoder};
 use super::pool::{PoolLimits, Pools};
@@ -54,6 +60,29 @@ pub struct Session {
     client: Client,
     tls: tokio_postgres_rustls::MakeRustlsConnect,
     _tunnel: Option<TunnelEndpoint>,
+    /// Prepared statements by text: a panel that runs again skips its prepare.
+    statements: HashMap<String, Statement>,
+}
+
+/// Statements a session keeps prepared at most (then it forgets them all and starts again).
+const STATEMENTS_KEPT: usize = 64;
+
+impl Session {
+    async fn prepare(&mut self, text: &str) -> Result<Statement, RunError> {
+        if let Some(statement) = self.statements.get(text) {
+            return Ok(statement.clone());
+        }
+        let statement = self
+            .client
+            .prepare(text)
+            .await
+            .map_err(|e| database_error(&e))?;
+        if self.statements.len() >= STATEMENTS_KEPT {
+            self.statements.clear();
+        }
+        self.statements.insert(text.to_owned(), statement.clone());
+        Ok(statement)
+    }
 }
 
 /// Opens a credential's sessions.
@@ -91,6 +120,7 @@ impl managed::Manager for Manager {
                 client,
                 tls,
                 _tunnel: opened.tunnel,
+                statements: HashMap::new(),
             }),
             Ok(Err(message)) => Err(RunError::Connect(scrub_message(&message, target.secrets()))),
             Err(_) => Err(RunError::Connect(format!(
@@ -151,8 +181,24 @@ impl QueryRunner for PostgresRunner {
         // The service's own bound, past the database's: a server that ignores its timeout (or
         // never answers) still ends the run.
         let bound = job.timeout + Duration::from_secs(1);
+        let mut truncated = false;
+        let work = async {
+            if read_only {
+                execute_panel(
+                    &mut session,
+                    &statement,
+                    &keys,
+                    job.inputs.as_ref(),
+                    sink,
+                    &mut truncated,
+                )
+                .await
+            } else {
+                execute(&mut session, &statement, &keys, job.inputs.as_ref(), sink).await
+            }
+        };
         let outcome = tokio::select! {
-            outcome = execute(&mut session, &statement, &keys, job.inputs.as_ref(), sink, read_only) => outcome,
+            outcome = work => outcome,
             () = &mut gone => Err(RunError::Cancelled),
             () = tokio::time::sleep(bound) => Err(RunError::TimedOut(job.timeout)),
         };
@@ -164,12 +210,14 @@ impl QueryRunner for PostgresRunner {
         });
         match &outcome {
             Ok(()) if !read_only => {
+                // DISCARD ALL also deallocates the session's prepared statements.
+                session.statements.clear();
                 if session.client.batch_execute("DISCARD ALL").await.is_err() {
                     drop(Object::take(session));
                 }
             }
-            Ok(()) => {}
-            Err(RunError::Cancelled | RunError::TimedOut(_)) => {
+            Ok(()) if !truncated => {}
+            Ok(()) | Err(RunError::Cancelled | RunError::TimedOut(_)) => {
                 let token = session.client.cancel_token();
                 let tls = session.tls.clone();
                 // The session is closed, not pooled: it may still be busy with the statement.
@@ -209,25 +257,12 @@ fn database_error(error: &tokio_postgres::Error) -> RunError {
     RunError::Database(error_chain(error))
 }
 
-async fn execute(
-    session: &mut Session,
-    text: &str,
+/// The typed parameters of `keys` for `statement`, checked where the type is common.
+fn parameters<'a>(
+    statement: &Statement,
     keys: &[String],
-    inputs: Option<&Inputs>,
-    sink: &mut RowSink,
-    read_only: bool,
-) -> Result<(), RunError> {
-    let transaction = session
-        .client
-        .build_transaction()
-        .read_only(read_only)
-        .start()
-        .await
-        .map_err(|e| database_error(&e))?;
-    let statement = transaction
-        .prepare(text)
-        .await
-        .map_err(|e| database_error(&e))?;
+    inputs: Option<&'a Inputs>,
+) -> Result<Vec<TextParam<'a>>, RunError> {
     let mut params = Vec::with_capacity(keys.len());
     for (key, ty) in keys.iter().zip(statement.params()) {
         let value = inputs
@@ -239,16 +274,17 @@ async fn execute(
         check_input(key, value, ty)?;
         params.push(TextParam(value.as_str()));
     }
-    let portal = transaction
-        .bind_raw(&statement, params.iter().map(|p| p as &(dyn ToSql + Sync)))
-        .await
-        .map_err(|e| database_error(&e))?;
+    Ok(params)
+}
+
+/// The columns of `statement` and how each is written.
+fn described(statement: &Statement) -> (Vec<Column>, Vec<Render>) {
     let renders: Vec<Render> = statement
         .columns()
         .iter()
         .map(|c| Render::of(c.type_()))
         .collect();
-    let columns: Vec<Column> = statement
+    let columns = statement
         .columns()
         .iter()
         .zip(&renders)
@@ -258,6 +294,100 @@ async fn execute(
             base64: matches!(render, Render::Bytes),
         })
         .collect();
+    (columns, renders)
+}
+
+/// Writes one row; `false` when the cap is reached (the row is not written).
+async fn write_row(
+    row: &tokio_postgres::Row,
+    columns: &[Column],
+    renders: &[Render],
+    sink: &mut RowSink,
+) -> Result<bool, RunError> {
+    if !sink.is_started() {
+        sink.columns(columns);
+    }
+    let Some(encoder) = sink.row() else {
+        return Ok(false);
+    };
+    for (i, render) in renders.iter().enumerate() {
+        let Raw(raw) = row
+            .try_get::<_, Raw<'_>>(i)
+            .map_err(|e| database_error(&e))?;
+        match raw {
+            None => encoder.null(),
+            Some(raw) => render.write(encoder, raw),
+        }
+    }
+    sink.end_row().await.map_err(|_| RunError::Cancelled)?;
+    Ok(true)
+}
+
+/// A panel: one round trip. `BEGIN READ ONLY`, the statement's bind and execute, and
+/// `ROLLBACK` are sent back to back (the server runs them in order: the rollback undoes any
+/// `SET` of the statement once its rows are sent); the rows are read as they come. At the cap
+/// the run stops reading and sets `truncated` (the caller cancels the statement and closes the
+/// session).
+async fn execute_panel(
+    session: &mut Session,
+    text: &str,
+    keys: &[String],
+    inputs: Option<&Inputs>,
+    sink: &mut RowSink,
+    truncated: &mut bool,
+) -> Result<(), RunError> {
+    let statement = session.prepare(text).await?;
+    let params = parameters(&statement, keys, inputs)?;
+    let (columns, renders) = described(&statement);
+    let client = &session.client;
+    let begin = client.batch_execute("BEGIN READ ONLY");
+    let query = client.query_raw(&statement, params.iter().map(|p| p as &(dyn ToSql + Sync)));
+    let (begun, rows) = tokio::join!(begin, query);
+    // Sent now, answered after the statement's last row.
+    let mut rollback = Box::pin(client.batch_execute("ROLLBACK"));
+    tokio::select! {
+        biased;
+        _ = &mut rollback => {}
+        () = std::future::ready(()) => {}
+    }
+    begun.map_err(|e| database_error(&e))?;
+    let rows = rows.map_err(|e| database_error(&e))?;
+    tokio::pin!(rows);
+    while let Some(row) = rows.next().await {
+        let row = row.map_err(|e| database_error(&e))?;
+        if !write_row(&row, &columns, &renders, sink).await? {
+            *truncated = true;
+            return Ok(());
+        }
+    }
+    if !sink.is_started() {
+        sink.columns(&columns);
+    }
+    sink.flush().await.map_err(|_| RunError::Cancelled)?;
+    rollback.await.map_err(|e| database_error(&e))
+}
+
+/// A console query: in a transaction, through a portal read `wanted` rows at a time (a capped
+/// result stops on the server), committed at the end.
+async fn execute(
+    session: &mut Session,
+    text: &str,
+    keys: &[String],
+    inputs: Option<&Inputs>,
+    sink: &mut RowSink,
+) -> Result<(), RunError> {
+    let statement = session.prepare(text).await?;
+    let params = parameters(&statement, keys, inputs)?;
+    let (columns, renders) = described(&statement);
+    let transaction = session
+        .client
+        .transaction()
+        .await
+        .map_err(|e| database_error(&e))?;
+    let portal = transaction
+        .bind_raw(&statement, params.iter().map(|p| p as &(dyn ToSql + Sync)))
+        .await
+        .map_err(|e| database_error(&e))?;
     let mut done = false;
     while !done {
         let wanted = sink.wanted().min(BATCH);
@@ -269,24 +399,11 @@ async fn execute(
         let mut read = 0u64;
         while let Some(row) = rows.next().await {
             let row = row.map_err(|e| database_error(&e))?;
-            if !sink.is_started() {
-                sink.columns(&columns);
-            }
             read += 1;
-            let Some(encoder) = sink.row() else {
+            if !write_row(&row, &columns, &renders, sink).await? {
                 done = true;
                 break;
-            };
-            for (i, render) in renders.iter().enumerate() {
-                let Raw(raw) = row
-                    .try_get::<_, Raw<'_>>(i)
-                    .map_err(|e| database_error(&e))?;
-                match raw {
-                    None => encoder.null(),
-                    Some(raw) => render.write(encoder, raw),
-                }
             }
-            sink.end_row().await.map_err(|_| RunError::Cancelled)?;
         }
         if read < wanted {
             done = true;
@@ -297,12 +414,7 @@ async fn execute(
     }
     sink.flush().await.map_err(|_| RunError::Cancelled)?;
     drop(portal);
-    if read_only {
-        transaction.rollback().await
-    } else {
-        transaction.commit().await
-    }
-    .map_err(|e| database_error(&e))
+    transaction.commit().await.map_err(|e| database_error(&e))
 }
 
 /// An input sent in text form: the server converts it to the parameter's type.
