@@ -17,7 +17,7 @@ cargo test --locked -p dbconsole-storage-memory -p dbconsole-storage-redb -p dbc
 cargo test --locked -p dbconsole-tests --test http_memory --test http_redb --test properties \
   --test check_timeout
 cargo test --locked -p dbconsole-server \
-  --test binary --test keys --test operations --test serve_loop --test crash
+  --test binary --test keys --test operations --test serve_loop --test crash --test oidc
 cargo test --locked -p dbconsole-server --test rotation -- redb_
 cargo test --locked --doc -p dbconsole-core
 echo "quick tier: passed (the full tier is bash tests/all.sh)"

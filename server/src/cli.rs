@@ -140,6 +140,10 @@ pub enum LogFormat {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once at start; boxing the serve flags would buy nothing"
+)]
 pub enum Command {
     /// Serve the HTTP API until SIGINT or SIGTERM.
     Serve(ServeArgs),
@@ -332,6 +336,36 @@ pub struct ServeArgs {
         default_value_t = DEFAULT_AUDIT_EVENTS
     )]
     pub audit_retention_events: u64,
+
+    /// Accept OIDC bearer tokens (JWTs) of this issuer as access tokens, as the user they name
+    /// (README, "Who may do what"); its discovery document names the key set. Needs
+    /// --oidc-audience.
+    #[arg(long, env = "DBCONSOLE_OIDC_ISSUER", requires = "oidc_audience")]
+    pub oidc_issuer: Option<String>,
+
+    /// The audience (`aud`) an OIDC token must name.
+    #[arg(long, env = "DBCONSOLE_OIDC_AUDIENCE", requires = "oidc_issuer")]
+    pub oidc_audience: Option<String>,
+
+    /// The issuer's key set URL, instead of the discovery document's `jwks_uri`.
+    #[arg(long, env = "DBCONSOLE_OIDC_JWKS_URL", requires = "oidc_issuer")]
+    pub oidc_jwks_url: Option<String>,
+
+    /// The token claim that names the user.
+    #[arg(long, env = "DBCONSOLE_OIDC_USER_CLAIM", default_value = "email")]
+    pub oidc_user_claim: String,
+
+    /// The token claim that lists the user's groups (an array of strings).
+    #[arg(long, env = "DBCONSOLE_OIDC_GROUPS_CLAIM", default_value = "groups")]
+    pub oidc_groups_claim: String,
+
+    /// Members of this group (in the groups claim) are super admins.
+    #[arg(long, env = "DBCONSOLE_OIDC_SUPER_ADMIN_GROUP")]
+    pub oidc_super_admin_group: Option<String>,
+
+    /// A token whose claim of this name is `true` is an AI agent's (the AI limits apply).
+    #[arg(long, env = "DBCONSOLE_OIDC_AGENT_CLAIM")]
+    pub oidc_agent_claim: Option<String>,
 }
 
 /// The PostgreSQL storage's flags, shared by `serve` and `keys`.
@@ -394,6 +428,20 @@ impl DatabaseArgs {
 }
 
 impl ServeArgs {
+    /// The OIDC settings, when an issuer is given.
+    pub fn oidc(&self) -> Option<crate::oidc::OidcOptions> {
+        Some(crate::oidc::OidcOptions {
+            issuer: self.oidc_issuer.clone()?,
+            audience: self.oidc_audience.clone()?,
+            jwks_url: self.oidc_jwks_url.clone(),
+            user_claim: self.oidc_user_claim.clone(),
+            groups_claim: self.oidc_groups_claim.clone(),
+            super_admin_group: self.oidc_super_admin_group.clone(),
+            agent_claim: self.oidc_agent_claim.clone(),
+            min_refresh: crate::oidc::OidcOptions::REFRESH_AT_MOST_EVERY,
+        })
+    }
+
     /// Where the storage is, with the page cache of `--cache-mib`.
     pub fn location(&self) -> StorageLocation {
         StorageLocation {

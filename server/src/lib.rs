@@ -126,6 +126,7 @@ pub mod cli;
 pub mod credentials;
 pub mod docs;
 pub mod metrics;
+pub mod oidc;
 pub mod serve;
 pub mod tls;
 

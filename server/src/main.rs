@@ -65,22 +65,26 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .await
         .map_err(|source| Error::OpenStorage(args.storage, source))?;
     let env = EnvCredentials::from_env();
-    let authenticator = StoredCredentials::new(Arc::clone(&storage), env.static_credentials());
-    let service = ConsoleService::builder(
-        Arc::clone(&storage),
-        Arc::new(authenticator),
-        keys.sealer.clone(),
-    )
-    .checkers(dbconsole_core::check::standard_checkers())
-    .runners(dbconsole_core::run::standard_runners(
-        dbconsole_core::run::PoolLimits::default(),
-    ))
-    .check_timeout(args.check_timeout())
-    .read_cache(args.read_cache_bytes())
-    .body_timeout(args.body_timeout())
-    .metrics(args.metrics_listen.is_some())
-    .audit_retention(args.audit_retention())
-    .build();
+    let mut authenticator: Arc<dyn dbconsole_core::Authenticator> = Arc::new(
+        StoredCredentials::new(Arc::clone(&storage), env.static_credentials()),
+    );
+    if let Some(options) = args.oidc() {
+        authenticator = Arc::new(
+            dbconsole_server::oidc::OidcAuthenticator::new(authenticator, options)
+                .map_err(Error::Oidc)?,
+        );
+    }
+    let service = ConsoleService::builder(Arc::clone(&storage), authenticator, keys.sealer.clone())
+        .checkers(dbconsole_core::check::standard_checkers())
+        .runners(dbconsole_core::run::standard_runners(
+            dbconsole_core::run::PoolLimits::default(),
+        ))
+        .check_timeout(args.check_timeout())
+        .read_cache(args.read_cache_bytes())
+        .body_timeout(args.body_timeout())
+        .metrics(args.metrics_listen.is_some())
+        .audit_retention(args.audit_retention())
+        .build();
 
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(dbconsole_server::tls::acceptor(cert, key)?),
@@ -250,6 +254,8 @@ enum Error {
     Metrics(metrics_exporter_prometheus::BuildError),
     #[error("cannot read the bound address: {0}")]
     BoundAddress(io::Error),
+    #[error("cannot set up OIDC (the system's root certificates): {0}")]
+    Oidc(io::Error),
     #[error("cannot create the admin socket in {}: {source}", dir.display())]
     AdminSocket { dir: PathBuf, source: io::Error },
     #[error("cannot create the initial keys: {0}")]

@@ -19,7 +19,7 @@ use tokio::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 
 /// The variables the binary reads; none leaks in from the test's own environment.
-const OUR_VARS: [&str; 18] = [
+const OUR_VARS: [&str; 25] = [
     "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
     "DBCONSOLE_STORAGE",
@@ -38,6 +38,13 @@ const OUR_VARS: [&str; 18] = [
     "DBCONSOLE_DRAIN_SECS",
     "DBCONSOLE_AUDIT_RETENTION_DAYS",
     "DBCONSOLE_AUDIT_RETENTION_EVENTS",
+    "DBCONSOLE_OIDC_ISSUER",
+    "DBCONSOLE_OIDC_AUDIENCE",
+    "DBCONSOLE_OIDC_JWKS_URL",
+    "DBCONSOLE_OIDC_USER_CLAIM",
+    "DBCONSOLE_OIDC_GROUPS_CLAIM",
+    "DBCONSOLE_OIDC_SUPER_ADMIN_GROUP",
+    "DBCONSOLE_OIDC_AGENT_CLAIM",
 ];
 
 /// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
