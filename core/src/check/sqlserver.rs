@@ -41,42 +41,7 @@ impl SqlserverChecker {
 #[async_trait]
 impl ConnectionChecker for SqlserverChecker {
     async fn check(&self, target: &CheckTarget) -> Result<(), String> {
-        let (config, _files) = config(target).await?;
-        let tcp = match target.connect_via {
-            Some(via) => TcpStream::connect(via).await,
-            None => TcpStream::connect((target.host.as_str(), target.port)).await,
-        }
-        .map_err(|error| {
-            format!(
-                "error connecting to {}:{}: {}",
-                target.host,
-                target.port,
-                error_chain(&error)
-            )
-        })?;
-        let _ = tcp.set_nodelay(true);
-        let mut client = match Client::connect(config.clone(), tcp.compat_write()).await {
-            Ok(client) => client,
-            Err(tiberius::error::Error::Routing { host, port }) if target.connect_via.is_none() => {
-                let mut routed = config;
-                routed.host(&host);
-                routed.port(port);
-                let tcp = TcpStream::connect((host.as_str(), port))
-                    .await
-                    .map_err(|error| {
-                        format!(
-                            "error connecting to {host}:{port} (the server redirected the \
-                             login there): {}",
-                            error_chain(&error)
-                        )
-                    })?;
-                let _ = tcp.set_nodelay(true);
-                Client::connect(routed, tcp.compat_write())
-                    .await
-                    .map_err(|error| error_chain(&error))?
-            }
-            Err(error) => return Err(error_chain(&error)),
-        };
+        let (mut client, _files) = connect(target).await?;
         let answer = match client.simple_query("SELECT 1").await {
             Ok(stream) => stream.into_results().await.map(drop),
             Err(error) => Err(error),
@@ -85,6 +50,50 @@ impl ConnectionChecker for SqlserverChecker {
         answer.map_err(|error| error_chain(&error))?;
         closed.map_err(|error| error_chain(&error))
     }
+}
+
+/// A logged-in client for `target` (the checker's: same TLS, same routing), and the temporary
+/// files of its client certificate, which must live as long as it.
+pub(crate) async fn connect(
+    target: &CheckTarget,
+) -> Result<(Client<tokio_util::compat::Compat<TcpStream>>, ClientFiles), String> {
+    let (config, files) = config(target).await?;
+    let tcp = match target.connect_via {
+        Some(via) => TcpStream::connect(via).await,
+        None => TcpStream::connect((target.host.as_str(), target.port)).await,
+    }
+    .map_err(|error| {
+        format!(
+            "error connecting to {}:{}: {}",
+            target.host,
+            target.port,
+            error_chain(&error)
+        )
+    })?;
+    let _ = tcp.set_nodelay(true);
+    let client = match Client::connect(config.clone(), tcp.compat_write()).await {
+        Ok(client) => client,
+        Err(tiberius::error::Error::Routing { host, port }) if target.connect_via.is_none() => {
+            let mut routed = config;
+            routed.host(&host);
+            routed.port(port);
+            let tcp = TcpStream::connect((host.as_str(), port))
+                .await
+                .map_err(|error| {
+                    format!(
+                        "error connecting to {host}:{port} (the server redirected the \
+                             login there): {}",
+                        error_chain(&error)
+                    )
+                })?;
+            let _ = tcp.set_nodelay(true);
+            Client::connect(routed, tcp.compat_write())
+                .await
+                .map_err(|error| error_chain(&error))?
+        }
+        Err(error) => return Err(error_chain(&error)),
+    };
+    Ok((client, files))
 }
 
 /// The tiberius configuration, and the temporary directory holding the client certificate files
@@ -132,7 +141,7 @@ async fn config(target: &CheckTarget) -> Result<(Config, ClientFiles), String> {
 
 /// The temporary directory of the client certificate files, if any. Dropping it removes the
 /// directory on the blocking pool (also when the check is cancelled by its timeout).
-struct ClientFiles(Option<tempfile::TempDir>);
+pub(crate) struct ClientFiles(Option<tempfile::TempDir>);
 
 impl Drop for ClientFiles {
     fn drop(&mut self) {

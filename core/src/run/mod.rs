@@ -39,6 +39,8 @@ pub mod mysql;
 pub mod pool;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+#[cfg(feature = "sqlserver")]
+pub mod sqlserver;
 pub mod statement;
 
 pub use encode::{Column, Encoder, Format, Summary};
@@ -196,6 +198,13 @@ pub fn standard_runners(limits: PoolLimits) -> Runners {
         runners = runners.with(
             Adapter::Clickhouse,
             Arc::new(clickhouse::ClickhouseRunner::new(limits)),
+        );
+    }
+    #[cfg(feature = "sqlserver")]
+    {
+        runners = runners.with(
+            Adapter::Sqlserver,
+            Arc::new(sqlserver::SqlserverRunner::new(limits)),
         );
     }
     runners

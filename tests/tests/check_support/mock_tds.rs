@@ -1,9 +1,15 @@
 //! A small TDS stand-in for SQL Server: it answers PRELOGIN (no encryption offered:
 //! `ENCRYPT_NOT_SUP`), checks the LOGIN7 user, password and database and answers as SQL Server
 //! does (LOGINACK; ERROR 18456 "Login failed for user"; ERROR 4060 "Cannot open database"),
-//! then answers every SQL batch with DONE.
+//! then answers every SQL batch with DONE, but a batch holding `WAITFOR`, which it never
+//! answers: it waits for the client to close the connection, and counts that in
+//! [`CLOSED_WHILE_WAITING`].
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How many clients closed their connection while the stand-in held a `WAITFOR` batch.
+pub static CLOSED_WHILE_WAITING: AtomicUsize = AtomicUsize::new(0);
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -174,9 +180,19 @@ async fn serve(mut socket: TcpStream) -> std::io::Result<()> {
     reply.extend(done(0));
     send_reply(&mut socket, &reply).await?;
 
-    // Every SQL batch: DONE.
+    // Every SQL batch: DONE; a WAITFOR: no answer until the client goes away.
+    let waitfor = utf16("WAITFOR");
     loop {
-        let (_, _) = read_message(&mut socket).await?;
+        let (_, batch) = read_message(&mut socket).await?;
+        if batch
+            .windows(waitfor.len())
+            .any(|w| w == waitfor.as_slice())
+        {
+            let mut rest = [0u8; 512];
+            while socket.read(&mut rest).await.unwrap_or(0) > 0 {}
+            CLOSED_WHILE_WAITING.fetch_add(1, Ordering::SeqCst);
+            return Ok(());
+        }
         send_reply(&mut socket, &done(0)).await?;
     }
 }
