@@ -747,3 +747,93 @@ async fn panel_inputs_are_values_never_text() {
         .await
         .expect("cleanup");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_or_deleted_database_drops_its_sessions() {
+    let server = admin().await;
+    let console = Console::new();
+    let marker = format!("pool_{}", ulid());
+    let (db, credentials) = console
+        .database(
+            "postgres",
+            PORT,
+            json!({"connection_parameters": [{"name": "application_name", "value": marker}]}),
+            checker(),
+        )
+        .await;
+    let sessions = || {
+        let server = &server;
+        let marker = marker.clone();
+        async move {
+            let row = server
+                .query_one(
+                    "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1",
+                    &[&marker],
+                )
+                .await
+                .expect("pg_stat_activity");
+            row.get::<_, i64>(0)
+        }
+    };
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT 1 AS one",
+            None,
+            None,
+        )
+        .await;
+    answer.expect(200);
+    assert_eq!(sessions().await, 1, "the pool keeps its session");
+    // A change: the pool goes, and the next run opens a session with the new settings.
+    console
+        .send(
+            Method::PATCH,
+            &format!("/api/v1/console/databases/{db}"),
+            None,
+            None,
+            Some(&json!({"name": "renamed"})),
+        )
+        .await
+        .expect(200);
+    let started = Instant::now();
+    while sessions().await > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the session outlived its pool"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT 1 AS one",
+            None,
+            None,
+        )
+        .await;
+    answer.expect(200);
+    assert_eq!(sessions().await, 1);
+    console
+        .send(
+            Method::DELETE,
+            &format!("/api/v1/console/databases/{db}"),
+            None,
+            None,
+            None,
+        )
+        .await
+        .expect(200);
+    let started = Instant::now();
+    while sessions().await > 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "the session outlived its database"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -120,7 +120,7 @@ fn connect_with_oracle_crate(login: &OracleLogin) -> Result<(), String> {
 }
 
 /// The driver's message; a missing Oracle Client library is named as such.
-fn describe(error: &oracle::Error) -> String {
+pub(crate) fn describe(error: &oracle::Error) -> String {
     let text = error_chain(error);
     if text.contains("DPI-1047") {
         format!("Oracle Client library not found on this server: {text}")
@@ -130,7 +130,7 @@ fn describe(error: &oracle::Error) -> String {
 }
 
 /// The login for a target: the connect descriptor with its timeouts and TLS settings.
-fn login(target: &CheckTarget) -> Result<OracleLogin, String> {
+pub(crate) fn login(target: &CheckTarget) -> Result<OracleLogin, String> {
     let (host, port) = match target.connect_via {
         Some(via) => (via.ip().to_string(), via.port()),
         None => (target.host.clone(), target.port),

@@ -36,6 +36,8 @@ pub mod clickhouse;
 pub mod encode;
 #[cfg(feature = "mysql")]
 pub mod mysql;
+#[cfg(feature = "oracle")]
+pub mod oracle;
 pub mod pool;
 #[cfg(feature = "postgres")]
 pub mod postgres;
@@ -206,6 +208,10 @@ pub fn standard_runners(limits: PoolLimits) -> Runners {
             Adapter::Sqlserver,
             Arc::new(sqlserver::SqlserverRunner::new(limits)),
         );
+    }
+    #[cfg(feature = "oracle")]
+    {
+        runners = runners.with(Adapter::Oracle, Arc::new(oracle::OracleRunner::new(limits)));
     }
     runners
 }

@@ -441,6 +441,8 @@ impl Shared {
             return Err(ApiError::MethodNotAllowed(route.allowed_methods()));
         }
         tracing::debug!(?route, method = %parts.method, "authorized");
+        let written_database = CacheKey::written(&route, &parts.method)
+            .filter(|key| matches!(key, Some(CacheKey::Database(_))));
         let written = self
             .read_cache
             .as_ref()
@@ -461,6 +463,12 @@ impl Shared {
         // Succeeded or not (a failed commit may still have happened), before answering.
         if let (Some(cache), Some(key)) = (&self.read_cache, written) {
             cache.invalidate(key.as_ref());
+        }
+        // A changed or deleted database's pools go at once (its secrets, host or timeout may
+        // have changed; README, "Running queries"). Other nodes replace theirs at their next
+        // run (the database's version changed) or drop them when unused.
+        if let Some(Some(CacheKey::Database(id))) = &written_database {
+            self.runners.evict(id);
         }
         answer
     }
