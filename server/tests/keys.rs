@@ -593,3 +593,65 @@ async fn the_memory_storage_is_refused_with_the_reason() {
     }
     assert!(!data_dir.exists(), "a memory command created the data dir");
 }
+
+#[tokio::test]
+async fn keys_bound_to_a_user_say_so_and_query_scopes_need_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = keys(
+        dir.path(),
+        &[
+            "create",
+            "--kind",
+            "api-key",
+            "--scope",
+            "query",
+            "--name",
+            "alice",
+            "--user",
+            "alice@example.com",
+            "--groups",
+            "data-team,ops",
+            "--role",
+            "super-admin",
+        ],
+    )
+    .await;
+    assert_eq!(
+        output.field("user"),
+        "alice@example.com (role super-admin; groups: data-team, ops)"
+    );
+    for (args, says) in [
+        (
+            &[
+                "create", "--kind", "api-key", "--scope", "query", "--name", "x",
+            ][..],
+            "--user",
+        ),
+        (
+            &[
+                "create", "--kind", "api-key", "--scope", "ai-agent", "--name", "x",
+            ][..],
+            "--user",
+        ),
+        (
+            &[
+                "create", "--kind", "api-key", "--scope", "setup", "--name", "x", "--user", "a",
+            ][..],
+            "setup key",
+        ),
+        (
+            &[
+                "create", "--kind", "api-key", "--scope", "full", "--name", "x", "--groups", "g",
+            ][..],
+            "--user",
+        ),
+    ] {
+        let refused = keys_with(dir.path(), &[], args).await;
+        assert!(!refused.status.success(), "{args:?} must fail");
+        assert!(
+            refused.stderr.contains(says),
+            "{args:?}: {}",
+            refused.stderr
+        );
+    }
+}

@@ -133,6 +133,20 @@ fn print_created(key: &KeyInfo, secret: &Secret, out: &mut impl Write) -> io::Re
     writeln!(out, "kind:   {}", key.kind)?;
     writeln!(out, "scope:  {}", key.scope)?;
     writeln!(out, "name:   {}", printable(&key.name))?;
+    if let Some(user) = &key.user {
+        let groups: Vec<String> = key.groups.iter().map(|g| printable(g)).collect();
+        writeln!(
+            out,
+            "user:   {} (role {}; groups: {})",
+            printable(user),
+            key.role.as_deref().unwrap_or("member"),
+            if groups.is_empty() {
+                "none".to_owned()
+            } else {
+                groups.join(", ")
+            }
+        )?;
+    }
     writeln!(out, "secret: {secret}")?;
     writeln!(
         out,
