@@ -50,11 +50,29 @@ async fn start(dir: &Path) -> Server {
             "serve",
             "--listen",
             "127.0.0.1:0",
+            "--metrics-listen",
+            "127.0.0.1:0",
             "--data-dir",
             dir.to_str().unwrap(),
         ],
     )
     .await
+}
+
+/// The `/metrics` text of `server`.
+async fn metrics(server: &Server) -> String {
+    let line = server
+        .stdout
+        .line("the metrics line", |line| line.starts_with("metrics on "))
+        .await;
+    let addr: std::net::SocketAddr = line
+        .trim_start_matches("metrics on http://")
+        .trim_end_matches("/metrics")
+        .parse()
+        .unwrap();
+    let response = request(addr, "GET", "/metrics", &[], None).await;
+    assert_eq!(response.status, 200);
+    response.body
 }
 
 async fn admin() -> tokio_postgres::Client {
@@ -265,5 +283,31 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
         assert!(started.elapsed() < Duration::from_secs(5), "{history}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    // Both runs are counted, by how they ended, with their rows.
+    let text = metrics(&server).await;
+    let line = |needle: &str| {
+        text.lines()
+            .find(|line| line.starts_with(needle) && line.contains("adapter=\"postgres\""))
+            .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+    };
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("dbconsole_query_runs_total")
+                && l.contains("outcome=\"succeeded\"")
+                && l.ends_with(" 1")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("dbconsole_query_runs_total")
+                && l.contains("outcome=\"cancelled\"")
+                && l.ends_with(" 1")),
+        "{text}"
+    );
+    assert_eq!(
+        line("dbconsole_query_rows_total"),
+        Some(100_000.0),
+        "{text}"
+    );
     server.stop().await;
 }

@@ -837,3 +837,65 @@ async fn a_changed_or_deleted_database_drops_its_sessions() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_pool_answers_busy_after_a_bounded_wait() {
+    let server = admin().await;
+    // The harness's pools hold 2 sessions and wait 500 ms for one.
+    let console = Arc::new(Console::new());
+    let (db, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
+    let marker = format!("busy_{}", ulid());
+    let mut holders = Vec::new();
+    for _ in 0..2 {
+        let created = console
+            .create_query(
+                &alice(),
+                &db,
+                &credentials[0],
+                &format!("SELECT pg_sleep(30) AS {marker}"),
+                None,
+            )
+            .await
+            .expect(200)
+            .json();
+        let id = created["id"].as_str().unwrap().to_owned();
+        let console = Arc::clone(&console);
+        holders.push(tokio::spawn(async move {
+            console.run(&alice(), &id, None).await
+        }));
+    }
+    let started = Instant::now();
+    loop {
+        let row = server
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1",
+                &[&format!("%{marker}%")],
+            )
+            .await
+            .unwrap();
+        if row.get::<_, i64>(0) == 2 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the holders never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let waited = Instant::now();
+    let (_, answer) = console
+        .query(&alice(), &db, &credentials[0], "SELECT 1", None, None)
+        .await;
+    let busy = answer.expect(503).json();
+    assert!(
+        busy["errors"]["detail"].as_str().unwrap().contains("busy"),
+        "{busy}"
+    );
+    assert!(waited.elapsed() < Duration::from_secs(3));
+    for holder in holders {
+        holder.abort();
+    }
+    gone_within(&server, &marker, Duration::from_secs(1)).await;
+}
