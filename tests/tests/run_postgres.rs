@@ -254,6 +254,23 @@ async fn bad_statements_are_client_errors_and_the_history_says_so() {
         .await
         .expect(200);
 
+    // A database that echoes a secret in its message: scrubbed.
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT 'checkpw'::int",
+            None,
+            None,
+        )
+        .await;
+    let echoed = answer.expect(422).text();
+    assert!(
+        echoed.contains("[REDACTED]") && !echoed.contains("checkpw"),
+        "{echoed}"
+    );
+
     let (id, answer) = console
         .query(&alice(), &db, &credentials[0], "SELEC 1", None, None)
         .await;
@@ -598,6 +615,7 @@ async fn panel_inputs_are_values_never_text() {
                 panel(&format!("DELETE FROM {table} WHERE id = ${{id}} OR name = ${{name}}"), &credentials[0]),
                 panel("SELECT set_config('default_transaction_read_only', 'off', false), ${id}::text || ${name}", &credentials[0]),
                 panel("SELECT generate_series(1, 100000000) AS g, ${id}::text || ${name} AS s", &credentials[0]),
+                panel("SELECT ${id}::date AS d, ${name}::text AS n", &credentials[0]),
             ]})),
         )
         .await
@@ -646,6 +664,23 @@ async fn panel_inputs_are_values_never_text() {
         .expect(422)
         .json();
     assert!(bad["errors"]["inputs.id"].is_array(), "{bad}");
+    // A type the server inferred: the value that does not convert is named by its input.
+    let date = run(6, json!({"id": "not-a-date", "name": "x"}))
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        date["errors"]["inputs.id"][0]
+            .as_str()
+            .unwrap()
+            .contains("type date"),
+        "{date}"
+    );
+    let fine = run(6, json!({"id": "2024-02-29", "name": "x"}))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(fine["rows"], json!([["2024-02-29", "x"]]));
     let missing = run(0, json!({"id": "1"})).await.expect(422).json();
     assert!(missing["errors"]["inputs.name"].is_array(), "{missing}");
     let unknown = run(0, json!({"id": "1", "name": "x", "other": "y"}))

@@ -135,6 +135,23 @@ pub enum RunError {
     NotBuilt(Adapter),
 }
 
+impl RunError {
+    /// The error with every secret's text in its message replaced by `[REDACTED]`, as
+    /// check-connection answers (a database may echo what it was sent).
+    pub fn scrubbed(self, secrets: &[crate::model::Secret]) -> Self {
+        let scrub = |message: String| crate::check::scrub_message(&message, secrets.iter());
+        match self {
+            RunError::Input { field, message } => RunError::Input {
+                field,
+                message: scrub(message),
+            },
+            RunError::Database(message) => RunError::Database(scrub(message)),
+            RunError::Connect(message) => RunError::Connect(scrub(message)),
+            other => other,
+        }
+    }
+}
+
 /// Runs queries for one adapter.
 #[async_trait]
 pub trait QueryRunner: Send + Sync + Debug + 'static {

@@ -50,6 +50,8 @@ pub struct Session {
     conn: Conn,
     set_timeout: String,
     _tunnel: Option<TunnelEndpoint>,
+    /// What the database's messages are scrubbed of.
+    secrets: Vec<crate::model::Secret>,
 }
 
 /// Opens a credential's sessions.
@@ -93,6 +95,7 @@ impl managed::Manager for Manager {
                 conn,
                 set_timeout,
                 _tunnel: opened.tunnel,
+                secrets: target.secrets().cloned().collect(),
             }),
             Ok(Err(message)) => Err(RunError::Connect(scrub_message(&message, target.secrets()))),
             Err(_) => Err(RunError::Connect(format!(
@@ -158,6 +161,7 @@ impl QueryRunner for MysqlRunner {
             None => (job.statement.clone(), Vec::new()),
         };
         let connection_id = session.conn.id();
+        let secrets = session.secrets.clone();
         let opts = session.conn.opts().clone();
         let bound = job.timeout + Duration::from_secs(1);
         let mut truncated = false;
@@ -173,7 +177,7 @@ impl QueryRunner for MysqlRunner {
             {
                 RunError::TimedOut(job.timeout)
             }
-            other => other,
+            other => other.scrubbed(&secrets),
         });
         let killed =
             truncated || matches!(outcome, Err(RunError::Cancelled | RunError::TimedOut(_)));

@@ -48,7 +48,7 @@ impl OracleRunner {
 /// A pooled session, with its login (whose wallet must outlive it).
 pub struct Session {
     connection: Arc<oracle::Connection>,
-    _login: OracleLogin,
+    login: OracleLogin,
     _tunnel: Option<TunnelEndpoint>,
 }
 
@@ -81,7 +81,7 @@ impl managed::Manager for Manager {
         match tokio::time::timeout(self.connect_timeout, connect).await {
             Ok(Ok(Ok((connection, login)))) => Ok(Session {
                 connection: Arc::new(connection),
-                _login: login,
+                login,
                 _tunnel: opened.tunnel,
             }),
             Ok(Ok(Err(message))) => Err(RunError::Connect(message)),
@@ -190,6 +190,8 @@ impl QueryRunner for OracleRunner {
                 Err(error)
             }
         };
+        let outcome =
+            outcome.map_err(|error| error.scrubbed(std::slice::from_ref(&session.login.password)));
         if outcome.is_ok() && !sink.truncated() {
             if !sink.is_started() {
                 sink.columns(&[]);

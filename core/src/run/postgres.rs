@@ -62,6 +62,8 @@ pub struct Session {
     _tunnel: Option<TunnelEndpoint>,
     /// Prepared statements by text: a panel that runs again skips its prepare.
     statements: HashMap<String, Statement>,
+    /// What the database's messages are scrubbed of.
+    secrets: Vec<crate::model::Secret>,
 }
 
 /// Statements a session keeps prepared at most (then it forgets them all and starts again).
@@ -121,6 +123,7 @@ impl managed::Manager for Manager {
                 tls,
                 _tunnel: opened.tunnel,
                 statements: HashMap::new(),
+                secrets: target.secrets().cloned().collect(),
             }),
             Ok(Err(message)) => Err(RunError::Connect(scrub_message(&message, target.secrets()))),
             Err(_) => Err(RunError::Connect(format!(
@@ -202,11 +205,12 @@ impl QueryRunner for PostgresRunner {
             () = &mut gone => Err(RunError::Cancelled),
             () = tokio::time::sleep(bound) => Err(RunError::TimedOut(job.timeout)),
         };
+        let secrets = session.secrets.clone();
         let outcome = outcome.map_err(|error| match error {
             RunError::Database(message) if message.contains("statement timeout") => {
                 RunError::TimedOut(job.timeout)
             }
-            other => other,
+            other => other.scrubbed(&secrets),
         });
         match &outcome {
             Ok(()) if !read_only => {
@@ -236,6 +240,30 @@ impl QueryRunner for PostgresRunner {
     fn evict(&self, database_id: &str) {
         self.pools.evict_database(database_id);
     }
+}
+
+/// A data exception (SQLSTATE class 22) at bind names the input whose value it quotes: the
+/// value did not convert to its parameter's type. Anything else: [`database_error`].
+fn input_error(
+    error: &tokio_postgres::Error,
+    keys: &[String],
+    inputs: Option<&Inputs>,
+) -> RunError {
+    if let (Some(db), Some(inputs)) = (error.as_db_error(), inputs)
+        && db.code().code().starts_with("22")
+        && let Some(key) = keys.iter().find(|key| {
+            inputs
+                .values
+                .get(*key)
+                .is_some_and(|value| db.message().contains(&format!("\"{value}\"")))
+        })
+    {
+        return RunError::Input {
+            field: format!("inputs.{key}"),
+            message: format!("does not convert: {}", db.message()),
+        };
+    }
+    database_error(error)
 }
 
 fn database_error(error: &tokio_postgres::Error) -> RunError {
@@ -351,7 +379,7 @@ async fn execute_panel(
         () = std::future::ready(()) => {}
     }
     begun.map_err(|e| database_error(&e))?;
-    let rows = rows.map_err(|e| database_error(&e))?;
+    let rows = rows.map_err(|e| input_error(&e, keys, inputs))?;
     tokio::pin!(rows);
     while let Some(row) = rows.next().await {
         let row = row.map_err(|e| database_error(&e))?;

@@ -50,6 +50,8 @@ pub struct Session {
     client: Client<Compat<TcpStream>>,
     _files: crate::check::sqlserver::ClientFiles,
     _tunnel: Option<TunnelEndpoint>,
+    /// What the database's messages are scrubbed of.
+    secrets: Vec<crate::model::Secret>,
 }
 
 /// Opens a credential's connections.
@@ -71,6 +73,7 @@ impl managed::Manager for Manager {
                 client,
                 _files: files,
                 _tunnel: opened.tunnel,
+                secrets: target.secrets().cloned().collect(),
             }),
             Ok(Err(message)) => Err(RunError::Connect(scrub_message(&message, target.secrets()))),
             Err(_) => Err(RunError::Connect(format!(
@@ -115,6 +118,8 @@ impl QueryRunner for SqlserverRunner {
             () = &mut gone => Err(RunError::Cancelled),
             () = tokio::time::sleep(job.timeout) => Err(RunError::TimedOut(job.timeout)),
         };
+        let secrets = session.secrets.clone();
+        let outcome = outcome.map_err(|error| error.scrubbed(&secrets));
         // Only a panel that ran to its rollback leaves its connection as it found it.
         if !(read_only && outcome.is_ok() && !sink.truncated()) {
             drop(Object::take(session));
