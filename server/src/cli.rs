@@ -337,6 +337,45 @@ pub struct ServeArgs {
     )]
     pub audit_retention_events: u64,
 
+    /// The most rows a query or panel run returns; a request's `limit` above it is refused.
+    #[arg(
+        long,
+        env = "DBCONSOLE_MAX_ROWS",
+        default_value_t = dbconsole_core::service::DEFAULT_MAX_ROWS,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub max_rows: u32,
+
+    /// The statement timeout in seconds of credentials that set none (enforced in the
+    /// database and by the server).
+    #[arg(
+        long,
+        env = "DBCONSOLE_STATEMENT_TIMEOUT_SECS",
+        default_value_t = dbconsole_core::service::DEFAULT_STATEMENT_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..=86_400)
+    )]
+    pub statement_timeout_secs: u64,
+
+    /// Connections each credential's pool opens at most (one pool for console queries, one for
+    /// panels).
+    #[arg(
+        long,
+        env = "DBCONSOLE_POOL_SIZE",
+        default_value_t = 4,
+        value_parser = clap::value_parser!(u64).range(1..=1_000)
+    )]
+    pub pool_size: u64,
+
+    /// Seconds a run waits for a free connection of its credential's pool before it is
+    /// answered 503.
+    #[arg(
+        long,
+        env = "DBCONSOLE_POOL_WAIT_SECS",
+        default_value_t = 5,
+        value_parser = clap::value_parser!(u64).range(1..=600)
+    )]
+    pub pool_wait_secs: u64,
+
     /// Accept OIDC bearer tokens (JWTs) of this issuer as access tokens, as the user they name
     /// (README, "Who may do what"); its discovery document names the key set. Needs
     /// --oidc-audience.
@@ -428,6 +467,14 @@ impl DatabaseArgs {
 }
 
 impl ServeArgs {
+    /// The query runners' pool limits.
+    pub fn pool_limits(&self) -> dbconsole_core::run::PoolLimits {
+        dbconsole_core::run::PoolLimits {
+            size: usize::try_from(self.pool_size).unwrap_or(4),
+            wait: Duration::from_secs(self.pool_wait_secs),
+        }
+    }
+
     /// The OIDC settings, when an issuer is given.
     pub fn oidc(&self) -> Option<crate::oidc::OidcOptions> {
         Some(crate::oidc::OidcOptions {

@@ -76,9 +76,9 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     }
     let service = ConsoleService::builder(Arc::clone(&storage), authenticator, keys.sealer.clone())
         .checkers(dbconsole_core::check::standard_checkers())
-        .runners(dbconsole_core::run::standard_runners(
-            dbconsole_core::run::PoolLimits::default(),
-        ))
+        .runners(dbconsole_core::run::standard_runners(args.pool_limits()))
+        .max_rows(args.max_rows)
+        .statement_timeout(std::time::Duration::from_secs(args.statement_timeout_secs))
         .check_timeout(args.check_timeout())
         .read_cache(args.read_cache_bytes())
         .body_timeout(args.body_timeout())

@@ -52,6 +52,10 @@ async fn start(dir: &Path) -> Server {
             "127.0.0.1:0",
             "--metrics-listen",
             "127.0.0.1:0",
+            "--max-rows",
+            "10000000",
+            "--statement-timeout-secs",
+            "600",
             "--data-dir",
             dir.to_str().unwrap(),
         ],
@@ -128,7 +132,7 @@ async fn query(server: &Server, user_key: &str, statement: &str) -> String {
         "database_id": created["id"],
         "credential_id": created["credentials"][0]["id"],
         "query": statement,
-        "limit": 100_000,
+        "limit": 10_000_000,
     })
     .to_string();
     let query = request(
@@ -308,6 +312,89 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
         line("dbconsole_query_rows_total"),
         Some(100_000.0),
         "{text}"
+    );
+    server.stop().await;
+}
+
+/// The resident set of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_million_rows_stream_with_the_server_memory_flat() {
+    admin().await;
+    let data = tempfile::tempdir().unwrap();
+    let user_key = create_key(
+        data.path(),
+        &[
+            "--kind",
+            "api-key",
+            "--scope",
+            "query",
+            "--user",
+            "alice@example.com",
+            "--name",
+            "alice",
+        ],
+    )
+    .await;
+    let server = start(data.path()).await;
+    let pid = server.child.id().expect("running");
+    let id = query(
+        &server,
+        &user_key,
+        "SELECT g FROM generate_series(1, 10000000) g",
+    )
+    .await;
+    let before = rss_kib(pid);
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(
+        &mut stream,
+        request_text(
+            "POST",
+            &format!("/api/v1/console/queries/{id}/run"),
+            &[("x-api-key", &user_key), ("accept", "text/csv")],
+            None,
+            true,
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut buffer = vec![0u8; 256 * 1024];
+    let (mut bytes, mut peak, mut newlines) = (0u64, before, 0u64);
+    loop {
+        let read = tokio::time::timeout(HANG_GUARD, stream.read(&mut buffer))
+            .await
+            .expect("the stream goes on")
+            .unwrap();
+        if read == 0 {
+            break;
+        }
+        bytes += read as u64;
+        newlines += buffer[..read].iter().filter(|b| **b == b'\n').count() as u64;
+        if bytes % (8 * 1024 * 1024) < read as u64 {
+            peak = peak.max(rss_kib(pid));
+        }
+    }
+    // The head's lines, the chunk sizes' lines, the header line and 10 million rows.
+    assert!(newlines > 10_000_000, "{newlines} lines for {bytes} bytes");
+    let growth = peak.saturating_sub(before);
+    println!(
+        "{bytes} bytes streamed; server resident set {before} KiB before, peak growth {growth} KiB"
+    );
+    assert!(
+        growth < 64 * 1024,
+        "the server grew by {growth} KiB while streaming 10 million rows"
     );
     server.stop().await;
 }

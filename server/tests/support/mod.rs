@@ -19,7 +19,7 @@ use tokio::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 
 /// The variables the binary reads; none leaks in from the test's own environment.
-const OUR_VARS: [&str; 25] = [
+const OUR_VARS: [&str; 29] = [
     "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
     "DBCONSOLE_STORAGE",
@@ -45,6 +45,10 @@ const OUR_VARS: [&str; 25] = [
     "DBCONSOLE_OIDC_GROUPS_CLAIM",
     "DBCONSOLE_OIDC_SUPER_ADMIN_GROUP",
     "DBCONSOLE_OIDC_AGENT_CLAIM",
+    "DBCONSOLE_MAX_ROWS",
+    "DBCONSOLE_STATEMENT_TIMEOUT_SECS",
+    "DBCONSOLE_POOL_SIZE",
+    "DBCONSOLE_POOL_WAIT_SECS",
 ];
 
 /// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
