@@ -75,7 +75,8 @@ async fn results_keep_their_types_in_every_format() {
          'a,\"b\"'::text AS t, '\\x00ff'::bytea AS b, '{\"k\": [1, null]}'::jsonb AS j, \
          TIMESTAMPTZ '2024-02-03 04:05:06.789+00' AS at, DATE '2024-02-29' AS d, NULL::text AS n, \
          true AS yes, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'::uuid AS u, 1.5::float8 AS f, \
-         INTERVAL '1 day 2 hours' AS i";
+         INTERVAL '1 day 2 hours' AS i, ARRAY[1, 2, NULL]::int4[] AS arr, \
+         ARRAY[['a', 'b'], ['c', 'd']] AS grid";
     let (id, answer) = console
         .query(&alice(), &db, &credentials[0], statement, None, None)
         .await;
@@ -103,7 +104,9 @@ async fn results_keep_their_types_in_every_format() {
             "bool",
             "uuid",
             "float8",
-            "interval"
+            "interval",
+            "_int4",
+            "_text"
         ]
     );
     assert_eq!(result["columns"][4]["encoding"], "base64");
@@ -122,7 +125,9 @@ async fn results_keep_their_types_in_every_format() {
             true,
             "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
             1.5,
-            "P1DT2H"
+            "P1DT2H",
+            [1, 2, null],
+            [["a", "b"], ["c", "d"]]
         ]])
     );
     assert_eq!(result["row_count"], 1);

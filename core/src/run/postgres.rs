@@ -522,7 +522,7 @@ impl<'a> FromSql<'a> for Raw<'a> {
 }
 
 /// How a column's values are written, chosen once per column.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Render {
     Bool,
     Int2,
@@ -541,6 +541,8 @@ enum Render {
     Timestamp,
     Timestamptz,
     Interval,
+    /// An array of elements written this way: a JSON array (its JSON text in CSV).
+    Array(Box<Render>),
     /// Bytes, and every type without a text form here: base64.
     Bytes,
 }
@@ -574,13 +576,18 @@ impl Render {
             _ => match ty.kind() {
                 Kind::Enum(_) => Render::Text,
                 Kind::Domain(inner) => Render::of(inner),
+                Kind::Array(element) => match Render::of(element) {
+                    // An array of what has no text form here is bytes as a whole.
+                    Render::Bytes if *element != Type::BYTEA => Render::Bytes,
+                    element => Render::Array(Box::new(element)),
+                },
                 _ if ty.name() == "citext" => Render::Text,
                 _ => Render::Bytes,
             },
         }
     }
 
-    fn write(self, out: &mut Encoder, raw: &[u8]) {
+    fn write(&self, out: &mut Encoder, raw: &[u8]) {
         fn array<const N: usize>(raw: &[u8]) -> Option<[u8; N]> {
             raw.get(..N).and_then(|bytes| bytes.try_into().ok())
         }
@@ -607,9 +614,57 @@ impl Render {
                 out.text(&timestamp(array(raw).map_or(0, i64::from_be_bytes), "Z"));
             }
             Render::Interval => out.text(&interval(raw)),
+            Render::Array(element) => match array_json(element, raw) {
+                Some(json) => out.json(&json),
+                None => out.bytes(raw),
+            },
             Render::Bytes => out.bytes(raw),
         }
     }
+}
+
+/// An array in PostgreSQL's binary form (any number of dimensions) as JSON text, its
+/// elements written by `element`; `None` when the bytes are not such an array.
+fn array_json(element: &Render, raw: &[u8]) -> Option<String> {
+    fn int(raw: &[u8], at: usize) -> Option<i32> {
+        raw.get(at..at + 4)?.try_into().ok().map(i32::from_be_bytes)
+    }
+    let dimensions = usize::try_from(int(raw, 0)?).ok()?;
+    if dimensions == 0 {
+        return Some("[]".to_owned());
+    }
+    let mut lengths = Vec::with_capacity(dimensions);
+    for d in 0..dimensions {
+        lengths.push(usize::try_from(int(raw, 12 + 8 * d)?).ok()?);
+    }
+    let mut at = 12 + 8 * dimensions;
+    let mut values = Vec::new();
+    let total: usize = lengths.iter().product();
+    for _ in 0..total {
+        let length = int(raw, at)?;
+        at += 4;
+        let mut encoder = Encoder::new(crate::run::Format::Json);
+        encoder.begin_row();
+        if length < 0 {
+            encoder.null();
+        } else {
+            let length = usize::try_from(length).ok()?;
+            element.write(&mut encoder, raw.get(at..at + length)?);
+            at += length;
+        }
+        encoder.end_row();
+        // `[value]`: the value's JSON text between the brackets.
+        let row = encoder.take();
+        values.push(String::from_utf8_lossy(&row[1..row.len() - 1]).into_owned());
+    }
+    // Nest the flat values by the dimensions, innermost first.
+    for &length in lengths.iter().rev() {
+        values = values
+            .chunks(length.max(1))
+            .map(|chunk| format!("[{}]", chunk.join(",")))
+            .collect();
+    }
+    values.into_iter().next()
 }
 
 /// PostgreSQL's epoch, 2000-01-01.
