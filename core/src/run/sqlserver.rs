@@ -1,5 +1,5 @@
 //! SQL Server: [`SqlserverRunner`], with tiberius over the checker's connection
-//! ([`crate::check::sqlserver::connect`]: the same TLS rules and routing).
+//! (`check::sqlserver`'s connection: the same TLS rules and routing).
 //!
 //! - **Statements**: a console query is sent as a SQL batch; a panel's `${key}` inputs are
 //!   `@P1`, `@P2`… parameters of an RPC (`sp_executesql`), sent as `nvarchar`, which the server
