@@ -11,7 +11,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::model::{
-    AccessLevel, Adapter, AuditAction, ColumnAction, Database, ResourceKind, SubjectKind,
+    AccessLevel, Adapter, AuditAction, ColumnAction, Database, QueryStatus, ResourceKind,
+    RunOutcome, SubjectKind,
 };
 use crate::validate::{
     CERTIFICATE_MAX, DEFAULT_AI_MAX_ROWS, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NAME_MAX, PASSWORD_MAX,
@@ -51,6 +52,11 @@ pub(crate) fn document(base_path: &str) -> Value {
     }
     dashboard_paths(&mut paths, "/v1/dashboards", Auth::Bearer, false);
     dashboard_paths(&mut paths, "/api/v1/dashboards", Auth::Either, true);
+    for prefix in ["/api/v1/console", "/api/v1/querydesk"] {
+        query_paths(&mut paths, prefix, prefix.ends_with("querydesk"));
+    }
+    panel_run_path(&mut paths, "/v1/dashboards", Auth::Bearer, false);
+    panel_run_path(&mut paths, "/api/v1/dashboards", Auth::Either, true);
     let mut audit_params = page_params();
     audit_params.push(json!({
         "name": "resource", "in": "query", "required": false,
@@ -98,6 +104,7 @@ pub(crate) fn document(base_path: &str) -> Value {
         "tags": [
             { "name": "databases", "description": "Databases, their credentials and access control (x-api-key)." },
             { "name": "dashboards", "description": "Dashboards of query panels with row actions (Bearer)." },
+            { "name": "queries", "description": "Queries run once under the access rules, limits and AI caps (x-api-key or Bearer, bound to a user)." },
             { "name": "compat", "description": "The same operations under the paths the Terraform provider uses." },
         ],
     });
@@ -377,6 +384,117 @@ fn dashboard_paths(paths: &mut Map<String, Value>, base: &str, auth: Auth, compa
 /// An operation being built.
 struct Operation {
     value: Value,
+}
+
+/// The query routes under `prefix` (README, "Running queries").
+fn query_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
+    let id = |name: &str| {
+        if compat {
+            format!("{name}Compat")
+        } else {
+            name.to_owned()
+        }
+    };
+    let tags = if compat {
+        json!(["queries", "compat"])
+    } else {
+        json!(["queries"])
+    };
+    let mut list_params = page_params();
+    for (name, description) in [
+        ("database_id", "Only the queries of this database."),
+        ("author", "Only the queries of this author (exactly)."),
+    ] {
+        list_params.push(filter_param(name, description));
+    }
+    list_params.push(json!({
+        "name": "status", "in": "query", "required": false,
+        "description": "Only the queries in this status; another value is 422.",
+        "schema": enum_schema(&names(&QueryStatus::ALL, QueryStatus::as_str), false),
+    }));
+    paths.insert(
+        format!("{prefix}/queries"),
+        json!({
+            "get": operation(&id("listQueries"), "The query history, newest first (what the caller may see)", tags.clone(), Auth::Either)
+                .params(list_params)
+                .ok(json_content(schema_ref("QueryPage")))
+                .errors(&[401, 403, 422, 503])
+                .build(),
+            "post": operation(&id("createQuery"), "Store a query (one statement) to run once", tags.clone(), Auth::Either)
+                .body(schema_ref("QueryInput"))
+                .ok(json_content(schema_ref("Query")))
+                .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+                .idempotent()
+                .build(),
+        }),
+    );
+    let query_id = path_param(
+        "id",
+        "The query's id (`qry_…`).",
+        json!({ "type": "string" }),
+    );
+    paths.insert(
+        format!("{prefix}/queries/{{id}}"),
+        json!({
+            "get": operation(&id("getQuery"), "A query, with the outcome of its run", tags.clone(), Auth::Either)
+                .params(vec![query_id.clone()])
+                .ok(json_content(schema_ref("Query")))
+                .errors(&[401, 403, 404, 503])
+                .build(),
+        }),
+    );
+    paths.insert(
+        format!("{prefix}/queries/{{id}}/run"),
+        json!({
+            "post": run_operation(&id("runQuery"), "Run a query, once: its rows, streamed", tags, Auth::Either)
+                .params(vec![query_id])
+                .errors(&[401, 403, 404, 409, 422, 503])
+                .build(),
+        }),
+    );
+}
+
+/// The panel run route under a dashboards `base`.
+fn panel_run_path(paths: &mut Map<String, Value>, base: &str, auth: Auth, compat: bool) {
+    let (id, tags) = if compat {
+        ("runPanelCompat", json!(["dashboards", "compat"]))
+    } else {
+        ("runPanel", json!(["dashboards"]))
+    };
+    paths.insert(
+        format!("{base}/{{id}}/panels/{{panel_id}}/run"),
+        json!({
+            "post": run_operation(id, "Run a panel's query with its inputs as bind parameters: its rows, streamed", tags, auth)
+                .params(vec![
+                    path_param("id", "The dashboard's id.", json!({ "type": "string" })),
+                    path_param("panel_id", "The panel's id.", json!({ "type": "string" })),
+                ])
+                .body(schema_ref("PanelRunInput"))
+                .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+}
+
+/// A run: 200 streamed in the format `Accept` names, and the statuses only runs answer.
+fn run_operation(id: &str, summary: &str, tags: Value, auth: Auth) -> Operation {
+    let text =
+        |description: &str| json!({ "schema": { "type": "string" }, "example": description });
+    operation(id, summary, tags, auth)
+        .response(
+            200,
+            json!({
+                "description": "The rows, streamed. An error after the first rows ends JSON and NDJSON with an `error` member and cuts a CSV off.",
+                "content": {
+                    "application/json": { "schema": schema_ref("RunResult") },
+                    "application/x-ndjson": text("{\"columns\":[…]}\n[1,\"a\"]\n{\"row_count\":1,…}\n"),
+                    "text/csv": text("id,name\r\n1,a\r\n"),
+                },
+            }),
+        )
+        .response(501, error_response("No runner for the database's adapter is built into this server."))
+        .response(502, error_response("The database could not be reached or logged into (its message, scrubbed of secrets)."))
+        .response(504, error_response("The statement ran past its timeout and was ended on the server."))
 }
 
 fn operation(id: &str, summary: &str, tags: Value, auth: Auth) -> Operation {
@@ -702,6 +820,14 @@ fn closed(properties: Value) -> Value {
         .map(|p| p.keys().collect())
         .unwrap_or_default();
     json!({ "type": "object", "required": required, "properties": properties, "additionalProperties": false })
+}
+
+/// `schema` with `name` left out of its required properties.
+fn optional_property(name: &str, mut schema: Value) -> Value {
+    if let Some(required) = schema["required"].as_array_mut() {
+        required.retain(|r| r != name);
+    }
+    schema
 }
 
 fn list(items: Value, nullable: bool) -> Value {
@@ -1138,7 +1264,7 @@ fn schemas() -> Value {
         "DashboardUpdate": dashboard_input(false),
         "DatabasePage": page("Database"),
         "AuditEventPage": page("AuditEvent"),
-        "AuditEvent": closed(json!({
+        "AuditEvent": optional_property("run", closed(json!({
             "id": described(json!({ "type": "string" }), "`evt_…`: ordered by time; pass as `after` to page on."),
             "at": { "type": "string", "format": "date-time" },
             "action": enum_schema(&names(&AuditAction::ALL, AuditAction::as_str), false),
@@ -1152,8 +1278,65 @@ fn schemas() -> Value {
             })), "The caller credential that made the change: a stored key's id and name (id null for a static credential or a command). Never its secret."),
             "request_id": nullable_string(),
             "changes": described(list(json!({ "type": "string" }), false), "The names of the fields the change set; never a value (a secret appears as `credentials[<username>].password` or `ssl_key`)."),
-        })),
+            "run": described(closed(json!({
+                "database_id": { "type": "string" },
+                "credential_id": { "type": "string" },
+                "statement_sha256": { "type": "string" },
+                "statement_length": integer(0, u64::MAX, false),
+                "rows": integer(0, u64::MAX, false),
+                "duration_ms": integer(0, u64::MAX, false),
+                "outcome": enum_schema(&names(&RunOutcome::ALL, RunOutcome::as_str), false),
+            })), "A run's facts (`query.run`, `panel.run` only); never its text, inputs or rows."),
+        }))),
         "DashboardPage": page("Dashboard"),
+        "QueryPage": page("Query"),
+        "Query": closed(json!({
+            "id": described(json!({ "type": "string" }), "`qry_…`: ordered by creation; pass as `after` to page on (newest first)."),
+            "database_id": { "type": "string" },
+            "credential_id": { "type": "string" },
+            "query": { "type": "string" },
+            "limit": integer(1, U32_MAX, false),
+            "author": { "type": "string" },
+            "status": enum_schema(&names(&QueryStatus::ALL, QueryStatus::as_str), false),
+            "run": {
+                "oneOf": [
+                    { "type": "null" },
+                    closed(json!({
+                        "run_by": { "type": "string" },
+                        "started_at": { "type": "string", "format": "date-time" },
+                        "finished_at": { "type": ["string", "null"], "format": "date-time" },
+                        "row_count": integer(0, u64::MAX, false),
+                        "truncated": { "type": "boolean" },
+                        "duration_ms": integer(0, u64::MAX, false),
+                        "error": nullable_string(),
+                    })),
+                ],
+            },
+            "inserted_at": { "type": "string", "format": "date-time" },
+            "updated_at": { "type": "string", "format": "date-time" },
+        })),
+        "QueryInput": object(&["database_id", "credential_id", "query"], json!({
+            "database_id": text_schema(NAME, Presence::Required),
+            "credential_id": text_schema(NAME, Presence::Required),
+            "query": described(text_schema(Text::Lines(QUERY_MAX), Presence::Required), "One statement (a trailing `;` and comments are fine)."),
+            "limit": described(json!({ "type": ["integer", "null"], "minimum": 1 }), "The most rows the run returns (default 1,000), up to the server's maximum."),
+        })),
+        "PanelRunInput": object(&[], json!({
+            "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for every input the panel declares, and no other."),
+            "limit": { "type": ["integer", "null"], "minimum": 1 },
+        })),
+        "RunResult": object(&["columns", "rows", "row_count", "truncated", "duration_ms"], json!({
+            "columns": list(object(&["name", "type"], json!({
+                "name": { "type": "string" },
+                "type": described(json!({ "type": "string" }), "The database's own type name."),
+                "encoding": described(json!({ "const": "base64" }), "Present on columns whose values are bytes in base64."),
+            })), false),
+            "rows": list(json!({ "type": "array" }), false),
+            "row_count": integer(0, u64::MAX, false),
+            "truncated": { "type": "boolean" },
+            "duration_ms": integer(0, u64::MAX, false),
+            "error": described(closed(json!({ "detail": { "type": "string" } })), "Present when the run failed after its first rows."),
+        })),
     })
 }
 
@@ -1190,6 +1373,58 @@ mod tests {
         assert_eq!(answered, documented);
     }
 
+    /// The `Query` schema's properties are exactly the keys a query answer has, before and
+    /// after its run.
+    #[test]
+    fn the_query_schema_is_the_answer() {
+        let now = crate::model::Timestamp::now();
+        let mut query = crate::model::Query {
+            id: crate::model::QueryId::generate(),
+            database_id: "db_1".to_owned(),
+            credential_id: "crd_1".to_owned(),
+            query: "SELECT 1".to_owned(),
+            limit: 10,
+            author: "a@example.com".to_owned(),
+            status: QueryStatus::Ready,
+            run: None,
+            inserted_at: now,
+            updated_at: now,
+        };
+        let document = document("");
+        let schema = &document["components"]["schemas"]["Query"];
+        let documented = |schema: &Value| {
+            let mut keys: Vec<String> = schema["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            keys.sort();
+            keys
+        };
+        let answered = |value: &Value| {
+            let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+            keys.sort();
+            keys
+        };
+        let view = serde_json::to_value(super::super::render::QueryView::from(&query)).unwrap();
+        assert_eq!(answered(&view), documented(schema));
+        query.run = Some(crate::model::QueryRun {
+            run_by: "a@example.com".to_owned(),
+            started_at: now,
+            finished_at: Some(now),
+            row_count: 1,
+            truncated: false,
+            duration_ms: 2,
+            error: None,
+        });
+        let view = serde_json::to_value(super::super::render::QueryView::from(&query)).unwrap();
+        assert_eq!(
+            answered(&view["run"]),
+            documented(&schema["properties"]["run"]["oneOf"][1])
+        );
+    }
+
     #[test]
     fn the_document_is_the_router() {
         let document = document("");
@@ -1202,7 +1437,8 @@ mod tests {
             let path = template
                 .replace("{id}", "db_01arz3ndektsv4rrffq69g5fav")
                 .replace("{api_id}", "ext-1")
-                .replace("{username}", "reader");
+                .replace("{username}", "reader")
+                .replace("{panel_id}", "pl_1");
             let route =
                 Route::recognize(&path).unwrap_or_else(|| panic!("{template} is not a route"));
             let mut documented: Vec<String> = item
@@ -1235,6 +1471,10 @@ mod tests {
             "/api/v1/console/audit",
             "/v1/dashboards",
             "/v1/dashboards/x",
+            "/v1/dashboards/x/panels/p/run",
+            "/api/v1/console/queries",
+            "/api/v1/console/queries/q",
+            "/api/v1/console/queries/q/run",
         ];
         for path in every {
             let route = Route::recognize(path).unwrap();
@@ -1243,7 +1483,7 @@ mod tests {
                 "{path} is not documented"
             );
         }
-        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 1 + 1);
+        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 2 * 3 + 2 + 1 + 1);
     }
 
     #[test]
