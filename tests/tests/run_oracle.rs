@@ -36,3 +36,23 @@ async fn a_run_without_the_oracle_client_says_so() {
     assert!(!text.contains(PASSWORD), "{text}");
     assert_eq!(console.history(&alice(), &id).await["status"], "failed");
 }
+
+/// A run refused before it starts (no runner for the adapter: 501) leaves the query ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_run_leaves_the_query_ready() {
+    let console = Console::with_runners(dbconsole_core::run::Runners::none());
+    let (db, credentials) = console
+        .database(
+            "postgres",
+            1,
+            json!({}),
+            json!([{"username": "checker", "password": PASSWORD}]),
+        )
+        .await;
+    let (id, answer) = console
+        .query(&alice(), &db, &credentials[0], "SELECT 1", None, None)
+        .await;
+    let text = answer.expect(501).text();
+    assert!(text.contains("not built into this server"), "{text}");
+    assert_eq!(console.history(&alice(), &id).await["status"], "ready");
+}

@@ -72,16 +72,21 @@ pub fn root() -> Principal {
 
 impl Console {
     pub fn new() -> Self {
+        Self::with_runners(standard_runners(PoolLimits {
+            size: 2,
+            wait: Duration::from_millis(500),
+        }))
+    }
+
+    /// The service with these runners (`Runners::none()`: every run answers 501).
+    pub fn with_runners(runners: dbconsole_core::run::Runners) -> Self {
         let credentials = StaticCredentials::new(Some(&Secret::from(API_KEY)), None);
         let service = ConsoleService::builder(
             Arc::new(MemoryStorage::new()),
             Arc::new(credentials),
             Sealer::ephemeral().expect("a random key"),
         )
-        .runners(standard_runners(PoolLimits {
-            size: 2,
-            wait: Duration::from_millis(500),
-        }))
+        .runners(runners)
         .trust_principal(true)
         .max_rows(1_000)
         .build();
