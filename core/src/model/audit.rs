@@ -34,6 +34,13 @@ pub enum AuditAction {
     QueryRun,
     /// `POST /v1/dashboards/{id}/panels/{panel_id}/run`: a panel ran (with [`RunFacts`]).
     PanelRun,
+    /// `POST …/queries/{id}/reviews`: a reviewer approved or rejected a query.
+    QueryReview,
+    /// `POST …/queries/{id}/run` with `bypass_review`: a super admin ran their own query
+    /// without the approvals it lacked.
+    QueryReviewBypass,
+    /// A tool call of an AI agent through the MCP endpoint (`changes` names the tool).
+    AgentCall,
 }
 
 wire_enum!(AuditAction, [
@@ -51,6 +58,9 @@ wire_enum!(AuditAction, [
     QueryCreate => "query.create",
     QueryRun => "query.run",
     PanelRun => "panel.run",
+    QueryReview => "query.review",
+    QueryReviewBypass => "query.review_bypass",
+    AgentCall => "agent.call",
 ]);
 
 impl AuditAction {
@@ -62,12 +72,16 @@ impl AuditAction {
             | AuditAction::DatabaseSetup
             | AuditAction::DatabaseDelete
             | AuditAction::DatabaseRemove
-            | AuditAction::AccessUpdate => ResourceKind::Database,
+            | AuditAction::AccessUpdate
+            | AuditAction::AgentCall => ResourceKind::Database,
             AuditAction::DashboardCreate
             | AuditAction::DashboardUpdate
             | AuditAction::DashboardDelete
             | AuditAction::PanelRun => ResourceKind::Dashboard,
-            AuditAction::QueryCreate | AuditAction::QueryRun => ResourceKind::Query,
+            AuditAction::QueryCreate
+            | AuditAction::QueryRun
+            | AuditAction::QueryReview
+            | AuditAction::QueryReviewBypass => ResourceKind::Query,
             AuditAction::CallerKeyCreate | AuditAction::CallerKeyRevoke => ResourceKind::CallerKey,
         }
     }
@@ -172,6 +186,15 @@ impl Origin {
             actor,
             request_id: None,
             idempotency: None,
+        }
+    }
+
+    /// The same origin with no `Idempotency-Key`: for writes whose answer is never stored (a
+    /// run, a review).
+    pub fn without_idempotency(&self) -> Self {
+        Self {
+            idempotency: None,
+            ..self.clone()
         }
     }
 

@@ -29,6 +29,9 @@ pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelI
 pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsField, TlsMaterial};
 pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, EventId, KeyId, PanelId, QueryId};
 pub use principal::{Principal, Role};
-pub use query::{Query, QueryRun, QueryStatus};
+pub use query::{
+    Bypass, BypassRequest, Decision, Query, QueryRun, QueryStatus, Review, ReviewRefusal,
+    RunRefusal,
+};
 pub use secret::{SealedSecret, Secret};
 pub use time::Timestamp;

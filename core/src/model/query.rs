@@ -10,6 +10,8 @@ pub enum QueryStatus {
     Ready,
     /// Stored; the credential needs reviews before it may run.
     AwaitingReview,
+    /// A reviewer rejected it: it never runs (README, "Reviews").
+    Rejected,
     /// Running now (or its node stopped while it ran: the outcome was never recorded).
     Running,
     /// Ran, and every row it sent was sent.
@@ -21,6 +23,7 @@ pub enum QueryStatus {
 wire_enum!(QueryStatus, [
     Ready => "ready",
     AwaitingReview => "awaiting_review",
+    Rejected => "rejected",
     Running => "running",
     Succeeded => "succeeded",
     Failed => "failed",
@@ -43,6 +46,10 @@ pub struct Query {
     pub author: String,
     /// Where it is in its life.
     pub status: QueryStatus,
+    /// Its reviews, in the order they came; one per reviewer.
+    pub reviews: Vec<Review>,
+    /// The super admin's override of missing approvals, when it ran with one.
+    pub bypass: Option<Bypass>,
     /// Its run, once started.
     pub run: Option<QueryRun>,
     /// Creation time.
@@ -68,4 +75,344 @@ pub struct QueryRun {
     pub duration_ms: u64,
     /// Why it failed (scrubbed of secrets), when it did.
     pub error: Option<String>,
+}
+
+/// What a reviewer decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// Counts toward the credential's `reviews_required`.
+    Approve,
+    /// Stops the query for good.
+    Reject,
+}
+
+wire_enum!(Decision, [
+    Approve => "approve",
+    Reject => "reject",
+]);
+
+/// One reviewer's decision on a query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Review {
+    /// Who reviewed (the principal's user).
+    pub reviewer: String,
+    /// What they decided.
+    pub decision: Decision,
+    /// What they said, if anything.
+    pub comment: Option<String>,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// A super admin's run of their own query without the approvals its credential requires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bypass {
+    /// Who overrode (the query's author, a super admin).
+    pub by: String,
+    /// When.
+    pub at: Timestamp,
+    /// Why, as they wrote it.
+    pub reason: String,
+    /// Approvals the query had.
+    pub approvals: u32,
+    /// Approvals the credential required at that moment.
+    pub required: u32,
+}
+
+/// Why a review is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReviewRefusal {
+    /// The reviewer wrote the query.
+    OwnQuery,
+    /// The reviewer already reviewed it: one reviewer counts once.
+    AlreadyReviewed,
+    /// The query is past reviewing (rejected, running or ran).
+    Closed(QueryStatus),
+}
+
+impl std::fmt::Display for ReviewRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::OwnQuery => f.write_str("an author never reviews their own query"),
+            Self::AlreadyReviewed => {
+                f.write_str("you already reviewed this query: one reviewer counts once")
+            }
+            Self::Closed(QueryStatus::Rejected) => {
+                f.write_str("the query was rejected: create a new query to try again")
+            }
+            Self::Closed(status) => write!(
+                f,
+                "the query is {}: only a query that has not run can be reviewed",
+                status.as_str()
+            ),
+        }
+    }
+}
+
+/// Why a run is refused when it comes to claim the query.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunRefusal {
+    /// It has fewer approvals than its credential requires now, and no bypass.
+    AwaitingReview {
+        /// Approvals it has.
+        approvals: u32,
+        /// Approvals its credential requires now.
+        required: u32,
+    },
+    /// A reviewer rejected it.
+    Rejected,
+    /// It ran, or runs now: a query runs once.
+    AlreadyRan,
+}
+
+impl std::fmt::Display for RunRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::AwaitingReview {
+                approvals,
+                required,
+            } => write!(
+                f,
+                "the query awaits its reviews: it has {approvals} of the {required} approval(s) \
+                 its credential requires"
+            ),
+            Self::Rejected => {
+                f.write_str("the query was rejected by a reviewer: create a new query to try again")
+            }
+            Self::AlreadyRan => f.write_str(
+                "the query already ran: a query runs once; create a new one to run it again",
+            ),
+        }
+    }
+}
+
+/// A bypass as asked for: who and why (the service has checked that they may).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BypassRequest {
+    /// Who asks (the query's author, a super admin).
+    pub by: String,
+    /// Why.
+    pub reason: String,
+}
+
+impl Query {
+    /// How many reviewers approved.
+    pub fn approvals(&self) -> u32 {
+        let approvals = self
+            .reviews
+            .iter()
+            .filter(|review| review.decision == Decision::Approve)
+            .count();
+        u32::try_from(approvals).unwrap_or(u32::MAX)
+    }
+
+    /// Whether `user` reviewed it.
+    pub fn reviewed_by(&self, user: &str) -> bool {
+        self.reviews.iter().any(|review| review.reviewer == user)
+    }
+
+    /// The query with `review` added, given the approvals its credential requires now
+    /// (README, "Reviews"): an approval makes it ready once the approvals reach `required`; a
+    /// rejection stops it for good.
+    pub fn reviewed(&self, review: Review, required: u32) -> Result<Query, ReviewRefusal> {
+        if !matches!(
+            self.status,
+            QueryStatus::Ready | QueryStatus::AwaitingReview
+        ) {
+            return Err(ReviewRefusal::Closed(self.status));
+        }
+        if review.reviewer == self.author {
+            return Err(ReviewRefusal::OwnQuery);
+        }
+        if self.reviewed_by(&review.reviewer) {
+            return Err(ReviewRefusal::AlreadyReviewed);
+        }
+        let mut next = self.clone();
+        next.updated_at = review.at.not_before_next(self.updated_at);
+        next.reviews.push(review);
+        next.status = match next.reviews.last().map(|r| r.decision) {
+            Some(Decision::Reject) => QueryStatus::Rejected,
+            _ if next.approvals() >= required => QueryStatus::Ready,
+            _ => QueryStatus::AwaitingReview,
+        };
+        Ok(next)
+    }
+
+    /// The query claimed for its one run by `run_by` at `now`, given the approvals its
+    /// credential requires now; with `bypass` when it lacks them (recorded on the query).
+    pub fn claimed(
+        &self,
+        run_by: &str,
+        required: u32,
+        bypass: Option<BypassRequest>,
+        now: Timestamp,
+    ) -> Result<Query, RunRefusal> {
+        match self.status {
+            QueryStatus::Ready | QueryStatus::AwaitingReview => {}
+            QueryStatus::Rejected => return Err(RunRefusal::Rejected),
+            QueryStatus::Running | QueryStatus::Succeeded | QueryStatus::Failed => {
+                return Err(RunRefusal::AlreadyRan);
+            }
+        }
+        let approvals = self.approvals();
+        let mut next = self.clone();
+        if approvals < required {
+            let Some(bypass) = bypass else {
+                return Err(RunRefusal::AwaitingReview {
+                    approvals,
+                    required,
+                });
+            };
+            next.bypass = Some(Bypass {
+                by: bypass.by,
+                at: now,
+                reason: bypass.reason,
+                approvals,
+                required,
+            });
+        }
+        next.status = QueryStatus::Running;
+        next.updated_at = now.not_before_next(self.updated_at);
+        next.run = Some(QueryRun {
+            run_by: run_by.to_owned(),
+            started_at: now,
+            finished_at: None,
+            row_count: 0,
+            truncated: false,
+            duration_ms: 0,
+            error: None,
+        });
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn query(required: u32) -> Query {
+        let now = Timestamp::now();
+        Query {
+            id: super::super::QueryId::generate(),
+            database_id: "db_1".to_owned(),
+            credential_id: "crd_1".to_owned(),
+            query: "SELECT 1".to_owned(),
+            limit: 10,
+            author: "ann".to_owned(),
+            status: if required > 0 {
+                QueryStatus::AwaitingReview
+            } else {
+                QueryStatus::Ready
+            },
+            reviews: Vec::new(),
+            bypass: None,
+            run: None,
+            inserted_at: now,
+            updated_at: now,
+        }
+    }
+
+    fn review(reviewer: &str, decision: Decision) -> Review {
+        Review {
+            reviewer: reviewer.to_owned(),
+            decision,
+            comment: None,
+            at: Timestamp::now(),
+        }
+    }
+
+    #[test]
+    fn approvals_make_a_query_ready_once_they_reach_the_requirement() {
+        let q = query(2);
+        let q = q.reviewed(review("bo", Decision::Approve), 2).unwrap();
+        assert_eq!(q.status, QueryStatus::AwaitingReview);
+        assert_eq!(
+            q.reviewed(review("bo", Decision::Approve), 2),
+            Err(ReviewRefusal::AlreadyReviewed)
+        );
+        assert_eq!(
+            q.reviewed(review("ann", Decision::Approve), 2),
+            Err(ReviewRefusal::OwnQuery)
+        );
+        let q = q.reviewed(review("cy", Decision::Approve), 2).unwrap();
+        assert_eq!((q.status, q.approvals()), (QueryStatus::Ready, 2));
+        assert!(q.updated_at > q.inserted_at);
+    }
+
+    #[test]
+    fn a_rejection_stops_the_query_whatever_the_approvals() {
+        let q = query(1)
+            .reviewed(review("bo", Decision::Approve), 1)
+            .unwrap()
+            .reviewed(review("cy", Decision::Reject), 1)
+            .unwrap();
+        assert_eq!(q.status, QueryStatus::Rejected);
+        assert_eq!(
+            q.reviewed(review("di", Decision::Approve), 1),
+            Err(ReviewRefusal::Closed(QueryStatus::Rejected))
+        );
+        assert_eq!(
+            q.claimed("ann", 1, None, Timestamp::now()),
+            Err(RunRefusal::Rejected)
+        );
+        let bypass = BypassRequest {
+            by: "ann".to_owned(),
+            reason: "outage".to_owned(),
+        };
+        assert_eq!(
+            q.claimed("ann", 1, Some(bypass), Timestamp::now()),
+            Err(RunRefusal::Rejected),
+            "a bypass overrides missing approvals, never a rejection"
+        );
+    }
+
+    #[test]
+    fn a_claim_counts_the_approvals_against_the_requirement_of_now() {
+        let q = query(1)
+            .reviewed(review("bo", Decision::Approve), 1)
+            .unwrap();
+        assert_eq!(q.status, QueryStatus::Ready);
+        assert_eq!(
+            q.claimed("ann", 2, None, Timestamp::now()),
+            Err(RunRefusal::AwaitingReview {
+                approvals: 1,
+                required: 2
+            }),
+            "raising reviews_required after approval makes the query wait again"
+        );
+        let claimed = q.claimed("ann", 1, None, Timestamp::now()).unwrap();
+        assert_eq!(claimed.status, QueryStatus::Running);
+        assert_eq!(claimed.bypass, None);
+        assert_eq!(
+            claimed.claimed("ann", 1, None, Timestamp::now()),
+            Err(RunRefusal::AlreadyRan)
+        );
+        // Lowered after creation: an awaiting query with enough approvals runs.
+        assert!(query(3).claimed("ann", 0, None, Timestamp::now()).is_ok());
+    }
+
+    #[test]
+    fn a_bypass_is_recorded_only_when_approvals_lack() {
+        let bypass = || {
+            Some(BypassRequest {
+                by: "ann".to_owned(),
+                reason: "incident 42".to_owned(),
+            })
+        };
+        let claimed = query(2)
+            .reviewed(review("bo", Decision::Approve), 2)
+            .unwrap()
+            .claimed("ann", 2, bypass(), Timestamp::now())
+            .unwrap();
+        let recorded = claimed.bypass.expect("the bypass is stored on the query");
+        assert_eq!(
+            (recorded.by.as_str(), recorded.reason.as_str()),
+            ("ann", "incident 42")
+        );
+        assert_eq!((recorded.approvals, recorded.required), (1, 2));
+        let plain = query(0)
+            .claimed("ann", 0, bypass(), Timestamp::now())
+            .unwrap();
+        assert_eq!(plain.bypass, None, "nothing was overridden");
+    }
 }

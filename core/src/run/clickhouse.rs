@@ -223,9 +223,7 @@ async fn execute(
             if values.len() != renders.len() {
                 // The server writes an error that came after the first rows into the body.
                 return Err(RunError::Database(
-                    String::from_utf8_lossy(&pending_line(line))
-                        .trim()
-                        .to_owned(),
+                    String::from_utf8_lossy(line).trim().to_owned(),
                 ));
             }
             let Some(encoder) = sink.row() else {
@@ -247,10 +245,6 @@ async fn execute(
         sink.columns(&[]);
     }
     sink.flush().await.map_err(|_| RunError::Cancelled)
-}
-
-fn pending_line(line: &[u8]) -> Vec<u8> {
-    line.to_vec()
 }
 
 fn fields(line: &[u8]) -> impl Iterator<Item = &[u8]> {

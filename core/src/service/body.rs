@@ -66,6 +66,28 @@ where
     }
 }
 
+/// Reads an optional JSON object body (a run's): an empty body is an empty object, whatever
+/// its content type; any other body is read as [`read`] and [`json_object`] read it.
+pub(crate) async fn read_optional_object<B>(
+    headers: &HeaderMap,
+    body: B,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Map<String, Value>, ApiError>
+where
+    B: Body,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut checked = headers.clone();
+    checked.remove(header::CONTENT_TYPE);
+    let bytes = read(&checked, body, limit, timeout).await?;
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    check_headers(headers, limit)?;
+    json_object(&bytes)
+}
+
 /// Wipes a body's bytes once they are parsed, when this is their only owner (a body that came in
 /// several chunks was copied into a buffer of its own): its secrets now live only in the
 /// parsed request, in buffers wiped on drop ([`crate::validate::DatabaseBody`]).

@@ -81,7 +81,8 @@ impl CacheKey {
             | Route::PanelRun { .. }
             | Route::Queries
             | Route::Query(_)
-            | Route::QueryRun(_) => None,
+            | Route::QueryRun(_)
+            | Route::QueryReviews(_) => None,
         }
     }
 }

@@ -50,6 +50,7 @@ pub(crate) fn is_write(route: &Route<'_>, method: &Method) -> bool {
         | Route::Audit
         | Route::Query(_)
         | Route::QueryRun(_)
+        | Route::QueryReviews(_)
         | Route::PanelRun { .. } => false,
     }
 }

@@ -366,6 +366,20 @@ where
         parsed
     }
 
+    /// The body as an optional JSON object: an empty body is an empty object.
+    async fn optional_json(
+        self,
+        shared: &Shared,
+    ) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
+        body::read_optional_object(
+            &self.headers,
+            self.body,
+            shared.body_limit,
+            shared.body_timeout,
+        )
+        .await
+    }
+
     /// The listing query (422 on `limit` otherwise).
     fn page_query(&self) -> Result<PageQuery, ValidationErrors> {
         parse_page_query(self.query.as_deref())
@@ -539,9 +553,11 @@ impl Shared {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         match route {
-            Route::Queries | Route::Query(_) | Route::QueryRun(_) | Route::PanelRun { .. } => {
-                self.queries(route, call, caller, origin).await
-            }
+            Route::Queries
+            | Route::Query(_)
+            | Route::QueryRun(_)
+            | Route::QueryReviews(_)
+            | Route::PanelRun { .. } => self.queries(route, call, caller, origin).await,
             Route::Databases
             | Route::DatabaseSetup
             | Route::DatabaseRemove(_)

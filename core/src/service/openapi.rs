@@ -412,6 +412,11 @@ fn query_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
         "description": "Only the queries in this status; another value is 422.",
         "schema": enum_schema(&names(&QueryStatus::ALL, QueryStatus::as_str), false),
     }));
+    list_params.push(json!({
+        "name": "reviewer", "in": "query", "required": false,
+        "description": "`me`: only the queries the caller can act on as a reviewer (not their own, not yet reviewed by them, not run, on a database where they may review); another value is 422.",
+        "schema": { "type": "string", "enum": ["me"] },
+    }));
     paths.insert(
         format!("{prefix}/queries"),
         json!({
@@ -446,9 +451,21 @@ fn query_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
     paths.insert(
         format!("{prefix}/queries/{{id}}/run"),
         json!({
-            "post": run_operation(&id("runQuery"), "Run a query, once: its rows, streamed", tags, Auth::Either)
+            "post": run_operation(&id("runQuery"), "Run a query, once: its rows, streamed", tags.clone(), Auth::Either)
+                .params(vec![query_id.clone()])
+                .optional_body(schema_ref("RunInput"))
+                .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+    paths.insert(
+        format!("{prefix}/queries/{{id}}/reviews"),
+        json!({
+            "post": operation(&id("reviewQuery"), "Approve or reject a query (README, \"Reviews\")", tags, Auth::Either)
                 .params(vec![query_id])
-                .errors(&[401, 403, 404, 409, 422, 503])
+                .body(schema_ref("ReviewInput"))
+                .ok(json_content(schema_ref("Query")))
+                .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
                 .build(),
         }),
     );
@@ -518,6 +535,15 @@ impl Operation {
     fn body(mut self, schema: Value) -> Self {
         self.value["requestBody"] = json!({
             "required": true,
+            "content": { "application/json": { "schema": schema } },
+        });
+        self
+    }
+
+    /// A body that may be left out (empty).
+    fn optional_body(mut self, schema: Value) -> Self {
+        self.value["requestBody"] = json!({
+            "required": false,
             "content": { "application/json": { "schema": schema } },
         });
         self
@@ -913,6 +939,69 @@ fn responses() -> Value {
 }
 
 fn schemas() -> Value {
+    let review = closed(json!({
+        "reviewer": { "type": "string" },
+        "decision": { "type": "string", "enum": ["approve", "reject"] },
+        "comment": nullable_string(),
+        "reviewed_at": { "type": "string", "format": "date-time" },
+    }));
+    let bypass = described(
+        closed(json!({
+            "by": { "type": "string" },
+            "at": { "type": "string", "format": "date-time" },
+            "reason": { "type": "string" },
+            "approvals": integer(0, U32_MAX, false),
+            "required": integer(0, U32_MAX, false),
+        })),
+        "A super admin ran their own query without the approvals it lacked.",
+    );
+    let query = closed(json!({
+        "id": described(json!({ "type": "string" }), "`qry_…`: ordered by creation; pass as `after` to page on (newest first)."),
+        "database_id": { "type": "string" },
+        "credential_id": { "type": "string" },
+        "query": { "type": "string" },
+        "limit": integer(1, U32_MAX, false),
+        "author": { "type": "string" },
+        "status": enum_schema(&names(&QueryStatus::ALL, QueryStatus::as_str), false),
+        "approvals": described(integer(0, U32_MAX, false), "How many reviewers approved."),
+        "reviews": list(review.clone(), false),
+        "bypass": { "oneOf": [{ "type": "null" }, bypass.clone()] },
+        "run": {
+            "oneOf": [
+                { "type": "null" },
+                closed(json!({
+                    "run_by": { "type": "string" },
+                    "started_at": { "type": "string", "format": "date-time" },
+                    "finished_at": { "type": ["string", "null"], "format": "date-time" },
+                    "row_count": integer(0, u64::MAX, false),
+                    "truncated": { "type": "boolean" },
+                    "duration_ms": integer(0, u64::MAX, false),
+                    "error": nullable_string(),
+                })),
+            ],
+        },
+        "inserted_at": { "type": "string", "format": "date-time" },
+        "updated_at": { "type": "string", "format": "date-time" },
+    }));
+    let run_input = object(
+        &[],
+        json!({
+            "bypass_review": described(json!({
+                "type": ["object", "null"],
+                "properties": {
+                    "acknowledge": { "type": ["boolean", "null"] },
+                    "reason": { "type": ["string", "null"], "maxLength": 2000 },
+                },
+            }), "A super admin's override of missing approvals on their own query, on a database with `review_bypass_allowed`: `acknowledge` true and a reason; otherwise 403 naming the condition that failed."),
+        }),
+    );
+    let review_input = object(
+        &["decision"],
+        json!({
+            "decision": { "type": "string", "enum": ["approve", "reject"] },
+            "comment": { "type": ["string", "null"], "maxLength": 2000 },
+        }),
+    );
     let adapters = names(&Adapter::ALL, Adapter::as_str);
     let optional = |rule| text_schema(rule, Presence::Optional);
     let credential_input = |creating: bool| {
@@ -1290,37 +1379,15 @@ fn schemas() -> Value {
         }))),
         "DashboardPage": page("Dashboard"),
         "QueryPage": page("Query"),
-        "Query": closed(json!({
-            "id": described(json!({ "type": "string" }), "`qry_…`: ordered by creation; pass as `after` to page on (newest first)."),
-            "database_id": { "type": "string" },
-            "credential_id": { "type": "string" },
-            "query": { "type": "string" },
-            "limit": integer(1, U32_MAX, false),
-            "author": { "type": "string" },
-            "status": enum_schema(&names(&QueryStatus::ALL, QueryStatus::as_str), false),
-            "run": {
-                "oneOf": [
-                    { "type": "null" },
-                    closed(json!({
-                        "run_by": { "type": "string" },
-                        "started_at": { "type": "string", "format": "date-time" },
-                        "finished_at": { "type": ["string", "null"], "format": "date-time" },
-                        "row_count": integer(0, u64::MAX, false),
-                        "truncated": { "type": "boolean" },
-                        "duration_ms": integer(0, u64::MAX, false),
-                        "error": nullable_string(),
-                    })),
-                ],
-            },
-            "inserted_at": { "type": "string", "format": "date-time" },
-            "updated_at": { "type": "string", "format": "date-time" },
-        })),
+        "Query": query,
         "QueryInput": object(&["database_id", "credential_id", "query"], json!({
             "database_id": text_schema(NAME, Presence::Required),
             "credential_id": text_schema(NAME, Presence::Required),
             "query": described(text_schema(Text::Lines(QUERY_MAX), Presence::Required), "One statement (a trailing `;` and comments are fine)."),
             "limit": described(json!({ "type": ["integer", "null"], "minimum": 1 }), "The most rows the run returns (default 1,000), up to the server's maximum."),
         })),
+        "RunInput": run_input,
+        "ReviewInput": review_input,
         "PanelRunInput": object(&[], json!({
             "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for every input the panel declares, and no other."),
             "limit": { "type": ["integer", "null"], "minimum": 1 },
@@ -1386,6 +1453,8 @@ mod tests {
             limit: 10,
             author: "a@example.com".to_owned(),
             status: QueryStatus::Ready,
+            reviews: Vec::new(),
+            bypass: None,
             run: None,
             inserted_at: now,
             updated_at: now,
@@ -1475,6 +1544,7 @@ mod tests {
             "/api/v1/console/queries",
             "/api/v1/console/queries/q",
             "/api/v1/console/queries/q/run",
+            "/api/v1/console/queries/q/reviews",
         ];
         for path in every {
             let route = Route::recognize(path).unwrap();
@@ -1483,7 +1553,7 @@ mod tests {
                 "{path} is not documented"
             );
         }
-        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 2 * 3 + 2 + 1 + 1);
+        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 2 * 4 + 2 + 1 + 1);
     }
 
     #[test]

@@ -26,14 +26,15 @@ use super::router::Route;
 use super::{Call, Shared, metrics, page_request, split_page};
 use crate::auth::Caller;
 use crate::model::{
-    Adapter, AuditAction, AuditEvent, Credential, Database, Origin, Panel, PanelDetails, Principal,
-    Query, QueryId, QueryRun, QueryStatus, Role, RunFacts, RunOutcome, Timestamp,
+    AccessLevel, Adapter, AuditAction, AuditEvent, BypassRequest, Credential, Database, Decision,
+    Origin, Panel, PanelDetails, Principal, Query, QueryId, QueryStatus, Review, ReviewRefusal,
+    Role, RunFacts, RunOutcome, RunRefusal, Timestamp,
 };
 use crate::run::statement::{self, Dialect};
 use crate::run::{
     CHANNEL_CHUNKS, Connector, Format, Inputs, Opened, PoolKey, RowSink, RunError, RunJob,
 };
-use crate::storage::{Page, QueryFilter, StorageError, WriteLog};
+use crate::storage::{Edits as _, Page, QueryFilter, StorageError, WriteLog};
 use crate::validate::{QUERY_MAX, ValidationErrors, message};
 
 /// Rows a run returns when its request sets no `limit`.
@@ -154,7 +155,13 @@ impl Shared {
             }
             (Route::QueryRun(id), _) => {
                 let format = Format::from_accept(accept(&call.headers));
-                self.run_query(principal, &id, format, origin).await
+                let body = call.optional_json(self).await?;
+                let bypass = bypass_of(&body)?;
+                self.run_query(principal, &id, bypass, format, origin).await
+            }
+            (Route::QueryReviews(id), _) => {
+                let body = call.json(self).await?;
+                self.review_query(principal, &id, body, origin).await
             }
             (
                 Route::PanelRun {
@@ -203,6 +210,18 @@ impl Shared {
             ),
             None => None,
         };
+        // `reviewer=me`: only what the caller can act on as a reviewer (README, "Reviews").
+        let as_reviewer = match params.get("reviewer").map(String::as_str) {
+            None => false,
+            Some(me) if me == "me" || me == principal.user => true,
+            Some(_) => {
+                return Err(ValidationErrors::single(
+                    "reviewer",
+                    "must be \"me\": a reviewer lists only what they can act on",
+                )
+                .into());
+            }
+        };
         let filter = QueryFilter {
             database_id: params.get("database_id").map(String::as_str),
             author: params.get("author").map(String::as_str),
@@ -216,7 +235,30 @@ impl Shared {
         // A page keeps what the principal may see: it may be shorter than `limit` (README).
         let mut visible = Vec::with_capacity(items.len());
         let mut allowed: HashMap<String, bool> = HashMap::new();
+        let mut reviews: HashMap<String, bool> = HashMap::new();
         for query in items {
+            if as_reviewer {
+                let open = matches!(
+                    query.status,
+                    QueryStatus::Ready | QueryStatus::AwaitingReview
+                );
+                if !open || query.author == principal.user || query.reviewed_by(&principal.user) {
+                    continue;
+                }
+                let may = if let Some(known) = reviews.get(&query.database_id) {
+                    *known
+                } else {
+                    let may = match self.storage.database(&query.database_id).await? {
+                        Some(db) => self.may_review(principal, &db).await?,
+                        None => false,
+                    };
+                    reviews.insert(query.database_id.clone(), may);
+                    may
+                };
+                if !may {
+                    continue;
+                }
+            }
             let sees = if query.author == principal.user || principal.role == Role::SuperAdmin {
                 true
             } else if let Some(known) = allowed.get(&query.database_id) {
@@ -328,6 +370,8 @@ impl Shared {
             } else {
                 QueryStatus::Ready
             },
+            reviews: Vec::new(),
+            bypass: None,
             run: None,
             inserted_at: now,
             updated_at: now,
@@ -348,29 +392,8 @@ impl Shared {
         Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
     }
 
-    async fn run_query(
-        &self,
-        principal: &Principal,
-        id: &str,
-        format: Format,
-        origin: &Origin,
-    ) -> Result<Response<ResponseBody>, ApiError> {
-        let query = self.visible_query(principal, id).await?;
-        match query.status {
-            QueryStatus::Ready => {}
-            QueryStatus::AwaitingReview => {
-                return Err(ApiError::Conflict(
-                    "the query awaits its reviews: its credential requires them before it runs"
-                        .to_owned(),
-                ));
-            }
-            _ => {
-                return Err(ApiError::Conflict(
-                    "the query already ran: a query runs once; create a new one to run it again"
-                        .to_owned(),
-                ));
-            }
-        }
+    /// The query `id`'s database and credential as they are now: 422 when either was deleted.
+    async fn target_of(&self, query: &Query) -> Result<(Database, Credential), ApiError> {
         let db = self
             .storage
             .database(&query.database_id)
@@ -386,43 +409,73 @@ impl Shared {
             .ok_or_else(|| {
                 ValidationErrors::single("credential_id", "the query's credential was deleted")
             })?;
+        Ok((db, credential))
+    }
+
+    async fn run_query(
+        &self,
+        principal: &Principal,
+        id: &str,
+        bypass: Option<AskedBypass>,
+        format: Format,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let query = self.visible_query(principal, id).await?;
+        match query.status {
+            QueryStatus::Ready | QueryStatus::AwaitingReview => {}
+            QueryStatus::Rejected => {
+                return Err(ApiError::Conflict(RunRefusal::Rejected.to_string()));
+            }
+            QueryStatus::Running | QueryStatus::Succeeded | QueryStatus::Failed => {
+                return Err(ApiError::Conflict(RunRefusal::AlreadyRan.to_string()));
+            }
+        }
+        let (db, credential) = self.target_of(&query).await?;
         let max_rows = self.admit(principal, &db, &credential, query.limit).await?;
         // What could refuse the run comes before the claim, so that a refused run leaves the
-        // query ready.
+        // query as it was.
         if self.runners.get(db.adapter).is_none() {
             return Err(run_error(RunError::NotBuilt(db.adapter)));
         }
         let statement = statement::single(&query.query, dialect(db.adapter))
             .map_err(|why| ValidationErrors::single("query", why))?
             .to_owned();
-        // The claim: of two runs, one moves the query to running and the other conflicts.
-        let mut running = query.clone();
-        let started_at = Timestamp::now();
-        running.status = QueryStatus::Running;
-        running.updated_at = started_at.not_before_next(query.updated_at);
-        running.run = Some(QueryRun {
-            run_by: principal.user.clone(),
-            started_at,
-            finished_at: None,
-            row_count: 0,
-            truncated: false,
-            duration_ms: 0,
-            error: None,
-        });
-        match self
+        let bypass = match bypass {
+            Some(asked) => Some(may_bypass(principal, &query, &db, asked)?),
+            None => None,
+        };
+        // The claim: of two runs, one moves the query to running and the other conflicts; a
+        // review racing the claim lands either before it (and counts) or after (refused).
+        let required = credential.reviews_required;
+        let claimed = self
             .storage
-            .replace_query(running.clone(), query.updated_at, None)
-            .await
-        {
-            Ok(()) => {}
-            Err(StorageError::Conflict) => {
-                return Err(ApiError::Conflict(
-                    "the query already ran: a query runs once; create a new one to run it again"
-                        .to_owned(),
-                ));
+            .update_query(id, |stored| {
+                let running =
+                    stored.claimed(&principal.user, required, bypass.clone(), Timestamp::now())?;
+                let log = running
+                    .bypass
+                    .as_ref()
+                    .filter(|_| stored.bypass.is_none())
+                    .map(|_| {
+                        WriteLog::from(AuditEvent::new(
+                            &origin.without_idempotency(),
+                            AuditAction::QueryReviewBypass,
+                            id,
+                            vec!["bypass".to_owned()],
+                        ))
+                    });
+                Ok((running, log))
+            })
+            .await?;
+        let running = match claimed {
+            Ok(running) => running,
+            Err(refusal) => {
+                if let RunRefusal::AwaitingReview { .. } = refusal {
+                    self.mark_awaiting(id, required).await?;
+                }
+                return Err(ApiError::Conflict(refusal.to_string()));
             }
-            Err(error) => return Err(error.into()),
-        }
+        };
         let record = Record::Query {
             query: running,
             origin: origin.clone(),
@@ -431,6 +484,96 @@ impl Shared {
             db, credential, statement, None, max_rows, false, format, record,
         )
         .await
+    }
+
+    /// Moves a `ready` query whose credential now requires more approvals than it has back to
+    /// `awaiting_review` (README, "Reviews").
+    async fn mark_awaiting(&self, id: &str, required: u32) -> Result<(), ApiError> {
+        self.storage
+            .update_query(id, |stored| {
+                if stored.status != QueryStatus::Ready || stored.approvals() >= required {
+                    return Err(());
+                }
+                let mut waiting = stored.clone();
+                waiting.status = QueryStatus::AwaitingReview;
+                waiting.updated_at = Timestamp::now().not_before_next(stored.updated_at);
+                Ok((waiting, None))
+            })
+            .await?
+            .ok();
+        Ok(())
+    }
+
+    /// Whether `principal` may review queries on `db` (README, "Reviews"): a super admin
+    /// anywhere; on an unrestricted database anyone; on a restricted one those a `review` or
+    /// `admin` permission names. AI agents never review.
+    async fn may_review(&self, principal: &Principal, db: &Database) -> Result<bool, ApiError> {
+        if principal.agent {
+            return Ok(false);
+        }
+        if principal.role == Role::SuperAdmin || !db.restrict_access {
+            return Ok(true);
+        }
+        let access = self.storage.access_control(db.id.as_str()).await?;
+        Ok(access.is_some_and(|access| {
+            access.permissions.iter().any(|permission| {
+                matches!(permission.access, AccessLevel::Review | AccessLevel::Admin)
+                    && principal.is_named_by(permission)
+            })
+        }))
+    }
+
+    async fn review_query(
+        &self,
+        principal: &Principal,
+        id: &str,
+        body: serde_json::Map<String, Value>,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let (decision, comment) = review_of(&body)?;
+        let query = self.visible_query(principal, id).await?;
+        if principal.agent {
+            return Err(ApiError::Denied(
+                "AI agents do not review queries: a person does".to_owned(),
+            ));
+        }
+        let (db, credential) = self.target_of(&query).await?;
+        if !self.may_review(principal, &db).await? {
+            return Err(ApiError::Denied(format!(
+                "{} may not review queries on database {}: it restricts access, and no review or \
+                 admin permission names the user or one of its groups",
+                principal.user, db.id
+            )));
+        }
+        let required = credential.reviews_required;
+        let reviewed = self
+            .storage
+            .update_query(id, |stored| {
+                let review = Review {
+                    reviewer: principal.user.clone(),
+                    decision,
+                    comment: comment.clone(),
+                    at: Timestamp::now(),
+                };
+                let next = stored.reviewed(review, required)?;
+                let mut changes = vec!["reviews".to_owned()];
+                if next.status != stored.status {
+                    changes.push("status".to_owned());
+                }
+                let event = AuditEvent::new(
+                    &origin.without_idempotency(),
+                    AuditAction::QueryReview,
+                    id,
+                    changes,
+                );
+                Ok((next, Some(WriteLog::from(event))))
+            })
+            .await?;
+        match reviewed {
+            Ok(query) => Ok(json_response(StatusCode::OK, &QueryView::from(&query))),
+            Err(refusal @ ReviewRefusal::OwnQuery) => Err(ApiError::Denied(refusal.to_string())),
+            Err(refusal) => Err(ApiError::Conflict(refusal.to_string())),
+        }
     }
 
     /// The database a panel's `credential_id` belongs to (credential ids are unique across
@@ -792,10 +935,7 @@ async fn record_outcome(
                 run.error = error;
             }
             let mut event = AuditEvent::new(
-                &Origin {
-                    idempotency: None,
-                    ..origin
-                },
+                &origin.without_idempotency(),
                 AuditAction::QueryRun,
                 done.id.as_str(),
                 Vec::new(),
@@ -811,10 +951,7 @@ async fn record_outcome(
             origin,
         } => {
             let mut event = AuditEvent::new(
-                &Origin {
-                    idempotency: None,
-                    ..origin
-                },
+                &origin.without_idempotency(),
                 AuditAction::PanelRun,
                 &dashboard_id,
                 vec![format!("panels[{panel_id}]")],
@@ -836,6 +973,139 @@ fn run_error(error: RunError) -> ApiError {
         error @ RunError::Busy => ApiError::Busy(error.to_string()),
         error @ RunError::NotBuilt(_) => ApiError::NotImplemented(error.to_string()),
         RunError::Cancelled => ApiError::Unavailable,
+    }
+}
+
+/// Longest review comment or bypass reason, in characters.
+pub const REASON_MAX: usize = 2_000;
+
+/// A run's `bypass_review` as asked: whether it was acknowledged, and why.
+#[derive(Debug)]
+struct AskedBypass {
+    acknowledge: bool,
+    reason: String,
+}
+
+/// The `bypass_review` of a run's body, when it has one: `{"acknowledge": true, "reason": "…"}`
+/// (422 when it is not of that shape; whether it may be used is [`may_bypass`]'s question).
+fn bypass_of(body: &serde_json::Map<String, Value>) -> Result<Option<AskedBypass>, ApiError> {
+    let asked = match body.get("bypass_review") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(asked)) => asked,
+        Some(_) => {
+            return Err(ValidationErrors::single("bypass_review", "must be an object").into());
+        }
+    };
+    let mut errors = ValidationErrors::new();
+    let acknowledge = match asked.get("acknowledge") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(acknowledge)) => *acknowledge,
+        Some(_) => {
+            errors.add("bypass_review.acknowledge", "must be a boolean");
+            false
+        }
+    };
+    let reason = match asked.get("reason") {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(reason)) if reason.chars().count() <= REASON_MAX => reason.clone(),
+        Some(Value::String(_)) => {
+            errors.add(
+                "bypass_review.reason",
+                format!("should be at most {REASON_MAX} character(s)"),
+            );
+            String::new()
+        }
+        Some(_) => {
+            errors.add("bypass_review.reason", "must be a string");
+            String::new()
+        }
+    };
+    errors
+        .into_result(Some(AskedBypass {
+            acknowledge,
+            reason,
+        }))
+        .map_err(Into::into)
+}
+
+/// The bypass `principal` asked for on `query`, if every condition of README "Reviews" holds;
+/// 403 naming the first that does not.
+fn may_bypass(
+    principal: &Principal,
+    query: &Query,
+    db: &Database,
+    asked: AskedBypass,
+) -> Result<BypassRequest, ApiError> {
+    let refused = |why: &str| Err(ApiError::Denied(format!("review bypass refused: {why}")));
+    if principal.agent {
+        return refused("an AI agent never bypasses reviews");
+    }
+    if principal.role != Role::SuperAdmin {
+        return refused("only a super admin may bypass reviews");
+    }
+    if query.author != principal.user {
+        return refused("a super admin may bypass reviews only on a query they wrote");
+    }
+    if !db.review_bypass_allowed {
+        return refused(&format!(
+            "database {} does not allow it (its review_bypass_allowed is false)",
+            db.id
+        ));
+    }
+    if !asked.acknowledge {
+        return refused("the override must be acknowledged (bypass_review.acknowledge: true)");
+    }
+    if asked.reason.trim().is_empty() {
+        return refused("a reason is required (bypass_review.reason)");
+    }
+    Ok(BypassRequest {
+        by: principal.user.clone(),
+        reason: asked.reason.trim().to_owned(),
+    })
+}
+
+/// A review's body: `{"decision": "approve" | "reject", "comment": "…"}`.
+fn review_of(
+    body: &serde_json::Map<String, Value>,
+) -> Result<(Decision, Option<String>), ApiError> {
+    let mut errors = ValidationErrors::new();
+    let decision = match body.get("decision") {
+        Some(Value::String(name)) => match name.parse::<Decision>() {
+            Ok(decision) => Some(decision),
+            Err(_) => {
+                errors.add("decision", "must be \"approve\" or \"reject\"");
+                None
+            }
+        },
+        None | Some(Value::Null) => {
+            errors.add("decision", message::BLANK);
+            None
+        }
+        Some(_) => {
+            errors.add("decision", "must be \"approve\" or \"reject\"");
+            None
+        }
+    };
+    let comment = match body.get("comment") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) if text.chars().count() <= REASON_MAX => {
+            Some(text.trim().to_owned()).filter(|text| !text.is_empty())
+        }
+        Some(Value::String(_)) => {
+            errors.add(
+                "comment",
+                format!("should be at most {REASON_MAX} character(s)"),
+            );
+            None
+        }
+        Some(_) => {
+            errors.add("comment", message::INVALID);
+            None
+        }
+    };
+    match (decision, errors.is_empty()) {
+        (Some(decision), true) => Ok((decision, comment)),
+        _ => Err(ApiError::Invalid(errors)),
     }
 }
 

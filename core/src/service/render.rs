@@ -396,9 +396,29 @@ pub(crate) struct QueryView<'a> {
     limit: u32,
     author: &'a str,
     status: &'static str,
+    approvals: u32,
+    reviews: Vec<ReviewView<'a>>,
+    bypass: Option<BypassView<'a>>,
     run: Option<QueryRunView<'a>>,
     inserted_at: String,
     updated_at: String,
+}
+
+#[derive(Serialize)]
+struct ReviewView<'a> {
+    reviewer: &'a str,
+    decision: &'static str,
+    comment: Option<&'a str>,
+    reviewed_at: String,
+}
+
+#[derive(Serialize)]
+struct BypassView<'a> {
+    by: &'a str,
+    at: String,
+    reason: &'a str,
+    approvals: u32,
+    required: u32,
 }
 
 #[derive(Serialize)]
@@ -422,6 +442,24 @@ impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
             limit: query.limit,
             author: &query.author,
             status: query.status.as_str(),
+            approvals: query.approvals(),
+            reviews: query
+                .reviews
+                .iter()
+                .map(|review| ReviewView {
+                    reviewer: &review.reviewer,
+                    decision: review.decision.as_str(),
+                    comment: review.comment.as_deref(),
+                    reviewed_at: review.at.to_string(),
+                })
+                .collect(),
+            bypass: query.bypass.as_ref().map(|bypass| BypassView {
+                by: &bypass.by,
+                at: bypass.at.to_string(),
+                reason: &bypass.reason,
+                approvals: bypass.approvals,
+                required: bypass.required,
+            }),
             run: query.run.as_ref().map(|run| QueryRunView {
                 run_by: &run.run_by,
                 started_at: run.started_at.to_string(),

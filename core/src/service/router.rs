@@ -48,6 +48,8 @@ pub(crate) enum Route<'a> {
     Query(Cow<'a, str>),
     /// `…/queries/{id}/run` (POST): run a stored query, once.
     QueryRun(Cow<'a, str>),
+    /// `…/queries/{id}/reviews` (POST): approve or reject a query.
+    QueryReviews(Cow<'a, str>),
 }
 
 /// Which caller credentials a route takes.
@@ -132,6 +134,7 @@ impl<'a> Route<'a> {
                 [] => Some(Route::Queries),
                 [id] => Some(Route::Query(decode(id)?)),
                 [id, "run"] => Some(Route::QueryRun(decode(id)?)),
+                [id, "reviews"] => Some(Route::QueryReviews(decode(id)?)),
                 _ => None,
             },
             ["api", "v1", "console", "audit"] => Some(Route::Audit),
@@ -177,6 +180,7 @@ impl<'a> Route<'a> {
             Route::Queries => "/queries",
             Route::Query(_) => "/queries/{id}",
             Route::QueryRun(_) => "/queries/{id}/run",
+            Route::QueryReviews(_) => "/queries/{id}/reviews",
         }
     }
 
@@ -187,7 +191,7 @@ impl<'a> Route<'a> {
                 &[Method::GET, Method::POST]
             }
             Route::Query(_) => &[Method::GET],
-            Route::QueryRun(_) | Route::PanelRun { .. } => &[Method::POST],
+            Route::QueryRun(_) | Route::QueryReviews(_) | Route::PanelRun { .. } => &[Method::POST],
             Route::DatabaseSetup => &[Method::PUT],
             Route::CheckUnsaved | Route::CheckEdited(_) => &[Method::POST],
             Route::DatabaseRemove(_) => &[Method::DELETE],
@@ -212,7 +216,8 @@ impl<'a> Route<'a> {
             | Route::PanelRun { compat: true, .. }
             | Route::Queries
             | Route::Query(_)
-            | Route::QueryRun(_) => Credentials::ApiKeyOrBearer,
+            | Route::QueryRun(_)
+            | Route::QueryReviews(_) => Credentials::ApiKeyOrBearer,
             _ => Credentials::ApiKey,
         }
     }
@@ -233,7 +238,11 @@ impl<'a> Route<'a> {
     pub(crate) fn runs_queries(&self) -> bool {
         matches!(
             self,
-            Route::Queries | Route::Query(_) | Route::QueryRun(_) | Route::PanelRun { .. }
+            Route::Queries
+                | Route::Query(_)
+                | Route::QueryRun(_)
+                | Route::QueryReviews(_)
+                | Route::PanelRun { .. }
         )
     }
 }
@@ -309,6 +318,10 @@ mod tests {
             (
                 "/api/v1/querydesk/queries/qry_1/run",
                 Some(Route::QueryRun("qry_1".into())),
+            ),
+            (
+                "/api/v1/console/queries/qry_1/reviews",
+                Some(Route::QueryReviews("qry_1".into())),
             ),
             ("/api/v1/console/queries/qry_1/run/x", None),
             ("/nope", None),

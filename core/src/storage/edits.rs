@@ -14,7 +14,7 @@ use std::time::Duration;
 use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 
 use super::{DatabaseKey, Storage, StorageError, WriteLog, audit, rules};
-use crate::model::{AccessControl, CallerKey, Dashboard, Database, Origin, Written};
+use crate::model::{AccessControl, CallerKey, Dashboard, Database, Origin, Query, Written};
 
 /// The log of a write: its event, and its answer when the request has an `Idempotency-Key`.
 fn log(origin: &Origin, event: crate::model::AuditEvent, written: Written<'_>) -> WriteLog {
@@ -163,6 +163,19 @@ pub trait Edits: Storage {
         id: &str,
         origin: &Origin,
     ) -> impl Future<Output = Result<CallerKey, StorageError>> + Send;
+
+    /// Replaces query `id` with what `change` makes of it, with the log it gives, as one
+    /// compare-and-swap retried on conflict: a review or a run's claim counts exactly once
+    /// however many race. The outer error is the store's ([`StorageError::NotFound`] when
+    /// there is no such query); the inner one is `change`'s refusal, which writes nothing.
+    fn update_query<C, R>(
+        &self,
+        id: &str,
+        change: C,
+    ) -> impl Future<Output = Result<Result<Query, R>, StorageError>> + Send
+    where
+        C: FnMut(&Query) -> Result<(Query, Option<WriteLog>), R> + Send,
+        R: Send;
 }
 
 impl<S: Storage + ?Sized> Edits for S {
@@ -369,6 +382,33 @@ impl<S: Storage + ?Sized> Edits for S {
         let event = audit::caller_key_revoked(origin, &stored);
         self.remove_caller_key(id, event.into()).await?;
         Ok(stored)
+    }
+
+    async fn update_query<C, R>(
+        &self,
+        id: &str,
+        mut change: C,
+    ) -> Result<Result<Query, R>, StorageError>
+    where
+        C: FnMut(&Query) -> Result<(Query, Option<WriteLog>), R> + Send,
+        R: Send,
+    {
+        let mut retries = Retries::new();
+        loop {
+            let stored = self.query(id).await?.ok_or(StorageError::NotFound)?;
+            let (updated, log) = match change(&stored) {
+                Ok(changed) => changed,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+            match self
+                .replace_query(updated.clone(), stored.updated_at, log)
+                .await
+            {
+                Ok(()) => return Ok(Ok(updated)),
+                Err(StorageError::Conflict) => retries.pause().await?,
+                Err(error) => return Err(error),
+            }
+        }
     }
 }
 

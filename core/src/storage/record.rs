@@ -10,12 +10,12 @@
 //! or extending an enum in the model never changes what a stored record means.
 
 use crate::model::{
-    AccessControl, AccessLevel, Action, ActionId, Actor, Adapter, AuditAction, AuditEvent,
+    AccessControl, AccessLevel, Action, ActionId, Actor, Adapter, AuditAction, AuditEvent, Bypass,
     CallerKey, ColumnAction, ColumnRule, ConnectionParameter, Credential, CredentialId,
-    CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, EventId,
-    InputMapping, KeyId, Panel, PanelDetails, PanelId, PanelInput, Permission, Policy, Principal,
-    Query, QueryId, QueryRun, QueryStatus, Role, RunFacts, RunOutcome, Scope, SealedSecret,
-    StoredAnswer, SubjectKind, Timestamp, TlsMaterial,
+    CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, Decision,
+    EventId, InputMapping, KeyId, Panel, PanelDetails, PanelId, PanelInput, Permission, Policy,
+    Principal, Query, QueryId, QueryRun, QueryStatus, Review, Role, RunFacts, RunOutcome, Scope,
+    SealedSecret, StoredAnswer, SubjectKind, Timestamp, TlsMaterial,
 };
 use crate::seal::SealKeys;
 use serde::{Deserialize, Serialize};
@@ -757,7 +757,35 @@ impl Keyed for QueryV1 {
     }
 }
 
-/// Encodes a query.
+/// Version 2 of a query: version 1 with its reviews and bypass.
+const QUERY_V2: u8 = 2;
+
+/// A query as stored (version 2).
+#[derive(Serialize, Deserialize)]
+struct QueryV2 {
+    query: QueryV1,
+    reviews: Vec<ReviewV1>,
+    bypass: Option<BypassV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ReviewV1 {
+    reviewer: String,
+    decision: String,
+    comment: Option<String>,
+    at: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct BypassV1 {
+    by: String,
+    at: i64,
+    reason: String,
+    approvals: u32,
+    required: u32,
+}
+
+/// Encodes a query (version 2).
 pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
     let Query {
         id,
@@ -767,6 +795,8 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
         limit,
         author,
         status,
+        reviews,
+        bypass,
         run,
         inserted_at,
         updated_at,
@@ -791,13 +821,66 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
         inserted_at: inserted_at.as_micros(),
         updated_at: updated_at.as_micros(),
     };
-    framed(RECORD_V1, &stored)
+    let stored = QueryV2 {
+        query: stored,
+        reviews: reviews
+            .iter()
+            .map(|review| ReviewV1 {
+                reviewer: review.reviewer.clone(),
+                decision: review.decision.as_str().to_owned(),
+                comment: review.comment.clone(),
+                at: review.at.as_micros(),
+            })
+            .collect(),
+        bypass: bypass.as_ref().map(|bypass| BypassV1 {
+            by: bypass.by.clone(),
+            at: bypass.at.as_micros(),
+            reason: bypass.reason.clone(),
+            approvals: bypass.approvals,
+            required: bypass.required,
+        }),
+    };
+    framed(QUERY_V2, &stored)
 }
 
-/// Decodes the query stored under `key`.
+/// Decodes the query stored under `key` (version 1 has no reviews).
 pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
-    let stored: QueryV1 = decode_keyed(key, bytes)?;
+    let QueryV2 {
+        query: stored,
+        reviews,
+        bypass,
+    } = match unframed(bytes)? {
+        (RECORD_V1, body) => QueryV2 {
+            query: postcard::from_bytes(body)?,
+            reviews: Vec::new(),
+            bypass: None,
+        },
+        (QUERY_V2, body) => postcard::from_bytes(body)?,
+        (version, _) => return Err(RecordError::UnknownVersion(version)),
+    };
+    if stored.id != key {
+        return Err(key_mismatch(key, stored.id));
+    }
+    let reviews = reviews
+        .into_iter()
+        .map(|review| {
+            Ok(Review {
+                decision: parse::<Decision>(&review.decision, "review decision")?,
+                reviewer: review.reviewer,
+                comment: review.comment,
+                at: Timestamp::from_micros(review.at),
+            })
+        })
+        .collect::<Result<Vec<_>, RecordError>>()?;
     Ok(Query {
+        reviews,
+        bypass: bypass.map(|bypass| Bypass {
+            by: bypass.by,
+            at: Timestamp::from_micros(bypass.at),
+            reason: bypass.reason,
+            approvals: bypass.approvals,
+            required: bypass.required,
+        }),
         status: parse::<QueryStatus>(&stored.status, "query status")?,
         id: QueryId::from_stored(stored.id),
         database_id: stored.database_id,
@@ -1425,6 +1508,48 @@ mod tests {
         assert!(matches!(
             decode_caller_key(key.id.as_str(), &unknown),
             Err(RecordError::UnknownVersion(7))
+        ));
+    }
+
+    #[test]
+    fn queries_keep_their_reviews_and_bypass_and_version_1_queries_have_none() {
+        let now = Timestamp::now();
+        let query = Query {
+            id: QueryId::generate(),
+            database_id: "db_1".to_owned(),
+            credential_id: "crd_1".to_owned(),
+            query: "SELECT 1".to_owned(),
+            limit: 10,
+            author: "ann".to_owned(),
+            status: QueryStatus::Running,
+            reviews: vec![Review {
+                reviewer: "bo".to_owned(),
+                decision: Decision::Approve,
+                comment: Some("looks fine".to_owned()),
+                at: now,
+            }],
+            bypass: Some(Bypass {
+                by: "ann".to_owned(),
+                at: now,
+                reason: "incident".to_owned(),
+                approvals: 1,
+                required: 2,
+            }),
+            run: None,
+            inserted_at: now,
+            updated_at: now,
+        };
+        let bytes = encode_query(&query).unwrap();
+        assert_eq!(bytes[0], QUERY_V2);
+        assert_eq!(decode_query(query.id.as_str(), &bytes).unwrap(), query);
+
+        let QueryV2 { query: v1, .. } = postcard::from_bytes(&bytes[1..]).unwrap();
+        let old = decode_query(query.id.as_str(), &framed(RECORD_V1, &v1).unwrap()).unwrap();
+        assert_eq!((old.reviews.len(), old.bypass), (0, None));
+        assert_eq!(old.query, query.query);
+        assert!(matches!(
+            decode_query("qry_other", &bytes),
+            Err(RecordError::KeyMismatch { .. })
         ));
     }
 }

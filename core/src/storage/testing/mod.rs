@@ -61,6 +61,8 @@
 //!   current one.
 //! - `queries.rs`: queries: round trip, the newest-first history and its filters, the
 //!   compare-and-swap that makes a run happen once, events appended alone.
+//! - `reviews.rs`: reviews racing reviews and runs through `Edits::update_query`: each reviewer
+//!   counts once, and the query runs once.
 //!
 //! # Adding a case
 //!
@@ -131,6 +133,7 @@ mod fixtures;
 mod keys;
 mod queries;
 mod races;
+mod reviews;
 mod seal_keys;
 mod versions;
 
@@ -238,6 +241,8 @@ macro_rules! storage_conformance_suite {
             queries::queries_round_trip_and_list_newest_first,
             queries::query_replace_is_a_compare_and_swap,
             queries::appended_events_keep_their_run_facts,
+            reviews::racing_reviewers_each_count_once,
+            reviews::approvals_racing_runs_let_the_query_run_once,
         ] }
     };
     // A backend's run: one test per case, over a fresh store.

@@ -13,7 +13,7 @@ use crate::model::{
 };
 use crate::storage::{AuditQuery, Page, QueryFilter, Storage, StorageError, WriteLog};
 
-fn query(database: &str, author: &str, status: QueryStatus) -> Query {
+pub(super) fn query(database: &str, author: &str, status: QueryStatus) -> Query {
     let now = Timestamp::now();
     Query {
         id: QueryId::generate(),
@@ -23,13 +23,15 @@ fn query(database: &str, author: &str, status: QueryStatus) -> Query {
         limit: 500,
         author: author.to_owned(),
         status,
+        reviews: Vec::new(),
+        bypass: None,
         run: None,
         inserted_at: now,
         updated_at: now,
     }
 }
 
-fn log_of(query: &Query, action: AuditAction) -> WriteLog {
+pub(super) fn log_of(query: &Query, action: AuditAction) -> WriteLog {
     WriteLog::from(AuditEvent::new(
         origin(),
         action,
