@@ -25,6 +25,7 @@ pub mod dashboards;
 pub mod databases;
 pub mod idempotency;
 pub mod protocol;
+pub mod reviews;
 pub mod versions;
 
 /// The API key the harness's service accepts.
@@ -300,6 +301,7 @@ macro_rules! http_suite {
         $crate::version_tests!($storage);
         $crate::audit_tests!($storage);
         $crate::idempotency_tests!($storage);
+        $crate::review_tests!($storage);
     };
 }
 

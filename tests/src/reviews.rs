@@ -1,0 +1,706 @@
+//! Cases of the HTTP suite: reviews (README, "Reviews"). A query on a credential with
+//! `reviews_required` above 0 waits for that many approvals, counted against the requirement
+//! as it is when the query runs; an author never reviews their own query, one reviewer counts
+//! once, a rejection stops the query; only those with `review` or `admin` access review on a
+//! restricted database; `reviewer=me` lists what a reviewer can act on; a super admin may run
+//! their own query without its approvals only as README "Reviews" says, and the bypass is
+//! recorded on the query and in the audit trail.
+//!
+//! The queries run through [`CountingRunner`], a stand-in for a database that answers one row
+//! and counts its runs: the rules are the service's, whatever runs the statement (the real
+//! drivers are proven in `run_*.rs`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::Bytes;
+use dbconsole_core::model::{Adapter, Principal, Role};
+use dbconsole_core::run::{Column, QueryRunner, RowSink, RunError, RunJob, Runners};
+use dbconsole_core::{ConsoleService, Storage};
+use http::{Method, Request, header};
+use http_body_util::Full;
+use serde_json::{Value, json};
+
+use crate::{API_KEY, Api, DATABASES, TestResponse, test_credentials, test_sealer};
+
+const QUERIES: &str = "/api/v1/console/queries";
+
+/// Numbers the databases a test makes (names are unique).
+static NAMES: AtomicUsize = AtomicUsize::new(0);
+
+/// A runner that answers one row (`ran`: how many runs it made so far) and counts its runs.
+#[derive(Debug, Default)]
+pub struct CountingRunner {
+    runs: AtomicUsize,
+}
+
+impl CountingRunner {
+    /// How many statements it ran.
+    pub fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl QueryRunner for CountingRunner {
+    async fn run(&self, _job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
+        let ran = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        sink.columns(&[Column {
+            name: "ran".to_owned(),
+            type_name: "int8".to_owned(),
+            base64: false,
+        }]);
+        if let Some(row) = sink.row() {
+            row.int(ran as i64);
+            sink.end_row().await.map_err(|_| RunError::Cancelled)?;
+        }
+        sink.flush().await.map_err(|_| RunError::Cancelled)
+    }
+
+    fn evict(&self, _database_id: &str) {}
+}
+
+/// The service over `storage` with a [`CountingRunner`] for PostgreSQL databases, trusting the
+/// principal of each request (as an application that mounts it behind its own login).
+struct Console {
+    api: Api,
+    runner: Arc<CountingRunner>,
+}
+
+impl Console {
+    fn new(storage: Arc<dyn Storage>) -> Self {
+        let runner = Arc::new(CountingRunner::default());
+        let runners = Runners::none().with(Adapter::Postgres, runner.clone());
+        let service = ConsoleService::builder(storage, Arc::new(test_credentials()), test_sealer())
+            .runners(runners)
+            .trust_principal(true)
+            .build();
+        Self {
+            api: Api { service },
+            runner,
+        }
+    }
+
+    /// A request as `principal`.
+    async fn as_(
+        &self,
+        principal: &Principal,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> TestResponse {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Full::new(
+                body.map(|b| Bytes::from(b.to_string())).unwrap_or_default(),
+            ))
+            .expect("a request");
+        request.extensions_mut().insert(principal.clone());
+        self.api.send(request).await
+    }
+
+    /// A database (the management API, with the API key) whose one credential requires
+    /// `required` reviews; its id and its credential's id.
+    async fn database(&self, required: u32, extra: Value) -> (String, String) {
+        let mut body = json!({
+            "name": format!("Reviewed {}", NAMES.fetch_add(1, Ordering::Relaxed)),
+            "adapter": "postgres",
+            "hostname": "db.internal",
+            "database": "orders",
+            "credentials": [{"username": "reader", "password": "pw-reader-1", "reviews_required": required}],
+        });
+        for (key, value) in extra.as_object().expect("an object") {
+            body[key] = value.clone();
+        }
+        let created = self.api.create_database(&body).await;
+        (
+            created["id"].as_str().unwrap().to_owned(),
+            created["credentials"][0]["id"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// A query by `author`: its answer (200 asserted).
+    async fn query(&self, author: &Principal, db: &(String, String)) -> Value {
+        self.as_(
+            author,
+            Method::POST,
+            QUERIES,
+            Some(json!({"database_id": db.0, "credential_id": db.1, "query": "SELECT 1"})),
+        )
+        .await
+        .expect(200)
+        .json()
+    }
+
+    async fn review(
+        &self,
+        reviewer: &Principal,
+        id: &str,
+        decision: &str,
+        comment: Option<&str>,
+    ) -> TestResponse {
+        let mut body = json!({"decision": decision});
+        if let Some(comment) = comment {
+            body["comment"] = json!(comment);
+        }
+        self.as_(
+            reviewer,
+            Method::POST,
+            &format!("{QUERIES}/{id}/reviews"),
+            Some(body),
+        )
+        .await
+    }
+
+    async fn run(&self, principal: &Principal, id: &str, body: Option<Value>) -> TestResponse {
+        self.as_(
+            principal,
+            Method::POST,
+            &format!("{QUERIES}/{id}/run"),
+            body,
+        )
+        .await
+    }
+
+    async fn get(&self, principal: &Principal, id: &str) -> Value {
+        self.as_(principal, Method::GET, &format!("{QUERIES}/{id}"), None)
+            .await
+            .expect(200)
+            .json()
+    }
+
+    /// The actions of the audit trail of query `id`, oldest first.
+    async fn actions(&self, id: &str) -> Vec<String> {
+        let events = self
+            .api
+            .db(
+                Method::GET,
+                &format!("/api/v1/console/audit?resource={id}"),
+                None,
+            )
+            .await
+            .expect(200)
+            .json();
+        let mut actions: Vec<String> = events["data"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|e| e["action"].as_str().unwrap().to_owned())
+            .collect();
+        actions.reverse();
+        actions
+    }
+}
+
+fn ann() -> Principal {
+    Principal::member("ann@example.com").groups(["analysts"])
+}
+fn bo() -> Principal {
+    Principal::member("bo@example.com").groups(["reviewers"])
+}
+fn cy() -> Principal {
+    Principal::member("cy@example.com").groups(["reviewers"])
+}
+fn root() -> Principal {
+    Principal::member("root@example.com").role(Role::SuperAdmin)
+}
+
+fn detail(response: &TestResponse) -> String {
+    response.json()["errors"]["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn id_of(query: &Value) -> String {
+    query["id"].as_str().expect("an id").to_owned()
+}
+
+/// Approvals make the query ready once they reach `reviews_required`; until then a run is 409
+/// saying how many it has; the author's own review is 403, a second review by one reviewer
+/// 409; it then runs once, and a review after the run is 409. Each review is one event.
+pub async fn reviews_approvals_let_a_query_run_once(storage: Arc<dyn Storage>) {
+    let console = Console::new(storage);
+    let db = console.database(2, json!({})).await;
+    let query = console.query(&ann(), &db).await;
+    let id = id_of(&query);
+    assert_eq!(query["status"], "awaiting_review");
+    assert_eq!(
+        (query["approvals"].clone(), query["reviews"].clone()),
+        (json!(0), json!([]))
+    );
+
+    let refused = console.run(&ann(), &id, None).await.expect(409);
+    assert!(
+        detail(&refused).contains("0 of the 2"),
+        "{}",
+        detail(&refused)
+    );
+    let own = console
+        .review(&ann(), &id, "approve", None)
+        .await
+        .expect(403);
+    assert!(detail(&own).contains("own query"), "{}", detail(&own));
+
+    let once = console
+        .review(&bo(), &id, "approve", Some("  looks right  "))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (once["status"].clone(), once["approvals"].clone()),
+        (json!("awaiting_review"), json!(1))
+    );
+    assert_eq!(once["reviews"][0]["reviewer"], "bo@example.com");
+    assert_eq!(once["reviews"][0]["decision"], "approve");
+    assert_eq!(once["reviews"][0]["comment"], "looks right");
+    let twice = console
+        .review(&bo(), &id, "approve", None)
+        .await
+        .expect(409);
+    assert!(detail(&twice).contains("counts once"), "{}", detail(&twice));
+    assert_eq!(
+        console.get(&ann(), &id).await["approvals"],
+        1,
+        "a repeat changes nothing"
+    );
+
+    let ready = console
+        .review(&cy(), &id, "approve", None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (ready["status"].clone(), ready["approvals"].clone()),
+        (json!("ready"), json!(2))
+    );
+    let ran = console.run(&ann(), &id, None).await.expect(200).json();
+    assert_eq!(ran["rows"], json!([[1]]));
+    assert_eq!(console.runner.runs(), 1);
+    console.run(&ann(), &id, None).await.expect(409);
+    let late = console
+        .review(&root(), &id, "approve", None)
+        .await
+        .expect(409);
+    assert!(detail(&late).contains("has not run"), "{}", detail(&late));
+    assert_eq!(console.runner.runs(), 1, "a query runs once");
+    assert_eq!(
+        console.actions(&id).await,
+        ["query.create", "query.review", "query.review", "query.run"]
+    );
+}
+
+/// A rejection stops the query for good: it never runs (not even with a bypass), and takes no
+/// more reviews.
+pub async fn reviews_a_rejection_stops_the_query(storage: Arc<dyn Storage>) {
+    let console = Console::new(storage);
+    let db = console
+        .database(1, json!({"review_bypass_allowed": true}))
+        .await;
+    let query = console.query(&root(), &db).await;
+    let id = id_of(&query);
+    let rejected = console
+        .review(&bo(), &id, "reject", Some("drops a table"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(rejected["status"], "rejected");
+    assert_eq!(rejected["reviews"][0]["decision"], "reject");
+    console
+        .review(&cy(), &id, "approve", None)
+        .await
+        .expect(409);
+    let refused = console.run(&root(), &id, None).await.expect(409);
+    assert!(
+        detail(&refused).contains("rejected"),
+        "{}",
+        detail(&refused)
+    );
+    let bypass = json!({"bypass_review": {"acknowledge": true, "reason": "urgent"}});
+    console.run(&root(), &id, Some(bypass)).await.expect(409);
+    assert_eq!(console.runner.runs(), 0);
+    let listed = console
+        .as_(
+            &root(),
+            Method::GET,
+            &format!("{QUERIES}?status=rejected"),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+}
+
+/// The approvals are counted against `reviews_required` as it is at run time: raised after
+/// approval, the query waits again (and says so); lowered, an awaiting query runs.
+pub async fn reviews_count_against_the_requirement_at_run_time(storage: Arc<dyn Storage>) {
+    let console = Console::new(storage);
+    let db = console.database(1, json!({})).await;
+    let id = id_of(&console.query(&ann(), &db).await);
+    console
+        .review(&bo(), &id, "approve", None)
+        .await
+        .expect(200);
+    let set_required = |required: u32| json!({"credentials": [{"id": db.1, "username": "reader", "reviews_required": required}]});
+    console
+        .api
+        .db(
+            Method::PATCH,
+            &format!("{DATABASES}/{}", db.0),
+            Some(&set_required(2)),
+        )
+        .await
+        .expect(200);
+    let refused = console.run(&ann(), &id, None).await.expect(409);
+    assert!(
+        detail(&refused).contains("1 of the 2"),
+        "{}",
+        detail(&refused)
+    );
+    assert_eq!(console.get(&ann(), &id).await["status"], "awaiting_review");
+    let ready = console
+        .review(&cy(), &id, "approve", None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(ready["status"], "ready");
+    console.run(&ann(), &id, None).await.expect(200);
+
+    let waiting = id_of(&console.query(&ann(), &db).await);
+    console
+        .api
+        .db(
+            Method::PATCH,
+            &format!("{DATABASES}/{}", db.0),
+            Some(&set_required(0)),
+        )
+        .await
+        .expect(200);
+    console.run(&ann(), &waiting, None).await.expect(200);
+    assert_eq!(console.runner.runs(), 2);
+}
+
+/// On a restricted database only `review` and `admin` grants (and super admins) review; a
+/// `query` grant does not, nor does an AI agent anywhere.
+pub async fn reviews_need_review_access_on_a_restricted_database(storage: Arc<dyn Storage>) {
+    let console = Console::new(storage);
+    let db = console
+        .database(2, json!({"restrict_access": true, "ai_enabled": true}))
+        .await;
+    console
+        .api
+        .db(
+            Method::PUT,
+            &format!("{DATABASES}/{}/permissions", db.0),
+            Some(&json!({"permissions": [
+                {"subject_kind": "group", "subject": "analysts", "access": "query"},
+                {"subject_kind": "group", "subject": "reviewers", "access": "review"},
+                {"subject_kind": "user", "subject": "dan@example.com", "access": "query"},
+                {"subject_kind": "user", "subject": "eve@example.com", "access": "admin"},
+            ]})),
+        )
+        .await
+        .expect(200);
+    let id = id_of(&console.query(&ann(), &db).await);
+    let dan = Principal::member("dan@example.com");
+    let refused = console.review(&dan, &id, "approve", None).await.expect(403);
+    assert!(
+        detail(&refused).contains("review or admin permission"),
+        "{}",
+        detail(&refused)
+    );
+    let agent = Principal::member("bot@example.com")
+        .groups(["reviewers"])
+        .agent(true);
+    let refused = console
+        .review(&agent, &id, "approve", None)
+        .await
+        .expect(403);
+    assert!(
+        detail(&refused).contains("AI agents"),
+        "{}",
+        detail(&refused)
+    );
+    let stranger = Principal::member("zed@example.com");
+    console
+        .review(&stranger, &id, "approve", None)
+        .await
+        .expect(404);
+    assert_eq!(
+        console.get(&ann(), &id).await["approvals"],
+        0,
+        "refusals change nothing"
+    );
+
+    console
+        .review(&bo(), &id, "approve", None)
+        .await
+        .expect(200);
+    let eve = Principal::member("eve@example.com");
+    let done = console
+        .review(&eve, &id, "approve", None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (done["approvals"].clone(), done["status"].clone()),
+        (json!(2), json!("ready"))
+    );
+    let other = id_of(&console.query(&ann(), &db).await);
+    console
+        .review(&root(), &other, "approve", None)
+        .await
+        .expect(200);
+}
+
+/// `reviewer=me` lists what the caller can act on: not their own queries, not those they
+/// reviewed, not those that ran or were rejected, only on databases where they may review.
+pub async fn reviews_reviewer_me_lists_what_a_reviewer_can_act_on(storage: Arc<dyn Storage>) {
+    let console = Console::new(storage);
+    let open = console.database(2, json!({})).await;
+    let restricted = console.database(1, json!({"restrict_access": true})).await;
+    console
+        .api
+        .db(
+            Method::PUT,
+            &format!("{DATABASES}/{}/permissions", restricted.0),
+            Some(&json!({"permissions": [
+                {"subject_kind": "group", "subject": "analysts", "access": "query"},
+                {"subject_kind": "group", "subject": "reviewers", "access": "query"},
+            ]})),
+        )
+        .await
+        .expect(200);
+    let actionable = id_of(&console.query(&ann(), &open).await);
+    let own = id_of(&console.query(&bo(), &open).await);
+    let reviewed = id_of(&console.query(&ann(), &open).await);
+    console
+        .review(&bo(), &reviewed, "approve", None)
+        .await
+        .expect(200);
+    let rejected = id_of(&console.query(&ann(), &open).await);
+    console
+        .review(&cy(), &rejected, "reject", None)
+        .await
+        .expect(200);
+    let no_grant = id_of(&console.query(&ann(), &restricted).await);
+
+    let listed = |query: &'static str| {
+        let console = &console;
+        async move {
+            let page = console
+                .as_(&bo(), Method::GET, &format!("{QUERIES}?{query}"), None)
+                .await
+                .expect(200)
+                .json();
+            page["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|q| q["id"].as_str().unwrap().to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        listed("status=awaiting_review&reviewer=me").await,
+        [actionable.clone()]
+    );
+    assert_eq!(listed("reviewer=me").await, [actionable.clone()]);
+    let everything = listed("limit=100").await;
+    for id in [&actionable, &own, &reviewed, &rejected, &no_grant] {
+        assert!(everything.contains(id), "bo sees {id} in the history");
+    }
+    let refused = console
+        .as_(
+            &bo(),
+            Method::GET,
+            &format!("{QUERIES}?reviewer=ann@example.com"),
+            None,
+        )
+        .await
+        .expect(422);
+    assert!(refused.json()["errors"]["reviewer"].is_array());
+}
+
+/// A bypass runs a super admin's own query without its approvals only on a database with
+/// `review_bypass_allowed`, acknowledged and with a reason; otherwise 403 naming the condition,
+/// and nothing changes. It is stored on the query and is one audit event.
+pub async fn reviews_a_bypass_needs_every_condition_and_is_recorded(storage: Arc<dyn Storage>) {
+    let console = Console::new(storage);
+    let allowed = console
+        .database(2, json!({"review_bypass_allowed": true}))
+        .await;
+    let disallowed = console.database(2, json!({})).await;
+    let bypass = |acknowledge: Value, reason: Value| {
+        Some(json!({"bypass_review": {"acknowledge": acknowledge, "reason": reason}}))
+    };
+    let good = || bypass(json!(true), json!("incident 4711: the index must go now"));
+    let roots = id_of(&console.query(&root(), &allowed).await);
+    let anns = id_of(&console.query(&ann(), &allowed).await);
+    let elsewhere = id_of(&console.query(&root(), &disallowed).await);
+    let admin_ann = ann().role(Role::SuperAdmin);
+    for (who, id, body, says) in [
+        (ann(), &anns, good(), "only a super admin"),
+        (root(), &anns, good(), "a query they wrote"),
+        (root(), &elsewhere, good(), "review_bypass_allowed"),
+        (
+            root(),
+            &roots,
+            bypass(json!(false), json!("why not")),
+            "acknowledged",
+        ),
+        (
+            root(),
+            &roots,
+            bypass(Value::Null, json!("why not")),
+            "acknowledged",
+        ),
+        (
+            root(),
+            &roots,
+            bypass(json!(true), json!("   ")),
+            "a reason is required",
+        ),
+        (
+            root(),
+            &roots,
+            bypass(json!(true), Value::Null),
+            "a reason is required",
+        ),
+        (admin_ann.clone().agent(true), &anns, good(), "AI agent"),
+    ] {
+        let refused = console.run(&who, id, body).await.expect(403);
+        assert!(
+            detail(&refused).contains(says),
+            "{says}: {}",
+            detail(&refused)
+        );
+    }
+    for body in [
+        json!({"bypass_review": "yes"}),
+        json!({"bypass_review": {"acknowledge": "yes", "reason": "x"}}),
+        json!({"bypass_review": {"acknowledge": true, "reason": 5}}),
+        json!({"bypass_review": {"acknowledge": true, "reason": "x".repeat(2_001)}}),
+    ] {
+        console.run(&root(), &roots, Some(body)).await.expect(422);
+    }
+    assert_eq!(console.runner.runs(), 0, "no refused bypass ran anything");
+    assert_eq!(
+        console.get(&root(), &roots).await["status"],
+        "awaiting_review"
+    );
+
+    console
+        .review(&bo(), &roots, "approve", None)
+        .await
+        .expect(200);
+    console.run(&root(), &roots, good()).await.expect(200);
+    let ran = console.get(&root(), &roots).await;
+    assert_eq!(ran["status"], "succeeded");
+    let recorded = &ran["bypass"];
+    assert_eq!(recorded["by"], "root@example.com");
+    assert_eq!(recorded["reason"], "incident 4711: the index must go now");
+    assert_eq!(
+        (recorded["approvals"].clone(), recorded["required"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_eq!(
+        console.actions(&roots).await,
+        [
+            "query.create",
+            "query.review",
+            "query.review_bypass",
+            "query.run"
+        ]
+    );
+
+    // A bypass asked for on a query that has its approvals overrides nothing: none recorded.
+    let approved = id_of(&console.query(&admin_ann, &allowed).await);
+    console
+        .review(&bo(), &approved, "approve", None)
+        .await
+        .expect(200);
+    console
+        .review(&cy(), &approved, "approve", None)
+        .await
+        .expect(200);
+    console.run(&admin_ann, &approved, good()).await.expect(200);
+    assert_eq!(
+        console.get(&admin_ann, &approved).await["bypass"],
+        Value::Null
+    );
+    assert_eq!(console.runner.runs(), 2);
+}
+
+/// A review's body: `decision` is `approve` or `reject`, `comment` a string of at most 2,000
+/// characters; otherwise 422 (400 when not JSON), and nothing changes. An unknown query is 404.
+pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
+    let console = Console::new(storage);
+    let db = console.database(1, json!({})).await;
+    let id = id_of(&console.query(&ann(), &db).await);
+    let path = format!("{QUERIES}/{id}/reviews");
+    for (body, field) in [
+        (json!({}), "decision"),
+        (json!({"decision": "maybe"}), "decision"),
+        (json!({"decision": 1}), "decision"),
+        (json!({"decision": "approve", "comment": 5}), "comment"),
+        (
+            json!({"decision": "approve", "comment": "x".repeat(2_001)}),
+            "comment",
+        ),
+    ] {
+        let refused = console
+            .as_(&bo(), Method::POST, &path, Some(body.clone()))
+            .await
+            .expect(422);
+        assert!(refused.json()["errors"][field].is_array(), "{body}");
+    }
+    let mut raw = Request::builder()
+        .method(Method::POST)
+        .uri(&path)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from_static(b"{not json")))
+        .unwrap();
+    raw.extensions_mut().insert(bo());
+    console.api.send(raw).await.expect(400);
+    console
+        .review(&bo(), "qry_01J0000000000000000000000", "approve", None)
+        .await
+        .expect(404);
+    let unchanged = console.get(&ann(), &id).await;
+    assert_eq!(
+        (unchanged["approvals"].clone(), unchanged["status"].clone()),
+        (json!(0), json!("awaiting_review"))
+    );
+    // Without a user: 403 before anything.
+    let keyed = console
+        .api
+        .db(Method::POST, &path, Some(&json!({"decision": "approve"})))
+        .await
+        .expect(403);
+    assert!(detail(&keyed).contains("needs a user"));
+    let _ = API_KEY;
+}
+
+/// Expands to one test per reviews case over fresh stores made by `$storage`.
+#[macro_export]
+macro_rules! review_tests {
+    ($storage:expr) => {
+        $crate::suite_cases!(
+            reviews,
+            $storage,
+            [
+                reviews_approvals_let_a_query_run_once,
+                reviews_a_rejection_stops_the_query,
+                reviews_count_against_the_requirement_at_run_time,
+                reviews_need_review_access_on_a_restricted_database,
+                reviews_reviewer_me_lists_what_a_reviewer_can_act_on,
+                reviews_a_bypass_needs_every_condition_and_is_recorded,
+                reviews_bad_bodies_change_nothing,
+            ]
+        );
+    };
+}
