@@ -6,7 +6,9 @@
 //! - 20 concurrent setups of one `api_id`, split over both nodes, make one database;
 //! - `A → B` through one node and `B → A` through the other: exactly one succeeds;
 //! - a key revoked with `dbconsole keys` is refused by the other node at its next request;
-//! - a node started with another sealing key refuses to start, saying why.
+//! - a node started with another sealing key refuses to start, saying why;
+//! - reviews racing through both nodes count exactly, and runs racing through both nodes run
+//!   the query once (against the real PostgreSQL server as the queried database).
 
 mod support;
 
@@ -325,6 +327,166 @@ async fn a_node_with_another_key_refuses_to_start() {
         "{output}"
     );
     assert!(!output.contains(other_key), "the key is never printed");
+}
+
+/// The secret of a new `query` key bound to `user` (`dbconsole keys create`).
+async fn user_key(schema: &str, user: &str) -> String {
+    let created = keys(
+        schema,
+        &[
+            "create", "--kind", "api-key", "--scope", "query", "--user", user, "--name", user,
+        ],
+    )
+    .await;
+    created
+        .lines()
+        .find_map(|line| line.strip_prefix("secret:"))
+        .map(|value| value.trim().to_owned())
+        .unwrap_or_else(|| panic!("no secret in:\n{created}"))
+}
+
+/// One request with `key`: status and JSON body (null when not JSON).
+async fn call_as(
+    addr: SocketAddr,
+    key: &str,
+    method: &str,
+    path: String,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let body = body.as_ref().map(Value::to_string);
+    let headers = [("x-api-key", key)];
+    let response = request(addr, method, &path, &headers, body.as_deref()).await;
+    let json = serde_json::from_str(&response.body).unwrap_or(Value::Null);
+    (response.status, json)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once() {
+    let (a, b, _dir, schema) = two_nodes().await;
+    let author = user_key(&schema, "ann@example.com").await;
+    let mut reviewers = Vec::new();
+    for index in 0..6 {
+        reviewers.push(user_key(&schema, &format!("rev{index}@example.com")).await);
+    }
+    let (status, db) = a
+        .call(
+            "POST",
+            DATABASES,
+            Some(&json!({
+                "name": "Reviewed on two nodes",
+                "adapter": "postgres",
+                "hostname": "127.0.0.1",
+                "port": 5432,
+                "database": "checkdb",
+                "credentials": [{"username": "checker", "password": "checkpw", "reviews_required": 6}],
+            })),
+        )
+        .await;
+    assert_eq!(status, 200, "{db}");
+    let (status, query) = call_as(
+        b.addr,
+        &author,
+        "POST",
+        "/api/v1/console/queries".to_owned(),
+        Some(json!({
+            "database_id": db["id"],
+            "credential_id": db["credentials"][0]["id"],
+            "query": "SELECT count(*) AS n FROM generate_series(1, 10)",
+        })),
+    )
+    .await;
+    assert_eq!(status, 200, "{query}");
+    let id = query["id"].as_str().unwrap().to_owned();
+    let reviews = format!("/api/v1/console/queries/{id}/reviews");
+
+    // Six reviewers, each approving twice at once, alternating nodes.
+    let approvals = join_all((0..12).map(|index| {
+        let node = if index % 2 == 0 { a.addr } else { b.addr };
+        let (key, path) = (reviewers[index % 6].clone(), reviews.clone());
+        async move {
+            call_as(
+                node,
+                &key,
+                "POST",
+                path,
+                Some(json!({"decision": "approve"})),
+            )
+            .await
+            .0
+        }
+    }))
+    .await;
+    let mut counted = approvals.clone();
+    counted.sort_unstable();
+    assert_eq!(
+        counted,
+        [200; 6]
+            .iter()
+            .chain([409; 6].iter())
+            .copied()
+            .collect::<Vec<_>>()
+    );
+    let (_, stored) = call_as(
+        a.addr,
+        &author,
+        "GET",
+        format!("/api/v1/console/queries/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(stored["approvals"], 6, "{stored}");
+    assert_eq!(stored["status"], "ready");
+
+    // Eight runs at once through both nodes: one runs, the others are 409.
+    let runs = join_all((0..8).map(|index| {
+        let node = if index % 2 == 0 { a.addr } else { b.addr };
+        let (key, path) = (author.clone(), format!("/api/v1/console/queries/{id}/run"));
+        async move {
+            let response = request(node, "POST", &path, &[("x-api-key", &key)], None).await;
+            (response.status, response.body)
+        }
+    }))
+    .await;
+    let ran = runs.iter().filter(|(status, _)| *status == 200).count();
+    assert_eq!(ran, 1, "{runs:?}");
+    // The one run's outcome, as either node reads it once recorded: one row, succeeded.
+    let mut done = Value::Null;
+    for _ in 0..200 {
+        (_, done) = call_as(
+            b.addr,
+            &author,
+            "GET",
+            format!("/api/v1/console/queries/{id}"),
+            None,
+        )
+        .await;
+        if done["status"] != "running" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(done["status"], "succeeded", "{done}");
+    assert_eq!(done["run"]["row_count"], 1, "{done}");
+    assert!(
+        runs.iter()
+            .all(|(status, _)| *status == 200 || *status == 409),
+        "{runs:?}"
+    );
+    let (_, events) = a
+        .call(
+            "GET",
+            &format!("/api/v1/console/audit?resource={id}&limit=100"),
+            None,
+        )
+        .await;
+    let actions: Vec<&str> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions.iter().filter(|a| **a == "query.review").count(), 6);
+    assert_eq!(actions.iter().filter(|a| **a == "query.run").count(), 1);
 }
 
 /// Runs the futures at once, each on a task of its own, and returns their outputs in order.
