@@ -21,7 +21,7 @@ use http::{Method, Request, header};
 use http_body_util::Full;
 use serde_json::{Value, json};
 
-use crate::{API_KEY, Api, DATABASES, TestResponse, test_credentials, test_sealer};
+use crate::{Api, DATABASES, TestResponse, test_credentials, test_sealer};
 
 const QUERIES: &str = "/api/v1/console/queries";
 
@@ -506,9 +506,12 @@ pub async fn reviews_reviewer_me_lists_what_a_reviewer_can_act_on(storage: Arc<d
     };
     assert_eq!(
         listed("status=awaiting_review&reviewer=me").await,
-        [actionable.clone()]
+        std::slice::from_ref(&actionable)
     );
-    assert_eq!(listed("reviewer=me").await, [actionable.clone()]);
+    assert_eq!(
+        listed("reviewer=me").await,
+        std::slice::from_ref(&actionable)
+    );
     let everything = listed("limit=100").await;
     for id in [&actionable, &own, &reviewed, &rejected, &no_grant] {
         assert!(everything.contains(id), "bo sees {id} in the history");
@@ -682,7 +685,6 @@ pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
         .await
         .expect(403);
     assert!(detail(&keyed).contains("needs a user"));
-    let _ = API_KEY;
 }
 
 /// Expands to one test per reviews case over fresh stores made by `$storage`.

@@ -60,7 +60,7 @@ fn dialect(adapter: Adapter) -> Dialect {
 /// What ends a run: where its outcome is recorded.
 enum Record {
     /// A stored query: its status and run, with the audit event.
-    Query { query: Query, origin: Origin },
+    Query { query: Box<Query>, origin: Origin },
     /// A panel: the audit event alone.
     Panel {
         dashboard_id: String,
@@ -477,7 +477,7 @@ impl Shared {
             }
         };
         let record = Record::Query {
-            query: running,
+            query: Box::new(running),
             origin: origin.clone(),
         };
         self.start_run(
@@ -919,7 +919,7 @@ async fn record_outcome(
 ) -> Result<(), StorageError> {
     match record {
         Record::Query { query, origin } => {
-            let mut done = query.clone();
+            let mut done = (*query).clone();
             let now = Timestamp::now();
             done.updated_at = now.not_before_next(query.updated_at);
             done.status = if facts.outcome == RunOutcome::Succeeded {
