@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The tools of the contract tests (tests/contract/run.sh): Debian's chromium and
-# chromium-driver (installed as root, or through sudo), and a Python virtualenv in
-# target/contract-venv with Schemathesis, openapi-spec-validator and Selenium from PyPI (made as
-# the calling user). Idempotent; tests/all.sh runs it.
+# The tools of the contract tests (tests/contract/run.sh) and of the MCP test
+# (server/tests/mcp.rs): Debian's chromium and chromium-driver (installed as root, or through
+# sudo), and a Python virtualenv in target/contract-venv with Schemathesis,
+# openapi-spec-validator, Selenium and the MCP client library `mcp` from PyPI (made as the
+# calling user). Idempotent; tests/all.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 as_root() {
@@ -22,6 +23,9 @@ if [ ! -x "$venv/bin/schemathesis" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check \
     'schemathesis==4.32.5' 'openapi-spec-validator==0.9.0' 'selenium==4.51.0'
+fi
+if ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
+  "$venv/bin/pip" install -q --disable-pip-version-check 'mcp==2.3.0'
 fi
 "$venv/bin/schemathesis" --version
 chromium --version

@@ -125,6 +125,7 @@ pub mod backup;
 pub mod cli;
 pub mod credentials;
 pub mod docs;
+pub mod mcp;
 pub mod metrics;
 pub mod oidc;
 pub mod serve;

@@ -73,6 +73,10 @@ pub async fn serve<F, G>(
     // request head cannot hold a connection (and the shutdown) forever.
     http.timer(TokioTimer::new());
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let app = App {
+        mcp: crate::mcp::Mcp::new(service.clone()),
+        service,
+    };
     tokio::pin!(shutdown);
     loop {
         // A free connection slot first: at the cap, new connections wait in the backlog.
@@ -92,18 +96,18 @@ pub async fn serve<F, G>(
                     if let Err(error) = stream.set_nodelay(true) {
                         tracing::debug!(%error, "could not set TCP_NODELAY");
                     }
-                    let service = service.clone();
+                    let app = app.clone();
                     let watcher = graceful.watcher();
                     let tls = tls.clone();
                     let http = http.clone();
                     tokio::spawn(async move {
                         let served = match tls {
-                            None => watcher.watch(serve_with(&http, TokioIo::new(stream), service)).await,
+                            None => watcher.watch(serve_with(&http, TokioIo::new(stream), app)).await,
                             Some(acceptor) => {
                                 // A client that never finishes its handshake is dropped.
                                 let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
                                 match handshake.await {
-                                    Ok(Ok(stream)) => watcher.watch(serve_with(&http, TokioIo::new(stream), service)).await,
+                                    Ok(Ok(stream)) => watcher.watch(serve_with(&http, TokioIo::new(stream), app)).await,
                                     Ok(Err(error)) => {
                                         tracing::debug!(%error, "TLS handshake failed");
                                         Ok(())
@@ -145,31 +149,51 @@ pub async fn serve<F, G>(
 /// How long a client may take over its TLS handshake.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What answers requests: the service, and the MCP endpoint over it.
+#[derive(Clone)]
+struct App {
+    service: ConsoleService,
+    mcp: crate::mcp::Mcp,
+}
+
 /// HTTP/1 on one connection (plain or TLS), answered by [`handle`].
 fn serve_with<I>(
     http: &http1::Builder,
     io: TokioIo<I>,
-    service: ConsoleService,
+    app: App,
 ) -> impl GracefulConnection<Error = hyper::Error> + Send
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    http.serve_connection(
-        io,
-        service_fn(move |request| handle(service.clone(), request)),
-    )
+    http.serve_connection(io, service_fn(move |request| handle(app.clone(), request)))
 }
 
-/// One request: the health check, the docs or the service, then the log line. The service
-/// answers with the request's id (the caller's `x-request-id`, or a new one) in
-/// `x-request-id`; the server's own routes get one here. The log line names it.
+/// One request: the health check, the docs, the MCP endpoint or the service, then the log
+/// line. The service answers with the request's id (the caller's `x-request-id`, or a new one)
+/// in `x-request-id`; the server's own routes get one here. The log line names it.
 async fn handle(
-    mut service: ConsoleService,
+    app: App,
     request: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {
+    let App { mut service, mcp } = app;
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    if path == crate::mcp::MCP_PATH {
+        let id = RequestId::from_headers(request.headers());
+        let mut response = mcp.handle(request).await;
+        crate::metrics::record_own(
+            crate::mcp::MCP_PATH,
+            &method,
+            response.status(),
+            started.elapsed(),
+        );
+        response
+            .headers_mut()
+            .insert(REQUEST_ID_HEADER, id.header_value());
+        log_request(&response, &method, &path, started);
+        return Ok(response);
+    }
     let own_route = if path == HEALTHZ {
         Some(HEALTHZ)
     } else if path == READYZ {
@@ -201,6 +225,12 @@ async fn handle(
             service.call(request).await?
         }
     };
+    log_request(&response, &method, &path, started);
+    Ok(response)
+}
+
+/// The one log line of a request.
+fn log_request(response: &Response<ResponseBody>, method: &Method, path: &str, started: Instant) {
     let request_id = response
         .headers()
         .get(REQUEST_ID_HEADER)
@@ -216,7 +246,6 @@ async fn handle(
         duration_ms = elapsed.as_micros() as f64 / 1000.0,
         "request"
     );
-    Ok(response)
 }
 
 /// `GET /healthz`: 200 `ok`; another method: 405 like any known route.

@@ -163,7 +163,31 @@ impl ApiError {
     /// The response: status, JSON body and the headers the error calls for.
     pub fn into_response(self) -> Response<ResponseBody> {
         let status = self.status();
-        let body = match &self {
+        let body = self.body();
+        let mut response = json_response(status, &body);
+        let headers = response.headers_mut();
+        match self {
+            ApiError::Unauthorized { bearer: true, .. } => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ApiError::RequestTimeout { .. } => {
+                // The rest of the body may still come: the connection cannot be reused.
+                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            ApiError::MethodNotAllowed(methods) => {
+                let allow: Vec<&str> = methods.iter().map(Method::as_str).collect();
+                if let Ok(value) = HeaderValue::from_str(&allow.join(", ")) {
+                    headers.insert(header::ALLOW, value);
+                }
+            }
+            _ => {}
+        }
+        response
+    }
+
+    /// The JSON body of the error: `{"errors": {"detail": …}}`, or field-keyed for a 422.
+    pub fn body(&self) -> serde_json::Value {
+        match self {
             ApiError::BadRequest(text) => detail(text),
             ApiError::Unauthorized { hint, .. } => {
                 json!({ "errors": { "detail": "Unauthorized", "hint": hint } })
@@ -216,26 +240,7 @@ impl ApiError {
                 "Conflict: another request with this Idempotency-Key is being answered; send it \
                  again in a moment",
             ),
-        };
-        let mut response = json_response(status, &body);
-        let headers = response.headers_mut();
-        match self {
-            ApiError::Unauthorized { bearer: true, .. } => {
-                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            }
-            ApiError::RequestTimeout { .. } => {
-                // The rest of the body may still come: the connection cannot be reused.
-                headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
-            }
-            ApiError::MethodNotAllowed(methods) => {
-                let allow: Vec<&str> = methods.iter().map(Method::as_str).collect();
-                if let Ok(value) = HeaderValue::from_str(&allow.join(", ")) {
-                    headers.insert(header::ALLOW, value);
-                }
-            }
-            _ => {}
         }
-        response
     }
 }
 

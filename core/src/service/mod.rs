@@ -10,6 +10,7 @@
 //! check-connection opens them.
 
 mod access;
+pub mod agent;
 mod audit;
 mod body;
 mod cache;

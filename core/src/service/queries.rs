@@ -58,7 +58,7 @@ fn dialect(adapter: Adapter) -> Dialect {
 }
 
 /// What ends a run: where its outcome is recorded.
-enum Record {
+pub(super) enum Record {
     /// A stored query: its status and run, with the audit event.
     Query { query: Box<Query>, origin: Origin },
     /// A panel: the audit event alone.
@@ -67,11 +67,18 @@ enum Record {
         panel_id: String,
         origin: Origin,
     },
+    /// A tool call of an AI agent that ran a statement of its own (`describe_tables`): the
+    /// audit event alone.
+    Agent {
+        database_id: String,
+        tool: &'static str,
+        origin: Origin,
+    },
 }
 
 impl Shared {
     /// The principal of a caller of the query routes: 403 without one.
-    fn principal<'a>(&self, caller: &'a Caller) -> Result<&'a Principal, ApiError> {
+    pub(super) fn principal<'a>(&self, caller: &'a Caller) -> Result<&'a Principal, ApiError> {
         caller.principal.as_ref().ok_or_else(|| {
             ApiError::Denied(
                 "running queries needs a user: a key or token bound to one (dbconsole keys create \
@@ -84,7 +91,11 @@ impl Shared {
     /// Whether `principal` may query `db` (README, "Who may do what"): every database when it
     /// is a super admin, an unrestricted one when it is a member, a restricted one when a
     /// permission names it or one of its groups.
-    async fn may_query(&self, principal: &Principal, db: &Database) -> Result<bool, ApiError> {
+    pub(super) async fn may_query(
+        &self,
+        principal: &Principal,
+        db: &Database,
+    ) -> Result<bool, ApiError> {
         if principal.role == Role::SuperAdmin || !db.restrict_access {
             return Ok(true);
         }
@@ -99,7 +110,7 @@ impl Shared {
 
     /// 403 unless `principal` may query `db` as `credential`, with the AI limits of an agent;
     /// the most rows it may get.
-    async fn admit(
+    pub(super) async fn admit(
         &self,
         principal: &Principal,
         db: &Database,
@@ -146,7 +157,8 @@ impl Shared {
         match (route, &call.method) {
             (Route::Queries, &Method::POST) => {
                 let body = call.json(self).await?;
-                self.create_query(principal, body, origin).await
+                let query = self.create_query(principal, body, origin).await?;
+                Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
             }
             (Route::Queries, _) => self.list_queries(principal, call.query.as_deref()).await,
             (Route::Query(id), _) => {
@@ -279,12 +291,13 @@ impl Shared {
         Ok(json_response(StatusCode::OK, &PageView { data, next }))
     }
 
-    async fn create_query(
+    /// Stores the query `body` describes, by `principal`.
+    pub(super) async fn create_query(
         &self,
         principal: &Principal,
         body: serde_json::Map<String, Value>,
         origin: &Origin,
-    ) -> Result<Response<ResponseBody>, ApiError> {
+    ) -> Result<Query, ApiError> {
         let mut errors = ValidationErrors::new();
         let text = |errors: &mut ValidationErrors, field: &str| match body.get(field) {
             Some(Value::String(value)) if !value.trim().is_empty() => Some(value.clone()),
@@ -389,7 +402,7 @@ impl Shared {
             answer: origin.answer(crate::model::Written::Query(&query)),
         };
         self.storage.create_query(query.clone(), log).await?;
-        Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
+        Ok(query)
     }
 
     /// The query `id`'s database and credential as they are now: 422 when either was deleted.
@@ -412,7 +425,7 @@ impl Shared {
         Ok((db, credential))
     }
 
-    async fn run_query(
+    pub(super) async fn run_query(
         &self,
         principal: &Principal,
         id: &str,
@@ -480,8 +493,10 @@ impl Shared {
             query: Box::new(running),
             origin: origin.clone(),
         };
+        // An AI agent's query runs read-only, as a panel does.
+        let read_only = principal.agent;
         self.start_run(
-            db, credential, statement, None, max_rows, false, format, record,
+            db, credential, statement, None, max_rows, read_only, format, record,
         )
         .await
     }
@@ -718,7 +733,7 @@ impl Shared {
     /// Spawns the run and answers as soon as it knows how: the first rows (200, streamed), or
     /// the error that came before them.
     #[allow(clippy::too_many_arguments)]
-    async fn start_run(
+    pub(super) async fn start_run(
         &self,
         db: Database,
         credential: Credential,
@@ -781,6 +796,7 @@ impl Shared {
             let kind = match record {
                 Record::Query { .. } => "query",
                 Record::Panel { .. } => "panel",
+                Record::Agent { .. } => "agent",
             };
             if measured {
                 metrics::record_run(adapter.as_str(), kind, run_outcome.as_str(), rows, took);
@@ -959,6 +975,20 @@ async fn record_outcome(
             event.run = Some(facts);
             storage.append_audit(event).await
         }
+        Record::Agent {
+            database_id,
+            tool,
+            origin,
+        } => {
+            let mut event = AuditEvent::new(
+                &origin.without_idempotency(),
+                AuditAction::AgentCall,
+                &database_id,
+                vec![tool.to_owned()],
+            );
+            event.run = Some(facts);
+            storage.append_audit(event).await
+        }
     }
 }
 
@@ -981,7 +1011,7 @@ pub const REASON_MAX: usize = 2_000;
 
 /// A run's `bypass_review` as asked: whether it was acknowledged, and why.
 #[derive(Debug)]
-struct AskedBypass {
+pub(super) struct AskedBypass {
     acknowledge: bool,
     reason: String,
 }

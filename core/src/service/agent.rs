@@ -1,0 +1,333 @@
+//! The door of AI agents (README, "AI agents (MCP)"): what the reference server's MCP endpoint
+//! offers, as functions of the service so that every rule of the query routes holds for it.
+//!
+//! Whoever comes through this door is an AI agent, whatever its key or token says: it sees and
+//! queries only `ai_enabled` databases it may query, only as `ai_allowed` credentials, gets at
+//! most `ai_max_rows` rows, runs read-only, and waits for reviews as anyone does. Every call is
+//! audited: listing and describing as `agent.call` events, a query as its `query.create` and
+//! `query.run` events.
+
+use bytes::Bytes;
+use http::StatusCode;
+use http_body_util::BodyExt as _;
+use serde_json::{Map, Value, json};
+
+use super::error::ApiError;
+use super::queries::Record;
+use super::router::Route;
+use super::{ConsoleService, RequestId, Shared};
+use crate::auth::Caller;
+use crate::model::{
+    Actor, Adapter, AuditAction, AuditEvent, Credential, Database, Origin, Principal, QueryStatus,
+};
+use crate::run::Format;
+use crate::storage::{DatabaseFilter, Page};
+use crate::validate::ValidationErrors;
+
+/// The most columns `describe_tables` answers.
+pub const DESCRIBE_MAX_COLUMNS: u32 = 5_000;
+
+/// An AI agent, authenticated: the principal it acts for (marked as an agent) and who it is in
+/// the audit trail.
+#[derive(Clone, Debug)]
+pub struct AgentCaller {
+    principal: Principal,
+    actor: Actor,
+    request_id: String,
+}
+
+impl AgentCaller {
+    /// The principal it acts for (always an agent).
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    fn origin(&self) -> Origin {
+        Origin {
+            actor: self.actor.clone(),
+            request_id: Some(self.request_id.clone()),
+            idempotency: None,
+        }
+    }
+}
+
+/// What a query of an agent came to.
+#[derive(Debug)]
+pub enum AgentAnswer {
+    /// It ran: the result as the query routes answer it in JSON (`columns`, `rows`,
+    /// `row_count`, `truncated`, `duration_ms`), with the query's id.
+    Rows(Value),
+    /// It needs reviews: it is stored, and waits.
+    AwaitingReview {
+        /// The query's id (`qry_…`), for a person to review and run.
+        query_id: String,
+        /// Approvals its credential requires.
+        required: u32,
+    },
+}
+
+/// The statement that lists a database's columns: schema, table, column, type, nullable.
+fn catalog(adapter: Adapter) -> &'static str {
+    match adapter {
+        Adapter::Postgres => {
+            "SELECT table_schema, table_name, column_name, data_type, is_nullable \
+             FROM information_schema.columns \
+             WHERE table_schema NOT IN ('pg_catalog', 'information_schema') \
+             ORDER BY table_schema, table_name, ordinal_position"
+        }
+        Adapter::Mysql => {
+            "SELECT table_schema, table_name, column_name, column_type, is_nullable \
+             FROM information_schema.columns WHERE table_schema = DATABASE() \
+             ORDER BY table_name, ordinal_position"
+        }
+        Adapter::Clickhouse => {
+            "SELECT database, table, name, type, \
+             if(startsWith(type, 'Nullable'), 'YES', 'NO') \
+             FROM system.columns WHERE database = currentDatabase() ORDER BY table, position"
+        }
+        Adapter::Sqlserver => {
+            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE \
+             FROM INFORMATION_SCHEMA.COLUMNS ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION"
+        }
+        Adapter::Oracle => {
+            "SELECT USER, table_name, column_name, data_type, nullable FROM user_tab_columns \
+             ORDER BY table_name, column_id"
+        }
+    }
+}
+
+impl ConsoleService {
+    /// The agent a request to the MCP endpoint comes from, authenticated as the query routes
+    /// authenticate (an API key or Bearer token bound to a user, or a principal the embedding
+    /// program vouches for): 401 without a valid credential, 403 for one without a user or of
+    /// a scope that reaches no query route.
+    pub async fn agent_caller(
+        &self,
+        parts: &http::request::Parts,
+    ) -> Result<AgentCaller, ApiError> {
+        let shared = &self.shared;
+        let vouched = shared
+            .trust_principal
+            .then(|| parts.extensions.get::<Principal>().cloned())
+            .flatten();
+        let caller = match vouched {
+            Some(principal) => Caller::vouched(principal),
+            None => {
+                shared
+                    .authorize(&Route::Queries, &http::Method::POST, &parts.headers)
+                    .await?
+            }
+        };
+        let mut principal = shared.principal(&caller)?.clone();
+        principal.agent = true;
+        Ok(AgentCaller {
+            principal,
+            actor: caller.actor,
+            request_id: RequestId::from_headers(&parts.headers).as_str().to_owned(),
+        })
+    }
+
+    /// The databases `agent` may query: `ai_enabled`, open to it, with at least one
+    /// `ai_allowed` credential (only those are listed). One `agent.call` event.
+    pub async fn agent_databases(&self, agent: &AgentCaller) -> Result<Value, ApiError> {
+        let shared = &self.shared;
+        let mut listed = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = shared
+                .storage
+                .list_databases(
+                    Page {
+                        after: after.as_deref(),
+                        limit: 500,
+                    },
+                    DatabaseFilter::default(),
+                )
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = Some(last.id.as_str().to_owned());
+            for db in page {
+                let credentials: Vec<Value> = db
+                    .credentials
+                    .iter()
+                    .filter(|c| c.ai_allowed)
+                    .map(|c| {
+                        json!({
+                            "id": c.id.as_str(),
+                            "username": c.username,
+                            "reviews_required": c.reviews_required,
+                        })
+                    })
+                    .collect();
+                if !db.ai_enabled
+                    || credentials.is_empty()
+                    || !shared.may_query(&agent.principal, &db).await?
+                {
+                    continue;
+                }
+                listed.push(json!({
+                    "id": db.id.as_str(),
+                    "name": db.name,
+                    "adapter": db.adapter.as_str(),
+                    "database": db.database,
+                    "ai_max_rows": db.ai_max_rows,
+                    "credentials": credentials,
+                }));
+            }
+        }
+        let event = AuditEvent::new(
+            &agent.origin(),
+            AuditAction::AgentCall,
+            "*",
+            vec!["list_databases".to_owned()],
+        );
+        shared.storage.append_audit(event).await?;
+        Ok(json!({ "databases": listed }))
+    }
+
+    /// The tables and columns of database `database_id` as credential `credential_id` (or its
+    /// first `ai_allowed` one) sees them, read-only, at most [`DESCRIBE_MAX_COLUMNS`] columns.
+    /// One `agent.call` event with the run's facts.
+    pub async fn agent_describe(
+        &self,
+        agent: &AgentCaller,
+        database_id: &str,
+        credential_id: Option<&str>,
+    ) -> Result<Value, ApiError> {
+        let shared = &self.shared;
+        let (db, credential) = shared.agent_target(database_id, credential_id).await?;
+        // The AI rules decide whether it may look; the catalog is not data, so `ai_max_rows`
+        // does not cap it (README, "AI agents (MCP)").
+        shared
+            .admit(&agent.principal, &db, &credential, DESCRIBE_MAX_COLUMNS)
+            .await?;
+        let max_rows = DESCRIBE_MAX_COLUMNS;
+        let record = Record::Agent {
+            database_id: db.id.as_str().to_owned(),
+            tool: "describe_tables",
+            origin: agent.origin(),
+        };
+        let statement = catalog(db.adapter).to_owned();
+        let response = shared
+            .start_run(
+                db,
+                credential,
+                statement,
+                None,
+                max_rows,
+                true,
+                Format::Json,
+                record,
+            )
+            .await?;
+        let result = collected(response).await?;
+        let mut tables: Vec<Value> = Vec::new();
+        for row in result["rows"].as_array().into_iter().flatten() {
+            let text = |index: usize| row[index].as_str().unwrap_or_default().to_owned();
+            let (schema, table) = (text(0), text(1));
+            let column = json!({
+                "name": text(2),
+                "type": text(3),
+                "nullable": matches!(text(4).as_str(), "YES" | "Y" | "1"),
+            });
+            match tables.last_mut() {
+                Some(last) if last["schema"] == schema && last["table"] == table => {
+                    if let Some(columns) = last["columns"].as_array_mut() {
+                        columns.push(column);
+                    }
+                }
+                _ => tables.push(json!({ "schema": schema, "table": table, "columns": [column] })),
+            }
+        }
+        Ok(json!({
+            "database_id": database_id,
+            "tables": tables,
+            "truncated": result["truncated"],
+        }))
+    }
+
+    /// Stores and runs `sql` (one statement) on database `database_id` as credential
+    /// `credential_id` (or its first `ai_allowed` one), for `agent`: the rows (at most the
+    /// database's `ai_max_rows`), or the query's id when it needs reviews first.
+    pub async fn agent_query(
+        &self,
+        agent: &AgentCaller,
+        database_id: &str,
+        credential_id: Option<&str>,
+        sql: &str,
+        limit: Option<u32>,
+    ) -> Result<AgentAnswer, ApiError> {
+        let shared = &self.shared;
+        let (db, credential) = shared.agent_target(database_id, credential_id).await?;
+        let mut body = Map::new();
+        body.insert("database_id".to_owned(), json!(db.id.as_str()));
+        body.insert("credential_id".to_owned(), json!(credential.id.as_str()));
+        body.insert("query".to_owned(), json!(sql));
+        let limit = limit.unwrap_or(db.ai_max_rows).min(db.ai_max_rows).max(1);
+        body.insert("limit".to_owned(), json!(limit.min(shared.max_rows)));
+        let origin = agent.origin();
+        let query = shared.create_query(&agent.principal, body, &origin).await?;
+        let id = query.id.as_str().to_owned();
+        if query.status == QueryStatus::AwaitingReview {
+            return Ok(AgentAnswer::AwaitingReview {
+                query_id: id,
+                required: credential.reviews_required,
+            });
+        }
+        let response = shared
+            .run_query(&agent.principal, &id, None, Format::Json, &origin)
+            .await?;
+        let mut result = collected(response).await?;
+        if let Some(object) = result.as_object_mut() {
+            object.insert("query_id".to_owned(), json!(id));
+        }
+        Ok(AgentAnswer::Rows(result))
+    }
+}
+
+impl Shared {
+    /// Database `database_id` and the credential an agent names, or its first `ai_allowed`
+    /// one: 422 when either is unknown (whether the agent may use them is
+    /// [`Shared::admit`]'s question).
+    async fn agent_target(
+        &self,
+        database_id: &str,
+        credential_id: Option<&str>,
+    ) -> Result<(Database, Credential), ApiError> {
+        let db =
+            self.storage.database(database_id).await?.ok_or_else(|| {
+                ValidationErrors::single("database_id", "does not name a database")
+            })?;
+        let credential = match credential_id {
+            Some(id) => db.credentials.iter().find(|c| c.id.as_str() == id).cloned(),
+            None => db
+                .credentials
+                .iter()
+                .find(|c| c.ai_allowed)
+                .or_else(|| db.credentials.first())
+                .cloned(),
+        };
+        let credential = credential.ok_or_else(|| {
+            ValidationErrors::single(
+                "credential_id",
+                "does not name a credential of this database",
+            )
+        })?;
+        Ok((db, credential))
+    }
+}
+
+/// A run's whole JSON answer. An error after the first rows is in its `error` member.
+async fn collected(response: http::Response<super::ResponseBody>) -> Result<Value, ApiError> {
+    let status = response.status();
+    let bytes: Bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .map_err(|error| ApiError::BadGateway(format!("the result was cut off: {error}")))?;
+    if status != StatusCode::OK {
+        return Err(ApiError::Internal);
+    }
+    serde_json::from_slice(&bytes).map_err(|_| ApiError::Internal)
+}
