@@ -378,7 +378,10 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
         .count();
     // Stored: the capped SELECT, the one awaiting review, the DELETE (which then failed);
     // refused before storing: the wrong credential, the wrong database, two statements.
-    assert_eq!(creates, 3, "the agent's queries that were admitted are stored");
+    assert_eq!(
+        creates, 3,
+        "the agent's queries that were admitted are stored"
+    );
     assert!(
         events
             .iter()

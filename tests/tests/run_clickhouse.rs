@@ -182,3 +182,49 @@ async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
     run.abort();
     gone_within(&server, &marker, Duration::from_secs(1)).await;
 }
+
+/// `describe_tables` (the MCP endpoint's tool) lists a table's columns with their ClickHouse
+/// types, for an agent on an `ai_enabled` database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_describes_the_tables() {
+    let server = admin();
+    let table = format!("described_{}", std::process::id());
+    server
+        .query("CREATE DATABASE IF NOT EXISTS checkdb")
+        .execute()
+        .await
+        .unwrap();
+    server
+        .query(&format!(
+            "CREATE TABLE IF NOT EXISTS checkdb.{table} (id UInt32, note Nullable(String)) \
+             ENGINE = Memory"
+        ))
+        .execute()
+        .await
+        .unwrap();
+    let console = Console::new();
+    let credential = json!([{"username": "checker", "password": PASSWORD, "ai_allowed": true}]);
+    let (db, _) = console
+        .database("clickhouse", PORT, json!({"ai_enabled": true}), credential)
+        .await;
+    let described = console.describe(&alice(), &db).await;
+    server
+        .query(&format!("DROP TABLE checkdb.{table}"))
+        .execute()
+        .await
+        .unwrap();
+    let found = described["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == table.as_str())
+        .unwrap_or_else(|| panic!("{table} is not described: {described}"));
+    assert_eq!(found["schema"], "checkdb");
+    assert_eq!(
+        found["columns"],
+        json!([
+            {"name": "id", "type": "UInt32", "nullable": false},
+            {"name": "note", "type": "Nullable(String)", "nullable": true},
+        ])
+    );
+}

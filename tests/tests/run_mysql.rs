@@ -266,3 +266,41 @@ async fn panel_inputs_are_values_in_a_read_only_transaction() {
         .await
         .expect("cleanup");
 }
+
+/// `describe_tables` (the MCP endpoint's tool) lists a table's columns with their MySQL types,
+/// read-only, for an agent on an `ai_enabled` database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_describes_the_tables() {
+    let mut server = admin().await;
+    let table = format!("described_{}", std::process::id());
+    mysql_async::prelude::Queryable::query_drop(
+        &mut server,
+        format!("CREATE TABLE IF NOT EXISTS {table} (id INT PRIMARY KEY, note VARCHAR(20) NULL)"),
+    )
+    .await
+    .unwrap();
+    let console = Console::new();
+    let credential = json!([{"username": "checker", "password": PASSWORD, "ai_allowed": true}]);
+    let (db, _) = console
+        .database("mysql", PORT, json!({"ai_enabled": true}), credential)
+        .await;
+    let described = console.describe(&alice(), &db).await;
+    let found = described["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["table"] == table.as_str())
+        .unwrap_or_else(|| panic!("{table} is not described: {described}"))
+        .clone();
+    mysql_async::prelude::Queryable::query_drop(&mut server, format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+    assert_eq!(found["schema"], "checkdb");
+    assert_eq!(
+        found["columns"],
+        json!([
+            {"name": "id", "type": "int(11)", "nullable": false},
+            {"name": "note", "type": "varchar(20)", "nullable": true},
+        ])
+    );
+}

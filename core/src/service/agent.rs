@@ -80,10 +80,11 @@ fn catalog(adapter: Adapter) -> &'static str {
              FROM information_schema.columns WHERE table_schema = DATABASE() \
              ORDER BY table_name, ordinal_position"
         }
+        // Table by table, each in definition order (`position` is newer than ClickHouse 19).
         Adapter::Clickhouse => {
             "SELECT database, table, name, type, \
              if(startsWith(type, 'Nullable'), 'YES', 'NO') \
-             FROM system.columns WHERE database = currentDatabase() ORDER BY table, position"
+             FROM system.columns WHERE database = currentDatabase()"
         }
         Adapter::Sqlserver => {
             "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE \

@@ -93,6 +93,28 @@ impl Console {
         Self { service }
     }
 
+    /// `principal` as the MCP endpoint takes it: an AI agent.
+    pub async fn agent(
+        &self,
+        principal: &Principal,
+    ) -> dbconsole_core::service::agent::AgentCaller {
+        let (mut parts, ()) = Request::new(()).into_parts();
+        parts.extensions.insert(principal.clone());
+        self.service
+            .agent_caller(&parts)
+            .await
+            .expect("a vouched principal is an agent")
+    }
+
+    /// The tables `describe_tables` gives for database `id`, as `principal`'s agent.
+    pub async fn describe(&self, principal: &Principal, id: &str) -> Value {
+        let agent = self.agent(principal).await;
+        self.service
+            .agent_describe(&agent, id, None)
+            .await
+            .unwrap_or_else(|error| panic!("describe_tables: {}", error.body()))
+    }
+
     pub async fn send(
         &self,
         method: Method,
