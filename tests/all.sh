@@ -3,7 +3,7 @@
 # command; CI runs it too). Idempotent. In order:
 #   1. brings up what the tests need, before any test runs: PostgreSQL, MariaDB and ClickHouse on
 #      loopback (.ci/db-servers-up.sh), Debian's Chromium and chromedriver, and a Python
-#      virtualenv with Schemathesis under target/ (.ci/tools-up.sh). Installing and starting
+#      virtualenv with Schemathesis and the MCP client library under target/ (.ci/tools-up.sh). Installing and starting
 #      servers needs root: run as root, or with sudo available (it is used for those steps only);
 #   2. the whole Rust workspace: unit tests, storage conformance and the HTTP suite on every
 #      backend, the real-server check-connection tests, the server binary's tests (the disk-full
@@ -29,7 +29,7 @@ as_root() {
 
 echo "=== setting up: database servers"
 as_root bash .ci/db-servers-up.sh
-echo "=== setting up: contract tools"
+echo "=== setting up: contract and MCP client tools"
 bash .ci/tools-up.sh
 
 echo "=== cargo test --workspace"
