@@ -44,6 +44,12 @@ struct DescribeArgs {
 }
 
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+struct StoredQueryArgs {
+    /// The query's id (`qry_…`), as `run_query` answered it.
+    query_id: String,
+}
+
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 struct QueryArgs {
     /// The database's id (`db_…`), as `list_databases` gives it.
     database_id: String,
@@ -135,6 +141,18 @@ impl Tools {
                 }),
             });
         Ok(answer(ran))
+    }
+
+    #[tool(
+        description = "Run a query you stored earlier with run_query that waited for reviews, once its reviews are in: its columns and rows, read-only, at most the database's ai_max_rows. A query runs once."
+    )]
+    async fn run_reviewed_query(
+        &self,
+        Parameters(args): Parameters<StoredQueryArgs>,
+        Extension(parts): Extension<http::request::Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let agent = agent_of(&parts)?;
+        Ok(answer(self.service.agent_run(agent, &args.query_id).await))
     }
 }
 

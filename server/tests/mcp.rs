@@ -173,6 +173,20 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
         ],
     )
     .await;
+    let reviewer_key = create_key(
+        data.path(),
+        &[
+            "--kind",
+            "api-key",
+            "--scope",
+            "query",
+            "--user",
+            "rev@example.com",
+            "--name",
+            "rev",
+        ],
+    )
+    .await;
     let server = Server::start_with(
         &[
             ("DBCONSOLE_STORAGE", "redb"),
@@ -246,7 +260,12 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
     assert_eq!(answer["server"], "dbconsole");
     assert_eq!(
         answer["tools"],
-        json!(["describe_tables", "list_databases", "run_query"])
+        json!([
+            "describe_tables",
+            "list_databases",
+            "run_query",
+            "run_reviewed_query"
+        ])
     );
 
     // Only the AI-enabled databases, with only their AI-allowed credentials.
@@ -316,6 +335,25 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
         .unwrap()
         .get(0);
     assert_eq!(count, 100, "the agent's DELETE changed nothing");
+
+    // The waiting query runs for the agent once a person approved it, and only then.
+    let run_waiting = json!([{"tool": "run_reviewed_query", "args": {"query_id": waiting_id}}]);
+    let early = mcp_client(&server, &agent_key, &run_waiting).await;
+    let (error, text) = result(&early, 0);
+    assert!(error && text.contains("0 of the 1"), "{text}");
+    let approved = request(
+        server.addr,
+        "POST",
+        &format!("/api/v1/console/queries/{waiting_id}/reviews"),
+        &[("x-api-key", &reviewer_key)],
+        Some(r#"{"decision": "approve"}"#),
+    )
+    .await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    let late = mcp_client(&server, &agent_key, &run_waiting).await;
+    let (error, text) = result(&late, 0);
+    assert!(!error, "{text}");
+    assert_eq!(json_of(&text)["rows"], json!([[100]]));
 
     // A person's key through the MCP endpoint is an agent: the same caps.
     let person = mcp_client(

@@ -286,6 +286,36 @@ impl ConsoleService {
     }
 }
 
+impl ConsoleService {
+    /// Runs query `query_id` (one the agent's user wrote, typically one that waited for its
+    /// reviews) for `agent`: read-only, at most its database's `ai_max_rows` rows, once; 409
+    /// while it still lacks approvals.
+    pub async fn agent_run(&self, agent: &AgentCaller, query_id: &str) -> Result<Value, ApiError> {
+        let shared = &self.shared;
+        let query = shared
+            .storage
+            .query(query_id)
+            .await?
+            .filter(|query| query.author == agent.principal.user)
+            .ok_or(ApiError::NotFound)?;
+        let origin = agent.origin();
+        let response = shared
+            .run_query(
+                &agent.principal,
+                query.id.as_str(),
+                None,
+                Format::Json,
+                &origin,
+            )
+            .await?;
+        let mut result = collected(response).await?;
+        if let Some(object) = result.as_object_mut() {
+            object.insert("query_id".to_owned(), json!(query_id));
+        }
+        Ok(result)
+    }
+}
+
 impl Shared {
     /// Database `database_id` and the credential an agent names, or its first `ai_allowed`
     /// one: 422 when either is unknown (whether the agent may use them is
