@@ -61,11 +61,20 @@ struct QueryArgs {
     limit: Option<u32>,
 }
 
-/// A tool's answer: JSON text, or the service's refusal as an error result the agent reads.
+/// A tool's answer: JSON, or the service's refusal as an error result the agent reads.
 fn answer(result: Result<serde_json::Value, ApiError>) -> CallToolResult {
+    text_answer(result.map(|value| value.to_string()))
+}
+
+/// A tool's answer: JSON text, or the service's refusal as an error result the agent reads.
+fn text_answer(result: Result<String, ApiError>) -> CallToolResult {
     match result {
-        Ok(value) => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
+        Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
         Err(error) => {
+            tracing::info!(
+                status = error.status().as_u16(),
+                "an MCP tool call was refused"
+            );
             let text = format!("{} {}", error.status().as_u16(), error.body()["errors"]);
             CallToolResult::error(vec![ContentBlock::text(text)])
         }
@@ -136,11 +145,13 @@ impl Tools {
                     "reviews_required": required,
                     "message": format!(
                         "the query is stored and waits for {required} review(s) before it may run: \
-                         a person reviews it (POST …/queries/{query_id}/reviews) and runs it"
+                         people review it (POST …/queries/{query_id}/reviews), then run it with \
+                         run_reviewed_query"
                     ),
-                }),
+                })
+                .to_string(),
             });
-        Ok(answer(ran))
+        Ok(text_answer(ran))
     }
 
     #[tool(
@@ -152,7 +163,9 @@ impl Tools {
         Extension(parts): Extension<http::request::Parts>,
     ) -> Result<CallToolResult, ErrorData> {
         let agent = agent_of(&parts)?;
-        Ok(answer(self.service.agent_run(agent, &args.query_id).await))
+        Ok(text_answer(
+            self.service.agent_run(agent, &args.query_id).await,
+        ))
     }
 }
 

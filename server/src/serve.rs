@@ -180,7 +180,12 @@ async fn handle(
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     if path == crate::mcp::MCP_PATH {
+        // One id for the answer, the log line and the audit events of the request.
         let id = RequestId::from_headers(request.headers());
+        let mut request = request;
+        request
+            .headers_mut()
+            .insert(REQUEST_ID_HEADER, id.header_value());
         let mut response = mcp.handle(request).await;
         crate::metrics::record_own(
             crate::mcp::MCP_PATH,

@@ -28,10 +28,12 @@ const QUERIES: &str = "/api/v1/console/queries";
 /// Numbers the databases a test makes (names are unique).
 static NAMES: AtomicUsize = AtomicUsize::new(0);
 
-/// A runner that answers one row (`ran`: how many runs it made so far) and counts its runs.
+/// A runner that answers one row (`ran`: how many runs it made so far) and counts its runs,
+/// and those it was asked to make read-only.
 #[derive(Debug, Default)]
 pub struct CountingRunner {
     runs: AtomicUsize,
+    read_only: AtomicUsize,
 }
 
 impl CountingRunner {
@@ -39,12 +41,20 @@ impl CountingRunner {
     pub fn runs(&self) -> usize {
         self.runs.load(Ordering::SeqCst)
     }
+
+    /// How many of them it was asked to run read-only.
+    pub fn read_only_runs(&self) -> usize {
+        self.read_only.load(Ordering::SeqCst)
+    }
 }
 
 #[async_trait::async_trait]
 impl QueryRunner for CountingRunner {
-    async fn run(&self, _job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
+    async fn run(&self, job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
         let ran = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        if job.pool.read_only {
+            self.read_only.fetch_add(1, Ordering::SeqCst);
+        }
         sink.columns(&[Column {
             name: "ran".to_owned(),
             type_name: "int8".to_owned(),
@@ -109,7 +119,7 @@ impl Console {
             "adapter": "postgres",
             "hostname": "db.internal",
             "database": "orders",
-            "credentials": [{"username": "reader", "password": "pw-reader-1", "reviews_required": required}],
+            "credentials": [{"username": "reader", "password": "pw-reader-1", "reviews_required": required, "ai_allowed": true}],
         });
         for (key, value) in extra.as_object().expect("an object") {
             body[key] = value.clone();
@@ -534,7 +544,10 @@ pub async fn reviews_reviewer_me_lists_what_a_reviewer_can_act_on(storage: Arc<d
 pub async fn reviews_a_bypass_needs_every_condition_and_is_recorded(storage: Arc<dyn Storage>) {
     let console = Console::new(storage);
     let allowed = console
-        .database(2, json!({"review_bypass_allowed": true}))
+        .database(
+            2,
+            json!({"review_bypass_allowed": true, "ai_enabled": true}),
+        )
         .await;
     let disallowed = console.database(2, json!({})).await;
     let bypass = |acknowledge: Value, reason: Value| {
@@ -573,7 +586,12 @@ pub async fn reviews_a_bypass_needs_every_condition_and_is_recorded(storage: Arc
             bypass(json!(true), Value::Null),
             "a reason is required",
         ),
-        (admin_ann.clone().agent(true), &anns, good(), "AI agent"),
+        (
+            admin_ann.clone().agent(true),
+            &anns,
+            good(),
+            "never bypasses",
+        ),
     ] {
         let refused = console.run(&who, id, body).await.expect(403);
         assert!(
@@ -687,6 +705,45 @@ pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
     assert!(detail(&keyed).contains("needs a user"));
 }
 
+/// An AI agent's query runs read-only and capped whoever runs it; an agent runs only the
+/// queries its user wrote.
+pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) {
+    let console = Console::new(storage);
+    let db = console.database(1, json!({"ai_enabled": true})).await;
+    let bot = Principal::member("bot@example.com").agent(true);
+    let query = console.query(&bot, &db).await;
+    assert_eq!(query["by_agent"], true);
+    let id = id_of(&query);
+    console
+        .review(&bo(), &id, "approve", None)
+        .await
+        .expect(200);
+    let others = id_of(&console.query(&ann(), &db).await);
+    console
+        .review(&bo(), &others, "approve", None)
+        .await
+        .expect(200);
+    let refused = console.run(&bot, &others, None).await.expect(403);
+    assert!(
+        detail(&refused).contains("its user wrote"),
+        "{}",
+        detail(&refused)
+    );
+    // A person runs the agent's query: read-only all the same.
+    console.run(&ann(), &id, None).await.expect(200);
+    assert_eq!(
+        (console.runner.runs(), console.runner.read_only_runs()),
+        (1, 1)
+    );
+    console.run(&ann(), &others, None).await.expect(200);
+    assert_eq!(
+        (console.runner.runs(), console.runner.read_only_runs()),
+        (2, 1),
+        "a person's own query runs as a console query"
+    );
+    assert_eq!(console.get(&ann(), &others).await["by_agent"], false);
+}
+
 /// Expands to one test per reviews case over fresh stores made by `$storage`.
 #[macro_export]
 macro_rules! review_tests {
@@ -702,6 +759,7 @@ macro_rules! review_tests {
                 reviews_reviewer_me_lists_what_a_reviewer_can_act_on,
                 reviews_a_bypass_needs_every_condition_and_is_recorded,
                 reviews_bad_bodies_change_nothing,
+                reviews_an_agents_query_stays_an_agents,
             ]
         );
     };

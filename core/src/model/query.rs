@@ -44,6 +44,8 @@ pub struct Query {
     pub limit: u32,
     /// Who created it (the principal's user).
     pub author: String,
+    /// Whether an AI agent created it: it then runs read-only and capped, whoever runs it.
+    pub by_agent: bool,
     /// Where it is in its life.
     pub status: QueryStatus,
     /// Its reviews, in the order they came; one per reviewer.
@@ -299,6 +301,7 @@ mod tests {
             query: "SELECT 1".to_owned(),
             limit: 10,
             author: "ann".to_owned(),
+            by_agent: false,
             status: if required > 0 {
                 QueryStatus::AwaitingReview
             } else {

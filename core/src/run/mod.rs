@@ -41,6 +41,7 @@ pub mod oracle;
 pub mod pool;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod protect;
 #[cfg(feature = "sqlserver")]
 pub mod sqlserver;
 pub mod statement;
@@ -90,6 +91,9 @@ pub struct RunJob {
     pub timeout: Duration,
     /// How long opening a connection may take.
     pub connect_timeout: Duration,
+    /// The columns the database's data protection policies protect, when it has any (README,
+    /// "Data protection"): the runner checks the statement against them before it runs.
+    pub protection: Option<Arc<protect::Protection>>,
 }
 
 impl Debug for RunJob {
@@ -133,6 +137,9 @@ pub enum RunError {
     /// No runner for the adapter is built in (501).
     #[error("the {0} query runner is not built into this server")]
     NotBuilt(Adapter),
+    /// Data protection refused the statement before it ran (422 on `query`).
+    #[error("{0}")]
+    Protected(protect::Refused),
 }
 
 impl RunError {

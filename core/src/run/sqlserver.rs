@@ -363,6 +363,7 @@ mod tests {
             max_rows: 10,
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
+            protection: None,
         };
         let (statement, values) = bound(&job).unwrap();
         assert_eq!(

@@ -55,8 +55,8 @@ impl AgentCaller {
 #[derive(Debug)]
 pub enum AgentAnswer {
     /// It ran: the result as the query routes answer it in JSON (`columns`, `rows`,
-    /// `row_count`, `truncated`, `duration_ms`), with the query's id.
-    Rows(Value),
+    /// `row_count`, `truncated`, `duration_ms`), with the query's id first, as JSON text.
+    Rows(String),
     /// It needs reviews: it is stored, and waits.
     AwaitingReview {
         /// The query's id (`qry_…`), for a person to review and run.
@@ -197,6 +197,14 @@ impl ConsoleService {
     ) -> Result<Value, ApiError> {
         let shared = &self.shared;
         let (db, credential) = shared.agent_target(database_id, credential_id).await?;
+        if credential.reviews_required > 0 {
+            return Err(ValidationErrors::single(
+                "credential_id",
+                "describe_tables runs only as credentials with reviews_required 0: what a \
+                 reviewed credential sees is reviewed too",
+            )
+            .into());
+        }
         // The AI rules decide whether it may look; the catalog is not data, so `ai_max_rows`
         // does not cap it (README, "AI agents (MCP)").
         shared
@@ -209,6 +217,7 @@ impl ConsoleService {
             origin: agent.origin(),
         };
         let statement = catalog(db.adapter).to_owned();
+        let protection = shared.protection_for_run(&db).await?;
         let response = shared
             .start_run(
                 db,
@@ -219,9 +228,14 @@ impl ConsoleService {
                 true,
                 Format::Json,
                 record,
+                protection,
             )
             .await?;
-        let result = collected(response).await?;
+        let result: Value =
+            serde_json::from_slice(&collected(response).await?).map_err(|error| {
+                tracing::error!(%error, "a catalog result could not be read back");
+                ApiError::BadGateway("the database's catalog could not be read".to_owned())
+            })?;
         let mut tables: Vec<Value> = Vec::new();
         for row in result["rows"].as_array().into_iter().flatten() {
             let text = |index: usize| row[index].as_str().unwrap_or_default().to_owned();
@@ -260,6 +274,14 @@ impl ConsoleService {
     ) -> Result<AgentAnswer, ApiError> {
         let shared = &self.shared;
         let (db, credential) = shared.agent_target(database_id, credential_id).await?;
+        // What would refuse the run refuses it before the query is stored.
+        if shared.runners.get(db.adapter).is_none() {
+            return Err(ApiError::NotImplemented(format!(
+                "the {} query runner is not built into this server",
+                db.adapter.as_str()
+            )));
+        }
+        shared.protection_for_run(&db).await?;
         let mut body = Map::new();
         body.insert("database_id".to_owned(), json!(db.id.as_str()));
         body.insert("credential_id".to_owned(), json!(credential.id.as_str()));
@@ -278,19 +300,16 @@ impl ConsoleService {
         let response = shared
             .run_query(&agent.principal, &id, None, Format::Json, &origin)
             .await?;
-        let mut result = collected(response).await?;
-        if let Some(object) = result.as_object_mut() {
-            object.insert("query_id".to_owned(), json!(id));
-        }
-        Ok(AgentAnswer::Rows(result))
+        Ok(AgentAnswer::Rows(with_query_id(
+            &id,
+            &collected(response).await?,
+        )))
     }
-}
 
-impl ConsoleService {
     /// Runs query `query_id` (one the agent's user wrote, typically one that waited for its
     /// reviews) for `agent`: read-only, at most its database's `ai_max_rows` rows, once; 409
     /// while it still lacks approvals.
-    pub async fn agent_run(&self, agent: &AgentCaller, query_id: &str) -> Result<Value, ApiError> {
+    pub async fn agent_run(&self, agent: &AgentCaller, query_id: &str) -> Result<String, ApiError> {
         let shared = &self.shared;
         let query = shared
             .storage
@@ -308,11 +327,7 @@ impl ConsoleService {
                 &origin,
             )
             .await?;
-        let mut result = collected(response).await?;
-        if let Some(object) = result.as_object_mut() {
-            object.insert("query_id".to_owned(), json!(query_id));
-        }
-        Ok(result)
+        Ok(with_query_id(query_id, &collected(response).await?))
     }
 }
 
@@ -348,8 +363,16 @@ impl Shared {
     }
 }
 
+/// A run's JSON answer (an object) with `query_id` first, as it came: the rows are never
+/// parsed again (a JSON cell may nest deeper than a parser allows).
+fn with_query_id(id: &str, result: &[u8]) -> String {
+    let rest = String::from_utf8_lossy(result);
+    let rest = rest.trim_start().strip_prefix('{').unwrap_or(&rest);
+    format!("{{\"query_id\":{},{rest}", Value::from(id))
+}
+
 /// A run's whole JSON answer. An error after the first rows is in its `error` member.
-async fn collected(response: http::Response<super::ResponseBody>) -> Result<Value, ApiError> {
+async fn collected(response: http::Response<super::ResponseBody>) -> Result<Bytes, ApiError> {
     let status = response.status();
     let bytes: Bytes = response
         .into_body()
@@ -358,7 +381,8 @@ async fn collected(response: http::Response<super::ResponseBody>) -> Result<Valu
         .map(|collected| collected.to_bytes())
         .map_err(|error| ApiError::BadGateway(format!("the result was cut off: {error}")))?;
     if status != StatusCode::OK {
+        tracing::error!(%status, "a run answered without an error and without 200");
         return Err(ApiError::Internal);
     }
-    serde_json::from_slice(&bytes).map_err(|_| ApiError::Internal)
+    Ok(bytes)
 }

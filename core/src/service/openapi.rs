@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::queries::REASON_MAX;
 use crate::model::{
     AccessLevel, Adapter, AuditAction, ColumnAction, Database, QueryStatus, ResourceKind,
     RunOutcome, SubjectKind,
@@ -963,6 +964,7 @@ fn schemas() -> Value {
         "limit": integer(1, U32_MAX, false),
         "author": { "type": "string" },
         "status": enum_schema(&names(&QueryStatus::ALL, QueryStatus::as_str), false),
+        "by_agent": described(json!({ "type": "boolean" }), "Whether an AI agent wrote it: it then runs read-only and capped, whoever runs it."),
         "approvals": described(integer(0, U32_MAX, false), "How many reviewers approved."),
         "reviews": list(review.clone(), false),
         "bypass": { "oneOf": [{ "type": "null" }, bypass.clone()] },
@@ -990,7 +992,7 @@ fn schemas() -> Value {
                 "type": ["object", "null"],
                 "properties": {
                     "acknowledge": { "type": ["boolean", "null"] },
-                    "reason": { "type": ["string", "null"], "maxLength": 2000 },
+                    "reason": { "type": ["string", "null"], "maxLength": REASON_MAX },
                 },
             }), "A super admin's override of missing approvals on their own query, on a database with `review_bypass_allowed`: `acknowledge` true and a reason; otherwise 403 naming the condition that failed."),
         }),
@@ -999,7 +1001,7 @@ fn schemas() -> Value {
         &["decision"],
         json!({
             "decision": { "type": "string", "enum": ["approve", "reject"] },
-            "comment": { "type": ["string", "null"], "maxLength": 2000 },
+            "comment": { "type": ["string", "null"], "maxLength": REASON_MAX },
         }),
     );
     let adapters = names(&Adapter::ALL, Adapter::as_str);
@@ -1452,6 +1454,7 @@ mod tests {
             query: "SELECT 1".to_owned(),
             limit: 10,
             author: "a@example.com".to_owned(),
+            by_agent: false,
             status: QueryStatus::Ready,
             reviews: Vec::new(),
             bypass: None,

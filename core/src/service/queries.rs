@@ -30,6 +30,7 @@ use crate::model::{
     Origin, Panel, PanelDetails, Principal, Query, QueryId, QueryStatus, Review, ReviewRefusal,
     Role, RunFacts, RunOutcome, RunRefusal, Timestamp,
 };
+use crate::run::protect::{Protection, Refused};
 use crate::run::statement::{self, Dialect};
 use crate::run::{
     CHANNEL_CHUNKS, Connector, Format, Inputs, Opened, PoolKey, RowSink, RunError, RunJob,
@@ -225,7 +226,7 @@ impl Shared {
         // `reviewer=me`: only what the caller can act on as a reviewer (README, "Reviews").
         let as_reviewer = match params.get("reviewer").map(String::as_str) {
             None => false,
-            Some(me) if me == "me" || me == principal.user => true,
+            Some("me") => true,
             Some(_) => {
                 return Err(ValidationErrors::single(
                     "reviewer",
@@ -378,6 +379,7 @@ impl Shared {
             query: query_text,
             limit,
             author: principal.user.clone(),
+            by_agent: principal.agent,
             status: if credential.reviews_required > 0 {
                 QueryStatus::AwaitingReview
             } else {
@@ -434,6 +436,11 @@ impl Shared {
         origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError> {
         let query = self.visible_query(principal, id).await?;
+        if principal.agent && query.author != principal.user {
+            return Err(ApiError::Denied(
+                "an AI agent runs only the queries its user wrote".to_owned(),
+            ));
+        }
         match query.status {
             QueryStatus::Ready | QueryStatus::AwaitingReview => {}
             QueryStatus::Rejected => {
@@ -446,7 +453,8 @@ impl Shared {
         let (db, credential) = self.target_of(&query).await?;
         let max_rows = self.admit(principal, &db, &credential, query.limit).await?;
         // What could refuse the run comes before the claim, so that a refused run leaves the
-        // query as it was.
+        // query as it was (but for its status, which follows a raised requirement: README,
+        // "Reviews").
         if self.runners.get(db.adapter).is_none() {
             return Err(run_error(RunError::NotBuilt(db.adapter)));
         }
@@ -457,6 +465,7 @@ impl Shared {
             Some(asked) => Some(may_bypass(principal, &query, &db, asked)?),
             None => None,
         };
+        let protection = self.protection_for_run(&db).await?;
         // The claim: of two runs, one moves the query to running and the other conflicts; a
         // review racing the claim lands either before it (and counts) or after (refused).
         let required = credential.reviews_required;
@@ -484,7 +493,7 @@ impl Shared {
             Ok(running) => running,
             Err(refusal) => {
                 if let RunRefusal::AwaitingReview { .. } = refusal {
-                    self.mark_awaiting(id, required).await?;
+                    self.mark_awaiting(id, required).await;
                 }
                 return Err(ApiError::Conflict(refusal.to_string()));
             }
@@ -493,18 +502,19 @@ impl Shared {
             query: Box::new(running),
             origin: origin.clone(),
         };
-        // An AI agent's query runs read-only, as a panel does.
-        let read_only = principal.agent;
+        // An AI agent's query runs read-only, as a panel does, whoever runs it.
+        let read_only = principal.agent || query.by_agent;
         self.start_run(
-            db, credential, statement, None, max_rows, read_only, format, record,
+            db, credential, statement, None, max_rows, read_only, format, record, protection,
         )
         .await
     }
 
     /// Moves a `ready` query whose credential now requires more approvals than it has back to
     /// `awaiting_review` (README, "Reviews").
-    async fn mark_awaiting(&self, id: &str, required: u32) -> Result<(), ApiError> {
-        self.storage
+    async fn mark_awaiting(&self, id: &str, required: u32) {
+        let marked = self
+            .storage
             .update_query(id, |stored| {
                 if stored.status != QueryStatus::Ready || stored.approvals() >= required {
                     return Err(());
@@ -514,9 +524,10 @@ impl Shared {
                 waiting.updated_at = Timestamp::now().not_before_next(stored.updated_at);
                 Ok((waiting, None))
             })
-            .await?
-            .ok();
-        Ok(())
+            .await;
+        if let Err(error) = marked {
+            tracing::warn!(%error, "a query's status could not follow its raised requirement");
+        }
     }
 
     /// Whether `principal` may review queries on `db` (README, "Reviews"): a super admin
@@ -717,6 +728,7 @@ impl Shared {
             panel_id: panel.id.as_str().to_owned(),
             origin: origin.clone(),
         };
+        let protection = self.protection_for_run(&db).await?;
         self.start_run(
             db,
             credential,
@@ -726,6 +738,7 @@ impl Shared {
             true,
             format,
             record,
+            protection,
         )
         .await
     }
@@ -743,6 +756,7 @@ impl Shared {
         read_only: bool,
         format: Format,
         record: Record,
+        protection: Option<Arc<Protection>>,
     ) -> Result<Response<ResponseBody>, ApiError> {
         let adapter = db.adapter;
         let Some(runner) = self.runners.get(adapter).cloned() else {
@@ -766,6 +780,7 @@ impl Shared {
             max_rows: u64::from(max_rows),
             timeout,
             connect_timeout: self.check_timeout,
+            protection,
         };
         let (chunks, body) = mpsc::channel(CHANNEL_CHUNKS);
         let (started, start) = oneshot::channel();
@@ -844,6 +859,51 @@ impl Shared {
                 Err(ApiError::Internal)
             }
         }
+    }
+
+    /// The data protection a run on `db` is checked against (`None`: it has no policies); 422
+    /// when its adapter's statements can't be checked.
+    pub(super) async fn protection_for_run(
+        &self,
+        db: &Database,
+    ) -> Result<Option<Arc<Protection>>, ApiError> {
+        let protection = self.protection_of(db).await?;
+        if let Some(protection) = &protection
+            && db.adapter != Adapter::Postgres
+        {
+            return Err(run_error(RunError::Protected(Refused::undecided(
+                protection,
+                format!(
+                    "statements on {} can't be checked against data protection yet (only \
+                     PostgreSQL's can): no query runs on a database with policies",
+                    db.adapter.as_str()
+                ),
+            ))));
+        }
+        Ok(protection)
+    }
+
+    /// The columns `db`'s data protection protects: its own policies and those of every
+    /// database it inherits from, the whole chain (README, "Data protection"); `None` when
+    /// there are none.
+    async fn protection_of(&self, db: &Database) -> Result<Option<Arc<Protection>>, ApiError> {
+        let mut chain = Vec::new();
+        let mut next = Some(db.id.as_str().to_owned());
+        while let Some(id) = next.take() {
+            if chain.iter().any(|(seen, _)| *seen == id) {
+                break;
+            }
+            if let Some(access) = self.storage.access_control(&id).await? {
+                next = access.data_protection.inherits_from.clone();
+                chain.push((id, access.data_protection));
+            }
+        }
+        let protection = Protection::of_chain(
+            chain
+                .iter()
+                .map(|(id, protection)| (id.as_str(), protection)),
+        );
+        Ok((!protection.is_empty()).then(|| Arc::new(protection)))
     }
 
     /// Opens `credential`'s target when a connection opens, through the database's tunnel.
@@ -1003,6 +1063,9 @@ fn run_error(error: RunError) -> ApiError {
         error @ RunError::Busy => ApiError::Busy(error.to_string()),
         error @ RunError::NotBuilt(_) => ApiError::NotImplemented(error.to_string()),
         RunError::Cancelled => ApiError::Unavailable,
+        RunError::Protected(refused) => {
+            ValidationErrors::single("query", refused.to_string()).into()
+        }
     }
 }
 

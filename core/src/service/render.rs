@@ -395,6 +395,7 @@ pub(crate) struct QueryView<'a> {
     query: &'a str,
     limit: u32,
     author: &'a str,
+    by_agent: bool,
     status: &'static str,
     approvals: u32,
     reviews: Vec<ReviewView<'a>>,
@@ -441,6 +442,7 @@ impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
             query: &query.query,
             limit: query.limit,
             author: &query.author,
+            by_agent: query.by_agent,
             status: query.status.as_str(),
             approvals: query.approvals(),
             reviews: query

@@ -764,6 +764,7 @@ const QUERY_V2: u8 = 2;
 #[derive(Serialize, Deserialize)]
 struct QueryV2 {
     query: QueryV1,
+    by_agent: bool,
     reviews: Vec<ReviewV1>,
     bypass: Option<BypassV1>,
 }
@@ -794,6 +795,7 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
         query,
         limit,
         author,
+        by_agent,
         status,
         reviews,
         bypass,
@@ -823,6 +825,7 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
     };
     let stored = QueryV2 {
         query: stored,
+        by_agent: *by_agent,
         reviews: reviews
             .iter()
             .map(|review| ReviewV1 {
@@ -847,11 +850,13 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
 pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
     let QueryV2 {
         query: stored,
+        by_agent,
         reviews,
         bypass,
     } = match unframed(bytes)? {
         (RECORD_V1, body) => QueryV2 {
             query: postcard::from_bytes(body)?,
+            by_agent: false,
             reviews: Vec::new(),
             bypass: None,
         },
@@ -873,6 +878,7 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
         })
         .collect::<Result<Vec<_>, RecordError>>()?;
     Ok(Query {
+        by_agent,
         reviews,
         bypass: bypass.map(|bypass| Bypass {
             by: bypass.by,
@@ -1521,6 +1527,7 @@ mod tests {
             query: "SELECT 1".to_owned(),
             limit: 10,
             author: "ann".to_owned(),
+            by_agent: true,
             status: QueryStatus::Running,
             reviews: vec![Review {
                 reviewer: "bo".to_owned(),

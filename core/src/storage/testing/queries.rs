@@ -22,6 +22,7 @@ pub(super) fn query(database: &str, author: &str, status: QueryStatus) -> Query 
         query: "SELECT 'ünï' AS x -- with a comment".to_owned(),
         limit: 500,
         author: author.to_owned(),
+        by_agent: false,
         status,
         reviews: Vec::new(),
         bypass: None,

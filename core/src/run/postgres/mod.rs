@@ -19,6 +19,11 @@
 //!   query's is committed, then the session is reset with `DISCARD ALL`. A session that fails
 //!   either, or whose statement was cancelled, is closed instead of going back to the pool.
 //! - **Cancel**: a cancel request (`pg_cancel_backend`'s protocol message) on a new connection.
+//! - **Data protection**: on a database with policies, the statement's plan and result columns
+//!   are checked before it runs ([`protect`]), and protected columns are hidden or masked as
+//!   they are written.
+
+mod protect;
 
 use std::collections::HashMap;
 use std::error::Error as _;
@@ -33,6 +38,7 @@ use tokio_postgres::{Client, Statement, error::SqlState};
 
 use super::encode::{Column, Encoder};
 use super::pool::{PoolLimits, Pools};
+use super::protect::{Protection, Treatment};
 use super::statement::{Dialect, bind_inputs};
 use super::{Connector, Inputs, QueryRunner, RowSink, RunError, RunJob};
 use crate::check::{TunnelEndpoint, error_chain, scrub_message};
@@ -186,18 +192,16 @@ impl QueryRunner for PostgresRunner {
         let bound = job.timeout + Duration::from_secs(1);
         let mut truncated = false;
         let work = async {
+            let run = Run {
+                text: &statement,
+                keys: &keys,
+                inputs: job.inputs.as_ref(),
+                protection: job.protection.as_deref(),
+            };
             if read_only {
-                execute_panel(
-                    &mut session,
-                    &statement,
-                    &keys,
-                    job.inputs.as_ref(),
-                    sink,
-                    &mut truncated,
-                )
-                .await
+                execute_panel(&mut session, run, sink, &mut truncated).await
             } else {
-                execute(&mut session, &statement, &keys, job.inputs.as_ref(), sink).await
+                execute(&mut session, run, sink).await
             }
         };
         let outcome = tokio::select! {
@@ -305,20 +309,39 @@ fn parameters<'a>(
     Ok(params)
 }
 
-/// The columns of `statement` and how each is written.
-fn described(statement: &Statement) -> (Vec<Column>, Vec<Render>) {
+/// The columns of `statement` and how each is written, with the data protection `treatments`
+/// of its columns when the database has policies.
+fn described(
+    statement: &Statement,
+    treatments: Option<&[Treatment]>,
+) -> (Vec<Column>, Vec<Render>) {
+    let treatment = |i: usize| {
+        treatments
+            .and_then(|t| t.get(i).copied())
+            .unwrap_or(Treatment::Show)
+    };
     let renders: Vec<Render> = statement
         .columns()
         .iter()
-        .map(|c| Render::of(c.type_()))
+        .enumerate()
+        .map(|(i, c)| match treatment(i) {
+            Treatment::Show => Render::of(c.type_()),
+            Treatment::Hide => Render::Hidden,
+            Treatment::Mask => Render::Masked,
+        })
         .collect();
     let columns = statement
         .columns()
         .iter()
         .zip(&renders)
+        .filter(|(_, render)| **render != Render::Hidden)
         .map(|(c, render)| Column {
             name: c.name().to_owned(),
-            type_name: c.type_().name().to_owned(),
+            type_name: if *render == Render::Masked {
+                crate::run::protect::MASKED_TYPE.to_owned()
+            } else {
+                c.type_().name().to_owned()
+            },
             base64: matches!(render, Render::Bytes),
         })
         .collect();
@@ -339,6 +362,9 @@ async fn write_row(
         return Ok(false);
     };
     for (i, render) in renders.iter().enumerate() {
+        if *render == Render::Hidden {
+            continue;
+        }
         let Raw(raw) = row
             .try_get::<_, Raw<'_>>(i)
             .map_err(|e| database_error(&e))?;
@@ -358,15 +384,25 @@ async fn write_row(
 /// session).
 async fn execute_panel(
     session: &mut Session,
-    text: &str,
-    keys: &[String],
-    inputs: Option<&Inputs>,
+    run: Run<'_>,
     sink: &mut RowSink,
     truncated: &mut bool,
 ) -> Result<(), RunError> {
+    let Run {
+        text,
+        keys,
+        inputs,
+        protection,
+    } = run;
     let statement = session.prepare(text).await?;
     let params = parameters(&statement, keys, inputs)?;
-    let (columns, renders) = described(&statement);
+    let treatments = match protection {
+        Some(protection) => {
+            Some(protect::treatments(session, text, &statement, &params, protection).await?)
+        }
+        None => None,
+    };
+    let (columns, renders) = described(&statement, treatments.as_deref());
     let client = &session.client;
     let begin = client.batch_execute("BEGIN READ ONLY");
     let query = client.query_raw(&statement, params.iter().map(|p| p as &(dyn ToSql + Sync)));
@@ -397,16 +433,22 @@ async fn execute_panel(
 
 /// A console query: in a transaction, through a portal read `wanted` rows at a time (a capped
 /// result stops on the server), committed at the end.
-async fn execute(
-    session: &mut Session,
-    text: &str,
-    keys: &[String],
-    inputs: Option<&Inputs>,
-    sink: &mut RowSink,
-) -> Result<(), RunError> {
+async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Result<(), RunError> {
+    let Run {
+        text,
+        keys,
+        inputs,
+        protection,
+    } = run;
     let statement = session.prepare(text).await?;
     let params = parameters(&statement, keys, inputs)?;
-    let (columns, renders) = described(&statement);
+    let treatments = match protection {
+        Some(protection) => {
+            Some(protect::treatments(session, text, &statement, &params, protection).await?)
+        }
+        None => None,
+    };
+    let (columns, renders) = described(&statement, treatments.as_deref());
     let transaction = session
         .client
         .transaction()
@@ -443,6 +485,15 @@ async fn execute(
     sink.flush().await.map_err(|_| RunError::Cancelled)?;
     drop(portal);
     transaction.commit().await.map_err(|e| database_error(&e))
+}
+
+/// What one run sends: its statement, its inputs, and the protection it is checked against.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    text: &'a str,
+    keys: &'a [String],
+    inputs: Option<&'a Inputs>,
+    protection: Option<&'a Protection>,
 }
 
 /// An input sent in text form: the server converts it to the parameter's type.
@@ -545,6 +596,10 @@ enum Render {
     Array(Box<Render>),
     /// Bytes, and every type without a text form here: base64.
     Bytes,
+    /// A protected column left out of the result.
+    Hidden,
+    /// A protected column whose values are masked.
+    Masked,
 }
 
 impl Render {
@@ -592,6 +647,8 @@ impl Render {
             raw.get(..N).and_then(|bytes| bytes.try_into().ok())
         }
         match self {
+            Render::Hidden => {}
+            Render::Masked => out.text(crate::run::protect::MASK),
             Render::Bool => out.bool(raw.first().is_some_and(|b| *b != 0)),
             Render::Int2 => out.int(array(raw).map_or(0, i16::from_be_bytes).into()),
             Render::Int4 => out.int(array(raw).map_or(0, i32::from_be_bytes).into()),

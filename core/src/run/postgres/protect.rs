@@ -1,0 +1,208 @@
+//! Data protection on PostgreSQL (README, "Data protection"): before a statement runs on a
+//! database with policies, its plan is read (`EXPLAIN (VERBOSE, FORMAT JSON)`, which runs
+//! nothing) and checked ([`crate::run::protect::plan`]); the functions, operators and casts
+//! it may call are looked up in the catalog; and each result column's origin (the table and
+//! column the row description names) decides whether it is shown, hidden or masked. Any doubt
+//! refuses the statement.
+
+use std::collections::BTreeMap;
+
+use tokio_postgres::Statement;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+
+use super::{Raw, Session, TextParam, database_error};
+use crate::run::RunError;
+use crate::run::protect::plan::{self, SQL_RUNNING_FUNCTIONS};
+use crate::run::protect::{Protection, Refused, Treatment};
+
+/// For each scanned relation (schema, name), every relation it is a partition or child of.
+const ANCESTORS: &str = "\
+WITH RECURSIVE rel AS (
+  SELECT c.oid, s.nsp, s.name
+  FROM unnest($1::text[], $2::text[]) AS s(nsp, name)
+  JOIN pg_namespace n ON n.nspname = s.nsp
+  JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = s.name
+), up AS (
+  SELECT rel.nsp, rel.name, i.inhparent AS parent
+  FROM rel JOIN pg_inherits i ON i.inhrelid = rel.oid
+  UNION
+  SELECT up.nsp, up.name, i.inhparent FROM up JOIN pg_inherits i ON i.inhrelid = up.parent
+)
+SELECT up.nsp, up.name, pn.nspname::text, pc.relname::text
+FROM up JOIN pg_class pc ON pc.oid = up.parent JOIN pg_namespace pn ON pn.oid = pc.relnamespace";
+
+/// The first thing defined in the database that the statement may call where the plan can't
+/// show what it reads: a function or operator it names, an immutable function (PostgreSQL may
+/// run it while planning), a cast through a function.
+const CALLS: &str = "\
+SELECT what FROM (
+  SELECT format('function %I.%I', n.nspname, p.proname) AS what
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND p.proname = ANY($1::text[])
+  UNION ALL
+  SELECT format('function %I.%I, immutable (PostgreSQL may run it while planning)',
+                n.nspname, p.proname)
+  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+  JOIN pg_language l ON l.oid = p.prolang
+  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND p.provolatile = 'i'
+    AND l.lanname NOT IN ('c', 'internal') AND p.prokind = 'f'
+  UNION ALL
+  SELECT format('operator %I.%s', n.nspname, o.oprname)
+  FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace
+  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND o.oprname = ANY($2::text[])
+  UNION ALL
+  SELECT format('cast through %s', c.castfunc::regprocedure)
+  FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc
+  JOIN pg_namespace n ON n.oid = p.pronamespace
+  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
+) calls LIMIT 1";
+
+/// The columns of the relations a result's columns come from.
+const ORIGINS: &str = "\
+SELECT a.attrelid, a.attnum, n.nspname::text, c.relname::text, a.attname::text
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE a.attrelid = ANY($1) AND a.attnum > 0";
+
+/// What happens to each column of `statement` (the prepared `text`, with `params`) under
+/// `protection`; refused when the statement would read a protected column in a way that can't
+/// be masked, or when the check can't decide.
+pub(super) async fn treatments(
+    session: &Session,
+    text: &str,
+    statement: &Statement,
+    params: &[TextParam<'_>],
+    protection: &Protection,
+) -> Result<Vec<Treatment>, RunError> {
+    let client = &session.client;
+    let refused = |refusal: Refused| RunError::Protected(refusal);
+    let unexplained = |error: tokio_postgres::Error| match error.code() {
+        Some(code) if *code == SqlState::SYNTAX_ERROR => refused(Refused::undecided(
+            protection,
+            "the statement is not one PostgreSQL can explain (SHOW, SET, COPY…), so the check \
+             can't read it",
+        )),
+        _ => database_error(&error),
+    };
+    let explain = client
+        .prepare_typed(
+            &format!("EXPLAIN (VERBOSE, FORMAT JSON) {text}"),
+            statement.params(),
+        )
+        .await
+        .map_err(unexplained)?;
+    let rows = client
+        .query(
+            &explain,
+            &params
+                .iter()
+                .map(|p| p as &(dyn ToSql + Sync))
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .map_err(unexplained)?;
+    let found = rows
+        .first()
+        .and_then(|row| row.try_get::<_, Raw<'_>>(0).ok())
+        .and_then(|Raw(raw)| raw)
+        .and_then(|raw| serde_json::from_slice::<serde_json::Value>(raw).ok());
+    let Some(explained) = found else {
+        return Err(refused(Refused::undecided(
+            protection,
+            "PostgreSQL's plan of the statement could not be read",
+        )));
+    };
+
+    let (schemas, names): (Vec<String>, Vec<String>) =
+        plan::relations(&explained).into_iter().unzip();
+    let mut ancestors: BTreeMap<(String, String), Vec<(String, String)>> = BTreeMap::new();
+    for row in client
+        .query(ANCESTORS, &[&schemas, &names])
+        .await
+        .map_err(|e| database_error(&e))?
+    {
+        ancestors
+            .entry((row.get(0), row.get(1)))
+            .or_default()
+            .push((row.get(2), row.get(3)));
+    }
+    let facts = plan::check(&explained, protection, &ancestors).map_err(refused)?;
+
+    if let Some(function) = facts
+        .functions
+        .iter()
+        .find(|f| SQL_RUNNING_FUNCTIONS.contains(&f.as_str()))
+    {
+        return Err(refused(Refused::undecided(
+            protection,
+            format!("it calls {function}, which runs SQL given as text that the check can't see"),
+        )));
+    }
+    let functions: Vec<&String> = facts.functions.iter().collect();
+    let operators: Vec<&String> = facts.operators.iter().collect();
+    if let Some(row) = client
+        .query_opt(CALLS, &[&functions, &operators])
+        .await
+        .map_err(|e| database_error(&e))?
+    {
+        let what: String = row.get(0);
+        return Err(refused(Refused::undecided(
+            protection,
+            format!(
+                "the statement may call {what}, defined in the database: the check can't see \
+                 what it reads"
+            ),
+        )));
+    }
+
+    let oids: Vec<u32> = statement
+        .columns()
+        .iter()
+        .filter_map(|c| c.table_oid())
+        .filter(|oid| *oid != 0)
+        .collect();
+    let mut origins: BTreeMap<(u32, i16), (String, String, String)> = BTreeMap::new();
+    if !oids.is_empty() {
+        for row in client
+            .query(ORIGINS, &[&oids])
+            .await
+            .map_err(|e| database_error(&e))?
+        {
+            origins.insert(
+                (row.get(0), row.get(1)),
+                (row.get(2), row.get(3), row.get(4)),
+            );
+        }
+    }
+    let mut treatments = Vec::with_capacity(statement.columns().len());
+    for (i, column) in statement.columns().iter().enumerate() {
+        let origin = column
+            .table_oid()
+            .zip(column.column_id())
+            .and_then(|key| origins.get(&key));
+        let protected = origin.and_then(|(schema, table, name)| {
+            protection.find(schema, table, name).or_else(|| {
+                ancestors
+                    .get(&(schema.clone(), table.clone()))
+                    .into_iter()
+                    .flatten()
+                    .find_map(|(s, t)| protection.find(s, t, name))
+            })
+        });
+        let expected = facts.outputs.get(i).cloned().flatten();
+        treatments.push(match (protected, expected) {
+            (Some(column), _) => Treatment::from(column.action),
+            (None, Some(column)) => {
+                return Err(refused(Refused::of(
+                    &column,
+                    "the column reaches the result where PostgreSQL doesn't say which table it \
+                     came from (through a view or a function), so it can't be masked; select \
+                     it from its table",
+                )));
+            }
+            (None, None) => Treatment::Show,
+        });
+    }
+    Ok(treatments)
+}

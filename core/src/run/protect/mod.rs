@@ -1,0 +1,259 @@
+//! Data protection on every result (README, "Data protection"): the columns a database's
+//! policies protect (its own and those it inherits, the whole chain), and the check a runner
+//! makes before a statement runs. A statement that would derive a value from a protected
+//! column in a way that can't be masked is refused before anything runs; a protected column
+//! that reaches the result as itself is hidden or masked there. When the check can't decide,
+//! the statement does not run.
+
+pub mod plan;
+
+use std::fmt;
+
+use crate::model::{ColumnAction, DataProtection};
+
+/// The text every non-NULL value of a masked column becomes.
+pub const MASK: &str = "****";
+
+/// The type name a masked column reports.
+pub const MASKED_TYPE: &str = "masked";
+
+/// One protected column, as a policy names it (names compared without regard to case).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtectedColumn {
+    /// The policy that protects it.
+    pub policy: String,
+    /// The database whose policy it is (this one, or one it inherits from).
+    pub database_id: String,
+    /// The schema, when the policy names one (`schema.table.column`): otherwise any.
+    pub schema: Option<String>,
+    /// The table, when the policy names one: otherwise any.
+    pub table: Option<String>,
+    /// The column.
+    pub column: String,
+    /// What happens to it in a result.
+    pub action: ColumnAction,
+    /// As the policy wrote it.
+    pub named: String,
+}
+
+impl ProtectedColumn {
+    /// Whether it is `column` of `schema.table`.
+    pub fn is(&self, schema: &str, table: &str, column: &str) -> bool {
+        self.protects_table(schema, table) && self.column.eq_ignore_ascii_case(column)
+    }
+
+    /// Whether it is a column of `schema.table`.
+    pub fn protects_table(&self, schema: &str, table: &str) -> bool {
+        self.schema
+            .as_deref()
+            .is_none_or(|s| s.eq_ignore_ascii_case(schema))
+            && self
+                .table
+                .as_deref()
+                .is_none_or(|t| t.eq_ignore_ascii_case(table))
+    }
+}
+
+/// The protected columns of one database.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Protection {
+    /// Every protected column of the chain, in policy order.
+    pub columns: Vec<ProtectedColumn>,
+}
+
+/// Splits `a.b.c` (each part optionally `"quoted"`) into its parts.
+fn parts(named: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut chars = named.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                current.push('"');
+            }
+            '"' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut current)),
+            _ => current.push(c),
+        }
+    }
+    parts.push(current);
+    parts.into_iter().map(|p| p.trim().to_owned()).collect()
+}
+
+impl Protection {
+    /// The protection of a database whose data protection chain is `chain`: its own first,
+    /// then each database it inherits from, as `(database id, data protection)`.
+    pub fn of_chain<'a, I>(chain: I) -> Self
+    where
+        I: IntoIterator<Item = (&'a str, &'a DataProtection)>,
+    {
+        let mut columns = Vec::new();
+        for (database_id, protection) in chain {
+            for policy in &protection.policies {
+                for rule in &policy.columns {
+                    let mut parts = parts(&rule.column);
+                    let column = parts.pop().unwrap_or_default();
+                    let table = parts.pop().filter(|t| !t.is_empty());
+                    let schema = parts.pop().filter(|s| !s.is_empty());
+                    columns.push(ProtectedColumn {
+                        policy: policy.name.clone(),
+                        database_id: database_id.to_owned(),
+                        schema,
+                        table,
+                        column,
+                        action: rule.action,
+                        named: rule.column.clone(),
+                    });
+                }
+            }
+        }
+        Self { columns }
+    }
+
+    /// Whether nothing is protected.
+    pub fn is_empty(&self) -> bool {
+        self.columns.is_empty()
+    }
+
+    /// The protected column `column` of `schema.table`, if any (a hidden one before a masked
+    /// one, when two policies name it).
+    pub fn find(&self, schema: &str, table: &str, column: &str) -> Option<&ProtectedColumn> {
+        let mut found = self.columns.iter().filter(|c| c.is(schema, table, column));
+        let first = found.next()?;
+        Some(
+            std::iter::once(first)
+                .chain(found)
+                .find(|c| c.action == ColumnAction::Hide)
+                .unwrap_or(first),
+        )
+    }
+
+    /// Whether any column of `schema.table` is protected.
+    pub fn protects_table(&self, schema: &str, table: &str) -> bool {
+        self.columns.iter().any(|c| c.protects_table(schema, table))
+    }
+}
+
+/// Why a statement is refused: the policy and the column, and what the statement does with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    /// The policy.
+    pub policy: String,
+    /// The column as the policy names it.
+    pub column: String,
+    /// What the statement does that can't be masked.
+    pub why: String,
+}
+
+impl Refused {
+    /// A refusal for `column`.
+    pub fn of(column: &ProtectedColumn, why: impl Into<String>) -> Self {
+        Self {
+            policy: column.policy.clone(),
+            column: column.named.clone(),
+            why: why.into(),
+        }
+    }
+
+    /// A refusal that names every policy, when the check itself can't decide.
+    pub fn undecided(protection: &Protection, why: impl Into<String>) -> Self {
+        let mut policies: Vec<&str> = protection
+            .columns
+            .iter()
+            .map(|c| c.policy.as_str())
+            .collect();
+        policies.dedup();
+        Self {
+            policy: policies.join("\", \""),
+            column: protection
+                .columns
+                .iter()
+                .map(|c| c.named.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            why: why.into(),
+        }
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "refused by data protection policy \"{}\" on {}: {}",
+            self.policy, self.column, self.why
+        )
+    }
+}
+
+/// What happens to one result column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Treatment {
+    /// Sent as it is.
+    Show,
+    /// Left out of the result.
+    Hide,
+    /// Every non-NULL value is [`MASK`].
+    Mask,
+}
+
+impl From<ColumnAction> for Treatment {
+    fn from(action: ColumnAction) -> Self {
+        match action {
+            ColumnAction::Hide => Treatment::Hide,
+            ColumnAction::Mask => Treatment::Mask,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ColumnRule, Policy};
+
+    fn protection(columns: &[(&str, ColumnAction)]) -> DataProtection {
+        DataProtection {
+            inherits_from: None,
+            policies: vec![Policy {
+                name: "pii".to_owned(),
+                description: None,
+                columns: columns
+                    .iter()
+                    .map(|(column, action)| ColumnRule {
+                        column: (*column).to_owned(),
+                        action: *action,
+                    })
+                    .collect(),
+            }],
+        }
+    }
+
+    #[test]
+    fn names_resolve_with_or_without_a_schema_and_without_regard_to_case() {
+        let own = protection(&[
+            ("users.email", ColumnAction::Mask),
+            ("billing.\"Cards\".\"Number\"", ColumnAction::Hide),
+        ]);
+        let inherited = protection(&[("USERS.email", ColumnAction::Hide)]);
+        let p = Protection::of_chain([("db_a", &own), ("db_b", &inherited)]);
+        assert_eq!(p.columns.len(), 3);
+        assert!(p.find("public", "users", "EMAIL").is_some());
+        assert!(p.find("other", "Users", "email").is_some(), "any schema");
+        assert_eq!(
+            p.find("public", "users", "email").unwrap().action,
+            ColumnAction::Hide,
+            "hide wins over mask"
+        );
+        assert!(p.find("billing", "cards", "number").is_some());
+        assert!(
+            p.find("public", "cards", "number").is_none(),
+            "its schema only"
+        );
+        assert!(p.find("public", "users", "name").is_none());
+        assert!(p.protects_table("x", "users"));
+        assert_eq!(p.columns[1].schema.as_deref(), Some("billing"));
+        assert_eq!(p.columns[1].table.as_deref(), Some("Cards"));
+    }
+}

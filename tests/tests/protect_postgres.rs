@@ -1,0 +1,350 @@
+//! Data protection against someone trying to get around it, on a real PostgreSQL
+//! (`.ci/db-servers-up.sh`): a table of attempts to read a protected column (masked `email`,
+//! hidden `ssn`), each run in every format (JSON, NDJSON, CSV), asserting that no protected
+//! value appears in any answer, that what can be masked runs masked, and that unprotected
+//! work still runs (README, "Data protection").
+
+mod run_support;
+
+use run_support::*;
+use serde_json::{Value, json};
+
+const PORT: u16 = 5432;
+
+/// Text that appears in every protected value and nowhere else.
+const MARKERS: &[&str] = &["s3cr3t", "leak.test", "999-11"];
+
+async fn admin() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(
+        &format!("host=127.0.0.1 port={PORT} user=checker password={PASSWORD} dbname=checkdb"),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap_or_else(|error| {
+        panic!(
+            "PostgreSQL is not running on 127.0.0.1:{PORT} ({error}): start the test database \
+             servers with `sudo bash .ci/db-servers-up.sh`"
+        )
+    });
+    tokio::spawn(connection);
+    client
+}
+
+/// What an attempt must come to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expect {
+    /// 422 naming the policy, before anything runs.
+    Refused,
+    /// 200, protected columns masked or hidden (the columns listed, in order).
+    Runs(&'static [&'static str]),
+    /// Either: what matters is that nothing leaks.
+    NoLeak,
+}
+
+fn leaks(body: &str) -> Option<&'static str> {
+    let lower = body.to_ascii_lowercase();
+    MARKERS.iter().copied().find(|m| lower.contains(m))
+}
+
+struct Fixture {
+    console: Console,
+    db: String,
+    credential: String,
+    table: String,
+}
+
+impl Fixture {
+    /// Runs `sql` in every format and checks `expect`; the JSON answer.
+    async fn attempt(&self, sql: &str, expect: Expect) -> Value {
+        let mut json_answer = Value::Null;
+        for accept in [None, Some("application/x-ndjson"), Some("text/csv")] {
+            let (_, answer) = self
+                .console
+                .query(&alice(), &self.db, &self.credential, sql, None, accept)
+                .await;
+            let body = match &answer.body {
+                Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                Err(error) => error.clone(),
+            };
+            if let Some(marker) = leaks(&body) {
+                panic!("{sql} ({accept:?}) leaked {marker}: {body}");
+            }
+            match expect {
+                Expect::Refused => {
+                    assert_eq!(answer.status.as_u16(), 422, "{sql}: {body}");
+                    assert!(
+                        body.contains("data protection policy"),
+                        "{sql}: the refusal names the policy: {body}"
+                    );
+                }
+                Expect::Runs(columns) => {
+                    assert_eq!(answer.status.as_u16(), 200, "{sql}: {body}");
+                    if accept.is_none() {
+                        let result = answer.json();
+                        let names: Vec<&str> = result["columns"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|c| c["name"].as_str().unwrap())
+                            .collect();
+                        assert_eq!(names, columns, "{sql}: {result}");
+                    }
+                }
+                Expect::NoLeak => {
+                    assert!(matches!(answer.status.as_u16(), 200 | 422), "{sql}: {body}");
+                }
+            }
+            if accept.is_none() && answer.status.as_u16() == 200 {
+                json_answer = answer.json();
+            }
+        }
+        json_answer
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn protected_columns_never_leak_and_unprotected_work_runs() {
+    let postgres = admin().await;
+    let t = format!("dp_users_{}", std::process::id());
+    postgres
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {t} CASCADE; DROP TABLE IF EXISTS {t}_p CASCADE;
+             CREATE TABLE {t} (id int PRIMARY KEY, email text, name text, ssn text);
+             INSERT INTO {t} VALUES
+               (1, 's3cr3t.alice@leak.test', 'Alice', '999-11-0001'),
+               (2, 's3cr3t.bob@leak.test', 'Bob', '999-11-0002'),
+               (3, NULL, 'Carol', NULL);
+             ANALYZE {t};
+             CREATE VIEW {t}_v AS SELECT id, email FROM {t};
+             CREATE TABLE {t}_p (id int, email text) PARTITION BY RANGE (id);
+             CREATE TABLE {t}_p1 PARTITION OF {t}_p FOR VALUES FROM (0) TO (100);
+             INSERT INTO {t}_p VALUES (1, 's3cr3t.part@leak.test');
+             CREATE OR REPLACE FUNCTION {t}_leak() RETURNS text LANGUAGE plpgsql AS
+               $$ BEGIN RETURN (SELECT email FROM {t} WHERE id = 1); END $$;"
+        ))
+        .await
+        .unwrap();
+    let console = Console::new();
+    let (db, credentials) = console
+        .database(
+            "postgres",
+            PORT,
+            json!({}),
+            json!([{"username": "checker", "password": PASSWORD}]),
+        )
+        .await;
+    console
+        .send(
+            http::Method::PUT,
+            &format!("/api/v1/console/databases/{db}/data-protection"),
+            None,
+            None,
+            Some(&json!({"policies": [{
+                "name": "pii",
+                "columns": [
+                    {"column": format!("{t}.email"), "action": "mask"},
+                    {"column": format!("public.{t}.ssn"), "action": "hide"},
+                    {"column": format!("{t}_p.email"), "action": "mask"},
+                ],
+            }]})),
+        )
+        .await
+        .expect(200);
+    let fixture = Fixture {
+        console,
+        db,
+        credential: credentials[0].clone(),
+        table: t.clone(),
+    };
+    use Expect::{NoLeak, Refused, Runs};
+    let attempts: Vec<(String, Expect)> = vec![
+        // Runs: the column as itself, masked; the hidden one gone.
+        (
+            format!("SELECT email FROM {t} ORDER BY id"),
+            Runs(&["email"]),
+        ),
+        (
+            format!("SELECT * FROM {t} ORDER BY id"),
+            Runs(&["id", "email", "name"]),
+        ),
+        (format!("TABLE {t}"), Runs(&["id", "email", "name"])),
+        (format!("SELECT email AS e FROM {t}"), Runs(&["e"])),
+        (format!("SELECT EMAIL FROM {t}"), Runs(&["email"])),
+        (
+            format!("SELECT * FROM (SELECT * FROM {t}) s"),
+            Runs(&["id", "email", "name"]),
+        ),
+        (
+            format!("SELECT u.email FROM {t} u JOIN {t} v ON u.id = v.id"),
+            Runs(&["email"]),
+        ),
+        (format!("SELECT email FROM {t} LIMIT 2"), Runs(&["email"])),
+        (
+            format!("SELECT email FROM {t} FOR UPDATE"),
+            Runs(&["email"]),
+        ),
+        (format!("SELECT ssn FROM {t}"), Runs(&[])),
+        (
+            format!("SELECT id /* email */ FROM {t} -- ssn"),
+            Runs(&["id"]),
+        ),
+        (format!("SELECT * FROM {t}_p1"), Runs(&["id", "email"])),
+        (format!("SELECT email FROM {t}_p"), Runs(&["email"])),
+        (
+            format!("SELECT set_config('search_path', 'pg_catalog', true), email FROM {t}"),
+            Runs(&["set_config", "email"]),
+        ),
+        // Unprotected work.
+        (
+            format!("SELECT id, name FROM {t} ORDER BY id"),
+            Runs(&["id", "name"]),
+        ),
+        (format!("SELECT count(*) FROM {t}"), Runs(&["count"])),
+        (
+            format!("SELECT name FROM {t} WHERE id = 1"),
+            Runs(&["name"]),
+        ),
+        (
+            format!(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = '{t}' ORDER BY ordinal_position"
+            ),
+            Runs(&["column_name"]),
+        ),
+        // Refused: derived values, filters, keys, whole rows, lost origins.
+        (format!("SELECT upper(email) FROM {t}"), Refused),
+        (format!("SELECT upper(\"email\") FROM {t}"), Refused),
+        (
+            format!("SELECT /* hi */ lower(email) -- x\n FROM {t}"),
+            Refused,
+        ),
+        (format!("SELECT email || '' FROM {t}"), Refused),
+        (format!("SELECT row_to_json(u) FROM {t} u"), Refused),
+        (format!("SELECT to_jsonb(u.*) FROM {t} u"), Refused),
+        (format!("SELECT u FROM {t} u"), Refused),
+        (format!("SELECT string_agg(email, ',') FROM {t}"), Refused),
+        (format!("SELECT count(email) FROM {t}"), Refused),
+        (format!("SELECT length(ssn) FROM {t}"), Refused),
+        (
+            format!("SELECT CASE WHEN email LIKE 's%' THEN 1 ELSE 0 END FROM {t}"),
+            Refused,
+        ),
+        (format!("SELECT id FROM {t} WHERE email LIKE 's%'"), Refused),
+        (
+            format!("SELECT count(*) FROM {t} WHERE email = 'x'"),
+            Refused,
+        ),
+        (format!("SELECT id FROM {t} WHERE ssn IS NOT NULL"), Refused),
+        (format!("SELECT id, email FROM {t} ORDER BY email"), Refused),
+        (format!("SELECT DISTINCT email FROM {t}"), Refused),
+        (
+            format!("SELECT lag(email) OVER (ORDER BY id) FROM {t}"),
+            Refused,
+        ),
+        (
+            format!("SELECT email FROM {t} UNION ALL SELECT 'x'"),
+            Refused,
+        ),
+        (format!("SELECT email FROM {t} UNION SELECT 'x'"), Refused),
+        (
+            format!("SELECT (SELECT email FROM {t} WHERE id = 1)"),
+            Refused,
+        ),
+        (
+            format!("SELECT id FROM {t} WHERE email IN (SELECT 'a')"),
+            Refused,
+        ),
+        (
+            format!("SELECT u.id FROM {t} u JOIN {t} v USING (email)"),
+            Refused,
+        ),
+        (
+            format!("WITH c AS MATERIALIZED (SELECT email FROM {t}) SELECT * FROM c"),
+            Refused,
+        ),
+        (format!("SELECT * FROM {t}_v"), Refused),
+        (format!("SELECT {t}_leak()"), Refused),
+        (
+            format!("SELECT query_to_xml('SELECT email FROM {t}', true, false, '')"),
+            Refused,
+        ),
+        (
+            format!("SELECT most_common_vals::text FROM pg_stats WHERE tablename = '{t}'"),
+            Refused,
+        ),
+        (
+            "SELECT s.stavalues1::text FROM pg_statistic s".to_owned(),
+            NoLeak,
+        ),
+        (format!("COPY {t} TO STDOUT"), Refused),
+        (format!("PREPARE p_{t} AS SELECT email FROM {t}"), Refused),
+        (
+            format!("SELECT x.e FROM {t} u, LATERAL (SELECT upper(u.email) AS e) x"),
+            Refused,
+        ),
+        // Either masked or refused, never shown.
+        (
+            format!("WITH c AS (SELECT * FROM {t}) SELECT * FROM c"),
+            NoLeak,
+        ),
+        (
+            format!("SELECT x.e FROM {t} u, LATERAL (SELECT u.email AS e) x"),
+            NoLeak,
+        ),
+        (format!("SELECT email::text FROM {t}"), NoLeak),
+    ];
+    assert!(attempts.len() >= 30);
+    let mut masked = 0;
+    for (sql, expect) in &attempts {
+        let result = fixture.attempt(sql, *expect).await;
+        if let Some(columns) = result["columns"].as_array() {
+            for (i, column) in columns.iter().enumerate() {
+                if column["type"] == "masked" {
+                    masked += 1;
+                    let values: Vec<&Value> = result["rows"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|row| &row[i])
+                        .collect();
+                    assert!(
+                        values.iter().all(|v| **v == json!("****") || v.is_null()),
+                        "{sql}: {result}"
+                    );
+                }
+            }
+        }
+    }
+    assert!(masked >= 10, "masked columns seen: {masked}");
+    // NULL stays NULL.
+    let result = fixture
+        .attempt(
+            &format!("SELECT email FROM {t} ORDER BY id"),
+            Runs(&["email"]),
+        )
+        .await;
+    assert_eq!(result["rows"], json!([["****"], ["****"], [null]]));
+
+    // An immutable function PostgreSQL may run while planning refuses every statement until
+    // it is gone.
+    postgres
+        .batch_execute(&format!(
+            "CREATE FUNCTION {t}_imm() RETURNS text LANGUAGE sql IMMUTABLE AS
+               $$ SELECT email FROM {t} WHERE id = 1 $$"
+        ))
+        .await
+        .unwrap();
+    fixture.attempt(&format!("SELECT {t}_imm()"), Refused).await;
+    fixture.attempt("SELECT 1", Refused).await;
+    postgres
+        .batch_execute(&format!("DROP FUNCTION {t}_imm()"))
+        .await
+        .unwrap();
+    fixture.attempt("SELECT 1 AS one", Runs(&["one"])).await;
+    assert_eq!(fixture.table, t);
+    postgres
+        .batch_execute(&format!(
+            "DROP TABLE {t} CASCADE; DROP TABLE {t}_p CASCADE; DROP FUNCTION {t}_leak()"
+        ))
+        .await
+        .unwrap();
+}
