@@ -20,8 +20,8 @@
 //!   either, or whose statement was cancelled, is closed instead of going back to the pool.
 //! - **Cancel**: a cancel request (`pg_cancel_backend`'s protocol message) on a new connection.
 //! - **Data protection**: on a database with policies, the statement's plan and result columns
-//!   are checked before it runs ([`protect`]), and protected columns are hidden or masked as
-//!   they are written.
+//!   are checked before it runs (`postgres/protect.rs`, with [`crate::run::protect::plan`]),
+//!   and protected columns are hidden or masked as they are written.
 
 mod protect;
 

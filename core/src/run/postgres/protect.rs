@@ -34,28 +34,24 @@ FROM up JOIN pg_class pc ON pc.oid = up.parent JOIN pg_namespace pn ON pn.oid = 
 
 /// The first thing defined in the database that the statement may call where the plan can't
 /// show what it reads: a function or operator it names, an immutable function (PostgreSQL may
-/// run it while planning), a cast through a function.
+/// run it while planning), a cast through a function. What a database defines has an oid from
+/// 16384 on (`FirstNormalObjectId`); the built-ins, `information_schema` included, are below,
+/// so each part reads an index range, not the catalog.
 const CALLS: &str = "\
 SELECT what FROM (
-  SELECT format('function %I.%I', n.nspname, p.proname) AS what
-  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND p.proname = ANY($1::text[])
+  SELECT format('function %s', p.oid::regproc) AS what
+  FROM pg_proc p WHERE p.oid >= 16384 AND p.proname = ANY($1::text[])
   UNION ALL
-  SELECT format('function %I.%I, immutable (PostgreSQL may run it while planning)',
-                n.nspname, p.proname)
-  FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-  JOIN pg_language l ON l.oid = p.prolang
-  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND p.provolatile = 'i'
-    AND l.lanname NOT IN ('c', 'internal') AND p.prokind = 'f'
+  SELECT format('function %s, immutable (PostgreSQL may run it while planning)', p.oid::regproc)
+  FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+  WHERE p.oid >= 16384 AND p.provolatile = 'i' AND p.prokind = 'f'
+    AND l.lanname NOT IN ('c', 'internal')
   UNION ALL
-  SELECT format('operator %I.%s', n.nspname, o.oprname)
-  FROM pg_operator o JOIN pg_namespace n ON n.oid = o.oprnamespace
-  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema') AND o.oprname = ANY($2::text[])
+  SELECT format('operator %s', o.oid::regoperator)
+  FROM pg_operator o WHERE o.oid >= 16384 AND o.oprname = ANY($2::text[])
   UNION ALL
   SELECT format('cast through %s', c.castfunc::regprocedure)
-  FROM pg_cast c JOIN pg_proc p ON p.oid = c.castfunc
-  JOIN pg_namespace n ON n.oid = p.pronamespace
-  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')
+  FROM pg_cast c WHERE c.oid >= 16384 AND c.castfunc <> 0
 ) calls LIMIT 1";
 
 /// The columns of the relations a result's columns come from.
@@ -69,13 +65,12 @@ WHERE a.attrelid = ANY($1) AND a.attnum > 0";
 /// `protection`; refused when the statement would read a protected column in a way that can't
 /// be masked, or when the check can't decide.
 pub(super) async fn treatments(
-    session: &Session,
+    session: &mut Session,
     text: &str,
     statement: &Statement,
     params: &[TextParam<'_>],
     protection: &Protection,
 ) -> Result<Vec<Treatment>, RunError> {
-    let client = &session.client;
     let refused = |refusal: Refused| RunError::Protected(refusal);
     let unexplained = |error: tokio_postgres::Error| match error.code() {
         Some(code) if *code == SqlState::SYNTAX_ERROR => refused(Refused::undecided(
@@ -85,21 +80,15 @@ pub(super) async fn treatments(
         )),
         _ => database_error(&error),
     };
-    let explain = client
-        .prepare_typed(
-            &format!("EXPLAIN (VERBOSE, FORMAT JSON) {text}"),
-            statement.params(),
-        )
-        .await
-        .map_err(unexplained)?;
-    let rows = client
-        .query(
-            &explain,
-            &params
-                .iter()
-                .map(|p| p as &(dyn ToSql + Sync))
-                .collect::<Vec<_>>(),
-        )
+    // One round trip: the plan, with the statement's parameters as it will run.
+    let typed: Vec<(&(dyn ToSql + Sync), tokio_postgres::types::Type)> = params
+        .iter()
+        .zip(statement.params())
+        .map(|(p, ty)| (p as &(dyn ToSql + Sync), ty.clone()))
+        .collect();
+    let rows = session
+        .client
+        .query_typed(&format!("EXPLAIN (VERBOSE, FORMAT JSON) {text}"), &typed)
         .await
         .map_err(unexplained)?;
     let found = rows
@@ -114,22 +103,11 @@ pub(super) async fn treatments(
         )));
     };
 
+    // One more: the catalog's answers, pipelined (statements kept prepared per session).
     let (schemas, names): (Vec<String>, Vec<String>) =
         plan::relations(&explained).into_iter().unzip();
-    let mut ancestors: BTreeMap<(String, String), Vec<(String, String)>> = BTreeMap::new();
-    for row in client
-        .query(ANCESTORS, &[&schemas, &names])
-        .await
-        .map_err(|e| database_error(&e))?
-    {
-        ancestors
-            .entry((row.get(0), row.get(1)))
-            .or_default()
-            .push((row.get(2), row.get(3)));
-    }
-    let facts = plan::check(&explained, protection, &ancestors).map_err(refused)?;
-
-    if let Some(function) = facts
+    let calls = plan::calls(&explained);
+    if let Some(function) = calls
         .functions
         .iter()
         .find(|f| SQL_RUNNING_FUNCTIONS.contains(&f.as_str()))
@@ -139,13 +117,34 @@ pub(super) async fn treatments(
             format!("it calls {function}, which runs SQL given as text that the check can't see"),
         )));
     }
-    let functions: Vec<&String> = facts.functions.iter().collect();
-    let operators: Vec<&String> = facts.operators.iter().collect();
-    if let Some(row) = client
-        .query_opt(CALLS, &[&functions, &operators])
-        .await
-        .map_err(|e| database_error(&e))?
-    {
+    let functions: Vec<&String> = calls.functions.iter().collect();
+    let operators: Vec<&String> = calls.operators.iter().collect();
+    let oids: Vec<u32> = statement
+        .columns()
+        .iter()
+        .filter_map(|c| c.table_oid())
+        .filter(|oid| *oid != 0)
+        .collect();
+    let ancestors_statement = session.prepare(ANCESTORS).await?;
+    let calls_statement = session.prepare(CALLS).await?;
+    let origins_statement = session.prepare(ORIGINS).await?;
+    let client = &session.client;
+    let ancestor_params: [&(dyn ToSql + Sync); 2] = [&schemas, &names];
+    let call_params: [&(dyn ToSql + Sync); 2] = [&functions, &operators];
+    let origin_params: [&(dyn ToSql + Sync); 1] = [&oids];
+    let (ancestor_rows, call_rows, origin_rows) = tokio::join!(
+        client.query(&ancestors_statement, &ancestor_params),
+        client.query(&calls_statement, &call_params),
+        client.query(&origins_statement, &origin_params),
+    );
+    let mut ancestors: BTreeMap<(String, String), Vec<(String, String)>> = BTreeMap::new();
+    for row in ancestor_rows.map_err(|e| database_error(&e))? {
+        ancestors
+            .entry((row.get(0), row.get(1)))
+            .or_default()
+            .push((row.get(2), row.get(3)));
+    }
+    if let Some(row) = call_rows.map_err(|e| database_error(&e))?.first() {
         let what: String = row.get(0);
         return Err(refused(Refused::undecided(
             protection,
@@ -155,26 +154,15 @@ pub(super) async fn treatments(
             ),
         )));
     }
-
-    let oids: Vec<u32> = statement
-        .columns()
-        .iter()
-        .filter_map(|c| c.table_oid())
-        .filter(|oid| *oid != 0)
-        .collect();
     let mut origins: BTreeMap<(u32, i16), (String, String, String)> = BTreeMap::new();
-    if !oids.is_empty() {
-        for row in client
-            .query(ORIGINS, &[&oids])
-            .await
-            .map_err(|e| database_error(&e))?
-        {
-            origins.insert(
-                (row.get(0), row.get(1)),
-                (row.get(2), row.get(3), row.get(4)),
-            );
-        }
+    for row in origin_rows.map_err(|e| database_error(&e))? {
+        origins.insert(
+            (row.get(0), row.get(1)),
+            (row.get(2), row.get(3), row.get(4)),
+        );
     }
+    let facts = plan::check(&explained, protection, &ancestors).map_err(refused)?;
+
     let mut treatments = Vec::with_capacity(statement.columns().len());
     for (i, column) in statement.columns().iter().enumerate() {
         let origin = column
