@@ -341,6 +341,92 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
         .unwrap();
     fixture.attempt("SELECT 1 AS one", Runs(&["one"])).await;
     assert_eq!(fixture.table, t);
+
+    // A database that inherits the policies is protected the same way.
+    let (heir, heir_credentials) = fixture
+        .console
+        .database(
+            "postgres",
+            PORT,
+            json!({}),
+            json!([{"username": "checker", "password": PASSWORD}]),
+        )
+        .await;
+    fixture
+        .console
+        .send(
+            http::Method::PUT,
+            &format!("/api/v1/console/databases/{heir}/data-protection"),
+            None,
+            None,
+            Some(&json!({"inherits_from": fixture.db, "policies": []})),
+        )
+        .await
+        .expect(200);
+    let heir_fixture = Fixture {
+        console: fixture.console,
+        db: heir,
+        credential: heir_credentials[0].clone(),
+        table: t.clone(),
+    };
+    let inherited = heir_fixture
+        .attempt(
+            &format!("SELECT * FROM {t} ORDER BY id"),
+            Runs(&["id", "email", "name"]),
+        )
+        .await;
+    assert_eq!(inherited["rows"][0], json!([1, "****", "Alice"]));
+    heir_fixture
+        .attempt(&format!("SELECT upper(email) FROM {t}"), Refused)
+        .await;
+
+    // Panels: a masked column comes back masked, an input probing it is refused.
+    let console = &heir_fixture.console;
+    let panel = |query: String| {
+        json!({
+            "title": "p",
+            "inputs": [{"key": "v", "description": ""}],
+            "details": {"__type__": "query", "query": query, "credential_id": heir_fixture.credential},
+        })
+    };
+    let dashboard = console
+        .send(
+            http::Method::POST,
+            "/v1/dashboards",
+            Some(root()),
+            None,
+            Some(
+                &json!({"name": "protected panels", "restricted_access": false, "panels": [
+                    panel(format!("SELECT id, email FROM {t} WHERE id = ${{v}}")),
+                    panel(format!("SELECT id FROM {t} WHERE email = ${{v}}")),
+                ]}),
+            ),
+        )
+        .await
+        .expect(200)
+        .json();
+    let run_panel = |index: usize, value: &str| {
+        let path = format!(
+            "/v1/dashboards/{}/panels/{}/run",
+            dashboard["id"].as_str().unwrap(),
+            dashboard["panels"][index]["id"].as_str().unwrap()
+        );
+        let body = json!({"inputs": {"v": value}});
+        async move {
+            console
+                .send(http::Method::POST, &path, Some(alice()), None, Some(&body))
+                .await
+        }
+    };
+    let shown = run_panel(0, "2").await.expect(200);
+    assert!(leaks(&shown.text()).is_none(), "{}", shown.text());
+    assert_eq!(shown.json()["rows"], json!([[2, "****"]]));
+    let probe = run_panel(1, "s3cr3t.alice@leak.test").await.expect(422);
+    assert!(
+        probe.text().contains("filters or joins"),
+        "{}",
+        probe.text()
+    );
     postgres
         .batch_execute(&format!(
             "DROP TABLE {t} CASCADE; DROP TABLE {t}_p CASCADE; DROP FUNCTION {t}_leak()"
