@@ -6,13 +6,11 @@
 
 mod run_support;
 
+use run_support::protect::{Expect, Fixture, leaks};
 use run_support::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const PORT: u16 = 5432;
-
-/// Text that appears in every protected value and nowhere else.
-const MARKERS: &[&str] = &["s3cr3t", "leak.test", "999-11"];
 
 async fn admin() -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(
@@ -28,78 +26,6 @@ async fn admin() -> tokio_postgres::Client {
     });
     tokio::spawn(connection);
     client
-}
-
-/// What an attempt must come to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Expect {
-    /// 422 naming the policy, before anything runs.
-    Refused,
-    /// 200, protected columns masked or hidden (the columns listed, in order).
-    Runs(&'static [&'static str]),
-    /// Either: what matters is that nothing leaks.
-    NoLeak,
-}
-
-fn leaks(body: &str) -> Option<&'static str> {
-    let lower = body.to_ascii_lowercase();
-    MARKERS.iter().copied().find(|m| lower.contains(m))
-}
-
-struct Fixture {
-    console: Console,
-    db: String,
-    credential: String,
-    table: String,
-}
-
-impl Fixture {
-    /// Runs `sql` in every format and checks `expect`; the JSON answer.
-    async fn attempt(&self, sql: &str, expect: Expect) -> Value {
-        let mut json_answer = Value::Null;
-        for accept in [None, Some("application/x-ndjson"), Some("text/csv")] {
-            let (_, answer) = self
-                .console
-                .query(&alice(), &self.db, &self.credential, sql, None, accept)
-                .await;
-            let body = match &answer.body {
-                Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-                Err(error) => error.clone(),
-            };
-            if let Some(marker) = leaks(&body) {
-                panic!("{sql} ({accept:?}) leaked {marker}: {body}");
-            }
-            match expect {
-                Expect::Refused => {
-                    assert_eq!(answer.status.as_u16(), 422, "{sql}: {body}");
-                    assert!(
-                        body.contains("data protection policy"),
-                        "{sql}: the refusal names the policy: {body}"
-                    );
-                }
-                Expect::Runs(columns) => {
-                    assert_eq!(answer.status.as_u16(), 200, "{sql}: {body}");
-                    if accept.is_none() {
-                        let result = answer.json();
-                        let names: Vec<&str> = result["columns"]
-                            .as_array()
-                            .unwrap()
-                            .iter()
-                            .map(|c| c["name"].as_str().unwrap())
-                            .collect();
-                        assert_eq!(names, columns, "{sql}: {result}");
-                    }
-                }
-                Expect::NoLeak => {
-                    assert!(matches!(answer.status.as_u16(), 200 | 422), "{sql}: {body}");
-                }
-            }
-            if accept.is_none() && answer.status.as_u16() == 200 {
-                json_answer = answer.json();
-            }
-        }
-        json_answer
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -124,38 +50,17 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
         ))
         .await
         .unwrap();
-    let console = Console::new();
-    let (db, credentials) = console
-        .database(
-            "postgres",
-            PORT,
-            json!({}),
-            json!([{"username": "checker", "password": PASSWORD}]),
-        )
-        .await;
-    console
-        .send(
-            http::Method::PUT,
-            &format!("/api/v1/console/databases/{db}/data-protection"),
-            None,
-            None,
-            Some(&json!({"policies": [{
-                "name": "pii",
-                "columns": [
-                    {"column": format!("{t}.email"), "action": "mask"},
-                    {"column": format!("public.{t}.ssn"), "action": "hide"},
-                    {"column": format!("{t}_p.email"), "action": "mask"},
-                ],
-            }]})),
-        )
-        .await
-        .expect(200);
-    let fixture = Fixture {
-        console,
-        db,
-        credential: credentials[0].clone(),
-        table: t.clone(),
-    };
+    let fixture = Fixture::protected(
+        "postgres",
+        PORT,
+        &t,
+        json!([
+            {"column": format!("{t}.email"), "action": "mask"},
+            {"column": format!("public.{t}.ssn"), "action": "hide"},
+            {"column": format!("{t}_p.email"), "action": "mask"},
+        ]),
+    )
+    .await;
     use Expect::{NoLeak, Refused, Runs};
     let attempts: Vec<(String, Expect)> = vec![
         // Runs: the column as itself, masked; the hidden one gone.
@@ -293,27 +198,7 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
         (format!("SELECT email::text FROM {t}"), NoLeak),
     ];
     assert!(attempts.len() >= 30);
-    let mut masked = 0;
-    for (sql, expect) in &attempts {
-        let result = fixture.attempt(sql, *expect).await;
-        if let Some(columns) = result["columns"].as_array() {
-            for (i, column) in columns.iter().enumerate() {
-                if column["type"] == "masked" {
-                    masked += 1;
-                    let values: Vec<&Value> = result["rows"]
-                        .as_array()
-                        .unwrap()
-                        .iter()
-                        .map(|row| &row[i])
-                        .collect();
-                    assert!(
-                        values.iter().all(|v| **v == json!("****") || v.is_null()),
-                        "{sql}: {result}"
-                    );
-                }
-            }
-        }
-    }
+    let masked = fixture.attempt_all(&attempts).await;
     assert!(masked >= 10, "masked columns seen: {masked}");
     // NULL stays NULL.
     let result = fixture
@@ -354,15 +239,8 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
         .await;
     fixture
         .console
-        .send(
-            http::Method::PUT,
-            &format!("/api/v1/console/databases/{heir}/data-protection"),
-            None,
-            None,
-            Some(&json!({"inherits_from": fixture.db, "policies": []})),
-        )
-        .await
-        .expect(200);
+        .protect(&heir, &json!({"inherits_from": fixture.db, "policies": []}))
+        .await;
     let heir_fixture = Fixture {
         console: fixture.console,
         db: heir,

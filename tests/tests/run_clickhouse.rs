@@ -228,3 +228,62 @@ async fn an_agent_describes_the_tables() {
         ])
     );
 }
+
+/// On ClickHouse, data protection can't check a statement yet: every query on a database
+/// with policies is refused (422 naming them), nothing runs, and a database without
+/// policies runs as before (README, "Data protection").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_with_policies_runs_nothing_yet() {
+    let console = Console::new();
+    let (db, credentials) = console
+        .database("clickhouse", PORT, json!({}), checker())
+        .await;
+    console
+        .protect(
+            &db,
+            &json!({"policies": [{"name": "pii", "columns": [
+                {"column": "users.email", "action": "mask"}
+            ]}]}),
+        )
+        .await;
+    let (id, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT 1 AS one",
+            None,
+            None,
+        )
+        .await;
+    let refused = answer.expect(422).json();
+    let message = refused["errors"]["query"][0].as_str().unwrap();
+    assert!(
+        message.contains("\"pii\"") && message.contains("users.email"),
+        "{message}"
+    );
+    assert_eq!(
+        console.history(&alice(), &id).await["status"],
+        "ready",
+        "a refused run leaves its query ready"
+    );
+    let (plain, _) = console
+        .database("clickhouse", PORT, json!({}), checker())
+        .await;
+    let plain_credentials = console
+        .send(
+            http::Method::GET,
+            &format!("/api/v1/console/databases/{plain}"),
+            None,
+            None,
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let credential = plain_credentials["credentials"][0]["id"].as_str().unwrap();
+    let (_, answer) = console
+        .query(&alice(), &plain, credential, "SELECT 1 AS one", None, None)
+        .await;
+    assert_eq!(answer.expect(200).json()["rows"], json!([[1]]));
+}

@@ -869,13 +869,13 @@ impl Shared {
     ) -> Result<Option<Arc<Protection>>, ApiError> {
         let protection = self.protection_of(db).await?;
         if let Some(protection) = &protection
-            && db.adapter != Adapter::Postgres
+            && !matches!(db.adapter, Adapter::Postgres | Adapter::Mysql)
         {
             return Err(run_error(RunError::Protected(Refused::undecided(
                 protection,
                 format!(
                     "statements on {} can't be checked against data protection yet (only \
-                     PostgreSQL's can): no query runs on a database with policies",
+                     PostgreSQL's and MySQL's can): no query runs on a database with policies",
                     db.adapter.as_str()
                 ),
             ))));

@@ -3,6 +3,8 @@
 //! (or the error that cut a body off), and the people who ask.
 #![allow(dead_code)] // each test file uses a part
 
+pub mod protect;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,6 +115,19 @@ impl Console {
             .agent_describe(&agent, id, None)
             .await
             .unwrap_or_else(|error| panic!("describe_tables: {}", error.body()))
+    }
+
+    /// Puts database `db`'s data protection document (`{"inherits_from", "policies"}`).
+    pub async fn protect(&self, db: &str, document: &Value) {
+        self.send(
+            Method::PUT,
+            &format!("/api/v1/console/databases/{db}/data-protection"),
+            None,
+            None,
+            Some(document),
+        )
+        .await
+        .expect(200);
     }
 
     pub async fn send(

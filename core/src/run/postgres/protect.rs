@@ -178,19 +178,8 @@ pub(super) async fn treatments(
                     .find_map(|(s, t)| protection.find(s, t, name))
             })
         });
-        let expected = facts.outputs.get(i).cloned().flatten();
-        treatments.push(match (protected, expected) {
-            (Some(column), _) => Treatment::from(column.action),
-            (None, Some(column)) => {
-                return Err(refused(Refused::of(
-                    &column,
-                    "the column reaches the result where PostgreSQL doesn't say which table it \
-                     came from (through a view or a function), so it can't be masked; select \
-                     it from its table",
-                )));
-            }
-            (None, None) => Treatment::Show,
-        });
+        let itself = facts.outputs.get(i).cloned().flatten();
+        treatments.push(Treatment::of(protected, itself).map_err(refused)?);
     }
     Ok(treatments)
 }

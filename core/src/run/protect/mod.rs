@@ -5,6 +5,7 @@
 //! that reaches the result as itself is hidden or masked there. When the check can't decide,
 //! the statement does not run.
 
+pub mod canonical;
 pub mod plan;
 
 use std::fmt;
@@ -188,6 +189,26 @@ impl fmt::Display for Refused {
     }
 }
 
+/// Reads a name quoted by `quote` (a doubled quote is one) that opens at `chars[start]`: the
+/// name, and the index after its closing quote.
+fn quoted_name(chars: &[char], start: usize, quote: char) -> (String, usize) {
+    let mut name = String::new();
+    let mut i = start + 1;
+    while i < chars.len() {
+        if chars[i] == quote {
+            if chars.get(i + 1) == Some(&quote) {
+                name.push(quote);
+                i += 2;
+                continue;
+            }
+            break;
+        }
+        name.push(chars[i]);
+        i += 1;
+    }
+    (name, i + 1)
+}
+
 /// What happens to one result column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Treatment {
@@ -199,6 +220,27 @@ pub enum Treatment {
     Mask,
 }
 
+impl Treatment {
+    /// What happens to a result column: `origin` is the protected column the server says it
+    /// comes from, `itself` the protected column the statement selects there as itself. A
+    /// protected column selected where the server doesn't say where it came from is refused.
+    pub fn of(
+        origin: Option<&ProtectedColumn>,
+        itself: Option<ProtectedColumn>,
+    ) -> Result<Self, Refused> {
+        match (origin, itself) {
+            (Some(column), _) => Ok(Treatment::from(column.action)),
+            (None, Some(column)) => Err(Refused::of(
+                &column,
+                "the column reaches the result where the server doesn't say which table it came \
+                 from (through a view or a function), so it can't be masked; select it from its \
+                 table",
+            )),
+            (None, None) => Ok(Treatment::Show),
+        }
+    }
+}
+
 impl From<ColumnAction> for Treatment {
     fn from(action: ColumnAction) -> Self {
         match action {
@@ -206,6 +248,23 @@ impl From<ColumnAction> for Treatment {
             ColumnAction::Mask => Treatment::Mask,
         }
     }
+}
+
+/// A protection that masks `users.email` under the policy `pii`, for the checks' tests.
+#[cfg(test)]
+pub(crate) fn users_email_masked() -> Protection {
+    let own = DataProtection {
+        inherits_from: None,
+        policies: vec![crate::model::Policy {
+            name: "pii".to_owned(),
+            description: None,
+            columns: vec![crate::model::ColumnRule {
+                column: "users.email".to_owned(),
+                action: ColumnAction::Mask,
+            }],
+        }],
+    };
+    Protection::of_chain([("db_1", &own)])
 }
 
 #[cfg(test)]

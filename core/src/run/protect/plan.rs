@@ -423,21 +423,8 @@ fn tokens(expression: &str) -> Vec<Token> {
                 out.push(Token::Other);
             }
             '"' => {
-                let mut name = String::new();
-                i += 1;
-                while i < chars.len() {
-                    if chars[i] == '"' {
-                        if chars.get(i + 1) == Some(&'"') {
-                            name.push('"');
-                            i += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    name.push(chars[i]);
-                    i += 1;
-                }
-                i += 1;
+                let (name, next) = super::quoted_name(&chars, i, '"');
+                i = next;
                 out.push(Token::Ident(name));
             }
             '.' => {
@@ -546,22 +533,10 @@ fn text<'a>(node: &'a Value, key: &str) -> Option<&'a str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ColumnAction, ColumnRule, DataProtection, Policy};
     use serde_json::json;
 
     fn protection() -> Protection {
-        let own = DataProtection {
-            inherits_from: None,
-            policies: vec![Policy {
-                name: "pii".to_owned(),
-                description: None,
-                columns: vec![ColumnRule {
-                    column: "users.email".to_owned(),
-                    action: ColumnAction::Mask,
-                }],
-            }],
-        };
-        Protection::of_chain([("db_1", &own)])
+        super::super::users_email_masked()
     }
 
     fn scan(alias: &str, output: &[&str], extra: Value) -> Value {

@@ -1,0 +1,132 @@
+//! The attempts of the data protection tests (`protect_*.rs`): a statement run in every format,
+//! its answer checked for protected values and against what it must come to.
+
+use serde_json::{Value, json};
+
+use super::{Console, PASSWORD, alice};
+
+/// Text that appears in every protected value and nowhere else.
+pub const MARKERS: &[&str] = &["s3cr3t", "leak.test", "999-11"];
+
+/// What an attempt must come to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// 422 naming the policy, before anything runs.
+    Refused,
+    /// 200, protected columns masked or hidden (the columns listed, in order).
+    Runs(&'static [&'static str]),
+    /// Either: what matters is that nothing leaks.
+    NoLeak,
+}
+
+pub fn leaks(body: &str) -> Option<&'static str> {
+    let lower = body.to_ascii_lowercase();
+    MARKERS.iter().copied().find(|m| lower.contains(m))
+}
+
+pub struct Fixture {
+    pub console: Console,
+    pub db: String,
+    pub credential: String,
+    pub table: String,
+}
+
+impl Fixture {
+    /// Runs `sql` in every format and checks `expect`; the JSON answer.
+    pub async fn attempt(&self, sql: &str, expect: Expect) -> Value {
+        let mut json_answer = Value::Null;
+        for accept in [None, Some("application/x-ndjson"), Some("text/csv")] {
+            let (_, answer) = self
+                .console
+                .query(&alice(), &self.db, &self.credential, sql, None, accept)
+                .await;
+            let body = match &answer.body {
+                Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                Err(error) => error.clone(),
+            };
+            if let Some(marker) = leaks(&body) {
+                panic!("{sql} ({accept:?}) leaked {marker}: {body}");
+            }
+            match expect {
+                Expect::Refused => {
+                    assert_eq!(answer.status.as_u16(), 422, "{sql}: {body}");
+                    assert!(
+                        body.contains("data protection policy"),
+                        "{sql}: the refusal names the policy: {body}"
+                    );
+                }
+                Expect::Runs(columns) => {
+                    assert_eq!(answer.status.as_u16(), 200, "{sql}: {body}");
+                    if accept.is_none() {
+                        let result = answer.json();
+                        let names: Vec<&str> = result["columns"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|c| c["name"].as_str().unwrap())
+                            .collect();
+                        assert_eq!(names, columns, "{sql}: {result}");
+                    }
+                }
+                Expect::NoLeak => {
+                    assert!(matches!(answer.status.as_u16(), 200 | 422), "{sql}: {body}");
+                }
+            }
+            if accept.is_none() && answer.status.as_u16() == 200 {
+                json_answer = answer.json();
+            }
+        }
+        json_answer
+    }
+}
+
+impl Fixture {
+    /// A new service and a database of `adapter` on `127.0.0.1:port` (as `checker`) whose
+    /// policy `pii` protects `columns` (`[{"column", "action"}]`), about `table`.
+    pub async fn protected(adapter: &str, port: u16, table: &str, columns: Value) -> Self {
+        let console = Console::new();
+        let (db, credentials) = console
+            .database(
+                adapter,
+                port,
+                json!({}),
+                json!([{"username": "checker", "password": PASSWORD}]),
+            )
+            .await;
+        console
+            .protect(
+                &db,
+                &json!({"policies": [{"name": "pii", "columns": columns}]}),
+            )
+            .await;
+        Self {
+            console,
+            db,
+            credential: credentials[0].clone(),
+            table: table.to_owned(),
+        }
+    }
+
+    /// Makes every attempt; how many masked columns their JSON answers held (every value of
+    /// each `****` or `null`).
+    pub async fn attempt_all(&self, attempts: &[(String, Expect)]) -> usize {
+        let mut masked = 0;
+        for (sql, expect) in attempts {
+            let result = self.attempt(sql, *expect).await;
+            let Some(columns) = result["columns"].as_array() else {
+                continue;
+            };
+            for (i, column) in columns.iter().enumerate() {
+                if column["type"] == "masked" {
+                    masked += 1;
+                    let rows = result["rows"].as_array().expect("rows");
+                    assert!(
+                        rows.iter().all(|row| row[i] == "****" || row[i].is_null()),
+                        "{sql}: {result}"
+                    );
+                }
+            }
+        }
+        masked
+    }
+}
