@@ -178,6 +178,12 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             "SELECT min_value FROM mysql.column_stats".to_owned(),
             NoLeak,
         ),
+        (
+            format!("PREPARE p_{t} FROM 'SELECT email FROM {t}'"),
+            NoLeak,
+        ),
+        (format!("SET @e = (SELECT email FROM {t} LIMIT 1)"), NoLeak),
+        (format!("SELECT email INTO @e FROM {t} LIMIT 1"), NoLeak),
     ];
     assert!(attempts.len() >= 30);
     let masked = fixture.attempt_all(&attempts).await;

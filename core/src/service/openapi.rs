@@ -1397,7 +1397,7 @@ fn schemas() -> Value {
         "RunResult": object(&["columns", "rows", "row_count", "truncated", "duration_ms"], json!({
             "columns": list(object(&["name", "type"], json!({
                 "name": { "type": "string" },
-                "type": described(json!({ "type": "string" }), "The database's own type name."),
+                "type": described(json!({ "type": "string" }), "The database's own type name; `masked` for a column data protection masks (README, \"Data protection\")."),
                 "encoding": described(json!({ "const": "base64" }), "Present on columns whose values are bytes in base64."),
             })), false),
             "rows": list(json!({ "type": "array" }), false),
