@@ -166,6 +166,37 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             Refused,
         ),
         (format!("SELECT name FROM {t} WHERE id = 99"), Refused),
+        // Found by review: what the rewriting hides, positions, aliases, writes.
+        (
+            format!("SELECT id,id,id,id,id,id,id,id,id,id,email FROM {t} PROCEDURE ANALYSE()"),
+            Refused,
+        ),
+        (
+            format!("SELECT id, email AS e FROM {t} HAVING e LIKE 'a%'"),
+            Refused,
+        ),
+        (
+            format!("SELECT id, email AS e FROM {t} GROUP BY id HAVING e > 'b'"),
+            Refused,
+        ),
+        (format!("SELECT id, email FROM {t} ORDER BY 2"), Refused),
+        (
+            format!("SELECT email, count(*) FROM {t} GROUP BY 1"),
+            Refused,
+        ),
+        (
+            format!("SELECT id, email AS e FROM {t} ORDER BY e"),
+            Refused,
+        ),
+        (format!("UPDATE {t} SET id = NULL WHERE id IN (1)"), Refused),
+        (
+            format!("INSERT INTO {t} VALUES (99, 'x', 'y', 'z')"),
+            Refused,
+        ),
+        (
+            format!("SELECT email FROM {t} INTO OUTFILE '/tmp/{t}.out'"),
+            Refused,
+        ),
         // Either masked or refused, never shown.
         (format!("SELECT * FROM {t}_v"), NoLeak),
         (format!("SELECT * FROM (SELECT * FROM {t}) s"), NoLeak),

@@ -186,6 +186,40 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             format!("SELECT x.e FROM {t} u, LATERAL (SELECT upper(u.email) AS e) x"),
             Refused,
         ),
+        // Found by review: opaque nodes, casts, SQL in text, writes, grouping sets.
+        (
+            format!("SELECT v.x FROM {t} u, LATERAL (VALUES (u.email), (NULL)) v(x)"),
+            Refused,
+        ),
+        (
+            format!("SELECT CASE WHEN id < 0 THEN 'x' ELSE email END FROM {t}"),
+            Refused,
+        ),
+        (
+            format!("SELECT id FROM {t} WHERE 'a@b.c'::text IS DISTINCT FROM email"),
+            Refused,
+        ),
+        (
+            format!("SELECT * FROM ts_stat('SELECT to_tsvector(''simple'', email) FROM {t}')"),
+            Refused,
+        ),
+        (format!("UPDATE {t} SET id = NULL WHERE id = 1"), Refused),
+        (
+            format!(
+                "INSERT INTO {t} VALUES (99, 'guess') ON CONFLICT (id) DO NOTHING RETURNING id"
+            ),
+            Refused,
+        ),
+        (
+            format!(
+                "SELECT count(*), array_agg(id) FROM {t} GROUP BY GROUPING SETS ((email), (name))"
+            ),
+            Refused,
+        ),
+        (
+            format!("SELECT id, rank() OVER (ORDER BY email) FROM {t}"),
+            Refused,
+        ),
         // Either masked or refused, never shown.
         (
             format!("WITH c AS (SELECT * FROM {t}) SELECT * FROM c"),

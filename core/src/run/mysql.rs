@@ -256,6 +256,15 @@ async fn execute(
         .await
         .map_err(|e| database_error(&e))?;
     let stored = result.columns().unwrap_or_else(|| Vec::new().into());
+    // What runs must be what was checked: the same columns, or nothing is sent.
+    if let (Some(treatments), Some(protection)) = (&treatments, protection)
+        && treatments.len() != stored.len()
+    {
+        return Err(RunError::Protected(Refused::undecided(
+            protection,
+            "the statement returned other columns than the ones checked",
+        )));
+    }
     let renders: Vec<Render> = stored
         .iter()
         .enumerate()
@@ -329,6 +338,15 @@ async fn treatments(
     protection: &Protection,
 ) -> Result<Vec<Treatment>, RunError> {
     let refused = RunError::Protected;
+    if let Some(word) = canonical::forbidden_word(statement) {
+        return Err(refused(Refused::undecided(
+            protection,
+            format!(
+                "it uses {}, which changes what the statement returns",
+                word.to_uppercase()
+            ),
+        )));
+    }
     // A statement the server refuses is answered with its own error.
     let prepared = conn.prep(statement).await.map_err(|e| database_error(&e))?;
     let mut explained = None;

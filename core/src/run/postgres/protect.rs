@@ -54,6 +54,16 @@ SELECT what FROM (
   FROM pg_cast c WHERE c.oid >= 16384 AND c.castfunc <> 0
 ) calls LIMIT 1";
 
+/// The columns of the indexes a plan reads in their order (NULL for an expression).
+const INDEX_COLUMNS: &str = "\
+SELECT s.nsp, s.name, a.attname::text
+FROM unnest($1::text[], $2::text[]) AS s(nsp, name)
+JOIN pg_namespace n ON n.nspname = s.nsp
+JOIN pg_class c ON c.relnamespace = n.oid AND c.relname = s.name
+JOIN pg_index i ON i.indexrelid = c.oid
+CROSS JOIN LATERAL unnest(i.indkey::int2[]) AS k(attnum)
+LEFT JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum AND k.attnum > 0";
+
 /// The columns of the relations a result's columns come from.
 const ORIGINS: &str = "\
 SELECT a.attrelid, a.attnum, n.nspname::text, c.relname::text, a.attname::text
@@ -125,25 +135,39 @@ pub(super) async fn treatments(
         .filter_map(|c| c.table_oid())
         .filter(|oid| *oid != 0)
         .collect();
+    let (index_schemas, index_names): (Vec<String>, Vec<String>) =
+        plan::ordered_indexes(&explained).into_iter().unzip();
     let ancestors_statement = session.prepare(ANCESTORS).await?;
     let calls_statement = session.prepare(CALLS).await?;
     let origins_statement = session.prepare(ORIGINS).await?;
+    let indexes_statement = session.prepare(INDEX_COLUMNS).await?;
     let client = &session.client;
     let ancestor_params: [&(dyn ToSql + Sync); 2] = [&schemas, &names];
     let call_params: [&(dyn ToSql + Sync); 2] = [&functions, &operators];
     let origin_params: [&(dyn ToSql + Sync); 1] = [&oids];
-    let (ancestor_rows, call_rows, origin_rows) = tokio::join!(
+    let index_params: [&(dyn ToSql + Sync); 2] = [&index_schemas, &index_names];
+    let (ancestor_rows, call_rows, origin_rows, index_rows) = tokio::join!(
         client.query(&ancestors_statement, &ancestor_params),
         client.query(&calls_statement, &call_params),
         client.query(&origins_statement, &origin_params),
+        client.query(&indexes_statement, &index_params),
     );
-    let mut ancestors: BTreeMap<(String, String), Vec<(String, String)>> = BTreeMap::new();
+    let mut catalog = plan::Catalog::default();
     for row in ancestor_rows.map_err(|e| database_error(&e))? {
-        ancestors
+        catalog
+            .ancestors
             .entry((row.get(0), row.get(1)))
             .or_default()
             .push((row.get(2), row.get(3)));
     }
+    for row in index_rows.map_err(|e| database_error(&e))? {
+        catalog
+            .index_columns
+            .entry((row.get(0), row.get(1)))
+            .or_default()
+            .push(row.get(2));
+    }
+    let ancestors = &catalog.ancestors;
     if let Some(row) = call_rows.map_err(|e| database_error(&e))?.first() {
         let what: String = row.get(0);
         return Err(refused(Refused::undecided(
@@ -161,7 +185,7 @@ pub(super) async fn treatments(
             (row.get(2), row.get(3), row.get(4)),
         );
     }
-    let facts = plan::check(&explained, protection, &ancestors).map_err(refused)?;
+    let facts = plan::check(&explained, protection, &catalog).map_err(refused)?;
 
     let mut treatments = Vec::with_capacity(statement.columns().len());
     for (i, column) in statement.columns().iter().enumerate() {

@@ -49,6 +49,8 @@ enum Token {
     Comma,
     Open,
     Close,
+    /// A whole number (a position in `ORDER BY 2`).
+    Number,
     /// A literal, an operator: nothing that names a column.
     Other,
 }
@@ -116,6 +118,12 @@ fn tokens(text: &str) -> Vec<Token> {
                     chars[start..i].iter().collect::<String>().to_lowercase(),
                 ));
             }
+            c if c.is_ascii_digit() => {
+                while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '.') {
+                    i += 1;
+                }
+                out.push(Token::Number);
+            }
             c if c.is_whitespace() => i += 1,
             _ => {
                 out.push(Token::Other);
@@ -136,6 +144,15 @@ struct Scope {
 struct ColumnRef<'a> {
     start: usize,
     column: &'a ProtectedColumn,
+}
+
+/// A word of `statement` (as the client wrote it) that asks for more than rows: `PROCEDURE`
+/// (whose result replaces the select list), `OUTFILE`, `DUMPFILE`.
+pub fn forbidden_word(statement: &str) -> Option<&'static str> {
+    let tokens = tokens(statement);
+    ["procedure", "outfile", "dumpfile"]
+        .into_iter()
+        .find(|word| tokens.contains(&Token::Word((*word).to_owned())))
 }
 
 /// Checks the server's rewriting `text` of a statement (with its `explain` rows) against
@@ -201,6 +218,44 @@ pub fn check(
         }
         i += 3;
     }
+    // What the rewritten text doesn't show, or shows by position or by alias, can't be
+    // followed: with a protected table in the statement, it is refused.
+    if let Some(scope) = scopes.first() {
+        let refuse = |why: &str| Err(Refused::of(&scope.columns[0], why.to_owned()));
+        if let Some(Token::Word(first)) = tokens.first()
+            && ["update", "delete", "insert", "replace"].contains(&first.as_str())
+        {
+            return refuse(
+                "it writes to a statement's protected table, whose errors and conflicts can \
+                 quote its rows",
+            );
+        }
+        if tokens.contains(&Token::Word("having".to_owned())) {
+            return refuse(
+                "it filters groups with HAVING, which the server's rewriting doesn't always show",
+            );
+        }
+        if tokens
+            .windows(2)
+            .any(|pair| pair[0] == Token::Word("by".to_owned()) && pair[1] == Token::Number)
+        {
+            return refuse(
+                "it orders or groups by a column's position, which the check can't follow",
+            );
+        }
+        let filtered = explain.iter().any(|row| {
+            row.extra
+                .as_deref()
+                .is_some_and(|e| e.to_ascii_lowercase().contains("using where"))
+        });
+        if filtered && !tokens.contains(&Token::Word("where".to_owned())) {
+            return refuse(
+                "the server filters rows by a condition its rewriting doesn't show; the check \
+                 can't decide",
+            );
+        }
+    }
+
     // A table read while planning (a row found by its key) has its columns replaced by their
     // values in the text, which then shows nothing of their use; and whether a row was found
     // shows in the plan. With a protected table in the statement, neither is checkable.
@@ -304,6 +359,38 @@ pub fn check(
             && !set_operation
             && !distinct
     };
+    // The aliases of protected select items: used by name later (`HAVING e`, `ORDER BY e`),
+    // they are the column.
+    let aliases: Vec<(&String, &ProtectedColumn)> = references
+        .iter()
+        .filter(|r| plain(r))
+        .filter_map(
+            |r| match (tokens.get(r.start + 5), tokens.get(r.start + 6)) {
+                (Some(Token::Word(w)), Some(Token::Name(alias))) if w == "as" => {
+                    Some((alias, r.column))
+                }
+                _ => None,
+            },
+        )
+        .collect();
+    for (i, token) in tokens.iter().enumerate().skip(from) {
+        let Token::Name(name) = token else { continue };
+        let qualified =
+            (i > 0 && tokens[i - 1] == Token::Dot) || tokens.get(i + 1) == Some(&Token::Dot);
+        let as_alias = i > 0 && tokens[i - 1] == Token::Word("as".to_owned());
+        if qualified || as_alias {
+            continue;
+        }
+        if let Some((_, column)) = aliases.iter().find(|(alias, _)| *alias == name)
+            && !scopes.iter().any(|s| s.alias == *name)
+        {
+            return Err(Refused::of(
+                column,
+                "it uses the column by its alias outside the select list, which reveals its \
+                 values",
+            ));
+        }
+    }
     for reference in &references {
         if plain(reference) {
             continue;
@@ -424,6 +511,22 @@ mod tests {
             ("select `a`.`leak`() AS `x`", "stored function"),
             ("select `leak`() AS `leak()`", "stored function"),
             (
+                "select `a`.`users`.`id` AS `id`,`a`.`users`.`email` AS `e` from `a`.`users` having `e` like 'a%'",
+                "HAVING",
+            ),
+            (
+                "select `a`.`users`.`id` AS `id`,`a`.`users`.`email` AS `e` from `a`.`users` order by 2",
+                "position",
+            ),
+            (
+                "select `a`.`users`.`id` AS `id`,`a`.`users`.`email` AS `e` from `a`.`users` order by `e`",
+                "alias",
+            ),
+            (
+                "update `a`.`users` set `a`.`users`.`id` = NULL where `a`.`users`.`id` = 1",
+                "writes",
+            ),
+            (
                 "select `m`.`column_stats`.`min_value` AS `v` from `mysql`.`column_stats` `m`",
                 "holds values",
             ),
@@ -441,6 +544,25 @@ mod tests {
             &protection(),
         );
         assert!(constant.is_err());
+    }
+
+    #[test]
+    fn hidden_conditions_and_words_that_change_the_result_are_refused() {
+        let hidden = check(
+            "select `a`.`users`.`id` AS `id` from `a`.`users` group by `a`.`users`.`id`",
+            &[ExplainRow {
+                table: Some("users".to_owned()),
+                access: Some("ALL".to_owned()),
+                extra: Some("Using where; Using temporary".to_owned()),
+            }],
+            &protection(),
+        );
+        assert!(hidden.is_err());
+        assert_eq!(
+            forbidden_word("SELECT id FROM t PROCEDURE ANALYSE()"),
+            Some("procedure")
+        );
+        assert_eq!(forbidden_word("SELECT 'procedure' FROM t"), None);
     }
 
     #[test]

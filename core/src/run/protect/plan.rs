@@ -79,11 +79,37 @@ const NAMING: &[&str] = &[
     "ProjectSet",
 ];
 
+/// Nodes whose every expression EXPLAIN prints. Any other node (a `Values Scan`, whose lists
+/// it doesn't print; a `Foreign Scan`, a `Custom Scan`…) could hide a use of a protected
+/// column, so a plan that reads one refuses them.
+const PRINTED: &[&str] = &[
+    "Seq Scan",
+    "Index Scan",
+    "Index Only Scan",
+    "Bitmap Heap Scan",
+    "Bitmap Index Scan",
+    "BitmapAnd",
+    "BitmapOr",
+    "Tid Scan",
+    "Tid Range Scan",
+    "Function Scan",
+    "Subquery Scan",
+    "CTE Scan",
+    "WorkTable Scan",
+    "Append",
+    "Merge Append",
+    "Recursive Union",
+    "SetOp",
+    "ModifyTable",
+];
+
 /// Relations whose rows hold sample values of other relations' columns.
 const STATISTICS: &[&str] = &["pg_statistic", "pg_statistic_ext", "pg_statistic_ext_data"];
 
 /// Built-in functions that run SQL given as text, where the plan can't see what it reads.
 pub const SQL_RUNNING_FUNCTIONS: &[&str] = &[
+    "ts_stat",
+    "ts_rewrite",
     "query_to_xml",
     "query_to_xmlschema",
     "query_to_xml_and_xmlschema",
@@ -142,13 +168,43 @@ pub fn calls(explain: &Value) -> PlanCalls {
     calls
 }
 
-/// Checks `explain` against `protection`. `ancestors` gives, for a scanned relation, the
-/// relations it is a partition or child of (their protected columns are its own).
+/// The indexes a plan scans in their order, as `(schema, index name)`.
+pub fn ordered_indexes(explain: &Value) -> BTreeSet<(String, String)> {
+    nodes(explain)
+        .into_iter()
+        .filter(|node| {
+            matches!(
+                text(node, "Node Type"),
+                Some("Index Scan" | "Index Only Scan")
+            )
+        })
+        .filter_map(|node| {
+            Some((
+                text(node, "Schema")?.to_owned(),
+                text(node, "Index Name")?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// What the catalog says of the relations and indexes a plan reads.
+#[derive(Debug, Default)]
+pub struct Catalog {
+    /// For a scanned relation, the relations it is a partition or child of (their protected
+    /// columns are its own).
+    pub ancestors: BTreeMap<(String, String), Vec<(String, String)>>,
+    /// For an index scanned in its order, `(schema, index)`: its columns, `None` for an
+    /// expression.
+    pub index_columns: BTreeMap<(String, String), Vec<Option<String>>>,
+}
+
+/// Checks `explain` against `protection`, with what `catalog` says of what it reads.
 pub fn check(
     explain: &Value,
     protection: &Protection,
-    ancestors: &BTreeMap<(String, String), Vec<(String, String)>>,
+    catalog: &Catalog,
 ) -> Result<PlanFacts, Refused> {
+    let ancestors = &catalog.ancestors;
     let root = explain
         .get(0)
         .and_then(|first| first.get("Plan"))
@@ -175,12 +231,58 @@ pub fn check(
             .filter(|c| family.iter().any(|(s, t)| c.protects_table(s, t)))
             .cloned()
             .collect();
-        if !columns.is_empty() {
-            scopes.push(Scope {
-                alias: text(node, "Alias").unwrap_or(name).to_owned(),
-                columns,
-            });
+        if columns.is_empty() {
+            continue;
         }
+        let node_type = text(node, "Node Type").unwrap_or_default();
+        if node_type == "ModifyTable" {
+            return Err(Refused::of(
+                &columns[0],
+                "it writes to a protected table, whose errors and conflicts can quote its rows",
+            ));
+        }
+        if let Some(index) = text(node, "Index Name")
+            && matches!(node_type, "Index Scan" | "Index Only Scan")
+        {
+            let indexed = catalog
+                .index_columns
+                .get(&(schema.to_owned(), index.to_owned()));
+            let ordered_by_protected = indexed.is_none_or(|indexed| {
+                indexed.iter().any(|column| {
+                    column.as_deref().is_none_or(|column| {
+                        columns
+                            .iter()
+                            .any(|c| c.column.eq_ignore_ascii_case(column))
+                    })
+                })
+            });
+            if ordered_by_protected {
+                return Err(Refused::of(
+                    &columns[0],
+                    format!(
+                        "it reads the table in the order of the index {index}, which holds a \
+                         protected column (or an expression), and that order reveals its values"
+                    ),
+                ));
+            }
+        }
+        scopes.push(Scope {
+            alias: text(node, "Alias").unwrap_or(name).to_owned(),
+            columns,
+        });
+    }
+    if let Some(scope) = scopes.first()
+        && let Some(hidden) = nodes(explain).into_iter().find_map(|node| {
+            text(node, "Node Type").filter(|t| !PRINTED.contains(t) && !NAMING.contains(t))
+        })
+    {
+        return Err(Refused::of(
+            &scope.columns[0],
+            format!(
+                "the plan holds a {hidden}, whose expressions PostgreSQL doesn't show, beside a \
+                 protected table; the check can't decide"
+            ),
+        ));
     }
     let mut facts = PlanFacts::default();
     walk(root, &scopes)?;
@@ -440,16 +542,9 @@ fn tokens(expression: &str) -> Vec<Token> {
                 i += 1;
             }
             ':' if chars.get(i + 1) == Some(&':') => {
-                // A cast: the type name after it is not a column.
+                // A cast. Its type name is read as names like any other: a column named like
+                // a type refuses more, never less.
                 i += 2;
-                while i < chars.len()
-                    && (chars[i].is_alphanumeric() || "_ .\"[]".contains(chars[i]))
-                {
-                    if chars[i] == ' ' && !chars.get(i + 1).is_some_and(|n| n.is_alphabetic()) {
-                        break;
-                    }
-                    i += 1;
-                }
                 out.push(Token::Other);
             }
             c if c.is_alphabetic() || c == '_' => {
@@ -492,16 +587,22 @@ fn is_operator_char(c: char) -> bool {
 /// Every expression of a plan node, with its key: every string, and every string of a list,
 /// under a key that is not [`METADATA`].
 fn expressions(node: &Value) -> impl Iterator<Item = (&str, &str)> {
+    /// Every string inside `value`, however deep (`Grouping Sets` nest objects and lists).
+    fn strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+        match value {
+            Value::String(text) => out.push(text),
+            Value::Array(items) => items.iter().for_each(|item| strings(item, out)),
+            Value::Object(members) => members.values().for_each(|member| strings(member, out)),
+            _ => {}
+        }
+    }
     node.as_object()
         .into_iter()
         .flatten()
         .filter(|(key, _)| !METADATA.contains(&key.as_str()))
         .flat_map(|(key, value)| {
-            let items: Vec<&str> = match value {
-                Value::String(expression) => vec![expression.as_str()],
-                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-                _ => Vec::new(),
-            };
+            let mut items = Vec::new();
+            strings(value, &mut items);
             items.into_iter().map(move |item| (key.as_str(), item))
         })
 }
@@ -555,7 +656,7 @@ mod tests {
     }
 
     fn checked(root: Value) -> Result<PlanFacts, Refused> {
-        check(&plan(root), &protection(), &BTreeMap::new())
+        check(&plan(root), &protection(), &Catalog::default())
     }
 
     #[test]
@@ -611,6 +712,54 @@ mod tests {
     }
 
     #[test]
+    fn opaque_nodes_writes_ordered_indexes_and_nested_keys_are_refused() {
+        let values = json!({"Node Type": "Nested Loop", "Output": ["\"*VALUES*\".column1"],
+            "Plans": [scan("u", &["u.email"], json!({"Parent Relationship": "Outer"})),
+                      {"Node Type": "Values Scan", "Parent Relationship": "Inner",
+                       "Alias": "*VALUES*", "Output": ["\"*VALUES*\".column1"]}]});
+        assert!(
+            checked(values)
+                .unwrap_err()
+                .to_string()
+                .contains("Values Scan")
+        );
+        let write = json!({"Node Type": "ModifyTable", "Operation": "Update",
+            "Relation Name": "users", "Schema": "public", "Alias": "users",
+            "Plans": [scan("users", &["NULL::integer", "users.ctid"], json!({"Parent Relationship": "Outer"}))]});
+        assert!(checked(write).unwrap_err().to_string().contains("writes"));
+        let grouping = json!({"Node Type": "Aggregate", "Output": ["count(*)"],
+            "Grouping Sets": [{"Hash Keys": [["users.email"]]}],
+            "Plans": [scan("users", &["users.email"], json!({"Parent Relationship": "Outer"}))]});
+        assert!(checked(grouping).is_err());
+        let cast = scan(
+            "u",
+            &["CASE WHEN (u.id < 0) THEN 'x'::text ELSE u.email END"],
+            json!({}),
+        );
+        assert!(checked(cast).unwrap_err().to_string().contains("derives"));
+        let ordered = json!({"Node Type": "Index Scan", "Relation Name": "users",
+            "Schema": "public", "Alias": "users", "Index Name": "users_email_idx",
+            "Output": ["users.id"]});
+        let catalog = |column: Option<&str>| Catalog {
+            ancestors: BTreeMap::new(),
+            index_columns: BTreeMap::from([(
+                ("public".to_owned(), "users_email_idx".to_owned()),
+                vec![column.map(str::to_owned)],
+            )]),
+        };
+        for column in [Some("email"), None] {
+            let refused = check(&plan(ordered.clone()), &protection(), &catalog(column));
+            assert!(
+                refused
+                    .unwrap_err()
+                    .to_string()
+                    .contains("order of the index")
+            );
+        }
+        assert!(check(&plan(ordered), &protection(), &catalog(Some("id"))).is_ok());
+    }
+
+    #[test]
     fn literals_and_other_relations_do_not_count() {
         let other = json!({"Node Type": "Seq Scan", "Relation Name": "orders", "Schema": "public",
             "Alias": "o", "Output": ["upper(o.email)"], "Filter": "(o.note = 'users.email'::text)"});
@@ -632,12 +781,15 @@ mod tests {
         assert!(checked(stats).is_err());
         let partition = json!({"Node Type": "Seq Scan", "Relation Name": "users_2024",
             "Schema": "public", "Alias": "users", "Output": ["lower(users.email)"]});
-        let ancestors = BTreeMap::from([(
-            ("public".to_owned(), "users_2024".to_owned()),
-            vec![("public".to_owned(), "users".to_owned())],
-        )]);
-        assert!(check(&plan(partition.clone()), &protection(), &ancestors).is_err());
-        assert!(check(&plan(partition), &protection(), &BTreeMap::new()).is_ok());
+        let catalog = Catalog {
+            ancestors: BTreeMap::from([(
+                ("public".to_owned(), "users_2024".to_owned()),
+                vec![("public".to_owned(), "users".to_owned())],
+            )]),
+            index_columns: BTreeMap::new(),
+        };
+        assert!(check(&plan(partition.clone()), &protection(), &catalog).is_err());
+        assert!(check(&plan(partition), &protection(), &Catalog::default()).is_ok());
     }
 
     #[test]
