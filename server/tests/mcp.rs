@@ -14,33 +14,10 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 use support::process::{HANG_GUARD, Server};
-use support::{dbconsole, request};
+use support::{create_key, postgres_admin, request};
 use tokio::io::AsyncWriteExt as _;
 
 const ADMIN_KEY: &str = "mcp-test-admin-key-0123456789";
-
-/// `dbconsole keys --data-dir DIR create …`: the secret it printed.
-async fn create_key(dir: &Path, args: &[&str]) -> String {
-    let dir = dir.to_str().unwrap();
-    let mut all = vec!["keys", "--data-dir", dir, "create"];
-    all.extend_from_slice(args);
-    let output = tokio::time::timeout(HANG_GUARD, dbconsole(&[], &all).output())
-        .await
-        .expect("`dbconsole keys create` finished")
-        .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .find_map(|line| line.strip_prefix("secret:"))
-        .unwrap_or_else(|| panic!("no secret in {stdout}"))
-        .trim()
-        .to_owned()
-}
 
 /// The Python with the `mcp` package: `DBCONSOLE_TEST_PYTHON`, or the virtualenv of
 /// `.ci/tools-up.sh`. A missing one fails the test, saying how to make it.
@@ -89,22 +66,6 @@ async fn mcp_client(server: &Server, key: &str, calls: &Value) -> Value {
     serde_json::from_str(stdout.trim()).unwrap_or_else(|error| panic!("{error}: {stdout}"))
 }
 
-async fn admin() -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(
-        "host=127.0.0.1 port=5432 user=checker password=checkpw dbname=checkdb",
-        tokio_postgres::NoTls,
-    )
-    .await
-    .unwrap_or_else(|error| {
-        panic!(
-            "PostgreSQL is not running on 127.0.0.1:5432 ({error}): start the test database \
-             servers with `sudo bash .ci/db-servers-up.sh`"
-        )
-    });
-    tokio::spawn(connection);
-    client
-}
-
 /// A management call with the admin key: the JSON answer (200 asserted).
 async fn manage(server: &Server, method: &str, path: &str, body: Option<Value>) -> Value {
     let body = body.map(|b| b.to_string());
@@ -134,7 +95,7 @@ fn json_of(text: &str) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
-    let postgres = admin().await;
+    let postgres = postgres_admin().await;
     let table = format!("mcp_orders_{}", std::process::id());
     postgres
         .batch_execute(&format!(

@@ -11,34 +11,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::process::{HANG_GUARD, Server};
-use support::{Conn, dbconsole, request, request_text};
+use support::{Conn, create_key, postgres_admin, request, request_text};
 use tokio::io::AsyncReadExt as _;
 
 const ADMIN_KEY: &str = "queries-test-admin-key-0123456789";
 const PORT: u16 = 5432;
-
-/// `dbconsole keys --data-dir DIR create …`: the secret it printed.
-async fn create_key(dir: &Path, args: &[&str]) -> String {
-    let dir = dir.to_str().unwrap();
-    let mut all = vec!["keys", "--data-dir", dir, "create"];
-    all.extend_from_slice(args);
-    let output = tokio::time::timeout(HANG_GUARD, dbconsole(&[], &all).output())
-        .await
-        .expect("`dbconsole keys create` finished")
-        .unwrap();
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        .find_map(|line| line.strip_prefix("secret:"))
-        .unwrap_or_else(|| panic!("no secret in {stdout}"))
-        .trim()
-        .to_owned()
-}
 
 async fn start(dir: &Path) -> Server {
     Server::start_with(
@@ -77,22 +54,6 @@ async fn metrics(server: &Server) -> String {
     let response = request(addr, "GET", "/metrics", &[], None).await;
     assert_eq!(response.status, 200);
     response.body
-}
-
-async fn admin() -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port={PORT} user=checker password=checkpw dbname=checkdb"),
-        tokio_postgres::NoTls,
-    )
-    .await
-    .unwrap_or_else(|error| {
-        panic!(
-            "PostgreSQL is not running on 127.0.0.1:{PORT} ({error}): start the test database \
-             servers with `sudo bash .ci/db-servers-up.sh`"
-        )
-    });
-    tokio::spawn(connection);
-    client
 }
 
 async fn active(client: &tokio_postgres::Client, marker: &str) -> bool {
@@ -178,7 +139,7 @@ async fn chunked(addr: std::net::SocketAddr, text: &str) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
-    let postgres = admin().await;
+    let postgres = postgres_admin().await;
     let data = tempfile::tempdir().unwrap();
     let user_key = create_key(
         data.path(),
@@ -331,7 +292,7 @@ fn rss_kib(pid: u32) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_million_rows_stream_with_the_server_memory_flat() {
-    admin().await;
+    postgres_admin().await;
     let data = tempfile::tempdir().unwrap();
     let user_key = create_key(
         data.path(),

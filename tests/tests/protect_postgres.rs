@@ -12,25 +12,9 @@ use serde_json::json;
 
 const PORT: u16 = 5432;
 
-async fn admin() -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port={PORT} user=checker password={PASSWORD} dbname=checkdb"),
-        tokio_postgres::NoTls,
-    )
-    .await
-    .unwrap_or_else(|error| {
-        panic!(
-            "PostgreSQL is not running on 127.0.0.1:{PORT} ({error}): start the test database \
-             servers with `sudo bash .ci/db-servers-up.sh`"
-        )
-    });
-    tokio::spawn(connection);
-    client
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protected_columns_never_leak_and_unprotected_work_runs() {
-    let postgres = admin().await;
+    let postgres = postgres_admin().await;
     let t = format!("dp_users_{}", std::process::id());
     postgres
         .batch_execute(&format!(

@@ -21,23 +21,6 @@ fn checker() -> Value {
     json!([{"username": "checker", "password": PASSWORD}])
 }
 
-/// A direct session, to look at the server from outside dbconsole.
-async fn admin() -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::connect(
-        &format!("host=127.0.0.1 port={PORT} user=checker password={PASSWORD} dbname=checkdb"),
-        tokio_postgres::NoTls,
-    )
-    .await
-    .unwrap_or_else(|error| {
-        panic!(
-            "PostgreSQL is not running on 127.0.0.1:{PORT} ({error}): start the test database \
-             servers with `sudo bash .ci/db-servers-up.sh`"
-        )
-    });
-    tokio::spawn(connection);
-    client
-}
-
 /// Whether a statement holding `marker` is still active on the server.
 async fn active(client: &tokio_postgres::Client, marker: &str) -> bool {
     let row = client
@@ -66,7 +49,7 @@ async fn gone_within(client: &tokio_postgres::Client, marker: &str, within: Dura
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_keep_their_types_in_every_format() {
-    admin().await;
+    postgres_admin().await;
     let console = Console::new();
     let (db, credentials) = console
         .database("postgres", PORT, json!({}), checker())
@@ -174,7 +157,7 @@ async fn results_keep_their_types_in_every_format() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_row_cap_truncates_and_a_query_runs_once() {
-    admin().await;
+    postgres_admin().await;
     let console = Console::new();
     let (db, credentials) = console
         .database("postgres", PORT, json!({}), checker())
@@ -230,7 +213,7 @@ async fn the_row_cap_truncates_and_a_query_runs_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_statements_are_client_errors_and_the_history_says_so() {
-    admin().await;
+    postgres_admin().await;
     let console = Console::new();
     let (db, credentials) = console
         .database("postgres", PORT, json!({}), checker())
@@ -344,7 +327,7 @@ async fn bad_statements_are_client_errors_and_the_history_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_over_its_timeout_ends_on_the_server() {
-    let server = admin().await;
+    let server = postgres_admin().await;
     let console = Console::new();
     let (db, credentials) = console
         .database(
@@ -376,7 +359,7 @@ async fn a_statement_over_its_timeout_ends_on_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_goes_away_cancels_its_statement_on_the_server() {
-    let server = admin().await;
+    let server = postgres_admin().await;
     let console = Arc::new(Console::new());
     let (db, credentials) = console
         .database("postgres", PORT, json!({}), checker())
@@ -426,7 +409,7 @@ async fn a_client_that_goes_away_cancels_its_statement_on_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restricted_databases_refuse_the_unauthorized() {
-    admin().await;
+    postgres_admin().await;
     let console = Console::new();
     let (db, credentials) = console
         .database(
@@ -517,7 +500,7 @@ async fn restricted_databases_refuse_the_unauthorized() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ai_agents_keep_to_the_ai_limits() {
-    admin().await;
+    postgres_admin().await;
     let console = Console::new();
     let agent = alice().agent(true);
     let credentials = json!([
@@ -579,7 +562,7 @@ async fn ai_agents_keep_to_the_ai_limits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn panel_inputs_are_values_never_text() {
-    let server = admin().await;
+    let server = postgres_admin().await;
     let table = format!("run_panel_{}", ulid());
     server
         .batch_execute(&format!(
@@ -790,7 +773,7 @@ async fn panel_inputs_are_values_never_text() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_or_deleted_database_drops_its_sessions() {
-    let server = admin().await;
+    let server = postgres_admin().await;
     let console = Console::new();
     let marker = format!("pool_{}", ulid());
     let (db, credentials) = console
@@ -880,7 +863,7 @@ async fn a_changed_or_deleted_database_drops_its_sessions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_pool_answers_busy_after_a_bounded_wait() {
-    let server = admin().await;
+    let server = postgres_admin().await;
     // The harness's pools hold 2 sessions and wait 500 ms for one.
     let console = Arc::new(Console::new());
     let (db, credentials) = console

@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::{Buf as _, BytesMut};
-use deadpool::managed::{self, PoolError, TimeoutType};
+use deadpool::managed::{self};
 
 use super::encode::{Column, Encoder};
-use super::pool::{PoolLimits, Pools};
+use super::pool::{PoolLimits, Pools, checkout};
 use super::statement::{Dialect, bind_inputs};
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob};
 use crate::check::{TunnelEndpoint, error_chain, scrub_message};
@@ -89,15 +89,7 @@ impl QueryRunner for ClickhouseRunner {
         });
         let gone = sink.gone();
         tokio::pin!(gone);
-        let session = tokio::select! {
-            session = pool.get() => session.map_err(|error| match error {
-                PoolError::Backend(error) => error,
-                PoolError::Timeout(TimeoutType::Wait) => RunError::Busy,
-                PoolError::Timeout(_) => RunError::Connect("connecting timed out".to_owned()),
-                other => RunError::Connect(other.to_string()),
-            })?,
-            () = &mut gone => return Err(RunError::Cancelled),
-        };
+        let session = checkout(&pool, &mut gone).await?;
         let (statement, params) = match &job.inputs {
             Some(inputs) => {
                 let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();

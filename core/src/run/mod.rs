@@ -47,7 +47,7 @@ pub mod sqlserver;
 pub mod statement;
 
 pub use encode::{Column, Encoder, Format, Summary};
-pub use pool::{PoolKey, PoolLimits, Pools};
+pub use pool::{PoolKey, PoolLimits, Pools, checkout, connected};
 
 /// A connection's target with its secrets opened, and the tunnel forwarding that reaches it
 /// (kept open as long as the connection).

@@ -20,18 +20,18 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool::managed::{self, Object, PoolError, RecycleError, TimeoutType};
+use deadpool::managed::{self, Object, RecycleError};
 use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable as _;
 use mysql_async::{Conn, Params, Value};
 
 use super::encode::{Column, Encoder};
-use super::pool::{PoolLimits, Pools};
+use super::pool::{PoolLimits, Pools, checkout, connected};
 use super::protect::canonical::{self, ExplainRow};
 use super::protect::{MASK, MASKED_TYPE, Protection, Refused, Treatment};
 use super::statement::{Dialect, bind_inputs};
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob};
-use crate::check::{TunnelEndpoint, error_chain, scrub_message};
+use crate::check::{TunnelEndpoint, error_chain};
 
 /// The character set number that means binary data.
 const BINARY: u16 = 63;
@@ -96,19 +96,14 @@ impl managed::Manager for Manager {
                 .map_err(|e| error_chain(&e))?;
             Ok::<_, String>((conn, set_timeout))
         };
-        match tokio::time::timeout(self.connect_timeout, connect).await {
-            Ok(Ok((conn, set_timeout))) => Ok(Session {
-                conn,
-                set_timeout,
-                _tunnel: opened.tunnel,
-                secrets: target.secrets().cloned().collect(),
-            }),
-            Ok(Err(message)) => Err(RunError::Connect(scrub_message(&message, target.secrets()))),
-            Err(_) => Err(RunError::Connect(format!(
-                "connection timed out after {} s",
-                self.connect_timeout.as_secs_f64()
-            ))),
-        }
+        let (conn, set_timeout) =
+            connected(connect, self.connect_timeout, target.secrets()).await?;
+        Ok(Session {
+            conn,
+            set_timeout,
+            _tunnel: opened.tunnel,
+            secrets: target.secrets().cloned().collect(),
+        })
     }
 
     async fn recycle(
@@ -135,15 +130,7 @@ impl QueryRunner for MysqlRunner {
         });
         let gone = sink.gone();
         tokio::pin!(gone);
-        let mut session = tokio::select! {
-            session = pool.get() => session.map_err(|error| match error {
-                PoolError::Backend(error) => error,
-                PoolError::Timeout(TimeoutType::Wait) => RunError::Busy,
-                PoolError::Timeout(_) => RunError::Connect("connecting timed out".to_owned()),
-                other => RunError::Connect(other.to_string()),
-            })?,
-            () = &mut gone => return Err(RunError::Cancelled),
-        };
+        let mut session = checkout(&pool, &mut gone).await?;
         let (statement, values) = match &job.inputs {
             Some(inputs) => {
                 let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();

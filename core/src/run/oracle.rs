@@ -19,12 +19,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool::managed::{self, Object, PoolError, TimeoutType};
+use deadpool::managed::{self, Object};
 use oracle::sql_type::{OracleType, ToSql};
 use tokio::sync::mpsc;
 
 use super::encode::{Column, Encoder};
-use super::pool::{PoolLimits, Pools};
+use super::pool::{PoolLimits, Pools, checkout, connected};
 use super::statement::{Dialect, bind_inputs};
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob};
 use crate::check::TunnelEndpoint;
@@ -66,6 +66,7 @@ impl managed::Manager for Manager {
         let opened = (self.connector)().await.map_err(RunError::Connect)?;
         let mut target = opened.target;
         target.timeout = self.connect_timeout;
+        let secrets: Vec<crate::model::Secret> = target.secrets().cloned().collect();
         let connect = tokio::task::spawn_blocking(move || {
             let login = crate::check::oracle::login(&target)?;
             let password = String::from_utf8_lossy(login.password.expose()).into_owned();
@@ -78,21 +79,17 @@ impl managed::Manager for Manager {
             .map_err(|error| crate::check::oracle::describe(&error))?;
             Ok::<_, String>((connection, login))
         });
-        match tokio::time::timeout(self.connect_timeout, connect).await {
-            Ok(Ok(Ok((connection, login)))) => Ok(Session {
-                connection: Arc::new(connection),
-                login,
-                _tunnel: opened.tunnel,
-            }),
-            Ok(Ok(Err(message))) => Err(RunError::Connect(message)),
-            Ok(Err(error)) => Err(RunError::Connect(format!(
-                "the Oracle connection attempt failed: {error}"
-            ))),
-            Err(_) => Err(RunError::Connect(format!(
-                "connection timed out after {} s",
-                self.connect_timeout.as_secs_f64()
-            ))),
-        }
+        let connect = async {
+            connect
+                .await
+                .map_err(|error| format!("the Oracle connection attempt failed: {error}"))?
+        };
+        let (connection, login) = connected(connect, self.connect_timeout, &secrets).await?;
+        Ok(Session {
+            connection: Arc::new(connection),
+            login,
+            _tunnel: opened.tunnel,
+        })
     }
 
     async fn recycle(
@@ -130,15 +127,7 @@ impl QueryRunner for OracleRunner {
         });
         let gone = sink.gone();
         tokio::pin!(gone);
-        let session = tokio::select! {
-            session = pool.get() => session.map_err(|error| match error {
-                PoolError::Backend(error) => error,
-                PoolError::Timeout(TimeoutType::Wait) => RunError::Busy,
-                PoolError::Timeout(_) => RunError::Connect("connecting timed out".to_owned()),
-                other => RunError::Connect(other.to_string()),
-            })?,
-            () = &mut gone => return Err(RunError::Cancelled),
-        };
+        let session = checkout(&pool, &mut gone).await?;
         let (statement, values) = bound(&job)?;
         let connection = Arc::clone(&session.connection);
         let wanted = sink.wanted();

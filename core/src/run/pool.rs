@@ -9,12 +9,52 @@
 //! most the configured time, then answers busy (503): nothing queues forever.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use deadpool::managed::{Manager, Pool};
+use deadpool::managed::{Manager, Object, Pool, PoolError, TimeoutType};
 
-use crate::model::Timestamp;
+use super::RunError;
+use crate::model::{Secret, Timestamp};
+
+/// A connection from `pool`, unless the client goes away first (`gone`): a pool still full
+/// after its wait answers busy, a connection that can't be made answers why.
+pub async fn checkout<M, G>(pool: &Pool<M>, gone: &mut G) -> Result<Object<M>, RunError>
+where
+    M: Manager<Error = RunError>,
+    G: Future<Output = ()> + Unpin,
+{
+    tokio::select! {
+        session = pool.get() => session.map_err(|error| match error {
+            PoolError::Backend(error) => error,
+            PoolError::Timeout(TimeoutType::Wait) => RunError::Busy,
+            PoolError::Timeout(_) => RunError::Connect("connecting timed out".to_owned()),
+            other => RunError::Connect(other.to_string()),
+        }),
+        () = gone => Err(RunError::Cancelled),
+    }
+}
+
+/// What opening a session within `timeout` came to: the driver's refusal scrubbed of
+/// `secrets`, or the timeout.
+pub async fn connected<'a, T>(
+    connect: impl Future<Output = Result<T, String>>,
+    timeout: Duration,
+    secrets: impl IntoIterator<Item = &'a Secret>,
+) -> Result<T, RunError> {
+    // Boxed: a driver's connect future can be large, and it is awaited deep in a run.
+    match tokio::time::timeout(timeout, Box::pin(connect)).await {
+        Ok(Ok(connection)) => Ok(connection),
+        Ok(Err(message)) => Err(RunError::Connect(crate::check::scrub_message(
+            &message, secrets,
+        ))),
+        Err(_) => Err(RunError::Connect(format!(
+            "connection timed out after {} s",
+            timeout.as_secs_f64()
+        ))),
+    }
+}
 
 /// Which pool a run takes its connection from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

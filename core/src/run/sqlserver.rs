@@ -18,17 +18,17 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool::managed::{self, Object, PoolError, TimeoutType};
+use deadpool::managed::{self, Object};
 use futures_util::StreamExt as _;
 use tiberius::{Client, ColumnData, QueryItem, ToSql};
 use tokio::net::TcpStream;
 use tokio_util::compat::Compat;
 
 use super::encode::{Column, Encoder};
-use super::pool::{PoolLimits, Pools};
+use super::pool::{PoolLimits, Pools, checkout, connected};
 use super::statement::{Dialect, bind_inputs};
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob};
-use crate::check::{TunnelEndpoint, error_chain, scrub_message};
+use crate::check::{TunnelEndpoint, error_chain};
 
 /// Runs SQL Server queries.
 #[derive(Debug)]
@@ -68,19 +68,13 @@ impl managed::Manager for Manager {
         let opened = (self.connector)().await.map_err(RunError::Connect)?;
         let target = opened.target;
         let connect = crate::check::sqlserver::connect(&target);
-        match tokio::time::timeout(self.connect_timeout, connect).await {
-            Ok(Ok((client, files))) => Ok(Session {
-                client,
-                _files: files,
-                _tunnel: opened.tunnel,
-                secrets: target.secrets().cloned().collect(),
-            }),
-            Ok(Err(message)) => Err(RunError::Connect(scrub_message(&message, target.secrets()))),
-            Err(_) => Err(RunError::Connect(format!(
-                "connection timed out after {} s",
-                self.connect_timeout.as_secs_f64()
-            ))),
-        }
+        let (client, files) = connected(connect, self.connect_timeout, target.secrets()).await?;
+        Ok(Session {
+            client,
+            _files: files,
+            _tunnel: opened.tunnel,
+            secrets: target.secrets().cloned().collect(),
+        })
     }
 
     async fn recycle(
@@ -102,15 +96,7 @@ impl QueryRunner for SqlserverRunner {
         });
         let gone = sink.gone();
         tokio::pin!(gone);
-        let mut session = tokio::select! {
-            session = pool.get() => session.map_err(|error| match error {
-                PoolError::Backend(error) => error,
-                PoolError::Timeout(TimeoutType::Wait) => RunError::Busy,
-                PoolError::Timeout(_) => RunError::Connect("connecting timed out".to_owned()),
-                other => RunError::Connect(other.to_string()),
-            })?,
-            () = &mut gone => return Err(RunError::Cancelled),
-        };
+        let mut session = checkout(&pool, &mut gone).await?;
         let (statement, values) = bound(&job)?;
         let work = execute(&mut session.client, &statement, values, sink, read_only);
         let outcome = tokio::select! {

@@ -232,3 +232,44 @@ pub fn database_body(password: &str) -> String {
     })
     .to_string()
 }
+
+/// `dbconsole keys --data-dir DIR create …`: the secret it printed.
+pub async fn create_key(dir: &std::path::Path, args: &[&str]) -> String {
+    let dir = dir.to_str().unwrap();
+    let mut all = vec!["keys", "--data-dir", dir, "create"];
+    all.extend_from_slice(args);
+    let output = tokio::time::timeout(process::HANG_GUARD, dbconsole(&[], &all).output())
+        .await
+        .expect("`dbconsole keys create` finished")
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("secret:"))
+        .unwrap_or_else(|| panic!("no secret in {stdout}"))
+        .trim()
+        .to_owned()
+}
+
+/// A direct session on the test PostgreSQL's `checkdb` (`.ci/db-servers-up.sh`), to look at
+/// the server from outside dbconsole; a missing server fails the test, saying how to start it.
+pub async fn postgres_admin() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(
+        "host=127.0.0.1 port=5432 user=checker password=checkpw dbname=checkdb",
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap_or_else(|error| {
+        panic!(
+            "PostgreSQL is not running on 127.0.0.1:5432 ({error}): start the test database \
+             servers with `sudo bash .ci/db-servers-up.sh`"
+        )
+    });
+    tokio::spawn(connection);
+    client
+}

@@ -64,6 +64,24 @@ impl Answer {
     }
 }
 
+/// A direct session on the test PostgreSQL's `checkdb` (`.ci/db-servers-up.sh`), to look at
+/// the server from outside dbconsole; a missing server fails the test, saying how to start it.
+pub async fn postgres_admin() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(
+        &format!("host=127.0.0.1 port=5432 user=checker password={PASSWORD} dbname=checkdb"),
+        tokio_postgres::NoTls,
+    )
+    .await
+    .unwrap_or_else(|error| {
+        panic!(
+            "PostgreSQL is not running on 127.0.0.1:5432 ({error}): start the test database \
+             servers with `sudo bash .ci/db-servers-up.sh`"
+        )
+    });
+    tokio::spawn(connection);
+    client
+}
+
 pub fn alice() -> Principal {
     Principal::member("alice@example.com").groups(["analysts"])
 }

@@ -31,17 +31,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::BytesMut;
-use deadpool::managed::{self, Object, PoolError, RecycleError, TimeoutType};
+use deadpool::managed::{self, Object, RecycleError};
 use futures_util::StreamExt as _;
 use tokio_postgres::types::{FromSql, IsNull, Kind, ToSql, Type, to_sql_checked};
 use tokio_postgres::{Client, Statement, error::SqlState};
 
 use super::encode::{Column, Encoder};
-use super::pool::{PoolLimits, Pools};
+use super::pool::{PoolLimits, Pools, checkout, connected};
 use super::protect::{Protection, Treatment};
 use super::statement::{Dialect, bind_inputs};
 use super::{Connector, Inputs, QueryRunner, RowSink, RunError, RunJob};
-use crate::check::{TunnelEndpoint, error_chain, scrub_message};
+use crate::check::{TunnelEndpoint, error_chain};
 
 /// How many rows one portal read asks for at most.
 const BATCH: u64 = 10_000;
@@ -123,20 +123,14 @@ impl managed::Manager for Manager {
                 });
         }
         let connect = crate::check::postgres::connect_with_tls(&target);
-        match tokio::time::timeout(self.connect_timeout, connect).await {
-            Ok(Ok((client, tls))) => Ok(Session {
-                client,
-                tls,
-                _tunnel: opened.tunnel,
-                statements: HashMap::new(),
-                secrets: target.secrets().cloned().collect(),
-            }),
-            Ok(Err(message)) => Err(RunError::Connect(scrub_message(&message, target.secrets()))),
-            Err(_) => Err(RunError::Connect(format!(
-                "connection timed out after {} s",
-                self.connect_timeout.as_secs_f64()
-            ))),
-        }
+        let (client, tls) = connected(connect, self.connect_timeout, target.secrets()).await?;
+        Ok(Session {
+            client,
+            tls,
+            _tunnel: opened.tunnel,
+            statements: HashMap::new(),
+            secrets: target.secrets().cloned().collect(),
+        })
     }
 
     async fn recycle(
@@ -164,15 +158,7 @@ impl QueryRunner for PostgresRunner {
         });
         let gone = sink.gone();
         tokio::pin!(gone);
-        let mut session = tokio::select! {
-            session = pool.get() => session.map_err(|error| match error {
-                PoolError::Backend(error) => error,
-                PoolError::Timeout(TimeoutType::Wait) => RunError::Busy,
-                PoolError::Timeout(_) => RunError::Connect("connecting timed out".to_owned()),
-                other => RunError::Connect(other.to_string()),
-            })?,
-            () = &mut gone => return Err(RunError::Cancelled),
-        };
+        let mut session = checkout(&pool, &mut gone).await?;
         let (statement, keys) = match &job.inputs {
             Some(inputs) => {
                 let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();
@@ -388,21 +374,12 @@ async fn execute_panel(
     sink: &mut RowSink,
     truncated: &mut bool,
 ) -> Result<(), RunError> {
-    let Run {
-        text,
-        keys,
-        inputs,
-        protection,
-    } = run;
-    let statement = session.prepare(text).await?;
-    let params = parameters(&statement, keys, inputs)?;
-    let treatments = match protection {
-        Some(protection) => {
-            Some(protect::treatments(session, text, &statement, &params, protection).await?)
-        }
-        None => None,
-    };
-    let (columns, renders) = described(&statement, treatments.as_deref());
+    let Prepared {
+        statement,
+        params,
+        columns,
+        renders,
+    } = prepare(session, run).await?;
     let client = &session.client;
     let begin = client.batch_execute("BEGIN READ ONLY");
     let query = client.query_raw(&statement, params.iter().map(|p| p as &(dyn ToSql + Sync)));
@@ -415,7 +392,7 @@ async fn execute_panel(
         () = std::future::ready(()) => {}
     }
     begun.map_err(|e| database_error(&e))?;
-    let rows = rows.map_err(|e| input_error(&e, keys, inputs))?;
+    let rows = rows.map_err(|e| input_error(&e, run.keys, run.inputs))?;
     tokio::pin!(rows);
     while let Some(row) = rows.next().await {
         let row = row.map_err(|e| database_error(&e))?;
@@ -434,21 +411,12 @@ async fn execute_panel(
 /// A console query: in a transaction, through a portal read `wanted` rows at a time (a capped
 /// result stops on the server), committed at the end.
 async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Result<(), RunError> {
-    let Run {
-        text,
-        keys,
-        inputs,
-        protection,
-    } = run;
-    let statement = session.prepare(text).await?;
-    let params = parameters(&statement, keys, inputs)?;
-    let treatments = match protection {
-        Some(protection) => {
-            Some(protect::treatments(session, text, &statement, &params, protection).await?)
-        }
-        None => None,
-    };
-    let (columns, renders) = described(&statement, treatments.as_deref());
+    let Prepared {
+        statement,
+        params,
+        columns,
+        renders,
+    } = prepare(session, run).await?;
     let transaction = session
         .client
         .transaction()
@@ -485,6 +453,35 @@ async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Res
     sink.flush().await.map_err(|_| RunError::Cancelled)?;
     drop(portal);
     transaction.commit().await.map_err(|e| database_error(&e))
+}
+
+/// A run ready to send: its prepared statement, its parameters, and its columns as they are
+/// written (hidden or masked where data protection says so).
+struct Prepared<'a> {
+    statement: Statement,
+    params: Vec<TextParam<'a>>,
+    columns: Vec<Column>,
+    renders: Vec<Render>,
+}
+
+/// Prepares `run` (kept per session), checks its inputs, and, on a database with data
+/// protection, checks it before it runs.
+async fn prepare<'a>(session: &mut Session, run: Run<'a>) -> Result<Prepared<'a>, RunError> {
+    let statement = session.prepare(run.text).await?;
+    let params = parameters(&statement, run.keys, run.inputs)?;
+    let treatments = match run.protection {
+        Some(protection) => {
+            Some(protect::treatments(session, run.text, &statement, &params, protection).await?)
+        }
+        None => None,
+    };
+    let (columns, renders) = described(&statement, treatments.as_deref());
+    Ok(Prepared {
+        statement,
+        params,
+        columns,
+        renders,
+    })
 }
 
 /// What one run sends: its statement, its inputs, and the protection it is checked against.

@@ -510,18 +510,9 @@ fn tokens(expression: &str) -> Vec<Token> {
         let c = chars[i];
         match c {
             '\'' => {
-                i += 1;
-                while i < chars.len() {
-                    if chars[i] == '\'' {
-                        if chars.get(i + 1) == Some(&'\'') {
-                            i += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    i += 1;
-                }
-                i += 1;
+                // A literal: quoted as a name is, skipped whole.
+                let (_, next) = super::quoted_name(&chars, i, '\'');
+                i = next;
                 out.push(Token::Other);
             }
             '"' => {

@@ -72,6 +72,18 @@ async fn run(storage: Arc<dyn Storage>, id: String, required: u32) -> bool {
     panic!("the query never became ready to run");
 }
 
+/// Stores a query by `ann` that awaits its reviews; its id.
+async fn awaiting_query(storage: &Arc<dyn Storage>) -> String {
+    let waiting = query("db_a", "ann", QueryStatus::AwaitingReview);
+    ok(
+        storage
+            .create_query(waiting.clone(), log_of(&waiting, AuditAction::QueryCreate))
+            .await,
+        "create_query",
+    );
+    waiting.id.as_str().to_owned()
+}
+
 fn reviewers(query: &Query) -> BTreeSet<&str> {
     query.reviews.iter().map(|r| r.reviewer.as_str()).collect()
 }
@@ -80,14 +92,7 @@ fn reviewers(query: &Query) -> BTreeSet<&str> {
 /// with them counts once: the stored approvals are exactly the eight reviewers, each with its
 /// one event, and the query is ready.
 pub async fn racing_reviewers_each_count_once(storage: Arc<dyn Storage>) {
-    let waiting = query("db_a", "ann", QueryStatus::AwaitingReview);
-    ok(
-        storage
-            .create_query(waiting.clone(), log_of(&waiting, AuditAction::QueryCreate))
-            .await,
-        "create_query",
-    );
-    let id = waiting.id.as_str().to_owned();
+    let id = awaiting_query(&storage).await;
     let outcomes = race_all(16, |index| {
         // Eight distinct reviewers, then `rev0` eight more times.
         let reviewer = format!("rev{}", if index < 8 { index } else { 0 });
@@ -137,14 +142,7 @@ pub async fn racing_reviewers_each_count_once(storage: Arc<dyn Storage>) {
 /// approval either landed before the claim (and is stored) or is refused because the query is
 /// running, never lost; the winning claim saw an approval.
 pub async fn approvals_racing_runs_let_the_query_run_once(storage: Arc<dyn Storage>) {
-    let waiting = query("db_a", "ann", QueryStatus::AwaitingReview);
-    ok(
-        storage
-            .create_query(waiting.clone(), log_of(&waiting, AuditAction::QueryCreate))
-            .await,
-        "create_query",
-    );
-    let id = waiting.id.as_str().to_owned();
+    let id = awaiting_query(&storage).await;
     enum Outcome {
         Approved(Result<(), ReviewRefusal>),
         Ran(bool),
