@@ -110,33 +110,6 @@ async fn query(server: &Server, user_key: &str, statement: &str) -> String {
     query["id"].as_str().unwrap().to_owned()
 }
 
-/// Reads a whole HTTP/1 response with a chunked body from a fresh connection: its head and
-/// the body's chunks joined.
-async fn chunked(addr: std::net::SocketAddr, text: &str) -> (String, String) {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    tokio::io::AsyncWriteExt::write_all(&mut stream, text.as_bytes())
-        .await
-        .unwrap();
-    let mut raw = Vec::new();
-    tokio::time::timeout(HANG_GUARD, stream.read_to_end(&mut raw))
-        .await
-        .expect("the response ended")
-        .unwrap();
-    let raw = String::from_utf8(raw).unwrap();
-    let (head, mut rest) = raw.split_once("\r\n\r\n").expect("a head");
-    let mut body = String::new();
-    loop {
-        let (size, after) = rest.split_once("\r\n").expect("a chunk size");
-        let size = usize::from_str_radix(size.trim(), 16).expect("a hexadecimal size");
-        if size == 0 {
-            break;
-        }
-        body.push_str(&after[..size]);
-        rest = &after[size + 2..];
-    }
-    (head.to_owned(), body)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
     let postgres = postgres_admin().await;
@@ -176,19 +149,17 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
         "SELECT g, md5(g::text) FROM generate_series(1, 100000) g",
     )
     .await;
-    let (head, body) = chunked(
+    let streamed = request(
         server.addr,
-        &request_text(
-            "POST",
-            &format!("/api/v1/console/queries/{id}/run"),
-            &[("x-api-key", &user_key), ("accept", "text/csv")],
-            None,
-            true,
-        ),
+        "POST",
+        &format!("/api/v1/console/queries/{id}/run"),
+        &[("x-api-key", &user_key), ("accept", "text/csv")],
+        None,
     )
     .await;
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(head.contains("transfer-encoding: chunked"), "{head}");
+    assert_eq!(streamed.status, 200, "{}", streamed.body);
+    assert_eq!(streamed.header("transfer-encoding"), Some("chunked"));
+    let body = streamed.body;
     let lines: Vec<&str> = body.lines().collect();
     assert_eq!(lines.len(), 100_001);
     assert_eq!(lines[0], "g,md5");

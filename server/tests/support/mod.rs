@@ -156,17 +156,51 @@ impl Conn {
             headers,
             body: String::new(),
         };
-        let length: usize = match response.header("content-length") {
-            _ if head || status < 200 => 0,
-            Some(length) => length.parse().unwrap(),
-            None => 0,
+        let chunked = response
+            .header("transfer-encoding")
+            .is_some_and(|coding| coding.eq_ignore_ascii_case("chunked"));
+        let body = if head || status < 200 {
+            Vec::new()
+        } else if chunked {
+            self.read_chunks().await
+        } else {
+            let length = response
+                .header("content-length")
+                .map_or(0, |length| length.parse().unwrap());
+            self.read_exactly(length).await
         };
+        response.body = String::from_utf8(body).unwrap();
+        response
+    }
+
+    /// The next `length` bytes.
+    async fn read_exactly(&mut self, length: usize) -> Vec<u8> {
         while self.buffer.len() < length {
             assert!(self.fill().await, "connection closed inside a body");
         }
-        let body: Vec<u8> = self.buffer.drain(..length).collect();
-        response.body = String::from_utf8(body).unwrap();
-        response
+        self.buffer.drain(..length).collect()
+    }
+
+    /// A chunked body, through its last (empty) chunk: a streamed answer read to its end, so
+    /// the server never sees its client go away.
+    async fn read_chunks(&mut self) -> Vec<u8> {
+        let mut body = Vec::new();
+        loop {
+            let line = loop {
+                if let Some(at) = find(&self.buffer, b"\r\n") {
+                    break at;
+                }
+                assert!(self.fill().await, "connection closed inside a chunk size");
+            };
+            let size_text = String::from_utf8(self.buffer.drain(..line + 2).collect()).unwrap();
+            let size = usize::from_str_radix(size_text.trim().split(';').next().unwrap(), 16)
+                .unwrap_or_else(|_| panic!("bad chunk size {size_text:?}"));
+            let chunk = self.read_exactly(size + 2).await;
+            if size == 0 {
+                return body;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
     }
 
     /// Whether the server closed the connection (the next read is the end of the stream).
