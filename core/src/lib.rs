@@ -44,6 +44,7 @@ mod wire;
 pub mod auth;
 pub mod check;
 pub mod model;
+pub mod outbox;
 pub mod run;
 pub mod seal;
 pub mod service;

@@ -29,8 +29,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
-    Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
+    Retention, StoredAnswer, Timestamp,
 };
 use dbconsole_core::seal::SealKeys;
 use dbconsole_core::storage::{
@@ -61,6 +61,8 @@ struct State {
     answers: HashMap<String, StoredAnswer>,
     /// The query history, by id (ordered by creation time).
     queries: BTreeMap<String, Arc<Query>>,
+    /// The outbox, by id (ordered by creation time).
+    deliveries: BTreeMap<String, Delivery>,
     seal_keys: StoredSealKeys,
 }
 
@@ -119,7 +121,11 @@ impl State {
     /// records, before anything of the change is applied ([`StorageError::AnswerExists`]
     /// refuses the whole write).
     fn record(&mut self, log: WriteLog) -> Result<(), StorageError> {
-        let WriteLog { event, answer } = log;
+        let WriteLog {
+            event,
+            answer,
+            outbox,
+        } = log;
         if let Some(answer) = answer {
             if self.answers.contains_key(&answer.key) {
                 return Err(StorageError::AnswerExists);
@@ -127,6 +133,10 @@ impl State {
             self.answers.insert(answer.key.clone(), answer);
         }
         self.events.insert(event.id.as_str().to_owned(), event);
+        for delivery in outbox {
+            self.deliveries
+                .insert(delivery.id.as_str().to_owned(), delivery);
+        }
         Ok(())
     }
 
@@ -474,8 +484,78 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
-    async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError> {
-        self.state().record(WriteLog::from(event))
+    async fn append_log(&self, log: WriteLog) -> Result<(), StorageError> {
+        self.state().record(log)
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StorageError> {
+        let mut state = self.state();
+        let mut due: Vec<(Timestamp, String)> = state
+            .deliveries
+            .values()
+            .filter(|delivery| delivery.is_due(now))
+            .filter_map(|delivery| Some((delivery.due_at?, delivery.id.as_str().to_owned())))
+            .collect();
+        due.sort_unstable();
+        let mut claimed = Vec::new();
+        for (_, id) in due.into_iter().take(limit) {
+            if let Some(delivery) = state.deliveries.get_mut(&id) {
+                *delivery = delivery.claimed(now, lease_until);
+                claimed.push(delivery.clone());
+            }
+        }
+        Ok(claimed)
+    }
+
+    async fn delivery(&self, id: &str) -> Result<Option<Delivery>, StorageError> {
+        Ok(self.state().deliveries.get(id).cloned())
+    }
+
+    async fn list_deliveries(
+        &self,
+        request: Page<'_>,
+        status: Option<DeliveryStatus>,
+    ) -> Result<Vec<Delivery>, StorageError> {
+        let end = match request.after {
+            Some(after) => Bound::Excluded(after.to_owned()),
+            None => Bound::Unbounded,
+        };
+        let state = self.state();
+        Ok(state
+            .deliveries
+            .range((Bound::Unbounded, end))
+            .rev()
+            .map(|(_, delivery)| delivery)
+            .filter(|delivery| status.is_none_or(|status| delivery.status == status))
+            .take(request.limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn replace_delivery(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        let mut state = self.state();
+        let stored = state
+            .deliveries
+            .get(delivery.id.as_str())
+            .ok_or(StorageError::NotFound)?;
+        rules::check_version(&stored.updated_at, &expected)?;
+        if let Some(log) = log {
+            state.record(log)?;
+        }
+        state
+            .deliveries
+            .insert(delivery.id.as_str().to_owned(), delivery);
+        Ok(())
     }
 
     async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {

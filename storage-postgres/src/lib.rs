@@ -92,8 +92,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
-    Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
+    Retention, StoredAnswer, Timestamp,
 };
 use dbconsole_core::seal::{SealKeys, Sealer, sealed_keys};
 use dbconsole_core::storage::record::{self, RecordError};
@@ -365,6 +365,7 @@ impl PostgresStorage {
             &sql,
             &all,
             log.answer.as_ref(),
+            &log.outbox,
             log.event.id.as_str(),
             &in_flight
         )
@@ -376,6 +377,7 @@ impl PostgresStorage {
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
         answer: Option<&StoredAnswer>,
+        outbox: &[Delivery],
         event: &str,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
@@ -393,6 +395,7 @@ impl PostgresStorage {
         if let Some(answer) = answer {
             put_answer(&txn, answer).await?;
         }
+        deliveries::put_new(&txn, outbox).await?;
         commit_known(txn, xid, event, in_flight).await
     }
 
@@ -818,7 +821,7 @@ async fn append(txn: &deadpool_postgres::Transaction<'_>, log: &WriteLog) -> Res
     if let Some(answer) = &log.answer {
         put_answer(txn, answer).await?;
     }
-    Ok(())
+    deliveries::put_new(txn, &log.outbox).await
 }
 
 /// Stores the answer of an idempotent write in the write's transaction.
@@ -922,6 +925,16 @@ impl PostgresStorage {
             .prepare_cached("DELETE FROM databases WHERE id = $1")
             .await?;
         txn.execute(&delete, &[&id]).await?;
+        append(&txn, log).await?;
+        commit(txn, log.event.id.as_str(), in_flight).await
+    }
+
+    async fn try_append(
+        client: &mut Object,
+        log: &WriteLog,
+        in_flight: &InFlight,
+    ) -> Result<(), Failure> {
+        let txn = begin(client).await?;
         append(&txn, log).await?;
         commit(txn, log.event.id.as_str(), in_flight).await
     }
@@ -1469,10 +1482,47 @@ impl Storage for PostgresStorage {
         }
     }
 
-    async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError> {
-        let row = EventRow::of(&event)?;
-        let params = row.params();
-        self.rows(INSERT_EVENT, &params).await.map(|_| ())
+    async fn append_log(&self, log: WriteLog) -> Result<(), StorageError> {
+        if log.answer.is_none() && log.outbox.is_empty() {
+            // One statement that commits by itself.
+            let row = EventRow::of(&log.event)?;
+            let params = row.params();
+            return self.rows(INSERT_EVENT, &params).await.map(|_| ());
+        }
+        serializable!(self, |client, in_flight| Self::try_append(
+            client, &log, &in_flight
+        )
+        .await)
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StorageError> {
+        self.claim(now, lease_until, limit).await
+    }
+
+    async fn delivery(&self, id: &str) -> Result<Option<Delivery>, StorageError> {
+        self.get_delivery(id).await
+    }
+
+    async fn list_deliveries(
+        &self,
+        page: Page<'_>,
+        status: Option<DeliveryStatus>,
+    ) -> Result<Vec<Delivery>, StorageError> {
+        self.deliveries(page, status).await
+    }
+
+    async fn replace_delivery(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        self.swap_delivery(delivery, expected, log).await
     }
 
     async fn create_caller_key(&self, key: CallerKey, log: WriteLog) -> Result<(), StorageError> {
@@ -1664,3 +1714,5 @@ impl Storage for PostgresStorage {
         self.rows("SELECT 1", &[]).await.map(drop)
     }
 }
+
+mod deliveries;

@@ -20,6 +20,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     ),
     (5, include_str!("../migrations/0005_seal_keys.sql")),
     (6, include_str!("../migrations/0006_queries.sql")),
+    (7, include_str!("../migrations/0007_outbox.sql")),
 ];
 
 /// The version that adds the seal keys, filled from the key check value and the records in

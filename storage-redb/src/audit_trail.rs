@@ -28,10 +28,14 @@ pub(crate) const BY_RESOURCE: TableDefinition<'static, (&str, &str), ()> =
 const EVENT_ID_MAX: &str = "evt_~";
 
 /// Appends a write's log in `txn`, the transaction of the change it records: its answer, if
-/// any ([`StorageError::AnswerExists`] refuses the write when its key has one), and its event.
+/// any ([`StorageError::AnswerExists`] refuses the write when its key has one), its new
+/// deliveries, and its event.
 pub(crate) fn append(txn: &WriteTransaction, log: &WriteLog) -> Result<(), StorageError> {
     if let Some(answer) = &log.answer {
         crate::answers::put(txn, answer)?;
+    }
+    for delivery in &log.outbox {
+        crate::deliveries::put(txn, delivery, None)?;
     }
     let event = &log.event;
     let mut events = txn.open_table(EVENTS).or_backend()?;

@@ -226,6 +226,9 @@ fn copy_into(snapshot: &ReadTransaction, path: &Path) -> Result<RecordCounts, Co
     copy_table(snapshot, &txn, crate::audit_trail::BY_RESOURCE)?;
     copy_table(snapshot, &txn, crate::queries::QUERIES)?;
     copy_table(snapshot, &txn, crate::queries::QUERIES_BY)?;
+    copy_table(snapshot, &txn, crate::deliveries::DELIVERIES)?;
+    copy_table(snapshot, &txn, crate::deliveries::BY_STATUS)?;
+    copy_table(snapshot, &txn, crate::deliveries::DUE)?;
     for definition in crate::index::ALL {
         copy_table(snapshot, &txn, definition)?;
     }

@@ -103,6 +103,8 @@
 //! | `audit_by_resource` | (record id, event id) → () | index for one record's events |
 //! | `idempotency_answers` | scoped key → answer | the answers of writes made with an `Idempotency-Key`, written in the write's transaction (module `answers`) |
 //! | `idempotency_answers_by_time` | (µs, scoped key) → () | index for pruning answers by age |
+//! | `queries`, `queries_by` | id → record, (`<field>:<value>`, id) → () | the query history and its filters' index (module `queries`) |
+//! | `deliveries`, `deliveries_by_status`, `deliveries_due` | id → record, (status, id) → (), (due µs, id) → () | the outbox, its listing index and the claimable deliveries by due time (module `deliveries`) |
 //! | `databases_by_adapter`, `_by_group`, `_by_tunnel`, `_by_name`, `dashboards_by_name` | (value, id) → () | the listing filters' indexes (module `index`) |
 //!
 //! `inherited_by` is the reverse of `access_control`'s `inherits_from`: every
@@ -159,6 +161,7 @@
 //! [postcard]: https://docs.rs/postcard
 
 mod answers;
+mod deliveries;
 mod audit_trail;
 mod backup;
 mod error;
@@ -176,8 +179,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use async_trait::async_trait;
 use dbconsole_core::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
-    Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
+    Retention, StoredAnswer, Timestamp,
 };
 use dbconsole_core::seal::{SealKeyError, SealKeys, Sealer};
 use dbconsole_core::storage::{
@@ -486,6 +489,9 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
     txn.open_table(answers::BY_TIME).map_err(redb)?;
     txn.open_table(queries::QUERIES).map_err(redb)?;
     txn.open_table(queries::QUERIES_BY).map_err(redb)?;
+    txn.open_table(deliveries::DELIVERIES).map_err(redb)?;
+    txn.open_table(deliveries::BY_STATUS).map_err(redb)?;
+    txn.open_table(deliveries::DUE).map_err(redb)?;
     index::build_if_missing(txn).map_err(OpenError::Index)
 }
 
@@ -1248,10 +1254,58 @@ impl Storage for RedbStorage {
         .await
     }
 
-    async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError> {
-        let log = WriteLog::from(event);
+    async fn append_log(&self, log: WriteLog) -> Result<(), StorageError> {
         self.write(move |_, txn| audit_trail::append(txn, &log))
             .await
+    }
+
+    async fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StorageError> {
+        self.write(move |_, txn| deliveries::claim(txn, now, lease_until, limit))
+            .await
+    }
+
+    async fn delivery(&self, id: &str) -> Result<Option<Delivery>, StorageError> {
+        self.read_now(|inner| inner.read(|txn| deliveries::get(txn, id)))
+    }
+
+    async fn list_deliveries(
+        &self,
+        request: Page<'_>,
+        status: Option<DeliveryStatus>,
+    ) -> Result<Vec<Delivery>, StorageError> {
+        let after = request.after.map(str::to_owned);
+        let limit = request.limit;
+        self.run(move |inner| {
+            inner.read(|txn| {
+                let request = Page {
+                    after: after.as_deref(),
+                    limit,
+                };
+                deliveries::list(txn, request, status)
+            })
+        })
+        .await
+    }
+
+    async fn replace_delivery(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        self.write(move |_, txn| {
+            deliveries::put(txn, &delivery, Some(expected))?;
+            match &log {
+                Some(log) => audit_trail::append(txn, log),
+                None => Ok(()),
+            }
+        })
+        .await
     }
 
     async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {

@@ -41,6 +41,12 @@ pub enum AuditAction {
     QueryReviewBypass,
     /// A tool call of an AI agent through the MCP endpoint (`changes` names the tool).
     AgentCall,
+    /// `POST /v1/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger`: a row action
+    /// put its workflow run in the outbox (`changes` names the panel, the action and the
+    /// delivery).
+    ActionTrigger,
+    /// `POST …/deliveries/{id}/retry`: a dead letter retried by hand.
+    DeliveryRetry,
 }
 
 wire_enum!(AuditAction, [
@@ -61,6 +67,8 @@ wire_enum!(AuditAction, [
     QueryReview => "query.review",
     QueryReviewBypass => "query.review_bypass",
     AgentCall => "agent.call",
+    ActionTrigger => "action.trigger",
+    DeliveryRetry => "delivery.retry",
 ]);
 
 impl AuditAction {
@@ -77,7 +85,9 @@ impl AuditAction {
             AuditAction::DashboardCreate
             | AuditAction::DashboardUpdate
             | AuditAction::DashboardDelete
-            | AuditAction::PanelRun => ResourceKind::Dashboard,
+            | AuditAction::PanelRun
+            | AuditAction::ActionTrigger => ResourceKind::Dashboard,
+            AuditAction::DeliveryRetry => ResourceKind::Delivery,
             AuditAction::QueryCreate
             | AuditAction::QueryRun
             | AuditAction::QueryReview
@@ -98,6 +108,8 @@ pub enum ResourceKind {
     CallerKey,
     /// A query.
     Query,
+    /// A delivery of the outbox.
+    Delivery,
 }
 
 wire_enum!(ResourceKind, [
@@ -105,6 +117,7 @@ wire_enum!(ResourceKind, [
     Dashboard => "dashboard",
     CallerKey => "caller_key",
     Query => "query",
+    Delivery => "delivery",
 ]);
 
 /// How a run ended.

@@ -100,6 +100,11 @@ id_type!(
     "qry"
 );
 id_type!(
+    /// Id of a delivery of the outbox (`dlv_…`), ordered by the time it was made.
+    DeliveryId,
+    "dlv"
+);
+id_type!(
     /// Id of an audit event (`evt_…`), ordered by the time the event was made.
     EventId,
     "evt"

@@ -10,6 +10,7 @@ mod audit;
 mod caller;
 mod dashboard;
 mod database;
+mod delivery;
 mod ids;
 mod principal;
 mod query;
@@ -27,7 +28,10 @@ pub use audit::{
 pub use caller::{CallerKey, CredentialKind, Scope, key_digest, mint_caller_key};
 pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};
 pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsField, TlsMaterial};
-pub use ids::{ActionId, CredentialId, DashboardId, DatabaseId, EventId, KeyId, PanelId, QueryId};
+pub use delivery::{Delivery, DeliveryStatus, RetryPolicy, Target};
+pub use ids::{
+    ActionId, CredentialId, DashboardId, DatabaseId, DeliveryId, EventId, KeyId, PanelId, QueryId,
+};
 pub use principal::{Principal, Role};
 pub use query::{
     Bypass, BypassRequest, Decision, Query, QueryRun, QueryStatus, Review, ReviewRefusal,

@@ -22,6 +22,12 @@ impl Timestamp {
         self.max(Self(previous.0.saturating_add(1)))
     }
 
+    /// The time `duration` after this one (saturating).
+    pub fn plus(self, duration: std::time::Duration) -> Self {
+        let micros = i64::try_from(duration.as_micros()).unwrap_or(i64::MAX);
+        Self(self.0.saturating_add(micros))
+    }
+
     /// From microseconds since the Unix epoch.
     pub fn from_micros(micros: i64) -> Self {
         Self(micros)

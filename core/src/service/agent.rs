@@ -182,7 +182,7 @@ impl ConsoleService {
             "*",
             vec!["list_databases".to_owned()],
         );
-        shared.storage.append_audit(event).await?;
+        shared.storage.append_log(event.into()).await?;
         Ok(json!({ "databases": listed }))
     }
 

@@ -402,6 +402,7 @@ impl Shared {
         let log = WriteLog {
             event,
             answer: origin.answer(crate::model::Written::Query(&query)),
+            outbox: Vec::new(),
         };
         self.storage.create_query(query.clone(), log).await?;
         Ok(query)
@@ -1033,7 +1034,7 @@ async fn record_outcome(
                 vec![format!("panels[{panel_id}]")],
             );
             event.run = Some(facts);
-            storage.append_audit(event).await
+            storage.append_log(event.into()).await
         }
         Record::Agent {
             database_id,
@@ -1047,7 +1048,7 @@ async fn record_outcome(
                 vec![tool.to_owned()],
             );
             event.run = Some(facts);
-            storage.append_audit(event).await
+            storage.append_log(event.into()).await
         }
     }
 }

@@ -21,6 +21,7 @@ fn log(origin: &Origin, event: crate::model::AuditEvent, written: Written<'_>) -
     WriteLog {
         event,
         answer: origin.answer(written),
+        outbox: Vec::new(),
     }
 }
 

@@ -9,8 +9,8 @@ use super::{
     StorageError, WriteLog,
 };
 use crate::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
-    Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
+    Retention, StoredAnswer, Timestamp,
 };
 use crate::seal::SealKeys;
 
@@ -55,8 +55,38 @@ macro_rules! forward_storage {
                 (**self).replace_query(query, expected, log).await
             }
 
-            async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError> {
-                (**self).append_audit(event).await
+            async fn append_log(&self, log: WriteLog) -> Result<(), StorageError> {
+                (**self).append_log(log).await
+            }
+
+            async fn claim_deliveries(
+                &self,
+                now: Timestamp,
+                lease_until: Timestamp,
+                limit: usize,
+            ) -> Result<Vec<Delivery>, StorageError> {
+                (**self).claim_deliveries(now, lease_until, limit).await
+            }
+
+            async fn delivery(&self, id: &str) -> Result<Option<Delivery>, StorageError> {
+                (**self).delivery(id).await
+            }
+
+            async fn list_deliveries(
+                &self,
+                page: Page<'_>,
+                status: Option<DeliveryStatus>,
+            ) -> Result<Vec<Delivery>, StorageError> {
+                (**self).list_deliveries(page, status).await
+            }
+
+            async fn replace_delivery(
+                &self,
+                delivery: Delivery,
+                expected: Timestamp,
+                log: Option<WriteLog>,
+            ) -> Result<(), StorageError> {
+                (**self).replace_delivery(delivery, expected, log).await
             }
 
             async fn replace_seal_keys(

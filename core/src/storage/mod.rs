@@ -24,6 +24,12 @@
 //!   (`touch_caller_key`, bookkeeping, appends none): a write that fails or is refused leaves
 //!   no event, and no crash leaves an event without its change or a change without its event.
 //!   Only [`Storage::prune_audit`] deletes events.
+//! - **The outbox** ([`Delivery`]) is written the same way: a write's new deliveries come in its
+//!   [`WriteLog`], so a trigger or a query waiting for reviews is never stored without the
+//!   message it owes, nor the message without it. Workers take due deliveries with
+//!   [`Storage::claim_deliveries`], which leases each one to one claimer at a time (on a shared
+//!   store, across nodes), and write the outcome with [`Storage::replace_delivery`], a
+//!   compare-and-swap like every other.
 //!
 //! Listings are ordered by id (ids sort by creation time) and use keyset pagination: `after` is
 //! exclusive and may be any string, stored or not.
@@ -44,8 +50,8 @@ use std::fmt::Debug;
 use async_trait::async_trait;
 
 use crate::model::{
-    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Query, Retention, StoredAnswer,
-    Timestamp,
+    AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
+    Retention, StoredAnswer, Timestamp,
 };
 use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
@@ -62,14 +68,17 @@ pub mod rules;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-/// What a write appends in its own atomic change: its audit event and, when the request has an
-/// `Idempotency-Key`, its answer (README, "Retrying a write safely").
+/// What a write appends in its own atomic change: its audit event, when the request has an
+/// `Idempotency-Key` its answer (README, "Retrying a write safely"), and the deliveries it puts
+/// in the outbox (README, "Workflows and notifications").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteLog {
     /// The write's audit event.
     pub event: AuditEvent,
     /// The answer to give a retry of the same request.
     pub answer: Option<StoredAnswer>,
+    /// New deliveries for the outbox ([`Storage::claim_deliveries`]).
+    pub outbox: Vec<Delivery>,
 }
 
 impl From<AuditEvent> for WriteLog {
@@ -77,6 +86,7 @@ impl From<AuditEvent> for WriteLog {
         Self {
             event,
             answer: None,
+            outbox: Vec::new(),
         }
     }
 }
@@ -413,8 +423,43 @@ pub trait Storage: Send + Sync + Debug + 'static {
         log: Option<WriteLog>,
     ) -> Result<(), StorageError>;
 
-    /// Appends an audit event that goes with no record's change (a panel run).
-    async fn append_audit(&self, event: AuditEvent) -> Result<(), StorageError>;
+    /// Appends a log that goes with no record's change (a panel run's event; a row action's
+    /// event with its delivery), all of it or nothing.
+    async fn append_log(&self, log: WriteLog) -> Result<(), StorageError>;
+
+    /// Claims up to `limit` deliveries due at `now` ([`Delivery::is_due`]), oldest due first,
+    /// each replaced by [`Delivery::claimed`]`(now, lease_until)` in one atomic change, and
+    /// answers them as claimed. A delivery is claimed by one caller at a time: concurrent
+    /// claims (other tasks, other nodes on a shared store) never answer the same delivery
+    /// while its lease lasts; a claim on a shared store skips those another claim holds rather
+    /// than waiting for them.
+    async fn claim_deliveries(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StorageError>;
+
+    /// The delivery with this id.
+    async fn delivery(&self, id: &str) -> Result<Option<Delivery>, StorageError>;
+
+    /// The outbox **newest first** (by id, descending), only those in `status` when given:
+    /// the deliveries whose id sorts before `page.after` when given, at most `page.limit`.
+    async fn list_deliveries(
+        &self,
+        page: Page<'_>,
+        status: Option<DeliveryStatus>,
+    ) -> Result<Vec<Delivery>, StorageError>;
+
+    /// Replaces the delivery with the same id by `delivery`, with `log` when given, if the
+    /// stored one is at version `expected` (its `updated_at`): [`StorageError::NotFound`] or
+    /// [`StorageError::Conflict`] otherwise (another worker claimed it after its lease ended).
+    async fn replace_delivery(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError>;
 
     /// Whether the backend can serve requests now (a readiness check): `Ok` by default, for
     /// backends that live in the process; a networked backend answers

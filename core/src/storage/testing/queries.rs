@@ -333,7 +333,7 @@ pub async fn appended_events_keep_their_run_facts(storage: Arc<dyn Storage>) {
         duration_ms: 3,
         outcome: RunOutcome::Cancelled,
     });
-    ok(storage.append_audit(event.clone()).await, "append_audit");
+    ok(storage.append_log(event.clone().into()).await, "append_log");
     let events = ok(
         storage
             .list_audit(AuditQuery {
@@ -344,5 +344,5 @@ pub async fn appended_events_keep_their_run_facts(storage: Arc<dyn Storage>) {
             .await,
         "list_audit",
     );
-    assert_eq!(events, [event], "append_audit stores the event whole");
+    assert_eq!(events, [event], "append_log stores the event whole");
 }

@@ -1,0 +1,299 @@
+//! Delivering the outbox (README, "Workflows and notifications"): a row action's workflow run
+//! and a review request's Slack message, sent after the request that made them was answered.
+//!
+//! The service writes each [`Delivery`] in the same atomic change as its audit event (the
+//! storage's [`WriteLog`]). A [`Worker`] on every node then, in a loop: claims the due
+//! deliveries for a lease ([`Storage::claim_deliveries`]), sends each through the
+//! [`Transport`] within a bounded time, and writes the outcome as a compare-and-swap on the
+//! claimed version ([`Storage::replace_delivery`]). So:
+//!
+//! - **At least once.** A delivery leaves the outbox only once its receiver took it; a node
+//!   that stops while sending leaves its lease to run out, and the delivery is claimed again.
+//!   Every attempt carries the delivery's id as `Idempotency-Key`, so a receiver drops the
+//!   duplicates this allows.
+//! - **Never twice at once.** A lease is held by one claimer at a time, on one node or on many
+//!   sharing a PostgreSQL store (`FOR UPDATE SKIP LOCKED`). A lease is longer than a send may
+//!   take, so it never ends while its send is still running.
+//! - **Bounded retries.** A failure waits an exponential backoff with jitter
+//!   ([`RetryPolicy::backoff`]) or the receiver's `Retry-After`; after the last attempt the
+//!   delivery is a dead letter, kept until retried by hand.
+//!
+//! [`WriteLog`]: crate::storage::WriteLog
+
+pub mod sign;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt as _;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::model::{Delivery, DeliveryStatus, RetryPolicy, Timestamp};
+use crate::storage::{Storage, StorageError};
+
+/// Sends one delivery to its receiver.
+#[async_trait]
+pub trait Transport: Send + Sync + Debug + 'static {
+    /// Sends `delivery` once: `Ok` when its receiver took it.
+    async fn send(&self, delivery: &Delivery) -> Result<(), SendFailure>;
+}
+
+/// Why an attempt failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SendFailure {
+    /// What went wrong, for the delivery's `last_error` (never a secret: no header or token).
+    pub message: String,
+    /// How long the receiver asked to wait (`Retry-After`), if it did.
+    pub retry_after: Option<Duration>,
+}
+
+impl SendFailure {
+    /// A failure with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+}
+
+/// How a [`Worker`] works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkerOptions {
+    /// Attempts and backoff.
+    pub policy: RetryPolicy,
+    /// The longest one attempt may take, connecting and reading the answer included.
+    pub timeout: Duration,
+    /// How often the outbox is looked at when nothing wakes the worker (for retries that come
+    /// due, and deliveries other nodes made).
+    pub poll: Duration,
+    /// The most deliveries claimed (and sent at once) in one pass.
+    pub batch: usize,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        Self {
+            policy: RetryPolicy::default(),
+            timeout: Duration::from_secs(10),
+            poll: Duration::from_secs(1),
+            batch: 32,
+        }
+    }
+}
+
+impl WorkerOptions {
+    /// The lease of a claim: longer than an attempt may take, so a lease never ends while its
+    /// attempt runs.
+    pub fn lease(&self) -> Duration {
+        self.timeout + Duration::from_secs(5)
+    }
+}
+
+/// Wakes the [`Worker`] of this node when a request stored a delivery, so it goes out at once
+/// rather than at the next poll. Cheap to clone.
+#[derive(Clone, Debug, Default)]
+pub struct Wake(Arc<Notify>);
+
+impl Wake {
+    /// A new, unshared signal.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Wakes the worker (once, however often it is called before the worker looks).
+    pub fn wake(&self) {
+        self.0.notify_one();
+    }
+
+    async fn woken(&self) {
+        self.0.notified().await;
+    }
+}
+
+/// Delivers the outbox of a store: see the [module documentation](self).
+#[derive(Debug)]
+pub struct Worker {
+    storage: Arc<dyn Storage>,
+    transport: Arc<dyn Transport>,
+    options: WorkerOptions,
+    wake: Wake,
+}
+
+/// What one pass did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Deliveries claimed.
+    pub claimed: usize,
+    /// Of those, delivered.
+    pub delivered: usize,
+    /// Of those, failed (pending again, or dead).
+    pub failed: usize,
+}
+
+impl Worker {
+    /// A worker over `storage` sending through `transport`, woken by `wake`.
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        transport: Arc<dyn Transport>,
+        options: WorkerOptions,
+        wake: Wake,
+    ) -> Self {
+        Self {
+            storage,
+            transport,
+            options,
+            wake,
+        }
+    }
+
+    /// Works until `shutdown` resolves: a pass whenever woken, or every `poll`, and at once
+    /// again while passes find a full batch. A storage failure is logged and the loop goes on
+    /// after the poll interval.
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        loop {
+            let busy = match self.pass().await {
+                Ok(pass) => pass.claimed == self.options.batch,
+                Err(error) => {
+                    tracing::warn!(target: "dbconsole::outbox", %error, "the outbox could not be read");
+                    false
+                }
+            };
+            if busy {
+                continue;
+            }
+            tokio::select! {
+                () = &mut shutdown => return,
+                () = self.wake.woken() => {}
+                () = tokio::time::sleep(self.options.poll) => {}
+            }
+        }
+    }
+
+    /// Claims the due deliveries (one batch), sends them at once, and writes each outcome.
+    pub async fn pass(&self) -> Result<Pass, StorageError> {
+        let now = Timestamp::now();
+        let lease_until = now.plus(self.options.lease());
+        let claimed = self
+            .storage
+            .claim_deliveries(now, lease_until, self.options.batch)
+            .await?;
+        let mut pass = Pass {
+            claimed: claimed.len(),
+            ..Pass::default()
+        };
+        let mut outcomes = futures_util::stream::iter(claimed)
+            .map(|claimed| self.attempt(claimed))
+            .buffer_unordered(self.options.batch.max(1));
+        while let Some(delivered) = outcomes.next().await {
+            if delivered {
+                pass.delivered += 1;
+            } else {
+                pass.failed += 1;
+            }
+        }
+        Ok(pass)
+    }
+
+    /// One attempt of a claimed delivery, with its outcome written: whether it was delivered.
+    async fn attempt(&self, claimed: Delivery) -> bool {
+        let sent = match tokio::time::timeout(self.options.timeout, self.transport.send(&claimed))
+            .await
+        {
+            Ok(sent) => sent,
+            Err(_) => Err(SendFailure::new(format!(
+                "no answer within {:?}",
+                self.options.timeout
+            ))),
+        };
+        let now = Timestamp::now();
+        let next = match &sent {
+            Ok(()) => claimed.delivered(now),
+            Err(failure) => claimed.failed(
+                now,
+                failure.message.clone(),
+                &self.options.policy,
+                failure.retry_after,
+            ),
+        };
+        let id = claimed.id.as_str();
+        let kind = claimed.target.kind();
+        match &sent {
+            Ok(()) => tracing::info!(target: "dbconsole::outbox", id, kind, attempts = claimed.attempts, "delivered"),
+            Err(failure) if next.status == DeliveryStatus::Dead => tracing::warn!(
+                target: "dbconsole::outbox", id, kind, attempts = claimed.attempts,
+                error = %failure.message, "a delivery failed its last attempt: a dead letter"
+            ),
+            Err(failure) => tracing::info!(
+                target: "dbconsole::outbox", id, kind, attempts = claimed.attempts,
+                error = %failure.message, "a delivery attempt failed; it will be tried again"
+            ),
+        }
+        if let Err(error) = self
+            .storage
+            .replace_delivery(next, claimed.updated_at, None)
+            .await
+        {
+            // Its lease ends, and it is claimed again: sent once more rather than lost.
+            tracing::warn!(target: "dbconsole::outbox", id, %error, "a delivery's outcome could not be written");
+        }
+        sent.is_ok()
+    }
+}
+
+/// The body of a row action's workflow request (README, "Workflows and notifications").
+#[allow(clippy::too_many_arguments)]
+pub fn workflow_body(
+    delivery_id: &str,
+    workflow_id: &str,
+    inputs: serde_json::Map<String, Value>,
+    dashboard_id: &str,
+    panel_id: &str,
+    action_id: &str,
+    triggered_by: &str,
+    triggered_at: Timestamp,
+) -> String {
+    json!({
+        "delivery_id": delivery_id,
+        "workflow_id": workflow_id,
+        "inputs": inputs,
+        "dashboard_id": dashboard_id,
+        "panel_id": panel_id,
+        "action_id": action_id,
+        "triggered_by": triggered_by,
+        "triggered_at": triggered_at.to_string(),
+    })
+    .to_string()
+}
+
+/// The body of a review request's `chat.postMessage`: who asks, on which database, how many
+/// reviews, and the query's id, never its text or values.
+pub fn review_request_body(
+    channel: &str,
+    author: &str,
+    database_name: &str,
+    database_id: &str,
+    reviews_required: u32,
+    query_id: &str,
+) -> String {
+    let reviews = if reviews_required == 1 {
+        "1 review".to_owned()
+    } else {
+        format!("{reviews_required} reviews")
+    };
+    let text = format!(
+        "{author} asks for {reviews} of query {query_id} on database {database_name} \
+         ({database_id})."
+    );
+    json!({
+        "channel": channel,
+        "text": text,
+        "unfurl_links": false,
+        "unfurl_media": false,
+    })
+    .to_string()
+}

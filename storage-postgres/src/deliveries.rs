@@ -1,0 +1,250 @@
+//! The outbox in PostgreSQL (table `deliveries`, migration 7). A claim takes due rows with
+//! `FOR UPDATE SKIP LOCKED` in a read-committed transaction and moves their lease in it, so
+//! nodes claiming at once each get other deliveries and none waits for another's.
+
+use dbconsole_core::model::{Delivery, DeliveryStatus, Timestamp};
+use dbconsole_core::storage::{Page, StorageError, WriteLog, record};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use std::time::Duration;
+
+use crate::{
+    Failure, InFlight, MAX_ATTEMPTS, PostgresStorage, after_bound, append, classify, commit, key,
+};
+
+const INSERT: &str = "INSERT INTO deliveries (id, status, due_at, version, record) \
+                      VALUES ($1, $2, $3, $4, $5)";
+
+const SWAP: &str = "UPDATE deliveries SET status = $2, due_at = $3, version = $4, record = $5 \
+                    WHERE id = $1 AND version = $6";
+
+/// When a worker may claim it, if ever again (the `due_at` column).
+fn claimable_at(delivery: &Delivery) -> Option<i64> {
+    match delivery.status {
+        DeliveryStatus::Pending | DeliveryStatus::Delivering => {
+            delivery.due_at.map(Timestamp::as_micros)
+        }
+        DeliveryStatus::Delivered | DeliveryStatus::Dead => None,
+    }
+}
+
+fn delivery_of(row: &Row) -> Result<Delivery, StorageError> {
+    let id: String = row.try_get("id").map_err(classify)?;
+    let bytes: Vec<u8> = row.try_get("record").map_err(classify)?;
+    Ok(record::decode_delivery(&id, &bytes)?)
+}
+
+/// Inserts a write's new deliveries in its transaction.
+pub(crate) async fn put_new(
+    txn: &deadpool_postgres::Transaction<'_>,
+    outbox: &[Delivery],
+) -> Result<(), Failure> {
+    if outbox.is_empty() {
+        return Ok(());
+    }
+    let insert = txn.prepare_cached(INSERT).await?;
+    for delivery in outbox {
+        let bytes = record::encode_delivery(delivery)?;
+        txn.execute(
+            &insert,
+            &[
+                &delivery.id.as_str(),
+                &delivery.status.as_str(),
+                &claimable_at(delivery),
+                &delivery.updated_at.as_micros(),
+                &bytes,
+            ],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+impl PostgresStorage {
+    pub(crate) async fn claim(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StorageError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.bounded(async {
+            let mut client = self.client().await?;
+            // Read committed: a row another claim holds is skipped, not waited for; one it
+            // committed is read again as it is now (its lease in the future: not due).
+            let txn = client.transaction().await.map_err(classify)?;
+            let select = txn
+                .prepare_cached(
+                    "SELECT id, record FROM deliveries WHERE due_at <= $1 \
+                     ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED",
+                )
+                .await
+                .map_err(classify)?;
+            let rows = txn
+                .query(&select, &[&now.as_micros(), &limit])
+                .await
+                .map_err(classify)?;
+            let swap = txn.prepare_cached(SWAP).await.map_err(classify)?;
+            let mut claimed = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let stored = delivery_of(row)?;
+                if !stored.is_due(now) {
+                    continue;
+                }
+                let next = stored.claimed(now, lease_until);
+                let bytes = record::encode_delivery(&next)?;
+                txn.execute(
+                    &swap,
+                    &[
+                        &next.id.as_str(),
+                        &next.status.as_str(),
+                        &claimable_at(&next),
+                        &next.updated_at.as_micros(),
+                        &bytes,
+                        &stored.updated_at.as_micros(),
+                    ],
+                )
+                .await
+                .map_err(classify)?;
+                claimed.push(next);
+            }
+            // A commit whose answer is lost leaves leases nobody holds: they end, and the
+            // deliveries are claimed again (at least once, never lost).
+            txn.commit().await.map_err(classify)?;
+            Ok(claimed)
+        })
+        .await
+    }
+
+    pub(crate) async fn get_delivery(&self, id: &str) -> Result<Option<Delivery>, StorageError> {
+        let Some(id) = key(id) else {
+            return Ok(None);
+        };
+        self.one(
+            "SELECT id, record FROM deliveries WHERE id = $1",
+            &[&id],
+            delivery_of,
+        )
+        .await
+    }
+
+    pub(crate) async fn deliveries(
+        &self,
+        page: Page<'_>,
+        status: Option<DeliveryStatus>,
+    ) -> Result<Vec<Delivery>, StorageError> {
+        let limit = i64::try_from(page.limit).unwrap_or(i64::MAX);
+        let after = after_bound(&page);
+        let status = status.map(DeliveryStatus::as_str);
+        let mut conditions = Vec::new();
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        if let Some(after) = &after {
+            params.push(after);
+            conditions.push(format!("id < ${}", params.len()));
+        }
+        if let Some(status) = &status {
+            params.push(status);
+            conditions.push(format!("status = ${}", params.len()));
+        }
+        params.push(&limit);
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
+        let sql = format!(
+            "SELECT id, record FROM deliveries {filter} ORDER BY id DESC LIMIT ${}",
+            params.len()
+        );
+        self.all(&sql, &params, delivery_of).await
+    }
+
+    pub(crate) async fn swap_delivery(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        if key(delivery.id.as_str()).is_none() {
+            return Err(StorageError::NotFound);
+        }
+        let bytes = record::encode_delivery(&delivery)?;
+        match log {
+            Some(log) => {
+                serializable!(self, |client, in_flight| Self::try_swap_delivery(
+                    client, &delivery, &bytes, expected, &log, &in_flight
+                )
+                .await)
+            }
+            None => {
+                // One statement that commits by itself: a worker's outcome writes no event.
+                let rows = self
+                    .rows(
+                        &format!(
+                            "WITH swapped AS ({SWAP} RETURNING 1) \
+                             SELECT (SELECT count(*) FROM swapped), \
+                                    EXISTS (SELECT 1 FROM deliveries WHERE id = $1)"
+                        ),
+                        &[
+                            &delivery.id.as_str(),
+                            &delivery.status.as_str(),
+                            &claimable_at(&delivery),
+                            &delivery.updated_at.as_micros(),
+                            &bytes,
+                            &expected.as_micros(),
+                        ],
+                    )
+                    .await?;
+                let row = rows.first().ok_or(StorageError::NotFound)?;
+                let swapped: i64 = row.try_get(0).map_err(classify)?;
+                let exists: bool = row.try_get(1).map_err(classify)?;
+                match (swapped, exists) {
+                    (1, _) => Ok(()),
+                    (_, true) => Err(StorageError::Conflict),
+                    (_, false) => Err(StorageError::NotFound),
+                }
+            }
+        }
+    }
+
+    async fn try_swap_delivery(
+        client: &mut deadpool_postgres::Object,
+        delivery: &Delivery,
+        bytes: &[u8],
+        expected: Timestamp,
+        log: &WriteLog,
+        in_flight: &InFlight,
+    ) -> Result<(), Failure> {
+        let txn = crate::begin(client).await?;
+        let swap = txn.prepare_cached(SWAP).await?;
+        let id = delivery.id.as_str();
+        let changed = txn
+            .execute(
+                &swap,
+                &[
+                    &id,
+                    &delivery.status.as_str(),
+                    &claimable_at(delivery),
+                    &delivery.updated_at.as_micros(),
+                    &bytes,
+                    &expected.as_micros(),
+                ],
+            )
+            .await?;
+        if changed == 0 {
+            let exists = txn
+                .query_opt("SELECT 1 FROM deliveries WHERE id = $1", &[&id])
+                .await?
+                .is_some();
+            return Err(if exists {
+                StorageError::Conflict
+            } else {
+                StorageError::NotFound
+            }
+            .into());
+        }
+        append(&txn, log).await?;
+        commit(txn, log.event.id.as_str(), in_flight).await
+    }
+}

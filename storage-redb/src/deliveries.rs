@@ -1,0 +1,165 @@
+//! The outbox: `deliveries` (id → record), `deliveries_by_status` ((status, id) → ()) for the
+//! listing by status, and `deliveries_due` ((due µs, id) → ()) holding only the deliveries a
+//! worker may claim (pending or delivering), so a claim reads the due ones first and never
+//! walks those already delivered or dead. Every write rewrites a delivery's index entries with
+//! it, in its transaction.
+
+use dbconsole_core::model::{Delivery, DeliveryStatus, Timestamp};
+use dbconsole_core::storage::{Page, StorageError, record, rules};
+use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
+
+use crate::OrBackend;
+
+pub(crate) const DELIVERIES: TableDefinition<'static, &str, &[u8]> =
+    TableDefinition::new("deliveries");
+pub(crate) const BY_STATUS: TableDefinition<'static, (&str, &str), ()> =
+    TableDefinition::new("deliveries_by_status");
+pub(crate) const DUE: TableDefinition<'static, (i64, &str), ()> =
+    TableDefinition::new("deliveries_due");
+
+/// Writes `delivery` (new when `expected` is `None`, else a swap at version `expected`) with
+/// its index entries.
+pub(crate) fn put(
+    txn: &WriteTransaction,
+    delivery: &Delivery,
+    expected: Option<Timestamp>,
+) -> Result<(), StorageError> {
+    let mut deliveries = txn.open_table(DELIVERIES).or_backend()?;
+    let mut by_status = txn.open_table(BY_STATUS).or_backend()?;
+    let mut due = txn.open_table(DUE).or_backend()?;
+    let id = delivery.id.as_str();
+    let stored = match deliveries.get(id).or_backend()? {
+        Some(bytes) => Some(record::decode_delivery(id, bytes.value())?),
+        None => None,
+    };
+    match (&stored, expected) {
+        (Some(_), None) => return Err(StorageError::AlreadyExists),
+        (None, Some(_)) => return Err(StorageError::NotFound),
+        (Some(stored), Some(expected)) => rules::check_version(&stored.updated_at, &expected)?,
+        (None, None) => {}
+    }
+    if let Some(stored) = &stored {
+        by_status
+            .remove((stored.status.as_str(), id))
+            .or_backend()?;
+        if let Some(at) = claimable_at(stored) {
+            due.remove((at, id)).or_backend()?;
+        }
+    }
+    let bytes = record::encode_delivery(delivery)?;
+    deliveries.insert(id, bytes.as_slice()).or_backend()?;
+    by_status
+        .insert((delivery.status.as_str(), id), ())
+        .or_backend()?;
+    if let Some(at) = claimable_at(delivery) {
+        due.insert((at, id), ()).or_backend()?;
+    }
+    Ok(())
+}
+
+/// When a worker may claim it, if ever again.
+fn claimable_at(delivery: &Delivery) -> Option<i64> {
+    match delivery.status {
+        DeliveryStatus::Pending | DeliveryStatus::Delivering => {
+            delivery.due_at.map(Timestamp::as_micros)
+        }
+        DeliveryStatus::Delivered | DeliveryStatus::Dead => None,
+    }
+}
+
+/// Claims up to `limit` due deliveries in `txn` (the writer runs one write at a time, so no
+/// other claim sees them before this one commits).
+pub(crate) fn claim(
+    txn: &WriteTransaction,
+    now: Timestamp,
+    lease_until: Timestamp,
+    limit: usize,
+) -> Result<Vec<Delivery>, StorageError> {
+    let ids: Vec<String> = {
+        let due = txn.open_table(DUE).or_backend()?;
+        let mut ids = Vec::new();
+        for entry in due.range((i64::MIN, "")..=(now.as_micros(), "~")).or_backend()? {
+            if ids.len() >= limit {
+                break;
+            }
+            let (key, _) = entry.or_backend()?;
+            ids.push(key.value().1.to_owned());
+        }
+        ids
+    };
+    let mut claimed = Vec::with_capacity(ids.len());
+    for id in ids {
+        let stored = {
+            let deliveries = txn.open_table(DELIVERIES).or_backend()?;
+            let bytes = deliveries
+                .get(id.as_str())
+                .or_backend()?
+                .ok_or_else(|| StorageError::backend(Missing(id.clone())))?;
+            record::decode_delivery(&id, bytes.value())?
+        };
+        if !stored.is_due(now) {
+            continue;
+        }
+        let next = stored.claimed(now, lease_until);
+        put(txn, &next, Some(stored.updated_at))?;
+        claimed.push(next);
+    }
+    Ok(claimed)
+}
+
+pub(crate) fn get(txn: &ReadTransaction, id: &str) -> Result<Option<Delivery>, StorageError> {
+    let deliveries = txn.open_table(DELIVERIES).or_backend()?;
+    match deliveries.get(id).or_backend()? {
+        Some(bytes) => Ok(Some(record::decode_delivery(id, bytes.value())?)),
+        None => Ok(None),
+    }
+}
+
+/// A page of the outbox, newest first: all of it, or one status through its index.
+pub(crate) fn list(
+    txn: &ReadTransaction,
+    page: Page<'_>,
+    status: Option<DeliveryStatus>,
+) -> Result<Vec<Delivery>, StorageError> {
+    let deliveries = txn.open_table(DELIVERIES).or_backend()?;
+    let mut found = Vec::new();
+    let Some(status) = status else {
+        let range = match page.after {
+            Some(after) => deliveries.range::<&str>(..after).or_backend()?,
+            None => deliveries.range::<&str>(..).or_backend()?,
+        };
+        for entry in range.rev() {
+            if found.len() >= page.limit {
+                break;
+            }
+            let (id, bytes) = entry.or_backend()?;
+            found.push(record::decode_delivery(id.value(), bytes.value())?);
+        }
+        return Ok(found);
+    };
+    let index = txn.open_table(BY_STATUS).or_backend()?;
+    let key = status.as_str();
+    let start = (key, "");
+    let range = match page.after {
+        Some(after) => index.range(start..(key, after)).or_backend()?,
+        None => index.range(start..=(key, "~")).or_backend()?,
+    };
+    for entry in range.rev() {
+        if found.len() >= page.limit {
+            break;
+        }
+        let (entry, _) = entry.or_backend()?;
+        let (_, id) = entry.value();
+        let bytes = deliveries
+            .get(id)
+            .or_backend()?
+            .ok_or_else(|| StorageError::backend(Missing(id.to_owned())))?;
+        found.push(record::decode_delivery(id, bytes.value())?);
+    }
+    Ok(found)
+}
+
+/// An index entry names a delivery that is not stored (a corrupt file).
+#[derive(Debug, thiserror::Error)]
+#[error("the outbox index names {0}, which is not stored")]
+struct Missing(String);
