@@ -78,7 +78,10 @@ pub(crate) fn claim(
     let ids: Vec<String> = {
         let due = txn.open_table(DUE).or_backend()?;
         let mut ids = Vec::new();
-        for entry in due.range((i64::MIN, "")..=(now.as_micros(), "~")).or_backend()? {
+        for entry in due
+            .range((i64::MIN, "")..=(now.as_micros(), "~"))
+            .or_backend()?
+        {
             if ids.len() >= limit {
                 break;
             }

@@ -161,9 +161,9 @@
 //! [postcard]: https://docs.rs/postcard
 
 mod answers;
-mod deliveries;
 mod audit_trail;
 mod backup;
+mod deliveries;
 mod error;
 mod index;
 mod queries;

@@ -48,6 +48,8 @@ pub enum Written<'a> {
     Access(&'a AccessControl),
     /// A query as created.
     Query(&'a super::Query),
+    /// A delivery put in the outbox (a row action's trigger; a dead letter retried).
+    Delivery(&'a super::Delivery),
 }
 
 /// Renders the answer (status, `ETag`, body) of a write from what it wrote.

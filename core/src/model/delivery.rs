@@ -269,11 +269,14 @@ mod tests {
             delivery = delivery.claimed(now, now.plus(Duration::from_secs(30)));
             assert_eq!(delivery.attempts, attempt);
             delivery = delivery.failed(now, format!("boom {attempt}"), &policy, None);
-            now = now.plus(Duration::from_secs(1));
             if attempt < 3 {
                 assert_eq!(delivery.status, DeliveryStatus::Pending);
-                assert!(delivery.due_at.unwrap() > now || delivery.due_at.unwrap() == now);
+                // At least half the doubling wait (1 s, then 2 s) after the failure.
+                let wait = Duration::from_millis(500 << (attempt - 1));
+                assert!(delivery.due_at.unwrap() >= now.plus(wait), "{attempt}");
+                assert!(!delivery.is_due(now));
             }
+            now = now.plus(Duration::from_secs(5));
         }
         assert_eq!(delivery.status, DeliveryStatus::Dead);
         assert_eq!(delivery.due_at, None);

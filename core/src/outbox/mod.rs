@@ -201,15 +201,14 @@ impl Worker {
 
     /// One attempt of a claimed delivery, with its outcome written: whether it was delivered.
     async fn attempt(&self, claimed: Delivery) -> bool {
-        let sent = match tokio::time::timeout(self.options.timeout, self.transport.send(&claimed))
-            .await
-        {
-            Ok(sent) => sent,
-            Err(_) => Err(SendFailure::new(format!(
-                "no answer within {:?}",
-                self.options.timeout
-            ))),
-        };
+        let sent =
+            match tokio::time::timeout(self.options.timeout, self.transport.send(&claimed)).await {
+                Ok(sent) => sent,
+                Err(_) => Err(SendFailure::new(format!(
+                    "no answer within {:?}",
+                    self.options.timeout
+                ))),
+            };
         let now = Timestamp::now();
         let next = match &sent {
             Ok(()) => claimed.delivered(now),
@@ -223,7 +222,9 @@ impl Worker {
         let id = claimed.id.as_str();
         let kind = claimed.target.kind();
         match &sent {
-            Ok(()) => tracing::info!(target: "dbconsole::outbox", id, kind, attempts = claimed.attempts, "delivered"),
+            Ok(()) => {
+                tracing::info!(target: "dbconsole::outbox", id, kind, attempts = claimed.attempts, "delivered")
+            }
             Err(failure) if next.status == DeliveryStatus::Dead => tracing::warn!(
                 target: "dbconsole::outbox", id, kind, attempts = claimed.attempts,
                 error = %failure.message, "a delivery failed its last attempt: a dead letter"

@@ -60,7 +60,11 @@ pub fn verify(
     for part in header.split(',') {
         match part.trim().split_once('=') {
             Some(("t", value)) => {
-                timestamp = Some(value.parse::<i64>().map_err(|_| SignatureError::Malformed)?);
+                timestamp = Some(
+                    value
+                        .parse::<i64>()
+                        .map_err(|_| SignatureError::Malformed)?,
+                );
             }
             Some(("v1", value)) => {
                 signatures.push(hex::decode(value).map_err(|_| SignatureError::Malformed)?);
@@ -72,11 +76,9 @@ pub fn verify(
     if signatures.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    let matches = signatures.iter().any(|signature| {
-        mac(secret, timestamp, body)
-            .verify_slice(signature)
-            .is_ok()
-    });
+    let matches = signatures
+        .iter()
+        .any(|signature| mac(secret, timestamp, body).verify_slice(signature).is_ok());
     if !matches {
         return Err(SignatureError::Mismatch);
     }

@@ -79,6 +79,10 @@ impl CacheKey {
             | Route::CheckEdited(_)
             | Route::Audit
             | Route::PanelRun { .. }
+            | Route::ActionTrigger { .. }
+            | Route::Deliveries
+            | Route::Delivery(_)
+            | Route::DeliveryRetry(_)
             | Route::Queries
             | Route::Query(_)
             | Route::QueryRun(_)

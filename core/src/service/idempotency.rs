@@ -40,6 +40,8 @@ pub(crate) fn is_write(route: &Route<'_>, method: &Method) -> bool {
             method == Method::PUT
         }
         Route::DatabaseRemove(_) => method == Method::DELETE,
+        // A retried trigger must not start its workflow twice.
+        Route::ActionTrigger { .. } | Route::DeliveryRetry(_) => method == Method::POST,
         Route::Dashboard { .. } => {
             method == Method::PUT || method == Method::PATCH || method == Method::DELETE
         }
@@ -48,6 +50,8 @@ pub(crate) fn is_write(route: &Route<'_>, method: &Method) -> bool {
         | Route::CheckUnsaved
         | Route::CheckEdited(_)
         | Route::Audit
+        | Route::Deliveries
+        | Route::Delivery(_)
         | Route::Query(_)
         | Route::QueryRun(_)
         | Route::QueryReviews(_)
@@ -127,6 +131,10 @@ fn renderer(route: &Route<'_>, method: &Method) -> RenderAnswer {
     };
     Arc::new(move |written: Written<'_>| {
         let (etag, body) = match (written, &access) {
+            (Written::Delivery(d), _) => {
+                let body = json_bytes(&super::render::DeliveryView::from(d));
+                return (202, None, body.map(|b| b.to_vec()).unwrap_or_default());
+            }
             (Written::Query(q), _) => (None, json_bytes(&super::render::QueryView::from(q))),
             (Written::Database(db), _) => (tag(db.updated_at), json_bytes(&DatabaseView::from(db))),
             (Written::Dashboard(d), _) => (tag(d.updated_at), json_bytes(&DashboardView::from(d))),

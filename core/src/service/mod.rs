@@ -22,6 +22,7 @@ mod error;
 pub mod idempotency;
 pub mod metrics;
 mod openapi;
+mod outbox;
 mod queries;
 mod render;
 mod request_id;
@@ -29,6 +30,7 @@ mod response;
 mod router;
 
 pub use error::ApiError;
+pub use outbox::OutboxTargets;
 pub use queries::{DEFAULT_MAX_ROWS, DEFAULT_ROW_LIMIT, DEFAULT_STATEMENT_TIMEOUT};
 pub use request_id::{REQUEST_ID_HEADER, REQUEST_ID_MAX, RequestId};
 pub use response::{BodyError, ResponseBody};
@@ -93,6 +95,7 @@ struct Shared {
     trust_principal: bool,
     max_rows: u32,
     statement_timeout: Duration,
+    outbox: OutboxTargets,
     /// Credential id → the id of its database, as panel runs found them.
     credential_index: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
@@ -132,6 +135,7 @@ impl ConsoleService {
                 trust_principal: false,
                 max_rows: DEFAULT_MAX_ROWS,
                 statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
+                outbox: OutboxTargets::default(),
                 credential_index: std::sync::Mutex::new(std::collections::HashMap::new()),
             },
         }
@@ -267,6 +271,14 @@ impl ConsoleServiceBuilder {
     /// `limit` above it is refused.
     pub fn max_rows(mut self, rows: u32) -> Self {
         self.shared.max_rows = rows.max(1);
+        self
+    }
+
+    /// What the service puts in the outbox (README, "Workflows and notifications"): row
+    /// action triggers when `workflows` (refused with 409 otherwise), review requests to Slack
+    /// when `slack`; `wake` is the worker to wake at once. Off by default.
+    pub fn outbox(mut self, targets: OutboxTargets) -> Self {
+        self.shared.outbox = targets;
         self
     }
 
@@ -572,6 +584,11 @@ impl Shared {
             Route::CheckEdited(id) => self.check_unsaved(Some(&id), call).await,
             Route::Dashboards { .. } | Route::Dashboard { .. } => {
                 self.dashboards(route, call, origin).await
+            }
+            Route::ActionTrigger { .. } => self.triggers(route, call, caller, origin).await,
+            Route::Deliveries | Route::Delivery(_) | Route::DeliveryRetry(_) => {
+                self.deliveries(route, &call.method, call.query.as_deref(), origin)
+                    .await
             }
         }
     }

@@ -12,8 +12,8 @@ use serde_json::{Map, Value, json};
 
 use super::queries::REASON_MAX;
 use crate::model::{
-    AccessLevel, Adapter, AuditAction, ColumnAction, Database, QueryStatus, ResourceKind,
-    RunOutcome, SubjectKind,
+    AccessLevel, Adapter, AuditAction, ColumnAction, Database, DeliveryStatus, QueryStatus,
+    ResourceKind, RunOutcome, SubjectKind,
 };
 use crate::validate::{
     CERTIFICATE_MAX, DEFAULT_AI_MAX_ROWS, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NAME_MAX, PASSWORD_MAX,
@@ -58,6 +58,9 @@ pub(crate) fn document(base_path: &str) -> Value {
     }
     panel_run_path(&mut paths, "/v1/dashboards", Auth::Bearer, false);
     panel_run_path(&mut paths, "/api/v1/dashboards", Auth::Either, true);
+    trigger_path(&mut paths, "/v1/dashboards", Auth::Bearer, false);
+    trigger_path(&mut paths, "/api/v1/dashboards", Auth::Either, true);
+    delivery_paths(&mut paths);
     let mut audit_params = page_params();
     audit_params.push(json!({
         "name": "resource", "in": "query", "required": false,
@@ -106,6 +109,7 @@ pub(crate) fn document(base_path: &str) -> Value {
             { "name": "databases", "description": "Databases, their credentials and access control (x-api-key)." },
             { "name": "dashboards", "description": "Dashboards of query panels with row actions (Bearer)." },
             { "name": "queries", "description": "Queries run once under the access rules, limits and AI caps (x-api-key or Bearer, bound to a user)." },
+            { "name": "outbox", "description": "Workflow runs and Slack messages waiting to be delivered, delivered, or dead (x-api-key)." },
             { "name": "compat", "description": "The same operations under the paths the Terraform provider uses." },
         ],
     });
@@ -489,6 +493,78 @@ fn panel_run_path(paths: &mut Map<String, Value>, base: &str, auth: Auth, compat
                 ])
                 .body(schema_ref("PanelRunInput"))
                 .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+                .build(),
+        }),
+    );
+}
+
+/// The row action trigger under a dashboards `base`.
+fn trigger_path(paths: &mut Map<String, Value>, base: &str, auth: Auth, compat: bool) {
+    let (id, tags) = if compat {
+        ("triggerActionCompat", json!(["dashboards", "compat"]))
+    } else {
+        ("triggerAction", json!(["dashboards"]))
+    };
+    paths.insert(
+        format!("{base}/{{id}}/panels/{{panel_id}}/actions/{{action_id}}/trigger"),
+        json!({
+            "post": operation(id, "Start a row action's workflow with the clicked row and the prompted values: the delivery it put in the outbox (README, \"Workflows and notifications\")", tags, auth)
+                .params(vec![
+                    path_param("id", "The dashboard's id.", json!({ "type": "string" })),
+                    path_param("panel_id", "The panel's id.", json!({ "type": "string" })),
+                    path_param("action_id", "The action's id.", json!({ "type": "string" })),
+                ])
+                .body(schema_ref("TriggerInput"))
+                .response(202, json!({ "description": "Stored in the outbox; delivered after this answer.", "content": json_content(schema_ref("Delivery")) }))
+                .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
+                .idempotent()
+                .build(),
+        }),
+    );
+}
+
+/// The outbox: list, read, retry a dead letter.
+fn delivery_paths(paths: &mut Map<String, Value>) {
+    let tags = json!(["outbox"]);
+    let mut list_params = page_params();
+    list_params.push(json!({
+        "name": "status", "in": "query", "required": false,
+        "description": "Only the deliveries in this status; another value is 422.",
+        "schema": enum_schema(&names(&DeliveryStatus::ALL, DeliveryStatus::as_str), false),
+    }));
+    paths.insert(
+        "/api/v1/console/deliveries".to_owned(),
+        json!({
+            "get": operation("listDeliveries", "The outbox, newest first", tags.clone(), Auth::ApiKey)
+                .params(list_params)
+                .ok(json_content(schema_ref("DeliveryPage")))
+                .errors(&[401, 403, 422, 503])
+                .build(),
+        }),
+    );
+    let delivery_id = path_param(
+        "id",
+        "The delivery's id (`dlv_…`).",
+        json!({ "type": "string" }),
+    );
+    paths.insert(
+        "/api/v1/console/deliveries/{id}".to_owned(),
+        json!({
+            "get": operation("getDelivery", "A delivery of the outbox", tags.clone(), Auth::ApiKey)
+                .params(vec![delivery_id.clone()])
+                .ok(json_content(schema_ref("Delivery")))
+                .errors(&[401, 403, 404, 503])
+                .build(),
+        }),
+    );
+    paths.insert(
+        "/api/v1/console/deliveries/{id}/retry".to_owned(),
+        json!({
+            "post": operation("retryDelivery", "Retry a dead letter: pending again, with every attempt", tags, Auth::ApiKey)
+                .params(vec![delivery_id])
+                .response(202, json!({ "description": "Pending again.", "content": json_content(schema_ref("Delivery")) }))
+                .errors(&[401, 403, 404, 409, 503])
+                .idempotent()
                 .build(),
         }),
     );
@@ -985,6 +1061,21 @@ fn schemas() -> Value {
         "inserted_at": { "type": "string", "format": "date-time" },
         "updated_at": { "type": "string", "format": "date-time" },
     }));
+    let delivery = closed(json!({
+        "id": described(json!({ "type": "string" }), "`dlv_…`: ordered by creation; the `Idempotency-Key` of every attempt."),
+        "kind": enum_schema(&["workflow", "slack"], false),
+        "workflow_id": nullable_string(),
+        "channel": nullable_string(),
+        "resource_id": described(json!({ "type": "string" }), "The dashboard (a trigger) or query (a review request) it came from."),
+        "status": enum_schema(&names(&DeliveryStatus::ALL, DeliveryStatus::as_str), false),
+        "attempts": integer(0, U32_MAX, false),
+        "due_at": { "type": ["string", "null"], "format": "date-time" },
+        "last_error": nullable_string(),
+        "payload": described(json!({}), "The JSON body every attempt sends."),
+        "inserted_at": { "type": "string", "format": "date-time" },
+        "updated_at": { "type": "string", "format": "date-time" },
+        "delivered_at": { "type": ["string", "null"], "format": "date-time" },
+    }));
     let run_input = object(
         &[],
         json!({
@@ -1389,6 +1480,12 @@ fn schemas() -> Value {
             "limit": described(json!({ "type": ["integer", "null"], "minimum": 1 }), "The most rows the run returns (default 1,000), up to the server's maximum."),
         })),
         "RunInput": run_input,
+        "TriggerInput": object(&[], json!({
+            "row": described(json!({ "type": ["object", "null"] }), "The clicked row: column name → value. A mapping with a `column` takes its value from here."),
+            "prompted": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean", "null"] } }), "What the user typed: workflow input key → value, for the mappings with `prompt_user`; no other key."),
+        })),
+        "DeliveryPage": page("Delivery"),
+        "Delivery": delivery,
         "ReviewInput": review_input,
         "PanelRunInput": object(&[], json!({
             "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for every input the panel declares, and no other."),
@@ -1510,7 +1607,8 @@ mod tests {
                 .replace("{id}", "db_01arz3ndektsv4rrffq69g5fav")
                 .replace("{api_id}", "ext-1")
                 .replace("{username}", "reader")
-                .replace("{panel_id}", "pl_1");
+                .replace("{panel_id}", "pl_1")
+                .replace("{action_id}", "act_1");
             let route =
                 Route::recognize(&path).unwrap_or_else(|| panic!("{template} is not a route"));
             let mut documented: Vec<String> = item
@@ -1548,6 +1646,10 @@ mod tests {
             "/api/v1/console/queries/q",
             "/api/v1/console/queries/q/run",
             "/api/v1/console/queries/q/reviews",
+            "/v1/dashboards/x/panels/p/actions/a/trigger",
+            "/api/v1/console/deliveries",
+            "/api/v1/console/deliveries/d",
+            "/api/v1/console/deliveries/d/retry",
         ];
         for path in every {
             let route = Route::recognize(path).unwrap();
@@ -1556,7 +1658,7 @@ mod tests {
                 "{path} is not documented"
             );
         }
-        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 2 * 4 + 2 + 1 + 1);
+        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 2 * 4 + 2 + 2 + 3 + 1 + 1);
     }
 
     #[test]

@@ -399,12 +399,22 @@ impl Shared {
                 .map(str::to_owned)
                 .to_vec(),
         );
+        // A query that waits for reviews asks for them in its database's Slack channel, through
+        // the outbox, in the same change (README, "Workflows and notifications").
+        let outbox: Vec<_> = self
+            .review_request(&db, &query, credential.reviews_required)
+            .into_iter()
+            .collect();
+        let notify = !outbox.is_empty();
         let log = WriteLog {
             event,
             answer: origin.answer(crate::model::Written::Query(&query)),
-            outbox: Vec::new(),
+            outbox,
         };
         self.storage.create_query(query.clone(), log).await?;
+        if notify {
+            self.wake_outbox();
+        }
         Ok(query)
     }
 
@@ -654,6 +664,49 @@ impl Shared {
         }
     }
 
+    /// The database and credential a panel of `dashboard` runs as (`credential_id`), and the
+    /// most rows it may give `principal` of `limit`: 422 when the credential is gone or needs
+    /// reviews, 403 when `principal` may not run it (README, "Running queries").
+    pub(super) async fn panel_access(
+        &self,
+        principal: &Principal,
+        dashboard: &crate::model::Dashboard,
+        credential_id: &str,
+        limit: u32,
+    ) -> Result<(Database, Credential, u32), ApiError> {
+        let db = self
+            .database_of_credential(credential_id)
+            .await?
+            .ok_or_else(|| {
+                ValidationErrors::single(
+                    "credential_id",
+                    format!("the panel's credential {credential_id} names no stored credential"),
+                )
+            })?;
+        let credential = db
+            .credentials
+            .iter()
+            .find(|c| c.id.as_str() == credential_id)
+            .cloned()
+            .ok_or(ApiError::NotFound)?;
+        if credential.reviews_required > 0 {
+            return Err(ValidationErrors::single(
+                "credential_id",
+                "the panel's credential requires reviews: panels run only as credentials with \
+                 reviews_required 0",
+            )
+            .into());
+        }
+        // A restricted dashboard runs only for those with access to the database; an agent
+        // keeps to the AI limits on any dashboard.
+        let max_rows = if dashboard.restricted_access || principal.agent {
+            self.admit(principal, &db, &credential, limit).await?
+        } else {
+            limit
+        };
+        Ok((db, credential, max_rows))
+    }
+
     async fn run_panel(
         &self,
         principal: &Principal,
@@ -691,36 +744,9 @@ impl Shared {
                 }
             },
         };
-        let db = self
-            .database_of_credential(credential_id)
-            .await?
-            .ok_or_else(|| {
-                ValidationErrors::single(
-                    "credential_id",
-                    format!("the panel's credential {credential_id} names no stored credential"),
-                )
-            })?;
-        let credential = db
-            .credentials
-            .iter()
-            .find(|c| c.id.as_str() == credential_id)
-            .cloned()
-            .ok_or(ApiError::NotFound)?;
-        if credential.reviews_required > 0 {
-            return Err(ValidationErrors::single(
-                "credential_id",
-                "the panel's credential requires reviews: panels run only as credentials with \
-                 reviews_required 0",
-            )
-            .into());
-        }
-        // A restricted dashboard runs only for those with access to the database; an agent
-        // keeps to the AI limits on any dashboard.
-        let max_rows = if dashboard.restricted_access || principal.agent {
-            self.admit(principal, &db, &credential, limit).await?
-        } else {
-            limit
-        };
+        let (db, credential, max_rows) = self
+            .panel_access(principal, &dashboard, credential_id, limit)
+            .await?;
         let statement = statement::single(query, dialect(db.adapter))
             .map_err(|why| ValidationErrors::single("query", why))?
             .to_owned();

@@ -476,3 +476,47 @@ impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
         }
     }
 }
+
+/// A delivery of the outbox: `{"id", "kind", "workflow_id", "channel", "resource_id",
+/// "status", "attempts", "due_at", "last_error", "payload", "inserted_at", "updated_at",
+/// "delivered_at"}`; `payload` is the JSON body every attempt sends.
+#[derive(Serialize)]
+pub(crate) struct DeliveryView<'a> {
+    id: &'a str,
+    kind: &'static str,
+    workflow_id: Option<&'a str>,
+    channel: Option<&'a str>,
+    resource_id: &'a str,
+    status: &'static str,
+    attempts: u32,
+    due_at: Option<String>,
+    last_error: Option<&'a str>,
+    payload: serde_json::Value,
+    inserted_at: String,
+    updated_at: String,
+    delivered_at: Option<String>,
+}
+
+impl<'a> From<&'a crate::model::Delivery> for DeliveryView<'a> {
+    fn from(delivery: &'a crate::model::Delivery) -> Self {
+        let (workflow_id, channel) = match &delivery.target {
+            crate::model::Target::Workflow { workflow_id } => (Some(workflow_id.as_str()), None),
+            crate::model::Target::Slack { channel } => (None, Some(channel.as_str())),
+        };
+        Self {
+            id: delivery.id.as_str(),
+            kind: delivery.target.kind(),
+            workflow_id,
+            channel,
+            resource_id: &delivery.resource_id,
+            status: delivery.status.as_str(),
+            attempts: delivery.attempts,
+            due_at: delivery.due_at.map(|at| at.to_string()),
+            last_error: delivery.last_error.as_deref(),
+            payload: serde_json::from_str(&delivery.body).unwrap_or(serde_json::Value::Null),
+            inserted_at: delivery.inserted_at.to_string(),
+            updated_at: delivery.updated_at.to_string(),
+            delivered_at: delivery.delivered_at.map(|at| at.to_string()),
+        }
+    }
+}

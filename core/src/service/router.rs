@@ -42,6 +42,20 @@ pub(crate) enum Route<'a> {
         panel: Cow<'a, str>,
         compat: bool,
     },
+    /// `…/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger` (POST): start a row
+    /// action's workflow.
+    ActionTrigger {
+        dashboard: Cow<'a, str>,
+        panel: Cow<'a, str>,
+        action: Cow<'a, str>,
+        compat: bool,
+    },
+    /// `/api/v1/console/deliveries`: the outbox (GET).
+    Deliveries,
+    /// `/api/v1/console/deliveries/{id}` (GET).
+    Delivery(Cow<'a, str>),
+    /// `/api/v1/console/deliveries/{id}/retry` (POST): retry a dead letter.
+    DeliveryRetry(Cow<'a, str>),
     /// `…/queries`: the history (GET), create (POST).
     Queries,
     /// `…/queries/{id}` (GET).
@@ -138,6 +152,12 @@ impl<'a> Route<'a> {
                 _ => None,
             },
             ["api", "v1", "console", "audit"] => Some(Route::Audit),
+            ["api", "v1", "console", "deliveries", rest @ ..] => match rest {
+                [] => Some(Route::Deliveries),
+                [id] => Some(Route::Delivery(decode(id)?)),
+                [id, "retry"] => Some(Route::DeliveryRetry(decode(id)?)),
+                _ => None,
+            },
             ["v1", "dashboards", rest @ ..] => Self::dashboards(rest, false),
             ["api", "v1", "dashboards", rest @ ..] => Self::dashboards(rest, true),
             _ => None,
@@ -154,6 +174,12 @@ impl<'a> Route<'a> {
             [id, "panels", panel, "run"] => Some(Route::PanelRun {
                 dashboard: decode(id)?,
                 panel: decode(panel)?,
+                compat,
+            }),
+            [id, "panels", panel, "actions", action, "trigger"] => Some(Route::ActionTrigger {
+                dashboard: decode(id)?,
+                panel: decode(panel)?,
+                action: decode(action)?,
                 compat,
             }),
             _ => None,
@@ -177,6 +203,12 @@ impl<'a> Route<'a> {
             Route::Dashboards { .. } => "/dashboards",
             Route::Dashboard { .. } => "/dashboards/{id}",
             Route::PanelRun { .. } => "/dashboards/{id}/panels/{panel_id}/run",
+            Route::ActionTrigger { .. } => {
+                "/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger"
+            }
+            Route::Deliveries => "/deliveries",
+            Route::Delivery(_) => "/deliveries/{id}",
+            Route::DeliveryRetry(_) => "/deliveries/{id}/retry",
             Route::Queries => "/queries",
             Route::Query(_) => "/queries/{id}",
             Route::QueryRun(_) => "/queries/{id}/run",
@@ -191,7 +223,12 @@ impl<'a> Route<'a> {
                 &[Method::GET, Method::POST]
             }
             Route::Query(_) => &[Method::GET],
-            Route::QueryRun(_) | Route::QueryReviews(_) | Route::PanelRun { .. } => &[Method::POST],
+            Route::QueryRun(_)
+            | Route::QueryReviews(_)
+            | Route::PanelRun { .. }
+            | Route::ActionTrigger { .. }
+            | Route::DeliveryRetry(_) => &[Method::POST],
+            Route::Deliveries | Route::Delivery(_) => &[Method::GET],
             Route::DatabaseSetup => &[Method::PUT],
             Route::CheckUnsaved | Route::CheckEdited(_) => &[Method::POST],
             Route::DatabaseRemove(_) => &[Method::DELETE],
@@ -210,10 +247,12 @@ impl<'a> Route<'a> {
         match self {
             Route::Dashboards { compat: false }
             | Route::Dashboard { compat: false, .. }
-            | Route::PanelRun { compat: false, .. } => Credentials::Bearer,
+            | Route::PanelRun { compat: false, .. }
+            | Route::ActionTrigger { compat: false, .. } => Credentials::Bearer,
             Route::Dashboards { compat: true }
             | Route::Dashboard { compat: true, .. }
             | Route::PanelRun { compat: true, .. }
+            | Route::ActionTrigger { compat: true, .. }
             | Route::Queries
             | Route::Query(_)
             | Route::QueryRun(_)
@@ -243,6 +282,7 @@ impl<'a> Route<'a> {
                 | Route::QueryRun(_)
                 | Route::QueryReviews(_)
                 | Route::PanelRun { .. }
+                | Route::ActionTrigger { .. }
         )
     }
 }

@@ -1,0 +1,459 @@
+//! Row action triggers and the outbox routes (README, "Workflows and notifications").
+
+use std::collections::HashMap;
+
+use http::{Method, Response, StatusCode};
+use http_body::Body;
+use serde_json::{Map, Value};
+
+use super::render::{DeliveryView, PageView};
+use super::response::json_response;
+use super::router::Route;
+use super::{ApiError, Call, ResponseBody, Shared, split_page};
+use crate::auth::Caller;
+use crate::model::{
+    Action, AuditAction, AuditEvent, Dashboard, Database, Delivery, DeliveryStatus, Origin, Panel,
+    PanelDetails, Principal, Target, Timestamp, Written,
+};
+use crate::outbox::{review_request_body, workflow_body};
+use crate::storage::{Page, WriteLog};
+use crate::validate::ValidationErrors;
+
+/// Which outbox deliveries this service makes: a workflow endpoint and a Slack bot token are
+/// the server's to configure (README, "Workflows and notifications").
+#[derive(Clone, Debug, Default)]
+pub struct OutboxTargets {
+    /// Whether row actions may be triggered (a workflow endpoint is configured).
+    pub workflows: bool,
+    /// Whether review requests go to the databases' `slack_channel` (a bot token is
+    /// configured).
+    pub slack: bool,
+    /// The worker to wake when a delivery was stored.
+    pub wake: Option<crate::outbox::Wake>,
+}
+
+impl Shared {
+    pub(super) async fn triggers<B>(
+        &self,
+        route: Route<'_>,
+        call: Call<B>,
+        caller: &Caller,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let Route::ActionTrigger {
+            dashboard,
+            panel,
+            action,
+            ..
+        } = route
+        else {
+            return Err(ApiError::NotFound);
+        };
+        let principal = self.principal(caller)?;
+        let body = call.json(self).await?;
+        let delivery = self
+            .trigger(principal, &dashboard, &panel, &action, &body, origin)
+            .await?;
+        Ok(json_response(
+            StatusCode::ACCEPTED,
+            &DeliveryView::from(&delivery),
+        ))
+    }
+
+    /// Puts a row action's workflow run in the outbox, with its event, if `principal` may run
+    /// the panel and every input has a value.
+    async fn trigger(
+        &self,
+        principal: &Principal,
+        dashboard_id: &str,
+        panel_id: &str,
+        action_id: &str,
+        body: &Map<String, Value>,
+        origin: &Origin,
+    ) -> Result<Delivery, ApiError> {
+        let dashboard: Dashboard = self
+            .storage
+            .dashboard(dashboard_id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let panel: &Panel = dashboard
+            .panels
+            .iter()
+            .find(|p| p.id.as_str() == panel_id)
+            .ok_or(ApiError::NotFound)?;
+        let action: &Action = panel
+            .actions
+            .iter()
+            .find(|a| a.id.as_str() == action_id)
+            .ok_or(ApiError::NotFound)?;
+        let PanelDetails::Query { credential_id, .. } = &panel.details;
+        // Whoever may not run the panel may not act on its rows.
+        self.panel_access(principal, &dashboard, credential_id, 1)
+            .await?;
+        let Some(workflow_id) = action
+            .workflow_id
+            .as_deref()
+            .filter(|id| !id.trim().is_empty())
+        else {
+            return Err(ApiError::Conflict(format!(
+                "action {action_id} names no workflow_id: it starts no workflow (an action with \
+                 neither label nor workflow_id is hidden)"
+            )));
+        };
+        let inputs = action_inputs(action, body)?;
+        if !self.outbox.workflows {
+            return Err(ApiError::Conflict(
+                "this server starts no workflows: it has no workflow endpoint (serve \
+                 --workflow-url)"
+                    .to_owned(),
+            ));
+        }
+        let now = Timestamp::now();
+        let mut delivery = Delivery::new(
+            Target::Workflow {
+                workflow_id: workflow_id.to_owned(),
+            },
+            String::new(),
+            dashboard.id.as_str(),
+            now,
+        );
+        delivery.body = workflow_body(
+            delivery.id.as_str(),
+            workflow_id,
+            inputs,
+            dashboard.id.as_str(),
+            panel.id.as_str(),
+            action.id.as_str(),
+            &principal.user,
+            now,
+        );
+        let event = AuditEvent::new(
+            origin,
+            AuditAction::ActionTrigger,
+            dashboard.id.as_str(),
+            vec![
+                format!("panels[{panel_id}].actions[{action_id}]"),
+                format!("deliveries[{}]", delivery.id),
+            ],
+        );
+        let log = WriteLog {
+            event,
+            answer: origin.answer(Written::Delivery(&delivery)),
+            outbox: vec![delivery.clone()],
+        };
+        self.storage.append_log(log).await?;
+        self.wake_outbox();
+        Ok(delivery)
+    }
+
+    /// Wakes this node's outbox worker, if it has one.
+    pub(super) fn wake_outbox(&self) {
+        if let Some(wake) = &self.outbox.wake {
+            wake.wake();
+        }
+    }
+
+    /// The Slack message owed when a new query waits for reviews: `None` when the server sends
+    /// none, the database names no channel, or the query needs no review.
+    pub(super) fn review_request(
+        &self,
+        db: &Database,
+        query: &crate::model::Query,
+        reviews_required: u32,
+    ) -> Option<Delivery> {
+        let channel = db.slack_channel.as_deref()?.trim();
+        if !self.outbox.slack || channel.is_empty() || reviews_required == 0 {
+            return None;
+        }
+        let body = review_request_body(
+            channel,
+            &query.author,
+            &db.name,
+            db.id.as_str(),
+            reviews_required,
+            query.id.as_str(),
+        );
+        Some(Delivery::new(
+            Target::Slack {
+                channel: channel.to_owned(),
+            },
+            body,
+            query.id.as_str(),
+            query.inserted_at,
+        ))
+    }
+
+    /// `…/deliveries`, `…/deliveries/{id}` and `…/deliveries/{id}/retry`.
+    pub(super) async fn deliveries(
+        &self,
+        route: Route<'_>,
+        method: &Method,
+        query: Option<&str>,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        match (route, method) {
+            (Route::Deliveries, _) => self.list_deliveries(query).await,
+            (Route::Delivery(id), _) => {
+                let delivery = self
+                    .storage
+                    .delivery(&id)
+                    .await?
+                    .ok_or(ApiError::NotFound)?;
+                Ok(json_response(
+                    StatusCode::OK,
+                    &DeliveryView::from(&delivery),
+                ))
+            }
+            (Route::DeliveryRetry(id), _) => {
+                let delivery = self.retry_delivery(&id, origin).await?;
+                Ok(json_response(
+                    StatusCode::ACCEPTED,
+                    &DeliveryView::from(&delivery),
+                ))
+            }
+            _ => Err(ApiError::NotFound),
+        }
+    }
+
+    async fn list_deliveries(
+        &self,
+        query: Option<&str>,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let page = crate::validate::parse_page_query(query)?;
+        let params: HashMap<String, String> =
+            form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                .filter(|(_, value)| !value.is_empty())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+        let status = match params.get("status") {
+            Some(status) => Some(
+                status
+                    .parse::<DeliveryStatus>()
+                    .map_err(|error| ValidationErrors::single("status", error))?,
+            ),
+            None => None,
+        };
+        let found = self
+            .storage
+            .list_deliveries(
+                Page {
+                    after: page.after.as_deref(),
+                    // One more tells whether a next page exists.
+                    limit: page.limit + 1,
+                },
+                status,
+            )
+            .await?;
+        let (found, next) = split_page(found, &page, |delivery| delivery.id.to_string());
+        let data: Vec<DeliveryView<'_>> = found.iter().map(DeliveryView::from).collect();
+        Ok(json_response(StatusCode::OK, &PageView { data, next }))
+    }
+
+    /// A dead letter, pending again with every attempt, with its event: 404 when there is no
+    /// such delivery, 409 unless it is dead.
+    async fn retry_delivery(&self, id: &str, origin: &Origin) -> Result<Delivery, ApiError> {
+        for _ in 0..8 {
+            let stored = self.storage.delivery(id).await?.ok_or(ApiError::NotFound)?;
+            let Some(retried) = stored.retried(Timestamp::now()) else {
+                return Err(ApiError::Conflict(format!(
+                    "delivery {id} is {}: only a dead letter is retried by hand",
+                    stored.status
+                )));
+            };
+            let event = AuditEvent::new(
+                origin,
+                AuditAction::DeliveryRetry,
+                id,
+                vec!["status".to_owned(), "attempts".to_owned()],
+            );
+            let log = WriteLog {
+                event,
+                answer: origin.answer(Written::Delivery(&retried)),
+                outbox: Vec::new(),
+            };
+            match self
+                .storage
+                .replace_delivery(retried.clone(), stored.updated_at, Some(log))
+                .await
+            {
+                Ok(()) => {
+                    self.wake_outbox();
+                    return Ok(retried);
+                }
+                Err(crate::storage::StorageError::Conflict) => continue,
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Err(crate::storage::StorageError::Conflict.into())
+    }
+}
+
+/// The workflow's inputs, by key: each mapping's value from the clicked row's column, or from
+/// what the user typed when it prompts. 422 naming every input without a value, every prompted
+/// value that is not a string, number or boolean, and every prompted key the action does not
+/// prompt for. Other fields of the body are ignored, as everywhere in the API; so is every
+/// column of the row no mapping names.
+fn action_inputs(
+    action: &Action,
+    body: &Map<String, Value>,
+) -> Result<Map<String, Value>, ApiError> {
+    let mut errors = ValidationErrors::new();
+    let object = |errors: &mut ValidationErrors, field: &str| match body.get(field) {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => {
+            errors.add(field, "must be an object");
+            Map::new()
+        }
+    };
+    let row = object(&mut errors, "row");
+    let prompted = object(&mut errors, "prompted");
+    let mut inputs = Map::new();
+    for mapping in &action.input_mappings {
+        let key = &mapping.workflow_input_key;
+        let field = format!("inputs.{key}");
+        let value = if mapping.prompt_user {
+            match prompted.get(key) {
+                None | Some(Value::Null) => {
+                    errors.add(
+                        &field,
+                        format!("is missing: the user is prompted for it (prompted.{key})"),
+                    );
+                    continue;
+                }
+                Some(value @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => {
+                    value.clone()
+                }
+                Some(_) => {
+                    errors.add(&field, "must be a string, a number or a boolean");
+                    continue;
+                }
+            }
+        } else {
+            let Some(column) = mapping.column.as_deref() else {
+                errors.add(&field, "is missing: its mapping names no column");
+                continue;
+            };
+            match row.get(column) {
+                Some(value) => value.clone(),
+                None => {
+                    errors.add(
+                        &field,
+                        format!("is missing: the row has no column \"{column}\" (row.{column})"),
+                    );
+                    continue;
+                }
+            }
+        };
+        inputs.insert(key.clone(), value);
+    }
+    for key in prompted.keys() {
+        let prompts = action
+            .input_mappings
+            .iter()
+            .any(|mapping| mapping.prompt_user && &mapping.workflow_input_key == key);
+        if !prompts {
+            errors.add(
+                &format!("prompted.{key}"),
+                "is not an input this action prompts for",
+            );
+        }
+    }
+    errors.into_result(inputs).map_err(Into::into)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ActionId, InputMapping};
+    use serde_json::json;
+
+    fn action() -> Action {
+        Action {
+            id: ActionId::from_stored("act_1"),
+            label: Some("Refund".to_owned()),
+            workflow_id: Some("refund".to_owned()),
+            input_mappings: vec![
+                InputMapping {
+                    workflow_input_key: "order".to_owned(),
+                    column: Some("id".to_owned()),
+                    prompt_user: false,
+                    prompt: None,
+                },
+                InputMapping {
+                    workflow_input_key: "reason".to_owned(),
+                    column: None,
+                    prompt_user: true,
+                    prompt: Some("Why?".to_owned()),
+                },
+            ],
+        }
+    }
+
+    fn body(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    fn fields(error: ApiError) -> Vec<String> {
+        match error {
+            ApiError::Invalid(errors) => errors.fields().map(str::to_owned).collect(),
+            other => panic!("not a 422: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn inputs_come_from_the_row_and_the_prompt() {
+        let inputs = action_inputs(
+            &action(),
+            &body(json!({"row": {"id": 42, "email": "x@example.com"}, "prompted": {"reason": "late"}})),
+        )
+        .unwrap();
+        assert_eq!(
+            Value::Object(inputs),
+            json!({"order": 42, "reason": "late"})
+        );
+        // A null cell is a value; the row's other columns go nowhere.
+        let inputs = action_inputs(
+            &action(),
+            &body(json!({"row": {"id": null}, "prompted": {"reason": "x"}})),
+        )
+        .unwrap();
+        assert_eq!(Value::Object(inputs), json!({"order": null, "reason": "x"}));
+    }
+
+    #[test]
+    fn a_missing_value_names_its_workflow_input_key() {
+        let error = action_inputs(&action(), &body(json!({"row": {"other": 1}}))).unwrap_err();
+        assert_eq!(fields(error), ["inputs.order", "inputs.reason"]);
+        let error = action_inputs(
+            &action(),
+            &body(json!({"row": {"id": 1}, "prompted": {"reason": null}})),
+        )
+        .unwrap_err();
+        assert_eq!(fields(error), ["inputs.reason"]);
+    }
+
+    #[test]
+    fn hostile_bodies_are_refused() {
+        let cases = [
+            (json!({"row": [1], "prompted": {"reason": "x"}}), "row"),
+            (json!({"row": {"id": 1}, "prompted": "x"}), "prompted"),
+            (
+                json!({"row": {"id": 1}, "prompted": {"reason": {"nested": 1}}}),
+                "inputs.reason",
+            ),
+            (
+                json!({"row": {"id": 1}, "prompted": {"reason": "x", "order": "9"}}),
+                "prompted.order",
+            ),
+        ];
+        for (value, field) in cases {
+            let error = action_inputs(&action(), &body(value.clone())).unwrap_err();
+            assert!(fields(error).contains(&field.to_owned()), "{value}");
+        }
+    }
+}
