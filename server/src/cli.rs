@@ -405,6 +405,70 @@ pub struct ServeArgs {
     /// A token whose claim of this name is `true` is an AI agent's (the AI limits apply).
     #[arg(long, env = "DBCONSOLE_OIDC_AGENT_CLAIM")]
     pub oidc_agent_claim: Option<String>,
+
+    /// Where row actions start workflows: an https:// URL (http:// to a loopback host) with
+    /// `{workflow_id}` where the action's workflow goes, e.g.
+    /// https://flows.example.com/run/{workflow_id} (README, "Workflows and notifications").
+    /// Without it, triggers are refused (409). Needs --workflow-secret.
+    #[arg(long, env = "DBCONSOLE_WORKFLOW_URL", requires = "workflow_secret")]
+    pub workflow_url: Option<String>,
+
+    /// The shared secret (at least 16 bytes) workflow requests are signed with: the
+    /// `Dbconsole-Signature` header's HMAC-SHA256 (never logged).
+    #[arg(
+        long,
+        env = "DBCONSOLE_WORKFLOW_SECRET",
+        hide_env_values = true,
+        requires = "workflow_url",
+        value_parser = secret_value
+    )]
+    pub workflow_secret: Option<Secret>,
+
+    /// The Slack bot token review requests are posted with (`chat.postMessage` to the
+    /// database's slack_channel; never logged). Without it, no message is sent.
+    #[arg(
+        long,
+        env = "DBCONSOLE_SLACK_TOKEN",
+        hide_env_values = true,
+        value_parser = secret_value
+    )]
+    pub slack_token: Option<Secret>,
+
+    /// The Slack Web API's base URL (a Slack-compatible receiver's, for tests).
+    #[arg(
+        long,
+        env = "DBCONSOLE_SLACK_API_URL",
+        default_value = "https://slack.com/api"
+    )]
+    pub slack_api_url: String,
+
+    /// Seconds one delivery attempt (a workflow request, a Slack message) may take.
+    #[arg(
+        long,
+        env = "DBCONSOLE_DELIVERY_TIMEOUT_SECS",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..=300)
+    )]
+    pub delivery_timeout_secs: u64,
+
+    /// Attempts of a delivery before it is kept as a dead letter.
+    #[arg(
+        long,
+        env = "DBCONSOLE_DELIVERY_ATTEMPTS",
+        default_value_t = 8,
+        value_parser = clap::value_parser!(u32).range(1..=100)
+    )]
+    pub delivery_attempts: u32,
+
+    /// Milliseconds waited after a delivery's first failure; the wait doubles after each next
+    /// one (with jitter), up to 5 minutes.
+    #[arg(
+        long,
+        env = "DBCONSOLE_DELIVERY_BACKOFF_MS",
+        default_value_t = 1_000,
+        value_parser = clap::value_parser!(u64).range(1..=300_000)
+    )]
+    pub delivery_backoff_ms: u64,
 }
 
 /// The PostgreSQL storage's flags, shared by `serve` and `keys`.
@@ -467,6 +531,30 @@ impl DatabaseArgs {
 }
 
 impl ServeArgs {
+    /// Where deliveries go.
+    pub fn delivery_targets(&self) -> crate::deliver::DeliveryTargets {
+        crate::deliver::DeliveryTargets {
+            workflow_url: self.workflow_url.clone(),
+            workflow_secret: self.workflow_secret.clone(),
+            slack_token: self.slack_token.clone(),
+            slack_api_url: self.slack_api_url.clone(),
+        }
+    }
+
+    /// How the outbox worker works.
+    pub fn worker_options(&self) -> dbconsole_core::outbox::WorkerOptions {
+        let base = Duration::from_millis(self.delivery_backoff_ms);
+        dbconsole_core::outbox::WorkerOptions {
+            policy: dbconsole_core::model::RetryPolicy {
+                max_attempts: self.delivery_attempts,
+                base,
+                cap: base.max(Duration::from_secs(300)),
+            },
+            timeout: Duration::from_secs(self.delivery_timeout_secs),
+            ..Default::default()
+        }
+    }
+
     /// The query runners' pool limits.
     pub fn pool_limits(&self) -> dbconsole_core::run::PoolLimits {
         dbconsole_core::run::PoolLimits {

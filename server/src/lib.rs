@@ -124,6 +124,7 @@ pub mod backend;
 pub mod backup;
 pub mod cli;
 pub mod credentials;
+pub mod deliver;
 pub mod docs;
 pub mod mcp;
 pub mod metrics;

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use dbconsole_core::ConsoleService;
 use dbconsole_core::auth::StoredCredentials;
+use dbconsole_core::outbox::{Wake, Worker};
+use dbconsole_core::service::OutboxTargets;
 use dbconsole_core::{CredentialKind, Storage, StorageError};
 use dbconsole_server::admin::client::{self as keys, AdminError};
 use dbconsole_server::admin::print::{PrintError, print_reply};
@@ -74,6 +76,9 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
                 .map_err(Error::Oidc)?,
         );
     }
+    let targets = args.delivery_targets();
+    targets.check().map_err(Error::Delivery)?;
+    let wake = Wake::new();
     let service = ConsoleService::builder(Arc::clone(&storage), authenticator, keys.sealer.clone())
         .checkers(dbconsole_core::check::standard_checkers())
         .runners(dbconsole_core::run::standard_runners(args.pool_limits()))
@@ -84,7 +89,13 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .body_timeout(args.body_timeout())
         .metrics(args.metrics_listen.is_some())
         .audit_retention(args.audit_retention())
+        .outbox(OutboxTargets {
+            workflows: targets.workflow_url.is_some(),
+            slack: targets.slack_token.is_some(),
+            wake: Some(wake.clone()),
+        })
         .build();
+    let transport = dbconsole_server::deliver::HttpTransport::new(targets).map_err(Error::Oidc)?;
 
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(dbconsole_server::tls::acceptor(cert, key)?),
@@ -152,6 +163,15 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         ));
     }
     tokio::spawn(prune_audit_hourly(service.clone()));
+    // The outbox goes out from every node; a delivery left mid-send by a stop is sent again
+    // once its lease ends (README, "Workflows and notifications").
+    let worker = Worker::new(
+        Arc::clone(&storage),
+        Arc::new(transport),
+        args.worker_options(),
+        wake,
+    );
+    tokio::spawn(worker.run(std::future::pending()));
     let (shutdown, force) = signal.stages();
     dbconsole_server::serve(listener, service, args.limits(), tls, shutdown, force).await;
     #[cfg(unix)]
@@ -254,8 +274,10 @@ enum Error {
     Metrics(metrics_exporter_prometheus::BuildError),
     #[error("cannot read the bound address: {0}")]
     BoundAddress(io::Error),
-    #[error("cannot set up OIDC (the system's root certificates): {0}")]
+    #[error("cannot read the system's root certificates (OIDC, deliveries): {0}")]
     Oidc(io::Error),
+    #[error("cannot deliver workflows or Slack messages: {0}")]
+    Delivery(dbconsole_server::deliver::TargetError),
     #[error("cannot create the admin socket in {}: {source}", dir.display())]
     AdminSocket { dir: PathBuf, source: io::Error },
     #[error("cannot create the initial keys: {0}")]

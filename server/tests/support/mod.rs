@@ -19,7 +19,7 @@ use tokio::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 
 /// The variables the binary reads; none leaks in from the test's own environment.
-const OUR_VARS: [&str; 29] = [
+const OUR_VARS: [&str; 36] = [
     "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
     "DBCONSOLE_STORAGE",
@@ -49,6 +49,13 @@ const OUR_VARS: [&str; 29] = [
     "DBCONSOLE_STATEMENT_TIMEOUT_SECS",
     "DBCONSOLE_POOL_SIZE",
     "DBCONSOLE_POOL_WAIT_SECS",
+    "DBCONSOLE_WORKFLOW_URL",
+    "DBCONSOLE_WORKFLOW_SECRET",
+    "DBCONSOLE_SLACK_TOKEN",
+    "DBCONSOLE_SLACK_API_URL",
+    "DBCONSOLE_DELIVERY_TIMEOUT_SECS",
+    "DBCONSOLE_DELIVERY_ATTEMPTS",
+    "DBCONSOLE_DELIVERY_BACKOFF_MS",
 ];
 
 /// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
