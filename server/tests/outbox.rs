@@ -809,3 +809,143 @@ async fn a_server_killed_before_delivering_delivers_every_accepted_trigger_after
         state.accepted.len()
     );
 }
+
+/// The sealing key both PostgreSQL nodes share (base64 of 32 bytes).
+const SHARED_KEY: &str = "b3V0Ym94LXRlc3RzLXNoYXJlLW9uZS1zZWFsLWtleTE=";
+
+/// The environment of a node (or a `keys` command) on the PostgreSQL `schema`.
+fn postgres_env(schema: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("DBCONSOLE_STORAGE", "postgres".to_owned()),
+        (
+            "DBCONSOLE_DATABASE_URL",
+            dbconsole_storage_postgres::testing::test_url(),
+        ),
+        ("DBCONSOLE_DATABASE_SCHEMA", schema.to_owned()),
+        ("DBCONSOLE_SECRET_KEY", SHARED_KEY.to_owned()),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_postgres_nodes_deliver_a_thousand_triggers_none_in_flight_twice() {
+    const TRIGGERS: usize = 1_000;
+    // Each request is held a moment, so two deliveries of one item at once would overlap.
+    let receiver = Receiver::start(Duration::from_millis(20)).await;
+    let schema = dbconsole_storage_postgres::testing::fresh_schema();
+    let urls = (receiver.workflow_url(), receiver.slack_url());
+    let mut env: Vec<(&str, String)> = env(&receiver, &urls)
+        .into_iter()
+        .map(|(k, v)| (k, v.to_owned()))
+        .collect();
+    env.extend(postgres_env(&schema));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut nodes = Vec::new();
+    for name in ["a", "b"] {
+        let data = dir.path().join(name);
+        let data = data.to_str().unwrap();
+        nodes.push(
+            Server::start_with(
+                &env,
+                &["serve", "--listen", "127.0.0.1:0", "--data-dir", data],
+            )
+            .await,
+        );
+    }
+    let created = support::dbconsole(
+        &env,
+        &[
+            "keys",
+            "create",
+            "--kind",
+            "api-key",
+            "--scope",
+            "query",
+            "--user",
+            "ann@example.com",
+            "--name",
+            "ann",
+        ],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    let ann = String::from_utf8(created.stdout)
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix("secret:").map(|s| s.trim().to_owned()))
+        .expect("the key's secret");
+    let (_, dashboard) = fixtures(nodes[0].addr, &["thousand"]).await;
+    let path = trigger_path(&dashboard, 0);
+
+    // 1,000 triggers, split over both nodes by 8 clients.
+    let addrs: Vec<SocketAddr> = nodes.iter().map(|node| node.addr).collect();
+    let mut clients = Vec::new();
+    for client in 0..8 {
+        let (addrs, ann, path) = (addrs.clone(), ann.clone(), path.clone());
+        clients.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for n in (client..TRIGGERS).step_by(8) {
+                let body = json!({"row": {"id": n}, "prompted": {"reason": "load"}});
+                let (status, answer) = call(addrs[n % 2], &ann, "POST", &path, Some(body)).await;
+                assert_eq!(status, 202, "{answer}");
+                ids.push(answer["id"].as_str().unwrap().to_owned());
+            }
+            ids
+        }));
+    }
+    let mut ids = HashSet::new();
+    for client in clients {
+        ids.extend(client.await.unwrap());
+    }
+    assert_eq!(ids.len(), TRIGGERS);
+
+    // Every one delivered: nothing pending or in flight, and the receiver took each key.
+    tokio::time::timeout(Duration::from_secs(120), async {
+        loop {
+            if receiver.state.lock().unwrap().accepted.len() >= TRIGGERS {
+                let mut open = 0;
+                for status in ["pending", "delivering"] {
+                    let (_, listed) = call(
+                        addrs[0],
+                        API_KEY,
+                        "GET",
+                        &format!("{DELIVERIES}?status={status}"),
+                        None,
+                    )
+                    .await;
+                    open += listed["data"].as_array().unwrap().len();
+                }
+                if open == 0 {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("every trigger is delivered");
+    let state = receiver.state.lock().unwrap();
+    assert!(
+        state.overlapping.is_empty(),
+        "delivered twice at once: {:?}",
+        state.overlapping
+    );
+    let received: HashSet<&str> = state
+        .requests
+        .iter()
+        .filter_map(|r| r.key.as_deref())
+        .collect();
+    let expected: HashSet<&str> = ids.iter().map(String::as_str).collect();
+    assert_eq!(
+        received, expected,
+        "exactly the accepted triggers, none invented"
+    );
+    println!(
+        "{TRIGGERS} triggers through two nodes: {} requests reached the endpoint ({} repeated), \
+         none in flight twice",
+        state.requests.len(),
+        state.requests.len() - TRIGGERS
+    );
+}
