@@ -24,6 +24,7 @@ pub mod audit;
 pub mod dashboards;
 pub mod databases;
 pub mod idempotency;
+pub mod outbox;
 pub mod protocol;
 pub mod reviews;
 pub mod versions;
@@ -302,6 +303,7 @@ macro_rules! http_suite {
         $crate::audit_tests!($storage);
         $crate::idempotency_tests!($storage);
         $crate::review_tests!($storage);
+        $crate::outbox_tests!($storage);
     };
 }
 
