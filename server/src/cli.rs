@@ -408,7 +408,7 @@ pub struct ServeArgs {
 
     /// Where row actions start workflows: an https:// URL (http:// to a loopback host) with
     /// `{workflow_id}` where the action's workflow goes, e.g.
-    /// https://flows.example.com/run/{workflow_id} (README, "Workflows and notifications").
+    /// `https://flows.example.com/run/{workflow_id}` (README, "Workflows and notifications").
     /// Without it, triggers are refused (409). Needs --workflow-secret.
     #[arg(long, env = "DBCONSOLE_WORKFLOW_URL", requires = "workflow_secret")]
     pub workflow_url: Option<String>,
