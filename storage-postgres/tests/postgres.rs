@@ -103,6 +103,7 @@ async fn a_store_from_before_seal_keys_opens_with_its_key_as_key_0() {
              DROP TABLE {schema}.seal_keys;
              ALTER TABLE {schema}.databases DROP COLUMN seal_keys;
              DROP TABLE {schema}.queries;
+             DROP TABLE {schema}.deliveries;
              DELETE FROM {schema}.schema_migrations WHERE version >= 5;"
         ))
         .await
