@@ -473,13 +473,15 @@ pub async fn deliveries_list_by_status_and_only_a_dead_letter_is_retried(
         status_of(&console.deliveries("?limit=1").await),
         [ids[2].clone()]
     );
-    let errors = console
-        .api
-        .db(Method::GET, &format!("{DELIVERIES}?status=lost"), None)
-        .await
-        .expect(422)
-        .json();
-    assert!(errors["errors"]["status"].is_array(), "{errors}");
+    for status in ["lost", ""] {
+        let errors = console
+            .api
+            .db(Method::GET, &format!("{DELIVERIES}?status={status}"), None)
+            .await
+            .expect(422)
+            .json();
+        assert!(errors["errors"]["status"].is_array(), "{errors}");
+    }
     console
         .api
         .db(Method::GET, &format!("{DELIVERIES}/dlv_missing"), None)

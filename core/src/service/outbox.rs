@@ -224,9 +224,9 @@ impl Shared {
         query: Option<&str>,
     ) -> Result<Response<ResponseBody>, ApiError> {
         let page = crate::validate::parse_page_query(query)?;
+        // An empty `status=` names no status either: 422, as any other that is not one.
         let params: HashMap<String, String> =
             form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-                .filter(|(_, value)| !value.is_empty())
                 .map(|(k, v)| (k.into_owned(), v.into_owned()))
                 .collect();
         let status = match params.get("status") {

@@ -215,7 +215,11 @@ impl Shared {
                 .filter(|(_, value)| !value.is_empty())
                 .map(|(k, v)| (k.into_owned(), v.into_owned()))
                 .collect();
-        let status = match params.get("status") {
+        // An empty `status=` names no status either: 422 (README, "Finding records").
+        let status = match form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+            .find(|(key, _)| key == "status")
+            .map(|(_, value)| value.into_owned())
+        {
             Some(status) => Some(
                 status
                     .parse::<QueryStatus>()
