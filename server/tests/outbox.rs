@@ -238,15 +238,18 @@ fn env<'a>(receiver: &'a Receiver, urls: &'a (String, String)) -> Vec<(&'a str, 
 
 /// A server on the redb storage in `dir`, delivering to `receiver`.
 async fn start(dir: &Path, receiver: &Receiver) -> Server {
+    start_with(dir, receiver, &[]).await
+}
+
+/// [`start`] with these flags too.
+async fn start_with(dir: &Path, receiver: &Receiver, flags: &[&str]) -> Server {
     let urls = (receiver.workflow_url(), receiver.slack_url());
     let mut env = env(receiver, &urls);
     env.push(("DBCONSOLE_STORAGE", "redb"));
     let dir = dir.to_str().unwrap();
-    Server::start_with(
-        &env,
-        &["serve", "--listen", "127.0.0.1:0", "--data-dir", dir],
-    )
-    .await
+    let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--data-dir", dir];
+    args.extend_from_slice(flags);
+    Server::start_with(&env, &args).await
 }
 
 async fn call(
@@ -624,7 +627,16 @@ async fn a_flaky_receiver_gets_the_item_and_a_broken_one_leaves_a_dead_letter_re
     receiver.set_mode(Some("broken"), Mode::Fail);
     let data = tempfile::tempdir().unwrap();
     let ann = user_key(data.path()).await;
-    let server = start(data.path(), &receiver).await;
+    let server = start_with(data.path(), &receiver, &["--metrics-listen", "127.0.0.1:0"]).await;
+    let metrics_line = server
+        .stdout
+        .line("the metrics line", |line| line.starts_with("metrics on "))
+        .await;
+    let metrics_addr: SocketAddr = metrics_line
+        .trim_start_matches("metrics on http://")
+        .trim_end_matches("/metrics")
+        .parse()
+        .unwrap();
     let (_, dashboard) = fixtures(server.addr, &["flaky", "broken"]).await;
     let body = json!({"row": {"id": 1}, "prompted": {"reason": "r"}});
     let (status, flaky) = call(
@@ -664,6 +676,17 @@ async fn a_flaky_receiver_gets_the_item_and_a_broken_one_leaves_a_dead_letter_re
         let state = receiver.state.lock().unwrap();
         assert_eq!(state.attempts[flaky_id], 4);
         assert_eq!(state.attempts[broken_id], 5, "no attempt after the last");
+    }
+    // The attempts, counted: the flaky one's 3 retries and delivery, the broken one's 4
+    // retries and death.
+    let metrics = request(metrics_addr, "GET", "/metrics", &[], None)
+        .await
+        .body;
+    for (outcome, count) in [("delivered", 1), ("retry", 7), ("dead", 1)] {
+        let line = format!(
+            "dbconsole_delivery_attempts_total{{kind=\"workflow\",outcome=\"{outcome}\"}} {count}"
+        );
+        assert!(metrics.contains(&line), "{line} in:\n{metrics}");
     }
     let (_, listed) = call(
         server.addr,

@@ -221,6 +221,12 @@ impl Worker {
         };
         let id = claimed.id.as_str();
         let kind = claimed.target.kind();
+        let outcome = match (&sent, next.status) {
+            (Ok(()), _) => "delivered",
+            (Err(_), DeliveryStatus::Dead) => "dead",
+            (Err(_), _) => "retry",
+        };
+        crate::service::metrics::record_delivery(kind, outcome);
         match &sent {
             Ok(()) => {
                 tracing::info!(target: "dbconsole::outbox", id, kind, attempts = claimed.attempts, "delivered")

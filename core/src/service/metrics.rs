@@ -9,6 +9,7 @@
 //! | `dbconsole_check_connections_total` | counter | `adapter`, `outcome` (`ok`, `error`, `timeout`) |
 //! | `dbconsole_check_connection_duration_seconds` | histogram | `adapter` |
 //! | `dbconsole_storage_errors_total` | counter | `kind` (`unavailable`, `full`, `backend`) |
+//! | `dbconsole_delivery_attempts_total` | counter | `kind` (`workflow`, `slack`), `outcome` (`delivered`, `retry`, `dead`) |
 
 use std::time::Duration;
 
@@ -28,6 +29,8 @@ pub const QUERY_RUNS: &str = "dbconsole_query_runs_total";
 pub const QUERY_RUN_DURATION: &str = "dbconsole_query_run_duration_seconds";
 /// Rows sent by runs, by adapter and kind.
 pub const QUERY_ROWS: &str = "dbconsole_query_rows_total";
+/// Delivery attempts of the outbox worker, by target kind and outcome.
+pub const DELIVERY_ATTEMPTS: &str = "dbconsole_delivery_attempts_total";
 /// Storage failures that reached a request, by kind.
 pub const STORAGE_ERRORS: &str = "dbconsole_storage_errors_total";
 
@@ -38,6 +41,12 @@ pub fn record_request(route: &'static str, method: &Method, status: StatusCode, 
         .increment(1);
     metrics::histogram!(HTTP_REQUEST_DURATION, "route" => route, "method" => method)
         .record(took.as_secs_f64());
+}
+
+/// One delivery attempt, and how it ended: `delivered`, `retry` (it will be tried again) or
+/// `dead` (its last attempt failed).
+pub(crate) fn record_delivery(kind: &'static str, outcome: &'static str) {
+    metrics::counter!(DELIVERY_ATTEMPTS, "kind" => kind, "outcome" => outcome).increment(1);
 }
 
 /// One connection check, and how it ended.
