@@ -228,10 +228,7 @@ pub async fn triggers_store_a_pending_delivery_with_its_event(storage: Arc<dyn S
         changes.contains(delivery["id"].as_str().unwrap()),
         "{changes}"
     );
-    assert!(
-        !changes.contains("late") && !changes.contains("42"),
-        "{changes}"
-    );
+    assert!(!changes.contains("late"), "no value: {changes}");
 }
 
 /// Every refusal of a trigger stores nothing: a missing input names its workflow input key
