@@ -410,7 +410,12 @@ pub struct ServeArgs {
     /// `{workflow_id}` where the action's workflow goes, e.g.
     /// `https://flows.example.com/run/{workflow_id}` (README, "Workflows and notifications").
     /// Without it, triggers are refused (409). Needs --workflow-secret.
-    #[arg(long, env = "DBCONSOLE_WORKFLOW_URL", requires = "workflow_secret")]
+    #[arg(
+        long,
+        env = "DBCONSOLE_WORKFLOW_URL",
+        hide_env_values = true,
+        requires = "workflow_secret"
+    )]
     pub workflow_url: Option<String>,
 
     /// The shared secret (at least 16 bytes) workflow requests are signed with: the
