@@ -12,7 +12,7 @@ use super::router::Route;
 use super::{ApiError, Call, ResponseBody, Shared, split_page};
 use crate::auth::Caller;
 use crate::model::{
-    Action, AuditAction, AuditEvent, Dashboard, Database, Delivery, DeliveryStatus, Origin, Panel,
+    Action, AuditAction, AuditEvent, Database, Delivery, DeliveryStatus, Origin, Panel,
     PanelDetails, Principal, Target, Timestamp, Written,
 };
 use crate::outbox::{review_request_body, workflow_body};
@@ -75,16 +75,8 @@ impl Shared {
         body: &Map<String, Value>,
         origin: &Origin,
     ) -> Result<Delivery, ApiError> {
-        let dashboard: Dashboard = self
-            .storage
-            .dashboard(dashboard_id)
-            .await?
-            .ok_or(ApiError::NotFound)?;
-        let panel: &Panel = dashboard
-            .panels
-            .iter()
-            .find(|p| p.id.as_str() == panel_id)
-            .ok_or(ApiError::NotFound)?;
+        let (dashboard, panel) = self.dashboard_panel(dashboard_id, panel_id).await?;
+        let panel: &Panel = &dashboard.panels[panel];
         let action: &Action = panel
             .actions
             .iter()

@@ -711,6 +711,26 @@ impl Shared {
         Ok((db, credential, max_rows))
     }
 
+    /// Dashboard `dashboard_id` and the index of its panel `panel_id`: 404 when either is
+    /// missing.
+    pub(super) async fn dashboard_panel(
+        &self,
+        dashboard_id: &str,
+        panel_id: &str,
+    ) -> Result<(crate::model::Dashboard, usize), ApiError> {
+        let dashboard = self
+            .storage
+            .dashboard(dashboard_id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let panel = dashboard
+            .panels
+            .iter()
+            .position(|p| p.id.as_str() == panel_id)
+            .ok_or(ApiError::NotFound)?;
+        Ok((dashboard, panel))
+    }
+
     async fn run_panel(
         &self,
         principal: &Principal,
@@ -720,16 +740,8 @@ impl Shared {
         format: Format,
         origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        let dashboard = self
-            .storage
-            .dashboard(dashboard_id)
-            .await?
-            .ok_or(ApiError::NotFound)?;
-        let panel: &Panel = dashboard
-            .panels
-            .iter()
-            .find(|p| p.id.as_str() == panel_id)
-            .ok_or(ApiError::NotFound)?;
+        let (dashboard, panel) = self.dashboard_panel(dashboard_id, panel_id).await?;
+        let panel = &dashboard.panels[panel];
         let PanelDetails::Query {
             query,
             credential_id,
