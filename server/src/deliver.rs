@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use bytes::Bytes;
 use dbconsole_core::Secret;
-use dbconsole_core::model::{Delivery, Target};
+use dbconsole_core::model::{Delivery, Target, TargetKind};
 use dbconsole_core::outbox::sign::{IDEMPOTENCY_HEADER, SIGNATURE_HEADER, header};
 use dbconsole_core::outbox::{SendFailure, Transport};
 use http::{HeaderValue, Method, Request, StatusCode, Uri};
@@ -91,11 +91,19 @@ pub enum TargetError {
 }
 
 /// Checks a delivery URL: HTTPS, or HTTP to a loopback host (a local receiver, a sidecar).
+/// The workflow id goes in the path only, at most once: never in the host, query or fragment.
 pub fn check_url(name: &str, url: &str) -> Result<(), TargetError> {
-    let probe = url.replace(WORKFLOW_PLACEHOLDER, "x");
+    const MARK: &str = "dbconsole-workflow-id-mark";
+    let probe = url.replace(WORKFLOW_PLACEHOLDER, MARK);
     let uri: Uri = probe
         .parse()
         .map_err(|_| TargetError::Url(format!("--{name} is not a URL")))?;
+    let placed = url.matches(WORKFLOW_PLACEHOLDER).count();
+    if placed > 1 || (placed == 1 && !uri.path().contains(MARK)) || probe.contains('#') {
+        return Err(TargetError::Url(format!(
+            "--{name} may hold {WORKFLOW_PLACEHOLDER} once, in its path, and no fragment"
+        )));
+    }
     let host = uri
         .host()
         .ok_or_else(|| TargetError::Url(format!("--{name} names no host")))?;
@@ -204,6 +212,12 @@ impl HttpTransport {
         let template = self.targets.workflow_url.as_deref().ok_or_else(|| {
             SendFailure::new("this node has no workflow endpoint (--workflow-url)")
         })?;
+        // A dot segment would climb the endpoint's path (`%2E%2E` too, for many servers).
+        if matches!(workflow_id, "." | "..") {
+            return Err(SendFailure::new(
+                "a workflow_id of . or .. is not a workflow",
+            ));
+        }
         let url = template.replace(
             WORKFLOW_PLACEHOLDER,
             &utf8_percent_encode(workflow_id, SEGMENT).to_string(),
@@ -286,6 +300,18 @@ impl HttpTransport {
 
 #[async_trait]
 impl Transport for HttpTransport {
+    /// Workflow runs with a workflow endpoint, Slack messages with a token.
+    fn kinds(&self) -> Vec<TargetKind> {
+        let mut kinds = Vec::new();
+        if self.targets.workflow_url.is_some() {
+            kinds.push(TargetKind::Workflow);
+        }
+        if self.targets.slack_token.is_some() {
+            kinds.push(TargetKind::Slack);
+        }
+        kinds
+    }
+
     async fn send(&self, delivery: &Delivery) -> Result<(), SendFailure> {
         match &delivery.target {
             Target::Workflow { workflow_id } => self.send_workflow(delivery, workflow_id).await,
@@ -313,6 +339,10 @@ mod tests {
             "ftp://127.0.0.1/x",
             "not a url",
             "/relative/{workflow_id}",
+            "https://{workflow_id}.example.com/run",
+            "https://flows.example.com/run?workflow={workflow_id}",
+            "https://flows.example.com/run/{workflow_id}/{workflow_id}",
+            "https://flows.example.com/run/{workflow_id}#x",
         ] {
             assert!(check_url("workflow-url", bad).is_err(), "{bad}");
         }

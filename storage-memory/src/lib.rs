@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, Timestamp,
+    Retention, StoredAnswer, TargetKind, Timestamp,
 };
 use dbconsole_core::seal::SealKeys;
 use dbconsole_core::storage::{
@@ -493,12 +493,13 @@ impl Storage for MemoryStorage {
         now: Timestamp,
         lease_until: Timestamp,
         limit: usize,
+        kinds: &[TargetKind],
     ) -> Result<Vec<Delivery>, StorageError> {
         let mut state = self.state();
         let mut due: Vec<(Timestamp, String)> = state
             .deliveries
             .values()
-            .filter(|delivery| delivery.is_due(now))
+            .filter(|delivery| delivery.is_due(now) && kinds.contains(&delivery.target.kind()))
             .filter_map(|delivery| Some((delivery.due_at?, delivery.id.as_str().to_owned())))
             .collect();
         due.sort_unstable();

@@ -2,7 +2,7 @@
 //! `FOR UPDATE SKIP LOCKED` in a read-committed transaction and moves their lease in it, so
 //! nodes claiming at once each get other deliveries and none waits for another's.
 
-use dbconsole_core::model::{Delivery, DeliveryStatus, Timestamp};
+use dbconsole_core::model::{Delivery, DeliveryStatus, TargetKind, Timestamp};
 use dbconsole_core::storage::{Page, StorageError, WriteLog, record};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -13,8 +13,8 @@ use crate::{
     Failure, InFlight, MAX_ATTEMPTS, PostgresStorage, after_bound, append, classify, commit, key,
 };
 
-const INSERT: &str = "INSERT INTO deliveries (id, status, due_at, version, record) \
-                      VALUES ($1, $2, $3, $4, $5)";
+const INSERT: &str = "INSERT INTO deliveries (id, status, due_at, version, record, kind) \
+                      VALUES ($1, $2, $3, $4, $5, $6)";
 
 const SWAP: &str = "UPDATE deliveries SET status = $2, due_at = $3, version = $4, record = $5 \
                     WHERE id = $1 AND version = $6";
@@ -54,6 +54,7 @@ pub(crate) async fn put_new(
                 &claimable_at(delivery),
                 &delivery.updated_at.as_micros(),
                 &bytes,
+                &delivery.target.kind().as_str(),
             ],
         )
         .await?;
@@ -67,22 +68,31 @@ impl PostgresStorage {
         now: Timestamp,
         lease_until: Timestamp,
         limit: usize,
+        kinds: &[TargetKind],
     ) -> Result<Vec<Delivery>, StorageError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let kinds: Vec<&str> = kinds.iter().map(|kind| kind.as_str()).collect();
         self.bounded(async {
             let mut client = self.client().await?;
-            // Read committed: a row another claim holds is skipped, not waited for; one it
-            // committed is read again as it is now (its lease in the future: not due).
-            let txn = client.transaction().await.map_err(classify)?;
+            // Read committed, whatever the server's default: a row another claim holds is
+            // skipped, not waited for; one it committed is read again as it is now (its lease
+            // in the future: not due). Under repeatable read or serializable, a claim would
+            // fail on a row another claim changed instead.
+            let txn = client
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::ReadCommitted)
+                .start()
+                .await
+                .map_err(classify)?;
             let select = txn
                 .prepare_cached(
-                    "SELECT id, record FROM deliveries WHERE due_at <= $1 \
+                    "SELECT id, record FROM deliveries WHERE kind = ANY($3) AND due_at <= $1 \
                      ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED",
                 )
                 .await
                 .map_err(classify)?;
             let rows = txn
-                .query(&select, &[&now.as_micros(), &limit])
+                .query(&select, &[&now.as_micros(), &limit, &kinds])
                 .await
                 .map_err(classify)?;
             let swap = txn.prepare_cached(SWAP).await.map_err(classify)?;
@@ -94,20 +104,25 @@ impl PostgresStorage {
                 }
                 let next = stored.claimed(now, lease_until);
                 let bytes = record::encode_delivery(&next)?;
-                txn.execute(
-                    &swap,
-                    &[
-                        &next.id.as_str(),
-                        &next.status.as_str(),
-                        &claimable_at(&next),
-                        &next.updated_at.as_micros(),
-                        &bytes,
-                        &stored.updated_at.as_micros(),
-                    ],
-                )
-                .await
-                .map_err(classify)?;
-                claimed.push(next);
+                let changed = txn
+                    .execute(
+                        &swap,
+                        &[
+                            &next.id.as_str(),
+                            &next.status.as_str(),
+                            &claimable_at(&next),
+                            &next.updated_at.as_micros(),
+                            &bytes,
+                            &stored.updated_at.as_micros(),
+                        ],
+                    )
+                    .await
+                    .map_err(classify)?;
+                // The row is locked by this claim, so it is there at its version; a claim
+                // answers only what it changed, whatever happens.
+                if changed == 1 {
+                    claimed.push(next);
+                }
             }
             // A commit whose answer is lost leaves leases nobody holds: they end, and the
             // deliveries are claimed again (at least once, never lost).

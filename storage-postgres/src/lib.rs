@@ -93,7 +93,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, Timestamp,
+    Retention, StoredAnswer, TargetKind, Timestamp,
 };
 use dbconsole_core::seal::{SealKeys, Sealer, sealed_keys};
 use dbconsole_core::storage::record::{self, RecordError};
@@ -1500,8 +1500,9 @@ impl Storage for PostgresStorage {
         now: Timestamp,
         lease_until: Timestamp,
         limit: usize,
+        kinds: &[TargetKind],
     ) -> Result<Vec<Delivery>, StorageError> {
-        self.claim(now, lease_until, limit).await
+        self.claim(now, lease_until, limit, kinds).await
     }
 
     async fn delivery(&self, id: &str) -> Result<Option<Delivery>, StorageError> {

@@ -21,11 +21,15 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (5, include_str!("../migrations/0005_seal_keys.sql")),
     (6, include_str!("../migrations/0006_queries.sql")),
     (7, include_str!("../migrations/0007_outbox.sql")),
+    (8, include_str!("../migrations/0008_delivery_kinds.sql")),
 ];
 
 /// The version that adds the seal keys, filled from the key check value and the records in
 /// Rust.
 const SEAL_KEYS_VERSION: i32 = 5;
+
+/// The version that adds the deliveries' kinds, filled from the records in Rust.
+const DELIVERY_KINDS_VERSION: i32 = 8;
 
 /// The version that adds the listing columns, which are filled from the records in Rust.
 const LISTING_COLUMNS_VERSION: i32 = 3;
@@ -94,6 +98,9 @@ pub(crate) async fn run(
         }
         if *version == SEAL_KEYS_VERSION {
             fill_seal_keys(&txn, sealer).await?;
+        }
+        if *version == DELIVERY_KINDS_VERSION {
+            fill_delivery_kinds(&txn).await?;
         }
         txn.execute(
             "INSERT INTO schema_migrations (version) VALUES ($1)",
@@ -169,6 +176,28 @@ async fn stored_databases(
 }
 
 /// Fills the listing columns of version 3 from the records written before it.
+/// Fills the `kind` of every delivery of version 8 from its record, then requires it.
+async fn fill_delivery_kinds(txn: &deadpool_postgres::Transaction<'_>) -> Result<(), ConnectError> {
+    let rows = txn
+        .query("SELECT id, record FROM deliveries", &[])
+        .await
+        .map_err(ConnectError::Migrate)?;
+    for row in rows {
+        let id: String = row.try_get("id").map_err(ConnectError::Migrate)?;
+        let bytes: Vec<u8> = row.try_get("record").map_err(ConnectError::Migrate)?;
+        let delivery = record::decode_delivery(&id, &bytes).map_err(ConnectError::Record)?;
+        txn.execute(
+            "UPDATE deliveries SET kind = $2 WHERE id = $1",
+            &[&id, &delivery.target.kind().as_str()],
+        )
+        .await
+        .map_err(ConnectError::Migrate)?;
+    }
+    txn.batch_execute("ALTER TABLE deliveries ALTER COLUMN kind SET NOT NULL")
+        .await
+        .map_err(ConnectError::Migrate)
+}
+
 async fn fill_listing_columns(
     txn: &deadpool_postgres::Transaction<'_>,
 ) -> Result<(), ConnectError> {

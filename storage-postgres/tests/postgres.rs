@@ -359,3 +359,93 @@ async fn strings_with_a_nul_are_kept_or_match_nothing() {
         .unwrap();
     assert_eq!(removed, database);
 }
+
+/// A store of schema version 7 kept its deliveries without their kind: migrated to version 8,
+/// each delivery's kind is filled from its record, and a claim takes only the kinds asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deliveries_from_before_kinds_are_claimed_by_kind() {
+    use dbconsole_core::model::{AuditAction, AuditEvent, Delivery, Target, TargetKind};
+    use dbconsole_core::storage::WriteLog;
+    use std::time::Duration;
+
+    let options = fresh_options();
+    let schema = options.schema.clone();
+    let sealer = Sealer::ephemeral().unwrap();
+    let storage = PostgresStorage::connect(options.clone(), &sealer)
+        .await
+        .unwrap_or_else(|error| panic!("{}", not_running(&error)));
+    let now = Timestamp::now();
+    let workflow = Delivery::new(
+        Target::Workflow {
+            workflow_id: "refund".to_owned(),
+        },
+        "{}".to_owned(),
+        "dash_m",
+        now,
+    );
+    let slack = Delivery::new(
+        Target::Slack {
+            channel: "#reviews".to_owned(),
+        },
+        "{}".to_owned(),
+        "qry_m",
+        now,
+    );
+    storage
+        .append_log(WriteLog {
+            event: AuditEvent::new(origin(), AuditAction::ActionTrigger, "dash_m", Vec::new()),
+            answer: None,
+            outbox: vec![workflow.clone(), slack.clone()],
+        })
+        .await
+        .unwrap();
+    drop(storage);
+
+    // Back to version 7, as a build before kinds left it.
+    let client = raw_client().await;
+    client
+        .batch_execute(&format!(
+            "DROP INDEX {schema}.deliveries_due;
+             ALTER TABLE {schema}.deliveries DROP COLUMN kind;
+             CREATE INDEX deliveries_due ON {schema}.deliveries (due_at) WHERE due_at IS NOT NULL;
+             DELETE FROM {schema}.schema_migrations WHERE version >= 8;"
+        ))
+        .await
+        .unwrap();
+
+    let storage = PostgresStorage::connect(options.clone(), &sealer)
+        .await
+        .expect("migrated to version 8");
+    let rows = client
+        .query(
+            &format!("SELECT id, kind FROM {schema}.deliveries ORDER BY kind"),
+            &[],
+        )
+        .await
+        .unwrap();
+    let kinds: Vec<(String, String)> = rows.iter().map(|row| (row.get(0), row.get(1))).collect();
+    assert_eq!(
+        kinds,
+        [
+            (slack.id.to_string(), "slack".to_owned()),
+            (workflow.id.to_string(), "workflow".to_owned()),
+        ]
+    );
+    let lease = now.plus(Duration::from_secs(30));
+    let claimed = storage
+        .claim_deliveries(now, lease, 10, &[TargetKind::Slack])
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, slack.id);
+    let nullable: String = client
+        .query_one(
+            "SELECT is_nullable FROM information_schema.columns \
+             WHERE table_schema = $1 AND table_name = 'deliveries' AND column_name = 'kind'",
+            &[&schema],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(nullable, "NO", "every delivery has its kind");
+}

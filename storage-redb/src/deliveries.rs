@@ -4,7 +4,7 @@
 //! walks those already delivered or dead. Every write rewrites a delivery's index entries with
 //! it, in its transaction.
 
-use dbconsole_core::model::{Delivery, DeliveryStatus, Timestamp};
+use dbconsole_core::model::{Delivery, DeliveryStatus, TargetKind, Timestamp};
 use dbconsole_core::storage::{Page, StorageError, record, rules};
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
@@ -67,47 +67,55 @@ fn claimable_at(delivery: &Delivery) -> Option<i64> {
     }
 }
 
-/// Claims up to `limit` due deliveries in `txn` (the writer runs one write at a time, so no
-/// other claim sees them before this one commits).
+/// Claims up to `limit` due deliveries of `kinds` in `txn` (the writer runs one write at a
+/// time, so no other claim sees them before this one commits). Due deliveries of other kinds
+/// are read and passed over: on one node they exist only when its settings changed since they
+/// were made.
 pub(crate) fn claim(
     txn: &WriteTransaction,
     now: Timestamp,
     lease_until: Timestamp,
     limit: usize,
+    kinds: &[TargetKind],
 ) -> Result<Vec<Delivery>, StorageError> {
-    let ids: Vec<String> = {
-        let due = txn.open_table(DUE).or_backend()?;
-        let mut ids = Vec::new();
-        for entry in due
+    let due: Vec<Delivery> = {
+        let index = txn.open_table(DUE).or_backend()?;
+        let deliveries = txn.open_table(DELIVERIES).or_backend()?;
+        let mut due = Vec::new();
+        for entry in index
             .range((i64::MIN, "")..=(now.as_micros(), "~"))
             .or_backend()?
         {
-            if ids.len() >= limit {
+            if due.len() >= limit {
                 break;
             }
             let (key, _) = entry.or_backend()?;
-            ids.push(key.value().1.to_owned());
-        }
-        ids
-    };
-    let mut claimed = Vec::with_capacity(ids.len());
-    for id in ids {
-        let stored = {
-            let deliveries = txn.open_table(DELIVERIES).or_backend()?;
+            let id = key.value().1;
             let bytes = deliveries
-                .get(id.as_str())
+                .get(id)
                 .or_backend()?
-                .ok_or_else(|| StorageError::backend(Missing(id.clone())))?;
-            record::decode_delivery(&id, bytes.value())?
-        };
-        if !stored.is_due(now) {
-            continue;
+                .ok_or_else(|| StorageError::backend(Missing(id.to_owned())))?;
+            let stored = record::decode_delivery(id, bytes.value())?;
+            if stored.is_due(now) && kinds.contains(&stored.target.kind()) {
+                due.push(stored);
+            }
         }
+        due
+    };
+    let mut claimed = Vec::with_capacity(due.len());
+    for stored in due {
         let next = stored.claimed(now, lease_until);
         put(txn, &next, Some(stored.updated_at))?;
         claimed.push(next);
     }
     Ok(claimed)
+}
+
+/// Whether any delivery is due at `now`, of any kind.
+pub(crate) fn any_due(txn: &ReadTransaction, now: Timestamp) -> Result<bool, StorageError> {
+    let index = txn.open_table(DUE).or_backend()?;
+    let first = index.first().or_backend()?;
+    Ok(first.is_some_and(|(key, _)| key.value().0 <= now.as_micros()))
 }
 
 pub(crate) fn get(txn: &ReadTransaction, id: &str) -> Result<Option<Delivery>, StorageError> {

@@ -180,7 +180,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, Timestamp,
+    Retention, StoredAnswer, TargetKind, Timestamp,
 };
 use dbconsole_core::seal::{SealKeyError, SealKeys, Sealer};
 use dbconsole_core::storage::{
@@ -1264,8 +1264,14 @@ impl Storage for RedbStorage {
         now: Timestamp,
         lease_until: Timestamp,
         limit: usize,
+        kinds: &[TargetKind],
     ) -> Result<Vec<Delivery>, StorageError> {
-        self.write(move |_, txn| deliveries::claim(txn, now, lease_until, limit))
+        // Looked at in a read first: an idle outbox costs its pollers no durable write.
+        if !self.read_now(|inner| inner.read(|txn| deliveries::any_due(txn, now)))? {
+            return Ok(Vec::new());
+        }
+        let kinds = kinds.to_vec();
+        self.write(move |_, txn| deliveries::claim(txn, now, lease_until, limit, &kinds))
             .await
     }
 

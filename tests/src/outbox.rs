@@ -10,8 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use dbconsole_core::model::{Principal, Role, Timestamp};
+use dbconsole_core::model::{
+    AuditAction, AuditEvent, Delivery, DeliveryStatus, Principal, RetryPolicy, Role, Target,
+    TargetKind, Timestamp,
+};
+use dbconsole_core::outbox::{SendFailure, Transport, Wake, Worker, WorkerOptions};
 use dbconsole_core::service::OutboxTargets;
+use dbconsole_core::storage::WriteLog;
 use dbconsole_core::{ConsoleService, Storage};
 use http::{Method, Request, header};
 use http_body_util::Full;
@@ -82,7 +87,7 @@ impl Console {
     }
 
     /// A dashboard over `db`'s credential with actions `start` (row column `id` and prompted
-    /// `reason`) and `label only` (no workflow).
+    /// `reason`), `label only` (no workflow) and `climb` (workflow `..`).
     async fn dashboard(&self, db: &Value, restricted: bool) -> Value {
         self.api
             .dash(
@@ -100,6 +105,7 @@ impl Console {
                                 {"workflow_input_key": "reason", "prompt_user": true, "prompt": "Why?"},
                             ]},
                             {"label": "Label only", "input_mappings": []},
+                            {"label": "Climb", "workflow_id": "..", "input_mappings": []},
                         ],
                     }],
                 })),
@@ -288,6 +294,18 @@ pub async fn triggers_refused_store_nothing(storage: Arc<dyn Storage>) {
         )
         .await
         .expect(409);
+    // Nor does a dot segment, which would climb the endpoint's path.
+    let climb = console
+        .as_(
+            &ann(),
+            Method::POST,
+            &trigger_path(&dashboard, 2),
+            Some(good_body()),
+            None,
+        )
+        .await
+        .expect(409);
+    assert!(climb.text().contains("dot segment"), "{}", climb.text());
     // A server without a workflow endpoint starts nothing.
     let without = Console::new(Arc::clone(&storage), false, false);
     let answer = without
@@ -328,13 +346,36 @@ pub async fn triggers_refused_store_nothing(storage: Arc<dyn Storage>) {
         )
         .await
         .expect(202);
-    // An agent keeps to the AI limits: the database is not ai_enabled.
+    // An agent never triggers, even on a database open to agents.
     let mut agent = ann();
     agent.agent = true;
-    console
-        .as_(&agent, Method::POST, &path, Some(good_body()), None)
+    let open_db = console
+        .api
+        .create_database(&json!({
+            "name": format!("Outbox AI {}", ulid_like()),
+            "adapter": "postgres",
+            "hostname": "db.internal",
+            "database": "orders",
+            "ai_enabled": true,
+            "credentials": [{"username": "reader", "password": "pw-outbox", "ai_allowed": true}],
+        }))
+        .await;
+    let open = console.dashboard(&open_db, false).await;
+    let refused = console
+        .as_(
+            &agent,
+            Method::POST,
+            &trigger_path(&open, 0),
+            Some(good_body()),
+            None,
+        )
         .await
         .expect(403);
+    assert!(
+        refused.text().contains("AI agent may not trigger"),
+        "{}",
+        refused.text()
+    );
     let listed = console.deliveries("").await;
     assert_eq!(
         listed.len(),
@@ -433,7 +474,7 @@ pub async fn deliveries_list_by_status_and_only_a_dead_letter_is_retried(
     // The oldest dies: every attempt failed (as the worker would have written it).
     let now = Timestamp::now();
     let claimed = storage
-        .claim_deliveries(now, now.plus(Duration::from_secs(60)), 1)
+        .claim_deliveries(now, now.plus(Duration::from_secs(60)), 1, &TargetKind::ALL)
         .await
         .expect("claim");
     assert_eq!(claimed[0].id.as_str(), ids[0], "the oldest due first");
@@ -543,6 +584,140 @@ pub async fn deliveries_list_by_status_and_only_a_dead_letter_is_retried(
         .expect(409);
 }
 
+/// Records what it was asked to send, and takes it; or panics, as a transport's bug would.
+#[derive(Debug, Default)]
+struct Recorder {
+    sent: std::sync::Mutex<Vec<String>>,
+    panics: bool,
+}
+
+#[async_trait::async_trait]
+impl Transport for Recorder {
+    fn kinds(&self) -> Vec<TargetKind> {
+        vec![TargetKind::Workflow]
+    }
+
+    async fn send(&self, delivery: &Delivery) -> Result<(), SendFailure> {
+        self.sent
+            .lock()
+            .unwrap()
+            .push(delivery.id.as_str().to_owned());
+        assert!(!self.panics, "a transport's bug");
+        Ok(())
+    }
+}
+
+/// A worker claims only the kinds its transport sends, leaving the others untouched; a delivery
+/// whose last attempt never ended (its worker died mid-send) is made dead without a send; a
+/// transport that panics does not end the worker.
+pub async fn the_worker_sends_its_kinds_and_buries_a_delivery_that_killed_its_worker(
+    storage: Arc<dyn Storage>,
+) {
+    let policy = RetryPolicy {
+        max_attempts: 3,
+        ..RetryPolicy::default()
+    };
+    let now = Timestamp::now();
+    let workflow = || Target::Workflow {
+        workflow_id: "refund".to_owned(),
+    };
+    let due = Delivery::new(workflow(), "{}".to_owned(), "dash_w", now);
+    let slack = Delivery::new(
+        Target::Slack {
+            channel: "#reviews".to_owned(),
+        },
+        "{}".to_owned(),
+        "qry_w",
+        now,
+    );
+    // Its third and last claim's worker died while sending: the lease ran out a second ago.
+    let mut killer = Delivery::new(workflow(), "{}".to_owned(), "dash_w", now);
+    killer.status = DeliveryStatus::Delivering;
+    killer.attempts = 3;
+    killer.due_at = Some(Timestamp::from_micros(now.as_micros() - 1_000_000));
+    let origin = dbconsole_core::storage::testing::origin();
+    storage
+        .append_log(WriteLog {
+            event: AuditEvent::new(origin, AuditAction::ActionTrigger, "dash_w", Vec::new()),
+            answer: None,
+            outbox: vec![due.clone(), slack.clone(), killer.clone()],
+        })
+        .await
+        .expect("append_log");
+    let recorder = Arc::new(Recorder::default());
+    let options = WorkerOptions {
+        policy,
+        ..WorkerOptions::default()
+    };
+    let worker = Worker::new(
+        Arc::clone(&storage),
+        Arc::clone(&recorder) as Arc<dyn Transport>,
+        options,
+        Wake::new(),
+    );
+    let pass = worker.pass().await.expect("pass");
+    assert_eq!(pass.claimed, 2, "{pass:?}");
+    assert_eq!(
+        *recorder.sent.lock().unwrap(),
+        [due.id.as_str()],
+        "only the due workflow run is sent"
+    );
+    let stored = |id: String| {
+        let storage = Arc::clone(&storage);
+        async move { storage.delivery(&id).await.unwrap().unwrap() }
+    };
+    assert_eq!(
+        stored(due.id.to_string()).await.status,
+        DeliveryStatus::Delivered
+    );
+    let dead = stored(killer.id.to_string()).await;
+    assert_eq!(dead.status, DeliveryStatus::Dead);
+    assert_eq!(dead.attempts, 3, "no attempt beyond the last");
+    assert!(
+        dead.last_error.as_deref().unwrap().contains("never ended"),
+        "{dead:?}"
+    );
+    assert_eq!(
+        stored(slack.id.to_string()).await,
+        slack,
+        "not this worker's kind: untouched"
+    );
+
+    // A transport that panics: the pass is lost, the worker goes on until it is stopped.
+    let again = Delivery::new(workflow(), "{}".to_owned(), "dash_w", Timestamp::now());
+    storage
+        .append_log(WriteLog {
+            event: AuditEvent::new(origin, AuditAction::ActionTrigger, "dash_w", Vec::new()),
+            answer: None,
+            outbox: vec![again.clone()],
+        })
+        .await
+        .expect("append_log");
+    let panicking = Arc::new(Recorder {
+        panics: true,
+        ..Recorder::default()
+    });
+    let worker = Worker::new(
+        Arc::clone(&storage),
+        Arc::clone(&panicking) as Arc<dyn Transport>,
+        WorkerOptions {
+            poll: Duration::from_millis(20),
+            ..options
+        },
+        Wake::new(),
+    );
+    let running = tokio::spawn(worker.run(tokio::time::sleep(Duration::from_millis(300))));
+    running
+        .await
+        .expect("the worker ends when stopped, not by the panic");
+    assert_eq!(*panicking.sent.lock().unwrap(), [again.id.as_str()]);
+    assert_eq!(
+        stored(again.id.to_string()).await.status,
+        DeliveryStatus::Delivering,
+        "left to its lease, to be claimed again"
+    );
+}
+
 /// Expands to one test per outbox case over fresh stores made by `$storage`.
 #[macro_export]
 macro_rules! outbox_tests {
@@ -555,6 +730,7 @@ macro_rules! outbox_tests {
                 triggers_refused_store_nothing,
                 review_requests_go_to_the_databases_slack_channel,
                 deliveries_list_by_status_and_only_a_dead_letter_is_retried,
+                the_worker_sends_its_kinds_and_buries_a_delivery_that_killed_its_worker,
             ]
         );
     };

@@ -47,12 +47,26 @@ pub enum Target {
     },
 }
 
+/// What kind of receiver a delivery goes to: what a node must be set up to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TargetKind {
+    /// A workflow run ([`Target::Workflow`]).
+    Workflow,
+    /// A Slack message ([`Target::Slack`]).
+    Slack,
+}
+
+wire_enum!(TargetKind, [
+    Workflow => "workflow",
+    Slack => "slack",
+]);
+
 impl Target {
-    /// `workflow` or `slack`.
-    pub fn kind(&self) -> &'static str {
+    /// Its kind of receiver.
+    pub fn kind(&self) -> TargetKind {
         match self {
-            Target::Workflow { .. } => "workflow",
-            Target::Slack { .. } => "slack",
+            Target::Workflow { .. } => TargetKind::Workflow,
+            Target::Slack { .. } => TargetKind::Slack,
         }
     }
 }
@@ -195,6 +209,23 @@ impl Delivery {
         }
     }
 
+    /// A claimed delivery whose attempts are spent before it was sent: the claim that made
+    /// it exceed `policy.max_attempts` came after a last attempt whose worker stopped before
+    /// it wrote an outcome (or after the limit was lowered). Dead at `now`, not sent again;
+    /// `None` while it has an attempt left.
+    pub fn spent(&self, now: Timestamp, policy: &RetryPolicy) -> Option<Self> {
+        (self.attempts > policy.max_attempts).then(|| Self {
+            status: DeliveryStatus::Dead,
+            attempts: policy.max_attempts,
+            due_at: None,
+            last_error: Some(
+                "its last attempt never ended: the worker sending it stopped first".to_owned(),
+            ),
+            updated_at: now.not_before_next(self.updated_at),
+            ..self.clone()
+        })
+    }
+
     /// A dead letter retried by hand at `now`: pending, due now, with every attempt again.
     /// `None` unless it is dead.
     pub fn retried(&self, now: Timestamp) -> Option<Self> {
@@ -287,6 +318,33 @@ mod tests {
         assert_eq!(revived.attempts, 0);
         assert!(revived.is_due(now));
         assert_eq!(revived.retried(now), None, "only a dead letter is retried");
+    }
+
+    #[test]
+    fn a_claim_past_the_last_attempt_is_dead_unsent() {
+        let policy = RetryPolicy {
+            max_attempts: 2,
+            ..RetryPolicy::default()
+        };
+        let now = Timestamp::from_micros(7_000_000);
+        let lease = now.plus(Duration::from_secs(15));
+        // Two claims whose workers stopped before writing an outcome: each counted.
+        let mut delivery = fresh().claimed(now, lease);
+        assert_eq!(delivery.spent(now, &policy), None, "first attempt");
+        delivery = delivery.claimed(lease, lease.plus(Duration::from_secs(15)));
+        assert_eq!(delivery.spent(lease, &policy), None, "last attempt");
+        let later = lease.plus(Duration::from_secs(15));
+        let third = delivery.claimed(later, later.plus(Duration::from_secs(15)));
+        let dead = third.spent(later, &policy).expect("attempts spent");
+        assert_eq!(dead.status, DeliveryStatus::Dead);
+        assert_eq!(dead.attempts, 2);
+        assert_eq!(dead.due_at, None);
+        assert!(dead.last_error.as_deref().unwrap().contains("never ended"));
+        assert!(dead.updated_at > third.updated_at);
+        assert!(
+            dead.retried(later).is_some(),
+            "a dead letter like any other"
+        );
     }
 
     #[test]

@@ -12,11 +12,16 @@
 //!   Every attempt carries the delivery's id as `Idempotency-Key`, so a receiver drops the
 //!   duplicates this allows.
 //! - **Never twice at once.** A lease is held by one claimer at a time, on one node or on many
-//!   sharing a PostgreSQL store (`FOR UPDATE SKIP LOCKED`). A lease is longer than a send may
-//!   take, so it never ends while its send is still running.
+//!   sharing a PostgreSQL store (`FOR UPDATE SKIP LOCKED`). A lease is taken before the claim
+//!   and ends [`WorkerOptions::lease`] later; every send of the claim must end within
+//!   [`WorkerOptions::timeout`] of that same instant, on this node's monotonic clock, so a
+//!   lease never ends while its send still runs (nodes sharing a store must keep their clocks
+//!   within the lease's margin of each other: README, "Workflows and notifications").
 //! - **Bounded retries.** A failure waits an exponential backoff with jitter
 //!   ([`RetryPolicy::backoff`]) or the receiver's `Retry-After`; after the last attempt the
-//!   delivery is a dead letter, kept until retried by hand.
+//!   delivery is a dead letter, kept until retried by hand. A claim counts as an attempt, so a
+//!   delivery whose worker stops on every attempt (a crash it causes) is a dead letter too: the
+//!   claim after its last attempt marks it dead without sending it ([`Delivery::spent`]).
 //!
 //! [`WriteLog`]: crate::storage::WriteLog
 
@@ -31,12 +36,16 @@ use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-use crate::model::{Delivery, DeliveryStatus, RetryPolicy, Timestamp};
+use crate::model::{Delivery, DeliveryStatus, RetryPolicy, TargetKind, Timestamp};
 use crate::storage::{Storage, StorageError};
 
 /// Sends one delivery to its receiver.
 #[async_trait]
 pub trait Transport: Send + Sync + Debug + 'static {
+    /// The kinds of receiver it can send to: its worker claims only those, and leaves the
+    /// others to nodes set up to send them.
+    fn kinds(&self) -> Vec<TargetKind>;
+
     /// Sends `delivery` once: `Ok` when its receiver took it.
     async fn send(&self, delivery: &Delivery) -> Result<(), SendFailure>;
 }
@@ -121,6 +130,8 @@ pub struct Worker {
     transport: Arc<dyn Transport>,
     options: WorkerOptions,
     wake: Wake,
+    /// What `transport` sends.
+    kinds: Vec<TargetKind>,
 }
 
 /// What one pass did.
@@ -143,23 +154,35 @@ impl Worker {
         wake: Wake,
     ) -> Self {
         Self {
+            kinds: transport.kinds(),
             storage,
             transport,
-            options,
+            options: WorkerOptions {
+                // A batch of none would claim nothing, forever at once.
+                batch: options.batch.max(1),
+                ..options
+            },
             wake,
         }
     }
 
     /// Works until `shutdown` resolves: a pass whenever woken, or every `poll`, and at once
-    /// again while passes find a full batch. A storage failure is logged and the loop goes on
-    /// after the poll interval.
+    /// again while passes find a full batch. A storage failure, or a panic in a pass (a
+    /// transport's bug), is logged and the loop goes on after the poll interval: the deliveries
+    /// of that pass are claimed again when their leases end.
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
+        use futures_util::FutureExt as _;
         tokio::pin!(shutdown);
         loop {
-            let busy = match self.pass().await {
-                Ok(pass) => pass.claimed == self.options.batch,
-                Err(error) => {
+            let pass = std::panic::AssertUnwindSafe(self.pass()).catch_unwind();
+            let busy = match pass.await {
+                Ok(Ok(pass)) => pass.claimed == self.options.batch,
+                Ok(Err(error)) => {
                     tracing::warn!(target: "dbconsole::outbox", %error, "the outbox could not be read");
+                    false
+                }
+                Err(_) => {
+                    tracing::error!(target: "dbconsole::outbox", "a pass of the outbox worker panicked; its deliveries are claimed again when their leases end");
                     false
                 }
             };
@@ -174,20 +197,27 @@ impl Worker {
         }
     }
 
-    /// Claims the due deliveries (one batch), sends them at once, and writes each outcome.
+    /// Claims the due deliveries (one batch) of the kinds its transport sends, sends them at
+    /// once, and writes each outcome.
     pub async fn pass(&self) -> Result<Pass, StorageError> {
+        if self.kinds.is_empty() {
+            return Ok(Pass::default());
+        }
+        // Both ends from one instant: the lease on the wall clock (what the store compares),
+        // the sends' deadline on the monotonic clock, `lease() - timeout` before the lease ends.
+        let deadline = tokio::time::Instant::now() + self.options.timeout;
         let now = Timestamp::now();
         let lease_until = now.plus(self.options.lease());
         let claimed = self
             .storage
-            .claim_deliveries(now, lease_until, self.options.batch)
+            .claim_deliveries(now, lease_until, self.options.batch, &self.kinds)
             .await?;
         let mut pass = Pass {
             claimed: claimed.len(),
             ..Pass::default()
         };
         let mut outcomes = futures_util::stream::iter(claimed)
-            .map(|claimed| self.attempt(claimed))
+            .map(|claimed| self.attempt(claimed, deadline))
             .buffer_unordered(self.options.batch.max(1));
         while let Some(delivered) = outcomes.next().await {
             if delivered {
@@ -199,16 +229,27 @@ impl Worker {
         Ok(pass)
     }
 
-    /// One attempt of a claimed delivery, with its outcome written: whether it was delivered.
-    async fn attempt(&self, claimed: Delivery) -> bool {
-        let sent =
-            match tokio::time::timeout(self.options.timeout, self.transport.send(&claimed)).await {
-                Ok(sent) => sent,
-                Err(_) => Err(SendFailure::new(format!(
-                    "no answer within {:?}",
-                    self.options.timeout
-                ))),
-            };
+    /// One attempt of a claimed delivery, ended by `deadline`, with its outcome written:
+    /// whether it was delivered.
+    async fn attempt(&self, claimed: Delivery, deadline: tokio::time::Instant) -> bool {
+        let id = claimed.id.as_str();
+        let kind = claimed.target.kind().as_str();
+        if let Some(dead) = claimed.spent(Timestamp::now(), &self.options.policy) {
+            crate::service::metrics::record_delivery(kind, "dead");
+            tracing::warn!(
+                target: "dbconsole::outbox", id, kind, attempts = dead.attempts,
+                "a delivery's last attempt never ended (its worker stopped): a dead letter"
+            );
+            self.write(dead, claimed.updated_at).await;
+            return false;
+        }
+        let sent = match tokio::time::timeout_at(deadline, self.transport.send(&claimed)).await {
+            Ok(sent) => sent,
+            Err(_) => Err(SendFailure::new(format!(
+                "no answer within {:?}",
+                self.options.timeout
+            ))),
+        };
         let now = Timestamp::now();
         let next = match &sent {
             Ok(()) => claimed.delivered(now),
@@ -219,8 +260,6 @@ impl Worker {
                 failure.retry_after,
             ),
         };
-        let id = claimed.id.as_str();
-        let kind = claimed.target.kind();
         let outcome = match (&sent, next.status) {
             (Ok(()), _) => "delivered",
             (Err(_), DeliveryStatus::Dead) => "dead",
@@ -240,15 +279,17 @@ impl Worker {
                 error = %failure.message, "a delivery attempt failed; it will be tried again"
             ),
         }
-        if let Err(error) = self
-            .storage
-            .replace_delivery(next, claimed.updated_at, None)
-            .await
-        {
-            // Its lease ends, and it is claimed again: sent once more rather than lost.
-            tracing::warn!(target: "dbconsole::outbox", id, %error, "a delivery's outcome could not be written");
-        }
+        self.write(next, claimed.updated_at).await;
         sent.is_ok()
+    }
+
+    /// Writes a claimed delivery's outcome over its claimed version.
+    async fn write(&self, next: Delivery, claimed_at: Timestamp) {
+        let id = next.id.clone();
+        if let Err(error) = self.storage.replace_delivery(next, claimed_at, None).await {
+            // Its lease ends, and it is claimed again: sent once more rather than lost.
+            tracing::warn!(target: "dbconsole::outbox", id = id.as_str(), %error, "a delivery's outcome could not be written");
+        }
     }
 }
 
@@ -292,6 +333,9 @@ pub fn review_request_body(
     } else {
         format!("{reviews_required} reviews")
     };
+    // Names are the caller's words: escaped as Slack asks, so `<!channel>` or `<https://…|x>`
+    // in a name is shown, never a mention or a link.
+    let (author, database_name) = (slack_escape(author), slack_escape(database_name));
     let text = format!(
         "{author} asks for {reviews} of query {query_id} on database {database_name} \
          ({database_id})."
@@ -303,4 +347,45 @@ pub fn review_request_body(
         "unfurl_media": false,
     })
     .to_string()
+}
+
+/// Text for a Slack message, with its three control characters escaped (Slack's "Escaping
+/// text": `&`, `<` and `>`), so it is shown as written.
+fn slack_escape(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_review_request_shows_names_as_written_never_as_mentions_or_links() {
+        let body = review_request_body(
+            "#reviews",
+            "<!channel> & <https://evil.example|click>",
+            "Orders <@U123>",
+            "db_1",
+            2,
+            "qry_1",
+        );
+        let body: Value = serde_json::from_str(&body).unwrap();
+        let text = body["text"].as_str().unwrap();
+        assert_eq!(
+            text,
+            "&lt;!channel&gt; &amp; &lt;https://evil.example|click&gt; asks for 2 reviews of \
+             query qry_1 on database Orders &lt;@U123&gt; (db_1)."
+        );
+        assert!(!text.contains('<') && !text.contains('>'));
+        assert_eq!(body["channel"], "#reviews");
+    }
 }

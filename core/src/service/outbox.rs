@@ -83,6 +83,14 @@ impl Shared {
             .find(|a| a.id.as_str() == action_id)
             .ok_or(ApiError::NotFound)?;
         let PanelDetails::Query { credential_id, .. } = &panel.details;
+        // A workflow acts on the world with rows its caller vouches for: a person's decision,
+        // never an agent's, whatever the AI settings (README, "Triggering a row action").
+        if principal.agent {
+            return Err(ApiError::Denied(
+                "an AI agent may not trigger row actions: a workflow is started by a person"
+                    .to_owned(),
+            ));
+        }
         // Whoever may not run the panel may not act on its rows.
         self.panel_access(principal, &dashboard, credential_id, 1)
             .await?;
@@ -96,6 +104,12 @@ impl Shared {
                  neither label nor workflow_id is hidden)"
             )));
         };
+        if matches!(workflow_id, "." | "..") {
+            return Err(ApiError::Conflict(format!(
+                "action {action_id}'s workflow_id {workflow_id} names no workflow: it is a \
+                 path's dot segment"
+            )));
+        }
         let inputs = action_inputs(action, body)?;
         if !self.outbox.workflows {
             return Err(ApiError::Conflict(

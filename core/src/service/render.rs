@@ -505,7 +505,7 @@ impl<'a> From<&'a crate::model::Delivery> for DeliveryView<'a> {
         };
         Self {
             id: delivery.id.as_str(),
-            kind: delivery.target.kind(),
+            kind: delivery.target.kind().as_str(),
             workflow_id,
             channel,
             resource_id: &delivery.resource_id,

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, Timestamp,
+    Retention, StoredAnswer, TargetKind, Timestamp,
 };
 use crate::seal::SealKeys;
 
@@ -64,8 +64,11 @@ macro_rules! forward_storage {
                 now: Timestamp,
                 lease_until: Timestamp,
                 limit: usize,
+                kinds: &[TargetKind],
             ) -> Result<Vec<Delivery>, StorageError> {
-                (**self).claim_deliveries(now, lease_until, limit).await
+                (**self)
+                    .claim_deliveries(now, lease_until, limit, kinds)
+                    .await
             }
 
             async fn delivery(&self, id: &str) -> Result<Option<Delivery>, StorageError> {

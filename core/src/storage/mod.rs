@@ -51,7 +51,7 @@ use async_trait::async_trait;
 
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, Timestamp,
+    Retention, StoredAnswer, TargetKind, Timestamp,
 };
 use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
@@ -427,17 +427,18 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// event with its delivery), all of it or nothing.
     async fn append_log(&self, log: WriteLog) -> Result<(), StorageError>;
 
-    /// Claims up to `limit` deliveries due at `now` ([`Delivery::is_due`]), oldest due first,
-    /// each replaced by [`Delivery::claimed`]`(now, lease_until)` in one atomic change, and
-    /// answers them as claimed. A delivery is claimed by one caller at a time: concurrent
-    /// claims (other tasks, other nodes on a shared store) never answer the same delivery
-    /// while its lease lasts; a claim on a shared store skips those another claim holds rather
-    /// than waiting for them.
+    /// Claims up to `limit` deliveries due at `now` ([`Delivery::is_due`]) whose target is of
+    /// one of `kinds` (those the claimer can send), oldest due first, each replaced by
+    /// [`Delivery::claimed`]`(now, lease_until)` in one atomic change, and answers them as
+    /// claimed. A delivery is claimed by one caller at a time: concurrent claims (other tasks,
+    /// other nodes on a shared store) never answer the same delivery while its lease lasts; a
+    /// claim on a shared store skips those another claim holds rather than waiting for them.
     async fn claim_deliveries(
         &self,
         now: Timestamp,
         lease_until: Timestamp,
         limit: usize,
+        kinds: &[TargetKind],
     ) -> Result<Vec<Delivery>, StorageError>;
 
     /// The delivery with this id.

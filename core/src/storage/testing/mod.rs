@@ -249,6 +249,7 @@ macro_rules! storage_conformance_suite {
             outbox::deliveries_are_written_with_their_log_or_not_at_all,
             outbox::deliveries_list_newest_first_by_status,
             outbox::claims_lease_due_deliveries_until_the_lease_ends,
+            outbox::claims_take_only_the_kinds_asked_for,
             outbox::delivery_replace_is_a_compare_and_swap,
             outbox::racing_claims_never_hand_out_one_delivery_twice,
         ] }

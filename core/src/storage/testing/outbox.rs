@@ -12,9 +12,12 @@ use super::origin;
 use super::queries::{log_of, query};
 use super::races::race_all;
 use crate::model::{
-    AuditAction, AuditEvent, Delivery, DeliveryStatus, QueryStatus, Target, Timestamp,
+    AuditAction, AuditEvent, Delivery, DeliveryStatus, QueryStatus, Target, TargetKind, Timestamp,
 };
 use crate::storage::{AuditQuery, Page, Storage, StorageError, WriteLog};
+
+/// Every kind of receiver: a claimer that sends them all.
+const ALL: [TargetKind; 2] = TargetKind::ALL;
 
 fn delivery(n: usize, now: Timestamp) -> Delivery {
     let target = if n.is_multiple_of(2) {
@@ -221,7 +224,7 @@ pub async fn claims_lease_due_deliveries_until_the_lease_ends(storage: Arc<dyn S
         "append_log",
     );
     let lease = now.plus(Duration::from_secs(30));
-    let first = ok(storage.claim_deliveries(now, lease, 1).await, "claim");
+    let first = ok(storage.claim_deliveries(now, lease, 1, &ALL).await, "claim");
     assert_eq!(first.len(), 1, "at most the limit");
     assert_eq!(first[0].id, early.id, "the oldest due first");
     assert_eq!(first[0], early.claimed(now, lease), "answered as claimed");
@@ -230,7 +233,10 @@ pub async fn claims_lease_due_deliveries_until_the_lease_ends(storage: Arc<dyn S
         first[0],
         "stored as claimed"
     );
-    let second = ok(storage.claim_deliveries(now, lease, 10).await, "claim");
+    let second = ok(
+        storage.claim_deliveries(now, lease, 10, &ALL).await,
+        "claim",
+    );
     assert_eq!(
         second.len(),
         1,
@@ -240,14 +246,23 @@ pub async fn claims_lease_due_deliveries_until_the_lease_ends(storage: Arc<dyn S
     assert_eq!(second[0].status, DeliveryStatus::Delivering);
     assert_eq!(second[0].attempts, 1);
     assert!(
-        ok(storage.claim_deliveries(now, lease, 10).await, "claim").is_empty(),
+        ok(
+            storage.claim_deliveries(now, lease, 10, &ALL).await,
+            "claim"
+        )
+        .is_empty(),
         "leased deliveries are not claimed again while the lease lasts"
     );
     // The lease ends (its worker stopped): claimed again, a second attempt.
     let after_lease = lease.plus(Duration::from_micros(1));
     let again = ok(
         storage
-            .claim_deliveries(after_lease, after_lease.plus(Duration::from_secs(30)), 10)
+            .claim_deliveries(
+                after_lease,
+                after_lease.plus(Duration::from_secs(30)),
+                10,
+                &ALL,
+            )
             .await,
         "claim after the lease",
     );
@@ -267,7 +282,7 @@ pub async fn claims_lease_due_deliveries_until_the_lease_ends(storage: Arc<dyn S
     );
     let the_end = Timestamp::from_micros(i64::MAX - 1);
     let last = ok(
-        storage.claim_deliveries(the_end, the_end, 10).await,
+        storage.claim_deliveries(the_end, the_end, 10, &ALL).await,
         "claim at the end of time",
     );
     let mut last_ids: Vec<&str> = last.iter().map(|d| d.id.as_str()).collect();
@@ -277,6 +292,62 @@ pub async fn claims_lease_due_deliveries_until_the_lease_ends(storage: Arc<dyn S
     assert_eq!(
         last_ids, expected,
         "the other one, and the future one, now due"
+    );
+}
+
+/// A claim takes only the kinds its claimer sends: the others stay pending, untouched, for a
+/// claimer that sends them.
+pub async fn claims_take_only_the_kinds_asked_for(storage: Arc<dyn Storage>) {
+    let now = Timestamp::now();
+    // Even: workflow runs; odd: Slack messages.
+    let all: Vec<Delivery> = (0..6).map(|n| delivery(n, now)).collect();
+    ok(
+        storage.append_log(log_with("dash_k", all.clone())).await,
+        "append_log",
+    );
+    let lease = now.plus(Duration::from_secs(30));
+    let workflows = ok(
+        storage
+            .claim_deliveries(now, lease, 10, &[TargetKind::Workflow])
+            .await,
+        "claim workflows",
+    );
+    assert_eq!(workflows.len(), 3, "{workflows:?}");
+    assert!(
+        workflows
+            .iter()
+            .all(|d| d.target.kind() == TargetKind::Workflow)
+    );
+    for slack in all.iter().filter(|d| d.target.kind() == TargetKind::Slack) {
+        assert_eq!(
+            found(storage.delivery(slack.id.as_str()).await, "delivery"),
+            *slack,
+            "untouched by a claimer that does not send it"
+        );
+    }
+    assert!(
+        ok(
+            storage.claim_deliveries(now, lease, 10, &[]).await,
+            "claim none"
+        )
+        .is_empty(),
+        "a claimer that sends nothing claims nothing"
+    );
+    let slack = ok(
+        storage
+            .claim_deliveries(now, lease, 10, &[TargetKind::Slack])
+            .await,
+        "claim Slack messages",
+    );
+    assert_eq!(slack.len(), 3, "{slack:?}");
+    assert!(slack.iter().all(|d| d.target.kind() == TargetKind::Slack));
+    assert!(
+        ok(
+            storage.claim_deliveries(now, lease, 10, &ALL).await,
+            "claim"
+        )
+        .is_empty(),
+        "all leased"
     );
 }
 
@@ -291,7 +362,11 @@ pub async fn delivery_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
         "append_log",
     );
     let lease = now.plus(Duration::from_secs(30));
-    let claimed = ok(storage.claim_deliveries(now, lease, 10).await, "claim").remove(0);
+    let claimed = ok(
+        storage.claim_deliveries(now, lease, 10, &ALL).await,
+        "claim",
+    )
+    .remove(0);
     // A worker whose lease was taken over writes at a stale version: refused, nothing changes.
     let stale = one.delivered(now);
     assert_err!(
@@ -357,7 +432,9 @@ pub async fn delivery_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
         [logged]
     );
     let claimed = ok(
-        storage.claim_deliveries(Timestamp::now(), lease, 10).await,
+        storage
+            .claim_deliveries(Timestamp::now(), lease, 10, &ALL)
+            .await,
         "claim the retried one",
     );
     assert_eq!(claimed.len(), 1);
@@ -382,7 +459,7 @@ pub async fn racing_claims_never_hand_out_one_delivery_twice(storage: Arc<dyn St
             let mut mine = Vec::new();
             loop {
                 let claimed = storage
-                    .claim_deliveries(now, lease, 7)
+                    .claim_deliveries(now, lease, 7, &ALL)
                     .await
                     .expect("claim_deliveries");
                 if claimed.is_empty() {
