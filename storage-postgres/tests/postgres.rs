@@ -22,6 +22,20 @@ async fn raw_client() -> tokio_postgres::Client {
     client
 }
 
+/// A new schema's options, its key, and the store connected to it.
+async fn fresh_store() -> (
+    dbconsole_storage_postgres::PostgresOptions,
+    Sealer,
+    PostgresStorage,
+) {
+    let options = fresh_options();
+    let sealer = Sealer::ephemeral().unwrap();
+    let storage = PostgresStorage::connect(options.clone(), &sealer)
+        .await
+        .unwrap_or_else(|error| panic!("{}", not_running(&error)));
+    (options, sealer, storage)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_key_and_a_newer_schema_are_refused_at_connect() {
     let options = fresh_options();
@@ -74,12 +88,8 @@ async fn another_key_and_a_newer_schema_are_refused_at_connect() {
 /// refused, naming it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_from_before_seal_keys_opens_with_its_key_as_key_0() {
-    let options = fresh_options();
+    let (options, sealer, storage) = fresh_store().await;
     let schema = options.schema.clone();
-    let sealer = Sealer::ephemeral().unwrap();
-    let storage = PostgresStorage::connect(options.clone(), &sealer)
-        .await
-        .unwrap_or_else(|error| panic!("{}", not_running(&error)));
     let body = json!({
         "name": "Old", "adapter": "postgres", "hostname": "h", "database": "d",
         "credentials": [{"username": "u", "password": "pw-before-key-ids"}],
@@ -368,12 +378,8 @@ async fn deliveries_from_before_kinds_are_claimed_by_kind() {
     use dbconsole_core::storage::WriteLog;
     use std::time::Duration;
 
-    let options = fresh_options();
+    let (options, sealer, storage) = fresh_store().await;
     let schema = options.schema.clone();
-    let sealer = Sealer::ephemeral().unwrap();
-    let storage = PostgresStorage::connect(options.clone(), &sealer)
-        .await
-        .unwrap_or_else(|error| panic!("{}", not_running(&error)));
     let now = Timestamp::now();
     let workflow = Delivery::new(
         Target::Workflow {
