@@ -23,7 +23,7 @@
 //! # let _ = service;
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -61,9 +61,43 @@ struct State {
     answers: HashMap<String, StoredAnswer>,
     /// The query history, by id (ordered by creation time).
     queries: BTreeMap<String, Arc<Query>>,
-    /// The outbox, by id (ordered by creation time).
-    deliveries: BTreeMap<String, Delivery>,
+    /// The outbox.
+    deliveries: Outbox,
     seal_keys: StoredSealKeys,
+}
+
+/// The outbox: by id (ordered by creation time), and the live deliveries by when they are due,
+/// so a claim reads only those due rather than the whole history.
+#[derive(Debug, Default)]
+struct Outbox {
+    by_id: BTreeMap<String, Delivery>,
+    due: BTreeSet<(Timestamp, String)>,
+}
+
+impl Outbox {
+    /// Stores `delivery`, new or in place of the one with its id, with its index entry.
+    fn put(&mut self, delivery: Delivery) {
+        let id = delivery.id.as_str().to_owned();
+        if let Some(due_at) = self.by_id.get(&id).and_then(claimable_at) {
+            self.due.remove(&(due_at, id.clone()));
+        }
+        if let Some(due_at) = claimable_at(&delivery) {
+            self.due.insert((due_at, id.clone()));
+        }
+        self.by_id.insert(id, delivery);
+    }
+
+    fn get(&self, id: &str) -> Option<&Delivery> {
+        self.by_id.get(id)
+    }
+}
+
+/// When a worker may claim it, if ever again.
+fn claimable_at(delivery: &Delivery) -> Option<Timestamp> {
+    match delivery.status {
+        DeliveryStatus::Pending | DeliveryStatus::Delivering => delivery.due_at,
+        DeliveryStatus::Delivered | DeliveryStatus::Dead => None,
+    }
 }
 
 /// The seal keys: key 0 current (the key of `Sealer::new` and `Sealer::ephemeral`), with no key
@@ -134,8 +168,7 @@ impl State {
         }
         self.events.insert(event.id.as_str().to_owned(), event);
         for delivery in outbox {
-            self.deliveries
-                .insert(delivery.id.as_str().to_owned(), delivery);
+            self.deliveries.put(delivery);
         }
         Ok(())
     }
@@ -496,19 +529,18 @@ impl Storage for MemoryStorage {
         kinds: &[TargetKind],
     ) -> Result<Vec<Delivery>, StorageError> {
         let mut state = self.state();
-        let mut due: Vec<(Timestamp, String)> = state
-            .deliveries
-            .values()
+        let outbox = &mut state.deliveries;
+        let claimed: Vec<Delivery> = outbox
+            .due
+            .iter()
+            .take_while(|(due_at, _)| *due_at <= now)
+            .filter_map(|(_, id)| outbox.by_id.get(id))
             .filter(|delivery| delivery.is_due(now) && kinds.contains(&delivery.target.kind()))
-            .filter_map(|delivery| Some((delivery.due_at?, delivery.id.as_str().to_owned())))
+            .take(limit)
+            .map(|delivery| delivery.claimed(now, lease_until))
             .collect();
-        due.sort_unstable();
-        let mut claimed = Vec::new();
-        for (_, id) in due.into_iter().take(limit) {
-            if let Some(delivery) = state.deliveries.get_mut(&id) {
-                *delivery = delivery.claimed(now, lease_until);
-                claimed.push(delivery.clone());
-            }
+        for delivery in &claimed {
+            outbox.put(delivery.clone());
         }
         Ok(claimed)
     }
@@ -529,6 +561,7 @@ impl Storage for MemoryStorage {
         let state = self.state();
         Ok(state
             .deliveries
+            .by_id
             .range((Bound::Unbounded, end))
             .rev()
             .map(|(_, delivery)| delivery)
@@ -553,9 +586,7 @@ impl Storage for MemoryStorage {
         if let Some(log) = log {
             state.record(log)?;
         }
-        state
-            .deliveries
-            .insert(delivery.id.as_str().to_owned(), delivery);
+        state.deliveries.put(delivery);
         Ok(())
     }
 
