@@ -386,6 +386,25 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
             .iter()
             .any(|e| e["action"] == "query.create" && e["resource"]["id"] == waiting_id)
     );
+    // Refused calls too, each an agent.call naming its tool and status, on what it named.
+    let refused = |tool: &str, status: u16, resource: &str| {
+        events.iter().any(|e| {
+            e["action"] == "agent.call"
+                && e["changes"] == json!([tool, format!("refused {status}")])
+                && e["resource"]["id"] == resource
+        })
+    };
+    let private_id = private["id"].as_str().unwrap();
+    assert!(
+        refused("run_query", 403, db),
+        "wrong credential: {events:?}"
+    );
+    assert!(refused("run_query", 403, private_id), "not ai_enabled");
+    assert!(refused("run_query", 422, db), "two statements");
+    assert!(
+        refused("run_reviewed_query", 409, waiting_id),
+        "run before its approvals"
+    );
     postgres
         .batch_execute(&format!("DROP TABLE {table}"))
         .await

@@ -34,12 +34,18 @@ static NAMES: AtomicUsize = AtomicUsize::new(0);
 pub struct CountingRunner {
     runs: AtomicUsize,
     read_only: AtomicUsize,
+    last_max_rows: std::sync::atomic::AtomicU64,
 }
 
 impl CountingRunner {
     /// How many statements it ran.
     pub fn runs(&self) -> usize {
         self.runs.load(Ordering::SeqCst)
+    }
+
+    /// The row cap of the last run.
+    pub fn last_max_rows(&self) -> u64 {
+        self.last_max_rows.load(Ordering::SeqCst)
     }
 
     /// How many of them it was asked to run read-only.
@@ -52,6 +58,7 @@ impl CountingRunner {
 impl QueryRunner for CountingRunner {
     async fn run(&self, job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
         let ran = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        self.last_max_rows.store(job.max_rows, Ordering::SeqCst);
         if job.pool.read_only {
             self.read_only.fetch_add(1, Ordering::SeqCst);
         }
@@ -526,16 +533,18 @@ pub async fn reviews_reviewer_me_lists_what_a_reviewer_can_act_on(storage: Arc<d
     for id in [&actionable, &own, &reviewed, &rejected, &no_grant] {
         assert!(everything.contains(id), "bo sees {id} in the history");
     }
-    let refused = console
-        .as_(
-            &bo(),
-            Method::GET,
-            &format!("{QUERIES}?reviewer=ann@example.com"),
-            None,
-        )
-        .await
-        .expect(422);
-    assert!(refused.json()["errors"]["reviewer"].is_array());
+    for other in ["ann@example.com", ""] {
+        let refused = console
+            .as_(
+                &bo(),
+                Method::GET,
+                &format!("{QUERIES}?reviewer={other}"),
+                None,
+            )
+            .await
+            .expect(422);
+        assert!(refused.json()["errors"]["reviewer"].is_array(), "{other:?}");
+    }
 }
 
 /// A bypass runs a super admin's own query without its approvals only on a database with
@@ -709,10 +718,23 @@ pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
 /// queries its user wrote.
 pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) {
     let console = Console::new(storage);
-    let db = console.database(1, json!({"ai_enabled": true})).await;
+    let db = console
+        .database(1, json!({"ai_enabled": true, "ai_max_rows": 7}))
+        .await;
     let bot = Principal::member("bot@example.com").agent(true);
-    let query = console.query(&bot, &db).await;
+    // Through the HTTP API, with a limit above the AI cap: stored capped.
+    let query = console
+        .as_(
+            &bot,
+            Method::POST,
+            QUERIES,
+            Some(json!({"database_id": db.0, "credential_id": db.1, "query": "SELECT 1", "limit": 5000})),
+        )
+        .await
+        .expect(200)
+        .json();
     assert_eq!(query["by_agent"], true);
+    assert_eq!(query["limit"], 7, "an agent's query keeps the AI cap");
     let id = id_of(&query);
     console
         .review(&bo(), &id, "approve", None)
@@ -729,12 +751,22 @@ pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) 
         "{}",
         detail(&refused)
     );
-    // A person runs the agent's query: read-only all the same.
+    // A person runs the agent's query: read-only and capped all the same, by the cap of now.
+    console
+        .api
+        .db(
+            Method::PATCH,
+            &format!("{DATABASES}/{}", db.0),
+            Some(&json!({"ai_max_rows": 3})),
+        )
+        .await
+        .expect(200);
     console.run(&ann(), &id, None).await.expect(200);
     assert_eq!(
         (console.runner.runs(), console.runner.read_only_runs()),
         (1, 1)
     );
+    assert_eq!(console.runner.last_max_rows(), 3, "the AI cap as it is now");
     console.run(&ann(), &others, None).await.expect(200);
     assert_eq!(
         (console.runner.runs(), console.runner.read_only_runs()),
@@ -742,6 +774,62 @@ pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) 
         "a person's own query runs as a console query"
     );
     assert_eq!(console.get(&ann(), &others).await["by_agent"], false);
+}
+
+/// An approval covers the statement run where the query was made to run: once the database or
+/// the credential connects elsewhere (host, database name, username…), the query does not run
+/// (409), and nothing runs; a rotated password or an unrelated change keeps it runnable.
+pub async fn reviews_cover_only_where_the_query_was_made_to_run(storage: Arc<dyn Storage>) {
+    let console = Console::new(storage);
+    let patch = |db: &(String, String), body: Value| {
+        let path = format!("{DATABASES}/{}", db.0);
+        let api = &console.api;
+        async move {
+            api.db(Method::PATCH, &path, Some(&body)).await.expect(200);
+        }
+    };
+    let changes = [
+        json!({"hostname": "elsewhere.internal"}),
+        json!({"database": "payroll"}),
+        json!({"port": 6543}),
+        json!({"credentials": [{"id": "CRED", "username": "admin"}]}),
+        json!({"credentials": [{"id": "CRED", "hostname": "replica.internal"}]}),
+        json!({"connection_parameters": [{"name": "options", "value": "-c role=admin"}]}),
+    ];
+    for change in changes {
+        let db = console.database(1, json!({})).await;
+        let id = id_of(&console.query(&ann(), &db).await);
+        console
+            .review(&bo(), &id, "approve", None)
+            .await
+            .expect(200);
+        let change: Value =
+            serde_json::from_str(&change.to_string().replace("CRED", &db.1)).unwrap();
+        patch(&db, change.clone()).await;
+        let refused = console.run(&ann(), &id, None).await.expect(409);
+        assert!(
+            detail(&refused).contains("connects elsewhere"),
+            "{change}: {}",
+            detail(&refused)
+        );
+        assert_eq!(console.runner.runs(), 0, "{change}: nothing ran");
+        assert_eq!(console.get(&ann(), &id).await["status"], "ready");
+    }
+    // A rotated password, a new name or Slack channel: still where it was made to run.
+    let db = console.database(1, json!({})).await;
+    let id = id_of(&console.query(&ann(), &db).await);
+    console
+        .review(&bo(), &id, "approve", None)
+        .await
+        .expect(200);
+    patch(
+        &db,
+        json!({"name": format!("Renamed {}", db.0), "slack_channel": "#ops",
+               "credentials": [{"id": db.1, "password": "pw-rotated-2"}]}),
+    )
+    .await;
+    console.run(&ann(), &id, None).await.expect(200);
+    assert_eq!(console.runner.runs(), 1);
 }
 
 /// Expands to one test per reviews case over fresh stores made by `$storage`.
@@ -760,6 +848,7 @@ macro_rules! review_tests {
                 reviews_a_bypass_needs_every_condition_and_is_recorded,
                 reviews_bad_bodies_change_nothing,
                 reviews_an_agents_query_stays_an_agents,
+                reviews_cover_only_where_the_query_was_made_to_run,
             ]
         );
     };

@@ -94,6 +94,31 @@ impl Database {
             .unwrap_or_else(|| self.adapter.default_port(self.ssl))
     }
 
+    /// What a statement run as `credential` reaches, as a digest (hex SHA-256): the adapter,
+    /// host, port, database name, tunnel and connection parameters, and the credential's
+    /// username and host. Not its password or timeout: a rotated password logs in as the same
+    /// role. A query keeps it from its creation, so its approvals never cover a statement run
+    /// somewhere else (README, "Reviews").
+    pub fn target_digest(&self, credential: &Credential) -> String {
+        use sha2::{Digest as _, Sha256};
+        let parameters: Vec<[&str; 2]> = self
+            .connection_parameters
+            .iter()
+            .map(|p| [p.name.as_str(), p.value.as_str()])
+            .collect();
+        let canonical = serde_json::json!([
+            self.adapter.as_str(),
+            self.hostname,
+            self.effective_port(),
+            self.database,
+            self.tunnel_id,
+            parameters,
+            credential.username,
+            credential.hostname,
+        ]);
+        format!("{:x}", Sha256::digest(canonical.to_string().as_bytes()))
+    }
+
     /// The credential with this username (usernames are unique within a database and compare
     /// with case).
     pub fn credential_by_username(&self, username: &str) -> Option<&Credential> {

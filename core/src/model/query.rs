@@ -46,6 +46,12 @@ pub struct Query {
     pub author: String,
     /// Whether an AI agent created it: it then runs read-only and capped, whoever runs it.
     pub by_agent: bool,
+    /// What it runs on, fixed at creation ([`Database::target_digest`]): a query whose
+    /// database or credential now reaches something else does not run. `None` for a query
+    /// stored before it was kept.
+    ///
+    /// [`Database::target_digest`]: super::Database::target_digest
+    pub target: Option<String>,
     /// Where it is in its life.
     pub status: QueryStatus,
     /// Its reviews, in the order they came; one per reviewer.
@@ -302,6 +308,7 @@ mod tests {
             limit: 10,
             author: "ann".to_owned(),
             by_agent: false,
+            target: None,
             status: if required > 0 {
                 QueryStatus::AwaitingReview
             } else {

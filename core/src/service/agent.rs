@@ -131,6 +131,13 @@ impl ConsoleService {
     /// The databases `agent` may query: `ai_enabled`, open to it, with at least one
     /// `ai_allowed` credential (only those are listed). One `agent.call` event.
     pub async fn agent_databases(&self, agent: &AgentCaller) -> Result<Value, ApiError> {
+        let listed = self.databases_for(agent).await;
+        self.audit_refusal(agent, "list_databases", "*", &listed)
+            .await;
+        listed
+    }
+
+    async fn databases_for(&self, agent: &AgentCaller) -> Result<Value, ApiError> {
         let shared = &self.shared;
         let mut listed = Vec::new();
         let mut after: Option<String> = None;
@@ -190,6 +197,18 @@ impl ConsoleService {
     /// first `ai_allowed` one) sees them, read-only, at most [`DESCRIBE_MAX_COLUMNS`] columns.
     /// One `agent.call` event with the run's facts.
     pub async fn agent_describe(
+        &self,
+        agent: &AgentCaller,
+        database_id: &str,
+        credential_id: Option<&str>,
+    ) -> Result<Value, ApiError> {
+        let described = self.describe(agent, database_id, credential_id).await;
+        self.audit_refusal(agent, "describe_tables", database_id, &described)
+            .await;
+        described
+    }
+
+    async fn describe(
         &self,
         agent: &AgentCaller,
         database_id: &str,
@@ -272,6 +291,22 @@ impl ConsoleService {
         sql: &str,
         limit: Option<u32>,
     ) -> Result<AgentAnswer, ApiError> {
+        let answered = self
+            .query_for(agent, database_id, credential_id, sql, limit)
+            .await;
+        self.audit_refusal(agent, "run_query", database_id, &answered)
+            .await;
+        answered
+    }
+
+    async fn query_for(
+        &self,
+        agent: &AgentCaller,
+        database_id: &str,
+        credential_id: Option<&str>,
+        sql: &str,
+        limit: Option<u32>,
+    ) -> Result<AgentAnswer, ApiError> {
         let shared = &self.shared;
         let (db, credential) = shared.agent_target(database_id, credential_id).await?;
         // What would refuse the run refuses it before the query is stored.
@@ -310,6 +345,47 @@ impl ConsoleService {
     /// reviews) for `agent`: read-only, at most its database's `ai_max_rows` rows, once; 409
     /// while it still lacks approvals.
     pub async fn agent_run(&self, agent: &AgentCaller, query_id: &str) -> Result<String, ApiError> {
+        let ran = self.run_for(agent, query_id).await;
+        self.audit_refusal(agent, "run_reviewed_query", query_id, &ran)
+            .await;
+        ran
+    }
+
+    /// One `agent.call` event for a tool call the service refused (a 4xx: the AI rules,
+    /// access, validation, a query that waits), naming the tool and the status, on the record
+    /// the call named when it names one by a plausible id (else `*`). What ran or failed
+    /// running has its own events.
+    async fn audit_refusal<T>(
+        &self,
+        agent: &AgentCaller,
+        tool: &str,
+        resource: &str,
+        result: &Result<T, ApiError>,
+    ) {
+        let Err(error) = result else {
+            return;
+        };
+        let status = error.status();
+        if !status.is_client_error() {
+            return;
+        }
+        let plausible = !resource.is_empty()
+            && resource.len() <= 64
+            && resource
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        let event = AuditEvent::new(
+            &agent.origin(),
+            AuditAction::AgentCall,
+            if plausible { resource } else { "*" },
+            vec![tool.to_owned(), format!("refused {}", status.as_u16())],
+        );
+        if let Err(error) = self.shared.storage.append_log(event.into()).await {
+            tracing::warn!(%error, tool, "a refused agent call could not be audited");
+        }
+    }
+
+    async fn run_for(&self, agent: &AgentCaller, query_id: &str) -> Result<String, ApiError> {
         let shared = &self.shared;
         let query = shared
             .storage

@@ -1552,6 +1552,7 @@ mod tests {
             limit: 10,
             author: "a@example.com".to_owned(),
             by_agent: false,
+            target: None,
             status: QueryStatus::Ready,
             reviews: Vec::new(),
             bypass: None,

@@ -227,8 +227,12 @@ impl Shared {
             ),
             None => None,
         };
-        // `reviewer=me`: only what the caller can act on as a reviewer (README, "Reviews").
-        let as_reviewer = match params.get("reviewer").map(String::as_str) {
+        // `reviewer=me`: only what the caller can act on as a reviewer (README, "Reviews"); an
+        // empty `reviewer=` is no `me` either.
+        let reviewer = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+            .find(|(key, _)| key == "reviewer")
+            .map(|(_, value)| value.into_owned());
+        let as_reviewer = match reviewer.as_deref() {
             None => false,
             Some("me") => true,
             Some(_) => {
@@ -374,9 +378,11 @@ impl Shared {
         if !errors.is_empty() {
             return Err(ApiError::Invalid(errors));
         }
-        self.admit(principal, &db, &credential, limit).await?;
+        // An agent's query keeps the agent's cap, whoever runs it later.
+        let limit = self.admit(principal, &db, &credential, limit).await?;
         let now = Timestamp::now();
         let query = Query {
+            target: Some(db.target_digest(&credential)),
             id: QueryId::generate(),
             database_id: db.id.as_str().to_owned(),
             credential_id: credential.id.as_str().to_owned(),
@@ -466,7 +472,26 @@ impl Shared {
             }
         }
         let (db, credential) = self.target_of(&query).await?;
+        // Its approvals cover the statement run where it was written for, nowhere else.
+        if query
+            .target
+            .as_ref()
+            .is_some_and(|target| *target != db.target_digest(&credential))
+        {
+            return Err(ApiError::Conflict(format!(
+                "the query's database or credential {} now connects elsewhere (host, port, \
+                 database, tunnel, parameters or username changed since the query was made): \
+                 it does not run; create a new query",
+                credential.id
+            )));
+        }
         let max_rows = self.admit(principal, &db, &credential, query.limit).await?;
+        // An agent's query is capped as an agent's whoever runs it, by the cap of now.
+        let max_rows = if query.by_agent {
+            max_rows.min(db.ai_max_rows)
+        } else {
+            max_rows
+        };
         // What could refuse the run comes before the claim, so that a refused run leaves the
         // query as it was (but for its status, which follows a raised requirement: README,
         // "Reviews").

@@ -770,6 +770,16 @@ struct QueryV2 {
     bypass: Option<BypassV1>,
 }
 
+/// Version 3 of a query: version 2 with the digest of what it runs on.
+const QUERY_V3: u8 = 3;
+
+/// A query as stored (version 3).
+#[derive(Serialize, Deserialize)]
+struct QueryV3 {
+    v2: QueryV2,
+    target: Option<String>,
+}
+
 #[derive(Serialize, Deserialize)]
 struct ReviewV1 {
     reviewer: String,
@@ -787,7 +797,7 @@ struct BypassV1 {
     required: u32,
 }
 
-/// Encodes a query (version 2).
+/// Encodes a query (version 3).
 pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
     let Query {
         id,
@@ -797,6 +807,7 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
         limit,
         author,
         by_agent,
+        target,
         status,
         reviews,
         bypass,
@@ -844,24 +855,41 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
             required: bypass.required,
         }),
     };
-    framed(QUERY_V2, &stored)
+    framed(
+        QUERY_V3,
+        &QueryV3 {
+            v2: stored,
+            target: target.clone(),
+        },
+    )
 }
 
-/// Decodes the query stored under `key` (version 1 has no reviews).
+/// Decodes the query stored under `key` (version 1 has no reviews, version 2 no target).
 pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
-    let QueryV2 {
-        query: stored,
-        by_agent,
-        reviews,
-        bypass,
+    let QueryV3 {
+        v2:
+            QueryV2 {
+                query: stored,
+                by_agent,
+                reviews,
+                bypass,
+            },
+        target,
     } = match unframed(bytes)? {
-        (RECORD_V1, body) => QueryV2 {
-            query: postcard::from_bytes(body)?,
-            by_agent: false,
-            reviews: Vec::new(),
-            bypass: None,
+        (RECORD_V1, body) => QueryV3 {
+            v2: QueryV2 {
+                query: postcard::from_bytes(body)?,
+                by_agent: false,
+                reviews: Vec::new(),
+                bypass: None,
+            },
+            target: None,
         },
-        (QUERY_V2, body) => postcard::from_bytes(body)?,
+        (QUERY_V2, body) => QueryV3 {
+            v2: postcard::from_bytes(body)?,
+            target: None,
+        },
+        (QUERY_V3, body) => postcard::from_bytes(body)?,
         (version, _) => return Err(RecordError::UnknownVersion(version)),
     };
     if stored.id != key {
@@ -880,6 +908,7 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
         .collect::<Result<Vec<_>, RecordError>>()?;
     Ok(Query {
         by_agent,
+        target,
         reviews,
         bypass: bypass.map(|bypass| Bypass {
             by: bypass.by,
@@ -1603,6 +1632,7 @@ mod tests {
             limit: 10,
             author: "ann".to_owned(),
             by_agent: true,
+            target: Some("ab12".to_owned()),
             status: QueryStatus::Running,
             reviews: vec![Review {
                 reviewer: "bo".to_owned(),
@@ -1622,10 +1652,14 @@ mod tests {
             updated_at: now,
         };
         let bytes = encode_query(&query).unwrap();
-        assert_eq!(bytes[0], QUERY_V2);
+        assert_eq!(bytes[0], QUERY_V3);
         assert_eq!(decode_query(query.id.as_str(), &bytes).unwrap(), query);
 
-        let QueryV2 { query: v1, .. } = postcard::from_bytes(&bytes[1..]).unwrap();
+        let QueryV3 { v2, .. } = postcard::from_bytes(&bytes[1..]).unwrap();
+        let version_2 = decode_query(query.id.as_str(), &framed(QUERY_V2, &v2).unwrap()).unwrap();
+        assert_eq!(version_2.target, None, "version 2 kept no target");
+        assert_eq!(version_2.reviews, query.reviews);
+        let QueryV2 { query: v1, .. } = v2;
         let old = decode_query(query.id.as_str(), &framed(RECORD_V1, &v1).unwrap()).unwrap();
         assert_eq!((old.reviews.len(), old.bypass), (0, None));
         assert_eq!(old.query, query.query);

@@ -23,6 +23,7 @@ pub(super) fn query(database: &str, author: &str, status: QueryStatus) -> Query 
         limit: 500,
         author: author.to_owned(),
         by_agent: false,
+        target: None,
         status,
         reviews: Vec::new(),
         bypass: None,
