@@ -487,6 +487,93 @@ async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once()
         .collect();
     assert_eq!(actions.iter().filter(|a| **a == "query.review").count(), 6);
     assert_eq!(actions.iter().filter(|a| **a == "query.run").count(), 1);
+
+    // The last approval racing four runs through both nodes, a few times over: the approval
+    // always counts (no run can claim before it), at most one run wins the race, and the
+    // query runs exactly once in all.
+    for round in 0..5 {
+        let (status, query) = call_as(
+            b.addr,
+            &author,
+            "POST",
+            "/api/v1/console/queries".to_owned(),
+            Some(json!({
+                "database_id": db["id"],
+                "credential_id": db["credentials"][0]["id"],
+                "query": "SELECT 1 AS one",
+            })),
+        )
+        .await;
+        assert_eq!(status, 200, "{query}");
+        let id = query["id"].as_str().unwrap().to_owned();
+        let reviews = format!("/api/v1/console/queries/{id}/reviews");
+        for key in &reviewers[..5] {
+            let (status, _) = call_as(
+                a.addr,
+                key,
+                "POST",
+                reviews.clone(),
+                Some(json!({"decision": "approve"})),
+            )
+            .await;
+            assert_eq!(status, 200);
+        }
+        let last = {
+            let (key, path) = (reviewers[5].clone(), reviews.clone());
+            tokio::spawn(async move {
+                call_as(
+                    a.addr,
+                    &key,
+                    "POST",
+                    path,
+                    Some(json!({"decision": "approve"})),
+                )
+                .await
+                .0
+            })
+        };
+        let runs = join_all((0..4).map(|index| {
+            let node = if index % 2 == 0 { b.addr } else { a.addr };
+            let (key, path) = (author.clone(), format!("/api/v1/console/queries/{id}/run"));
+            async move {
+                request(node, "POST", &path, &[("x-api-key", &key)], None)
+                    .await
+                    .status
+            }
+        }))
+        .await;
+        assert_eq!(
+            last.await.unwrap(),
+            200,
+            "round {round}: the approval counts"
+        );
+        let won = runs.iter().filter(|status| **status == 200).count();
+        assert!(won <= 1, "round {round}: {runs:?}");
+        assert!(runs.iter().all(|s| *s == 200 || *s == 409), "{runs:?}");
+        let after = request(
+            b.addr,
+            "POST",
+            &format!("/api/v1/console/queries/{id}/run"),
+            &[("x-api-key", &author)],
+            None,
+        )
+        .await
+        .status;
+        assert_eq!(
+            won + usize::from(after == 200),
+            1,
+            "round {round}: runs once in all ({runs:?}, then {after})"
+        );
+        let (_, stored) = call_as(
+            a.addr,
+            &author,
+            "GET",
+            format!("/api/v1/console/queries/{id}"),
+            None,
+        )
+        .await;
+        assert_eq!(stored["approvals"], 6, "round {round}: {stored}");
+    }
 }
 
 /// Runs the futures at once, each on a task of its own, and returns their outputs in order.
