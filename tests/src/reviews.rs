@@ -700,6 +700,21 @@ pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
         .review(&bo(), "qry_01J0000000000000000000000", "approve", None)
         .await
         .expect(404);
+    // An unknown query is 404 whatever the body: a review's or a bypass's.
+    let unknown = "qry_01J0000000000000000000000";
+    console
+        .as_(
+            &bo(),
+            Method::POST,
+            &format!("{QUERIES}/{unknown}/reviews"),
+            Some(json!({"decision": "maybe"})),
+        )
+        .await
+        .expect(404);
+    console
+        .run(&bo(), unknown, Some(json!({"bypass_review": 5})))
+        .await
+        .expect(404);
     let unchanged = console.get(&ann(), &id).await;
     assert_eq!(
         (unchanged["approvals"].clone(), unchanged["status"].clone()),

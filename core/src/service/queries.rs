@@ -169,6 +169,10 @@ impl Shared {
             (Route::QueryRun(id), _) => {
                 let format = Format::from_accept(accept(&call.headers));
                 let body = call.optional_json(self).await?;
+                if !body.is_empty() {
+                    // 404 before 422: an unknown query is unknown whatever the body says.
+                    self.visible_query(principal, &id).await?;
+                }
                 let bypass = bypass_of(&body)?;
                 self.run_query(principal, &id, bypass, format, origin).await
             }
@@ -596,8 +600,9 @@ impl Shared {
         body: serde_json::Map<String, Value>,
         origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        let (decision, comment) = review_of(&body)?;
+        // 404 before 422: an unknown query is unknown whatever the body says.
         let query = self.visible_query(principal, id).await?;
+        let (decision, comment) = review_of(&body)?;
         if principal.agent {
             return Err(ApiError::Denied(
                 "AI agents do not review queries: a person does".to_owned(),
