@@ -19,6 +19,9 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
     postgres
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {t} CASCADE; DROP TABLE IF EXISTS {t}_p CASCADE;
+             DROP TABLE IF EXISTS {t}_sink, {t}_copy, {t}_copy2 CASCADE;
+             DROP MATERIALIZED VIEW IF EXISTS {t}_mv;
+             CREATE TABLE {t}_sink (e text);
              CREATE TABLE {t} (id int PRIMARY KEY, email text, name text, ssn text);
              INSERT INTO {t} VALUES
                (1, 's3cr3t.alice@leak.test', 'Alice', '999-11-0001'),
@@ -204,6 +207,37 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             format!("SELECT id, rank() OVER (ORDER BY email) FROM {t}"),
             Refused,
         ),
+        // Found by the second review: planning that quotes a table in its error, and
+        // statements that copy what they read somewhere the masking never sees.
+        (
+            format!(
+                "SELECT id FROM {t} WHERE id < (table_to_xml('{t}'::regclass, true, false, '')::text)::int"
+            ),
+            Refused,
+        ),
+        (
+            format!(
+                "SELECT 1 WHERE 1 < (query_to_xml('SELECT email FROM {t}', true, false, '')::text)::int"
+            ),
+            Refused,
+        ),
+        (
+            format!("CREATE TABLE {t}_copy AS SELECT email AS e FROM {t}"),
+            Refused,
+        ),
+        (format!("SELECT * FROM {t}_copy"), NoLeak),
+        (format!("SELECT email INTO {t}_copy2 FROM {t}"), Refused),
+        (format!("SELECT * FROM {t}_copy2"), NoLeak),
+        (
+            format!("CREATE MATERIALIZED VIEW {t}_mv AS SELECT email FROM {t}"),
+            Refused,
+        ),
+        (format!("SELECT * FROM {t}_mv"), NoLeak),
+        (
+            format!("INSERT INTO {t}_sink SELECT email FROM {t}"),
+            Refused,
+        ),
+        (format!("SELECT e FROM {t}_sink"), NoLeak),
         // Either masked or refused, never shown.
         (
             format!("WITH c AS (SELECT * FROM {t}) SELECT * FROM c"),

@@ -82,13 +82,31 @@ pub(super) async fn treatments(
     protection: &Protection,
 ) -> Result<Vec<Treatment>, RunError> {
     let refused = |refusal: Refused| RunError::Protected(refusal);
+    // Planning runs code: PostgreSQL folds stable functions of constants while it estimates
+    // (`table_to_xml('users'::regclass, …)::int` fails quoting the whole table). So a planning
+    // error's message is shown only when it can name nothing but the statement's own words
+    // (class 42: syntax, names, types); any other is refused without it.
     let unexplained = |error: tokio_postgres::Error| match error.code() {
         Some(code) if *code == SqlState::SYNTAX_ERROR => refused(Refused::undecided(
             protection,
             "the statement is not one PostgreSQL can explain (SHOW, SET, COPY…), so the check \
              can't read it",
         )),
-        _ => database_error(&error),
+        Some(code) if code.code().starts_with("42") => database_error(&error),
+        Some(code) => refused(Refused::undecided(
+            protection,
+            format!(
+                "PostgreSQL could not plan it (SQLSTATE {}); on a database with data \
+                 protection policies that message is not shown, as planning may quote table \
+                 data",
+                code.code()
+            ),
+        )),
+        None => refused(Refused::undecided(
+            protection,
+            "PostgreSQL could not plan it; on a database with data protection policies the \
+             reason is not shown",
+        )),
     };
     // One round trip: the plan, with the statement's parameters as it will run.
     let typed: Vec<(&(dyn ToSql + Sync), tokio_postgres::types::Type)> = params
@@ -186,6 +204,34 @@ pub(super) async fn treatments(
         );
     }
     let facts = plan::check(&explained, protection, &catalog).map_err(refused)?;
+    // A statement that answers no columns but reads a protected table copies what it reads
+    // somewhere the masking never sees (CREATE TABLE … AS, SELECT … INTO, CREATE MATERIALIZED
+    // VIEW, INSERT … SELECT): refused.
+    if statement.columns().is_empty() {
+        let protects = |(schema, name): &(String, String)| {
+            protection.protects_table(schema, name)
+                || ancestors
+                    .get(&(schema.clone(), name.clone()))
+                    .into_iter()
+                    .flatten()
+                    .any(|(s, t)| protection.protects_table(s, t))
+        };
+        if let Some((schema, name)) = schemas
+            .iter()
+            .cloned()
+            .zip(names.iter().cloned())
+            .find(|relation| protects(relation))
+        {
+            return Err(refused(Refused::undecided(
+                protection,
+                format!(
+                    "it reads protected table {schema}.{name} and answers no result (CREATE \
+                     TABLE … AS, SELECT … INTO, INSERT … SELECT…): what it copies could not be \
+                     masked"
+                ),
+            )));
+        }
+    }
 
     let mut treatments = Vec::with_capacity(statement.columns().len());
     for (i, column) in statement.columns().iter().enumerate() {
