@@ -197,6 +197,27 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             format!("SELECT email FROM {t} INTO OUTFILE '/tmp/{t}.out'"),
             Refused,
         ),
+        // Found by the second review: executable comments and line comments hiding words.
+        (
+            format!("SELECT id,id,id,id,id,id,id,id,id,email FROM {t} /*!PROCEDURE ANALYSE() */"),
+            Refused,
+        ),
+        (
+            format!(
+                "SELECT id,id,id,id,id,id,id,id,id,id,email FROM {t} /*!PROCEDURE ANALYSE() */"
+            ),
+            Refused,
+        ),
+        (
+            format!(
+                "SELECT id,id,id,id,id,id,id,id,id,id,email FROM {t} -- '\n PROCEDURE ANALYSE() -- '"
+            ),
+            Refused,
+        ),
+        (
+            format!("SELECT email FROM {t} /*! INTO OUTFILE '/tmp/{t}.out2' */"),
+            Refused,
+        ),
         // Either masked or refused, never shown.
         (format!("SELECT * FROM {t}_v"), NoLeak),
         (format!("SELECT * FROM (SELECT * FROM {t}) s"), NoLeak),

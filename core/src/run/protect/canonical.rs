@@ -86,6 +86,34 @@ fn tokens(text: &str) -> Vec<Token> {
                 i += 1;
                 out.push(Token::Other);
             }
+            // An executable comment (`/*! … */`, `/*!50100 … */`, `/*M! … */`) is code to
+            // MariaDB and MySQL: read as code, its prefix and its end skipped.
+            '/' if chars.get(i + 1) == Some(&'*')
+                && (chars.get(i + 2) == Some(&'!')
+                    || (chars.get(i + 2) == Some(&'M') && chars.get(i + 3) == Some(&'!'))) =>
+            {
+                i += if chars[i + 2] == 'M' { 4 } else { 3 };
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+            '*' if chars.get(i + 1) == Some(&'/') => i += 2,
+            // `# …` and `-- …` comments run to the end of their line (an apostrophe in one
+            // opens no string).
+            '#' => {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
+            '-' if chars.get(i + 1) == Some(&'-')
+                && chars
+                    .get(i + 2)
+                    .is_none_or(|c| c.is_whitespace() || c.is_control()) =>
+            {
+                while i < chars.len() && chars[i] != '\n' {
+                    i += 1;
+                }
+            }
             '/' if chars.get(i + 1) == Some(&'*') => {
                 i += 2;
                 while i + 1 < chars.len() && !(chars[i] == '*' && chars[i + 1] == '/') {
@@ -563,6 +591,19 @@ mod tests {
             Some("procedure")
         );
         assert_eq!(forbidden_word("SELECT 'procedure' FROM t"), None);
+        // Executable comments are code; `#` and `-- ` comments hide no string's end.
+        for hidden in [
+            "SELECT id FROM t /*!PROCEDURE ANALYSE() */",
+            "SELECT id FROM t /*!50000 PROCEDURE ANALYSE() */",
+            "SELECT id FROM t /*M!100000 PROCEDURE ANALYSE() */",
+            "SELECT id FROM t -- '\n PROCEDURE ANALYSE() -- '",
+            "SELECT id FROM t # '\n PROCEDURE ANALYSE() # '",
+            "SELECT id FROM t /*! INTO OUTFILE '/tmp/x' */",
+        ] {
+            assert!(forbidden_word(hidden).is_some(), "{hidden}");
+        }
+        assert_eq!(forbidden_word("SELECT id FROM t /* PROCEDURE */"), None);
+        assert_eq!(forbidden_word("SELECT id --x FROM t"), None);
     }
 
     #[test]
