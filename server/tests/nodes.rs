@@ -383,20 +383,27 @@ async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once()
         )
         .await;
     assert_eq!(status, 200, "{db}");
-    let (status, query) = call_as(
-        b.addr,
-        &author,
-        "POST",
-        "/api/v1/console/queries".to_owned(),
-        Some(json!({
-            "database_id": db["id"],
-            "credential_id": db["credentials"][0]["id"],
-            "query": "SELECT count(*) AS n FROM generate_series(1, 10)",
-        })),
-    )
-    .await;
-    assert_eq!(status, 200, "{query}");
-    let id = query["id"].as_str().unwrap().to_owned();
+    // A query by the author, through node b: its id.
+    let create = |sql: &'static str| {
+        let (author, db) = (author.clone(), db.clone());
+        async move {
+            let (status, query) = call_as(
+                b.addr,
+                &author,
+                "POST",
+                "/api/v1/console/queries".to_owned(),
+                Some(json!({
+                    "database_id": db["id"],
+                    "credential_id": db["credentials"][0]["id"],
+                    "query": sql,
+                })),
+            )
+            .await;
+            assert_eq!(status, 200, "{query}");
+            query["id"].as_str().unwrap().to_owned()
+        }
+    };
+    let id = create("SELECT count(*) AS n FROM generate_series(1, 10)").await;
     let reviews = format!("/api/v1/console/queries/{id}/reviews");
 
     // Six reviewers, each approving twice at once, alternating nodes.
@@ -492,20 +499,7 @@ async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once()
     // always counts (no run can claim before it), at most one run wins the race, and the
     // query runs exactly once in all.
     for round in 0..5 {
-        let (status, query) = call_as(
-            b.addr,
-            &author,
-            "POST",
-            "/api/v1/console/queries".to_owned(),
-            Some(json!({
-                "database_id": db["id"],
-                "credential_id": db["credentials"][0]["id"],
-                "query": "SELECT 1 AS one",
-            })),
-        )
-        .await;
-        assert_eq!(status, 200, "{query}");
-        let id = query["id"].as_str().unwrap().to_owned();
+        let id = create("SELECT 1 AS one").await;
         let reviews = format!("/api/v1/console/queries/{id}/reviews");
         for key in &reviewers[..5] {
             let (status, _) = call_as(
