@@ -78,10 +78,10 @@ impl Outbox {
     /// Stores `delivery`, new or in place of the one with its id, with its index entry.
     fn put(&mut self, delivery: Delivery) {
         let id = delivery.id.as_str().to_owned();
-        if let Some(due_at) = self.by_id.get(&id).and_then(claimable_at) {
+        if let Some(due_at) = self.by_id.get(&id).and_then(Delivery::claimable_at) {
             self.due.remove(&(due_at, id.clone()));
         }
-        if let Some(due_at) = claimable_at(&delivery) {
+        if let Some(due_at) = delivery.claimable_at() {
             self.due.insert((due_at, id.clone()));
         }
         self.by_id.insert(id, delivery);
@@ -89,14 +89,6 @@ impl Outbox {
 
     fn get(&self, id: &str) -> Option<&Delivery> {
         self.by_id.get(id)
-    }
-}
-
-/// When a worker may claim it, if ever again.
-fn claimable_at(delivery: &Delivery) -> Option<Timestamp> {
-    match delivery.status {
-        DeliveryStatus::Pending | DeliveryStatus::Delivering => delivery.due_at,
-        DeliveryStatus::Delivered | DeliveryStatus::Dead => None,
     }
 }
 

@@ -19,14 +19,9 @@ const INSERT: &str = "INSERT INTO deliveries (id, status, due_at, version, recor
 const SWAP: &str = "UPDATE deliveries SET status = $2, due_at = $3, version = $4, record = $5 \
                     WHERE id = $1 AND version = $6";
 
-/// When a worker may claim it, if ever again (the `due_at` column).
+/// [`Delivery::claimable_at`] in microseconds, as the index keeps it.
 fn claimable_at(delivery: &Delivery) -> Option<i64> {
-    match delivery.status {
-        DeliveryStatus::Pending | DeliveryStatus::Delivering => {
-            delivery.due_at.map(Timestamp::as_micros)
-        }
-        DeliveryStatus::Delivered | DeliveryStatus::Dead => None,
-    }
+    delivery.claimable_at().map(Timestamp::as_micros)
 }
 
 fn delivery_of(row: &Row) -> Result<Delivery, StorageError> {

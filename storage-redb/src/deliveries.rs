@@ -57,14 +57,9 @@ pub(crate) fn put(
     Ok(())
 }
 
-/// When a worker may claim it, if ever again.
+/// [`Delivery::claimable_at`] in microseconds, as the index keeps it.
 fn claimable_at(delivery: &Delivery) -> Option<i64> {
-    match delivery.status {
-        DeliveryStatus::Pending | DeliveryStatus::Delivering => {
-            delivery.due_at.map(Timestamp::as_micros)
-        }
-        DeliveryStatus::Delivered | DeliveryStatus::Dead => None,
-    }
+    delivery.claimable_at().map(Timestamp::as_micros)
 }
 
 /// Claims up to `limit` due deliveries of `kinds` in `txn` (the writer runs one write at a

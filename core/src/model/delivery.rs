@@ -152,12 +152,19 @@ impl Delivery {
         }
     }
 
+    /// When a worker may claim it, if ever again: its next attempt while pending, the end of
+    /// its lease while delivering; `None` once delivered or dead. What a store indexes the
+    /// live outbox by.
+    pub fn claimable_at(&self) -> Option<Timestamp> {
+        match self.status {
+            DeliveryStatus::Pending | DeliveryStatus::Delivering => self.due_at,
+            DeliveryStatus::Delivered | DeliveryStatus::Dead => None,
+        }
+    }
+
     /// Whether a worker may claim it at `now`: pending and due, or delivering past its lease.
     pub fn is_due(&self, now: Timestamp) -> bool {
-        matches!(
-            self.status,
-            DeliveryStatus::Pending | DeliveryStatus::Delivering
-        ) && self.due_at.is_some_and(|due| due <= now)
+        self.claimable_at().is_some_and(|due| due <= now)
     }
 
     /// Claimed at `now` by a worker for an attempt that ends by `lease_until`.

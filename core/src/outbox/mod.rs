@@ -218,7 +218,7 @@ impl Worker {
         };
         let mut outcomes = futures_util::stream::iter(claimed)
             .map(|claimed| self.attempt(claimed, deadline))
-            .buffer_unordered(self.options.batch.max(1));
+            .buffer_unordered(self.options.batch);
         while let Some(delivered) = outcomes.next().await {
             if delivered {
                 pass.delivered += 1;

@@ -333,7 +333,7 @@ impl ConsoleService {
             });
         }
         let response = shared
-            .run_query(&agent.principal, &id, None, Format::Json, &origin)
+            .run_query(&agent.principal, &id, &Map::new(), Format::Json, &origin)
             .await?;
         Ok(AgentAnswer::Rows(with_query_id(
             &id,
@@ -398,7 +398,7 @@ impl ConsoleService {
             .run_query(
                 &agent.principal,
                 query.id.as_str(),
-                None,
+                &Map::new(),
                 Format::Json,
                 &origin,
             )

@@ -1,7 +1,5 @@
 //! Row action triggers and the outbox routes (README, "Workflows and notifications").
 
-use std::collections::HashMap;
-
 use http::{Method, Response, StatusCode};
 use http_body::Body;
 use serde_json::{Map, Value};
@@ -231,18 +229,7 @@ impl Shared {
     ) -> Result<Response<ResponseBody>, ApiError> {
         let page = crate::validate::parse_page_query(query)?;
         // An empty `status=` names no status either: 422, as any other that is not one.
-        let params: HashMap<String, String> =
-            form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-                .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                .collect();
-        let status = match params.get("status") {
-            Some(status) => Some(
-                status
-                    .parse::<DeliveryStatus>()
-                    .map_err(|error| ValidationErrors::single("status", error))?,
-            ),
-            None => None,
-        };
+        let status = crate::validate::parse_named_parameter::<DeliveryStatus>(query, "status")?;
         let found = self
             .storage
             .list_deliveries(

@@ -169,12 +169,7 @@ impl Shared {
             (Route::QueryRun(id), _) => {
                 let format = Format::from_accept(accept(&call.headers));
                 let body = call.optional_json(self).await?;
-                if !body.is_empty() {
-                    // 404 before 422: an unknown query is unknown whatever the body says.
-                    self.visible_query(principal, &id).await?;
-                }
-                let bypass = bypass_of(&body)?;
-                self.run_query(principal, &id, bypass, format, origin).await
+                self.run_query(principal, &id, &body, format, origin).await
             }
             (Route::QueryReviews(id), _) => {
                 let body = call.json(self).await?;
@@ -220,22 +215,10 @@ impl Shared {
                 .map(|(k, v)| (k.into_owned(), v.into_owned()))
                 .collect();
         // An empty `status=` names no status either: 422 (README, "Finding records").
-        let status = match form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-            .find(|(key, _)| key == "status")
-            .map(|(_, value)| value.into_owned())
-        {
-            Some(status) => Some(
-                status
-                    .parse::<QueryStatus>()
-                    .map_err(|error| ValidationErrors::single("status", error))?,
-            ),
-            None => None,
-        };
+        let status = crate::validate::parse_named_parameter::<QueryStatus>(query, "status")?;
         // `reviewer=me`: only what the caller can act on as a reviewer (README, "Reviews"); an
         // empty `reviewer=` is no `me` either.
-        let reviewer = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-            .find(|(key, _)| key == "reviewer")
-            .map(|(_, value)| value.into_owned());
+        let reviewer = crate::validate::given_parameter(query, "reviewer");
         let as_reviewer = match reviewer.as_deref() {
             None => false,
             Some("me") => true,
@@ -456,11 +439,13 @@ impl Shared {
         &self,
         principal: &Principal,
         id: &str,
-        bypass: Option<AskedBypass>,
+        body: &serde_json::Map<String, Value>,
         format: Format,
         origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError> {
         let query = self.visible_query(principal, id).await?;
+        // 404 before 422: an unknown query is unknown whatever the body says.
+        let bypass = bypass_of(body)?;
         if principal.agent && query.author != principal.user {
             return Err(ApiError::Denied(
                 "an AI agent runs only the queries its user wrote".to_owned(),

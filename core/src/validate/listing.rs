@@ -84,22 +84,37 @@ fn parameter(query: Option<&str>, name: &str) -> Option<String> {
         .last()
 }
 
+/// The value of query parameter `name` as given, empty included (the last one wins).
+pub fn given_parameter(query: Option<&str>, name: &str) -> Option<String> {
+    form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(key, _)| key == name)
+        .map(|(_, value)| value.into_owned())
+        .last()
+}
+
+/// Query parameter `name` naming one value of a wire enum (`adapter=`, `status=`): `None` when
+/// absent; an empty `name=` names none either, so it is 422 on `name`, as any other value that
+/// is not one.
+pub fn parse_named_parameter<T>(
+    query: Option<&str>,
+    name: &str,
+) -> Result<Option<T>, ValidationErrors>
+where
+    T: std::str::FromStr<Err = String>,
+{
+    given_parameter(query, name)
+        .map(|value| {
+            value
+                .parse::<T>()
+                .map_err(|message| ValidationErrors::single(name, message))
+        })
+        .transpose()
+}
+
 /// Reads the filters of a database listing; an unknown `adapter` is 422 on `adapter`.
 pub fn parse_database_filter(query: Option<&str>) -> Result<DatabaseFilterQuery, ValidationErrors> {
-    // An empty `adapter=` names no adapter either: 422, as any other name that is not one.
-    let adapter = form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .filter(|(key, _)| key == "adapter")
-        .map(|(_, value)| value.into_owned())
-        .last();
-    let adapter = match adapter {
-        None => None,
-        Some(name) => Some(
-            name.parse::<Adapter>()
-                .map_err(|message| ValidationErrors::single("adapter", message))?,
-        ),
-    };
     Ok(DatabaseFilterQuery {
-        adapter,
+        adapter: parse_named_parameter::<Adapter>(query, "adapter")?,
         group: parameter(query, "group"),
         name_prefix: parameter(query, "name_prefix"),
         api_id: parameter(query, "api_id"),

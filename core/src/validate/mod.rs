@@ -20,6 +20,7 @@ pub use errors::{FieldErrors, ValidationErrors, message};
 pub use key_name::{KEY_NAME_MAX_CHARS, KeyNameError, check_key_name};
 pub use listing::{
     DEFAULT_PAGE_SIZE, DashboardFilterQuery, DatabaseFilterQuery, MAX_PAGE_SIZE, PageQuery,
-    parse_audit_query, parse_dashboard_filter, parse_database_filter, parse_page_query,
+    given_parameter, parse_audit_query, parse_dashboard_filter, parse_database_filter,
+    parse_named_parameter, parse_page_query,
 };
 pub use text::{CERTIFICATE_MAX, HOSTNAME_MAX, NAME_MAX, PASSWORD_MAX, QUERY_MAX, Text, VALUE_MAX};

@@ -208,7 +208,7 @@ pub(super) async fn treatments(
     // somewhere the masking never sees (CREATE TABLE … AS, SELECT … INTO, CREATE MATERIALIZED
     // VIEW, INSERT … SELECT): refused.
     if statement.columns().is_empty() {
-        let protects = |(schema, name): &(String, String)| {
+        let protects = |schema: &String, name: &String| {
             protection.protects_table(schema, name)
                 || ancestors
                     .get(&(schema.clone(), name.clone()))
@@ -218,9 +218,8 @@ pub(super) async fn treatments(
         };
         if let Some((schema, name)) = schemas
             .iter()
-            .cloned()
-            .zip(names.iter().cloned())
-            .find(|relation| protects(relation))
+            .zip(&names)
+            .find(|(schema, name)| protects(schema, name))
         {
             return Err(refused(Refused::undecided(
                 protection,
