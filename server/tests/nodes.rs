@@ -403,6 +403,21 @@ async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once()
             query["id"].as_str().unwrap().to_owned()
         }
     };
+    // Query `id` as the author reads it through `node`.
+    let read = |node: SocketAddr, id: String| {
+        let author = author.clone();
+        async move {
+            call_as(
+                node,
+                &author,
+                "GET",
+                format!("/api/v1/console/queries/{id}"),
+                None,
+            )
+            .await
+            .1
+        }
+    };
     let id = create("SELECT count(*) AS n FROM generate_series(1, 10)").await;
     let reviews = format!("/api/v1/console/queries/{id}/reviews");
 
@@ -433,14 +448,7 @@ async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once()
             .copied()
             .collect::<Vec<_>>()
     );
-    let (_, stored) = call_as(
-        a.addr,
-        &author,
-        "GET",
-        format!("/api/v1/console/queries/{id}"),
-        None,
-    )
-    .await;
+    let stored = read(a.addr, id.clone()).await;
     assert_eq!(stored["approvals"], 6, "{stored}");
     assert_eq!(stored["status"], "ready");
 
@@ -459,14 +467,7 @@ async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once()
     // The one run's outcome, as either node reads it once recorded: one row, succeeded.
     let mut done = Value::Null;
     for _ in 0..200 {
-        (_, done) = call_as(
-            b.addr,
-            &author,
-            "GET",
-            format!("/api/v1/console/queries/{id}"),
-            None,
-        )
-        .await;
+        done = read(b.addr, id.clone()).await;
         if done["status"] != "running" {
             break;
         }
@@ -558,14 +559,7 @@ async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once()
             1,
             "round {round}: runs once in all ({runs:?}, then {after})"
         );
-        let (_, stored) = call_as(
-            a.addr,
-            &author,
-            "GET",
-            format!("/api/v1/console/queries/{id}"),
-            None,
-        )
-        .await;
+        let stored = read(a.addr, id.clone()).await;
         assert_eq!(stored["approvals"], 6, "round {round}: {stored}");
     }
 }

@@ -181,6 +181,14 @@ impl Console {
         .await
     }
 
+    /// Changes database `db` (the management API, with the API key): 200 asserted.
+    async fn patch_database(&self, db: &(String, String), body: Value) {
+        self.api
+            .db(Method::PATCH, &format!("{DATABASES}/{}", db.0), Some(&body))
+            .await
+            .expect(200);
+    }
+
     async fn get(&self, principal: &Principal, id: &str) -> Value {
         self.as_(principal, Method::GET, &format!("{QUERIES}/{id}"), None)
             .await
@@ -362,15 +370,7 @@ pub async fn reviews_count_against_the_requirement_at_run_time(storage: Arc<dyn 
         .await
         .expect(200);
     let set_required = |required: u32| json!({"credentials": [{"id": db.1, "username": "reader", "reviews_required": required}]});
-    console
-        .api
-        .db(
-            Method::PATCH,
-            &format!("{DATABASES}/{}", db.0),
-            Some(&set_required(2)),
-        )
-        .await
-        .expect(200);
+    console.patch_database(&db, set_required(2)).await;
     let refused = console.run(&ann(), &id, None).await.expect(409);
     assert!(
         detail(&refused).contains("1 of the 2"),
@@ -387,15 +387,7 @@ pub async fn reviews_count_against_the_requirement_at_run_time(storage: Arc<dyn 
     console.run(&ann(), &id, None).await.expect(200);
 
     let waiting = id_of(&console.query(&ann(), &db).await);
-    console
-        .api
-        .db(
-            Method::PATCH,
-            &format!("{DATABASES}/{}", db.0),
-            Some(&set_required(0)),
-        )
-        .await
-        .expect(200);
+    console.patch_database(&db, set_required(0)).await;
     console.run(&ann(), &waiting, None).await.expect(200);
     assert_eq!(console.runner.runs(), 2);
 }
@@ -767,15 +759,7 @@ pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) 
         detail(&refused)
     );
     // A person runs the agent's query: read-only and capped all the same, by the cap of now.
-    console
-        .api
-        .db(
-            Method::PATCH,
-            &format!("{DATABASES}/{}", db.0),
-            Some(&json!({"ai_max_rows": 3})),
-        )
-        .await
-        .expect(200);
+    console.patch_database(&db, json!({"ai_max_rows": 3})).await;
     console.run(&ann(), &id, None).await.expect(200);
     assert_eq!(
         (console.runner.runs(), console.runner.read_only_runs()),
@@ -796,13 +780,6 @@ pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) 
 /// (409), and nothing runs; a rotated password or an unrelated change keeps it runnable.
 pub async fn reviews_cover_only_where_the_query_was_made_to_run(storage: Arc<dyn Storage>) {
     let console = Console::new(storage);
-    let patch = |db: &(String, String), body: Value| {
-        let path = format!("{DATABASES}/{}", db.0);
-        let api = &console.api;
-        async move {
-            api.db(Method::PATCH, &path, Some(&body)).await.expect(200);
-        }
-    };
     let changes = [
         json!({"hostname": "elsewhere.internal"}),
         json!({"database": "payroll"}),
@@ -820,7 +797,7 @@ pub async fn reviews_cover_only_where_the_query_was_made_to_run(storage: Arc<dyn
             .expect(200);
         let change: Value =
             serde_json::from_str(&change.to_string().replace("CRED", &db.1)).unwrap();
-        patch(&db, change.clone()).await;
+        console.patch_database(&db, change.clone()).await;
         let refused = console.run(&ann(), &id, None).await.expect(409);
         assert!(
             detail(&refused).contains("connects elsewhere"),
@@ -837,12 +814,13 @@ pub async fn reviews_cover_only_where_the_query_was_made_to_run(storage: Arc<dyn
         .review(&bo(), &id, "approve", None)
         .await
         .expect(200);
-    patch(
-        &db,
-        json!({"name": format!("Renamed {}", db.0), "slack_channel": "#ops",
+    console
+        .patch_database(
+            &db,
+            json!({"name": format!("Renamed {}", db.0), "slack_channel": "#ops",
                "credentials": [{"id": db.1, "password": "pw-rotated-2"}]}),
-    )
-    .await;
+        )
+        .await;
     console.run(&ann(), &id, None).await.expect(200);
     assert_eq!(console.runner.runs(), 1);
 }
