@@ -1,4 +1,4 @@
-//! Rotating the seal key of a redb store (`dbconsole_core::seal::rotate`), next to the
+//! Rotating the seal key of a redb store (`dbconsole_core::storage::rotate`), next to the
 //! baseline measured in the same run on the same store: one ordinary update of every database,
 //! one after the other. A bench binary (no criterion): each figure is the best of 3 rounds.
 //!
@@ -8,7 +8,8 @@
 use std::time::{Duration, Instant};
 
 use dbconsole_core::model::{Actor, Database, Origin, Timestamp};
-use dbconsole_core::seal::{Sealer, SecretKey, rotate};
+use dbconsole_core::seal::{Sealer, SecretKey};
+use dbconsole_core::storage::rotate;
 use dbconsole_core::storage::{DatabaseFilter, Edits as _, Page, Storage};
 use dbconsole_core::validate::database_from_body;
 use dbconsole_storage_redb::RedbStorage;

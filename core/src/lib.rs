@@ -43,6 +43,7 @@ mod wire;
 
 pub mod auth;
 pub mod check;
+pub mod metrics;
 pub mod model;
 pub mod outbox;
 pub mod run;

@@ -1,13 +1,13 @@
 //! `GET /metrics` in the Prometheus text format, on its own listener (`--metrics-listen`), so
 //! it can be bound where only the monitoring can reach it. The service's own measurements
-//! (`dbconsole_core::service::metrics`) go to the Prometheus recorder installed here; the
+//! (`dbconsole_core::metrics`) go to the Prometheus recorder installed here; the
 //! stored record counts are read from the storage at each scrape.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use dbconsole_core::service::metrics::record_request;
+use dbconsole_core::metrics::record_request;
 use dbconsole_core::{ApiError, ResponseBody, Storage};
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;

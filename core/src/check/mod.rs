@@ -34,7 +34,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use crate::model::Adapter;
-use crate::model::{ConnectionParameter, Secret};
+use crate::model::{ConnectionParameter, Credential, Database, SealedSecret, Secret, TlsField};
+use crate::seal::Place;
 
 #[cfg(feature = "clickhouse")]
 pub mod clickhouse;
@@ -346,6 +347,46 @@ pub fn scrub_message<'a>(message: &str, secrets: impl IntoIterator<Item = &'a Se
         "connection failed".to_owned()
     } else {
         one_line
+    }
+}
+
+impl CheckTarget {
+    /// The target of `credential` of `db` with its secrets opened: one of the two places secrets
+    /// are opened (check-connection, and a query runner's connector when a connection opens).
+    pub fn open(
+        sealer: &crate::seal::Sealer,
+        db: &Database,
+        credential: &Credential,
+        timeout: std::time::Duration,
+    ) -> Result<CheckTarget, crate::seal::SealError> {
+        let open = |sealed: Option<&SealedSecret>, place: Place| {
+            sealed.map(|sealed| sealer.open(sealed, &place)).transpose()
+        };
+        let password = open(
+            credential.password.as_ref(),
+            Place::password(db.id.as_str(), credential.id.as_str()),
+        )?;
+        let tls = |field| open(db.tls.get(field), Place::tls(db.id.as_str(), field));
+        Ok(CheckTarget {
+            adapter: db.adapter,
+            host: credential
+                .hostname
+                .clone()
+                .unwrap_or_else(|| db.hostname.clone()),
+            port: db.effective_port(),
+            database: db.database.clone(),
+            username: credential.username.clone(),
+            password,
+            ssl: db.ssl,
+            verify_server_hostname: db.verify_server_hostname,
+            ca_cert: tls(TlsField::CaCert)?,
+            client_cert: tls(TlsField::ClientCert)?,
+            client_key: tls(TlsField::ClientKey)?,
+            connection_parameters: db.connection_parameters.clone(),
+            tunnel_id: db.tunnel_id.clone(),
+            connect_via: None,
+            timeout,
+        })
     }
 }
 

@@ -103,3 +103,12 @@ impl InputMapping {
         self.prompt.as_deref().unwrap_or(&self.workflow_input_key)
     }
 }
+
+/// A panel's inputs as one run gives them: the keys the panel declares, and the value of each.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Inputs {
+    /// The keys the panel declares.
+    pub declared: Vec<String>,
+    /// The value of each, by key.
+    pub values: std::collections::HashMap<String, String>,
+}

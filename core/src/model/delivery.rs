@@ -3,7 +3,7 @@
 //! "Workflows and notifications").
 //!
 //! A [`Delivery`] is written in the same atomic change as the event that makes it (a trigger, a
-//! query waiting for reviews). The outbox worker ([`crate::outbox`]) claims due deliveries for a
+//! query waiting for reviews). The outbox worker (`dbconsole_core::outbox`) claims due deliveries for a
 //! lease, sends them, and writes the outcome; the transitions are the pure functions here, so
 //! every backend and every node applies the same rules.
 

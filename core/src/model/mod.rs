@@ -26,7 +26,7 @@ pub use audit::{
     Actor, AuditAction, AuditEvent, Origin, ResourceKind, Retention, RunFacts, RunOutcome,
 };
 pub use caller::{CallerKey, CredentialKind, Scope, key_digest, mint_caller_key};
-pub use dashboard::{Action, Dashboard, InputMapping, Panel, PanelDetails, PanelInput};
+pub use dashboard::{Action, Dashboard, InputMapping, Inputs, Panel, PanelDetails, PanelInput};
 pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsField, TlsMaterial};
 pub use delivery::{Delivery, DeliveryStatus, RetryPolicy, Target, TargetKind};
 pub use ids::{

@@ -62,6 +62,39 @@ impl Principal {
         self
     }
 
+    /// Whether this principal may query `db`, whose access control is `access` (README, "Who may
+    /// do what"): every database when it is a super admin, an unrestricted one when it is a
+    /// member, a restricted one when a permission names it or one of its groups.
+    pub fn may_query(&self, db: &super::Database, access: Option<&super::AccessControl>) -> bool {
+        self.role == Role::SuperAdmin
+            || !db.restrict_access
+            || access.is_some_and(|access| {
+                access
+                    .permissions
+                    .iter()
+                    .any(|permission| self.is_named_by(permission))
+            })
+    }
+
+    /// Whether this principal may review queries on `db`, whose access control is `access`
+    /// (README, "Reviews"): a super admin anywhere; on an unrestricted database anyone; on a
+    /// restricted one those a `review` or `admin` permission names. AI agents never review.
+    pub fn may_review(&self, db: &super::Database, access: Option<&super::AccessControl>) -> bool {
+        if self.agent {
+            return false;
+        }
+        self.role == Role::SuperAdmin
+            || !db.restrict_access
+            || access.is_some_and(|access| {
+                access.permissions.iter().any(|permission| {
+                    matches!(
+                        permission.access,
+                        super::AccessLevel::Review | super::AccessLevel::Admin
+                    ) && self.is_named_by(permission)
+                })
+            })
+    }
+
     /// Whether this principal is the user, or in the group, a permission names.
     pub fn is_named_by(&self, permission: &super::Permission) -> bool {
         match permission.subject_kind {

@@ -1,7 +1,7 @@
 //! Queries as the console keeps them: a statement someone asked to run on a database as one of
 //! its credentials, with the outcome of its one run (README, "Running queries").
 
-use super::{QueryId, Timestamp};
+use super::{QueryId, RunFacts, RunOutcome, Timestamp};
 
 /// Where a query is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -292,6 +292,44 @@ impl Query {
         });
         Ok(next)
     }
+
+    /// The query once its run ended at `now` as `facts` say: `succeeded` or `failed`, its run's
+    /// end, row count, truncation and error written.
+    pub fn finished(
+        &self,
+        facts: &RunFacts,
+        truncated: bool,
+        error: Option<String>,
+        now: Timestamp,
+    ) -> Query {
+        let mut done = self.clone();
+        done.updated_at = now.not_before_next(self.updated_at);
+        done.status = if facts.outcome == RunOutcome::Succeeded {
+            QueryStatus::Succeeded
+        } else {
+            QueryStatus::Failed
+        };
+        if let Some(run) = &mut done.run {
+            run.finished_at = Some(now);
+            run.row_count = facts.rows;
+            run.truncated = truncated;
+            run.duration_ms = facts.duration_ms;
+            run.error = error;
+        }
+        done
+    }
+
+    /// A `ready` query whose credential now requires more approvals than it has, back to
+    /// `awaiting_review` at `now` (README, "Reviews"); `None` when it is not such a query.
+    pub fn awaiting_again(&self, required: u32, now: Timestamp) -> Option<Query> {
+        if self.status != QueryStatus::Ready || self.approvals() >= required {
+            return None;
+        }
+        let mut waiting = self.clone();
+        waiting.status = QueryStatus::AwaitingReview;
+        waiting.updated_at = now.not_before_next(self.updated_at);
+        Some(waiting)
+    }
 }
 
 #[cfg(test)]
@@ -424,5 +462,53 @@ mod tests {
             .claimed("ann", 0, bypass(), Timestamp::now())
             .unwrap();
         assert_eq!(plain.bypass, None, "nothing was overridden");
+    }
+
+    #[test]
+    fn a_finished_run_records_its_end_and_status() {
+        let now = Timestamp::now();
+        let running = query(0).claimed("ann", 0, None, now).unwrap();
+        let facts = |outcome| RunFacts {
+            database_id: "db_1".to_owned(),
+            credential_id: "crd_1".to_owned(),
+            statement_sha256: String::new(),
+            statement_length: 8,
+            rows: 3,
+            duration_ms: 12,
+            outcome,
+        };
+        let done = running.finished(&facts(RunOutcome::Succeeded), true, None, now);
+        assert_eq!(done.status, QueryStatus::Succeeded);
+        assert!(done.updated_at > running.updated_at);
+        let run = done.run.unwrap();
+        assert_eq!(
+            (run.row_count, run.truncated, run.duration_ms),
+            (3, true, 12)
+        );
+        assert_eq!(run.finished_at, Some(now));
+        let failed = running.finished(
+            &facts(RunOutcome::TimedOut),
+            false,
+            Some("timed out".to_owned()),
+            now,
+        );
+        assert_eq!(failed.status, QueryStatus::Failed);
+        assert_eq!(failed.run.unwrap().error.as_deref(), Some("timed out"));
+    }
+
+    #[test]
+    fn a_ready_query_awaits_again_only_when_the_requirement_rose_past_its_approvals() {
+        let now = Timestamp::now();
+        let ready = query(1)
+            .reviewed(review("bo", Decision::Approve), 1)
+            .unwrap();
+        assert!(ready.awaiting_again(1, now).is_none());
+        let waiting = ready.awaiting_again(2, now).unwrap();
+        assert_eq!(waiting.status, QueryStatus::AwaitingReview);
+        assert!(waiting.updated_at > ready.updated_at);
+        assert!(
+            waiting.awaiting_again(3, now).is_none(),
+            "only a ready query"
+        );
     }
 }

@@ -235,7 +235,7 @@ impl Worker {
         let id = claimed.id.as_str();
         let kind = claimed.target.kind().as_str();
         if let Some(dead) = claimed.spent(Timestamp::now(), &self.options.policy) {
-            crate::service::metrics::record_delivery(kind, "dead");
+            crate::metrics::record_delivery(kind, "dead");
             tracing::warn!(
                 target: "dbconsole::outbox", id, kind, attempts = dead.attempts,
                 "a delivery's last attempt never ended (its worker stopped): a dead letter"
@@ -265,7 +265,7 @@ impl Worker {
             (Err(_), DeliveryStatus::Dead) => "dead",
             (Err(_), _) => "retry",
         };
-        crate::service::metrics::record_delivery(kind, outcome);
+        crate::metrics::record_delivery(kind, outcome);
         match &sent {
             Ok(()) => {
                 tracing::info!(target: "dbconsole::outbox", id, kind, attempts = claimed.attempts, "delivered")

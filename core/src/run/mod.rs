@@ -28,11 +28,12 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::check::{Adapter, CheckTarget, TunnelEndpoint};
+pub use crate::model::Inputs;
 use crate::model::Timestamp;
-use crate::service::BodyError;
 
 #[cfg(feature = "clickhouse")]
 pub mod clickhouse;
+mod connector;
 pub mod encode;
 #[cfg(feature = "mysql")]
 pub mod mysql;
@@ -46,6 +47,7 @@ pub mod protect;
 pub mod sqlserver;
 pub mod statement;
 
+pub use connector::connector;
 pub use encode::{Column, Encoder, Format, Summary};
 pub use pool::{PoolKey, PoolLimits, Pools, checkout, connected};
 
@@ -63,14 +65,11 @@ pub struct Opened {
 pub type Connector =
     Arc<dyn Fn() -> Pin<Box<dyn Future<Output = Result<Opened, String>> + Send>> + Send + Sync>;
 
-/// A panel's inputs: the keys it declares, and the values of one run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Inputs {
-    /// The keys the panel declares.
-    pub declared: Vec<String>,
-    /// The value of each, by key.
-    pub values: std::collections::HashMap<String, String>,
-}
+/// A streamed body that ended in an error after some of it was sent: the server cuts the
+/// response off (no final chunk), so no client takes it for a whole answer.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BodyError(pub(crate) String);
 
 /// One run, as the service hands it to a runner.
 pub struct RunJob {
@@ -170,6 +169,12 @@ pub trait QueryRunner: Send + Sync + Debug + 'static {
 
     /// Drops the pools of database `id` (it changed or was deleted).
     fn evict(&self, database_id: &str);
+
+    /// Whether it checks a statement against the [`RunJob::protection`] it is given (README,
+    /// "Data protection"); a database with policies runs nothing through a runner that does not.
+    fn protects(&self) -> bool {
+        false
+    }
 }
 
 /// The runners compiled into a service, one per adapter at most.

@@ -199,6 +199,10 @@ impl QueryRunner for MysqlRunner {
         outcome
     }
 
+    fn protects(&self) -> bool {
+        true
+    }
+
     fn evict(&self, database_id: &str) {
         self.pools.evict_database(database_id);
     }

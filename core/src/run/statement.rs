@@ -25,6 +25,18 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// The dialect a statement on a database of this adapter is read in.
+    pub fn of(adapter: crate::model::Adapter) -> Self {
+        use crate::model::Adapter;
+        match adapter {
+            Adapter::Postgres => Dialect::Postgres,
+            Adapter::Mysql => Dialect::Mysql,
+            Adapter::Clickhouse => Dialect::Clickhouse,
+            Adapter::Sqlserver => Dialect::Sqlserver,
+            Adapter::Oracle => Dialect::Oracle,
+        }
+    }
+
     fn backslash_escapes(self) -> bool {
         matches!(self, Dialect::Mysql | Dialect::Clickhouse)
     }

@@ -15,11 +15,10 @@
 //! keeps its [`SealKeys`] (the current id and a [key check value](Sealer::key_check) of every key
 //! its secrets need) and a node adopts them when it opens the store ([`Sealer::adopt`]): a node
 //! that lacks a needed key, or has another key under its id, refuses to start and names it.
-//! [`rotate`] makes a new key current and seals every stored secret again under it, then drops
+//! [`rotate`](crate::storage::rotate) makes a new key current and seals every stored secret again under it, then drops
 //! the old keys (README, "Rotating the secret key").
 
 mod key;
-mod rotate;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,7 +30,6 @@ use chacha20poly1305::aead::{Aead, Generate, KeyInit, Payload};
 use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
 
 pub use key::{KeyError, Keyring, SecretKey};
-pub use rotate::{RotateError, Rotation, rotate};
 
 use crate::model::{Database, SealedSecret, Secret, TlsField};
 

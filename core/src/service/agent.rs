@@ -13,7 +13,7 @@ use http_body_util::BodyExt as _;
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
-use super::queries::Record;
+use super::queries::{Record, Run};
 use super::router::Route;
 use super::{ConsoleService, RequestId, Shared};
 use crate::auth::Caller;
@@ -226,29 +226,29 @@ impl ConsoleService {
         }
         // The AI rules decide whether it may look; the catalog is not data, so `ai_max_rows`
         // does not cap it (README, "AI agents (MCP)").
-        shared
-            .admit(&agent.principal, &db, &credential, DESCRIBE_MAX_COLUMNS)
-            .await?;
-        let max_rows = DESCRIBE_MAX_COLUMNS;
+        let guarded = shared.guarded(db).await?;
+        guarded.admit(&agent.principal, &credential, DESCRIBE_MAX_COLUMNS)?;
         let record = Record::Agent {
-            database_id: db.id.as_str().to_owned(),
+            database_id: guarded.db.id.as_str().to_owned(),
             tool: "describe_tables",
             origin: agent.origin(),
         };
-        let statement = catalog(db.adapter).to_owned();
-        let protection = shared.protection_for_run(&db).await?;
+        let statement = catalog(guarded.db.adapter).to_owned();
+        let runner = shared.runner_for(guarded.db.adapter)?;
+        let protection = shared.protection_for_run(&guarded, &*runner).await?;
         let response = shared
-            .start_run(
-                db,
+            .start_run(Run {
+                runner,
+                db: guarded.db,
                 credential,
                 statement,
-                None,
-                max_rows,
-                true,
-                Format::Json,
+                inputs: None,
+                max_rows: DESCRIBE_MAX_COLUMNS,
+                read_only: true,
+                format: Format::Json,
                 record,
                 protection,
-            )
+            })
             .await?;
         let result: Value =
             serde_json::from_slice(&collected(response).await?).map_err(|error| {
@@ -310,13 +310,10 @@ impl ConsoleService {
         let shared = &self.shared;
         let (db, credential) = shared.agent_target(database_id, credential_id).await?;
         // What would refuse the run refuses it before the query is stored.
-        if shared.runners.get(db.adapter).is_none() {
-            return Err(ApiError::NotImplemented(format!(
-                "the {} query runner is not built into this server",
-                db.adapter.as_str()
-            )));
-        }
-        shared.protection_for_run(&db).await?;
+        let runner = shared.runner_for(db.adapter)?;
+        let guarded = shared.guarded(db).await?;
+        shared.protection_for_run(&guarded, &*runner).await?;
+        let db = guarded.db;
         let mut body = Map::new();
         body.insert("database_id".to_owned(), json!(db.id.as_str()));
         body.insert("credential_id".to_owned(), json!(credential.id.as_str()));
@@ -410,7 +407,7 @@ impl ConsoleService {
 impl Shared {
     /// Database `database_id` and the credential an agent names, or its first `ai_allowed`
     /// one: 422 when either is unknown (whether the agent may use them is
-    /// [`Shared::admit`]'s question).
+    /// `Guarded::admit`'s question).
     async fn agent_target(
         &self,
         database_id: &str,

@@ -8,12 +8,11 @@ use http_body::Body;
 use serde_json::Value;
 
 use super::error::ApiError;
-use super::metrics;
 use super::response::{ResponseBody, text_response};
 use super::{Call, Shared};
 use crate::check::{CheckTarget, not_built_message, scrub_message, tunnel};
-use crate::model::{Credential, Database, SealedSecret, Timestamp, TlsField};
-use crate::seal::Place;
+use crate::metrics;
+use crate::model::{Credential, Database, Timestamp};
 use crate::validate::{DatabaseBody, ValidationErrors, database_from_body, message};
 
 /// The 422 message when `username` names no credential of the database checked.
@@ -98,7 +97,7 @@ impl Shared {
             .timeout
             .map(|secs| std::time::Duration::from_secs(u64::from(secs)))
             .unwrap_or(self.check_timeout);
-        let target = open_target(&self.sealer, db, credential, timeout).map_err(|error| {
+        let target = CheckTarget::open(&self.sealer, db, credential, timeout).map_err(|error| {
             tracing::error!(%error, "a stored secret does not open");
             ApiError::Internal
         })?;
@@ -121,42 +120,4 @@ impl Shared {
         }
         Ok(text_response(StatusCode::OK, answer))
     }
-}
-
-/// The target of `credential` of `db` with its secrets opened: one of the two places secrets
-/// are opened (check-connection, and a query runner's connector when a connection opens).
-pub(crate) fn open_target(
-    sealer: &crate::seal::Sealer,
-    db: &Database,
-    credential: &Credential,
-    timeout: std::time::Duration,
-) -> Result<CheckTarget, crate::seal::SealError> {
-    let open = |sealed: Option<&SealedSecret>, place: Place| {
-        sealed.map(|sealed| sealer.open(sealed, &place)).transpose()
-    };
-    let password = open(
-        credential.password.as_ref(),
-        Place::password(db.id.as_str(), credential.id.as_str()),
-    )?;
-    let tls = |field| open(db.tls.get(field), Place::tls(db.id.as_str(), field));
-    Ok(CheckTarget {
-        adapter: db.adapter,
-        host: credential
-            .hostname
-            .clone()
-            .unwrap_or_else(|| db.hostname.clone()),
-        port: db.effective_port(),
-        database: db.database.clone(),
-        username: credential.username.clone(),
-        password,
-        ssl: db.ssl,
-        verify_server_hostname: db.verify_server_hostname,
-        ca_cert: tls(TlsField::CaCert)?,
-        client_cert: tls(TlsField::ClientCert)?,
-        client_key: tls(TlsField::ClientKey)?,
-        connection_parameters: db.connection_parameters.clone(),
-        tunnel_id: db.tunnel_id.clone(),
-        connect_via: None,
-        timeout,
-    })
 }

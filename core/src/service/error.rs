@@ -87,17 +87,17 @@ impl From<StorageError> for ApiError {
             StorageError::AnswerExists => ApiError::AnswerExists,
             StorageError::Conflict => {
                 tracing::warn!("a write met other writes of the same record at every attempt");
-                super::metrics::record_storage_error("conflict");
+                crate::metrics::record_storage_error("conflict");
                 ApiError::Unavailable
             }
             StorageError::Unavailable(error) => {
                 tracing::warn!(%error, "storage unavailable");
-                super::metrics::record_storage_error("unavailable");
+                crate::metrics::record_storage_error("unavailable");
                 ApiError::Unavailable
             }
             StorageError::Indeterminate(error) => {
                 tracing::error!(%error, "a write's outcome is unknown");
-                super::metrics::record_storage_error("indeterminate");
+                crate::metrics::record_storage_error("indeterminate");
                 ApiError::Indeterminate
             }
             StorageError::SealKeyChanged(current) => {
@@ -106,17 +106,17 @@ impl From<StorageError> for ApiError {
                     "the store seals under a key this node cannot use (README, \"Rotating the \
                      secret key\")"
                 );
-                super::metrics::record_storage_error("seal_key");
+                crate::metrics::record_storage_error("seal_key");
                 ApiError::Unavailable
             }
             StorageError::Full(error) => {
                 tracing::error!(%error, "storage full");
-                super::metrics::record_storage_error("full");
+                crate::metrics::record_storage_error("full");
                 ApiError::StorageFull
             }
             other => {
                 tracing::error!(error = %other, "storage failure");
-                super::metrics::record_storage_error("backend");
+                crate::metrics::record_storage_error("backend");
                 ApiError::Internal
             }
         }

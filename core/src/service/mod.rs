@@ -20,7 +20,6 @@ mod dashboards;
 mod databases;
 mod error;
 pub mod idempotency;
-pub mod metrics;
 mod openapi;
 mod outbox;
 mod queries;
@@ -47,6 +46,7 @@ use http_body::Body;
 
 use crate::auth::{Authenticator, Caller};
 use crate::check::{Checkers, TunnelDialer};
+use crate::metrics;
 use crate::model::{CredentialKind, Origin, Retention, Timestamp};
 use crate::seal::Sealer;
 use crate::storage::{Page, Storage, StorageError};
@@ -236,7 +236,7 @@ impl ConsoleServiceBuilder {
         self
     }
 
-    /// Records the service's measurements through the `metrics` facade (module [`metrics`]):
+    /// Records the service's measurements through the `metrics` facade (module [`crate::metrics`]):
     /// turn it on when the program installs a recorder (default off: nothing is measured).
     pub fn metrics(mut self, on: bool) -> Self {
         self.shared.metrics = on;

@@ -10,6 +10,8 @@ use http_body::{Frame, SizeHint};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+pub use crate::run::BodyError;
+
 /// The body of every response of the service: whole bytes, or the rows of a query as they
 /// arrive. Dropping a streamed body (the client went away) is what cancels its query.
 #[derive(Debug)]
@@ -22,12 +24,6 @@ enum Kind {
     Full(Option<Bytes>),
     Stream(mpsc::Receiver<Result<Bytes, BodyError>>),
 }
-
-/// A streamed body that ended in an error after some of it was sent: the server cuts the
-/// response off (no final chunk), so no client takes it for a whole answer.
-#[derive(Clone, Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BodyError(pub(crate) String);
 
 impl ResponseBody {
     /// A body of these bytes.

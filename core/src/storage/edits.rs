@@ -177,6 +177,17 @@ pub trait Edits: Storage {
     where
         C: FnMut(&Query) -> Result<(Query, Option<WriteLog>), R> + Send,
         R: Send;
+
+    /// [`Edits::update_query`] from `read`, the query as the caller just read it: the first
+    /// attempt swaps against its version without reading it again (a conflict reads it anew).
+    fn change_query<C, R>(
+        &self,
+        read: Query,
+        change: C,
+    ) -> impl Future<Output = Result<Result<Query, R>, StorageError>> + Send
+    where
+        C: FnMut(&Query) -> Result<(Query, Option<WriteLog>), R> + Send,
+        R: Send;
 }
 
 impl<S: Storage + ?Sized> Edits for S {
@@ -388,6 +399,19 @@ impl<S: Storage + ?Sized> Edits for S {
     async fn update_query<C, R>(
         &self,
         id: &str,
+        change: C,
+    ) -> Result<Result<Query, R>, StorageError>
+    where
+        C: FnMut(&Query) -> Result<(Query, Option<WriteLog>), R> + Send,
+        R: Send,
+    {
+        let read = self.query(id).await?.ok_or(StorageError::NotFound)?;
+        self.change_query(read, change).await
+    }
+
+    async fn change_query<C, R>(
+        &self,
+        read: Query,
         mut change: C,
     ) -> Result<Result<Query, R>, StorageError>
     where
@@ -395,8 +419,13 @@ impl<S: Storage + ?Sized> Edits for S {
         R: Send,
     {
         let mut retries = Retries::new();
+        let id = read.id.as_str().to_owned();
+        let mut read = Some(read);
         loop {
-            let stored = self.query(id).await?.ok_or(StorageError::NotFound)?;
+            let stored = match read.take() {
+                Some(stored) => stored,
+                None => self.query(&id).await?.ok_or(StorageError::NotFound)?,
+            };
             let (updated, log) = match change(&stored) {
                 Ok(changed) => changed,
                 Err(refusal) => return Ok(Err(refusal)),

@@ -38,7 +38,7 @@
 //! are and never needs a key. It keeps the [`SealKeys`] (which key seals now, and the check
 //! value of every key its secrets need) and refuses a database whose secrets are not all
 //! sealed under the current key ([`StorageError::SealKeyChanged`]), which is what lets a key
-//! rotation end (`crate::seal::rotate`).
+//! rotation end ([`rotate`]).
 //!
 //! Backends map their private failures into [`StorageError::Backend`]; the service logs them
 //! and answers a generic 500. The conformance suite in `storage::testing` (feature `testing`)
@@ -58,12 +58,14 @@ use crate::validate::ValidationErrors;
 
 pub use edits::{AccessEdit, DashboardEdit, DatabaseEdit, DatabaseUpsert, DeleteCheck, Edits};
 pub use filter::{DashboardFilter, DatabaseFilter, QueryFilter};
+pub use rotate::{RotateError, Rotation, rotate};
 
 pub mod audit;
 pub mod edits;
 mod filter;
 mod forward;
 pub mod record;
+mod rotate;
 pub mod rules;
 #[cfg(feature = "testing")]
 pub mod testing;

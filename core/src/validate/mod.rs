@@ -7,6 +7,7 @@ mod database;
 mod errors;
 mod key_name;
 mod listing;
+mod query;
 mod reader;
 mod text;
 
@@ -22,5 +23,9 @@ pub use listing::{
     DEFAULT_PAGE_SIZE, DashboardFilterQuery, DatabaseFilterQuery, MAX_PAGE_SIZE, PageQuery,
     given_parameter, parse_audit_query, parse_dashboard_filter, parse_database_filter,
     parse_named_parameter, parse_page_query,
+};
+pub use query::{
+    AskedBypass, DEFAULT_ROW_LIMIT, QueryDraft, REASON_MAX, bypass_of, panel_inputs, query_draft,
+    review_of, row_limit,
 };
 pub use text::{CERTIFICATE_MAX, HOSTNAME_MAX, NAME_MAX, PASSWORD_MAX, QUERY_MAX, Text, VALUE_MAX};

@@ -12,7 +12,8 @@ use std::path::Path;
 
 use dbconsole_core::Storage;
 use dbconsole_core::model::{Actor, Origin};
-use dbconsole_core::seal::{KeyError, Keyring, RotateError, SealKeys, SecretKey, rotate};
+use dbconsole_core::seal::{KeyError, Keyring, SealKeys, SecretKey};
+use dbconsole_core::storage::{RotateError, rotate};
 
 use super::protocol::{AdminReply, Failure};
 use crate::backend::{NodeKeys, SECRET_KEY_VAR};

@@ -227,6 +227,10 @@ impl QueryRunner for PostgresRunner {
         outcome
     }
 
+    fn protects(&self) -> bool {
+        true
+    }
+
     fn evict(&self, database_id: &str) {
         self.pools.evict_database(database_id);
     }

@@ -10,7 +10,7 @@ use super::check::ok;
 use super::fixtures::{plain_dashboard, plain_database, sealed, set_inheritance};
 use super::origin;
 use super::races::race_all;
-use crate::auth::mint_caller_key;
+use crate::model::mint_caller_key;
 use crate::model::{
     AccessControl, AuditAction, AuditEvent, CredentialKind, Dashboard, Database, Retention, Scope,
     Timestamp,

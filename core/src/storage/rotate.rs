@@ -3,7 +3,7 @@
 //! retire the old keys once no stored secret needs them.
 //!
 //! Every step is safe to run again, so a rotation cut off by a crash is finished by running it
-//! again: the store's [`SealKeys`](super::SealKeys) say a rotation is under way (they list keys beside the
+//! again: the store's [`SealKeys`](crate::seal::SealKeys) say a rotation is under way (they list keys beside the
 //! current one), and [`rotate`] then goes on with it instead of starting another.
 //!
 //! Why it ends: from the moment the new key is current, a store refuses every database write
@@ -14,9 +14,9 @@
 
 use futures_util::StreamExt as _;
 
-use super::{SealError, SealKeyError, Sealer, sealed_under};
+use super::{DatabaseFilter, Edits as _, Page, Storage, StorageError};
 use crate::model::Origin;
-use crate::storage::{DatabaseFilter, Edits as _, Page, Storage, StorageError};
+use crate::seal::{SealError, SealKeyError, Sealer, sealed_under};
 
 /// How many databases of a page are sealed again at once: enough for a store's group commit
 /// (redb) or connection pool (PostgreSQL) to overlap their writes, few enough to leave room for

@@ -1,0 +1,113 @@
+//! Storing a query (`POST …/queries`): checked against its database and credential, pinned to
+//! where it runs (its target digest), waiting for reviews when its credential requires them.
+
+use serde_json::Value;
+
+use crate::model::{
+    AuditAction, AuditEvent, Origin, Principal, Query, QueryId, QueryStatus, Timestamp,
+};
+use crate::run::statement::{self, Dialect};
+use crate::storage::WriteLog;
+use crate::validate::{QueryDraft, query_draft};
+
+use super::super::Shared;
+use super::super::error::ApiError;
+use super::admission::admit;
+
+impl Shared {
+    /// Stores the query `body` describes, by `principal`.
+    pub(in crate::service) async fn create_query(
+        &self,
+        principal: &Principal,
+        body: serde_json::Map<String, Value>,
+        origin: &Origin,
+    ) -> Result<Query, ApiError> {
+        let QueryDraft {
+            database_id,
+            credential_id,
+            query: query_text,
+            limit,
+            mut errors,
+        } = query_draft(&body, self.max_rows);
+        let db = match &database_id {
+            Some(id) => self.storage.database(id).await?,
+            None => None,
+        };
+        if database_id.is_some() && db.is_none() {
+            errors.add("database_id", "does not name a database");
+        }
+        let credential = match (&db, &credential_id) {
+            (Some(db), Some(id)) => {
+                let found = db.credentials.iter().find(|c| c.id.as_str() == id);
+                if found.is_none() {
+                    errors.add(
+                        "credential_id",
+                        "does not name a credential of this database",
+                    );
+                }
+                found.cloned()
+            }
+            _ => None,
+        };
+        if let (Some(db), Some(text)) = (&db, &query_text)
+            && let Err(why) = statement::single(text, Dialect::of(db.adapter))
+        {
+            errors.add("query", why);
+        }
+        let (Some(db), Some(credential), Some(query_text)) = (db, credential, query_text) else {
+            return Err(ApiError::Invalid(errors));
+        };
+        if !errors.is_empty() {
+            return Err(ApiError::Invalid(errors));
+        }
+        // An agent's query keeps the agent's cap, whoever runs it later.
+        let grants = self.grants_for(principal, &db).await?;
+        let limit = admit(principal, &db, grants.as_ref(), &credential, limit)?;
+        let now = Timestamp::now();
+        let query = Query {
+            target: Some(db.target_digest(&credential)),
+            id: QueryId::generate(),
+            database_id: db.id.as_str().to_owned(),
+            credential_id: credential.id.as_str().to_owned(),
+            query: query_text,
+            limit,
+            author: principal.user.clone(),
+            by_agent: principal.agent,
+            status: if credential.reviews_required > 0 {
+                QueryStatus::AwaitingReview
+            } else {
+                QueryStatus::Ready
+            },
+            reviews: Vec::new(),
+            bypass: None,
+            run: None,
+            inserted_at: now,
+            updated_at: now,
+        };
+        let event = AuditEvent::new(
+            origin,
+            AuditAction::QueryCreate,
+            query.id.as_str(),
+            ["database_id", "credential_id", "query", "limit"]
+                .map(str::to_owned)
+                .to_vec(),
+        );
+        // A query that waits for reviews asks for them in its database's Slack channel, through
+        // the outbox, in the same change (README, "Workflows and notifications").
+        let outbox: Vec<_> = self
+            .review_request(&db, &query, credential.reviews_required)
+            .into_iter()
+            .collect();
+        let notify = !outbox.is_empty();
+        let log = WriteLog {
+            event,
+            answer: origin.answer(crate::model::Written::Query(&query)),
+            outbox,
+        };
+        self.storage.create_query(query.clone(), log).await?;
+        if notify {
+            self.wake_outbox();
+        }
+        Ok(query)
+    }
+}

@@ -1,0 +1,182 @@
+//! Running a dashboard panel (`POST …/dashboards/{id}/panels/{panel_id}/run`): its inputs as
+//! bind parameters, as its credential (which never requires reviews), read-only.
+
+use http::Response;
+use serde_json::Value;
+
+use crate::model::{Credential, Dashboard, Database, Origin, PanelDetails, Principal};
+use crate::run::Format;
+use crate::run::statement::{self, Dialect};
+use crate::storage::Page;
+use crate::validate::{ValidationErrors, panel_inputs, row_limit};
+
+use super::super::Shared;
+use super::super::error::ApiError;
+use super::super::response::ResponseBody;
+use super::Record;
+use super::admission::Guarded;
+use super::start::Run;
+
+impl Shared {
+    /// The database a panel's `credential_id` belongs to (credential ids are unique across
+    /// databases), remembered once found.
+    pub(super) async fn database_of_credential(
+        &self,
+        credential_id: &str,
+    ) -> Result<Option<Database>, ApiError> {
+        let known = self
+            .credential_index
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(credential_id)
+            .cloned();
+        if let Some(id) = known
+            && let Some(db) = self.storage.database(&id).await?
+            && db
+                .credentials
+                .iter()
+                .any(|c| c.id.as_str() == credential_id)
+        {
+            return Ok(Some(db));
+        }
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .storage
+                .list_databases(
+                    Page {
+                        after: after.as_deref(),
+                        limit: 500,
+                    },
+                    crate::storage::DatabaseFilter::default(),
+                )
+                .await?;
+            let Some(last) = page.last() else {
+                return Ok(None);
+            };
+            after = Some(last.id.as_str().to_owned());
+            if let Some(db) = page.into_iter().find(|db| {
+                db.credentials
+                    .iter()
+                    .any(|c| c.id.as_str() == credential_id)
+            }) {
+                self.credential_index
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(credential_id.to_owned(), db.id.as_str().to_owned());
+                return Ok(Some(db));
+            }
+        }
+    }
+
+    /// The database and credential a panel of `dashboard` runs as (`credential_id`), and the
+    /// most rows it may give `principal` of `limit`: 422 when the credential is gone or needs
+    /// reviews, 403 when `principal` may not run it (README, "Running queries"). The database
+    /// comes with its access control, read once for admission and data protection.
+    pub(in crate::service) async fn panel_access(
+        &self,
+        principal: &Principal,
+        dashboard: &Dashboard,
+        credential_id: &str,
+        limit: u32,
+    ) -> Result<(Guarded, Credential, u32), ApiError> {
+        let db = self
+            .database_of_credential(credential_id)
+            .await?
+            .ok_or_else(|| {
+                ValidationErrors::single(
+                    "credential_id",
+                    format!("the panel's credential {credential_id} names no stored credential"),
+                )
+            })?;
+        let credential = db
+            .credentials
+            .iter()
+            .find(|c| c.id.as_str() == credential_id)
+            .cloned()
+            .ok_or(ApiError::NotFound)?;
+        if credential.reviews_required > 0 {
+            return Err(ValidationErrors::single(
+                "credential_id",
+                "the panel's credential requires reviews: panels run only as credentials with \
+                 reviews_required 0",
+            )
+            .into());
+        }
+        // A restricted dashboard runs only for those with access to the database; an agent
+        // keeps to the AI limits on any dashboard.
+        let guarded = self.guarded(db).await?;
+        let max_rows = if dashboard.restricted_access || principal.agent {
+            guarded.admit(principal, &credential, limit)?
+        } else {
+            limit
+        };
+        Ok((guarded, credential, max_rows))
+    }
+
+    /// Dashboard `dashboard_id` and the index of its panel `panel_id`: 404 when either is
+    /// missing.
+    pub(in crate::service) async fn dashboard_panel(
+        &self,
+        dashboard_id: &str,
+        panel_id: &str,
+    ) -> Result<(Dashboard, usize), ApiError> {
+        let dashboard = self
+            .storage
+            .dashboard(dashboard_id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let panel = dashboard
+            .panels
+            .iter()
+            .position(|p| p.id.as_str() == panel_id)
+            .ok_or(ApiError::NotFound)?;
+        Ok((dashboard, panel))
+    }
+
+    pub(super) async fn run_panel(
+        &self,
+        principal: &Principal,
+        dashboard_id: &str,
+        panel_id: &str,
+        body: serde_json::Map<String, Value>,
+        format: Format,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let (dashboard, panel) = self.dashboard_panel(dashboard_id, panel_id).await?;
+        let panel = &dashboard.panels[panel];
+        let PanelDetails::Query {
+            query,
+            credential_id,
+        } = &panel.details;
+        let inputs = panel_inputs(panel, &body)?;
+        let limit = row_limit(&body, self.max_rows)
+            .map_err(|why| ValidationErrors::single("limit", why))?;
+        let (guarded, credential, max_rows) = self
+            .panel_access(principal, &dashboard, credential_id, limit)
+            .await?;
+        let statement = statement::single(query, Dialect::of(guarded.db.adapter))
+            .map_err(|why| ValidationErrors::single("query", why))?
+            .to_owned();
+        let record = Record::Panel {
+            dashboard_id: dashboard.id.as_str().to_owned(),
+            panel_id: panel.id.as_str().to_owned(),
+            origin: origin.clone(),
+        };
+        let runner = self.runner_for(guarded.db.adapter)?;
+        let protection = self.protection_for_run(&guarded, &*runner).await?;
+        self.start_run(Run {
+            runner,
+            db: guarded.db,
+            credential,
+            statement,
+            inputs: Some(inputs),
+            max_rows,
+            read_only: true,
+            format,
+            record,
+            protection,
+        })
+        .await
+    }
+}

@@ -1,0 +1,88 @@
+//! Reviewing a query (`POST …/queries/{id}/reviews`, README "Reviews"): one decision per
+//! reviewer, counted against what the credential requires at the time.
+
+use http::{Response, StatusCode};
+use serde_json::Value;
+
+use crate::model::{AuditAction, AuditEvent, Origin, Principal, Review, ReviewRefusal, Timestamp};
+use crate::storage::{Edits as _, WriteLog};
+use crate::validate::review_of;
+
+use super::super::Shared;
+use super::super::error::ApiError;
+use super::super::render::QueryView;
+use super::super::response::{ResponseBody, json_response};
+use super::admission::{Guarded, target_of};
+
+impl Shared {
+    pub(super) async fn review_query(
+        &self,
+        principal: &Principal,
+        id: &str,
+        body: serde_json::Map<String, Value>,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        // 404 before 422: an unknown query is unknown whatever the body says.
+        let (query, guarded) = self.query_in_reach(principal, id).await?;
+        let (decision, comment) = review_of(&body)?;
+        if principal.agent {
+            return Err(ApiError::Denied(
+                "AI agents do not review queries: a person does".to_owned(),
+            ));
+        }
+        let (Guarded { db, access }, credential) = target_of(&query, guarded)?;
+        if !principal.may_review(&db, access.as_ref()) {
+            return Err(ApiError::Denied(format!(
+                "{} may not review queries on database {}: it restricts access, and no review or \
+                 admin permission names the user or one of its groups",
+                principal.user, db.id
+            )));
+        }
+        let required = credential.reviews_required;
+        let reviewed = self
+            .storage
+            .change_query(query, |stored| {
+                let review = Review {
+                    reviewer: principal.user.clone(),
+                    decision,
+                    comment: comment.clone(),
+                    at: Timestamp::now(),
+                };
+                let next = stored.reviewed(review, required)?;
+                let mut changes = vec!["reviews".to_owned()];
+                if next.status != stored.status {
+                    changes.push("status".to_owned());
+                }
+                let event = AuditEvent::new(
+                    &origin.without_idempotency(),
+                    AuditAction::QueryReview,
+                    id,
+                    changes,
+                );
+                Ok((next, Some(WriteLog::from(event))))
+            })
+            .await?;
+        match reviewed {
+            Ok(query) => Ok(json_response(StatusCode::OK, &QueryView::from(&query))),
+            Err(refusal @ ReviewRefusal::OwnQuery) => Err(ApiError::Denied(refusal.to_string())),
+            Err(refusal) => Err(ApiError::Conflict(refusal.to_string())),
+        }
+    }
+
+    /// Moves a `ready` query whose credential now requires more approvals than it has back to
+    /// `awaiting_review` (README, "Reviews").
+    pub(super) async fn mark_awaiting(&self, id: &str, required: u32) {
+        let marked = self
+            .storage
+            .update_query(id, |stored| {
+                match stored.awaiting_again(required, Timestamp::now()) {
+                    Some(waiting) => Ok((waiting, None)),
+                    None => Err(()),
+                }
+            })
+            .await;
+        if let Err(error) = marked {
+            tracing::warn!(%error, "a query's status could not follow its raised requirement");
+        }
+    }
+}

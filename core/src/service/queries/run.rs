@@ -1,0 +1,172 @@
+//! Running a stored query once (`POST …/queries/{id}/run`): refused before the claim when it
+//! could not run, claimed by one run of any number racing, bypassed only under every condition
+//! of README "Reviews".
+
+use http::Response;
+use serde_json::Value;
+
+use crate::model::{
+    AuditAction, AuditEvent, BypassRequest, Database, Origin, Principal, Query, QueryStatus, Role,
+    RunRefusal, Timestamp,
+};
+use crate::run::Format;
+use crate::run::statement::{self, Dialect};
+use crate::storage::{Edits as _, WriteLog};
+use crate::validate::{AskedBypass, ValidationErrors, bypass_of};
+
+use super::super::Shared;
+use super::super::error::ApiError;
+use super::super::response::ResponseBody;
+use super::Record;
+use super::admission::target_of;
+use super::start::Run;
+
+impl Shared {
+    pub(in crate::service) async fn run_query(
+        &self,
+        principal: &Principal,
+        id: &str,
+        body: &serde_json::Map<String, Value>,
+        format: Format,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let (query, guarded) = self.query_in_reach(principal, id).await?;
+        // 404 before 422: an unknown query is unknown whatever the body says.
+        let bypass = bypass_of(body)?;
+        if principal.agent && query.author != principal.user {
+            return Err(ApiError::Denied(
+                "an AI agent runs only the queries its user wrote".to_owned(),
+            ));
+        }
+        match query.status {
+            QueryStatus::Ready | QueryStatus::AwaitingReview => {}
+            QueryStatus::Rejected => {
+                return Err(ApiError::Conflict(RunRefusal::Rejected.to_string()));
+            }
+            QueryStatus::Running | QueryStatus::Succeeded | QueryStatus::Failed => {
+                return Err(ApiError::Conflict(RunRefusal::AlreadyRan.to_string()));
+            }
+        }
+        let (guarded, credential) = target_of(&query, guarded)?;
+        let db = &guarded.db;
+        // Its approvals cover the statement run where it was written for, nowhere else.
+        if query
+            .target
+            .as_ref()
+            .is_some_and(|target| *target != db.target_digest(&credential))
+        {
+            return Err(ApiError::Conflict(format!(
+                "the query's database or credential {} now connects elsewhere (host, port, \
+                 database, tunnel, parameters or username changed since the query was made): \
+                 it does not run; create a new query",
+                credential.id
+            )));
+        }
+        let max_rows = guarded.admit(principal, &credential, query.limit)?;
+        // An agent's query is capped as an agent's whoever runs it, by the cap of now.
+        let max_rows = if query.by_agent {
+            max_rows.min(db.ai_max_rows)
+        } else {
+            max_rows
+        };
+        // What could refuse the run comes before the claim, so that a refused run leaves the
+        // query as it was (but for its status, which follows a raised requirement: README,
+        // "Reviews").
+        let runner = self.runner_for(db.adapter)?;
+        let statement = statement::single(&query.query, Dialect::of(db.adapter))
+            .map_err(|why| ValidationErrors::single("query", why))?
+            .to_owned();
+        let bypass = match bypass {
+            Some(asked) => Some(may_bypass(principal, &query, db, asked)?),
+            None => None,
+        };
+        let protection = self.protection_for_run(&guarded, &*runner).await?;
+        // The claim: of two runs, one moves the query to running and the other conflicts; a
+        // review racing the claim lands either before it (and counts) or after (refused).
+        let required = credential.reviews_required;
+        // An AI agent's query runs read-only, as a panel does, whoever runs it.
+        let read_only = principal.agent || query.by_agent;
+        let claimed = self
+            .storage
+            .change_query(query, |stored| {
+                let running =
+                    stored.claimed(&principal.user, required, bypass.clone(), Timestamp::now())?;
+                let log = running
+                    .bypass
+                    .as_ref()
+                    .filter(|_| stored.bypass.is_none())
+                    .map(|_| {
+                        WriteLog::from(AuditEvent::new(
+                            &origin.without_idempotency(),
+                            AuditAction::QueryReviewBypass,
+                            id,
+                            vec!["bypass".to_owned()],
+                        ))
+                    });
+                Ok((running, log))
+            })
+            .await?;
+        let running = match claimed {
+            Ok(running) => running,
+            Err(refusal) => {
+                if let RunRefusal::AwaitingReview { .. } = refusal {
+                    self.mark_awaiting(id, required).await;
+                }
+                return Err(ApiError::Conflict(refusal.to_string()));
+            }
+        };
+        let record = Record::Query {
+            query: Box::new(running),
+            origin: origin.clone(),
+        };
+        self.start_run(Run {
+            runner,
+            db: guarded.db,
+            credential,
+            statement,
+            inputs: None,
+            max_rows,
+            read_only,
+            format,
+            record,
+            protection,
+        })
+        .await
+    }
+}
+
+/// The bypass `principal` asked for on `query`, if every condition of README "Reviews" holds;
+/// 403 naming the first that does not.
+fn may_bypass(
+    principal: &Principal,
+    query: &Query,
+    db: &Database,
+    asked: AskedBypass,
+) -> Result<BypassRequest, ApiError> {
+    let refused = |why: &str| Err(ApiError::Denied(format!("review bypass refused: {why}")));
+    if principal.agent {
+        return refused("an AI agent never bypasses reviews");
+    }
+    if principal.role != Role::SuperAdmin {
+        return refused("only a super admin may bypass reviews");
+    }
+    if query.author != principal.user {
+        return refused("a super admin may bypass reviews only on a query they wrote");
+    }
+    if !db.review_bypass_allowed {
+        return refused(&format!(
+            "database {} does not allow it (its review_bypass_allowed is false)",
+            db.id
+        ));
+    }
+    if !asked.acknowledge {
+        return refused("the override must be acknowledged (bypass_review.acknowledge: true)");
+    }
+    if asked.reason.trim().is_empty() {
+        return refused("a reason is required (bypass_review.reason)");
+    }
+    Ok(BypassRequest {
+        by: principal.user.clone(),
+        reason: asked.reason.trim().to_owned(),
+    })
+}

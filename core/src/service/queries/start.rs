@@ -1,0 +1,238 @@
+//! Starting a run: the job handed to the adapter's runner, spawned so that it ends and records
+//! its outcome whether the client stays or not, and answered as soon as the first rows (or the
+//! error before them) are known. Also what the runner is given: the database's data protection
+//! chain and the connector that opens its secrets only when a connection opens.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use http::{HeaderValue, Response, header};
+use sha2::{Digest as _, Sha256};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::metrics;
+use crate::model::{Adapter, Credential, Database, Inputs, RunFacts, RunOutcome};
+use crate::run::protect::{Protection, Refused};
+use crate::run::{
+    CHANNEL_CHUNKS, Format, PoolKey, QueryRunner, RowSink, RunError, RunJob, connector,
+};
+
+use super::super::Shared;
+use super::super::error::ApiError;
+use super::super::response::ResponseBody;
+use super::Record;
+use super::admission::Guarded;
+use super::outcome::{record_outcome, run_error};
+
+/// A run, ready to start: everything admission decided.
+#[derive(Debug)]
+pub(in crate::service) struct Run {
+    /// The adapter's runner ([`Shared::runner_for`]).
+    pub(in crate::service) runner: Arc<dyn QueryRunner>,
+    /// The database, as admission read it.
+    pub(in crate::service) db: Database,
+    /// The credential it runs as.
+    pub(in crate::service) credential: Credential,
+    /// The one statement.
+    pub(in crate::service) statement: String,
+    /// A panel's inputs, bound as parameters.
+    pub(in crate::service) inputs: Option<Inputs>,
+    /// The most rows sent.
+    pub(in crate::service) max_rows: u32,
+    /// Whether it runs in a read-only transaction.
+    pub(in crate::service) read_only: bool,
+    /// How its rows are encoded.
+    pub(in crate::service) format: Format,
+    /// Where its outcome is recorded.
+    pub(in crate::service) record: Record,
+    /// The data protection it is checked against ([`Shared::protection_for_run`]).
+    pub(in crate::service) protection: Option<Arc<Protection>>,
+}
+
+impl Shared {
+    /// The runner of `adapter`: 501 when it is not built in.
+    pub(in crate::service) fn runner_for(
+        &self,
+        adapter: Adapter,
+    ) -> Result<Arc<dyn QueryRunner>, ApiError> {
+        self.runners
+            .get(adapter)
+            .cloned()
+            .ok_or_else(|| run_error(RunError::NotBuilt(adapter)))
+    }
+
+    /// Spawns the run and answers as soon as it knows how: the first rows (200, streamed), or
+    /// the error that came before them.
+    pub(in crate::service) async fn start_run(
+        &self,
+        run: Run,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let Run {
+            runner,
+            db,
+            credential,
+            statement,
+            inputs,
+            max_rows,
+            read_only,
+            format,
+            record,
+            protection,
+        } = run;
+        let adapter = db.adapter;
+        let timeout = credential
+            .timeout
+            .map(|secs| Duration::from_secs(u64::from(secs)))
+            .unwrap_or(self.statement_timeout);
+        let job = RunJob {
+            pool: PoolKey {
+                database_id: db.id.as_str().to_owned(),
+                credential_id: credential.id.as_str().to_owned(),
+                read_only,
+            },
+            version: db.updated_at,
+            connector: connector(
+                &self.sealer,
+                &db,
+                &credential,
+                self.tunnel_dialer.clone(),
+                self.check_timeout,
+            ),
+            statement: statement.clone(),
+            inputs,
+            max_rows: u64::from(max_rows),
+            timeout,
+            connect_timeout: self.check_timeout,
+            protection,
+        };
+        let (chunks, body) = mpsc::channel(CHANNEL_CHUNKS);
+        let (started, start) = oneshot::channel();
+        let mut sink = RowSink::new(format, chunks, started, u64::from(max_rows));
+        let storage = Arc::clone(&self.storage);
+        let measured = self.metrics;
+        let facts = RunFacts {
+            database_id: db.id.as_str().to_owned(),
+            credential_id: credential.id.as_str().to_owned(),
+            statement_sha256: hex::encode(Sha256::digest(statement.as_bytes())),
+            statement_length: statement.len() as u64,
+            rows: 0,
+            duration_ms: 0,
+            outcome: RunOutcome::Succeeded,
+        };
+        tokio::spawn(async move {
+            let began = Instant::now();
+            let outcome = runner.run(job, &mut sink).await;
+            let took = began.elapsed();
+            let duration_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
+            let (rows, truncated) = (sink.rows(), sink.truncated());
+            let run_outcome = match &outcome {
+                Ok(()) => RunOutcome::Succeeded,
+                Err(RunError::Cancelled) => RunOutcome::Cancelled,
+                Err(RunError::TimedOut(_)) => RunOutcome::TimedOut,
+                Err(_) => RunOutcome::Failed,
+            };
+            let kind = match record {
+                Record::Query { .. } => "query",
+                Record::Panel { .. } => "panel",
+                Record::Agent { .. } => "agent",
+            };
+            if measured {
+                metrics::record_run(adapter.as_str(), kind, run_outcome.as_str(), rows, took);
+            }
+            let facts = RunFacts {
+                rows,
+                duration_ms,
+                outcome: run_outcome,
+                ..facts
+            };
+            let error = outcome.as_ref().err().map(ToString::to_string);
+            // A query's history holds its outcome before the client reads the end of its
+            // result; a panel's event is written after (it is on no one's way).
+            let record = match record {
+                query @ Record::Query { .. } => {
+                    let written =
+                        record_outcome(&*storage, query, facts.clone(), truncated, error.clone())
+                            .await;
+                    if let Err(error) = written {
+                        tracing::error!(%error, "the outcome of a run could not be recorded");
+                    }
+                    None
+                }
+                panel => Some(panel),
+            };
+            sink.finish(&outcome, duration_ms).await;
+            if let Some(panel) = record
+                && let Err(error) = record_outcome(&*storage, panel, facts, truncated, error).await
+            {
+                tracing::error!(%error, "the outcome of a run could not be recorded");
+            }
+        });
+        match start.await {
+            Ok(Ok(())) => {
+                let mut response = Response::new(ResponseBody::stream(body));
+                response.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(format.content_type()),
+                );
+                Ok(response)
+            }
+            Ok(Err(error)) => Err(run_error(error)),
+            Err(_) => {
+                tracing::error!("a run ended without an answer");
+                Err(ApiError::Internal)
+            }
+        }
+    }
+
+    /// The data protection a run on `guarded` is checked against (`None`: it has no policies);
+    /// 422 when `runner` can't check its statements.
+    pub(in crate::service) async fn protection_for_run(
+        &self,
+        guarded: &Guarded,
+        runner: &dyn QueryRunner,
+    ) -> Result<Option<Arc<Protection>>, ApiError> {
+        let protection = self.protection_of(guarded).await?;
+        if let Some(protection) = &protection
+            && !runner.protects()
+        {
+            return Err(run_error(RunError::Protected(Refused::undecided(
+                protection,
+                format!(
+                    "statements on {} can't be checked against data protection yet (only \
+                     PostgreSQL's and MySQL's can): no query runs on a database with policies",
+                    guarded.db.adapter.as_str()
+                ),
+            ))));
+        }
+        Ok(protection)
+    }
+
+    /// The columns `guarded`'s data protection protects: its own policies (as read with it) and
+    /// those of every database it inherits from, the whole chain (README, "Data protection");
+    /// `None` when there are none.
+    async fn protection_of(&self, guarded: &Guarded) -> Result<Option<Arc<Protection>>, ApiError> {
+        let mut chain = Vec::new();
+        let mut next = guarded.access.as_ref().map(|access| {
+            chain.push((
+                guarded.db.id.as_str().to_owned(),
+                access.data_protection.clone(),
+            ));
+            access.data_protection.inherits_from.clone()
+        });
+        while let Some(id) = next.take().flatten() {
+            if chain.iter().any(|(seen, _)| *seen == id) {
+                break;
+            }
+            if let Some(access) = self.storage.access_control(&id).await? {
+                next = Some(access.data_protection.inherits_from.clone());
+                chain.push((id, access.data_protection));
+            }
+        }
+        let protection = Protection::of_chain(
+            chain
+                .iter()
+                .map(|(id, protection)| (id.as_str(), protection)),
+        );
+        Ok((!protection.is_empty()).then(|| Arc::new(protection)))
+    }
+}
