@@ -14,7 +14,7 @@ cargo test --locked --lib --bins \
   -p dbconsole-core -p dbconsole-storage-memory -p dbconsole-storage-redb \
   -p dbconsole-storage-postgres -p dbconsole-server -p dbconsole-tests
 cargo test --locked -p dbconsole-storage-memory -p dbconsole-storage-redb -p dbconsole-examples
-cargo test --locked -p dbconsole-tests --test http_memory --test http_redb --test properties \
+cargo test --locked -p dbconsole-tests --test http_memory --test http_redb --test properties --test docs_links \
   --test check_timeout --test run_sqlserver --test run_oracle
 cargo test --locked -p dbconsole-server \
   --test binary --test keys --test operations --test serve_loop --test crash --test oidc

@@ -1,4 +1,4 @@
-//! The outbox end to end, on loopback (README, "Workflows and notifications"): how many row
+//! The outbox end to end, on loopback (docs/workflows.md, "Workflows and notifications"): how many row
 //! action triggers the release `dbconsole` server on redb accepts per second while its worker
 //! delivers them to a local workflow endpoint, against the durable `POST` of a database on the
 //! same store, measured in the same run.

@@ -34,7 +34,7 @@ impl Caller {
         }
     }
 
-    /// The caller a principal is, when the embedding program vouches for it (README, "Who may
+    /// The caller a principal is, when the embedding program vouches for it (docs/api.md, "Who may
     /// do what"): a super admin may call every route, a member only the query routes.
     pub fn vouched(principal: Principal) -> Self {
         let scope = match (principal.agent, principal.role) {

@@ -1,6 +1,6 @@
 //! What the service measures, through the [`metrics`] facade: nothing is recorded until the
 //! embedding program installs a recorder (the reference server installs a Prometheus one and
-//! serves it at `/metrics`; README, *Operating dbconsole*).
+//! serves it at `/metrics`; docs/operations.md, *Operating dbconsole*).
 //!
 //! | name | kind | labels |
 //! |---|---|---|

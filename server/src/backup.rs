@@ -1,4 +1,4 @@
-//! `dbconsole backup` and `dbconsole restore` (README, section "Backup and restore").
+//! `dbconsole backup` and `dbconsole restore` (docs/operations.md, "Backup and restore").
 //!
 //! A backup runs where the data file is open: through the admin socket of a server running on
 //! the data directory (the server copies its own store while it goes on writing), else on the

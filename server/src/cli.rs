@@ -377,7 +377,7 @@ pub struct ServeArgs {
     pub pool_wait_secs: u64,
 
     /// Accept OIDC bearer tokens (JWTs) of this issuer as access tokens, as the user they name
-    /// (README, "Who may do what"); its discovery document names the key set. Needs
+    /// (docs/api.md, "Who may do what"); its discovery document names the key set. Needs
     /// --oidc-audience.
     #[arg(long, env = "DBCONSOLE_OIDC_ISSUER", requires = "oidc_audience")]
     pub oidc_issuer: Option<String>,
@@ -408,7 +408,7 @@ pub struct ServeArgs {
 
     /// Where row actions start workflows: an https:// URL (http:// to a loopback host) with
     /// `{workflow_id}` where the action's workflow goes, e.g.
-    /// `https://flows.example.com/run/{workflow_id}` (README, "Workflows and notifications").
+    /// `https://flows.example.com/run/{workflow_id}` (docs/workflows.md, "Workflows and notifications").
     /// Without it, triggers are refused (409). Needs --workflow-secret.
     #[arg(
         long,

@@ -1,4 +1,4 @@
-//! How the reference server delivers the outbox (README, "Workflows and notifications"): an
+//! How the reference server delivers the outbox (docs/workflows.md, "Workflows and notifications"): an
 //! HTTPS POST to the workflow endpoint, signed, and Slack's `chat.postMessage` with the bot
 //! token. The worker that claims, retries and records is core's
 //! ([`dbconsole_core::outbox::Worker`]); this is its [`Transport`].

@@ -14,9 +14,9 @@
 //! dbconsole restore --from FILE
 //! ```
 //!
-//! Flags are documented once, in `--help` (from [`cli`]); the README ("The reference server",
-//! "Operating dbconsole", "Backup and restore") is the manual. This documentation keeps what
-//! the code promises and why.
+//! Flags are documented once, in `--help` (from [`cli`]); the operations manual
+//! (`docs/operations.md`, included below) says how to run, watch, back up and restore it. This
+//! documentation keeps what the code promises and why.
 //!
 //! `GET /healthz` answers 200 `ok` while the process runs (liveness); `GET /readyz` answers 200
 //! `ready` while the storage can serve requests and 503 `not ready: storage unavailable` while it
@@ -26,7 +26,7 @@
 //! **Several nodes**: with `--storage postgres`, any number of `dbconsole serve` processes share
 //! one PostgreSQL database (the same `--database-url` and `--database-schema`) and must share
 //! the seal keys: set the same `DBCONSOLE_SECRET_KEY` (or key file) on every node (a node whose
-//! keys do not fit the store refuses to start, saying so; README, "Rotating the secret key").
+//! keys do not fit the store refuses to start, saying so; docs/operations.md, "Rotating the secret key").
 //!
 //! ## Callers' credentials
 //!
@@ -64,7 +64,7 @@
 //! kind, scope, name, created, last used), never a secret or a digest; `keys revoke ID` prints
 //! what was revoked. A command that fails (an unknown id, a bad name) exits non-zero with a
 //! one-line message on standard error. `keys rotate-seal`, `keys seal-status` and `keys
-//! add-seal-key` manage the seal keys instead ([`admin::seal`]; README, "Rotating the secret
+//! add-seal-key` manage the seal keys instead ([`admin::seal`]; docs/operations.md, "Rotating the secret
 //! key").
 //!
 //! redb lets one process at a time open the data file, so the commands work in two ways:
@@ -96,7 +96,7 @@
 //! With `redb`, passwords, certificates and keys are encrypted with XChaCha20-Poly1305 under a
 //! 32-byte key of the node's keyring: `DBCONSOLE_SECRET_KEY` when set, else the key file
 //! `secret.key` in the data directory, created once with mode 0600 (`dbconsole keys
-//! rotate-seal` rotates it; README, "Rotating the secret key"). Starting with a key other than the one the data
+//! rotate-seal` rotates it; docs/operations.md, "Rotating the secret key"). Starting with a key other than the one the data
 //! was written with fails with a clear message, and so does data without its key file and
 //! without the variable (no new key file is made then). Keep a copy of the key apart from
 //! backups of the data file. The data file holds the callers' keys as digests only.
@@ -118,6 +118,11 @@
 //! requests in flight, closes idle connections, removes the admin socket and exits with status
 //! 0. A flag it cannot parse or an address it cannot bind ends it with a non-zero status and a
 //! one-line message.
+//!
+//! ---
+//!
+//! *The manual's page on this part, as the repository shows it:*
+#![doc = include_str!("../../docs/operations.md")]
 
 pub mod admin;
 pub mod backend;

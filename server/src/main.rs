@@ -164,7 +164,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     }
     tokio::spawn(prune_audit_hourly(service.clone()));
     // The outbox goes out from every node; a delivery left mid-send by a stop is sent again
-    // once its lease ends (README, "Workflows and notifications").
+    // once its lease ends (docs/workflows.md, "Workflows and notifications").
     let worker = Worker::new(
         Arc::clone(&storage),
         Arc::new(transport),

@@ -1,4 +1,4 @@
-//! The MCP endpoint (README, "AI agents (MCP)"): the Model Context Protocol over Streamable
+//! The MCP endpoint (docs/queries.md, "AI agents (MCP)"): the Model Context Protocol over Streamable
 //! HTTP on `/mcp`, for AI agents, with the official Rust SDK (`rmcp`). Each request is
 //! authenticated as the query routes are ([`ConsoleService::agent_caller`]) before it reaches
 //! the protocol, and its caller is an AI agent whatever its key or token says. The tools are

@@ -1,5 +1,5 @@
 //! OIDC bearer tokens: [`OidcAuthenticator`] accepts a JWT from the configured issuer as an
-//! access token, and makes its subject a principal (README, "Who may do what").
+//! access token, and makes its subject a principal (docs/api.md, "Who may do what").
 //!
 //! A token is checked with `jsonwebtoken` against the issuer's JWKS: its signature (asymmetric
 //! algorithms only, with the key its `kid` names), `iss`, `aud`, `exp` and `nbf` (30 s of

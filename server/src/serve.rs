@@ -31,7 +31,7 @@ pub const READYZ: &str = "/readyz";
 /// so that a persistent failure does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// The bounds of the serving loop (README, *The reference server*).
+/// The bounds of the serving loop (docs/operations.md, *The reference server*).
 #[derive(Clone, Copy, Debug)]
 pub struct ServeLimits {
     /// Connections served at once; more wait in the listen backlog until one ends.

@@ -517,7 +517,7 @@ async fn send_next_key(http: &mut Client, client: usize, next: &Mutex<u64>) -> O
 
 /// SIGKILL, where no server can say whether a write in flight was made: clients that send
 /// every create with an `Idempotency-Key` and send it again after each kill end with exactly
-/// one database per key (README, "Retrying a write safely").
+/// one database per key (docs/api.md, "Retrying a write safely").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_with_idempotency_keys_make_one_record_per_key_across_sigkills() {
     let data = tempfile::tempdir().expect("temp dir");

@@ -1,4 +1,4 @@
-//! The outbox of the real `dbconsole` binary (README, "Workflows and notifications"), against a
+//! The outbox of the real `dbconsole` binary (docs/workflows.md, "Workflows and notifications"), against a
 //! local receiver that speaks both the workflow endpoint's protocol and Slack's
 //! `chat.postMessage`:
 //!

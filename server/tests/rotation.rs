@@ -1,4 +1,4 @@
-//! Rotating the seal key end to end on the real binary (README, "Rotating the secret key"),
+//! Rotating the seal key end to end on the real binary (docs/operations.md, "Rotating the secret key"),
 //! while clients keep writing databases with passwords:
 //!
 //! - on redb, `dbconsole keys rotate-seal` goes through the server's admin socket; the server is

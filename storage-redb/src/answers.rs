@@ -1,4 +1,4 @@
-//! The answers of idempotent writes (README, "Retrying a write safely"): stored by
+//! The answers of idempotent writes (docs/api.md, "Retrying a write safely"): stored by
 //! [`crate::audit_trail::append`] in the transaction of the write they answer, read by key, and
 //! pruned by age through an index by time.
 //!

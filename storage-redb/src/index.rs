@@ -1,6 +1,6 @@
 //! The listing indexes: `(value, id) → ()` tables kept in the transaction of every write of a
 //! database or dashboard, so that a filtered listing reads only the entries of the value it
-//! asks for (README, "Finding records").
+//! asks for (docs/api.md, "Finding records").
 //!
 //! | table | key | for |
 //! |---|---|---|

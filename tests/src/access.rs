@@ -1,5 +1,5 @@
 //! Cases of the HTTP suite: permissions, data protection, the delete guard, stored caller keys
-//! (README, *Permissions and data protection* and *Caller credentials*).
+//! (docs/api.md, *Permissions* and *Caller credentials*).
 //!
 //! - `GET|PUT …/databases/{id}/permissions`: `{"database_id", "permissions": [{"subject_kind",
 //!   "subject", "access"}]}`, each PUT replacing the whole list;

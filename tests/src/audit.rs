@@ -1,4 +1,4 @@
-//! Cases of the HTTP suite: the audit trail (README, *The audit trail*). A scripted series of
+//! Cases of the HTTP suite: the audit trail (docs/api.md, *The audit trail*). A scripted series of
 //! requests, some refused, then `GET /api/v1/console/audit` lists exactly the changes made,
 //! newest first, each with its caller and request id and the names of the fields it changed,
 //! and no secret anywhere; it pages, filters by record, takes only full-scope API keys and

@@ -226,7 +226,7 @@ pub async fn dashboard_retrieve_after_each_write_answers_the_write(storage: Arc<
 }
 
 /// Dashboard strings are bounded and refuse control characters, a query keeps its line breaks
-/// and tabs, and a panel or action `id` that is not a string is "is invalid" (README,
+/// and tabs, and a panel or action `id` that is not a string is "is invalid" (docs/api.md,
 /// *Limits*). A refused body changes nothing.
 pub async fn dashboard_strings_are_bounded_and_ids_typed(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);

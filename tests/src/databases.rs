@@ -1523,7 +1523,7 @@ pub async fn retrieve_after_each_write_answers_the_write(storage: Arc<dyn Storag
 }
 
 /// Every string field has a length bound and refuses control characters where no one needs
-/// them; `hostname` is a host name or an IP address (README, *Limits*). A refused body changes
+/// them; `hostname` is a host name or an IP address (docs/api.md, *Limits*). A refused body changes
 /// nothing.
 pub async fn strings_are_bounded_and_clean(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);

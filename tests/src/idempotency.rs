@@ -1,4 +1,4 @@
-//! Cases of the HTTP suite: retrying a write safely (README, *Retrying a write safely*). A
+//! Cases of the HTTP suite: retrying a write safely (docs/api.md, *Retrying a write safely*). A
 //! write sent again with the same `Idempotency-Key` and the same request gets the first answer
 //! again and writes nothing; the same key with another request is 422; keys are per caller;
 //! racing requests with one key make one record; a malformed key is 400.

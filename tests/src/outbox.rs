@@ -1,4 +1,4 @@
-//! Cases of the HTTP suite: row action triggers and the outbox (README, "Workflows and
+//! Cases of the HTTP suite: row action triggers and the outbox (docs/workflows.md, "Workflows and
 //! notifications"). A trigger takes each workflow input from the clicked row or the prompt,
 //! is refused (and stores nothing) when one is missing, when the action starts no workflow,
 //! when the server has no workflow endpoint or when the caller may not run the panel, and is

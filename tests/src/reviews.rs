@@ -1,9 +1,9 @@
-//! Cases of the HTTP suite: reviews (README, "Reviews"). A query on a credential with
+//! Cases of the HTTP suite: reviews (docs/queries.md, "Reviews"). A query on a credential with
 //! `reviews_required` above 0 waits for that many approvals, counted against the requirement
 //! as it is when the query runs; an author never reviews their own query, one reviewer counts
 //! once, a rejection stops the query; only those with `review` or `admin` access review on a
 //! restricted database; `reviewer=me` lists what a reviewer can act on; a super admin may run
-//! their own query without its approvals only as README "Reviews" says, and the bypass is
+//! their own query without its approvals only as docs/queries.md, "Reviews" says, and the bypass is
 //! recorded on the query and in the audit trail.
 //!
 //! The queries run through [`CountingRunner`], a stand-in for a database that answers one row

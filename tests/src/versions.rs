@@ -1,4 +1,4 @@
-//! Cases of the HTTP suite: versions (README, *No silent overwrites*). Every answer that carries
+//! Cases of the HTTP suite: versions (docs/api.md, *No silent overwrites*). Every answer that carries
 //! a database or a dashboard carries its `ETag`; every write moves it; `If-None-Match` answers
 //! 304; `If-Match` makes `PATCH`, `PUT` (setup, dashboards) and `DELETE` conditional, 412 and
 //! nothing changed when it does not match; without it nothing changes from before; and of two

@@ -1,7 +1,7 @@
 //! Data protection against someone trying to get around it, on a real MariaDB
 //! (`.ci/db-servers-up.sh`): a table of attempts to read a protected column (masked `email`,
 //! hidden `ssn`), each run in every format, asserting that no protected value appears in any
-//! answer, that what can be masked runs masked, and that unprotected work still runs (README,
+//! answer, that what can be masked runs masked, and that unprotected work still runs (docs/data-protection.md,
 //! "Data protection").
 
 mod run_support;

@@ -2,7 +2,7 @@
 //! (`.ci/db-servers-up.sh`): a table of attempts to read a protected column (masked `email`,
 //! hidden `ssn`), each run in every format (JSON, NDJSON, CSV), asserting that no protected
 //! value appears in any answer, that what can be masked runs masked, and that unprotected
-//! work still runs (README, "Data protection").
+//! work still runs (docs/data-protection.md, "Data protection").
 
 mod run_support;
 

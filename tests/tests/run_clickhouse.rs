@@ -231,7 +231,7 @@ async fn an_agent_describes_the_tables() {
 
 /// On ClickHouse, data protection can't check a statement yet: every query on a database
 /// with policies is refused (422 naming them), nothing runs, and a database without
-/// policies runs as before (README, "Data protection").
+/// policies runs as before (docs/data-protection.md, "Data protection").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_with_policies_runs_nothing_yet() {
     let console = Console::new();

@@ -1,6 +1,6 @@
 //! The one TLS stack of every checker: rustls with the aws-lc-rs provider.
 //!
-//! The rules (README, "Check connection", TLS):
+//! The rules (docs/api.md, "Check connection", TLS):
 //!
 //! | stored | verification |
 //! |---|---|

@@ -1,4 +1,4 @@
-//! The answer of a write made with an `Idempotency-Key` (README, "Retrying a write safely"):
+//! The answer of a write made with an `Idempotency-Key` (docs/api.md, "Retrying a write safely"):
 //! kept in the same atomic change as the write, so that a retry of the same request gets the
 //! first answer instead of writing again.
 

@@ -1,5 +1,5 @@
 //! The audit trail: one [`AuditEvent`] per change, stored by the backend in the same atomic
-//! change as the write it records (README, "The audit trail").
+//! change as the write it records (docs/api.md, "The audit trail").
 
 use super::{EventId, Timestamp};
 

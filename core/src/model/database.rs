@@ -98,7 +98,7 @@ impl Database {
     /// host, port, database name, tunnel and connection parameters, and the credential's
     /// username and host. Not its password or timeout: a rotated password logs in as the same
     /// role. A query keeps it from its creation, so its approvals never cover a statement run
-    /// somewhere else (README, "Reviews").
+    /// somewhere else (docs/queries.md, "Reviews").
     pub fn target_digest(&self, credential: &Credential) -> String {
         use sha2::{Digest as _, Sha256};
         let parameters: Vec<[&str; 2]> = self

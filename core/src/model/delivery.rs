@@ -1,5 +1,5 @@
 //! The outbox: what the service must send somewhere else after it answered (a row action's
-//! workflow run, a review request's Slack message), kept until it was sent (README,
+//! workflow run, a review request's Slack message), kept until it was sent (docs/workflows.md,
 //! "Workflows and notifications").
 //!
 //! A [`Delivery`] is written in the same atomic change as the event that makes it (a trigger, a

@@ -1,6 +1,6 @@
 //! Who is asking: a [`Principal`] is a person (or an AI agent acting for one), with the groups
 //! the permissions of restricted databases name. Running a query needs one; the management
-//! routes need only a caller credential (README, "Who may do what").
+//! routes need only a caller credential (docs/api.md, "Who may do what").
 
 /// A principal's role in the console.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -62,7 +62,7 @@ impl Principal {
         self
     }
 
-    /// Whether this principal may query `db`, whose access control is `access` (README, "Who may
+    /// Whether this principal may query `db`, whose access control is `access` (docs/api.md, "Who may
     /// do what"): every database when it is a super admin, an unrestricted one when it is a
     /// member, a restricted one when a permission names it or one of its groups.
     pub fn may_query(&self, db: &super::Database, access: Option<&super::AccessControl>) -> bool {
@@ -77,7 +77,7 @@ impl Principal {
     }
 
     /// Whether this principal may review queries on `db`, whose access control is `access`
-    /// (README, "Reviews"): a super admin anywhere; on an unrestricted database anyone; on a
+    /// (docs/queries.md, "Reviews"): a super admin anywhere; on an unrestricted database anyone; on a
     /// restricted one those a `review` or `admin` permission names. AI agents never review.
     pub fn may_review(&self, db: &super::Database, access: Option<&super::AccessControl>) -> bool {
         if self.agent {

@@ -1,5 +1,5 @@
 //! Queries as the console keeps them: a statement someone asked to run on a database as one of
-//! its credentials, with the outcome of its one run (README, "Running queries").
+//! its credentials, with the outcome of its one run (docs/queries.md, "Running queries").
 
 use super::{QueryId, RunFacts, RunOutcome, Timestamp};
 
@@ -10,7 +10,7 @@ pub enum QueryStatus {
     Ready,
     /// Stored; the credential needs reviews before it may run.
     AwaitingReview,
-    /// A reviewer rejected it: it never runs (README, "Reviews").
+    /// A reviewer rejected it: it never runs (docs/queries.md, "Reviews").
     Rejected,
     /// Running now (or its node stopped while it ran: the outcome was never recorded).
     Running,
@@ -220,7 +220,7 @@ impl Query {
     }
 
     /// The query with `review` added, given the approvals its credential requires now
-    /// (README, "Reviews"): an approval makes it ready once the approvals reach `required`; a
+    /// (docs/queries.md, "Reviews"): an approval makes it ready once the approvals reach `required`; a
     /// rejection stops it for good.
     pub fn reviewed(&self, review: Review, required: u32) -> Result<Query, ReviewRefusal> {
         if !matches!(
@@ -320,7 +320,7 @@ impl Query {
     }
 
     /// A `ready` query whose credential now requires more approvals than it has, back to
-    /// `awaiting_review` at `now` (README, "Reviews"); `None` when it is not such a query.
+    /// `awaiting_review` at `now` (docs/queries.md, "Reviews"); `None` when it is not such a query.
     pub fn awaiting_again(&self, required: u32, now: Timestamp) -> Option<Query> {
         if self.status != QueryStatus::Ready || self.approvals() >= required {
             return None;

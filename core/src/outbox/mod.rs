@@ -1,4 +1,4 @@
-//! Delivering the outbox (README, "Workflows and notifications"): a row action's workflow run
+//! Delivering the outbox (docs/workflows.md, "Workflows and notifications"): a row action's workflow run
 //! and a review request's Slack message, sent after the request that made them was answered.
 //!
 //! The service writes each [`Delivery`] in the same atomic change as its audit event (the
@@ -16,7 +16,7 @@
 //!   and ends [`WorkerOptions::lease`] later; every send of the claim must end within
 //!   [`WorkerOptions::timeout`] of that same instant, on this node's monotonic clock, so a
 //!   lease never ends while its send still runs (nodes sharing a store must keep their clocks
-//!   within the lease's margin of each other: README, "Workflows and notifications").
+//!   within the lease's margin of each other: docs/workflows.md, "Workflows and notifications").
 //! - **Bounded retries.** A failure waits an exponential backoff with jitter
 //!   ([`RetryPolicy::backoff`]) or the receiver's `Retry-After`; after the last attempt the
 //!   delivery is a dead letter, kept until retried by hand. A claim counts as an attempt, so a
@@ -24,6 +24,11 @@
 //!   claim after its last attempt marks it dead without sending it ([`Delivery::spent`]).
 //!
 //! [`WriteLog`]: crate::storage::WriteLog
+//!
+//! ---
+//!
+//! *The manual's page on this part, as the repository shows it:*
+#![doc = include_str!("../../../docs/workflows.md")]
 
 pub mod sign;
 
@@ -293,7 +298,7 @@ impl Worker {
     }
 }
 
-/// The body of a row action's workflow request (README, "Workflows and notifications").
+/// The body of a row action's workflow request (docs/workflows.md, "Workflows and notifications").
 #[allow(clippy::too_many_arguments)]
 pub fn workflow_body(
     delivery_id: &str,

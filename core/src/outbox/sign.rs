@@ -1,4 +1,4 @@
-//! The signature of a workflow request (README, "Workflows and notifications"): Stripe's
+//! The signature of a workflow request (docs/workflows.md, "Workflows and notifications"): Stripe's
 //! scheme. The header `Dbconsole-Signature: t=<unix seconds>,v1=<hex>` holds the lowercase hex
 //! HMAC-SHA256, under the shared workflow secret, of `<t>.<body>`: the timestamp, a dot, and
 //! the raw body bytes. A receiver recomputes it over the bytes it got, compares in constant

@@ -1,7 +1,7 @@
 //! Results as they are written: JSON, NDJSON or CSV, cell by cell straight into the output
 //! buffer (no `serde_json::Value` per row), so a result streams at the speed its driver decodes.
 //!
-//! Values keep their types (README, "Results"): integers beyond ±2^53 and decimals are JSON
+//! Values keep their types (docs/queries.md, "Results"): integers beyond ±2^53 and decimals are JSON
 //! strings (no JavaScript client loses digits), timestamps ISO 8601, bytes base64 (their column
 //! says `"encoding": "base64"`), JSON as JSON, NULL as `null` (an empty field in CSV).
 

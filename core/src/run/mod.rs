@@ -5,7 +5,7 @@
 //! its inputs as bind parameters ([`statement`]), and writes each row into the sink as it
 //! arrives: the sink encodes it ([`encode`]) and hands full buffers to the response body, so a
 //! result is never held in memory and a slow client slows the database read (the channel is
-//! bounded). Every runner keeps the same promises (README, "Running queries"):
+//! bounded). Every runner keeps the same promises (docs/queries.md, "Running queries"):
 //!
 //! - **Row cap**: it reads at most `max_rows + 1` rows and stops the statement on the server
 //!   when more exist (`truncated`).
@@ -16,6 +16,11 @@
 //! - **Secrets**: they are opened by the [`Connector`] only when a connection opens.
 //!
 //! Each adapter's runner sits behind the cargo feature of its checker.
+//!
+//! ---
+//!
+//! *The manual's page on this part, as the repository shows it:*
+#![doc = include_str!("../../../docs/queries.md")]
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -90,7 +95,7 @@ pub struct RunJob {
     pub timeout: Duration,
     /// How long opening a connection may take.
     pub connect_timeout: Duration,
-    /// The columns the database's data protection policies protect, when it has any (README,
+    /// The columns the database's data protection policies protect, when it has any (docs/data-protection.md,
     /// "Data protection"): the runner checks the statement against them before it runs.
     pub protection: Option<Arc<protect::Protection>>,
 }
@@ -170,7 +175,7 @@ pub trait QueryRunner: Send + Sync + Debug + 'static {
     /// Drops the pools of database `id` (it changed or was deleted).
     fn evict(&self, database_id: &str);
 
-    /// Whether it checks a statement against the [`RunJob::protection`] it is given (README,
+    /// Whether it checks a statement against the [`RunJob::protection`] it is given (docs/data-protection.md,
     /// "Data protection"); a database with policies runs nothing through a runner that does not.
     fn protects(&self) -> bool {
         false

@@ -13,7 +13,7 @@
 //! - **Read-only**: a panel runs after `SET TRANSACTION READ ONLY`, and is rolled back.
 //! - **Cancel**: when the client goes away, `break_execution`, and the session is closed.
 //! - **Untested**: no Oracle Client library or server is obtainable here; what CI proves is
-//!   that a run answers 502 naming the missing library (README, "Running queries").
+//!   that a run answers 502 naming the missing library (docs/queries.md, "Running queries").
 
 use std::sync::Arc;
 use std::time::Duration;

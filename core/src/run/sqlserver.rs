@@ -10,7 +10,7 @@
 //!   per-session statement timeout, so both are the service's: when the timeout passes, the cap
 //!   is reached or the client goes away, the connection is closed, and SQL Server ends the
 //!   batch of a closed connection when it next writes to it. (Not tested against a real server:
-//!   none is obtainable here; the README says so.)
+//!   none is obtainable here; docs/queries.md says so.)
 //! - **Session state**: the connection is reset by closing it after a run that changed it in
 //!   doubt (any failure); a successful console query's session goes back to the pool as it is,
 //!   since T-SQL `SET` options of a batch last for the session: it is closed too.

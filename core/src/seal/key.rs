@@ -117,7 +117,7 @@ impl fmt::Debug for SecretKey {
 }
 
 /// The seal keys of a node, by id: the key a store names current seals, the others open what
-/// they sealed (README, "Rotating the secret key").
+/// they sealed (docs/operations.md, "Rotating the secret key").
 ///
 /// Its text form, in a key file and in `DBCONSOLE_SECRET_KEY`, is one entry per line (or per
 /// whitespace-separated word): `<id>:<base64>`. A bare `<base64>` is key 0, so a key file or

@@ -16,7 +16,7 @@
 //! its secrets need) and a node adopts them when it opens the store ([`Sealer::adopt`]): a node
 //! that lacks a needed key, or has another key under its id, refuses to start and names it.
 //! [`rotate`](crate::storage::rotate) makes a new key current and seals every stored secret again under it, then drops
-//! the old keys (README, "Rotating the secret key").
+//! the old keys (docs/operations.md, "Rotating the secret key").
 
 mod key;
 
@@ -97,14 +97,14 @@ pub enum SealError {
     /// missing).
     #[error(
         "a stored secret is sealed under seal key {0}, which this node's keyring lacks \
-         (README, \"Rotating the secret key\")"
+         (docs/operations.md, \"Rotating the secret key\")"
     )]
     MissingKey(u32),
 }
 
 /// The seal keys a store's secrets need, as the store keeps them so that every node agrees:
 /// which key seals now, and the key check value of every key some stored secret may need
-/// (README, "Rotating the secret key").
+/// (docs/operations.md, "Rotating the secret key").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SealKeys {
     /// The key every write seals under; a store refuses a database whose secrets are sealed
@@ -144,7 +144,7 @@ pub enum SealKeyError {
     /// The store holds secrets sealed under a key this node does not have.
     #[error(
         "stored secrets need seal key {0}, which this node's keyring lacks; add it to the key \
-         file (or DBCONSOLE_SECRET_KEY) as {0}:<base64> (README, \"Rotating the secret key\")"
+         file (or DBCONSOLE_SECRET_KEY) as {0}:<base64> (docs/operations.md, \"Rotating the secret key\")"
     )]
     Missing(u32),
     /// This node's key with that id is another key than the one the store was sealed with.

@@ -1,4 +1,4 @@
-//! The door of AI agents (README, "AI agents (MCP)"): what the reference server's MCP endpoint
+//! The door of AI agents (docs/queries.md, "AI agents (MCP)"): what the reference server's MCP endpoint
 //! offers, as functions of the service so that every rule of the query routes holds for it.
 //!
 //! Whoever comes through this door is an AI agent, whatever its key or token says: it sees and
@@ -225,7 +225,7 @@ impl ConsoleService {
             .into());
         }
         // The AI rules decide whether it may look; the catalog is not data, so `ai_max_rows`
-        // does not cap it (README, "AI agents (MCP)").
+        // does not cap it (docs/queries.md, "AI agents (MCP)").
         let guarded = shared.guarded(db).await?;
         guarded.admit(&agent.principal, &credential, DESCRIBE_MAX_COLUMNS)?;
         let record = Record::Agent {

@@ -1,4 +1,4 @@
-//! `GET …/audit`: the audit trail, newest first, in keyset pages (README, "The audit trail").
+//! `GET …/audit`: the audit trail, newest first, in keyset pages (docs/api.md, "The audit trail").
 
 use http::{Response, StatusCode};
 

@@ -1,4 +1,4 @@
-//! Conditional requests (README, "No silent overwrites"). Every database and dashboard has a
+//! Conditional requests (docs/api.md, "No silent overwrites"). Every database and dashboard has a
 //! version: its `updated_at`, which every write moves strictly forward. Responses that carry a
 //! record carry its version as a strong `ETag`; `If-Match` makes a write conditional (checked
 //! against the version read, which the store's compare-and-swap then requires; 412 when it does

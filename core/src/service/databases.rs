@@ -30,7 +30,7 @@ fn delete_check(headers: &http::HeaderMap) -> Result<Option<DeleteCheck<Database
 
 impl Shared {
     /// Whether a database write refused because another node rotated the seal key should be
-    /// made again: then this node seals under the store's current key from now on (README,
+    /// made again: then this node seals under the store's current key from now on (docs/operations.md,
     /// "Rotating the secret key"). A node that lacks that key says so in its log, and the
     /// write is answered 503.
     fn adopt_seal_key(&self, error: &StorageError, attempts: &mut u32) -> bool {

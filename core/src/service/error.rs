@@ -103,7 +103,7 @@ impl From<StorageError> for ApiError {
             StorageError::SealKeyChanged(current) => {
                 tracing::error!(
                     key = current,
-                    "the store seals under a key this node cannot use (README, \"Rotating the \
+                    "the store seals under a key this node cannot use (docs/operations.md, \"Rotating the \
                      secret key\")"
                 );
                 crate::metrics::record_storage_error("seal_key");

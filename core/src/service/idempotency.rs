@@ -1,4 +1,4 @@
-//! Retrying a write safely (README, "Retrying a write safely"): a write request may carry an
+//! Retrying a write safely (docs/api.md, "Retrying a write safely"): a write request may carry an
 //! `Idempotency-Key`. Its answer is stored with the write, in the same atomic change, scoped to
 //! the caller, for [`ANSWER_TTL`]. A retry with the same key and the same request (method,
 //! path, `If-Match` and body) gets that first answer again, marked `idempotent-replayed: true`,

@@ -8,6 +8,11 @@
 //!
 //! Secrets arrive in bodies and are sealed by validation with the service's [`Sealer`]; only
 //! check-connection opens them.
+//!
+//! ---
+//!
+//! *The manual's page on this part, as the repository shows it:*
+#![doc = include_str!("../../../docs/api.md")]
 
 mod access;
 pub mod agent;
@@ -222,7 +227,7 @@ impl ConsoleServiceBuilder {
     /// (default 0: none), so that a repeated read skips the storage. Only for a service that is
     /// the **only writer** of its storage (a redb file, the memory store), which invalidates
     /// what each of its writes touched before answering it; never for nodes sharing a store.
-    /// README, *The read cache*.
+    /// docs/operations.md, *The read cache*.
     pub fn read_cache(mut self, bytes: usize) -> Self {
         self.shared.read_cache = ReadCache::new(bytes);
         self
@@ -261,7 +266,7 @@ impl ConsoleServiceBuilder {
     /// Trusts the [`crate::model::Principal`] the embedding program puts into a request's
     /// extensions (default off: extensions are ignored). Turn it on only behind middleware that
     /// authenticates every request and sets (or removes) the principal itself: a request that
-    /// carries one is then the principal's, with no key or token (README, "Who may do what").
+    /// carries one is then the principal's, with no key or token (docs/api.md, "Who may do what").
     pub fn trust_principal(mut self, on: bool) -> Self {
         self.shared.trust_principal = on;
         self
@@ -274,7 +279,7 @@ impl ConsoleServiceBuilder {
         self
     }
 
-    /// What the service puts in the outbox (README, "Workflows and notifications"): row
+    /// What the service puts in the outbox (docs/workflows.md, "Workflows and notifications"): row
     /// action triggers when `workflows` (refused with 409 otherwise), review requests to Slack
     /// when `slack`; `wake` is the worker to wake at once. Off by default.
     pub fn outbox(mut self, targets: OutboxTargets) -> Self {
@@ -492,7 +497,7 @@ impl Shared {
             cache.invalidate(key.as_ref());
         }
         // A changed or deleted database's pools go at once (its secrets, host or timeout may
-        // have changed; README, "Running queries"). Other nodes replace theirs at their next
+        // have changed; docs/queries.md, "Running queries"). Other nodes replace theirs at their next
         // run (the database's version changed) or drop them when unused.
         if let Some(Some(CacheKey::Database(id))) = &written_database {
             self.runners.evict(id);

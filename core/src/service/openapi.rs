@@ -391,7 +391,7 @@ struct Operation {
     value: Value,
 }
 
-/// The query routes under `prefix` (README, "Running queries").
+/// The query routes under `prefix` (docs/queries.md, "Running queries").
 fn query_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
     let id = |name: &str| {
         if compat {
@@ -466,7 +466,7 @@ fn query_paths(paths: &mut Map<String, Value>, prefix: &str, compat: bool) {
     paths.insert(
         format!("{prefix}/queries/{{id}}/reviews"),
         json!({
-            "post": operation(&id("reviewQuery"), "Approve or reject a query (README, \"Reviews\")", tags, Auth::Either)
+            "post": operation(&id("reviewQuery"), "Approve or reject a query (docs/queries.md, \"Reviews\")", tags, Auth::Either)
                 .params(vec![query_id])
                 .body(schema_ref("ReviewInput"))
                 .ok(json_content(schema_ref("Query")))
@@ -508,7 +508,7 @@ fn trigger_path(paths: &mut Map<String, Value>, base: &str, auth: Auth, compat: 
     paths.insert(
         format!("{base}/{{id}}/panels/{{panel_id}}/actions/{{action_id}}/trigger"),
         json!({
-            "post": operation(id, "Start a row action's workflow with the clicked row and the prompted values: the delivery it put in the outbox (README, \"Workflows and notifications\")", tags, auth)
+            "post": operation(id, "Start a row action's workflow with the clicked row and the prompted values: the delivery it put in the outbox (docs/workflows.md, \"Workflows and notifications\")", tags, auth)
                 .params(vec![
                     path_param("id", "The dashboard's id.", json!({ "type": "string" })),
                     path_param("panel_id", "The panel's id.", json!({ "type": "string" })),
@@ -1494,7 +1494,7 @@ fn schemas() -> Value {
         "RunResult": object(&["columns", "rows", "row_count", "truncated", "duration_ms"], json!({
             "columns": list(object(&["name", "type"], json!({
                 "name": { "type": "string" },
-                "type": described(json!({ "type": "string" }), "The database's own type name; `masked` for a column data protection masks (README, \"Data protection\")."),
+                "type": described(json!({ "type": "string" }), "The database's own type name; `masked` for a column data protection masks (docs/data-protection.md, \"Data protection\")."),
                 "encoding": described(json!({ "const": "base64" }), "Present on columns whose values are bytes in base64."),
             })), false),
             "rows": list(json!({ "type": "array" }), false),

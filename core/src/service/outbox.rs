@@ -1,4 +1,4 @@
-//! Row action triggers and the outbox routes (README, "Workflows and notifications").
+//! Row action triggers and the outbox routes (docs/workflows.md, "Workflows and notifications").
 
 use http::{Method, Response, StatusCode};
 use http_body::Body;
@@ -18,7 +18,7 @@ use crate::storage::{Page, WriteLog};
 use crate::validate::ValidationErrors;
 
 /// Which outbox deliveries this service makes: a workflow endpoint and a Slack bot token are
-/// the server's to configure (README, "Workflows and notifications").
+/// the server's to configure (docs/workflows.md, "Workflows and notifications").
 #[derive(Clone, Debug, Default)]
 pub struct OutboxTargets {
     /// Whether row actions may be triggered (a workflow endpoint is configured).
@@ -82,7 +82,7 @@ impl Shared {
             .ok_or(ApiError::NotFound)?;
         let PanelDetails::Query { credential_id, .. } = &panel.details;
         // A workflow acts on the world with rows its caller vouches for: a person's decision,
-        // never an agent's, whatever the AI settings (README, "Triggering a row action").
+        // never an agent's, whatever the AI settings (docs/workflows.md, "Triggering a row action").
         if principal.agent {
             return Err(ApiError::Denied(
                 "an AI agent may not trigger row actions: a workflow is started by a person"

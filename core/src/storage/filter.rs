@@ -1,4 +1,4 @@
-//! What a listing keeps: [`DatabaseFilter`] and [`DashboardFilter`] (README, "Finding records").
+//! What a listing keeps: [`DatabaseFilter`] and [`DashboardFilter`] (docs/api.md, "Finding records").
 //! Every given field must match; a listing with a filter is ordered by id and paged by `after`
 //! exactly as one without. The backends serve them from indexes; [`DatabaseFilter::matches`] is
 //! the rule they all answer to (and what the memory store applies as it is).

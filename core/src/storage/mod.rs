@@ -44,6 +44,11 @@
 //! and answers a generic 500. The conformance suite in `storage::testing` (feature `testing`)
 //! checks all of this, and every backend runs it. `Arc<S>` and `Box<S>` of a storage are
 //! storages too.
+//!
+//! ---
+//!
+//! *The manual's page on this part, as the repository shows it:*
+#![doc = include_str!("../../../docs/storage.md")]
 
 use std::fmt::Debug;
 
@@ -71,8 +76,8 @@ pub mod rules;
 pub mod testing;
 
 /// What a write appends in its own atomic change: its audit event, when the request has an
-/// `Idempotency-Key` its answer (README, "Retrying a write safely"), and the deliveries it puts
-/// in the outbox (README, "Workflows and notifications").
+/// `Idempotency-Key` its answer (docs/api.md, "Retrying a write safely"), and the deliveries it puts
+/// in the outbox (docs/workflows.md, "Workflows and notifications").
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WriteLog {
     /// The write's audit event.

@@ -1,4 +1,4 @@
-//! Rotating the seal key while the service keeps serving (README, "Rotating the secret key"):
+//! Rotating the seal key while the service keeps serving (docs/operations.md, "Rotating the secret key"):
 //! make a new key current, seal every stored secret again under it in bounded batches, then
 //! retire the old keys once no stored secret needs them.
 //!

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 /// Validation messages: the ones the README's *Endpoints* section lists, then the project's own
-/// (README, *Decisions where the spec is silent*).
+/// (docs/api.md, *Decisions where the spec is silent*).
 pub mod message {
     /// Required field absent, null or blank.
     pub const BLANK: &str = "can't be blank";

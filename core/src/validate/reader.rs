@@ -1,7 +1,7 @@
 //! [`Reader`]: typed, error-accumulating access to the fields of one JSON object.
 //!
 //! Every accessor answers in three states, `None` (absent), `Some(None)` (null, or a blank
-//! string: the README treats both as "unset") and `Some(Some(value))`, and records the
+//! string: the docs treat both as "unset") and `Some(Some(value))`, and records the
 //! field's error itself, so a body is read in one pass and every error is reported at once.
 
 use std::collections::HashSet;

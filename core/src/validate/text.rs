@@ -1,4 +1,4 @@
-//! What a string field may hold: its length bound and the characters it refuses (README,
+//! What a string field may hold: its length bound and the characters it refuses (docs/api.md,
 //! *Limits*). Every string field of every body names one [`Text`] rule where it is read, and
 //! the OpenAPI document states the same rules, from the same constants.
 

@@ -1,5 +1,5 @@
 //! The admin wire protocol: the messages `dbconsole keys` and `dbconsole backup` exchange with a
-//! running server's admin socket, one JSON line each way (README, sections "Caller credentials"
+//! running server's admin socket, one JSON line each way (docs/api.md, "Caller credentials"
 //! and "Backup and restore").
 //!
 //! A [`AdminRequest`] is tagged by `op`, a [`AdminReply`] by `result`. Kinds and scopes travel as
@@ -53,7 +53,7 @@ pub enum AdminRequest {
         to: PathBuf,
     },
     /// Rotate the seal key: finish a rotation under way or start one, seal every secret again,
-    /// retire the old keys (README, "Rotating the secret key").
+    /// retire the old keys (docs/operations.md, "Rotating the secret key").
     #[serde(rename = "rotate_seal")]
     RotateSeal {
         /// Databases per page.

@@ -1,5 +1,5 @@
 //! The seal keys of a node and of its store: `dbconsole keys add-seal-key`, `seal-status` and
-//! `rotate-seal` (README, "Rotating the secret key").
+//! `rotate-seal` (docs/operations.md, "Rotating the secret key").
 //!
 //! A rotation needs a new key that every node has before it becomes current. On redb there is
 //! one node, so `rotate-seal` makes the key itself when none is waiting: written to the key

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use crate::strategies::*;
 use crate::support::*;
 
-/// What a new database reads back for a field its create body left out: its default (README,
+/// What a new database reads back for a field its create body left out: its default (docs/api.md,
 /// "Decisions where the spec is silent", item 2).
 pub(crate) fn database_default(key: &str) -> Value {
     match key {
@@ -55,7 +55,7 @@ impl CredentialBody {
     }
 }
 
-/// A new credential's fields before its item is applied: the defaults (README, "Decisions where
+/// A new credential's fields before its item is applied: the defaults (docs/api.md, "Decisions where
 /// the spec is silent", item 2).
 pub(crate) fn new_credential_view() -> Map<String, Value> {
     match json!({

@@ -1,4 +1,4 @@
-//! Data protection on PostgreSQL (README, "Data protection"): before a statement runs on a
+//! Data protection on PostgreSQL (docs/data-protection.md, "Data protection"): before a statement runs on a
 //! database with policies, its plan is read (`EXPLAIN (VERBOSE, FORMAT JSON)`, which runs
 //! nothing) and checked ([`crate::run::protect::plan`]); the functions, operators and casts
 //! it may call are looked up in the catalog; and each result column's origin (the table and

@@ -1,4 +1,4 @@
-//! The check of a MySQL or MariaDB statement as the server rewrote it (README, "Data
+//! The check of a MySQL or MariaDB statement as the server rewrote it (docs/data-protection.md, "Data
 //! protection"): after `EXPLAIN EXTENDED` (MariaDB) or `EXPLAIN` (MySQL), `SHOW WARNINGS`
 //! holds the statement the optimizer will run, with views and derived tables merged, `*`
 //! spelled out and every column written in full as `` `db`.`alias`.`column` ``, every table as

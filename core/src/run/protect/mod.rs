@@ -1,9 +1,14 @@
-//! Data protection on every result (README, "Data protection"): the columns a database's
+//! Data protection on every result (docs/data-protection.md, "Data protection"): the columns a database's
 //! policies protect (its own and those it inherits, the whole chain), and the check a runner
 //! makes before a statement runs. A statement that would derive a value from a protected
 //! column in a way that can't be masked is refused before anything runs; a protected column
 //! that reaches the result as itself is hidden or masked there. When the check can't decide,
 //! the statement does not run.
+//!
+//! ---
+//!
+//! *The manual's page on this part, as the repository shows it:*
+#![doc = include_str!("../../../../docs/data-protection.md")]
 
 pub mod canonical;
 pub mod plan;

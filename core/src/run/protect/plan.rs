@@ -1,5 +1,5 @@
 //! The check of a PostgreSQL plan (`EXPLAIN (VERBOSE, FORMAT JSON)`) against the protected
-//! columns (README, "Data protection"). The planner has resolved every name (views expanded,
+//! columns (docs/data-protection.md, "Data protection"). The planner has resolved every name (views expanded,
 //! `search_path` applied, `*` spelled out), so what each node reads is in its expressions,
 //! qualified by the alias of the relation it comes from:
 //!

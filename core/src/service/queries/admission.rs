@@ -1,4 +1,4 @@
-//! Who may do what with a query, decided before anything runs (README, "Who may do what"): a
+//! Who may do what with a query, decided before anything runs (docs/api.md, "Who may do what"): a
 //! principal is needed, a restricted database needs a grant, reviewing needs a `review` or
 //! `admin` grant there, and an AI agent needs an `ai_enabled` database and an `ai_allowed`
 //! credential and gets at most `ai_max_rows` rows.
@@ -124,7 +124,7 @@ impl Shared {
         Ok(self.storage.access_control(db.id.as_str()).await?)
     }
 
-    /// Whether `principal` may query `db` (README, "Who may do what"); the access control is
+    /// Whether `principal` may query `db` (docs/api.md, "Who may do what"); the access control is
     /// read only when the database restricts access.
     pub(in crate::service) async fn may_query(
         &self,
@@ -135,7 +135,7 @@ impl Shared {
         Ok(principal.may_query(db, access.as_ref()))
     }
 
-    /// Whether `principal` may review queries on `db` (README, "Reviews").
+    /// Whether `principal` may review queries on `db` (docs/queries.md, "Reviews").
     pub(super) async fn may_review(
         &self,
         principal: &Principal,

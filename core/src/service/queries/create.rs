@@ -93,7 +93,7 @@ impl Shared {
                 .to_vec(),
         );
         // A query that waits for reviews asks for them in its database's Slack channel, through
-        // the outbox, in the same change (README, "Workflows and notifications").
+        // the outbox, in the same change (docs/workflows.md, "Workflows and notifications").
         let outbox: Vec<_> = self
             .review_request(&db, &query, credential.reviews_required)
             .into_iter()

@@ -26,9 +26,9 @@ impl Shared {
                 .filter(|(_, value)| !value.is_empty())
                 .map(|(k, v)| (k.into_owned(), v.into_owned()))
                 .collect();
-        // An empty `status=` names no status either: 422 (README, "Finding records").
+        // An empty `status=` names no status either: 422 (docs/api.md, "Finding records").
         let status = crate::validate::parse_named_parameter::<QueryStatus>(query, "status")?;
-        // `reviewer=me`: only what the caller can act on as a reviewer (README, "Reviews"); an
+        // `reviewer=me`: only what the caller can act on as a reviewer (docs/queries.md, "Reviews"); an
         // empty `reviewer=` is no `me` either.
         let reviewer = crate::validate::given_parameter(query, "reviewer");
         let as_reviewer = match reviewer.as_deref() {
@@ -52,7 +52,7 @@ impl Shared {
             .list_queries(page_request(&page), filter)
             .await?;
         let (items, next) = split_page(items, &page, |q| q.id.to_string());
-        // A page keeps what the principal may see: it may be shorter than `limit` (README).
+        // A page keeps what the principal may see: it may be shorter than `limit` (docs/queries.md).
         let mut visible = Vec::with_capacity(items.len());
         let mut allowed: HashMap<String, bool> = HashMap::new();
         let mut reviews: HashMap<String, bool> = HashMap::new();

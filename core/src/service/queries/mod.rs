@@ -1,4 +1,4 @@
-//! Running queries (README, "Running queries"): the query history (`…/queries`), running a
+//! Running queries (docs/queries.md, "Running queries"): the query history (`…/queries`), running a
 //! stored query once (`…/queries/{id}/run`), and running a dashboard panel
 //! (`…/dashboards/{id}/panels/{panel_id}/run`).
 //!

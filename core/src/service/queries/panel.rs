@@ -71,7 +71,7 @@ impl Shared {
 
     /// The database and credential a panel of `dashboard` runs as (`credential_id`), and the
     /// most rows it may give `principal` of `limit`: 422 when the credential is gone or needs
-    /// reviews, 403 when `principal` may not run it (README, "Running queries"). The database
+    /// reviews, 403 when `principal` may not run it (docs/queries.md, "Running queries"). The database
     /// comes with its access control, read once for admission and data protection.
     pub(in crate::service) async fn panel_access(
         &self,

@@ -1,4 +1,4 @@
-//! Reviewing a query (`POST …/queries/{id}/reviews`, README "Reviews"): one decision per
+//! Reviewing a query (`POST …/queries/{id}/reviews`, docs/queries.md, "Reviews"): one decision per
 //! reviewer, counted against what the credential requires at the time.
 
 use http::{Response, StatusCode};
@@ -70,7 +70,7 @@ impl Shared {
     }
 
     /// Moves a `ready` query whose credential now requires more approvals than it has back to
-    /// `awaiting_review` (README, "Reviews").
+    /// `awaiting_review` (docs/queries.md, "Reviews").
     pub(super) async fn mark_awaiting(&self, id: &str, required: u32) {
         let marked = self
             .storage

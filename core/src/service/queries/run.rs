@@ -1,6 +1,6 @@
 //! Running a stored query once (`POST …/queries/{id}/run`): refused before the claim when it
 //! could not run, claimed by one run of any number racing, bypassed only under every condition
-//! of README "Reviews".
+//! of docs/queries.md, "Reviews".
 
 use http::Response;
 use serde_json::Value;
@@ -70,7 +70,7 @@ impl Shared {
             max_rows
         };
         // What could refuse the run comes before the claim, so that a refused run leaves the
-        // query as it was (but for its status, which follows a raised requirement: README,
+        // query as it was (but for its status, which follows a raised requirement: docs/queries.md,
         // "Reviews").
         let runner = self.runner_for(db.adapter)?;
         let statement = statement::single(&query.query, Dialect::of(db.adapter))
@@ -135,7 +135,7 @@ impl Shared {
     }
 }
 
-/// The bypass `principal` asked for on `query`, if every condition of README "Reviews" holds;
+/// The bypass `principal` asked for on `query`, if every condition of docs/queries.md, "Reviews" holds;
 /// 403 naming the first that does not.
 fn may_bypass(
     principal: &Principal,

@@ -208,7 +208,7 @@ impl Shared {
     }
 
     /// The columns `guarded`'s data protection protects: its own policies (as read with it) and
-    /// those of every database it inherits from, the whole chain (README, "Data protection");
+    /// those of every database it inherits from, the whole chain (docs/data-protection.md, "Data protection");
     /// `None` when there are none.
     async fn protection_of(&self, guarded: &Guarded) -> Result<Option<Arc<Protection>>, ApiError> {
         let mut chain = Vec::new();

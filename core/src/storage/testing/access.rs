@@ -1,4 +1,4 @@
-//! Cases on the access control of a database (README, *Permissions and data protection*): the
+//! Cases on the access control of a database (docs/api.md, *Permissions*): the
 //! default for a new database, updates that store exactly what the edit returned or change
 //! nothing, `inherits_from` refused for itself, a missing database or a cycle, and the delete
 //! guard that keeps an inherited database, by id and by `api_id`.

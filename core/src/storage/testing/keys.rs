@@ -1,4 +1,4 @@
-//! Cases on caller keys (README, *Caller credentials*): insert, lookup by digest, listing by id,
+//! Cases on caller keys (docs/api.md, *Caller credentials*): insert, lookup by digest, listing by id,
 //! touch (the later time wins) and delete (revoked at once); a taken id or digest is refused.
 
 use super::origin;

@@ -81,12 +81,12 @@
 //! - Databases: a whole record (every field, secrets, the order of `connection_parameters` and
 //!   `credentials`, microsecond timestamps) reads back equal by id, by `api_id` and in listings;
 //!   missing records read as `None`; inserts refuse a taken id or `api_id`; listings are ordered
-//!   by id with exclusive keyset pagination and a respected limit (README, *Decisions where the
+//!   by id with exclusive keyset pagination and a respected limit (docs/api.md, *Decisions where the
 //!   spec is silent*, 11); updates and upserts apply exactly what the edit returned, and refuse
 //!   (changing nothing) an edit that fails or changes the identity; deletes by id and by
 //!   `api_id` return the record as it was and free its `api_id`.
 //! - Dashboards: the same for insert, read, listing, update and delete.
-//! - Access control (README, *Permissions and data protection*): `None` for a missing database,
+//! - Access control (docs/api.md, *Permissions*): `None` for a missing database,
 //!   the default for a new one; updates apply exactly what the edit returned (`NotFound` for a
 //!   missing database, `Invalid` changing nothing); `inherits_from` refused with the
 //!   [`check_inheritance`](super::rules::check_inheritance) rules (itself, a missing database, a

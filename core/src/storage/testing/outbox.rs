@@ -1,4 +1,4 @@
-//! Cases on the outbox (README, "Workflows and notifications"): a delivery is written with the
+//! Cases on the outbox (docs/workflows.md, "Workflows and notifications"): a delivery is written with the
 //! log of its write or not at all; the listing is newest first, by status; a claim leases each
 //! due delivery to one claimer until its lease ends; a replace is a compare-and-swap; racing
 //! claimers never get one delivery twice.

@@ -1,4 +1,4 @@
-//! Cases on queries (README, "Running queries"): a query reads back whole; the history lists
+//! Cases on queries (docs/queries.md, "Running queries"): a query reads back whole; the history lists
 //! newest first, in keyset pages, by database, author and status; a replace is a
 //! compare-and-swap that lets exactly one of racing runs claim a query; an event appended alone
 //! reads back with its run facts.

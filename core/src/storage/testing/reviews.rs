@@ -1,4 +1,4 @@
-//! Cases on reviews (README, "Reviews"), each a race through [`Edits::update_query`]: racing
+//! Cases on reviews (docs/queries.md, "Reviews"), each a race through [`Edits::update_query`]: racing
 //! reviewers each count once and one reviewer counts once however often they race; approvals
 //! racing runs let the query run exactly once, and every approval is either counted before the
 //! claim or refused after it.
