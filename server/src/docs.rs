@@ -57,7 +57,7 @@ pub fn answer(method: &Method, path: &str) -> Option<Response<ResponseBody>> {
         _ => return None,
     };
     if method != Method::GET && method != Method::HEAD {
-        return Some(ApiError::MethodNotAllowed(&[Method::GET, Method::HEAD]).into_response());
+        return Some(ApiError::MethodNotAllowed(vec![Method::GET, Method::HEAD]).into_response());
     }
     let mut response = Response::new(ResponseBody::full(body));
     *response.status_mut() = StatusCode::OK;

@@ -66,7 +66,7 @@ async fn answer<B>(
         return ApiError::NotFound.into_response();
     }
     if request.method() != Method::GET {
-        return ApiError::MethodNotAllowed(&[Method::GET]).into_response();
+        return ApiError::MethodNotAllowed(vec![Method::GET]).into_response();
     }
     match storage.record_counts().await {
         Ok(counts) => {

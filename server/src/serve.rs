@@ -256,7 +256,7 @@ fn log_request(response: &Response<ResponseBody>, method: &Method, path: &str, s
 /// `GET /healthz`: 200 `ok`; another method: 405 like any known route.
 fn healthz(method: &Method) -> Response<ResponseBody> {
     if method != Method::GET && method != Method::HEAD {
-        return ApiError::MethodNotAllowed(&[Method::GET, Method::HEAD]).into_response();
+        return ApiError::MethodNotAllowed(vec![Method::GET, Method::HEAD]).into_response();
     }
     plain(StatusCode::OK, "ok")
 }
@@ -264,7 +264,7 @@ fn healthz(method: &Method) -> Response<ResponseBody> {
 /// `GET /readyz`: 200 `ready`, or 503 `not ready: storage unavailable` (the reason is logged).
 async fn readyz(method: &Method, service: &ConsoleService) -> Response<ResponseBody> {
     if method != Method::GET && method != Method::HEAD {
-        return ApiError::MethodNotAllowed(&[Method::GET, Method::HEAD]).into_response();
+        return ApiError::MethodNotAllowed(vec![Method::GET, Method::HEAD]).into_response();
     }
     match service.storage().check_ready().await {
         Ok(()) => plain(StatusCode::OK, "ready"),

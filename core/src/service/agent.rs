@@ -13,7 +13,7 @@ use http_body_util::BodyExt as _;
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
-use super::queries::{Record, Run};
+use super::queries::{Record, Run, principal_of};
 use super::router::Route;
 use super::{ConsoleService, RequestId, Shared};
 use crate::auth::Caller;
@@ -114,12 +114,15 @@ impl ConsoleService {
         let caller = match vouched {
             Some(principal) => Caller::vouched(principal),
             None => {
+                // The query routes' credentials and rules: those of storing a query.
+                let route =
+                    Route::recognize("/api/v1/console/queries").ok_or(ApiError::Internal)?;
                 shared
-                    .authorize(&Route::Queries, &http::Method::POST, &parts.headers)
+                    .authorize(&route, &http::Method::POST, &parts.headers)
                     .await?
             }
         };
-        let mut principal = shared.principal(&caller)?.clone();
+        let mut principal = principal_of(Some(&caller))?.clone();
         principal.agent = true;
         Ok(AgentCaller {
             principal,
@@ -321,7 +324,7 @@ impl ConsoleService {
         let limit = limit.unwrap_or(db.ai_max_rows).min(db.ai_max_rows).max(1);
         body.insert("limit".to_owned(), json!(limit.min(shared.max_rows)));
         let origin = agent.origin();
-        let query = shared.create_query(&agent.principal, body, &origin).await?;
+        let query = shared.store_query(&agent.principal, body, &origin).await?;
         let id = query.id.as_str().to_owned();
         if query.status == QueryStatus::AwaitingReview {
             return Ok(AgentAnswer::AwaitingReview {
@@ -330,7 +333,7 @@ impl ConsoleService {
             });
         }
         let response = shared
-            .run_query(&agent.principal, &id, &Map::new(), Format::Json, &origin)
+            .run_stored(&agent.principal, &id, &Map::new(), Format::Json, &origin)
             .await?;
         Ok(AgentAnswer::Rows(with_query_id(
             &id,
@@ -392,7 +395,7 @@ impl ConsoleService {
             .ok_or(ApiError::NotFound)?;
         let origin = agent.origin();
         let response = shared
-            .run_query(
+            .run_stored(
                 &agent.principal,
                 query.id.as_str(),
                 &Map::new(),

@@ -1,20 +1,19 @@
 //! `GET …/audit`: the audit trail, newest first, in keyset pages (docs/api.md, "The audit trail").
 
-use http::{Response, StatusCode};
+use http::StatusCode;
 
-use super::error::ApiError;
+use super::call::Call;
 use super::render::{AuditEventView, PageView};
-use super::response::{ResponseBody, json_response};
+use super::response::json_response;
+use super::router::Answer;
 use super::{Shared, split_page};
 use crate::storage::AuditQuery;
 use crate::validate::parse_audit_query;
 
 impl Shared {
-    pub(super) async fn audit(
-        &self,
-        query: Option<&str>,
-    ) -> Result<Response<ResponseBody>, ApiError> {
-        let (page, resource) = parse_audit_query(query)?;
+    /// `GET …/audit`.
+    pub(super) async fn list_audit(&self, call: Call<'_>) -> Answer {
+        let (page, resource) = parse_audit_query(call.query.as_deref())?;
         let events = self
             .storage
             .list_audit(AuditQuery {

@@ -4,10 +4,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, header};
-use http_body::Body;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 
+use super::call::RequestBody;
 use super::error::ApiError;
 
 /// Whether a content type is JSON (`application/json`, `application/*+json`, any parameters).
@@ -43,16 +43,12 @@ pub(crate) fn check_headers(headers: &HeaderMap, limit: usize) -> Result<(), Api
 /// Reads a request body: 415/413 from the headers before anything is read
 /// ([`check_headers`]), then at most `limit` bytes (413 beyond) within `timeout` (408
 /// otherwise).
-pub(crate) async fn read<B>(
+pub(crate) async fn read(
     headers: &HeaderMap,
-    body: B,
+    body: RequestBody,
     limit: usize,
     timeout: Duration,
-) -> Result<Bytes, ApiError>
-where
-    B: Body,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+) -> Result<Bytes, ApiError> {
     check_headers(headers, limit)?;
     let collected = tokio::time::timeout(timeout, Limited::new(body, limit).collect())
         .await
@@ -68,16 +64,12 @@ where
 
 /// Reads an optional JSON object body (a run's): an empty body is an empty object, whatever
 /// its content type; any other body is read as [`read`] and [`json_object`] read it.
-pub(crate) async fn read_optional_object<B>(
+pub(crate) async fn read_optional_object(
     headers: &HeaderMap,
-    body: B,
+    body: RequestBody,
     limit: usize,
     timeout: Duration,
-) -> Result<Map<String, Value>, ApiError>
-where
-    B: Body,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
+) -> Result<Map<String, Value>, ApiError> {
     let mut checked = headers.clone();
     checked.remove(header::CONTENT_TYPE);
     let bytes = read(&checked, body, limit, timeout).await?;

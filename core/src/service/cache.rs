@@ -16,14 +16,14 @@ use std::future::Future;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, Response, StatusCode, header};
+use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use lru::LruCache;
 
 use super::Shared;
 use super::conditional::{IfNoneMatch, etag, not_modified_response};
 use super::error::ApiError;
 use super::response::{ResponseBody, json_bytes_response};
-use super::router::Route;
+use super::router::{Params, Writes};
 use crate::model::Timestamp;
 use crate::storage::StorageError;
 
@@ -58,35 +58,15 @@ impl CacheKey {
 }
 
 impl CacheKey {
-    /// What a request on `route` with `method` may change, once it has returned: `None` for
-    /// nothing cached (reads, creates, which make a new id, and the sub-resources, which are
-    /// not part of a record's rendering), `Some(None)` for records not known by id (setup and
-    /// removal by `api_id`).
-    pub(crate) fn written(route: &Route<'_>, method: &Method) -> Option<Option<Self>> {
-        if *method == Method::GET || *method == Method::HEAD {
-            return None;
-        }
-        match route {
-            Route::Database(id) => Some(Some(Self::Database(id.to_string()))),
-            Route::Dashboard { id, .. } => Some(Some(Self::Dashboard(id.to_string()))),
-            Route::DatabaseSetup | Route::DatabaseRemove(_) => Some(None),
-            Route::Databases
-            | Route::Dashboards { .. }
-            | Route::Permissions(_)
-            | Route::DataProtection(_)
-            | Route::CheckConnection(..)
-            | Route::CheckUnsaved
-            | Route::CheckEdited(_)
-            | Route::Audit
-            | Route::PanelRun { .. }
-            | Route::ActionTrigger { .. }
-            | Route::Deliveries
-            | Route::Delivery(_)
-            | Route::DeliveryRetry(_)
-            | Route::Queries
-            | Route::Query(_)
-            | Route::QueryRun(_)
-            | Route::QueryReviews(_) => None,
+    /// What an endpoint that `writes` may have changed, once it has returned, given its path
+    /// parameters: `None` for nothing cached, `Some(None)` for records not known by id (setup
+    /// and removal by `api_id`).
+    pub(crate) fn written(writes: Writes, params: &Params<'_>) -> Option<Option<Self>> {
+        match writes {
+            Writes::Nothing => None,
+            Writes::Database => Some(Some(Self::Database(params.get("id").to_owned()))),
+            Writes::Dashboard => Some(Some(Self::Dashboard(params.get("id").to_owned()))),
+            Writes::SomeDatabase => Some(None),
         }
     }
 }

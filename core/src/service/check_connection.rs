@@ -4,12 +4,13 @@
 //! (`POST …/databases/{id}/check-connection`). All three run [`Shared::check_credential`].
 
 use http::{Response, StatusCode};
-use http_body::Body;
 use serde_json::Value;
 
+use super::Shared;
+use super::call::Call;
 use super::error::ApiError;
 use super::response::{ResponseBody, text_response};
-use super::{Call, Shared};
+use super::router::Answer;
 use crate::check::{CheckTarget, not_built_message, scrub_message, tunnel};
 use crate::metrics;
 use crate::model::{Credential, Database, Timestamp};
@@ -19,11 +20,9 @@ use crate::validate::{DatabaseBody, ValidationErrors, database_from_body, messag
 pub(crate) const NO_SUCH_CREDENTIAL: &str = "does not name a credential of this database";
 
 impl Shared {
-    pub(super) async fn check_connection(
-        &self,
-        id: &str,
-        username: &str,
-    ) -> Result<Response<ResponseBody>, ApiError> {
+    /// `GET …/databases/{id}/check-connection/{username}`.
+    pub(super) async fn check_connection(&self, call: Call<'_>) -> Answer {
+        let (id, username) = (call.param("id"), call.param("username"));
         let not_found = || text_response(StatusCode::NOT_FOUND, "not found".to_owned());
         let Some(db) = self.storage.database(id).await? else {
             return Ok(not_found());
@@ -34,20 +33,24 @@ impl Shared {
         self.check_credential(&db, credential).await
     }
 
+    /// `POST …/databases/check-connection`: a database described in the body, unsaved.
+    pub(super) async fn check_unsaved(&self, call: Call<'_>) -> Answer {
+        self.check_body(None, call).await
+    }
+
+    /// `POST …/databases/{id}/check-connection`: the stored database with the body's changes
+    /// merged over it, unsaved.
+    pub(super) async fn check_edited(&self, call: Call<'_>) -> Answer {
+        let id = call.param("id").to_owned();
+        self.check_body(Some(&id), call).await
+    }
+
     /// Checks a database that is not stored: the body validated as a create (`stored` is
     /// `None`) or as an update of the stored database `stored` (the changes merged over it), with
     /// `username` naming the credential to try (left out: the default credential, else the
     /// first). Nothing is stored; the secrets of the body are
     /// sealed and opened exactly as those of a stored database are.
-    pub(super) async fn check_unsaved<B>(
-        &self,
-        stored: Option<&str>,
-        call: Call<B>,
-    ) -> Result<Response<ResponseBody>, ApiError>
-    where
-        B: Body,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    async fn check_body(&self, stored: Option<&str>, mut call: Call<'_>) -> Answer {
         let body = DatabaseBody::from(call.json(self).await?);
         let base = match stored {
             Some(id) => Some(self.storage.database(id).await?.ok_or(ApiError::NotFound)?),

@@ -1,90 +1,93 @@
 //! Dashboard endpoints: list, create, retrieve, update, delete.
 
-use http::{Method, Response, StatusCode};
-use http_body::Body;
+use http::StatusCode;
 
 use super::cache::CacheKey;
+use super::call::Call;
 use super::conditional::{IfMatch, tagged};
-use super::error::ApiError;
 use super::render::{DashboardView, PageView};
-use super::response::{ResponseBody, json_bytes, json_response};
-use super::router::Route;
-use super::{Call, Shared, page_request, split_page};
-use crate::model::{Dashboard, Origin, Timestamp};
+use super::response::{json_bytes, json_response};
+use super::router::Answer;
+use super::{Shared, page_request, split_page};
+use crate::model::{Dashboard, Timestamp};
 use crate::storage::{DashboardFilter, Edits};
 use crate::validate::{dashboard_from_body, parse_dashboard_filter};
 
+/// A dashboard's answer, with its version.
+fn dashboard_response(dashboard: &Dashboard) -> Answer {
+    let response = json_response(StatusCode::OK, &DashboardView::from(dashboard));
+    Ok(tagged(response, dashboard.updated_at))
+}
+
 impl Shared {
-    pub(super) async fn dashboards<B>(
-        &self,
-        route: Route<'_>,
-        call: Call<B>,
-        origin: &Origin,
-    ) -> Result<Response<ResponseBody>, ApiError>
-    where
-        B: Body,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let storage = &self.storage;
-        let dashboard = match (route, &call.method) {
-            (Route::Dashboards { .. }, &Method::GET) => {
-                let query = call.page_query()?;
-                let filter = parse_dashboard_filter(call.query.as_deref());
-                let filter = DashboardFilter {
-                    name_prefix: filter.name_prefix.as_deref(),
-                };
-                let items = storage
-                    .list_dashboards(page_request(&query), filter)
-                    .await?;
-                let (items, next) = split_page(items, &query, |d| d.id.to_string());
-                let data = items.iter().map(DashboardView::from).collect();
-                return Ok(json_response(StatusCode::OK, &PageView { data, next }));
-            }
-            (Route::Dashboards { .. }, &Method::POST) => {
-                let body = call.json(self).await?;
-                let dashboard = dashboard_from_body(None, &body, Timestamp::now())?;
-                storage.insert_dashboard(dashboard.clone(), origin).await?;
-                dashboard
-            }
-            (Route::Dashboard { id, .. }, &Method::GET) => {
-                let key = CacheKey::Dashboard(id.to_string());
-                return self
-                    .read_through(
-                        key,
-                        &call.headers,
-                        storage.dashboard(&id),
-                        |record| json_bytes(&DashboardView::from(record)),
-                        |record| record.updated_at,
-                    )
-                    .await;
-            }
-            (Route::Dashboard { id, .. }, &Method::DELETE) => {
-                let check = IfMatch::delete_check(IfMatch::of(&call.headers)?, |d: &Dashboard| {
-                    d.updated_at
-                });
-                let deleted = storage.delete_dashboard(&id, check, origin).await?;
-                // Gone: no version to carry.
-                return Ok(json_response(
-                    StatusCode::OK,
-                    &DashboardView::from(&deleted),
-                ));
-            }
-            (Route::Dashboard { id, .. }, &Method::PUT | &Method::PATCH) => {
-                let condition = IfMatch::of(&call.headers)?;
-                let body = call.json(self).await?;
-                let edit = move |stored: &Dashboard| {
-                    if let Some(condition) = &condition {
-                        condition.check(stored.updated_at)?;
-                    }
-                    Ok(dashboard_from_body(Some(stored), &body, Timestamp::now())?)
-                };
-                storage
-                    .update_dashboard(&id, Box::new(edit), origin)
-                    .await?
-            }
-            (route, _) => return Err(ApiError::MethodNotAllowed(route.allowed_methods())),
+    /// `GET /v1/dashboards`: a page, by id, filtered.
+    pub(super) async fn list_dashboards(&self, call: Call<'_>) -> Answer {
+        let query = call.page_query()?;
+        let filter = parse_dashboard_filter(call.query.as_deref());
+        let filter = DashboardFilter {
+            name_prefix: filter.name_prefix.as_deref(),
         };
-        let response = json_response(StatusCode::OK, &DashboardView::from(&dashboard));
-        Ok(tagged(response, dashboard.updated_at))
+        let items = self
+            .storage
+            .list_dashboards(page_request(&query), filter)
+            .await?;
+        let (items, next) = split_page(items, &query, |d| d.id.to_string());
+        let data = items.iter().map(DashboardView::from).collect();
+        Ok(json_response(StatusCode::OK, &PageView { data, next }))
+    }
+
+    /// `POST /v1/dashboards`.
+    pub(super) async fn create_dashboard(&self, mut call: Call<'_>) -> Answer {
+        let body = call.json(self).await?;
+        let dashboard = dashboard_from_body(None, &body, Timestamp::now())?;
+        self.storage
+            .insert_dashboard(dashboard.clone(), call.origin)
+            .await?;
+        dashboard_response(&dashboard)
+    }
+
+    /// `GET /v1/dashboards/{id}`, through the read cache.
+    pub(super) async fn get_dashboard(&self, call: Call<'_>) -> Answer {
+        let id = call.param("id");
+        self.read_through(
+            CacheKey::Dashboard(id.to_owned()),
+            &call.headers,
+            self.storage.dashboard(id),
+            |record| json_bytes(&DashboardView::from(record)),
+            |record| record.updated_at,
+        )
+        .await
+    }
+
+    /// `PUT /v1/dashboards/{id}` (and `PATCH` on the compatibility path): fields left out stay.
+    pub(super) async fn update_dashboard(&self, mut call: Call<'_>) -> Answer {
+        let condition = IfMatch::of(&call.headers)?;
+        let body = call.json(self).await?;
+        let edit = move |stored: &Dashboard| {
+            if let Some(condition) = &condition {
+                condition.check(stored.updated_at)?;
+            }
+            Ok(dashboard_from_body(Some(stored), &body, Timestamp::now())?)
+        };
+        let dashboard = self
+            .storage
+            .update_dashboard(call.param("id"), Box::new(edit), call.origin)
+            .await?;
+        dashboard_response(&dashboard)
+    }
+
+    /// `DELETE /v1/dashboards/{id}`: answers the deleted dashboard.
+    pub(super) async fn delete_dashboard(&self, call: Call<'_>) -> Answer {
+        let check =
+            IfMatch::delete_check(IfMatch::of(&call.headers)?, |d: &Dashboard| d.updated_at);
+        let deleted = self
+            .storage
+            .delete_dashboard(call.param("id"), check, call.origin)
+            .await?;
+        // Gone: no version to carry.
+        Ok(json_response(
+            StatusCode::OK,
+            &DashboardView::from(&deleted),
+        ))
     }
 }

@@ -1,16 +1,16 @@
 //! Database endpoints: list, create, retrieve, update, delete, setup, remove by api_id.
 
-use http::{Method, Response, StatusCode};
-use http_body::Body;
+use http::{Response, StatusCode};
 
 use super::cache::CacheKey;
+use super::call::Call;
 use super::conditional::{IfMatch, tagged};
 use super::error::ApiError;
 use super::render::{DatabaseView, PageView};
 use super::response::{ResponseBody, json_bytes, json_response};
-use super::router::Route;
-use super::{Call, Shared, both, page_request, split_page};
-use crate::model::{Database, Origin, Timestamp};
+use super::router::Answer;
+use super::{Shared, both, page_request, split_page};
+use crate::model::{Database, Timestamp};
 use crate::storage::{DatabaseFilter, DatabaseKey, DeleteCheck, Edits, StorageError};
 use crate::validate::{
     DatabaseBody, apply_setup, database_from_body, parse_database_filter, parse_setup,
@@ -56,120 +56,129 @@ impl Shared {
         }
     }
 
-    pub(super) async fn databases<B>(
-        &self,
-        route: Route<'_>,
-        call: Call<B>,
-        origin: &Origin,
-    ) -> Result<Response<ResponseBody>, ApiError>
-    where
-        B: Body,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let storage = &self.storage;
-        let db = match (route, &call.method) {
-            (Route::Databases, &Method::GET) => {
-                let query = call.page_query();
-                let filter = parse_database_filter(call.query.as_deref());
-                let (query, filter) = both(query, filter)?;
-                let filter = DatabaseFilter {
-                    adapter: filter.adapter,
-                    group: filter.group.as_deref(),
-                    name_prefix: filter.name_prefix.as_deref(),
-                    api_id: filter.api_id.as_deref(),
-                    tunnel_id: filter.tunnel_id.as_deref(),
-                };
-                let items = storage.list_databases(page_request(&query), filter).await?;
-                let (items, next) = split_page(items, &query, |db| db.id.to_string());
-                let data = items.iter().map(DatabaseView::from).collect();
-                return Ok(json_response(StatusCode::OK, &PageView { data, next }));
+    /// `GET …/databases`: a page, by id, filtered.
+    pub(super) async fn list_databases(&self, call: Call<'_>) -> Answer {
+        let query = call.page_query();
+        let filter = parse_database_filter(call.query.as_deref());
+        let (query, filter) = both(query, filter)?;
+        let filter = DatabaseFilter {
+            adapter: filter.adapter,
+            group: filter.group.as_deref(),
+            name_prefix: filter.name_prefix.as_deref(),
+            api_id: filter.api_id.as_deref(),
+            tunnel_id: filter.tunnel_id.as_deref(),
+        };
+        let items = self
+            .storage
+            .list_databases(page_request(&query), filter)
+            .await?;
+        let (items, next) = split_page(items, &query, |db| db.id.to_string());
+        let data = items.iter().map(DatabaseView::from).collect();
+        Ok(json_response(StatusCode::OK, &PageView { data, next }))
+    }
+
+    /// `POST …/databases`.
+    pub(super) async fn create_database(&self, mut call: Call<'_>) -> Answer {
+        let body = DatabaseBody::from(call.json(self).await?);
+        let mut attempts = 0;
+        let db = loop {
+            let db = database_from_body(None, &body, Timestamp::now(), &self.sealer)?;
+            match self.storage.insert_database(db.clone(), call.origin).await {
+                Ok(()) => break db,
+                Err(error) if self.adopt_seal_key(&error, &mut attempts) => {}
+                Err(error) => return Err(error.into()),
             }
-            (Route::Databases, &Method::POST) => {
-                let body = DatabaseBody::from(call.json(self).await?);
-                let mut attempts = 0;
-                loop {
-                    let db = database_from_body(None, &body, Timestamp::now(), &self.sealer)?;
-                    match storage.insert_database(db.clone(), origin).await {
-                        Ok(()) => break db,
-                        Err(error) if self.adopt_seal_key(&error, &mut attempts) => {}
-                        Err(error) => return Err(error.into()),
-                    }
-                }
-            }
-            (Route::Database(id), &Method::GET) => {
-                let key = CacheKey::Database(id.to_string());
-                return self
-                    .read_through(
-                        key,
-                        &call.headers,
-                        storage.database(&id),
-                        |record| json_bytes(&DatabaseView::from(record)),
-                        |record| record.updated_at,
-                    )
-                    .await;
-            }
-            (Route::Database(id), &Method::PATCH) => {
-                let condition = IfMatch::of(&call.headers)?;
-                let body = DatabaseBody::from(call.json(self).await?);
-                let sealer = self.sealer.clone();
-                let mut edit = move |stored: &Database| {
-                    if let Some(condition) = &condition {
-                        condition.check(stored.updated_at)?;
-                    }
-                    let db = database_from_body(Some(stored), &body, Timestamp::now(), &sealer)?;
-                    sealer.reseal(db).map_err(StorageError::backend)
-                };
-                let mut attempts = 0;
-                loop {
-                    match storage.update_database(&id, &mut edit, origin).await {
-                        Ok(db) => break db,
-                        Err(error) if self.adopt_seal_key(&error, &mut attempts) => {}
-                        Err(error) => return Err(error.into()),
-                    }
-                }
-            }
-            (Route::Database(id), &Method::DELETE) => {
-                let check = delete_check(&call.headers)?;
-                let deleted = storage
-                    .delete_database(DatabaseKey::Id(&id), check, origin)
-                    .await?;
-                return Ok(database_response(&deleted));
-            }
-            (Route::DatabaseSetup, &Method::PUT) => {
-                let condition = IfMatch::of(&call.headers)?;
-                let setup = parse_setup(call.json(self).await?)?;
-                let api_id = setup.api_id.clone();
-                let sealer = self.sealer.clone();
-                let mut upsert = move |stored: Option<&Database>| {
-                    if let Some(condition) = &condition {
-                        // A condition on a record that does not exist is not met.
-                        let stored = stored.ok_or(StorageError::PreconditionFailed)?;
-                        condition.check(stored.updated_at)?;
-                    }
-                    let db = apply_setup(stored, &setup, Timestamp::now(), &sealer)?;
-                    sealer.reseal(db).map_err(StorageError::backend)
-                };
-                let mut attempts = 0;
-                loop {
-                    match storage
-                        .upsert_database_by_api_id(&api_id, &mut upsert, origin)
-                        .await
-                    {
-                        Ok(db) => break db,
-                        Err(error) if self.adopt_seal_key(&error, &mut attempts) => {}
-                        Err(error) => return Err(error.into()),
-                    }
-                }
-            }
-            (Route::DatabaseRemove(api_id), &Method::DELETE) => {
-                let check = delete_check(&call.headers)?;
-                let deleted = storage
-                    .delete_database(DatabaseKey::ApiId(&api_id), check, origin)
-                    .await?;
-                return Ok(database_response(&deleted));
-            }
-            (route, _) => return Err(ApiError::MethodNotAllowed(route.allowed_methods())),
         };
         Ok(tagged(database_response(&db), db.updated_at))
+    }
+
+    /// `GET …/databases/{id}`, through the read cache.
+    pub(super) async fn get_database(&self, call: Call<'_>) -> Answer {
+        let id = call.param("id");
+        self.read_through(
+            CacheKey::Database(id.to_owned()),
+            &call.headers,
+            self.storage.database(id),
+            |record| json_bytes(&DatabaseView::from(record)),
+            |record| record.updated_at,
+        )
+        .await
+    }
+
+    /// `PATCH …/databases/{id}`: fields left out stay.
+    pub(super) async fn update_database(&self, mut call: Call<'_>) -> Answer {
+        let condition = IfMatch::of(&call.headers)?;
+        let body = DatabaseBody::from(call.json(self).await?);
+        let sealer = self.sealer.clone();
+        let mut edit = move |stored: &Database| {
+            if let Some(condition) = &condition {
+                condition.check(stored.updated_at)?;
+            }
+            let db = database_from_body(Some(stored), &body, Timestamp::now(), &sealer)?;
+            sealer.reseal(db).map_err(StorageError::backend)
+        };
+        let mut attempts = 0;
+        let db = loop {
+            match self
+                .storage
+                .update_database(call.param("id"), &mut edit, call.origin)
+                .await
+            {
+                Ok(db) => break db,
+                Err(error) if self.adopt_seal_key(&error, &mut attempts) => {}
+                Err(error) => return Err(error.into()),
+            }
+        };
+        Ok(tagged(database_response(&db), db.updated_at))
+    }
+
+    /// `DELETE …/databases/{id}`: answers the deleted database.
+    pub(super) async fn delete_database(&self, call: Call<'_>) -> Answer {
+        let check = delete_check(&call.headers)?;
+        let deleted = self
+            .storage
+            .delete_database(DatabaseKey::Id(call.param("id")), check, call.origin)
+            .await?;
+        Ok(database_response(&deleted))
+    }
+
+    /// `PUT …/databases/setup`: create or update by `api_id`.
+    pub(super) async fn setup_database(&self, mut call: Call<'_>) -> Answer {
+        let condition = IfMatch::of(&call.headers)?;
+        let setup = parse_setup(call.json(self).await?)?;
+        let api_id = setup.api_id.clone();
+        let sealer = self.sealer.clone();
+        let mut upsert = move |stored: Option<&Database>| {
+            if let Some(condition) = &condition {
+                // A condition on a record that does not exist is not met.
+                let stored = stored.ok_or(StorageError::PreconditionFailed)?;
+                condition.check(stored.updated_at)?;
+            }
+            let db = apply_setup(stored, &setup, Timestamp::now(), &sealer)?;
+            sealer.reseal(db).map_err(StorageError::backend)
+        };
+        let mut attempts = 0;
+        let db = loop {
+            match self
+                .storage
+                .upsert_database_by_api_id(&api_id, &mut upsert, call.origin)
+                .await
+            {
+                Ok(db) => break db,
+                Err(error) if self.adopt_seal_key(&error, &mut attempts) => {}
+                Err(error) => return Err(error.into()),
+            }
+        };
+        Ok(tagged(database_response(&db), db.updated_at))
+    }
+
+    /// `DELETE …/databases/remove/{api_id}`: answers the deleted database.
+    pub(super) async fn remove_database(&self, call: Call<'_>) -> Answer {
+        let check = delete_check(&call.headers)?;
+        let deleted = self
+            .storage
+            .delete_database(DatabaseKey::ApiId(call.param("api_id")), check, call.origin)
+            .await?;
+        Ok(database_response(&deleted))
     }
 }

@@ -38,7 +38,7 @@ pub enum ApiError {
     /// 404: no such record or route.
     NotFound,
     /// 405: known path, other method; the allowed methods go into `allow`.
-    MethodNotAllowed(&'static [Method]),
+    MethodNotAllowed(Vec<Method>),
     /// 408: the body did not arrive within the body timeout; the connection is closed.
     RequestTimeout {
         /// The timeout it went over.

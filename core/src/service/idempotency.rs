@@ -17,7 +17,7 @@ use super::conditional::etag;
 use super::error::ApiError;
 use super::render::{DashboardView, DataProtectionView, DatabaseView, PermissionsView};
 use super::response::{ResponseBody, json_bytes, json_bytes_response};
-use super::router::Route;
+use super::router::Idempotent;
 use crate::model::{Actor, Idempotency, RenderAnswer, StoredAnswer, Written};
 use crate::validate::ValidationErrors;
 
@@ -29,35 +29,6 @@ pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 pub const ANSWER_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 /// The longest key, in characters.
 pub const KEY_MAX: usize = 255;
-
-/// Whether `method` on `route` writes (the requests an `Idempotency-Key` applies to; the
-/// check-connection POSTs write nothing).
-pub(crate) fn is_write(route: &Route<'_>, method: &Method) -> bool {
-    match route {
-        Route::Databases | Route::Dashboards { .. } | Route::Queries => method == Method::POST,
-        Route::Database(_) => method == Method::PATCH || method == Method::DELETE,
-        Route::DatabaseSetup | Route::Permissions(_) | Route::DataProtection(_) => {
-            method == Method::PUT
-        }
-        Route::DatabaseRemove(_) => method == Method::DELETE,
-        // A retried trigger must not start its workflow twice.
-        Route::ActionTrigger { .. } | Route::DeliveryRetry(_) => method == Method::POST,
-        Route::Dashboard { .. } => {
-            method == Method::PUT || method == Method::PATCH || method == Method::DELETE
-        }
-        // A run streams its rows: it is not answered again from a stored answer.
-        Route::CheckConnection(..)
-        | Route::CheckUnsaved
-        | Route::CheckEdited(_)
-        | Route::Audit
-        | Route::Deliveries
-        | Route::Delivery(_)
-        | Route::Query(_)
-        | Route::QueryRun(_)
-        | Route::QueryReviews(_)
-        | Route::PanelRun { .. } => false,
-    }
-}
 
 /// The request's `Idempotency-Key`: `None` when absent (or empty); 400 unless it is 1 to
 /// [`KEY_MAX`] printable ASCII characters.
@@ -112,14 +83,14 @@ pub(crate) fn fingerprint(
     hash.finalize().into()
 }
 
-/// How the answer of a write on `route` is rendered from what it wrote: exactly the bytes the
-/// route's handler answers (a delete's answer carries no `ETag`).
-fn renderer(route: &Route<'_>, method: &Method) -> RenderAnswer {
+/// How the answer of a write of this `kind` on the record `id` is rendered from what it
+/// wrote: exactly the bytes the route's handler answers (a delete's answer carries no `ETag`).
+fn renderer(kind: Idempotent, id: &str, method: &Method) -> RenderAnswer {
     let tagged = method != Method::DELETE;
-    let access = match route {
-        Route::Permissions(id) => Some((id.to_string(), true)),
-        Route::DataProtection(id) => Some((id.to_string(), false)),
-        _ => None,
+    let access = match kind {
+        Idempotent::Permissions => Some((id.to_owned(), true)),
+        Idempotent::DataProtection => Some((id.to_owned(), false)),
+        Idempotent::No | Idempotent::Record => None,
     };
     let tag = move |updated_at: crate::model::Timestamp| {
         tagged.then(|| {
@@ -152,7 +123,8 @@ fn renderer(route: &Route<'_>, method: &Method) -> RenderAnswer {
 
 /// The idempotency of a write: its scoped key, fingerprint and renderer.
 pub(crate) fn idempotency(
-    route: &Route<'_>,
+    kind: Idempotent,
+    id: &str,
     method: &Method,
     key: String,
     fingerprint: [u8; 32],
@@ -160,7 +132,7 @@ pub(crate) fn idempotency(
     Idempotency {
         key,
         fingerprint,
-        render: renderer(route, method),
+        render: renderer(kind, id, method),
     }
 }
 

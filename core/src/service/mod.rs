@@ -19,6 +19,7 @@ pub mod agent;
 mod audit;
 mod body;
 mod cache;
+mod call;
 mod check_connection;
 mod conditional;
 mod dashboards;
@@ -55,9 +56,10 @@ use crate::metrics;
 use crate::model::{CredentialKind, Origin, Retention, Timestamp};
 use crate::seal::Sealer;
 use crate::storage::{Page, Storage, StorageError};
-use crate::validate::{PageQuery, ValidationErrors, parse_page_query};
+use crate::validate::{PageQuery, ValidationErrors};
 use cache::{CacheKey, ReadCache};
-use router::{Credentials, Route};
+use call::Call;
+use router::{Credentials, Endpoint, Idempotent, Route};
 
 /// Largest request body accepted (1 MiB); larger is 413.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
@@ -353,71 +355,14 @@ where
     }
 }
 
-/// One request in progress: what every handler needs.
-pub(crate) struct Call<B> {
-    method: Method,
-    headers: HeaderMap,
-    query: Option<String>,
-    body: B,
-}
-
-impl<B> Call<B>
-where
-    B: Body,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    /// The body as a JSON object (400/413/415 otherwise), read within `shared`'s body timeout
-    /// (408 otherwise).
-    async fn json(
-        self,
-        shared: &Shared,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
-        let bytes = body::read(
-            &self.headers,
-            self.body,
-            shared.body_limit,
-            shared.body_timeout,
-        )
-        .await?;
-        let parsed = body::json_object(&bytes);
-        body::wipe(bytes);
-        parsed
-    }
-
-    /// The body as an optional JSON object: an empty body is an empty object.
-    async fn optional_json(
-        self,
-        shared: &Shared,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
-        body::read_optional_object(
-            &self.headers,
-            self.body,
-            shared.body_limit,
-            shared.body_timeout,
-        )
-        .await
-    }
-
-    /// The listing query (422 on `limit` otherwise).
-    fn page_query(&self) -> Result<PageQuery, ValidationErrors> {
-        parse_page_query(self.query.as_deref())
-    }
-}
-
 impl Shared {
     /// The route template of a path (the `route` label of the request metrics): the same for
     /// the compat paths of a route, `unmatched` for a path that is no route.
     fn route_template(&self, path: &str) -> &'static str {
-        let Some(path) = path
-            .strip_prefix(self.base_path.as_str())
+        path.strip_prefix(self.base_path.as_str())
             .filter(|rest| rest.starts_with('/'))
-        else {
-            return "unmatched";
-        };
-        if path == openapi::OPENAPI_PATH {
-            return openapi::OPENAPI_PATH;
-        }
-        Route::recognize(path).map_or("unmatched", |route| route.template())
+            .and_then(Route::recognize)
+            .map_or("unmatched", |route| route.template())
     }
 
     async fn handle<B>(
@@ -438,9 +383,6 @@ impl Shared {
             .filter(|rest| rest.starts_with('/'))
             .ok_or(ApiError::NotFound)?
             .to_owned();
-        if path == openapi::OPENAPI_PATH {
-            return self.openapi(&parts.method);
-        }
         let route = Route::recognize(&path).ok_or(ApiError::NotFound)?;
         let vouched = self
             .trust_principal
@@ -449,95 +391,97 @@ impl Shared {
         let caller = match vouched {
             Some(principal) => {
                 let caller = Caller::vouched(principal);
-                if !route.permits(caller.scope, &parts.method) {
+                if !route.permits(&caller, &parts.method) {
                     return Err(ApiError::Forbidden);
                 }
-                caller
+                Some(caller)
             }
-            None => {
+            None if !route.credentials().required() => None,
+            None => Some(
                 self.authorize(&route, &parts.method, &parts.headers)
-                    .await?
-            }
+                    .await?,
+            ),
         };
         let origin = Origin {
-            actor: caller.actor.clone(),
+            actor: caller.as_ref().map_or_else(
+                || crate::model::Actor::named("anonymous"),
+                |c| c.actor.clone(),
+            ),
             request_id: Some(request_id.as_str().to_owned()),
             idempotency: None,
         };
-        let idempotency_key = if idempotency::is_write(&route, &parts.method) {
-            idempotency::key_of(&parts.headers)?
-        } else {
-            None
+        let endpoint = route.endpoint(&parts.method);
+        let idempotency_key = match endpoint {
+            Some(endpoint) if endpoint.idempotent != Idempotent::No => {
+                idempotency::key_of(&parts.headers)?
+            }
+            _ => None,
         };
-        if !route.allowed_methods().contains(&parts.method) {
+        let Some(endpoint) = endpoint else {
             return Err(ApiError::MethodNotAllowed(route.allowed_methods()));
-        }
-        tracing::debug!(?route, method = %parts.method, "authorized");
-        let written_database = CacheKey::written(&route, &parts.method)
-            .filter(|key| matches!(key, Some(CacheKey::Database(_))));
-        let written = self
-            .read_cache
-            .as_ref()
-            .and_then(|_| CacheKey::written(&route, &parts.method));
+        };
+        tracing::debug!(route = route.template(), method = %parts.method, "authorized");
+        let written = CacheKey::written(endpoint.writes, &route.params);
         let call = Call {
             method: parts.method,
             headers: parts.headers,
             query: parts.uri.query().map(str::to_owned),
-            body,
+            body: call::boxed(body),
+            params: route.params.clone(),
+            caller: caller.as_ref(),
+            origin: &origin,
         };
         let answer = match idempotency_key {
-            Some(key) => {
-                self.idempotent(route, call, &caller, origin, &key, &path)
-                    .await
-            }
-            None => self.dispatch(route, call, &caller, &origin).await,
+            Some(key) => self.idempotent(endpoint, call, &key, &path).await,
+            None => (endpoint.handler)(self, call).await,
         };
-        // Succeeded or not (a failed commit may still have happened), before answering.
-        if let (Some(cache), Some(key)) = (&self.read_cache, written) {
-            cache.invalidate(key.as_ref());
-        }
-        // A changed or deleted database's pools go at once (its secrets, host or timeout may
-        // have changed; docs/queries.md, "Running queries"). Other nodes replace theirs at their next
-        // run (the database's version changed) or drop them when unused.
-        if let Some(Some(CacheKey::Database(id))) = &written_database {
-            self.runners.evict(id);
+        if let Some(key) = written {
+            // Succeeded or not (a failed commit may still have happened), before answering.
+            if let Some(cache) = &self.read_cache {
+                cache.invalidate(key.as_ref());
+            }
+            // A changed or deleted database's pools go at once (its secrets, host or timeout
+            // may have changed; docs/queries.md, "Running queries"). Other nodes replace theirs
+            // at their next run (the database's version changed) or drop them when unused.
+            if let Some(CacheKey::Database(id)) = &key {
+                self.runners.evict(id);
+            }
         }
         answer
     }
 
     /// A write with an `Idempotency-Key` ([`idempotency`]): the stored answer of the same
     /// request, or the write, storing its answer with it.
-    async fn idempotent<B>(
+    async fn idempotent(
         &self,
-        route: Route<'_>,
-        call: Call<B>,
-        caller: &Caller,
-        mut origin: Origin,
+        endpoint: &'static Endpoint,
+        call: Call<'_>,
         key: &str,
         path: &str,
-    ) -> Result<Response<ResponseBody>, ApiError>
-    where
-        B: Body,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
+    ) -> Result<Response<ResponseBody>, ApiError> {
         let Call {
             method,
             headers,
             query,
-            body,
+            body: unread,
+            params,
+            caller,
+            origin,
         } = call;
         let key = idempotency::scoped(&origin.actor, &method, path, key);
         let bytes = if method == Method::DELETE {
             bytes::Bytes::new()
         } else {
-            body::read(&headers, body, self.body_limit, self.body_timeout).await?
+            body::read(&headers, unread, self.body_limit, self.body_timeout).await?
         };
         let fingerprint = idempotency::fingerprint(&method, path, &headers, &bytes);
         if let Some(stored) = self.storage.stored_answer(&key).await? {
             return idempotency::replay(&stored, &fingerprint);
         }
+        let mut origin = origin.clone();
         origin.idempotency = Some(idempotency::idempotency(
-            &route,
+            endpoint.idempotent,
+            params.get("id"),
             &method,
             key.clone(),
             fingerprint,
@@ -546,9 +490,12 @@ impl Shared {
             method,
             headers,
             query,
-            body: http_body_util::Full::new(bytes),
+            body: call::boxed(http_body_util::Full::new(bytes)),
+            params,
+            caller,
+            origin: &origin,
         };
-        match self.dispatch(route, call, caller, &origin).await {
+        match (endpoint.handler)(self, call).await {
             // Another request with this key wrote first: its answer, now stored.
             Err(ApiError::AnswerExists) => match self.storage.stored_answer(&key).await? {
                 Some(stored) => idempotency::replay(&stored, &fingerprint),
@@ -558,51 +505,8 @@ impl Shared {
         }
     }
 
-    /// The call, by route.
-    async fn dispatch<B>(
-        &self,
-        route: Route<'_>,
-        call: Call<B>,
-        caller: &Caller,
-        origin: &Origin,
-    ) -> Result<Response<ResponseBody>, ApiError>
-    where
-        B: Body,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        match route {
-            Route::Queries
-            | Route::Query(_)
-            | Route::QueryRun(_)
-            | Route::QueryReviews(_)
-            | Route::PanelRun { .. } => self.queries(route, call, caller, origin).await,
-            Route::Databases
-            | Route::DatabaseSetup
-            | Route::DatabaseRemove(_)
-            | Route::Database(_) => self.databases(route, call, origin).await,
-            Route::Permissions(_) | Route::DataProtection(_) => {
-                self.access(route, call, origin).await
-            }
-            Route::CheckConnection(id, username) => self.check_connection(&id, &username).await,
-            Route::CheckUnsaved => self.check_unsaved(None, call).await,
-            Route::Audit => self.audit(call.query.as_deref()).await,
-            Route::CheckEdited(id) => self.check_unsaved(Some(&id), call).await,
-            Route::Dashboards { .. } | Route::Dashboard { .. } => {
-                self.dashboards(route, call, origin).await
-            }
-            Route::ActionTrigger { .. } => self.triggers(route, call, caller, origin).await,
-            Route::Deliveries | Route::Delivery(_) | Route::DeliveryRetry(_) => {
-                self.deliveries(route, &call.method, call.query.as_deref(), origin)
-                    .await
-            }
-        }
-    }
-
     /// `GET /openapi.json`: the OpenAPI document, no credential needed.
-    fn openapi(&self, method: &Method) -> Result<Response<ResponseBody>, ApiError> {
-        if method != Method::GET {
-            return Err(ApiError::MethodNotAllowed(&[Method::GET]));
-        }
+    async fn openapi_document(&self, _call: Call<'_>) -> Result<Response<ResponseBody>, ApiError> {
         let body = self.openapi.get_or_init(|| {
             let document = openapi::document(&self.base_path);
             bytes::Bytes::from(serde_json::to_vec(&document).unwrap_or_default())
@@ -614,7 +518,7 @@ impl Shared {
     }
 
     /// 401 unless a credential the route takes is valid; 403 unless its scope allows the call.
-    async fn authorize(
+    pub(crate) async fn authorize(
         &self,
         route: &Route<'_>,
         method: &Method,
@@ -641,7 +545,7 @@ impl Shared {
             }
         }
         let unauthorized = || {
-            let other = presented_credentials(headers, Credentials::ApiKeyOrBearer)
+            let other = presented_credentials(headers, Credentials::EITHER)
                 .any(|(kind, _)| !accepted.accepts(kind));
             ApiError::Unauthorized {
                 bearer: accepted.takes_bearer(),
@@ -650,7 +554,7 @@ impl Shared {
         };
         match caller {
             None => Err(unauthorized()),
-            Some(caller) if route.permits(caller.scope, method) => Ok(caller),
+            Some(caller) if route.permits(&caller, method) => Ok(caller),
             Some(_) => Err(ApiError::Forbidden),
         }
     }

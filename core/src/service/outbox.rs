@@ -1,14 +1,13 @@
 //! Row action triggers and the outbox routes (docs/workflows.md, "Workflows and notifications").
 
-use http::{Method, Response, StatusCode};
-use http_body::Body;
+use http::StatusCode;
 use serde_json::{Map, Value};
 
+use super::call::Call;
 use super::render::{DeliveryView, PageView};
 use super::response::json_response;
-use super::router::Route;
-use super::{ApiError, Call, ResponseBody, Shared, split_page};
-use crate::auth::Caller;
+use super::router::Answer;
+use super::{ApiError, Shared, split_page};
 use crate::model::{
     Action, AuditAction, AuditEvent, Database, Delivery, DeliveryStatus, Origin, Panel,
     PanelDetails, Principal, Target, Timestamp, Written,
@@ -31,30 +30,20 @@ pub struct OutboxTargets {
 }
 
 impl Shared {
-    pub(super) async fn triggers<B>(
-        &self,
-        route: Route<'_>,
-        call: Call<B>,
-        caller: &Caller,
-        origin: &Origin,
-    ) -> Result<Response<ResponseBody>, ApiError>
-    where
-        B: Body,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let Route::ActionTrigger {
-            dashboard,
-            panel,
-            action,
-            ..
-        } = route
-        else {
-            return Err(ApiError::NotFound);
-        };
-        let principal = self.principal(caller)?;
+    /// `POST …/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger`: **202** with the
+    /// delivery it put in the outbox.
+    pub(super) async fn trigger_action(&self, mut call: Call<'_>) -> Answer {
+        let principal = call.principal()?.clone();
         let body = call.json(self).await?;
         let delivery = self
-            .trigger(principal, &dashboard, &panel, &action, &body, origin)
+            .trigger(
+                &principal,
+                call.param("id"),
+                call.param("panel_id"),
+                call.param("action_id"),
+                &body,
+                call.origin,
+            )
             .await?;
         Ok(json_response(
             StatusCode::ACCEPTED,
@@ -191,42 +180,9 @@ impl Shared {
         ))
     }
 
-    /// `…/deliveries`, `…/deliveries/{id}` and `…/deliveries/{id}/retry`.
-    pub(super) async fn deliveries(
-        &self,
-        route: Route<'_>,
-        method: &Method,
-        query: Option<&str>,
-        origin: &Origin,
-    ) -> Result<Response<ResponseBody>, ApiError> {
-        match (route, method) {
-            (Route::Deliveries, _) => self.list_deliveries(query).await,
-            (Route::Delivery(id), _) => {
-                let delivery = self
-                    .storage
-                    .delivery(&id)
-                    .await?
-                    .ok_or(ApiError::NotFound)?;
-                Ok(json_response(
-                    StatusCode::OK,
-                    &DeliveryView::from(&delivery),
-                ))
-            }
-            (Route::DeliveryRetry(id), _) => {
-                let delivery = self.retry_delivery(&id, origin).await?;
-                Ok(json_response(
-                    StatusCode::ACCEPTED,
-                    &DeliveryView::from(&delivery),
-                ))
-            }
-            _ => Err(ApiError::NotFound),
-        }
-    }
-
-    async fn list_deliveries(
-        &self,
-        query: Option<&str>,
-    ) -> Result<Response<ResponseBody>, ApiError> {
+    /// `GET …/deliveries`: the outbox, newest first, by `status`.
+    pub(super) async fn list_deliveries(&self, call: Call<'_>) -> Answer {
+        let query = call.query.as_deref();
         let page = crate::validate::parse_page_query(query)?;
         // An empty `status=` names no status either: 422, as any other that is not one.
         let status = crate::validate::parse_named_parameter::<DeliveryStatus>(query, "status")?;
@@ -246,9 +202,31 @@ impl Shared {
         Ok(json_response(StatusCode::OK, &PageView { data, next }))
     }
 
+    /// `GET …/deliveries/{id}`.
+    pub(super) async fn get_delivery(&self, call: Call<'_>) -> Answer {
+        let delivery = self
+            .storage
+            .delivery(call.param("id"))
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        Ok(json_response(
+            StatusCode::OK,
+            &DeliveryView::from(&delivery),
+        ))
+    }
+
+    /// `POST …/deliveries/{id}/retry`: a dead letter retried by hand, **202**.
+    pub(super) async fn retry_delivery(&self, call: Call<'_>) -> Answer {
+        let delivery = self.retried_delivery(call.param("id"), call.origin).await?;
+        Ok(json_response(
+            StatusCode::ACCEPTED,
+            &DeliveryView::from(&delivery),
+        ))
+    }
+
     /// A dead letter, pending again with every attempt, with its event: 404 when there is no
     /// such delivery, 409 unless it is dead.
-    async fn retry_delivery(&self, id: &str, origin: &Origin) -> Result<Delivery, ApiError> {
+    async fn retried_delivery(&self, id: &str, origin: &Origin) -> Result<Delivery, ApiError> {
         for _ in 0..8 {
             let stored = self.storage.delivery(id).await?.ok_or(ApiError::NotFound)?;
             let Some(retried) = stored.retried(Timestamp::now()) else {

@@ -1,396 +1,620 @@
-//! Routing: from method and path to a [`Route`], the methods it allows and who may call it.
+//! Routing: one table of the API's endpoints ([`ROUTES`]), each row naming its method, where it
+//! is mounted, its path template, who may call it, whether it takes an `Idempotency-Key`, what
+//! it may change in the read cache, and its handler. Recognition (404), the methods a path
+//! answers (405 with `Allow`), the metrics label and the OpenAPI document's paths all come
+//! from the table: adding an endpoint is one row and one function, as `route(path, post(h))` is
+//! in axum. Routing is pure, and tested here without I/O.
 
 use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
 
 use http::Method;
 use percent_encoding::percent_decode_str;
 
+use super::Shared;
+use super::call::Call;
+use super::error::ApiError;
+use super::openapi::{Describe, operations};
+use super::response::ResponseBody;
+use crate::auth::Caller;
 use crate::model::{CredentialKind, Scope};
 
-/// An endpoint of the API, with its path parameters (percent-decoded).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Route<'a> {
-    /// `…/databases`: list (GET), create (POST).
-    Databases,
-    /// `…/databases/setup`: setup (PUT).
-    DatabaseSetup,
-    /// `…/databases/remove/{api_id}`: remove by api_id (DELETE).
-    DatabaseRemove(Cow<'a, str>),
-    /// `…/databases/{id}`: retrieve (GET), update (PATCH), delete (DELETE).
-    Database(Cow<'a, str>),
-    /// `…/databases/{id}/permissions`: read (GET), replace (PUT).
-    Permissions(Cow<'a, str>),
-    /// `…/databases/{id}/data-protection`: read (GET), replace (PUT).
-    DataProtection(Cow<'a, str>),
-    /// `…/databases/{id}/check-connection/{username}` (GET).
-    CheckConnection(Cow<'a, str>, Cow<'a, str>),
-    /// `…/databases/check-connection` (POST): check a database described in the body, unsaved.
-    CheckUnsaved,
-    /// `…/databases/{id}/check-connection` (POST): check a stored database with the body's
-    /// changes merged over it, unsaved.
-    CheckEdited(Cow<'a, str>),
-    /// `/api/v1/console/audit`: the audit trail (GET).
-    Audit,
-    /// `/v1/dashboards` and `/api/v1/dashboards`: list (GET), create (POST).
-    Dashboards { compat: bool },
-    /// `…/dashboards/{id}`: retrieve (GET), update (PUT; PATCH too on the compat routes),
-    /// delete (DELETE).
-    Dashboard { id: Cow<'a, str>, compat: bool },
-    /// `…/dashboards/{id}/panels/{panel_id}/run` (POST): run a panel's query.
-    PanelRun {
-        dashboard: Cow<'a, str>,
-        panel: Cow<'a, str>,
-        compat: bool,
-    },
-    /// `…/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger` (POST): start a row
-    /// action's workflow.
-    ActionTrigger {
-        dashboard: Cow<'a, str>,
-        panel: Cow<'a, str>,
-        action: Cow<'a, str>,
-        compat: bool,
-    },
-    /// `/api/v1/console/deliveries`: the outbox (GET).
-    Deliveries,
-    /// `/api/v1/console/deliveries/{id}` (GET).
-    Delivery(Cow<'a, str>),
-    /// `/api/v1/console/deliveries/{id}/retry` (POST): retry a dead letter.
-    DeliveryRetry(Cow<'a, str>),
-    /// `…/queries`: the history (GET), create (POST).
-    Queries,
-    /// `…/queries/{id}` (GET).
-    Query(Cow<'a, str>),
-    /// `…/queries/{id}/run` (POST): run a stored query, once.
-    QueryRun(Cow<'a, str>),
-    /// `…/queries/{id}/reviews` (POST): approve or reject a query.
-    QueryReviews(Cow<'a, str>),
+/// What a handler answers.
+pub(crate) type Answer = Result<http::Response<ResponseBody>, ApiError>;
+
+/// An endpoint's handler: an `async fn(&Shared, Call<'_>) -> Answer`, boxed by [`handler!`].
+pub(crate) type Handler =
+    for<'a> fn(&'a Shared, Call<'a>) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
+
+/// The [`Handler`] of an `async fn` method of [`Shared`].
+macro_rules! handler {
+    ($name:ident) => {
+        |shared, call| Box::pin(Shared::$name(shared, call))
+    };
 }
 
-/// Which caller credentials a route takes.
+/// The caller credentials a route takes: a set of kinds, possibly empty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Credentials {
-    /// `x-api-key` only.
-    ApiKey,
-    /// `Authorization: Bearer` only.
-    Bearer,
-    /// Either (the `/api/v1/dashboards` compatibility routes).
-    ApiKeyOrBearer,
-}
+pub(crate) struct Credentials(u8);
 
 impl Credentials {
+    /// None at all: the route is open (the OpenAPI document; later the console's pages and
+    /// sign-in).
+    pub(crate) const NONE: Self = Self(0);
+    /// `x-api-key`.
+    pub(crate) const API_KEY: Self = Self(1);
+    /// `Authorization: Bearer`.
+    pub(crate) const BEARER: Self = Self(2);
+    /// Either of the two.
+    pub(crate) const EITHER: Self = Self(1 | 2);
+
+    /// Whether it takes any credential.
+    pub(crate) fn required(self) -> bool {
+        self != Self::NONE
+    }
+
     /// Whether a 401 carries `www-authenticate: Bearer`.
     pub(crate) fn takes_bearer(self) -> bool {
-        !matches!(self, Credentials::ApiKey)
+        self.0 & Self::BEARER.0 != 0
+    }
+
+    /// Whether a presented credential of this kind is looked at.
+    pub(crate) fn accepts(self, kind: CredentialKind) -> bool {
+        let bit = match kind {
+            CredentialKind::ApiKey => Self::API_KEY.0,
+            CredentialKind::AccessToken => Self::BEARER.0,
+        };
+        self.0 & bit != 0
     }
 
     /// What a 401 says the route takes, and why what was presented did not do: `presented` is
     /// whether a credential the route takes was sent, `other` whether one it does not take was.
     pub(crate) fn hint(self, presented: bool, other: bool) -> &'static str {
         match (self, presented, other) {
-            (Credentials::ApiKey, true, _) => "the API key (x-api-key) is not valid",
-            (Credentials::ApiKey, false, true) => {
+            (Self::API_KEY, true, _) => "the API key (x-api-key) is not valid",
+            (Self::API_KEY, false, true) => {
                 "this route takes an API key in the x-api-key header, not an access token"
             }
-            (Credentials::ApiKey, false, false) => {
-                "this route takes an API key in the x-api-key header"
-            }
-            (Credentials::Bearer, true, _) => {
-                "the access token (Authorization: Bearer) is not valid"
-            }
-            (Credentials::Bearer, false, true) => {
+            (Self::API_KEY, false, false) => "this route takes an API key in the x-api-key header",
+            (Self::BEARER, true, _) => "the access token (Authorization: Bearer) is not valid",
+            (Self::BEARER, false, true) => {
                 "this route takes an access token (Authorization: Bearer <token>), not an API key"
             }
-            (Credentials::Bearer, false, false) => {
+            (Self::BEARER, false, false) => {
                 "this route takes an access token (Authorization: Bearer <token>)"
             }
-            (Credentials::ApiKeyOrBearer, true, _) => "the credential is not valid",
-            (Credentials::ApiKeyOrBearer, false, _) => {
+            (_, true, _) => "the credential is not valid",
+            (_, false, _) => {
                 "this route takes an API key in the x-api-key header or an access token (Authorization: Bearer <token>)"
             }
         }
     }
+}
 
-    /// Whether a presented credential of this kind is looked at.
-    pub(crate) fn accepts(self, kind: CredentialKind) -> bool {
+/// Who may call an endpoint: a predicate over the caller's scope and principal. (Whether a
+/// principal may act on a given record, such as the author of a query, is its handler's
+/// question: it needs the record.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Who {
+    /// Anyone, authenticated or not.
+    Anyone,
+    /// A full-scope caller.
+    Full,
+    /// A full- or setup-scope caller (declarative setup and removal).
+    Setup,
+    /// A full-, query- or agent-scope caller: the routes that run queries (their handlers
+    /// need a principal, and say so).
+    Querier,
+}
+
+impl Who {
+    /// Whether `caller` may call the endpoint.
+    pub(crate) fn permits(self, caller: &Caller) -> bool {
         match self {
-            Credentials::ApiKey => kind == CredentialKind::ApiKey,
-            Credentials::Bearer => kind == CredentialKind::AccessToken,
-            Credentials::ApiKeyOrBearer => true,
+            Who::Anyone => true,
+            Who::Full => caller.scope == Scope::Full,
+            Who::Setup => matches!(caller.scope, Scope::Full | Scope::Setup),
+            Who::Querier => matches!(caller.scope, Scope::Full | Scope::Query | Scope::Agent),
+        }
+    }
+
+    /// Whether `caller` may learn which methods a path of such endpoints answers (before a
+    /// 405): setup scope reaches only the setup calls themselves.
+    fn reaches(self, caller: &Caller) -> bool {
+        match self {
+            Who::Setup => caller.scope == Scope::Full,
+            other => other.permits(caller),
         }
     }
 }
 
-fn decode(segment: &str) -> Option<Cow<'_, str>> {
-    let decoded = percent_decode_str(segment).decode_utf8().ok()?;
-    (!decoded.is_empty()).then_some(decoded)
+/// Whether an endpoint takes an `Idempotency-Key`, and what its stored answer renders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Idempotent {
+    /// It writes nothing a retry could repeat (reads, checks), or streams its answer (runs).
+    No,
+    /// A write answered with the record it wrote.
+    Record,
+    /// A write of a database's permissions, answered with them.
+    Permissions,
+    /// A write of a database's data protection, answered with it.
+    DataProtection,
 }
 
-impl<'a> Route<'a> {
-    /// The route of a path, or `None` for an unknown path.
-    pub(crate) fn recognize(path: &'a str) -> Option<Route<'a>> {
-        let segments: Vec<&str> = path.strip_prefix('/')?.split('/').collect();
-        match segments.as_slice() {
-            ["api", "v1", "console" | "querydesk", "databases", rest @ ..] => match rest {
-                [] => Some(Route::Databases),
-                ["setup"] => Some(Route::DatabaseSetup),
-                ["check-connection"] => Some(Route::CheckUnsaved),
-                ["remove", api_id] => Some(Route::DatabaseRemove(decode(api_id)?)),
-                [id] => Some(Route::Database(decode(id)?)),
-                [id, "permissions"] => Some(Route::Permissions(decode(id)?)),
-                [id, "data-protection"] => Some(Route::DataProtection(decode(id)?)),
-                [id, "check-connection"] => Some(Route::CheckEdited(decode(id)?)),
-                [id, "check-connection", username] => {
-                    Some(Route::CheckConnection(decode(id)?, decode(username)?))
+/// What an endpoint may change in the read cache (and in the query pools), once answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Writes {
+    /// Nothing that is cached: reads, creates (a new id), sub-resources (not part of a
+    /// record's rendering).
+    Nothing,
+    /// The database of its `{id}`.
+    Database,
+    /// The dashboard of its `{id}`.
+    Dashboard,
+    /// Databases not known by id (setup and removal by `api_id`).
+    SomeDatabase,
+}
+
+/// Where an endpoint is mounted: a path prefix and the credentials it takes there.
+#[derive(Debug)]
+pub(crate) struct Mount {
+    /// Prefixed to the endpoint's path template.
+    pub(crate) prefix: &'static str,
+    /// What a caller presents there.
+    pub(crate) credentials: Credentials,
+    /// Whether it is a compatibility path (the Terraform provider's).
+    pub(crate) compat: bool,
+}
+
+/// One row of the route table.
+#[derive(Debug)]
+pub(crate) struct Endpoint {
+    /// The method.
+    pub(crate) method: Method,
+    /// Where it is mounted; the first is its own path, the others compatibility paths.
+    pub(crate) mounts: &'static [Mount],
+    /// Its path below a mount, with `{name}` parameters: also its metrics label.
+    pub(crate) path: &'static str,
+    /// Who may call it.
+    pub(crate) who: Who,
+    /// Whether it takes an `Idempotency-Key`.
+    pub(crate) idempotent: Idempotent,
+    /// What it may change in the read cache.
+    pub(crate) writes: Writes,
+    /// Its OpenAPI operation id (a compatibility path's adds `Compat`).
+    pub(crate) operation: &'static str,
+    /// The rest of its OpenAPI operation.
+    pub(crate) describe: Describe,
+    /// What answers it.
+    pub(crate) handler: Handler,
+}
+
+const fn mount(prefix: &'static str, credentials: Credentials, compat: bool) -> Mount {
+    Mount {
+        prefix,
+        credentials,
+        compat,
+    }
+}
+
+/// The database routes: `x-api-key`, under the console's prefix and the Terraform provider's.
+const DATABASES: &[Mount] = &[
+    mount("/api/v1/console", Credentials::API_KEY, false),
+    mount("/api/v1/querydesk", Credentials::API_KEY, true),
+];
+/// The query routes: either credential, under the same two prefixes.
+const QUERIES: &[Mount] = &[
+    mount("/api/v1/console", Credentials::EITHER, false),
+    mount("/api/v1/querydesk", Credentials::EITHER, true),
+];
+/// The console's own routes (audit, outbox): `x-api-key`, no compatibility path.
+const CONSOLE: &[Mount] = &[mount("/api/v1/console", Credentials::API_KEY, false)];
+/// The dashboard routes: `Bearer` on their own path, either credential on the provider's.
+const DASHBOARDS: &[Mount] = &[
+    mount("/v1", Credentials::BEARER, false),
+    mount("/api/v1", Credentials::EITHER, true),
+];
+/// `PATCH` for a dashboard's update, on the provider's path only.
+const DASHBOARDS_COMPAT: &[Mount] = &[mount("/api/v1", Credentials::EITHER, true)];
+/// Open documents at the root.
+const OPEN: &[Mount] = &[mount("", Credentials::NONE, false)];
+
+macro_rules! routes {
+    ($($method:ident $mounts:ident $path:literal, $who:ident, $idem:ident, $writes:ident, $op:literal => $handler:ident;)*) => {
+        &[$(Endpoint {
+            method: Method::$method,
+            mounts: $mounts,
+            path: $path,
+            who: Who::$who,
+            idempotent: Idempotent::$idem,
+            writes: Writes::$writes,
+            operation: $op,
+            describe: operations::$handler,
+            handler: handler!($handler),
+        }),*]
+    };
+}
+
+/// Every endpoint of the API: method, mounts, path; who may call; idempotency; cache; OpenAPI
+/// operation id; handler.
+pub(crate) static ROUTES: &[Endpoint] = routes! {
+    GET DATABASES "/databases", Full, No, Nothing, "listDatabases" => list_databases;
+    POST DATABASES "/databases", Full, Record, Nothing, "createDatabase" => create_database;
+    PUT DATABASES "/databases/setup", Setup, Record, SomeDatabase, "setupDatabase" => setup_database;
+    POST DATABASES "/databases/check-connection", Full, No, Nothing, "checkUnsavedConnection" => check_unsaved;
+    DELETE DATABASES "/databases/remove/{api_id}", Setup, Record, SomeDatabase, "removeDatabase" => remove_database;
+    GET DATABASES "/databases/{id}", Full, No, Nothing, "getDatabase" => get_database;
+    PATCH DATABASES "/databases/{id}", Full, Record, Database, "updateDatabase" => update_database;
+    DELETE DATABASES "/databases/{id}", Full, Record, Database, "deleteDatabase" => delete_database;
+    GET DATABASES "/databases/{id}/permissions", Full, No, Nothing, "getPermissions" => get_permissions;
+    PUT DATABASES "/databases/{id}/permissions", Full, Permissions, Nothing, "putPermissions" => put_permissions;
+    GET DATABASES "/databases/{id}/data-protection", Full, No, Nothing, "getDataProtection" => get_data_protection;
+    PUT DATABASES "/databases/{id}/data-protection", Full, DataProtection, Nothing, "putDataProtection" => put_data_protection;
+    POST DATABASES "/databases/{id}/check-connection", Full, No, Nothing, "checkEditedConnection" => check_edited;
+    GET DATABASES "/databases/{id}/check-connection/{username}", Full, No, Nothing, "checkConnection" => check_connection;
+    GET QUERIES "/queries", Querier, No, Nothing, "listQueries" => list_queries;
+    POST QUERIES "/queries", Querier, Record, Nothing, "createQuery" => create_query;
+    GET QUERIES "/queries/{id}", Querier, No, Nothing, "getQuery" => get_query;
+    POST QUERIES "/queries/{id}/run", Querier, No, Nothing, "runQuery" => run_query;
+    POST QUERIES "/queries/{id}/reviews", Querier, No, Nothing, "reviewQuery" => review_query;
+    GET CONSOLE "/audit", Full, No, Nothing, "listAuditEvents" => list_audit;
+    GET CONSOLE "/deliveries", Full, No, Nothing, "listDeliveries" => list_deliveries;
+    GET CONSOLE "/deliveries/{id}", Full, No, Nothing, "getDelivery" => get_delivery;
+    POST CONSOLE "/deliveries/{id}/retry", Full, Record, Nothing, "retryDelivery" => retry_delivery;
+    GET DASHBOARDS "/dashboards", Full, No, Nothing, "listDashboards" => list_dashboards;
+    POST DASHBOARDS "/dashboards", Full, Record, Nothing, "createDashboard" => create_dashboard;
+    GET DASHBOARDS "/dashboards/{id}", Full, No, Nothing, "getDashboard" => get_dashboard;
+    PUT DASHBOARDS "/dashboards/{id}", Full, Record, Dashboard, "updateDashboard" => update_dashboard;
+    PATCH DASHBOARDS_COMPAT "/dashboards/{id}", Full, Record, Dashboard, "patchDashboard" => update_dashboard;
+    DELETE DASHBOARDS "/dashboards/{id}", Full, Record, Dashboard, "deleteDashboard" => delete_dashboard;
+    POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/run", Querier, No, Nothing, "runPanel" => run_panel;
+    POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger", Querier, Record, Nothing, "triggerAction" => trigger_action;
+    GET OPEN "/openapi.json", Anyone, No, Nothing, "getOpenapi" => openapi_document;
+};
+
+/// The path parameters of a recognized path, percent-decoded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Params<'p>(Vec<(&'static str, Cow<'p, str>)>);
+
+impl<'p> Params<'p> {
+    /// The value of parameter `name` (empty when the template has none of that name, which the
+    /// table's tests rule out).
+    pub(crate) fn get(&self, name: &str) -> &str {
+        self.0
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or("", |(_, value)| value.as_ref())
+    }
+}
+
+/// A path the table knows: the endpoints of its template at its mount (one per method), and
+/// its parameters.
+#[derive(Debug)]
+pub(crate) struct Route<'p> {
+    /// The rows of the template, in table order.
+    pub(crate) endpoints: Vec<&'static Endpoint>,
+    /// The mount it was found under.
+    pub(crate) mount: &'static Mount,
+    /// Its parameters.
+    pub(crate) params: Params<'p>,
+}
+
+impl<'p> Route<'p> {
+    /// The route of a path, or `None` for an unknown path (404). Of several templates that
+    /// match, the one with a literal segment where the others have a parameter wins, first
+    /// segment first (`/databases/setup` over `/databases/{id}`).
+    pub(crate) fn recognize(path: &'p str) -> Option<Route<'p>> {
+        let mut best: Option<(Vec<bool>, &'static Endpoint, &'static Mount, Params<'p>)> = None;
+        for endpoint in ROUTES {
+            for mount in endpoint.mounts {
+                let Some(rest) = path.strip_prefix(mount.prefix) else {
+                    continue;
+                };
+                let Some((literals, params)) = matches(endpoint.path, rest) else {
+                    continue;
+                };
+                let better = match &best {
+                    None => true,
+                    Some((known, ..)) => literals > *known,
+                };
+                if better {
+                    best = Some((literals, endpoint, mount, params));
                 }
-                _ => None,
-            },
-            ["api", "v1", "console" | "querydesk", "queries", rest @ ..] => match rest {
-                [] => Some(Route::Queries),
-                [id] => Some(Route::Query(decode(id)?)),
-                [id, "run"] => Some(Route::QueryRun(decode(id)?)),
-                [id, "reviews"] => Some(Route::QueryReviews(decode(id)?)),
-                _ => None,
-            },
-            ["api", "v1", "console", "audit"] => Some(Route::Audit),
-            ["api", "v1", "console", "deliveries", rest @ ..] => match rest {
-                [] => Some(Route::Deliveries),
-                [id] => Some(Route::Delivery(decode(id)?)),
-                [id, "retry"] => Some(Route::DeliveryRetry(decode(id)?)),
-                _ => None,
-            },
-            ["v1", "dashboards", rest @ ..] => Self::dashboards(rest, false),
-            ["api", "v1", "dashboards", rest @ ..] => Self::dashboards(rest, true),
-            _ => None,
+            }
         }
+        let (_, found, mount, params) = best?;
+        let endpoints = ROUTES
+            .iter()
+            .filter(|e| e.path == found.path && e.mounts.iter().any(|m| m.prefix == mount.prefix))
+            .collect();
+        Some(Route {
+            endpoints,
+            mount,
+            params,
+        })
     }
 
-    fn dashboards(rest: &[&'a str], compat: bool) -> Option<Route<'a>> {
-        match rest {
-            [] => Some(Route::Dashboards { compat }),
-            [id] => Some(Route::Dashboard {
-                id: decode(id)?,
-                compat,
-            }),
-            [id, "panels", panel, "run"] => Some(Route::PanelRun {
-                dashboard: decode(id)?,
-                panel: decode(panel)?,
-                compat,
-            }),
-            [id, "panels", panel, "actions", action, "trigger"] => Some(Route::ActionTrigger {
-                dashboard: decode(id)?,
-                panel: decode(panel)?,
-                action: decode(action)?,
-                compat,
-            }),
-            _ => None,
-        }
+    /// The endpoint of `method`, if the path answers it.
+    pub(crate) fn endpoint(&self, method: &Method) -> Option<&'static Endpoint> {
+        self.endpoints.iter().find(|e| e.method == *method).copied()
     }
 
-    /// The route's path template, the same for its compat paths (the `route` label of the
-    /// request metrics).
+    /// The methods the path answers (the `Allow` of a 405).
+    pub(crate) fn allowed_methods(&self) -> Vec<Method> {
+        self.endpoints.iter().map(|e| e.method.clone()).collect()
+    }
+
+    /// Its path template (the `route` label of the request metrics): the same for its
+    /// compatibility paths.
     pub(crate) fn template(&self) -> &'static str {
-        match self {
-            Route::Databases => "/databases",
-            Route::DatabaseSetup => "/databases/setup",
-            Route::DatabaseRemove(_) => "/databases/remove/{api_id}",
-            Route::Database(_) => "/databases/{id}",
-            Route::Permissions(_) => "/databases/{id}/permissions",
-            Route::DataProtection(_) => "/databases/{id}/data-protection",
-            Route::CheckConnection(..) => "/databases/{id}/check-connection/{username}",
-            Route::CheckUnsaved => "/databases/check-connection",
-            Route::CheckEdited(_) => "/databases/{id}/check-connection",
-            Route::Audit => "/audit",
-            Route::Dashboards { .. } => "/dashboards",
-            Route::Dashboard { .. } => "/dashboards/{id}",
-            Route::PanelRun { .. } => "/dashboards/{id}/panels/{panel_id}/run",
-            Route::ActionTrigger { .. } => {
-                "/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger"
-            }
-            Route::Deliveries => "/deliveries",
-            Route::Delivery(_) => "/deliveries/{id}",
-            Route::DeliveryRetry(_) => "/deliveries/{id}/retry",
-            Route::Queries => "/queries",
-            Route::Query(_) => "/queries/{id}",
-            Route::QueryRun(_) => "/queries/{id}/run",
-            Route::QueryReviews(_) => "/queries/{id}/reviews",
-        }
+        self.endpoints.first().map_or("unmatched", |e| e.path)
     }
 
-    /// The methods this route answers.
-    pub(crate) fn allowed_methods(&self) -> &'static [Method] {
-        match self {
-            Route::Databases | Route::Dashboards { .. } | Route::Queries => {
-                &[Method::GET, Method::POST]
-            }
-            Route::Query(_) => &[Method::GET],
-            Route::QueryRun(_)
-            | Route::QueryReviews(_)
-            | Route::PanelRun { .. }
-            | Route::ActionTrigger { .. }
-            | Route::DeliveryRetry(_) => &[Method::POST],
-            Route::Deliveries | Route::Delivery(_) => &[Method::GET],
-            Route::DatabaseSetup => &[Method::PUT],
-            Route::CheckUnsaved | Route::CheckEdited(_) => &[Method::POST],
-            Route::DatabaseRemove(_) => &[Method::DELETE],
-            Route::Database(_) => &[Method::GET, Method::PATCH, Method::DELETE],
-            Route::CheckConnection(..) | Route::Audit => &[Method::GET],
-            Route::Permissions(_) | Route::DataProtection(_) => &[Method::GET, Method::PUT],
-            Route::Dashboard { compat: false, .. } => &[Method::GET, Method::PUT, Method::DELETE],
-            Route::Dashboard { compat: true, .. } => {
-                &[Method::GET, Method::PUT, Method::PATCH, Method::DELETE]
-            }
-        }
-    }
-
-    /// The caller credentials this route takes.
+    /// The credentials the path takes.
     pub(crate) fn credentials(&self) -> Credentials {
-        match self {
-            Route::Dashboards { compat: false }
-            | Route::Dashboard { compat: false, .. }
-            | Route::PanelRun { compat: false, .. }
-            | Route::ActionTrigger { compat: false, .. } => Credentials::Bearer,
-            Route::Dashboards { compat: true }
-            | Route::Dashboard { compat: true, .. }
-            | Route::PanelRun { compat: true, .. }
-            | Route::ActionTrigger { compat: true, .. }
-            | Route::Queries
-            | Route::Query(_)
-            | Route::QueryRun(_)
-            | Route::QueryReviews(_) => Credentials::ApiKeyOrBearer,
-            _ => Credentials::ApiKey,
-        }
+        self.mount.credentials
     }
 
-    /// Whether a caller with this scope may call this route with this method.
-    pub(crate) fn permits(&self, scope: Scope, method: &Method) -> bool {
-        match scope {
-            Scope::Full => true,
-            Scope::Setup => matches!(
-                (self, method),
-                (Route::DatabaseSetup, &Method::PUT) | (Route::DatabaseRemove(_), &Method::DELETE)
-            ),
-            Scope::Query | Scope::Agent => self.runs_queries(),
+    /// Whether `caller` may call the path with `method`: the endpoint's rule, or, for a
+    /// method the path does not answer, whether the caller may learn which it does.
+    pub(crate) fn permits(&self, caller: &Caller, method: &Method) -> bool {
+        match self.endpoint(method) {
+            Some(endpoint) => endpoint.who.permits(caller),
+            None => self.endpoints.iter().any(|e| e.who.reaches(caller)),
         }
     }
+}
 
-    /// Whether the route is one of those that run queries (and need a principal).
-    pub(crate) fn runs_queries(&self) -> bool {
-        matches!(
-            self,
-            Route::Queries
-                | Route::Query(_)
-                | Route::QueryRun(_)
-                | Route::QueryReviews(_)
-                | Route::PanelRun { .. }
-                | Route::ActionTrigger { .. }
-        )
+/// Whether `path` (below a mount) fits `template`: for each segment whether it is a literal
+/// (to rank matches), and the parameters.
+fn matches<'p>(template: &'static str, path: &'p str) -> Option<(Vec<bool>, Params<'p>)> {
+    let mut literals = Vec::new();
+    let mut params = Vec::new();
+    let mut given = path.strip_prefix('/')?.split('/');
+    for part in template.strip_prefix('/')?.split('/') {
+        let segment = given.next()?;
+        match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+            Some(name) => {
+                let decoded = percent_decode_str(segment).decode_utf8().ok()?;
+                if decoded.is_empty() {
+                    return None;
+                }
+                params.push((name, decoded));
+                literals.push(false);
+            }
+            None if part == segment => literals.push(true),
+            None => return None,
+        }
     }
+    given.next().is_none().then_some((literals, Params(params)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Principal;
+
+    fn found(path: &str) -> Option<(&'static str, Vec<(&'static str, String)>)> {
+        Route::recognize(path).map(|route| {
+            let params = route
+                .params
+                .0
+                .iter()
+                .map(|(n, v)| (*n, v.to_string()))
+                .collect();
+            (route.template(), params)
+        })
+    }
 
     #[test]
     fn recognizes_every_route() {
+        let p = |pairs: &[(&'static str, &str)]| {
+            pairs
+                .iter()
+                .map(|(n, v)| (*n, (*v).to_owned()))
+                .collect::<Vec<_>>()
+        };
         let cases = [
-            ("/api/v1/console/databases", Some(Route::Databases)),
-            ("/api/v1/querydesk/databases", Some(Route::Databases)),
+            ("/api/v1/console/databases", Some(("/databases", p(&[])))),
+            ("/api/v1/querydesk/databases", Some(("/databases", p(&[])))),
             (
                 "/api/v1/console/databases/setup",
-                Some(Route::DatabaseSetup),
+                Some(("/databases/setup", p(&[]))),
             ),
             (
                 "/api/v1/console/databases/remove/a%20b",
-                Some(Route::DatabaseRemove("a b".into())),
+                Some(("/databases/remove/{api_id}", p(&[("api_id", "a b")]))),
             ),
             (
                 "/api/v1/console/databases/db_1",
-                Some(Route::Database("db_1".into())),
+                Some(("/databases/{id}", p(&[("id", "db_1")]))),
             ),
             (
                 "/api/v1/console/databases/db_1/check-connection/u%40x",
-                Some(Route::CheckConnection("db_1".into(), "u@x".into())),
+                Some((
+                    "/databases/{id}/check-connection/{username}",
+                    p(&[("id", "db_1"), ("username", "u@x")]),
+                )),
             ),
             (
                 "/api/v1/console/databases/check-connection",
-                Some(Route::CheckUnsaved),
+                Some(("/databases/check-connection", p(&[]))),
             ),
             (
                 "/api/v1/console/databases/db_1/check-connection",
-                Some(Route::CheckEdited("db_1".into())),
+                Some(("/databases/{id}/check-connection", p(&[("id", "db_1")]))),
             ),
-            ("/v1/dashboards", Some(Route::Dashboards { compat: false })),
+            ("/v1/dashboards", Some(("/dashboards", p(&[])))),
             (
                 "/api/v1/console/databases/db_1/permissions",
-                Some(Route::Permissions("db_1".into())),
+                Some(("/databases/{id}/permissions", p(&[("id", "db_1")]))),
             ),
             (
                 "/api/v1/querydesk/databases/db_1/data-protection",
-                Some(Route::DataProtection("db_1".into())),
+                Some(("/databases/{id}/data-protection", p(&[("id", "db_1")]))),
             ),
             (
                 "/api/v1/dashboards/dash_1",
-                Some(Route::Dashboard {
-                    id: "dash_1".into(),
-                    compat: true,
-                }),
+                Some(("/dashboards/{id}", p(&[("id", "dash_1")]))),
             ),
             ("/api/v1/console/databases/", None),
             (
                 "/api/v1/console/databases/remove",
-                Some(Route::Database("remove".into())),
+                Some(("/databases/{id}", p(&[("id", "remove")]))),
+            ),
+            (
+                "/api/v1/console/databases/remove/permissions",
+                Some((
+                    "/databases/remove/{api_id}",
+                    p(&[("api_id", "permissions")]),
+                )),
             ),
             ("/v1/dashboards/a/b", None),
             (
                 "/v1/dashboards/dash_1/panels/pl%201/run",
-                Some(Route::PanelRun {
-                    dashboard: "dash_1".into(),
-                    panel: "pl 1".into(),
-                    compat: false,
-                }),
+                Some((
+                    "/dashboards/{id}/panels/{panel_id}/run",
+                    p(&[("id", "dash_1"), ("panel_id", "pl 1")]),
+                )),
             ),
-            ("/api/v1/console/queries", Some(Route::Queries)),
+            ("/api/v1/console/queries", Some(("/queries", p(&[])))),
             (
                 "/api/v1/console/queries/qry_1",
-                Some(Route::Query("qry_1".into())),
+                Some(("/queries/{id}", p(&[("id", "qry_1")]))),
             ),
             (
                 "/api/v1/querydesk/queries/qry_1/run",
-                Some(Route::QueryRun("qry_1".into())),
+                Some(("/queries/{id}/run", p(&[("id", "qry_1")]))),
             ),
             (
                 "/api/v1/console/queries/qry_1/reviews",
-                Some(Route::QueryReviews("qry_1".into())),
+                Some(("/queries/{id}/reviews", p(&[("id", "qry_1")]))),
             ),
             ("/api/v1/console/queries/qry_1/run/x", None),
+            ("/api/v1/querydesk/audit", None),
+            ("/api/v1/querydesk/deliveries", None),
+            (
+                "/api/v1/console/deliveries/d_1/retry",
+                Some(("/deliveries/{id}/retry", p(&[("id", "d_1")]))),
+            ),
+            ("/openapi.json", Some(("/openapi.json", p(&[])))),
+            ("/api/v1/openapi.json", None),
             ("/nope", None),
             ("", None),
         ];
         for (path, expected) in cases {
-            assert_eq!(Route::recognize(path), expected, "{path}");
+            assert_eq!(found(path), expected, "{path}");
         }
     }
 
     #[test]
+    fn a_path_allows_the_methods_of_its_rows_at_its_mount() {
+        let methods = |path: &str| Route::recognize(path).unwrap().allowed_methods();
+        assert_eq!(
+            methods("/api/v1/console/databases"),
+            [Method::GET, Method::POST]
+        );
+        assert_eq!(methods("/api/v1/console/databases/setup"), [Method::PUT]);
+        assert_eq!(
+            methods("/api/v1/console/databases/x"),
+            [Method::GET, Method::PATCH, Method::DELETE]
+        );
+        assert_eq!(
+            methods("/v1/dashboards/x"),
+            [Method::GET, Method::PUT, Method::DELETE]
+        );
+        assert_eq!(
+            methods("/api/v1/dashboards/x"),
+            [Method::GET, Method::PUT, Method::PATCH, Method::DELETE]
+        );
+        assert_eq!(methods("/openapi.json"), [Method::GET]);
+    }
+
+    #[test]
+    fn credentials_come_from_the_mount() {
+        let credentials = |path: &str| Route::recognize(path).unwrap().credentials();
+        assert_eq!(
+            credentials("/api/v1/console/databases"),
+            Credentials::API_KEY
+        );
+        assert_eq!(credentials("/v1/dashboards"), Credentials::BEARER);
+        assert_eq!(credentials("/api/v1/dashboards"), Credentials::EITHER);
+        assert_eq!(
+            credentials("/api/v1/querydesk/queries"),
+            Credentials::EITHER
+        );
+        assert_eq!(credentials("/openapi.json"), Credentials::NONE);
+        assert!(!Credentials::NONE.required());
+        assert!(Credentials::EITHER.accepts(CredentialKind::ApiKey));
+        assert!(!Credentials::BEARER.accepts(CredentialKind::ApiKey));
+    }
+
+    fn caller(scope: Scope) -> Caller {
+        let mut caller = Caller::vouched(Principal::member("ann"));
+        caller.scope = scope;
+        caller
+    }
+
+    #[test]
     fn setup_scope_reaches_only_setup_and_remove() {
-        let setup = Route::DatabaseSetup;
-        let remove = Route::DatabaseRemove("x".into());
-        assert!(setup.permits(Scope::Setup, &Method::PUT));
-        assert!(remove.permits(Scope::Setup, &Method::DELETE));
-        assert!(!Route::Databases.permits(Scope::Setup, &Method::GET));
-        assert!(!Route::Database("x".into()).permits(Scope::Setup, &Method::DELETE));
-        assert!(Route::Databases.permits(Scope::Full, &Method::POST));
+        let setup = Route::recognize("/api/v1/console/databases/setup").unwrap();
+        let remove = Route::recognize("/api/v1/console/databases/remove/x").unwrap();
+        let list = Route::recognize("/api/v1/console/databases").unwrap();
+        let one = Route::recognize("/api/v1/console/databases/x").unwrap();
+        let scope = caller(Scope::Setup);
+        assert!(setup.permits(&scope, &Method::PUT));
+        assert!(remove.permits(&scope, &Method::DELETE));
+        assert!(!setup.permits(&scope, &Method::GET), "403 before 405");
+        assert!(!list.permits(&scope, &Method::GET));
+        assert!(!one.permits(&scope, &Method::DELETE));
+        assert!(list.permits(&caller(Scope::Full), &Method::POST));
     }
 
     #[test]
     fn query_scopes_reach_only_the_query_routes() {
         for scope in [Scope::Query, Scope::Agent] {
-            assert!(Route::Queries.permits(scope, &Method::POST));
-            assert!(Route::QueryRun("q".into()).permits(scope, &Method::POST));
-            assert!(!Route::Databases.permits(scope, &Method::GET));
-            assert!(!Route::Dashboards { compat: false }.permits(scope, &Method::GET));
-            assert!(!Route::Audit.permits(scope, &Method::GET));
+            let scope = caller(scope);
+            let permits = |path: &str, method: Method| {
+                Route::recognize(path).unwrap().permits(&scope, &method)
+            };
+            assert!(permits("/api/v1/console/queries", Method::POST));
+            assert!(permits("/api/v1/console/queries/q/run", Method::POST));
+            assert!(
+                permits("/api/v1/console/queries/q", Method::DELETE),
+                "405, not 403"
+            );
+            assert!(permits("/v1/dashboards/d/panels/p/run", Method::POST));
+            assert!(!permits("/api/v1/console/databases", Method::GET));
+            assert!(!permits("/v1/dashboards", Method::GET));
+            assert!(!permits("/api/v1/console/audit", Method::GET));
+        }
+    }
+
+    #[test]
+    fn every_row_is_reachable_and_names_its_parameters_once() {
+        for endpoint in ROUTES {
+            for mount in endpoint.mounts {
+                let path: String = endpoint
+                    .path
+                    .split('/')
+                    .map(|part| if part.starts_with('{') { "x" } else { part })
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let full = format!("{}{path}", mount.prefix);
+                let route = Route::recognize(&full).unwrap_or_else(|| panic!("{full}"));
+                assert_eq!(route.template(), endpoint.path, "{full}");
+                let row = route.endpoint(&endpoint.method).expect("its method");
+                assert!(std::ptr::eq(row, endpoint), "{} {full}", endpoint.method);
+            }
+            let mut names: Vec<&str> = endpoint
+                .path
+                .split('/')
+                .filter(|p| p.starts_with('{'))
+                .collect();
+            let count = names.len();
+            names.dedup();
+            assert_eq!(names.len(), count, "{}", endpoint.path);
         }
     }
 }

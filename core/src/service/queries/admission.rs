@@ -90,21 +90,20 @@ pub(super) fn admit(
     Ok(limit)
 }
 
-impl Shared {
-    /// The principal of a caller of the query routes: 403 without one.
-    pub(in crate::service) fn principal<'a>(
-        &self,
-        caller: &'a Caller,
-    ) -> Result<&'a Principal, ApiError> {
-        caller.principal.as_ref().ok_or_else(|| {
+/// The principal of a caller of the query routes: 403 without one (or without a caller).
+pub(in crate::service) fn principal_of(caller: Option<&Caller>) -> Result<&Principal, ApiError> {
+    caller
+        .and_then(|caller| caller.principal.as_ref())
+        .ok_or_else(|| {
             ApiError::Denied(
                 "running queries needs a user: a key or token bound to one (dbconsole keys create \
                  --user …), or a principal the embedding program vouches for"
                     .to_owned(),
             )
         })
-    }
+}
 
+impl Shared {
     /// `db` with its access control.
     pub(in crate::service) async fn guarded(&self, db: Database) -> Result<Guarded, ApiError> {
         let access = self.storage.access_control(db.id.as_str()).await?;

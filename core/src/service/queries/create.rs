@@ -16,7 +16,7 @@ use super::admission::admit;
 
 impl Shared {
     /// Stores the query `body` describes, by `principal`.
-    pub(in crate::service) async fn create_query(
+    pub(in crate::service) async fn store_query(
         &self,
         principal: &Principal,
         body: serde_json::Map<String, Value>,

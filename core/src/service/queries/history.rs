@@ -15,7 +15,7 @@ use super::super::response::{ResponseBody, json_response};
 use super::super::{Shared, page_request, split_page};
 
 impl Shared {
-    pub(super) async fn list_queries(
+    pub(super) async fn query_history(
         &self,
         principal: &Principal,
         query: Option<&str>,

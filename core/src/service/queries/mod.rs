@@ -19,20 +19,18 @@ mod start;
 
 use std::time::Duration;
 
-use http::{Method, Response, StatusCode, header};
-use http_body::Body;
+use http::StatusCode;
 
-use crate::auth::Caller;
-use crate::model::Origin;
 use crate::run::Format;
 
-use super::error::ApiError;
+use super::Shared;
+use super::call::Call;
 use super::render::QueryView;
-use super::response::{ResponseBody, json_response};
-use super::router::Route;
-use super::{Call, Shared};
+use super::response::json_response;
+use super::router::Answer;
 
 pub use crate::validate::{DEFAULT_ROW_LIMIT, REASON_MAX};
+pub(in crate::service) use admission::principal_of;
 pub(in crate::service) use outcome::Record;
 pub(in crate::service) use start::Run;
 
@@ -43,54 +41,52 @@ pub const DEFAULT_MAX_ROWS: u32 = 100_000;
 pub const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl Shared {
-    pub(in crate::service) async fn queries<B>(
-        &self,
-        route: Route<'_>,
-        call: Call<B>,
-        caller: &Caller,
-        origin: &Origin,
-    ) -> Result<Response<ResponseBody>, ApiError>
-    where
-        B: Body,
-        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-    {
-        let principal = self.principal(caller)?;
-        match (route, &call.method) {
-            (Route::Queries, &Method::POST) => {
-                let body = call.json(self).await?;
-                let query = self.create_query(principal, body, origin).await?;
-                Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
-            }
-            (Route::Queries, _) => self.list_queries(principal, call.query.as_deref()).await,
-            (Route::Query(id), _) => {
-                let query = self.visible_query(principal, &id).await?;
-                Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
-            }
-            (Route::QueryRun(id), _) => {
-                let format = Format::from_accept(accept(&call.headers));
-                let body = call.optional_json(self).await?;
-                self.run_query(principal, &id, &body, format, origin).await
-            }
-            (Route::QueryReviews(id), _) => {
-                let body = call.json(self).await?;
-                self.review_query(principal, &id, body, origin).await
-            }
-            (
-                Route::PanelRun {
-                    dashboard, panel, ..
-                },
-                _,
-            ) => {
-                let format = Format::from_accept(accept(&call.headers));
-                let body = call.json(self).await?;
-                self.run_panel(principal, &dashboard, &panel, body, format, origin)
-                    .await
-            }
-            _ => Err(ApiError::NotFound),
-        }
+    /// `GET …/queries`: the history.
+    pub(in crate::service) async fn list_queries(&self, call: Call<'_>) -> Answer {
+        self.query_history(call.principal()?, call.query.as_deref())
+            .await
     }
-}
 
-fn accept(headers: &http::HeaderMap) -> Option<&str> {
-    headers.get(header::ACCEPT).and_then(|v| v.to_str().ok())
+    /// `POST …/queries`: store a query.
+    pub(in crate::service) async fn create_query(&self, mut call: Call<'_>) -> Answer {
+        let principal = call.principal()?.clone();
+        let body = call.json(self).await?;
+        let query = self.store_query(&principal, body, call.origin).await?;
+        Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
+    }
+
+    /// `GET …/queries/{id}`.
+    pub(in crate::service) async fn get_query(&self, call: Call<'_>) -> Answer {
+        let query = self
+            .visible_query(call.principal()?, call.param("id"))
+            .await?;
+        Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
+    }
+
+    /// `POST …/queries/{id}/run`: its rows, streamed.
+    pub(in crate::service) async fn run_query(&self, mut call: Call<'_>) -> Answer {
+        let principal = call.principal()?.clone();
+        let format = Format::from_accept(call.accept());
+        let body = call.optional_json(self).await?;
+        self.run_stored(&principal, call.param("id"), &body, format, call.origin)
+            .await
+    }
+
+    /// `POST …/queries/{id}/reviews`: approve or reject.
+    pub(in crate::service) async fn review_query(&self, mut call: Call<'_>) -> Answer {
+        let principal = call.principal()?.clone();
+        let body = call.json(self).await?;
+        self.review(&principal, call.param("id"), body, call.origin)
+            .await
+    }
+
+    /// `POST …/dashboards/{id}/panels/{panel_id}/run`: its rows, streamed.
+    pub(in crate::service) async fn run_panel(&self, mut call: Call<'_>) -> Answer {
+        let principal = call.principal()?.clone();
+        let format = Format::from_accept(call.accept());
+        let body = call.json(self).await?;
+        let (dashboard, panel) = (call.param("id"), call.param("panel_id"));
+        self.run_dashboard_panel(&principal, dashboard, panel, body, format, call.origin)
+            .await
+    }
 }

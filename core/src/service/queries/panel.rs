@@ -134,7 +134,7 @@ impl Shared {
         Ok((dashboard, panel))
     }
 
-    pub(super) async fn run_panel(
+    pub(super) async fn run_dashboard_panel(
         &self,
         principal: &Principal,
         dashboard_id: &str,

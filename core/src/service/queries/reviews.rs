@@ -15,7 +15,7 @@ use super::super::response::{ResponseBody, json_response};
 use super::admission::{Guarded, target_of};
 
 impl Shared {
-    pub(super) async fn review_query(
+    pub(super) async fn review(
         &self,
         principal: &Principal,
         id: &str,

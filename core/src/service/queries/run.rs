@@ -22,7 +22,7 @@ use super::admission::target_of;
 use super::start::Run;
 
 impl Shared {
-    pub(in crate::service) async fn run_query(
+    pub(in crate::service) async fn run_stored(
         &self,
         principal: &Principal,
         id: &str,

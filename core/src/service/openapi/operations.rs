@@ -1,0 +1,420 @@
+//! Each endpoint's OpenAPI operation: what its row of the route table does not say (summary,
+//! parameters, body, answers). Its id, tags, security and `Idempotency-Key` come from the row
+//! and its mount ([`super::document`]); one function here per row, named after it.
+
+use serde_json::{Value, json};
+
+use super::schemas::{Presence, enum_schema, id_param_schema, names, text_schema};
+use super::{
+    NAME, Operation, database_filter_params, error_response, filter_param, json_content, link,
+    page_params, path_param, schema_ref, text_content,
+};
+use crate::model::{DeliveryStatus, QueryStatus};
+
+/// What an operation's description needs of where it is mounted: the ids of its siblings
+/// there (a compatibility path's end in `Compat`), for its links.
+#[derive(Debug)]
+pub(crate) struct Names {
+    /// Whether the mount is a compatibility path.
+    pub(crate) compat: bool,
+}
+
+impl Names {
+    /// The operation id of `name` at this mount.
+    pub(super) fn id(&self, name: &str) -> String {
+        if self.compat {
+            format!("{name}Compat")
+        } else {
+            name.to_owned()
+        }
+    }
+
+    /// The links from an answer carrying a database (its id at `id_from`).
+    fn database_links(&self, id_from: &str) -> Value {
+        json!({
+            "GetDatabase": link(&self.id("getDatabase"), &[("id", id_from)]),
+            "UpdateDatabase": link(&self.id("updateDatabase"), &[("id", id_from)]),
+            "DeleteDatabase": link(&self.id("deleteDatabase"), &[("id", id_from)]),
+            "GetPermissions": link(&self.id("getPermissions"), &[("id", id_from)]),
+            "PutPermissions": link(&self.id("putPermissions"), &[("id", id_from)]),
+            "GetDataProtection": link(&self.id("getDataProtection"), &[("id", id_from)]),
+            "PutDataProtection": link(&self.id("putDataProtection"), &[("id", id_from)]),
+            "CheckConnection": link(
+                &self.id("checkConnection"),
+                &[("id", id_from), ("username", "$response.body#/credentials/0/username")],
+            ),
+        })
+    }
+}
+
+/// An operation's description, given its base (id, tags, security) and where it is mounted.
+pub(crate) type Describe = fn(Operation, &Names) -> Operation;
+
+fn database_id() -> Value {
+    path_param("id", "The database's id.", id_param_schema("db"))
+}
+
+fn dashboard_id() -> Value {
+    path_param("id", "The dashboard's id.", id_param_schema("dash"))
+}
+
+fn query_id() -> Value {
+    path_param(
+        "id",
+        "The query's id (`qry_…`).",
+        json!({ "type": "string" }),
+    )
+}
+
+fn delivery_id() -> Value {
+    path_param(
+        "id",
+        "The delivery's id (`dlv_…`).",
+        json!({ "type": "string" }),
+    )
+}
+
+fn panel_params() -> Vec<Value> {
+    vec![
+        path_param("id", "The dashboard's id.", json!({ "type": "string" })),
+        path_param("panel_id", "The panel's id.", json!({ "type": "string" })),
+    ]
+}
+
+/// A run: 200 streamed in the format `Accept` names, and the statuses only runs answer.
+fn run(op: Operation) -> Operation {
+    let text =
+        |description: &str| json!({ "schema": { "type": "string" }, "example": description });
+    op.response(
+        200,
+        json!({
+            "description": "The rows, streamed. An error after the first rows ends JSON and NDJSON with an `error` member and cuts a CSV off.",
+            "content": {
+                "application/json": { "schema": schema_ref("RunResult") },
+                "application/x-ndjson": text("{\"columns\":[…]}\n[1,\"a\"]\n{\"row_count\":1,…}\n"),
+                "text/csv": text("id,name\r\n1,a\r\n"),
+            },
+        }),
+    )
+    .response(501, error_response("No runner for the database's adapter is built into this server."))
+    .response(502, error_response("The database could not be reached or logged into (its message, scrubbed of secrets)."))
+    .response(504, error_response("The statement ran past its timeout and was ended on the server."))
+}
+
+// Databases
+
+pub(crate) fn list_databases(op: Operation, _: &Names) -> Operation {
+    op.summary("List databases, ordered by id; the filters given all apply")
+        .params(database_filter_params())
+        .ok(json_content(schema_ref("DatabasePage")))
+        .errors(&[401, 403, 422, 503])
+}
+
+pub(crate) fn create_database(op: Operation, names: &Names) -> Operation {
+    op.summary("Create a database")
+        .body(schema_ref("DatabaseCreate"))
+        .ok_with_links(
+            json_content(schema_ref("Database")),
+            names.database_links("$response.body#/id"),
+        )
+        .versioned()
+        .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn setup_database(op: Operation, names: &Names) -> Operation {
+    let mut links = names.database_links("$response.body#/id");
+    links["RemoveDatabase"] = link(
+        &names.id("removeDatabase"),
+        &[("api_id", "$response.body#/api_id")],
+    );
+    op.summary("Create or update the database whose api_id is the body's id (declarative)")
+        .body(schema_ref("DatabaseSetup"))
+        .ok_with_links(json_content(schema_ref("Database")), links)
+        .versioned()
+        .conditional()
+        .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn remove_database(op: Operation, _: &Names) -> Operation {
+    op.summary("Delete the database with this api_id; answers the deleted database")
+        .params(vec![path_param(
+            "api_id",
+            "The database's api_id (the id given to setup).",
+            text_schema(NAME, Presence::Required),
+        )])
+        .ok(json_content(schema_ref("Database")))
+        .conditional()
+        .errors(&[401, 403, 404, 422, 503])
+}
+
+pub(crate) fn get_database(op: Operation, _: &Names) -> Operation {
+    op.summary("Retrieve a database")
+        .params(vec![database_id()])
+        .ok(json_content(schema_ref("Database")))
+        .versioned()
+        .cacheable()
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn update_database(op: Operation, _: &Names) -> Operation {
+    op.summary("Update a database: fields left out stay")
+        .params(vec![database_id()])
+        .body(schema_ref("DatabaseUpdate"))
+        .ok(json_content(schema_ref("Database")))
+        .versioned()
+        .conditional()
+        .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn delete_database(op: Operation, _: &Names) -> Operation {
+    op.summary(
+        "Delete a database with its credentials and access control; answers the deleted database",
+    )
+    .params(vec![database_id()])
+    .ok(json_content(schema_ref("Database")))
+    .conditional()
+    .errors(&[401, 403, 404, 422, 503])
+}
+
+pub(crate) fn check_connection(op: Operation, _: &Names) -> Operation {
+    op.summary("Open a real connection with this credential: `ok`, or the driver's error in one line (secrets scrubbed)")
+        .params(vec![
+            database_id(),
+            path_param("username", "The credential's username.", text_schema(NAME, Presence::Required)),
+        ])
+        .ok(text_content("ok"))
+        .errors(&[401, 403, 503])
+        .response(404, json!({ "description": "No such database or username.", "content": text_content("not found") }))
+}
+
+pub(crate) fn check_unsaved(op: Operation, _: &Names) -> Operation {
+    op.summary("Check a database before saving it: the body of a create plus `username`, the credential to try (left out: the default one). The same real connection as the stored check; nothing is stored")
+        .body(schema_ref("DatabaseCheck"))
+        .ok(text_content("ok"))
+        .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn check_edited(op: Operation, _: &Names) -> Operation {
+    op.summary("Check a stored database with changes not saved: the body of an update (merged over the stored database) plus `username`, the credential to try (left out: the default one); nothing is stored")
+        .params(vec![database_id()])
+        .body(schema_ref("DatabaseEditCheck"))
+        .ok(text_content("ok"))
+        .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn get_permissions(op: Operation, _: &Names) -> Operation {
+    op.summary("Who may use the database")
+        .params(vec![database_id()])
+        .ok(json_content(schema_ref("Permissions")))
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn put_permissions(op: Operation, _: &Names) -> Operation {
+    op.summary("Replace the permissions")
+        .params(vec![database_id()])
+        .body(schema_ref("PermissionsInput"))
+        .ok(json_content(schema_ref("Permissions")))
+        .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn get_data_protection(op: Operation, _: &Names) -> Operation {
+    op.summary("The database's data protection policies and what it inherits")
+        .params(vec![database_id()])
+        .ok(json_content(schema_ref("DataProtection")))
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn put_data_protection(op: Operation, _: &Names) -> Operation {
+    op.summary("Replace the policies and inherits_from")
+        .params(vec![database_id()])
+        .body(schema_ref("DataProtectionInput"))
+        .ok(json_content(schema_ref("DataProtection")))
+        .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+}
+
+// Queries
+
+pub(crate) fn list_queries(op: Operation, _: &Names) -> Operation {
+    let mut params = page_params();
+    for (name, description) in [
+        ("database_id", "Only the queries of this database."),
+        ("author", "Only the queries of this author (exactly)."),
+    ] {
+        params.push(filter_param(name, description));
+    }
+    params.push(json!({
+        "name": "status", "in": "query", "required": false,
+        "description": "Only the queries in this status; another value is 422.",
+        "schema": enum_schema(&names(&QueryStatus::ALL, QueryStatus::as_str), false),
+    }));
+    params.push(json!({
+        "name": "reviewer", "in": "query", "required": false,
+        "description": "`me`: only the queries the caller can act on as a reviewer (not their own, not yet reviewed by them, not run, on a database where they may review); another value is 422.",
+        "schema": { "type": "string", "enum": ["me"] },
+    }));
+    op.summary("The query history, newest first (what the caller may see)")
+        .params(params)
+        .ok(json_content(schema_ref("QueryPage")))
+        .errors(&[401, 403, 422, 503])
+}
+
+pub(crate) fn create_query(op: Operation, _: &Names) -> Operation {
+    op.summary("Store a query (one statement) to run once")
+        .body(schema_ref("QueryInput"))
+        .ok(json_content(schema_ref("Query")))
+        .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn get_query(op: Operation, _: &Names) -> Operation {
+    op.summary("A query, with the outcome of its run")
+        .params(vec![query_id()])
+        .ok(json_content(schema_ref("Query")))
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn run_query(op: Operation, _: &Names) -> Operation {
+    run(op.summary("Run a query, once: its rows, streamed"))
+        .params(vec![query_id()])
+        .optional_body(schema_ref("RunInput"))
+        .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
+}
+
+pub(crate) fn review_query(op: Operation, _: &Names) -> Operation {
+    op.summary("Approve or reject a query (docs/queries.md, \"Reviews\")")
+        .params(vec![query_id()])
+        .body(schema_ref("ReviewInput"))
+        .ok(json_content(schema_ref("Query")))
+        .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
+}
+
+// The audit trail and the outbox
+
+pub(crate) fn list_audit(op: Operation, _: &Names) -> Operation {
+    let mut params = page_params();
+    params.push(json!({
+        "name": "resource", "in": "query", "required": false,
+        "description": "Only the events of this record (`db_…`, `dash_…`, `key_…`).",
+        "schema": { "type": "string" },
+    }));
+    op.summary("The audit trail: one event per change, newest first")
+        .params(params)
+        .ok(json_content(schema_ref("AuditEventPage")))
+        .errors(&[401, 403, 422, 503])
+}
+
+pub(crate) fn list_deliveries(op: Operation, _: &Names) -> Operation {
+    let mut params = page_params();
+    params.push(json!({
+        "name": "status", "in": "query", "required": false,
+        "description": "Only the deliveries in this status; another value is 422.",
+        "schema": enum_schema(&names(&DeliveryStatus::ALL, DeliveryStatus::as_str), false),
+    }));
+    op.summary("The outbox, newest first")
+        .params(params)
+        .ok(json_content(schema_ref("DeliveryPage")))
+        .errors(&[401, 403, 422, 503])
+}
+
+pub(crate) fn get_delivery(op: Operation, _: &Names) -> Operation {
+    op.summary("A delivery of the outbox")
+        .params(vec![delivery_id()])
+        .ok(json_content(schema_ref("Delivery")))
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn retry_delivery(op: Operation, _: &Names) -> Operation {
+    op.summary("Retry a dead letter: pending again, with every attempt")
+        .params(vec![delivery_id()])
+        .response(202, json!({ "description": "Pending again.", "content": json_content(schema_ref("Delivery")) }))
+        .errors(&[401, 403, 404, 409, 503])
+}
+
+// Dashboards
+
+pub(crate) fn list_dashboards(op: Operation, _: &Names) -> Operation {
+    let mut params = page_params();
+    params.push(filter_param(
+        "name_prefix",
+        "Only dashboards whose name starts with this (case counts).",
+    ));
+    op.summary("List dashboards, ordered by id; name_prefix filters")
+        .params(params)
+        .ok(json_content(schema_ref("DashboardPage")))
+        .errors(&[401, 403, 422, 503])
+}
+
+pub(crate) fn create_dashboard(op: Operation, names: &Names) -> Operation {
+    let id_from = "$response.body#/id";
+    let mut links = json!({
+        "GetDashboard": link(&names.id("getDashboard"), &[("id", id_from)]),
+        "UpdateDashboard": link(&names.id("updateDashboard"), &[("id", id_from)]),
+        "DeleteDashboard": link(&names.id("deleteDashboard"), &[("id", id_from)]),
+    });
+    if names.compat {
+        links["PatchDashboard"] = link(&names.id("patchDashboard"), &[("id", id_from)]);
+    }
+    op.summary("Create a dashboard")
+        .body(schema_ref("DashboardCreate"))
+        .ok_with_links(json_content(schema_ref("Dashboard")), links)
+        .versioned()
+        .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn get_dashboard(op: Operation, _: &Names) -> Operation {
+    op.summary("Retrieve a dashboard")
+        .params(vec![dashboard_id()])
+        .ok(json_content(schema_ref("Dashboard")))
+        .versioned()
+        .cacheable()
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn update_dashboard(op: Operation, _: &Names) -> Operation {
+    op.summary(
+        "Update a dashboard: fields left out stay; `panels`, when given, is the whole new list",
+    )
+    .params(vec![dashboard_id()])
+    .body(schema_ref("DashboardUpdate"))
+    .ok(json_content(schema_ref("Dashboard")))
+    .versioned()
+    .conditional()
+    .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn delete_dashboard(op: Operation, _: &Names) -> Operation {
+    op.summary("Delete a dashboard; answers the deleted dashboard")
+        .params(vec![dashboard_id()])
+        .ok(json_content(schema_ref("Dashboard")))
+        .conditional()
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn run_panel(op: Operation, _: &Names) -> Operation {
+    run(op.summary("Run a panel's query with its inputs as bind parameters: its rows, streamed"))
+        .params(panel_params())
+        .body(schema_ref("PanelRunInput"))
+        .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn trigger_action(op: Operation, _: &Names) -> Operation {
+    let mut params = panel_params();
+    params.push(path_param(
+        "action_id",
+        "The action's id.",
+        json!({ "type": "string" }),
+    ));
+    op.summary("Start a row action's workflow with the clicked row and the prompted values: the delivery it put in the outbox (docs/workflows.md, \"Workflows and notifications\")")
+        .params(params)
+        .body(schema_ref("TriggerInput"))
+        .response(202, json!({ "description": "Stored in the outbox; delivered after this answer.", "content": json_content(schema_ref("Delivery")) }))
+        .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
+}
+
+// The document itself
+
+pub(crate) fn openapi_document(op: Operation, _: &Names) -> Operation {
+    op.summary("This document").response(
+        200,
+        json!({ "description": "The OpenAPI 3.1 document.", "content": json_content(json!({ "type": "object" })) }),
+    )
+}
