@@ -7,11 +7,11 @@ use dbconsole_core::storage::{Page, StorageError, WriteLog, record};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
-use std::time::Duration;
-
-use crate::{
-    Failure, InFlight, MAX_ATTEMPTS, PostgresStorage, after_bound, append, classify, commit, key,
-};
+use crate::PostgresStorage;
+use crate::audit::append;
+use crate::fault::{Failure, classify};
+use crate::retry::{InFlight, commit, serializable};
+use crate::sql::{after_bound, key};
 
 const INSERT: &str = "INSERT INTO deliveries (id, status, due_at, version, record, kind) \
                       VALUES ($1, $2, $3, $4, $5, $6)";
@@ -226,7 +226,7 @@ impl PostgresStorage {
         log: &WriteLog,
         in_flight: &InFlight,
     ) -> Result<(), Failure> {
-        let txn = crate::begin(client).await?;
+        let txn = crate::retry::begin(client).await?;
         let swap = txn.prepare_cached(SWAP).await?;
         let id = delivery.id.as_str();
         let changed = txn

@@ -6,7 +6,7 @@ use dbconsole_core::seal::{SealKeyError, SealKeys, Sealer};
 use dbconsole_core::storage::record;
 use deadpool_postgres::Object;
 
-use crate::FilterColumns;
+use crate::databases::FilterColumns;
 use crate::options::ConnectError;
 
 /// The migrations, in order: version and SQL.
@@ -111,10 +111,10 @@ pub(crate) async fn run(
         tracing::info!(schema, version, "applied a schema migration");
     }
     let rows = txn
-        .query(crate::SELECT_SEAL_KEYS, &[])
+        .query(crate::seal_keys::SELECT_SEAL_KEYS, &[])
         .await
         .map_err(ConnectError::Migrate)?;
-    let keys = crate::seal_keys_of(&rows)
+    let keys = crate::seal_keys::seal_keys_of(&rows)
         .map_err(ConnectError::Migrate)?
         .ok_or(ConnectError::Corrupt("no seal key is current"))?;
     sealer.adopt(&keys).map_err(|error| match error {
@@ -141,7 +141,7 @@ async fn fill_seal_keys(
         Some(check) => SealKeys::single(0, check),
         None => sealer.initial_keys().map_err(|_| ConnectError::Random)?,
     };
-    crate::insert_seal_keys(txn, &keys)
+    crate::seal_keys::insert_seal_keys(txn, &keys)
         .await
         .map_err(ConnectError::Migrate)?;
     txn.execute("DELETE FROM meta WHERE key = 'key_check'", &[])
@@ -150,7 +150,10 @@ async fn fill_seal_keys(
     for database in stored_databases(txn).await? {
         txn.execute(
             "UPDATE databases SET seal_keys = $2 WHERE id = $1",
-            &[&database.id.as_str(), &crate::seal_key_ids(&database)],
+            &[
+                &database.id.as_str(),
+                &crate::seal_keys::seal_key_ids(&database),
+            ],
         )
         .await
         .map_err(ConnectError::Migrate)?;
