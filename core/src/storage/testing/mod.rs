@@ -63,7 +63,7 @@
 //!   compare-and-swap that makes a run happen once, events appended alone.
 //! - `reviews.rs`: reviews racing reviews and runs through `Edits::update_query`: each reviewer
 //!   counts once, and the query runs once.
-//! - `outbox.rs`: the outbox: deliveries written with their write's log or not at all, the
+//! - `deliveries.rs`: the outbox: deliveries written with their write's log or not at all, the
 //!   listing by status, claims that lease each due delivery to one claimer, racing claimers.
 //!
 //! # Adding a case
@@ -133,7 +133,7 @@ mod databases;
 mod filters;
 mod fixtures;
 mod keys;
-mod outbox;
+mod deliveries;
 mod queries;
 mod races;
 mod reviews;
@@ -246,12 +246,12 @@ macro_rules! storage_conformance_suite {
             queries::appended_events_keep_their_run_facts,
             reviews::racing_reviewers_each_count_once,
             reviews::approvals_racing_runs_let_the_query_run_once,
-            outbox::deliveries_are_written_with_their_log_or_not_at_all,
-            outbox::deliveries_list_newest_first_by_status,
-            outbox::claims_lease_due_deliveries_until_the_lease_ends,
-            outbox::claims_take_only_the_kinds_asked_for,
-            outbox::delivery_replace_is_a_compare_and_swap,
-            outbox::racing_claims_never_hand_out_one_delivery_twice,
+            deliveries::deliveries_are_written_with_their_log_or_not_at_all,
+            deliveries::deliveries_list_newest_first_by_status,
+            deliveries::claims_lease_due_deliveries_until_the_lease_ends,
+            deliveries::claims_take_only_the_kinds_asked_for,
+            deliveries::delivery_replace_is_a_compare_and_swap,
+            deliveries::racing_claims_never_hand_out_one_delivery_twice,
         ] }
     };
     // A backend's run: one test per case, over a fresh store.

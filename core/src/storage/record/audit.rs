@@ -1,0 +1,236 @@
+//! Audit events as stored: versions 1 to 3 (change names as small numbers from 2, run facts from 3).
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// An audit event as stored (version 1).
+#[derive(Serialize, Deserialize)]
+pub(super) struct AuditEventV1 {
+    pub(super) id: String,
+    pub(super) at: i64,
+    /// The action's wire name (`database.update`…).
+    pub(super) action: String,
+    pub(super) resource_id: String,
+    pub(super) actor_id: Option<String>,
+    pub(super) actor_name: String,
+    pub(super) request_id: Option<String>,
+    pub(super) changes: Vec<String>,
+}
+
+/// The version byte of audit events written now: [`AuditEventV2`], with compact changes.
+pub(super) const EVENT_V2: u8 = 2;
+
+/// The field names an audit event's changes are made of, stored as their index. **Append
+/// only**: a stored index never changes meaning.
+pub(super) const CHANGE_NAMES: &[&str] = &[
+    "api_id",
+    "name",
+    "adapter",
+    "hostname",
+    "port",
+    "database",
+    "ssl",
+    "verify_server_hostname",
+    "restrict_access",
+    "review_bypass_allowed",
+    "group",
+    "slack_channel",
+    "tunnel_id",
+    "ai_enabled",
+    "ai_max_rows",
+    "connection_parameters",
+    "ssl_ca_cert",
+    "ssl_cert",
+    "ssl_key",
+    "restricted_access",
+    "archived_at",
+    "panels",
+    "permissions",
+    "data_protection.policies",
+    "data_protection.inherits_from",
+    "kind",
+    "scope",
+];
+
+/// The fields of a credential named in changes (`credentials[<username>].<field>`), stored as
+/// their index. **Append only.**
+pub(super) const CREDENTIAL_FIELDS: &[&str] = &[
+    "username",
+    "password",
+    "hostname",
+    "ai_allowed",
+    "timeout",
+    "reviews_required",
+    "default_credential",
+];
+
+/// One change of an event as stored (version 2): a known name by its index, a credential by its
+/// username (with a field's index), or any other name as it is.
+#[derive(Serialize, Deserialize)]
+pub(super) enum ChangeV2 {
+    Name(u8),
+    Credential(String),
+    CredentialField(String, u8),
+    Other(String),
+}
+
+impl ChangeV2 {
+    /// The compact form of `change`; [`ChangeV2::expand`] gives back exactly `change`.
+    fn of(change: &str) -> Self {
+        let index = |names: &[&str], name: &str| {
+            names
+                .iter()
+                .position(|n| *n == name)
+                .and_then(|i| u8::try_from(i).ok())
+        };
+        if let Some(i) = index(CHANGE_NAMES, change) {
+            return ChangeV2::Name(i);
+        }
+        if let Some(rest) = change.strip_prefix("credentials[") {
+            if let Some(username) = rest.strip_suffix(']') {
+                return ChangeV2::Credential(username.to_owned());
+            }
+            if let Some((username, field)) = rest.rsplit_once("].")
+                && let Some(i) = index(CREDENTIAL_FIELDS, field)
+            {
+                return ChangeV2::CredentialField(username.to_owned(), i);
+            }
+        }
+        ChangeV2::Other(change.to_owned())
+    }
+
+    fn expand(self) -> Result<String, RecordError> {
+        let name = |names: &[&'static str], i: u8| {
+            names
+                .get(usize::from(i))
+                .copied()
+                .ok_or(RecordError::UnknownValue("audit change"))
+        };
+        Ok(match self {
+            ChangeV2::Name(i) => name(CHANGE_NAMES, i)?.to_owned(),
+            ChangeV2::Credential(username) => format!("credentials[{username}]"),
+            ChangeV2::CredentialField(username, i) => {
+                format!("credentials[{username}].{}", name(CREDENTIAL_FIELDS, i)?)
+            }
+            ChangeV2::Other(change) => change,
+        })
+    }
+}
+
+/// An audit event as stored (version 2): as version 1, with compact changes.
+#[derive(Serialize, Deserialize)]
+pub(super) struct AuditEventV2 {
+    pub(super) id: String,
+    pub(super) at: i64,
+    /// The action's wire name (`database.update`…).
+    pub(super) action: String,
+    pub(super) resource_id: String,
+    pub(super) actor_id: Option<String>,
+    pub(super) actor_name: String,
+    pub(super) request_id: Option<String>,
+    pub(super) changes: Vec<ChangeV2>,
+}
+
+/// The version byte of audit events written now: [`AuditEventV3`].
+pub(super) const EVENT_V3: u8 = 3;
+
+/// An audit event as stored (version 3): version 2, and the facts of a run.
+#[derive(Serialize, Deserialize)]
+pub(super) struct AuditEventV3 {
+    pub(super) event: AuditEventV2,
+    pub(super) run: Option<RunFactsV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct RunFactsV1 {
+    pub(super) database_id: String,
+    pub(super) credential_id: String,
+    pub(super) statement_sha256: String,
+    pub(super) statement_length: u64,
+    pub(super) rows: u64,
+    pub(super) duration_ms: u64,
+    /// The outcome's wire name.
+    pub(super) outcome: String,
+}
+
+/// Encodes an audit event (version 3).
+pub fn encode_audit_event(event: &AuditEvent) -> Result<Vec<u8>, RecordError> {
+    let run = event.run.as_ref().map(|run| RunFactsV1 {
+        database_id: run.database_id.clone(),
+        credential_id: run.credential_id.clone(),
+        statement_sha256: run.statement_sha256.clone(),
+        statement_length: run.statement_length,
+        rows: run.rows,
+        duration_ms: run.duration_ms,
+        outcome: run.outcome.as_str().to_owned(),
+    });
+    let event = AuditEventV2 {
+        id: event.id.as_str().to_owned(),
+        at: event.at.as_micros(),
+        action: event.action.as_str().to_owned(),
+        resource_id: event.resource_id.clone(),
+        actor_id: event.actor.id.clone(),
+        actor_name: event.actor.name.clone(),
+        request_id: event.request_id.clone(),
+        changes: event.changes.iter().map(|c| ChangeV2::of(c)).collect(),
+    };
+    framed(EVENT_V3, &AuditEventV3 { event, run })
+}
+
+/// Decodes the audit event stored under `key` (version 1, 2 or 3).
+pub fn decode_audit_event(key: &str, bytes: &[u8]) -> Result<AuditEvent, RecordError> {
+    let (version, body) = unframed(bytes)?;
+    let (v2, run) = match version {
+        RECORD_V1 => (None, None),
+        EVENT_V2 => (Some(postcard::from_bytes::<AuditEventV2>(body)?), None),
+        EVENT_V3 => {
+            let v3: AuditEventV3 = postcard::from_bytes(body)?;
+            (Some(v3.event), v3.run)
+        }
+        version => return Err(RecordError::UnknownVersion(version)),
+    };
+    let stored = match v2 {
+        None => postcard::from_bytes::<AuditEventV1>(body)?,
+        Some(v2) => AuditEventV1 {
+            id: v2.id,
+            at: v2.at,
+            action: v2.action,
+            resource_id: v2.resource_id,
+            actor_id: v2.actor_id,
+            actor_name: v2.actor_name,
+            request_id: v2.request_id,
+            changes: v2
+                .changes
+                .into_iter()
+                .map(ChangeV2::expand)
+                .collect::<Result<_, _>>()?,
+        },
+    };
+    if stored.id != key {
+        return Err(key_mismatch(key, stored.id));
+    }
+    Ok(AuditEvent {
+        action: parse::<AuditAction>(&stored.action, "audit action")?,
+        id: EventId::from_stored(stored.id),
+        at: Timestamp::from_micros(stored.at),
+        resource_id: stored.resource_id,
+        actor: Actor {
+            id: stored.actor_id,
+            name: stored.actor_name,
+        },
+        request_id: stored.request_id,
+        changes: stored.changes,
+        run: match run {
+            Some(run) => Some(RunFacts {
+                outcome: parse::<RunOutcome>(&run.outcome, "run outcome")?,
+                database_id: run.database_id,
+                credential_id: run.credential_id,
+                statement_sha256: run.statement_sha256,
+                statement_length: run.statement_length,
+                rows: run.rows,
+                duration_ms: run.duration_ms,
+            }),
+            None => None,
+        },
+    })
+}

@@ -1,0 +1,216 @@
+//! Queries as stored: versions 1 to 3 (reviews and bypass from 2, the target digest from 3).
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// A query as stored (version 1): enums by their wire names.
+#[derive(Serialize, Deserialize)]
+pub(super) struct QueryV1 {
+    pub(super) id: String,
+    pub(super) database_id: String,
+    pub(super) credential_id: String,
+    pub(super) query: String,
+    pub(super) limit: u32,
+    pub(super) author: String,
+    pub(super) status: String,
+    pub(super) run: Option<QueryRunV1>,
+    pub(super) inserted_at: i64,
+    pub(super) updated_at: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct QueryRunV1 {
+    pub(super) run_by: String,
+    pub(super) started_at: i64,
+    pub(super) finished_at: Option<i64>,
+    pub(super) row_count: u64,
+    pub(super) truncated: bool,
+    pub(super) duration_ms: u64,
+    pub(super) error: Option<String>,
+}
+
+impl Keyed for QueryV1 {
+    fn stored_key(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Version 2 of a query: version 1 with its reviews and bypass.
+pub(super) const QUERY_V2: u8 = 2;
+
+/// A query as stored (version 2).
+#[derive(Serialize, Deserialize)]
+pub(super) struct QueryV2 {
+    pub(super) query: QueryV1,
+    pub(super) by_agent: bool,
+    pub(super) reviews: Vec<ReviewV1>,
+    pub(super) bypass: Option<BypassV1>,
+}
+
+/// Version 3 of a query: version 2 with the digest of what it runs on.
+pub(super) const QUERY_V3: u8 = 3;
+
+/// A query as stored (version 3).
+#[derive(Serialize, Deserialize)]
+pub(super) struct QueryV3 {
+    pub(super) v2: QueryV2,
+    pub(super) target: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct ReviewV1 {
+    pub(super) reviewer: String,
+    pub(super) decision: String,
+    pub(super) comment: Option<String>,
+    pub(super) at: i64,
+}
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct BypassV1 {
+    pub(super) by: String,
+    pub(super) at: i64,
+    pub(super) reason: String,
+    pub(super) approvals: u32,
+    pub(super) required: u32,
+}
+
+/// Encodes a query (version 3).
+pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
+    let Query {
+        id,
+        database_id,
+        credential_id,
+        query,
+        limit,
+        author,
+        by_agent,
+        target,
+        status,
+        reviews,
+        bypass,
+        run,
+        inserted_at,
+        updated_at,
+    } = query;
+    let stored = QueryV1 {
+        id: id.as_str().to_owned(),
+        database_id: database_id.clone(),
+        credential_id: credential_id.clone(),
+        query: query.clone(),
+        limit: *limit,
+        author: author.clone(),
+        status: status.as_str().to_owned(),
+        run: run.as_ref().map(|run| QueryRunV1 {
+            run_by: run.run_by.clone(),
+            started_at: run.started_at.as_micros(),
+            finished_at: run.finished_at.map(Timestamp::as_micros),
+            row_count: run.row_count,
+            truncated: run.truncated,
+            duration_ms: run.duration_ms,
+            error: run.error.clone(),
+        }),
+        inserted_at: inserted_at.as_micros(),
+        updated_at: updated_at.as_micros(),
+    };
+    let stored = QueryV2 {
+        query: stored,
+        by_agent: *by_agent,
+        reviews: reviews
+            .iter()
+            .map(|review| ReviewV1 {
+                reviewer: review.reviewer.clone(),
+                decision: review.decision.as_str().to_owned(),
+                comment: review.comment.clone(),
+                at: review.at.as_micros(),
+            })
+            .collect(),
+        bypass: bypass.as_ref().map(|bypass| BypassV1 {
+            by: bypass.by.clone(),
+            at: bypass.at.as_micros(),
+            reason: bypass.reason.clone(),
+            approvals: bypass.approvals,
+            required: bypass.required,
+        }),
+    };
+    framed(
+        QUERY_V3,
+        &QueryV3 {
+            v2: stored,
+            target: target.clone(),
+        },
+    )
+}
+
+/// Decodes the query stored under `key` (version 1 has no reviews, version 2 no target).
+pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
+    let QueryV3 {
+        v2:
+            QueryV2 {
+                query: stored,
+                by_agent,
+                reviews,
+                bypass,
+            },
+        target,
+    } = match unframed(bytes)? {
+        (RECORD_V1, body) => QueryV3 {
+            v2: QueryV2 {
+                query: postcard::from_bytes(body)?,
+                by_agent: false,
+                reviews: Vec::new(),
+                bypass: None,
+            },
+            target: None,
+        },
+        (QUERY_V2, body) => QueryV3 {
+            v2: postcard::from_bytes(body)?,
+            target: None,
+        },
+        (QUERY_V3, body) => postcard::from_bytes(body)?,
+        (version, _) => return Err(RecordError::UnknownVersion(version)),
+    };
+    if stored.id != key {
+        return Err(key_mismatch(key, stored.id));
+    }
+    let reviews = reviews
+        .into_iter()
+        .map(|review| {
+            Ok(Review {
+                decision: parse::<Decision>(&review.decision, "review decision")?,
+                reviewer: review.reviewer,
+                comment: review.comment,
+                at: Timestamp::from_micros(review.at),
+            })
+        })
+        .collect::<Result<Vec<_>, RecordError>>()?;
+    Ok(Query {
+        by_agent,
+        target,
+        reviews,
+        bypass: bypass.map(|bypass| Bypass {
+            by: bypass.by,
+            at: Timestamp::from_micros(bypass.at),
+            reason: bypass.reason,
+            approvals: bypass.approvals,
+            required: bypass.required,
+        }),
+        status: parse::<QueryStatus>(&stored.status, "query status")?,
+        id: QueryId::from_stored(stored.id),
+        database_id: stored.database_id,
+        credential_id: stored.credential_id,
+        query: stored.query,
+        limit: stored.limit,
+        author: stored.author,
+        run: stored.run.map(|run| QueryRun {
+            run_by: run.run_by,
+            started_at: Timestamp::from_micros(run.started_at),
+            finished_at: run.finished_at.map(Timestamp::from_micros),
+            row_count: run.row_count,
+            truncated: run.truncated,
+            duration_ms: run.duration_ms,
+            error: run.error,
+        }),
+        inserted_at: Timestamp::from_micros(stored.inserted_at),
+        updated_at: Timestamp::from_micros(stored.updated_at),
+    })
+}

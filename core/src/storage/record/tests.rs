@@ -1,0 +1,375 @@
+//! Round trips and refusals of the stored forms.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+use super::{access::*, audit::*, databases::*, keys::*, queries::*, seal_keys::*};
+use crate::model::Secret;
+use crate::seal::{Place, Sealer};
+
+fn event_with(changes: &[&str]) -> AuditEvent {
+    AuditEvent {
+        id: EventId::generate(),
+        at: Timestamp::now(),
+        action: AuditAction::DatabaseCreate,
+        resource_id: "db_01".to_owned(),
+        actor: Actor::named("tests"),
+        request_id: Some("req-1".to_owned()),
+        changes: changes.iter().map(|c| (*c).to_owned()).collect(),
+        run: None,
+    }
+}
+
+#[test]
+fn audit_changes_round_trip_compactly_whatever_the_names() {
+    let changes = [
+        "adapter",
+        "name",
+        "ssl_key",
+        "data_protection.inherits_from",
+        "credentials[reader]",
+        "credentials[reader].password",
+        // Usernames that look like the encoding itself.
+        "credentials[a].password]",
+        "credentials[a].password].timeout",
+        "credentials[]",
+        "credentials[x].not_a_field",
+        "credentials[",
+        "something new",
+    ];
+    let event = event_with(&changes);
+    let bytes = encode_audit_event(&event).unwrap();
+    let back = decode_audit_event(event.id.as_str(), &bytes).unwrap();
+    assert_eq!(back, event);
+
+    // A create's usual names: far smaller than as strings (version 1).
+    let usual = event_with(&[
+        "adapter",
+        "name",
+        "hostname",
+        "database",
+        "credentials[reader]",
+        "credentials[reader].password",
+    ]);
+    let v2 = encode_audit_event(&usual).unwrap();
+    let v1 = framed(
+        RECORD_V1,
+        &AuditEventV1 {
+            id: usual.id.as_str().to_owned(),
+            at: usual.at.as_micros(),
+            action: usual.action.as_str().to_owned(),
+            resource_id: usual.resource_id.clone(),
+            actor_id: None,
+            actor_name: usual.actor.name.clone(),
+            request_id: usual.request_id.clone(),
+            changes: usual.changes.clone(),
+        },
+    )
+    .unwrap();
+    assert!(
+        v2.len() + 50 < v1.len(),
+        "v2 {} bytes, v1 {}",
+        v2.len(),
+        v1.len()
+    );
+    // Events written before (version 1) still read.
+    assert_eq!(decode_audit_event(usual.id.as_str(), &v1).unwrap(), usual);
+}
+
+fn sample_database(name: &str, api_id: Option<&str>) -> Database {
+    let now = Timestamp::now();
+    Database {
+        id: DatabaseId::generate(),
+        api_id: api_id.map(str::to_owned),
+        name: name.to_owned(),
+        adapter: Adapter::Mysql,
+        hostname: "db.internal".to_owned(),
+        port: Some(3307),
+        database: "orders".to_owned(),
+        ssl: true,
+        verify_server_hostname: false,
+        restrict_access: true,
+        review_bypass_allowed: false,
+        group: Some("prod".to_owned()),
+        slack_channel: None,
+        tunnel_id: None,
+        ai_enabled: true,
+        ai_max_rows: 99,
+        connection_parameters: vec![ConnectionParameter {
+            name: "search_path".to_owned(),
+            value: String::new(),
+        }],
+        credentials: Vec::new(),
+        tls: TlsMaterial::default(),
+        inserted_at: now,
+        updated_at: now,
+    }
+}
+
+#[test]
+fn database_round_trips_with_its_sealed_secrets_as_they_are() {
+    let sealer = Sealer::ephemeral().unwrap();
+    let mut database = sample_database("Orders", Some("ext"));
+    let id = CredentialId::generate();
+    let place = Place::password(database.id.as_str(), id.as_str());
+    database.credentials.push(Credential {
+        password: Some(
+            sealer
+                .seal(&Secret::from("pw-writer-distinctive"), &place)
+                .unwrap(),
+        ),
+        id,
+        username: "writer".to_owned(),
+        hostname: Some("replica".to_owned()),
+        ai_allowed: true,
+        timeout: Some(5),
+        reviews_required: 2,
+        default_credential: false,
+    });
+    let bytes = encode_database(&database).unwrap();
+    assert_eq!(bytes[0], DATABASE_V2);
+    assert!(!bytes.windows(21).any(|w| w == b"pw-writer-distinctive"));
+    let back = decode_database(database.id.as_str(), &bytes).unwrap();
+    assert_eq!(back, database);
+    let password = back.credentials.last().unwrap().password.as_ref().unwrap();
+    assert_eq!(
+        sealer.open(password, &place).unwrap().expose(),
+        b"pw-writer-distinctive"
+    );
+}
+
+#[test]
+fn secrets_keep_their_key_and_version_1_secrets_are_key_0s() {
+    let mut database = sample_database("Orders", None);
+    database.tls.ca_cert = Some(SealedSecret::new(7, b"sealed-ca".to_vec()));
+    let bytes = encode_database(&database).unwrap();
+    let back = decode_database(database.id.as_str(), &bytes).unwrap();
+    assert_eq!(back.tls.ca_cert.as_ref().map(SealedSecret::key), Some(7));
+    assert_eq!(back, database);
+
+    // The same record as version 1 wrote it: secrets are their sealed bytes alone.
+    let (mut stored, version) = decode_database_stored(database.id.as_str(), &bytes).unwrap();
+    assert_eq!(version, DATABASE_V2);
+    stored.ca_cert = Some(b"sealed-ca".to_vec());
+    let v1 = framed(RECORD_V1, &stored).unwrap();
+    let old = decode_database(database.id.as_str(), &v1).unwrap();
+    let ca = old.tls.ca_cert.unwrap();
+    assert_eq!((ca.key(), ca.as_bytes()), (0, b"sealed-ca".as_slice()));
+
+    // A version 2 secret too short to name its key is refused.
+    stored.ca_cert = Some(vec![1, 2]);
+    let cut = framed(DATABASE_V2, &stored).unwrap();
+    assert!(matches!(
+        decode_database(database.id.as_str(), &cut),
+        Err(RecordError::Secret)
+    ));
+}
+
+#[test]
+fn seal_keys_round_trip() {
+    let keys = SealKeys {
+        current: 3,
+        keys: [(1, b"one".to_vec()), (3, b"three".to_vec())].into(),
+    };
+    let bytes = encode_seal_keys(&keys).unwrap();
+    assert_eq!(decode_seal_keys(&bytes).unwrap(), keys);
+    assert!(matches!(
+        decode_seal_keys(&[9]),
+        Err(RecordError::UnknownVersion(9))
+    ));
+}
+
+#[test]
+fn a_record_under_another_key_or_of_an_unknown_version_is_refused() {
+    let database = sample_database("Orders", None);
+    let mut bytes = encode_database(&database).unwrap();
+    assert!(matches!(
+        decode_database("db_other", &bytes),
+        Err(RecordError::KeyMismatch { .. })
+    ));
+    bytes[0] = 9;
+    assert!(matches!(
+        decode_database(database.id.as_str(), &bytes),
+        Err(RecordError::UnknownVersion(9))
+    ));
+    assert!(matches!(
+        decode_database(database.id.as_str(), &[]),
+        Err(RecordError::Empty)
+    ));
+}
+
+fn access_control() -> AccessControl {
+    AccessControl {
+        permissions: vec![
+            Permission {
+                subject_kind: SubjectKind::Group,
+                subject: "Payments".to_owned(),
+                access: AccessLevel::Review,
+            },
+            Permission {
+                subject_kind: SubjectKind::User,
+                subject: "ana@example.com".to_owned(),
+                access: AccessLevel::Admin,
+            },
+        ],
+        data_protection: DataProtection {
+            inherits_from: Some("db_parent".to_owned()),
+            policies: vec![Policy {
+                name: "pii".to_owned(),
+                description: Some("Personal data".to_owned()),
+                columns: vec![
+                    ColumnRule {
+                        column: "users.email".to_owned(),
+                        action: ColumnAction::Mask,
+                    },
+                    ColumnRule {
+                        column: "public.users.ssn".to_owned(),
+                        action: ColumnAction::Hide,
+                    },
+                ],
+            }],
+        },
+    }
+}
+
+#[test]
+fn access_control_round_trips_under_its_database_id() {
+    let access = access_control();
+    let bytes = encode_access_control("db_1", &access).unwrap();
+    assert_eq!(bytes[0], RECORD_V1);
+    assert_eq!(decode_access_control("db_1", &bytes).unwrap(), access);
+    assert!(matches!(
+        decode_access_control("db_2", &bytes),
+        Err(RecordError::KeyMismatch { .. })
+    ));
+    let empty = encode_access_control("db_1", &AccessControl::default()).unwrap();
+    assert_eq!(
+        decode_access_control("db_1", &empty).unwrap(),
+        AccessControl::default()
+    );
+}
+
+#[test]
+fn an_unknown_stored_enum_value_is_refused() {
+    let mut stored = AccessControlV1 {
+        database_id: "db_1".to_owned(),
+        permissions: vec![PermissionV1 {
+            subject_kind: "user".to_owned(),
+            subject: "ana".to_owned(),
+            access: "owner".to_owned(),
+        }],
+        inherits_from: None,
+        policies: Vec::new(),
+    };
+    let bytes = framed(RECORD_V1, &stored).unwrap();
+    assert!(matches!(
+        decode_access_control("db_1", &bytes),
+        Err(RecordError::UnknownValue("access level"))
+    ));
+    stored.permissions.clear();
+    stored.policies.push(PolicyV1 {
+        name: "p".to_owned(),
+        description: None,
+        columns: vec![("t.c".to_owned(), "shred".to_owned())],
+    });
+    let bytes = framed(RECORD_V1, &stored).unwrap();
+    assert!(matches!(
+        decode_access_control("db_1", &bytes),
+        Err(RecordError::UnknownValue("column action"))
+    ));
+}
+
+#[test]
+fn caller_key_round_trips() {
+    let (mut key, _secret) =
+        crate::model::mint_caller_key(CredentialKind::AccessToken, Scope::Setup, "ci");
+    key.last_used_at = Some(Timestamp::from_micros(1_795_341_845_123_456));
+    let bytes = encode_caller_key(&key).unwrap();
+    assert_eq!(bytes[0], CALLER_KEY_V2);
+    assert_eq!(decode_caller_key(key.id.as_str(), &bytes).unwrap(), key);
+    // Bound to a user (an agent key: its scope says so).
+    let (mut bound, _) =
+        crate::model::mint_caller_key(CredentialKind::ApiKey, Scope::Agent, "agent");
+    bound.principal = Some(
+        crate::model::Principal::member("a@example.com")
+            .groups(["g1", "g2"])
+            .agent(true),
+    );
+    let stored = encode_caller_key(&bound).unwrap();
+    assert_eq!(
+        decode_caller_key(bound.id.as_str(), &stored).unwrap(),
+        bound
+    );
+    // A version 1 record (before users) reads as a key bound to none.
+    let v1 = framed(
+        RECORD_V1,
+        &CallerKeyV1 {
+            id: key.id.as_str().to_owned(),
+            name: key.name.clone(),
+            kind: key.kind.as_str().to_owned(),
+            scope: key.scope.as_str().to_owned(),
+            digest: key.digest,
+            created_at: key.created_at.as_micros(),
+            last_used_at: key.last_used_at.map(Timestamp::as_micros),
+        },
+    )
+    .unwrap();
+    assert_eq!(decode_caller_key(key.id.as_str(), &v1).unwrap(), key);
+    assert!(matches!(
+        decode_caller_key("key_other", &bytes),
+        Err(RecordError::KeyMismatch { .. })
+    ));
+    let mut unknown = bytes.clone();
+    unknown[0] = 7;
+    assert!(matches!(
+        decode_caller_key(key.id.as_str(), &unknown),
+        Err(RecordError::UnknownVersion(7))
+    ));
+}
+
+#[test]
+fn queries_keep_their_reviews_and_bypass_and_version_1_queries_have_none() {
+    let now = Timestamp::now();
+    let query = Query {
+        id: QueryId::generate(),
+        database_id: "db_1".to_owned(),
+        credential_id: "crd_1".to_owned(),
+        query: "SELECT 1".to_owned(),
+        limit: 10,
+        author: "ann".to_owned(),
+        by_agent: true,
+        target: Some("ab12".to_owned()),
+        status: QueryStatus::Running,
+        reviews: vec![Review {
+            reviewer: "bo".to_owned(),
+            decision: Decision::Approve,
+            comment: Some("looks fine".to_owned()),
+            at: now,
+        }],
+        bypass: Some(Bypass {
+            by: "ann".to_owned(),
+            at: now,
+            reason: "incident".to_owned(),
+            approvals: 1,
+            required: 2,
+        }),
+        run: None,
+        inserted_at: now,
+        updated_at: now,
+    };
+    let bytes = encode_query(&query).unwrap();
+    assert_eq!(bytes[0], QUERY_V3);
+    assert_eq!(decode_query(query.id.as_str(), &bytes).unwrap(), query);
+
+    let QueryV3 { v2, .. } = postcard::from_bytes(&bytes[1..]).unwrap();
+    let version_2 = decode_query(query.id.as_str(), &framed(QUERY_V2, &v2).unwrap()).unwrap();
+    assert_eq!(version_2.target, None, "version 2 kept no target");
+    assert_eq!(version_2.reviews, query.reviews);
+    let QueryV2 { query: v1, .. } = v2;
+    let old = decode_query(query.id.as_str(), &framed(RECORD_V1, &v1).unwrap()).unwrap();
+    assert_eq!((old.reviews.len(), old.bypass), (0, None));
+    assert_eq!(old.query, query.query);
+    assert!(matches!(
+        decode_query("qry_other", &bytes),
+        Err(RecordError::KeyMismatch { .. })
+    ));
+}
