@@ -20,9 +20,6 @@ use tokio_postgres::IsolationLevel;
 use crate::PostgresStorage;
 use crate::fault::{Failure, classify, unreachable};
 
-/// How many times a transaction that lost a serialization conflict is run again.
-pub(crate) const MAX_ATTEMPTS: u32 = 100;
-
 /// The operation took longer than the configured bound.
 #[derive(Debug, thiserror::Error)]
 #[error("PostgreSQL did not answer within {0:?}")]
@@ -37,22 +34,17 @@ macro_rules! serializable {
         let outcome = $self
             .bounded(async {
                 let mut object = $self.client().await?;
-                let mut attempts = 0;
+                // The backoff with jitter of every retried write (core's).
+                let mut retries = ::dbconsole_core::storage::Retries::new();
                 loop {
-                    attempts += 1;
                     let $client = &mut object;
                     match $attempt {
                         Ok(value) => break Ok(value),
                         Err($crate::fault::Failure::Fail(error)) => break Err(error),
-                        Err($crate::fault::Failure::Retry(error))
-                            if attempts >= $crate::retry::MAX_ATTEMPTS =>
-                        {
-                            break Err(::dbconsole_core::storage::StorageError::backend(error));
-                        }
-                        Err($crate::fault::Failure::Retry(_)) => {
-                            let pause =
-                                ::std::time::Duration::from_millis(u64::from(attempts.min(10)) * 2);
-                            ::tokio::time::sleep(pause).await;
+                        Err($crate::fault::Failure::Retry(error)) => {
+                            if retries.pause().await.is_err() {
+                                break Err(::dbconsole_core::storage::StorageError::backend(error));
+                            }
                         }
                     }
                 }

@@ -25,20 +25,8 @@ fn log(origin: &Origin, event: crate::model::AuditEvent, written: Written<'_>) -
     }
 }
 
-/// An edit of a stored database: given the stored record, the new one, or why the edit is
-/// refused ([`StorageError::Invalid`] for validation errors, which convert with `?`;
-/// [`StorageError::PreconditionFailed`] for an `If-Match` that does not match).
-pub type DatabaseEdit = Box<dyn FnMut(&Database) -> Result<Database, StorageError> + Send>;
-
-/// An upsert by `api_id`: given the stored database with that `api_id` (or `None`), the record
-/// to store; refuses as a [`DatabaseEdit`] does.
-pub type DatabaseUpsert =
-    Box<dyn FnMut(Option<&Database>) -> Result<Database, StorageError> + Send>;
-
-/// An edit of a stored dashboard; see [`DatabaseEdit`].
-pub type DashboardEdit = Box<dyn FnMut(&Dashboard) -> Result<Dashboard, StorageError> + Send>;
-
-/// An edit of a database's access control; see [`DatabaseEdit`].
+/// An edit of a database's access control: given the stored one, the new one, or why the edit
+/// is refused ([`StorageError::Invalid`] for validation errors, which convert with `?`).
 pub type AccessEdit = Box<dyn FnMut(&AccessControl) -> Result<AccessControl, StorageError> + Send>;
 
 /// A condition on a delete, run on the record read (before the store's delete guard): `Ok`
@@ -50,11 +38,21 @@ pub type DeleteCheck<T> = Box<dyn Fn(&T) -> Result<(), StorageError> + Send + Sy
 pub const MAX_ATTEMPTS: usize = 64;
 
 /// The pauses between attempts: exponential from 1 ms to 50 ms, with jitter, so writers that
-/// collided do not collide again in step.
-struct Retries(ExponentialBackoff);
+/// collided do not collide again in step; at most [`MAX_ATTEMPTS`] attempts in all. Every
+/// retried write uses it: core's compare-and-swap loops, and a backend's own retries of a
+/// transaction that lost a conflict (PostgreSQL's serialization failures).
+#[derive(Debug)]
+pub struct Retries(ExponentialBackoff);
+
+impl Default for Retries {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 impl Retries {
-    fn new() -> Self {
+    /// A new series of pauses, before the second attempt.
+    pub fn new() -> Self {
         Self(
             ExponentialBuilder::default()
                 .with_min_delay(Duration::from_millis(1))
@@ -66,7 +64,7 @@ impl Retries {
     }
 
     /// Waits before the next attempt; [`StorageError::Conflict`] when none is left.
-    async fn pause(&mut self) -> Result<(), StorageError> {
+    pub async fn pause(&mut self) -> Result<(), StorageError> {
         match self.0.next() {
             Some(pause) => {
                 tokio::time::sleep(pause).await;

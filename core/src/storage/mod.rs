@@ -61,7 +61,9 @@ use crate::model::{
 use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
 
-pub use edits::{AccessEdit, DashboardEdit, DatabaseEdit, DatabaseUpsert, DeleteCheck, Edits};
+pub use edits::{
+    AccessEdit, DeleteCheck, Edits, MAX_ATTEMPTS, Retries,
+};
 pub use filter::{DashboardFilter, DatabaseFilter, QueryFilter};
 pub use rotate::{RotateError, Rotation, rotate};
 
