@@ -1,5 +1,5 @@
 //! The answers of idempotent writes (docs/api.md, "Retrying a write safely"): stored by
-//! [`crate::audit_trail::append`] in the transaction of the write they answer, read by key, and
+//! [`crate::audit::append`] in the transaction of the write they answer, read by key, and
 //! pruned by age through an index by time.
 //!
 //! | table | key → value |
@@ -11,7 +11,8 @@ use dbconsole_core::model::{StoredAnswer, Timestamp};
 use dbconsole_core::storage::{StorageError, record};
 use redb::{ReadTransaction, ReadableTable, TableDefinition, TableError, WriteTransaction};
 
-use crate::OrBackend;
+use crate::RedbStorage;
+use crate::tables::OrBackend;
 
 pub(crate) const ANSWERS: TableDefinition<'static, &str, &[u8]> =
     TableDefinition::new("idempotency_answers");
@@ -66,4 +67,20 @@ pub(crate) fn prune(txn: &WriteTransaction, before: Timestamp) -> Result<u64, St
         by_time.remove((*at, key.as_str())).or_backend()?;
     }
     Ok(doomed.len() as u64)
+}
+
+/// [`Storage::stored_answer`](dbconsole_core::storage::Storage::stored_answer).
+pub(crate) async fn stored_answer(
+    store: &RedbStorage,
+    key: &str,
+) -> Result<Option<StoredAnswer>, StorageError> {
+    store.read_now(|inner| inner.read(|txn| get(txn, key)))
+}
+
+/// [`Storage::prune_answers`](dbconsole_core::storage::Storage::prune_answers).
+pub(crate) async fn prune_answers(
+    store: &RedbStorage,
+    before: Timestamp,
+) -> Result<u64, StorageError> {
+    store.write(move |_, txn| prune(txn, before)).await
 }

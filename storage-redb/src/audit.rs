@@ -10,13 +10,14 @@
 
 use std::ops::Bound;
 
-use dbconsole_core::model::{AuditEvent, Timestamp};
+use dbconsole_core::model::{AuditEvent, Retention, Timestamp};
 use dbconsole_core::storage::{AuditQuery, StorageError, WriteLog, record};
 use redb::{
     ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransaction,
 };
 
-use crate::OrBackend;
+use crate::RedbStorage;
+use crate::tables::OrBackend;
 
 pub(crate) const EVENTS: TableDefinition<'static, &str, &[u8]> =
     TableDefinition::new("audit_events");
@@ -130,4 +131,43 @@ pub(crate) fn prune(
             .or_backend()?;
     }
     Ok(doomed.len() as u64)
+}
+
+/// [`Storage::append_log`](dbconsole_core::storage::Storage::append_log).
+pub(crate) async fn append_log(store: &RedbStorage, log: WriteLog) -> Result<(), StorageError> {
+    store.write(move |_, txn| append(txn, &log)).await
+}
+
+/// [`Storage::list_audit`](dbconsole_core::storage::Storage::list_audit).
+pub(crate) async fn list_audit(
+    store: &RedbStorage,
+    query: AuditQuery<'_>,
+) -> Result<Vec<AuditEvent>, StorageError> {
+    let resource = query.resource.map(str::to_owned);
+    let after = query.after.map(str::to_owned);
+    let limit = query.limit;
+    store
+        .run(move |inner| {
+            inner.read(|txn| {
+                let query = AuditQuery {
+                    resource: resource.as_deref(),
+                    after: after.as_deref(),
+                    limit,
+                };
+                list(txn, query)
+            })
+        })
+        .await
+}
+
+/// [`Storage::prune_audit`](dbconsole_core::storage::Storage::prune_audit).
+pub(crate) async fn prune_audit(
+    store: &RedbStorage,
+    retention: Retention,
+    now: Timestamp,
+) -> Result<u64, StorageError> {
+    let cutoff = dbconsole_core::storage::audit::cutoff(retention, now);
+    store
+        .write(move |_, txn| prune(txn, cutoff, retention.max_events))
+        .await
 }

@@ -28,10 +28,11 @@ use redb::{
     ReadableMultimapTable, ReadableTable, TableDefinition, Value, WriteTransaction,
 };
 
-use crate::{
+use crate::tables::{
     ACCESS_CONTROL, CALLER_KEY_DIGESTS, CALLER_KEYS, DASHBOARDS, DATABASE_API_IDS, DATABASES,
-    INHERITED_BY, META, OpenError, OrBackend, RedbStorage, counts,
+    INHERITED_BY, META, OrBackend, counts,
 };
+use crate::{OpenError, RedbStorage};
 
 /// The page cache of the file a backup writes: it is written once, front to back.
 const BACKUP_CACHE_BYTES: usize = 4 * 1024 * 1024;
@@ -222,8 +223,8 @@ fn copy_into(snapshot: &ReadTransaction, path: &Path) -> Result<RecordCounts, Co
     copy_table(snapshot, &txn, ACCESS_CONTROL)?;
     copy_table(snapshot, &txn, CALLER_KEYS)?;
     copy_table(snapshot, &txn, CALLER_KEY_DIGESTS)?;
-    copy_table(snapshot, &txn, crate::audit_trail::EVENTS)?;
-    copy_table(snapshot, &txn, crate::audit_trail::BY_RESOURCE)?;
+    copy_table(snapshot, &txn, crate::audit::EVENTS)?;
+    copy_table(snapshot, &txn, crate::audit::BY_RESOURCE)?;
     copy_table(snapshot, &txn, crate::queries::QUERIES)?;
     copy_table(snapshot, &txn, crate::queries::QUERIES_BY)?;
     copy_table(snapshot, &txn, crate::deliveries::DELIVERIES)?;

@@ -5,10 +5,11 @@
 //! it, in its transaction.
 
 use dbconsole_core::model::{Delivery, DeliveryStatus, TargetKind, Timestamp};
-use dbconsole_core::storage::{Page, StorageError, record, rules};
+use dbconsole_core::storage::{Page, StorageError, WriteLog, record, rules};
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
-use crate::OrBackend;
+use crate::tables::OrBackend;
+use crate::{RedbStorage, audit};
 
 pub(crate) const DELIVERIES: TableDefinition<'static, &str, &[u8]> =
     TableDefinition::new("deliveries");
@@ -169,3 +170,68 @@ pub(crate) fn list(
 #[derive(Debug, thiserror::Error)]
 #[error("the outbox index names {0}, which is not stored")]
 struct Missing(String);
+
+/// [`Storage::claim_deliveries`](dbconsole_core::storage::Storage::claim_deliveries).
+pub(crate) async fn claim_deliveries(
+    store: &RedbStorage,
+    now: Timestamp,
+    lease_until: Timestamp,
+    limit: usize,
+    kinds: &[TargetKind],
+) -> Result<Vec<Delivery>, StorageError> {
+    // Looked at in a read first: an idle outbox costs its pollers no durable write.
+    if !store.read_now(|inner| inner.read(|txn| any_due(txn, now)))? {
+        return Ok(Vec::new());
+    }
+    let kinds = kinds.to_vec();
+    store
+        .write(move |_, txn| claim(txn, now, lease_until, limit, &kinds))
+        .await
+}
+
+/// [`Storage::delivery`](dbconsole_core::storage::Storage::delivery).
+pub(crate) async fn delivery(
+    store: &RedbStorage,
+    id: &str,
+) -> Result<Option<Delivery>, StorageError> {
+    store.read_now(|inner| inner.read(|txn| get(txn, id)))
+}
+
+/// [`Storage::list_deliveries`](dbconsole_core::storage::Storage::list_deliveries).
+pub(crate) async fn list_deliveries(
+    store: &RedbStorage,
+    request: Page<'_>,
+    status: Option<DeliveryStatus>,
+) -> Result<Vec<Delivery>, StorageError> {
+    let after = request.after.map(str::to_owned);
+    let limit = request.limit;
+    store
+        .run(move |inner| {
+            inner.read(|txn| {
+                let request = Page {
+                    after: after.as_deref(),
+                    limit,
+                };
+                list(txn, request, status)
+            })
+        })
+        .await
+}
+
+/// [`Storage::replace_delivery`](dbconsole_core::storage::Storage::replace_delivery).
+pub(crate) async fn replace_delivery(
+    store: &RedbStorage,
+    delivery: Delivery,
+    expected: Timestamp,
+    log: Option<WriteLog>,
+) -> Result<(), StorageError> {
+    store
+        .write(move |_, txn| {
+            put(txn, &delivery, Some(expected))?;
+            match &log {
+                Some(log) => audit::append(txn, log),
+                None => Ok(()),
+            }
+        })
+        .await
+}

@@ -24,7 +24,7 @@ use dbconsole_core::storage::record;
 use dbconsole_core::storage::{DashboardFilter, DatabaseFilter, Page, StorageError};
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
-use crate::{DASHBOARDS, DATABASE_API_IDS, DATABASES, META, OrBackend};
+use crate::tables::{DASHBOARDS, DATABASE_API_IDS, DATABASES, META, OrBackend};
 
 type IndexTable = TableDefinition<'static, (&'static str, &'static str), ()>;
 

@@ -3,11 +3,12 @@
 //! with a filter walks the index of its most selective field (database, then author, then
 //! status) newest first and checks the others on the records it reads.
 
-use dbconsole_core::model::Query;
-use dbconsole_core::storage::{Page, QueryFilter, StorageError, record, rules};
+use dbconsole_core::model::{Query, Timestamp};
+use dbconsole_core::storage::{Page, QueryFilter, StorageError, WriteLog, record, rules};
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
-use crate::OrBackend;
+use crate::tables::OrBackend;
+use crate::{RedbStorage, audit};
 
 pub(crate) const QUERIES: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("queries");
 pub(crate) const QUERIES_BY: TableDefinition<'static, (&str, &str), ()> =
@@ -120,3 +121,69 @@ pub(crate) fn list(
 #[derive(Debug, thiserror::Error)]
 #[error("the query index names {0}, which is not stored")]
 struct Missing(String);
+
+/// [`Storage::create_query`](dbconsole_core::storage::Storage::create_query).
+pub(crate) async fn create_query(
+    store: &RedbStorage,
+    query: Query,
+    log: WriteLog,
+) -> Result<(), StorageError> {
+    store
+        .write(move |_, txn| {
+            put(txn, &query, None)?;
+            audit::append(txn, &log)
+        })
+        .await
+}
+
+/// [`Storage::query`](dbconsole_core::storage::Storage::query).
+pub(crate) async fn query(store: &RedbStorage, id: &str) -> Result<Option<Query>, StorageError> {
+    store.read_now(|inner| inner.read(|txn| get(txn, id)))
+}
+
+/// [`Storage::list_queries`](dbconsole_core::storage::Storage::list_queries).
+pub(crate) async fn list_queries(
+    store: &RedbStorage,
+    request: Page<'_>,
+    filter: QueryFilter<'_>,
+) -> Result<Vec<Query>, StorageError> {
+    let after = request.after.map(str::to_owned);
+    let limit = request.limit;
+    let database_id = filter.database_id.map(str::to_owned);
+    let author = filter.author.map(str::to_owned);
+    let status = filter.status;
+    store
+        .run(move |inner| {
+            inner.read(|txn| {
+                let request = Page {
+                    after: after.as_deref(),
+                    limit,
+                };
+                let filter = QueryFilter {
+                    database_id: database_id.as_deref(),
+                    author: author.as_deref(),
+                    status,
+                };
+                list(txn, request, filter)
+            })
+        })
+        .await
+}
+
+/// [`Storage::replace_query`](dbconsole_core::storage::Storage::replace_query).
+pub(crate) async fn replace_query(
+    store: &RedbStorage,
+    query: Query,
+    expected: Timestamp,
+    log: Option<WriteLog>,
+) -> Result<(), StorageError> {
+    store
+        .write(move |_, txn| {
+            put(txn, &query, Some(expected))?;
+            match &log {
+                Some(log) => audit::append(txn, log),
+                None => Ok(()),
+            }
+        })
+        .await
+}

@@ -38,8 +38,8 @@ use std::thread::JoinHandle;
 use dbconsole_core::storage::StorageError;
 use redb::{Durability, WriteTransaction};
 
-use crate::Inner;
 use crate::error::Class;
+use crate::file::Inner;
 
 /// The most jobs one transaction holds.
 pub(crate) const MAX_BATCH: usize = 256;
