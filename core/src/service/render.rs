@@ -2,6 +2,7 @@
 //! *Endpoints* lists and
 //! never a secret (the stored types hold secrets; these views have no field for them).
 
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
 
 use crate::model::{
@@ -10,13 +11,17 @@ use crate::model::{
 };
 
 /// A database as every database endpoint returns it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Database", deny_unknown_fields)]
 pub(crate) struct DatabaseView<'a> {
+    #[schemars(schema_with = "database_id")]
     id: &'a str,
     api_id: Option<&'a str>,
     name: &'a str,
+    #[schemars(schema_with = "adapter")]
     adapter: &'static str,
     hostname: &'a str,
+    #[schemars(range(min = 1))]
     port: Option<u16>,
     database: &'a str,
     ssl: bool,
@@ -27,25 +32,34 @@ pub(crate) struct DatabaseView<'a> {
     slack_channel: Option<&'a str>,
     tunnel_id: Option<&'a str>,
     ai_enabled: bool,
+    #[schemars(range(min = 1))]
     ai_max_rows: u32,
     connection_parameters: Vec<ParameterView<'a>>,
     credentials: Vec<CredentialView<'a>>,
+    /// RFC 3339 UTC with microseconds.
+    #[schemars(schema_with = "timestamp")]
     inserted_at: String,
+    /// RFC 3339 UTC with microseconds: the version (`ETag`).
+    #[schemars(schema_with = "timestamp")]
     updated_at: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "ConnectionParameter", deny_unknown_fields)]
 struct ParameterView<'a> {
     name: &'a str,
     value: &'a str,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Credential", deny_unknown_fields)]
 struct CredentialView<'a> {
+    #[schemars(schema_with = "credential_id")]
     id: &'a str,
     username: &'a str,
     hostname: Option<&'a str>,
     ai_allowed: bool,
+    #[schemars(range(min = 1))]
     timeout: Option<u32>,
     reviews_required: u32,
     default_credential: bool,
@@ -124,16 +138,20 @@ impl<'a> From<&'a Database> for DatabaseView<'a> {
 }
 
 /// A dashboard as every dashboard endpoint returns it: `id, name, restricted_access, panels`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Dashboard", deny_unknown_fields)]
 pub(crate) struct DashboardView<'a> {
+    #[schemars(schema_with = "dashboard_id")]
     id: &'a str,
     name: &'a str,
     restricted_access: bool,
     panels: Vec<PanelView<'a>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Panel", deny_unknown_fields)]
 struct PanelView<'a> {
+    #[schemars(schema_with = "panel_id")]
     id: &'a str,
     title: &'a str,
     inputs: Vec<InputView<'a>>,
@@ -141,28 +159,34 @@ struct PanelView<'a> {
     details: DetailsView<'a>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "PanelInput", deny_unknown_fields)]
 struct InputView<'a> {
     key: &'a str,
     description: &'a str,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "PanelDetails", deny_unknown_fields)]
 struct DetailsView<'a> {
+    #[schemars(schema_with = "panel_type")]
     __type__: &'static str,
     query: &'a str,
     credential_id: &'a str,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Action", deny_unknown_fields)]
 struct ActionView<'a> {
+    #[schemars(schema_with = "action_id")]
     id: &'a str,
     label: Option<&'a str>,
     workflow_id: Option<&'a str>,
     input_mappings: Vec<MappingView<'a>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "InputMapping", deny_unknown_fields)]
 struct MappingView<'a> {
     workflow_input_key: &'a str,
     column: Option<&'a str>,
@@ -234,20 +258,28 @@ impl<'a> From<&'a Dashboard> for DashboardView<'a> {
 
 /// One page of a listing: `{"data": [...], "next": "<id>" | null}`.
 /// An audit event as `GET …/audit` lists it.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "AuditEvent", deny_unknown_fields)]
 pub(crate) struct AuditEventView<'a> {
+    /// `evt_…`: ordered by time; pass as `after` to page on.
     id: &'a str,
+    #[schemars(schema_with = "timestamp")]
     at: String,
+    #[schemars(schema_with = "audit_action")]
     action: &'static str,
     resource: ResourceView<'a>,
+    /// The caller credential that made the change: a stored key's id and name (id null for a static credential or a command). Never its secret.
     actor: ActorView<'a>,
     request_id: Option<&'a str>,
+    /// The names of the fields the change set; never a value (a secret appears as `credentials[<username>].password` or `ssl_key`).
     changes: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// A run's facts (`query.run`, `panel.run` only); never its text, inputs or rows.
     run: Option<RunFactsView<'a>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "RunFacts", deny_unknown_fields)]
 struct RunFactsView<'a> {
     database_id: &'a str,
     credential_id: &'a str,
@@ -255,16 +287,20 @@ struct RunFactsView<'a> {
     statement_length: u64,
     rows: u64,
     duration_ms: u64,
+    #[schemars(schema_with = "run_outcome")]
     outcome: &'static str,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Resource", deny_unknown_fields)]
 struct ResourceView<'a> {
+    #[schemars(schema_with = "resource_kind")]
     kind: &'static str,
     id: &'a str,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Actor", deny_unknown_fields)]
 struct ActorView<'a> {
     id: Option<&'a str>,
     name: &'a str,
@@ -299,24 +335,30 @@ impl<'a> From<&'a AuditEvent> for AuditEventView<'a> {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "{T}Page", deny_unknown_fields)]
 pub(crate) struct PageView<T> {
     pub(crate) data: Vec<T>,
+    /// The id to pass as `after` for the next page; null when nothing follows.
     pub(crate) next: Option<String>,
 }
 
 /// `GET|PUT …/permissions`: `{"database_id", "permissions": [{"subject_kind", "subject",
 /// "access"}]}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Permissions", deny_unknown_fields)]
 pub(crate) struct PermissionsView<'a> {
     database_id: &'a str,
     permissions: Vec<PermissionView<'a>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Permission", deny_unknown_fields)]
 struct PermissionView<'a> {
+    #[schemars(schema_with = "subject_kind")]
     subject_kind: &'static str,
     subject: &'a str,
+    #[schemars(schema_with = "access_level")]
     access: &'static str,
 }
 
@@ -339,23 +381,27 @@ impl<'a> PermissionsView<'a> {
 
 /// `GET|PUT …/data-protection`: `{"database_id", "inherits_from", "policies": [{"name",
 /// "description", "columns": [{"column", "action"}]}]}`.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "DataProtection", deny_unknown_fields)]
 pub(crate) struct DataProtectionView<'a> {
     database_id: &'a str,
     inherits_from: Option<&'a str>,
     policies: Vec<PolicyView<'a>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Policy", deny_unknown_fields)]
 struct PolicyView<'a> {
     name: &'a str,
     description: Option<&'a str>,
     columns: Vec<ColumnView<'a>>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "ColumnRule", deny_unknown_fields)]
 struct ColumnView<'a> {
     column: &'a str,
+    #[schemars(schema_with = "column_action")]
     action: &'static str,
 }
 
@@ -387,45 +433,62 @@ impl<'a> DataProtectionView<'a> {
 
 /// A query: `{"id", "database_id", "credential_id", "query", "limit", "author", "status",
 /// "run", "inserted_at", "updated_at"}`; `run` is null until it starts.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Query", deny_unknown_fields)]
 pub(crate) struct QueryView<'a> {
+    /// `qry_…`: ordered by creation; pass as `after` to page on (newest first).
     id: &'a str,
     database_id: &'a str,
     credential_id: &'a str,
     query: &'a str,
+    #[schemars(range(min = 1))]
     limit: u32,
     author: &'a str,
+    /// Whether an AI agent wrote it: it then runs read-only and capped, whoever runs it.
     by_agent: bool,
+    #[schemars(schema_with = "query_status")]
     status: &'static str,
+    /// How many reviewers approved.
     approvals: u32,
     reviews: Vec<ReviewView<'a>>,
+    /// A super admin ran their own query without the approvals it lacked.
     bypass: Option<BypassView<'a>>,
     run: Option<QueryRunView<'a>>,
+    #[schemars(schema_with = "timestamp")]
     inserted_at: String,
+    #[schemars(schema_with = "timestamp")]
     updated_at: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Review", deny_unknown_fields)]
 struct ReviewView<'a> {
     reviewer: &'a str,
+    #[schemars(schema_with = "decision")]
     decision: &'static str,
     comment: Option<&'a str>,
+    #[schemars(schema_with = "timestamp")]
     reviewed_at: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Bypass", deny_unknown_fields)]
 struct BypassView<'a> {
     by: &'a str,
+    #[schemars(schema_with = "timestamp")]
     at: String,
     reason: &'a str,
     approvals: u32,
     required: u32,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "QueryRun", deny_unknown_fields)]
 struct QueryRunView<'a> {
     run_by: &'a str,
+    #[schemars(schema_with = "timestamp")]
     started_at: String,
+    #[schemars(schema_with = "timestamp_or_null")]
     finished_at: Option<String>,
     row_count: u64,
     truncated: bool,
@@ -480,20 +543,30 @@ impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
 /// A delivery of the outbox: `{"id", "kind", "workflow_id", "channel", "resource_id",
 /// "status", "attempts", "due_at", "last_error", "payload", "inserted_at", "updated_at",
 /// "delivered_at"}`; `payload` is the JSON body every attempt sends.
-#[derive(Serialize)]
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Delivery", deny_unknown_fields)]
 pub(crate) struct DeliveryView<'a> {
+    /// `dlv_…`: ordered by creation; the `Idempotency-Key` of every attempt.
     id: &'a str,
+    #[schemars(schema_with = "target_kind")]
     kind: &'static str,
     workflow_id: Option<&'a str>,
     channel: Option<&'a str>,
+    /// The dashboard (a trigger) or query (a review request) it came from.
     resource_id: &'a str,
+    #[schemars(schema_with = "delivery_status")]
     status: &'static str,
     attempts: u32,
+    #[schemars(schema_with = "timestamp_or_null")]
     due_at: Option<String>,
     last_error: Option<&'a str>,
+    /// The JSON body every attempt sends.
     payload: serde_json::Value,
+    #[schemars(schema_with = "timestamp")]
     inserted_at: String,
+    #[schemars(schema_with = "timestamp")]
     updated_at: String,
+    #[schemars(schema_with = "timestamp_or_null")]
     delivered_at: Option<String>,
 }
 
@@ -519,4 +592,71 @@ impl<'a> From<&'a crate::model::Delivery> for DeliveryView<'a> {
             delivered_at: delivery.delivered_at.map(|at| at.to_string()),
         }
     }
+}
+
+// The schemas of the fields whose Rust type says less than the answer (a wire name, an id's
+// shape, a timestamp's format), for the derived `JsonSchema` of the views above.
+
+/// A value of one of `names`.
+fn one_of(names: impl IntoIterator<Item = &'static str>) -> Schema {
+    let names: Vec<&str> = names.into_iter().collect();
+    json_schema!({ "type": "string", "enum": names })
+}
+
+fn id(prefix: &str) -> Schema {
+    json_schema!({ "type": "string", "pattern": format!("^{prefix}_[0-9a-z]{{26}}$"), "readOnly": true })
+}
+
+fn timestamp(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "format": "date-time", "readOnly": true })
+}
+
+fn timestamp_or_null(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": ["string", "null"], "format": "date-time", "readOnly": true })
+}
+
+fn database_id(_: &mut SchemaGenerator) -> Schema {
+    id("db")
+}
+
+fn credential_id(_: &mut SchemaGenerator) -> Schema {
+    id("crd")
+}
+
+fn dashboard_id(_: &mut SchemaGenerator) -> Schema {
+    id("dash")
+}
+
+fn panel_id(_: &mut SchemaGenerator) -> Schema {
+    id("pl")
+}
+
+fn action_id(_: &mut SchemaGenerator) -> Schema {
+    id("act")
+}
+
+fn panel_type(_: &mut SchemaGenerator) -> Schema {
+    one_of(["query"])
+}
+
+macro_rules! wire_names {
+    ($($name:ident: $type:ty),* $(,)?) => {
+        $(fn $name(_: &mut SchemaGenerator) -> Schema {
+            one_of(<$type>::ALL.map(<$type>::as_str))
+        })*
+    };
+}
+
+wire_names! {
+    adapter: crate::model::Adapter,
+    audit_action: crate::model::AuditAction,
+    run_outcome: crate::model::RunOutcome,
+    resource_kind: crate::model::ResourceKind,
+    subject_kind: crate::model::SubjectKind,
+    access_level: crate::model::AccessLevel,
+    column_action: crate::model::ColumnAction,
+    query_status: crate::model::QueryStatus,
+    decision: crate::model::Decision,
+    target_kind: crate::model::TargetKind,
+    delivery_status: crate::model::DeliveryStatus,
 }

@@ -2,8 +2,13 @@
 //! names, bounds from the validation constants) and the components every operation refers to.
 
 use super::super::queries::REASON_MAX;
+use super::super::render::{
+    AuditEventView, DashboardView, DataProtectionView, DatabaseView, DeliveryView, PageView,
+    PermissionsView, QueryView,
+};
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use schemars::generate::SchemaSettings;
 
 /// The largest `u32`, as JSON Schema bounds take it.
 const U32_MAX: u64 = u32::MAX as u64;
@@ -96,11 +101,6 @@ pub(super) fn certificate(description: &str) -> Value {
     })
 }
 
-/// A record's id as responses carry it.
-pub(super) fn id_schema(prefix: &str) -> Value {
-    json!({ "type": "string", "pattern": format!("^{prefix}_[0-9a-z]{{26}}$"), "readOnly": true })
-}
-
 /// A record's id in a path.
 pub(super) fn id_param_schema(prefix: &str) -> Value {
     json!({ "type": "string", "pattern": format!("^{prefix}_[0-9a-z]{{26}}$") })
@@ -149,14 +149,6 @@ pub(super) fn closed(properties: Value) -> Value {
     json!({ "type": "object", "required": required, "properties": properties, "additionalProperties": false })
 }
 
-/// `schema` with `name` left out of its required properties.
-pub(super) fn optional_property(name: &str, mut schema: Value) -> Value {
-    if let Some(required) = schema["required"].as_array_mut() {
-        required.retain(|r| r != name);
-    }
-    schema
-}
-
 pub(super) fn list(items: Value, nullable: bool) -> Value {
     let kind = if nullable {
         json!(["array", "null"])
@@ -164,10 +156,6 @@ pub(super) fn list(items: Value, nullable: bool) -> Value {
         json!("array")
     };
     json!({ "type": kind, "items": items })
-}
-
-pub(super) fn nullable_string() -> Value {
-    json!({ "type": ["string", "null"] })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -240,66 +228,6 @@ pub(super) fn responses() -> Value {
 }
 
 pub(super) fn schemas() -> Value {
-    let review = closed(json!({
-        "reviewer": { "type": "string" },
-        "decision": { "type": "string", "enum": ["approve", "reject"] },
-        "comment": nullable_string(),
-        "reviewed_at": { "type": "string", "format": "date-time" },
-    }));
-    let bypass = described(
-        closed(json!({
-            "by": { "type": "string" },
-            "at": { "type": "string", "format": "date-time" },
-            "reason": { "type": "string" },
-            "approvals": integer(0, U32_MAX, false),
-            "required": integer(0, U32_MAX, false),
-        })),
-        "A super admin ran their own query without the approvals it lacked.",
-    );
-    let query = closed(json!({
-        "id": described(json!({ "type": "string" }), "`qry_…`: ordered by creation; pass as `after` to page on (newest first)."),
-        "database_id": { "type": "string" },
-        "credential_id": { "type": "string" },
-        "query": { "type": "string" },
-        "limit": integer(1, U32_MAX, false),
-        "author": { "type": "string" },
-        "status": enum_schema(&names(&QueryStatus::ALL, QueryStatus::as_str), false),
-        "by_agent": described(json!({ "type": "boolean" }), "Whether an AI agent wrote it: it then runs read-only and capped, whoever runs it."),
-        "approvals": described(integer(0, U32_MAX, false), "How many reviewers approved."),
-        "reviews": list(review.clone(), false),
-        "bypass": { "oneOf": [{ "type": "null" }, bypass.clone()] },
-        "run": {
-            "oneOf": [
-                { "type": "null" },
-                closed(json!({
-                    "run_by": { "type": "string" },
-                    "started_at": { "type": "string", "format": "date-time" },
-                    "finished_at": { "type": ["string", "null"], "format": "date-time" },
-                    "row_count": integer(0, u64::MAX, false),
-                    "truncated": { "type": "boolean" },
-                    "duration_ms": integer(0, u64::MAX, false),
-                    "error": nullable_string(),
-                })),
-            ],
-        },
-        "inserted_at": { "type": "string", "format": "date-time" },
-        "updated_at": { "type": "string", "format": "date-time" },
-    }));
-    let delivery = closed(json!({
-        "id": described(json!({ "type": "string" }), "`dlv_…`: ordered by creation; the `Idempotency-Key` of every attempt."),
-        "kind": enum_schema(&["workflow", "slack"], false),
-        "workflow_id": nullable_string(),
-        "channel": nullable_string(),
-        "resource_id": described(json!({ "type": "string" }), "The dashboard (a trigger) or query (a review request) it came from."),
-        "status": enum_schema(&names(&DeliveryStatus::ALL, DeliveryStatus::as_str), false),
-        "attempts": integer(0, U32_MAX, false),
-        "due_at": { "type": ["string", "null"], "format": "date-time" },
-        "last_error": nullable_string(),
-        "payload": described(json!({}), "The JSON body every attempt sends."),
-        "inserted_at": { "type": "string", "format": "date-time" },
-        "updated_at": { "type": "string", "format": "date-time" },
-        "delivered_at": { "type": ["string", "null"], "format": "date-time" },
-    }));
     let run_input = object(
         &[],
         json!({
@@ -464,103 +392,10 @@ pub(super) fn schemas() -> Value {
             }),
         )
     };
-    let timestamp = json!({ "type": "string", "format": "date-time", "readOnly": true, "description": "RFC 3339 UTC with microseconds." });
-    let credential = closed(json!({
-        "id": id_schema("crd"),
-        "username": { "type": "string" },
-        "hostname": nullable_string(),
-        "ai_allowed": { "type": "boolean" },
-        "timeout": integer(1, U32_MAX, true),
-        "reviews_required": integer(0, U32_MAX, false),
-        "default_credential": { "type": "boolean" },
-    }));
-    // Every field of `Database`, destructured whole (no `..`): a new field fails to compile here
-    // until the document says how it is answered. The test `the_database_schema_is_the_answer`
-    // ties the properties below to what the API answers.
-    let _ = |db: &Database| {
-        let Database {
-            id: _,
-            api_id: _,
-            name: _,
-            adapter: _,
-            hostname: _,
-            port: _,
-            database: _,
-            ssl: _,
-            verify_server_hostname: _,
-            restrict_access: _,
-            review_bypass_allowed: _,
-            group: _,
-            slack_channel: _,
-            tunnel_id: _,
-            ai_enabled: _,
-            ai_max_rows: _,
-            connection_parameters: _,
-            credentials: _,
-            // Write-only: taken as `ssl_ca_cert`, `ssl_cert`, `ssl_key`, never answered.
-            tls: _,
-            inserted_at: _,
-            updated_at: _,
-        } = db;
-    };
-    let database = closed(json!({
-        "id": id_schema("db"),
-        "api_id": nullable_string(),
-        "name": { "type": "string" },
-        "adapter": enum_schema(&adapters, false),
-        "hostname": { "type": "string" },
-        "port": integer(1, 65535, true),
-        "database": { "type": "string" },
-        "ssl": { "type": "boolean" },
-        "verify_server_hostname": { "type": "boolean" },
-        "restrict_access": { "type": "boolean" },
-        "review_bypass_allowed": { "type": "boolean" },
-        "group": nullable_string(),
-        "slack_channel": nullable_string(),
-        "tunnel_id": nullable_string(),
-        "ai_enabled": { "type": "boolean" },
-        "ai_max_rows": integer(1, U32_MAX, false),
-        "connection_parameters": list(closed(json!({ "name": { "type": "string" }, "value": { "type": "string" } })), false),
-        "credentials": list(credential, false),
-        "inserted_at": timestamp,
-        "updated_at": timestamp,
-    }));
-    let dashboard = closed(json!({
-        "id": id_schema("dash"),
-        "name": { "type": "string" },
-        "restricted_access": { "type": "boolean" },
-        "panels": list(closed(json!({
-            "id": id_schema("pl"),
-            "title": { "type": "string" },
-            "inputs": list(closed(json!({ "key": { "type": "string" }, "description": { "type": "string" } })), false),
-            "actions": list(closed(json!({
-                "id": id_schema("act"),
-                "label": nullable_string(),
-                "workflow_id": nullable_string(),
-                "input_mappings": list(closed(json!({
-                    "workflow_input_key": { "type": "string" },
-                    "column": nullable_string(),
-                    "prompt_user": { "type": "boolean" },
-                    "prompt": nullable_string(),
-                })), false),
-            })), false),
-            "details": closed(json!({
-                "__type__": enum_schema(&["query"], false),
-                "query": { "type": "string" },
-                "credential_id": { "type": "string" },
-            })),
-        })), false),
-    }));
-    let page = |item: &str| {
-        closed(json!({
-            "data": list(schema_ref(item), false),
-            "next": { "type": ["string", "null"], "description": "The id to pass as `after` for the next page; null when nothing follows." },
-        }))
-    };
     let subject_kinds = names(&SubjectKind::ALL, SubjectKind::as_str);
     let access_levels = names(&AccessLevel::ALL, AccessLevel::as_str);
     let column_actions = names(&ColumnAction::ALL, ColumnAction::as_str);
-    json!({
+    let mut schemas = json!({
         "Error": {
             "type": "object",
             "required": ["errors"],
@@ -592,7 +427,6 @@ pub(super) fn schemas() -> Value {
                 },
             },
         },
-        "Database": database,
         "DatabaseCreate": database_input(true),
         "DatabaseUpdate": database_input(false),
         "DatabaseCheck": with_username("DatabaseCreate"),
@@ -621,14 +455,6 @@ pub(super) fn schemas() -> Value {
                 "review_bypass_allowed": boolean(true),
             }),
         ),
-        "Permissions": closed(json!({
-            "database_id": { "type": "string" },
-            "permissions": list(closed(json!({
-                "subject_kind": enum_schema(&subject_kinds, false),
-                "subject": { "type": "string" },
-                "access": enum_schema(&access_levels, false),
-            })), false),
-        })),
         "PermissionsInput": object(&["permissions"], json!({
             "permissions": described(
                 list(object(&["subject_kind", "subject", "access"], json!({
@@ -638,18 +464,6 @@ pub(super) fn schemas() -> Value {
                 })), true),
                 "The whole new list; null means empty. A subject appears once per kind.",
             ),
-        })),
-        "DataProtection": closed(json!({
-            "database_id": { "type": "string" },
-            "inherits_from": nullable_string(),
-            "policies": list(closed(json!({
-                "name": { "type": "string" },
-                "description": nullable_string(),
-                "columns": list(closed(json!({
-                    "column": { "type": "string" },
-                    "action": enum_schema(&column_actions, false),
-                })), false),
-            })), false),
         })),
         "DataProtectionInput": object(&["policies"], json!({
             "inherits_from": described(optional(NAME), "Another database's id (it must exist, not be this one, and make no cycle), or null."),
@@ -665,38 +479,8 @@ pub(super) fn schemas() -> Value {
                 "The whole new list; null means empty. Names are unique, and columns within a policy.",
             ),
         })),
-        "Dashboard": dashboard,
         "DashboardCreate": dashboard_input(true),
         "DashboardUpdate": dashboard_input(false),
-        "DatabasePage": page("Database"),
-        "AuditEventPage": page("AuditEvent"),
-        "AuditEvent": optional_property("run", closed(json!({
-            "id": described(json!({ "type": "string" }), "`evt_…`: ordered by time; pass as `after` to page on."),
-            "at": { "type": "string", "format": "date-time" },
-            "action": enum_schema(&names(&AuditAction::ALL, AuditAction::as_str), false),
-            "resource": closed(json!({
-                "kind": enum_schema(&names(&ResourceKind::ALL, ResourceKind::as_str), false),
-                "id": { "type": "string" },
-            })),
-            "actor": described(closed(json!({
-                "id": nullable_string(),
-                "name": { "type": "string" },
-            })), "The caller credential that made the change: a stored key's id and name (id null for a static credential or a command). Never its secret."),
-            "request_id": nullable_string(),
-            "changes": described(list(json!({ "type": "string" }), false), "The names of the fields the change set; never a value (a secret appears as `credentials[<username>].password` or `ssl_key`)."),
-            "run": described(closed(json!({
-                "database_id": { "type": "string" },
-                "credential_id": { "type": "string" },
-                "statement_sha256": { "type": "string" },
-                "statement_length": integer(0, u64::MAX, false),
-                "rows": integer(0, u64::MAX, false),
-                "duration_ms": integer(0, u64::MAX, false),
-                "outcome": enum_schema(&names(&RunOutcome::ALL, RunOutcome::as_str), false),
-            })), "A run's facts (`query.run`, `panel.run` only); never its text, inputs or rows."),
-        }))),
-        "DashboardPage": page("Dashboard"),
-        "QueryPage": page("Query"),
-        "Query": query,
         "QueryInput": object(&["database_id", "credential_id", "query"], json!({
             "database_id": text_schema(NAME, Presence::Required),
             "credential_id": text_schema(NAME, Presence::Required),
@@ -708,8 +492,6 @@ pub(super) fn schemas() -> Value {
             "row": described(json!({ "type": ["object", "null"] }), "The clicked row: column name → value. A mapping with a `column` takes its value from here."),
             "prompted": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean", "null"] } }), "What the user typed: workflow input key → value, for the mappings with `prompt_user`; no other key."),
         })),
-        "DeliveryPage": page("Delivery"),
-        "Delivery": delivery,
         "ReviewInput": review_input,
         "PanelRunInput": object(&[], json!({
             "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for every input the panel declares, and no other."),
@@ -727,5 +509,28 @@ pub(super) fn schemas() -> Value {
             "duration_ms": integer(0, u64::MAX, false),
             "error": described(closed(json!({ "detail": { "type": "string" } })), "Present when the run failed after its first rows."),
         })),
-    })
+    });
+    if let Some(schemas) = schemas.as_object_mut() {
+        schemas.extend(views());
+    }
+    schemas
+}
+
+/// The schemas of the answers, derived from the views that render them (`service::render`),
+/// so that a field added to a view is in the document with no second edit.
+fn views() -> Map<String, Value> {
+    let mut generator = SchemaSettings::draft2020_12()
+        .with(|settings| {
+            settings.definitions_path = "/components/schemas".into();
+            settings.meta_schema = None;
+        })
+        .into_generator();
+    generator.subschema_for::<PageView<DatabaseView<'static>>>();
+    generator.subschema_for::<PageView<DashboardView<'static>>>();
+    generator.subschema_for::<PageView<AuditEventView<'static>>>();
+    generator.subschema_for::<PageView<QueryView<'static>>>();
+    generator.subschema_for::<PageView<DeliveryView<'static>>>();
+    generator.subschema_for::<PermissionsView<'static>>();
+    generator.subschema_for::<DataProtectionView<'static>>();
+    generator.take_definitions(true)
 }
