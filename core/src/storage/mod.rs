@@ -61,9 +61,7 @@ use crate::model::{
 use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
 
-pub use edits::{
-    AccessEdit, DeleteCheck, Edits, MAX_ATTEMPTS, Retries,
-};
+pub use edits::{AccessEdit, DeleteCheck, Edits, MAX_ATTEMPTS, Retries};
 pub use filter::{DashboardFilter, DatabaseFilter, QueryFilter};
 pub use rotate::{RotateError, Rotation, rotate};
 
