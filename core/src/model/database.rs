@@ -87,6 +87,62 @@ pub struct Database {
     pub updated_at: Timestamp,
 }
 
+/// The list of a record's fields a change names (their wire names, in this order), and the
+/// comparison that names them: written once, for the audit diff and for the stored form of an
+/// event's changes (which stores a name by its position: only ever append).
+macro_rules! changed_fields {
+    ($record:ident, $list:ident, $($field:ident),* $(,)?) => {
+        /// The fields of a [`
+        #[doc = stringify!($record)]
+        /// `] a change names, by wire name, in their stored order.
+        pub const $list: &[&str] = &[$(stringify!($field)),*];
+
+        impl $record {
+            /// The names of the fields of [`
+            #[doc = stringify!($list)]
+            /// `] whose values differ between `self` and `other`, in that order.
+            pub fn changed_fields<'a>(&'a self, other: &'a Self) -> impl Iterator<Item = &'static str> + 'a {
+                [$((stringify!($field), self.$field != other.$field)),*]
+                    .into_iter()
+                    .filter_map(|(name, changed)| changed.then_some(name))
+            }
+        }
+    };
+}
+
+changed_fields!(
+    Database,
+    DATABASE_FIELDS,
+    api_id,
+    name,
+    adapter,
+    hostname,
+    port,
+    database,
+    ssl,
+    verify_server_hostname,
+    restrict_access,
+    review_bypass_allowed,
+    group,
+    slack_channel,
+    tunnel_id,
+    ai_enabled,
+    ai_max_rows,
+    connection_parameters,
+);
+
+changed_fields!(
+    Credential,
+    CREDENTIAL_FIELDS,
+    username,
+    password,
+    hostname,
+    ai_allowed,
+    timeout,
+    reviews_required,
+    default_credential,
+);
+
 impl Database {
     /// The port a connection uses: the stored one or the adapter's default.
     pub fn effective_port(&self) -> u16 {

@@ -27,7 +27,10 @@ pub use audit::{
 };
 pub use caller::{CallerKey, CredentialKind, Scope, key_digest, mint_caller_key};
 pub use dashboard::{Action, Dashboard, InputMapping, Inputs, Panel, PanelDetails, PanelInput};
-pub use database::{Adapter, ConnectionParameter, Credential, Database, TlsField, TlsMaterial};
+pub use database::{
+    Adapter, CREDENTIAL_FIELDS, ConnectionParameter, Credential, DATABASE_FIELDS, Database,
+    TlsField, TlsMaterial,
+};
 pub use delivery::{Delivery, DeliveryStatus, RetryPolicy, Target, TargetKind};
 pub use ids::{
     ActionId, CredentialId, DashboardId, DatabaseId, DeliveryId, EventId, KeyId, PanelId, QueryId,

@@ -19,9 +19,8 @@ fn differs<T: PartialEq>(changes: &mut Vec<String>, name: &str, old: Option<&T>,
 }
 
 /// What changed between `old` (`None` for a create) and `new`, by field name: for a create, the
-/// fields it set (those not at their create default; `adapter`, required, always). `new` is
-/// destructured whole, with no `..`: a field added to [`Database`] fails to compile here until
-/// it is named.
+/// fields it set (those not at their create default; `adapter`, required, always). The fields
+/// are [`crate::model::DATABASE_FIELDS`] (the secrets and TLS material by name only).
 pub fn database_changes(old: Option<&Database>, new: &Database) -> Vec<String> {
     let created = old.is_none();
     let unset;
@@ -34,78 +33,22 @@ pub fn database_changes(old: Option<&Database>, new: &Database) -> Vec<String> {
             &unset
         }
     };
-    let Database {
-        id: _,
-        api_id,
-        name,
-        adapter,
-        hostname,
-        port,
-        database,
-        ssl,
-        verify_server_hostname,
-        restrict_access,
-        review_bypass_allowed,
-        group,
-        slack_channel,
-        tunnel_id,
-        ai_enabled,
-        ai_max_rows,
-        connection_parameters,
-        credentials,
-        tls,
-        inserted_at: _,
-        updated_at: _,
-    } = new;
     let mut changes = Vec::new();
     let c = &mut changes;
     if created {
         c.push("adapter".to_owned());
     }
-    differs(c, "api_id", Some(&old.api_id), api_id);
-    differs(c, "name", Some(&old.name), name);
-    differs(c, "adapter", Some(&old.adapter), adapter);
-    differs(c, "hostname", Some(&old.hostname), hostname);
-    differs(c, "port", Some(&old.port), port);
-    differs(c, "database", Some(&old.database), database);
-    differs(c, "ssl", Some(&old.ssl), ssl);
-    differs(
-        c,
-        "verify_server_hostname",
-        Some(&old.verify_server_hostname),
-        verify_server_hostname,
-    );
-    differs(
-        c,
-        "restrict_access",
-        Some(&old.restrict_access),
-        restrict_access,
-    );
-    differs(
-        c,
-        "review_bypass_allowed",
-        Some(&old.review_bypass_allowed),
-        review_bypass_allowed,
-    );
-    differs(c, "group", Some(&old.group), group);
-    differs(c, "slack_channel", Some(&old.slack_channel), slack_channel);
-    differs(c, "tunnel_id", Some(&old.tunnel_id), tunnel_id);
-    differs(c, "ai_enabled", Some(&old.ai_enabled), ai_enabled);
-    differs(c, "ai_max_rows", Some(&old.ai_max_rows), ai_max_rows);
-    differs(
-        c,
-        "connection_parameters",
-        Some(&old.connection_parameters),
-        connection_parameters,
-    );
+    // Every field a change names (model::DATABASE_FIELDS), then the TLS material by its body
+    // key and the credentials by username.
+    c.extend(new.changed_fields(old).map(str::to_owned));
     for field in TlsField::ALL {
         // Sealed bytes: a new value seals differently even when it is the same text, so a
         // certificate sent again counts as changed.
-        if old.tls.get(field) != tls.get(field) {
+        if old.tls.get(field) != new.tls.get(field) {
             c.push(field.body_key().to_owned());
         }
     }
-    credential_changes(c, &old.credentials, credentials);
+    credential_changes(c, &old.credentials, &new.credentials);
     changes
 }
 
@@ -123,23 +66,10 @@ fn credential_changes(changes: &mut Vec<String>, old: &[Credential], new: &[Cred
                 }
             }
             Some(stored) => {
-                let mut field = |field: &str, changed: bool| {
-                    if changed {
-                        changes.push(format!("{name}.{field}"));
-                    }
-                };
-                field("username", stored.username != credential.username);
-                field("password", stored.password != credential.password);
-                field("hostname", stored.hostname != credential.hostname);
-                field("ai_allowed", stored.ai_allowed != credential.ai_allowed);
-                field("timeout", stored.timeout != credential.timeout);
-                field(
-                    "reviews_required",
-                    stored.reviews_required != credential.reviews_required,
-                );
-                field(
-                    "default_credential",
-                    stored.default_credential != credential.default_credential,
+                changes.extend(
+                    credential
+                        .changed_fields(stored)
+                        .map(|field| format!("{name}.{field}")),
                 );
             }
         }

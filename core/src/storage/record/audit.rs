@@ -2,6 +2,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::model;
 
 /// An audit event as stored (version 1).
 #[derive(Serialize, Deserialize)]
@@ -20,8 +21,11 @@ pub(super) struct AuditEventV1 {
 /// The version byte of audit events written now: [`AuditEventV2`], with compact changes.
 pub(super) const EVENT_V2: u8 = 2;
 
-/// The field names an audit event's changes are made of, stored as their index. **Append
-/// only**: a stored index never changes meaning.
+/// The field names an audit event's changes are made of, stored as their index: a format, so
+/// **append only** (a stored index never changes meaning). The database's fields are
+/// [`model::DATABASE_FIELDS`] in its order (a test holds the two together: a field added to the
+/// model is appended here too, or stored by its name); a credential's field is stored by its
+/// index in [`model::CREDENTIAL_FIELDS`], which is append-only for the same reason.
 pub(super) const CHANGE_NAMES: &[&str] = &[
     "api_id",
     "name",
@@ -54,15 +58,6 @@ pub(super) const CHANGE_NAMES: &[&str] = &[
 
 /// The fields of a credential named in changes (`credentials[<username>].<field>`), stored as
 /// their index. **Append only.**
-pub(super) const CREDENTIAL_FIELDS: &[&str] = &[
-    "username",
-    "password",
-    "hostname",
-    "ai_allowed",
-    "timeout",
-    "reviews_required",
-    "default_credential",
-];
 
 /// One change of an event as stored (version 2): a known name by its index, a credential by its
 /// username (with a field's index), or any other name as it is.
@@ -91,7 +86,7 @@ impl ChangeV2 {
                 return ChangeV2::Credential(username.to_owned());
             }
             if let Some((username, field)) = rest.rsplit_once("].")
-                && let Some(i) = index(CREDENTIAL_FIELDS, field)
+                && let Some(i) = index(model::CREDENTIAL_FIELDS, field)
             {
                 return ChangeV2::CredentialField(username.to_owned(), i);
             }
@@ -110,7 +105,10 @@ impl ChangeV2 {
             ChangeV2::Name(i) => name(CHANGE_NAMES, i)?.to_owned(),
             ChangeV2::Credential(username) => format!("credentials[{username}]"),
             ChangeV2::CredentialField(username, i) => {
-                format!("credentials[{username}].{}", name(CREDENTIAL_FIELDS, i)?)
+                format!(
+                    "credentials[{username}].{}",
+                    name(model::CREDENTIAL_FIELDS, i)?
+                )
             }
             ChangeV2::Other(change) => change,
         })
@@ -233,4 +231,35 @@ pub fn decode_audit_event(key: &str, bytes: &[u8]) -> Result<AuditEvent, RecordE
             None => None,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_a_change_names_has_its_stored_number() {
+        let database = model::DATABASE_FIELDS;
+        assert_eq!(
+            &CHANGE_NAMES[..16],
+            &database[..16],
+            "the first 16 stored numbers are the database's first 16 fields, in order"
+        );
+        for field in database {
+            assert!(CHANGE_NAMES.contains(field), "{field} has no stored number");
+        }
+        assert_eq!(
+            &model::CREDENTIAL_FIELDS[..7],
+            [
+                "username",
+                "password",
+                "hostname",
+                "ai_allowed",
+                "timeout",
+                "reviews_required",
+                "default_credential"
+            ],
+            "a credential's fields keep their stored numbers (append only)"
+        );
+    }
 }
