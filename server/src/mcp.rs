@@ -189,6 +189,12 @@ pub struct Mcp {
     protocol: StreamableHttpService<Tools, LocalSessionManager>,
 }
 
+impl std::fmt::Debug for Mcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mcp").finish_non_exhaustive()
+    }
+}
+
 impl Mcp {
     /// The endpoint over `service`.
     pub fn new(service: ConsoleService) -> Self {

@@ -60,11 +60,23 @@ pub struct Session {
     secrets: Vec<crate::model::Secret>,
 }
 
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").finish_non_exhaustive()
+    }
+}
+
 /// Opens a credential's sessions.
 pub struct Manager {
     connector: Connector,
     timeout: Duration,
     connect_timeout: Duration,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager").finish_non_exhaustive()
+    }
 }
 
 impl managed::Manager for Manager {

@@ -52,10 +52,22 @@ pub struct Session {
     _tunnel: Option<TunnelEndpoint>,
 }
 
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").finish_non_exhaustive()
+    }
+}
+
 /// Opens a credential's sessions.
 pub struct Manager {
     connector: Connector,
     connect_timeout: Duration,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager").finish_non_exhaustive()
+    }
 }
 
 impl managed::Manager for Manager {

@@ -124,7 +124,7 @@ impl From<StorageError> for ApiError {
 }
 
 /// The detail of [`ApiError::Indeterminate`].
-pub const INDETERMINATE: &str = "the connection to the storage was lost while the change was \
+pub(crate) const INDETERMINATE: &str = "the connection to the storage was lost while the change was \
      being committed, and whether it was saved could not be found out: it may have been saved. \
      Read it back, or send the same request again with the same Idempotency-Key, before \
      writing it again";

@@ -18,16 +18,16 @@ pub const QUERY_MAX: usize = 100_000;
 pub const CERTIFICATE_MAX: usize = 262_144;
 
 /// The message of a string longer than its bound.
-pub fn too_long(max: usize) -> String {
+pub(crate) fn too_long(max: usize) -> String {
     format!("should be at most {max} character(s)")
 }
 
 /// The message of a string with a control character where none is allowed.
-pub const CONTROL_CHARACTERS: &str = "must not contain control characters";
+pub(crate) const CONTROL_CHARACTERS: &str = "must not contain control characters";
 /// The message of a password with a NUL character.
-pub const NUL_CHARACTER: &str = "must not contain a NUL character";
+pub(crate) const NUL_CHARACTER: &str = "must not contain a NUL character";
 /// The message of a `hostname` that is neither a host name nor an IP address.
-pub const NOT_A_HOST: &str = "must be a host name or an IP address";
+pub(crate) const NOT_A_HOST: &str = "must be a host name or an IP address";
 
 /// The rule of one string field. Lengths count characters (Unicode scalar values), as JSON
 /// Schema's `maxLength` does.

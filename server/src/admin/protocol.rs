@@ -255,14 +255,14 @@ mod wire_name {
 
     use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
 
-    pub fn serialize<T: Display, S: Serializer>(
+    pub(super) fn serialize<T: Display, S: Serializer>(
         value: &T,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
         serializer.collect_str(value)
     }
 
-    pub fn deserialize<'de, T, D>(deserializer: D) -> Result<T, D::Error>
+    pub(super) fn deserialize<'de, T, D>(deserializer: D) -> Result<T, D::Error>
     where
         T: FromStr<Err: Display>,
         D: Deserializer<'de>,
@@ -280,11 +280,16 @@ mod rfc3339 {
     use dbconsole_core::model::Timestamp;
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub fn serialize<S: Serializer>(at: &Timestamp, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        at: &Timestamp,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         serializer.collect_str(at)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Timestamp, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Timestamp, D::Error> {
         parse(&String::deserialize(deserializer)?)
     }
 
@@ -296,11 +301,11 @@ mod rfc3339 {
     }
 
     /// The same for an optional time, `null` when absent.
-    pub mod option {
+    pub(super) mod option {
         use dbconsole_core::model::Timestamp;
         use serde::{Deserialize, Deserializer, Serializer};
 
-        pub fn serialize<S: Serializer>(
+        pub(crate) fn serialize<S: Serializer>(
             at: &Option<Timestamp>,
             serializer: S,
         ) -> Result<S::Ok, S::Error> {
@@ -310,7 +315,7 @@ mod rfc3339 {
             }
         }
 
-        pub fn deserialize<'de, D: Deserializer<'de>>(
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
             deserializer: D,
         ) -> Result<Option<Timestamp>, D::Error> {
             Option::<String>::deserialize(deserializer)?
@@ -325,14 +330,19 @@ mod secret_text {
     use dbconsole_core::Secret;
     use serde::{Deserialize, Deserializer, Serializer, de::Error as _, ser::Error as _};
 
-    pub fn serialize<S: Serializer>(secret: &Secret, serializer: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(
+        secret: &Secret,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
         let text = secret
             .expose_str()
             .ok_or_else(|| S::Error::custom("the secret is not text"))?;
         serializer.serialize_str(text)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Secret, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Secret, D::Error> {
         let text = String::deserialize(deserializer)?;
         if text.is_empty() {
             return Err(D::Error::custom("empty secret"));

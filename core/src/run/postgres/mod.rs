@@ -74,6 +74,12 @@ pub struct Session {
     secrets: Vec<crate::model::Secret>,
 }
 
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").finish_non_exhaustive()
+    }
+}
+
 /// Statements a session keeps prepared at most (then it forgets them all and starts again).
 const STATEMENTS_KEPT: usize = 64;
 
@@ -101,6 +107,12 @@ pub struct Manager {
     timeout: Duration,
     connect_timeout: Duration,
     read_only: bool,
+}
+
+impl std::fmt::Debug for Manager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Manager").finish_non_exhaustive()
+    }
 }
 
 impl managed::Manager for Manager {

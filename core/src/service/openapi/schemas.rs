@@ -1,13 +1,13 @@
 //! The schemas of the document: of values (strings by their `Text` rule, enums by their wire
 //! names, bounds from the validation constants) and the components every operation refers to.
 
-use super::super::queries::REASON_MAX;
 use super::super::render::{
     AuditEventView, DashboardView, DataProtectionView, DatabaseView, DeliveryView, PageView,
     PermissionsView, QueryView,
 };
 #[allow(clippy::wildcard_imports)]
 use super::*;
+use crate::validate::REASON_MAX;
 use schemars::generate::SchemaSettings;
 
 /// The largest `u32`, as JSON Schema bounds take it.

@@ -29,7 +29,7 @@ use super::render::QueryView;
 use super::response::json_response;
 use super::router::Answer;
 
-pub use crate::validate::{DEFAULT_ROW_LIMIT, REASON_MAX};
+pub use crate::validate::DEFAULT_ROW_LIMIT;
 pub(in crate::service) use admission::principal_of;
 pub(in crate::service) use outcome::Record;
 pub(in crate::service) use start::Run;
