@@ -18,9 +18,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use dbconsole_tests::eventually;
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use serde_json::{Value, json};
-use support::process::Server;
+use support::process::{HANG_GUARD, Server};
 use support::request;
 
 const KEY: &str = "storage-faults-api-key";
@@ -323,9 +324,10 @@ async fn a_backup_under_write_load_restores_every_write_acknowledged_before_it()
             ))
         })
         .collect();
-    while acknowledged_count(&load) < 60 {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    eventually(HANG_GUARD, "60 writes acknowledged", || async {
+        (acknowledged_count(&load) >= 60).then_some(())
+    })
+    .await;
 
     // Everything acknowledged up to here must be in the backup.
     let before: BTreeSet<String> = load.acknowledged.lock().unwrap().iter().cloned().collect();
@@ -345,9 +347,12 @@ async fn a_backup_under_write_load_restores_every_write_acknowledged_before_it()
     assert!(stdout.starts_with("backed up "), "{stdout}");
     // The server took writes while the backup ran, and goes on.
     let at_backup_end = acknowledged_count(&load);
-    while acknowledged_count(&load) < at_backup_end + 20 {
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    eventually(
+        HANG_GUARD,
+        "20 more writes acknowledged after the backup",
+        || async { (acknowledged_count(&load) >= at_backup_end + 20).then_some(()) },
+    )
+    .await;
     stop.store(true, Ordering::Relaxed);
     for writer in writers {
         writer.await.unwrap();

@@ -12,6 +12,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
+use dbconsole_tests::eventually;
 use serde_json::{Value, json};
 use support::process::{HANG_GUARD, Server};
 use support::{create_key, postgres_admin, request};
@@ -359,18 +360,12 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
                 && e["resource"]["id"] == db
         })
     };
-    let mut described = false;
-    for _ in 0..100 {
-        if describe_recorded().await {
-            described = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert!(
-        described,
-        "describe_tables is an agent.call event on the database: {events:?}"
-    );
+    eventually(
+        std::time::Duration::from_secs(5),
+        &format!("describe_tables is an agent.call event on the database: {events:?}"),
+        || async { describe_recorded().await.then_some(()) },
+    )
+    .await;
     let creates = events
         .iter()
         .filter(|e| e["action"] == "query.create")

@@ -16,6 +16,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use dbconsole_storage_postgres::testing::{fresh_schema, test_url};
+use dbconsole_tests::eventually;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
@@ -465,14 +466,15 @@ async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once()
     let ran = runs.iter().filter(|(status, _)| *status == 200).count();
     assert_eq!(ran, 1, "{runs:?}");
     // The one run's outcome, as either node reads it once recorded: one row, succeeded.
-    let mut done = Value::Null;
-    for _ in 0..200 {
-        done = read(b.addr, id.clone()).await;
-        if done["status"] != "running" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let done = eventually(
+        Duration::from_secs(10),
+        "the run's outcome is recorded",
+        || async {
+            let done = read(b.addr, id.clone()).await;
+            (done["status"] != "running").then_some(done)
+        },
+    )
+    .await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(done["run"]["row_count"], 1, "{done}");
     assert!(

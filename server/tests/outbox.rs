@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use dbconsole_core::outbox::sign;
+use dbconsole_tests::eventually;
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::Incoming;
@@ -367,20 +368,12 @@ async fn user_key(dir: &Path) -> String {
 /// Waits until delivery `id` is in `status`; answers it.
 async fn until_status(addr: SocketAddr, id: &str, status: &str) -> Value {
     let path = format!("{DELIVERIES}/{id}");
-    let mut last = Value::Null;
-    let waited = tokio::time::timeout(HANG_GUARD, async {
-        loop {
-            let (code, delivery) = call(addr, API_KEY, "GET", &path, None).await;
-            assert_eq!(code, 200, "{delivery}");
-            if delivery["status"] == status {
-                return delivery;
-            }
-            last = delivery;
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+    eventually(HANG_GUARD, &format!("{id} becomes {status}"), || async {
+        let (code, delivery) = call(addr, API_KEY, "GET", &path, None).await;
+        assert_eq!(code, 200, "{delivery}");
+        (delivery["status"] == status).then_some(delivery)
     })
-    .await;
-    waited.unwrap_or_else(|_| panic!("{id} never became {status}; last {last}"))
+    .await
 }
 
 /// A POST that may meet a dead server: `None` when the connection fails or is cut.
@@ -533,22 +526,20 @@ async fn a_trigger_reaches_its_workflow_signed_and_a_review_request_reaches_slac
         None,
     )
     .await;
-    let slack_id = tokio::time::timeout(HANG_GUARD, async {
-        loop {
+    let slack_id = eventually(
+        HANG_GUARD,
+        &format!("a Slack delivery is listed (delivered at first: {slack})"),
+        || async {
             let (_, listed) = call(server.addr, API_KEY, "GET", DELIVERIES, None).await;
-            if let Some(found) = listed["data"]
+            listed["data"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .find(|d| d["kind"] == "slack")
-            {
-                return found["id"].as_str().unwrap().to_owned();
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await
-    .unwrap_or_else(|_| panic!("no Slack delivery; listed {slack}"));
+                .map(|found| found["id"].as_str().unwrap().to_owned())
+        },
+    )
+    .await;
     let delivered = until_status(server.addr, &slack_id, "delivered").await;
     assert_eq!(delivered["resource_id"], query["id"]);
     let requests = receiver.requests();
@@ -776,13 +767,11 @@ async fn a_server_killed_before_delivering_delivers_every_accepted_trigger_after
         }));
     }
     // Let some be accepted, then kill without warning.
-    tokio::time::timeout(HANG_GUARD, async {
-        while accepted.lock().unwrap().len() < 40 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+    eventually(HANG_GUARD, "triggers are accepted", || async {
+        let count = accepted.lock().unwrap().len();
+        (count >= 40).then_some(())
     })
-    .await
-    .expect("triggers are accepted");
+    .await;
     let mut server = server;
     server.signal(nix::sys::signal::Signal::SIGKILL);
     server.exit_status().await;
@@ -925,30 +914,30 @@ async fn two_postgres_nodes_deliver_a_thousand_triggers_none_in_flight_twice() {
     assert_eq!(ids.len(), TRIGGERS);
 
     // Every one delivered: nothing pending or in flight, and the receiver took each key.
-    tokio::time::timeout(Duration::from_secs(120), async {
-        loop {
-            if receiver.state.lock().unwrap().accepted.len() >= TRIGGERS {
-                let mut open = 0;
-                for status in ["pending", "delivering"] {
-                    let (_, listed) = call(
-                        addrs[0],
-                        API_KEY,
-                        "GET",
-                        &format!("{DELIVERIES}?status={status}"),
-                        None,
-                    )
-                    .await;
-                    open += listed["data"].as_array().unwrap().len();
-                }
-                if open == 0 {
-                    return;
-                }
+    eventually(
+        Duration::from_secs(120),
+        "every trigger is delivered",
+        || async {
+            let accepted = receiver.state.lock().unwrap().accepted.len();
+            if accepted < TRIGGERS {
+                return None;
             }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
-    .await
-    .expect("every trigger is delivered");
+            let mut open = 0;
+            for status in ["pending", "delivering"] {
+                let (_, listed) = call(
+                    addrs[0],
+                    API_KEY,
+                    "GET",
+                    &format!("{DELIVERIES}?status={status}"),
+                    None,
+                )
+                .await;
+                open += listed["data"].as_array().unwrap().len();
+            }
+            (open == 0).then_some(())
+        },
+    )
+    .await;
     let state = receiver.state.lock().unwrap();
     assert!(
         state.overlapping.is_empty(),

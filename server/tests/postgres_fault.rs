@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use dbconsole_tests::eventually;
 use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Child;
 use tokio::task::JoinHandle;
@@ -550,19 +551,15 @@ impl Load {
         bound: Duration,
         what: &str,
     ) {
-        let until = Instant::now() + bound;
-        loop {
-            self.check_alive();
-            let acknowledged = self.acknowledged_since(since);
-            if acknowledged >= count {
-                return;
-            }
-            assert!(
-                Instant::now() < until,
-                "{what}: only {acknowledged} writes acknowledged within {bound:?}, wanted {count}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        eventually(
+            bound,
+            &format!("{what}: {count} writes acknowledged"),
+            || async {
+                self.check_alive();
+                (self.acknowledged_since(since) >= count).then_some(())
+            },
+        )
+        .await;
     }
 
     /// Stops the writers; everything they saw.
@@ -691,22 +688,20 @@ async fn outage(
     let up = Instant::now();
 
     // The node must recover by itself.
-    let bound = Duration::from_secs(30);
-    let ready = loop {
-        load.check_alive();
-        let response = probe(node.addr, "/readyz").await;
-        if response.status == 200 {
+    let ready = eventually(
+        Duration::from_secs(30),
+        &format!("/readyz answers 200 after PostgreSQL came back ({mode})"),
+        || async {
+            load.check_alive();
+            let response = probe(node.addr, "/readyz").await;
+            if response.status != 200 {
+                return None;
+            }
             assert_eq!(response.body, "ready");
-            break Instant::now();
-        }
-        assert!(
-            up.elapsed() < bound,
-            "/readyz still {} {:?} {bound:?} after PostgreSQL came back ({mode})",
-            response.status,
-            response.body
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+            Some(Instant::now())
+        },
+    )
+    .await;
     load.wait_for_acknowledged(
         up,
         20,

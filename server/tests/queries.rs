@@ -9,6 +9,7 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use dbconsole_tests::eventually;
 use serde_json::{Value, json};
 use support::process::{HANG_GUARD, Server};
 use support::{Conn, create_key, postgres_admin, request, request_text};
@@ -181,44 +182,42 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
         false,
     ))
     .await;
-    let started = Instant::now();
-    while !active(&postgres, &marker).await {
-        assert!(started.elapsed() < Duration::from_secs(10), "never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(10), "the statement starts", || async {
+        active(&postgres, &marker).await.then_some(())
+    })
+    .await;
     drop(conn);
     let closed = Instant::now();
-    while active(&postgres, &marker).await {
-        assert!(
-            closed.elapsed() < Duration::from_secs(1),
-            "the statement still runs on the server a second after its client closed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        Duration::from_secs(1),
+        "the statement ends on the server once its client closed",
+        || async { (!active(&postgres, &marker).await).then_some(()) },
+    )
+    .await;
     println!(
         "cancelled on the server {:?} after the client closed",
         closed.elapsed()
     );
     // The history says how it ended.
-    let started = Instant::now();
-    loop {
-        let history = request(
-            server.addr,
-            "GET",
-            &format!("/api/v1/console/queries/{id}"),
-            &[("x-api-key", &user_key)],
-            None,
-        )
-        .await
-        .json();
-        if history["status"] == "failed" {
-            let error: &Value = &history["run"]["error"];
-            assert!(error.as_str().unwrap().contains("went away"), "{history}");
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(5), "{history}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let history = eventually(
+        Duration::from_secs(5),
+        "the history says the run failed",
+        || async {
+            let history = request(
+                server.addr,
+                "GET",
+                &format!("/api/v1/console/queries/{id}"),
+                &[("x-api-key", &user_key)],
+                None,
+            )
+            .await
+            .json();
+            (history["status"] == "failed").then_some(history)
+        },
+    )
+    .await;
+    let error: &Value = &history["run"]["error"];
+    assert!(error.as_str().unwrap().contains("went away"), "{history}");
     // Both runs are counted, by how they ended, with their rows.
     let text = metrics(&server).await;
     let line = |needle: &str| {

@@ -26,6 +26,7 @@ use dbconsole_core::storage::Page;
 use dbconsole_storage_postgres::testing::{fresh_schema, test_url};
 use dbconsole_storage_postgres::{PostgresOptions, PostgresStorage};
 use dbconsole_storage_redb::RedbStorage;
+use dbconsole_tests::eventually;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
@@ -172,22 +173,25 @@ async fn start_rotation_and_kill(env: &[(&str, &str)], args: &[&str], victim: Op
     let mut rotation = dbconsole(env, &all).spawn().unwrap();
     let mut status_args = args.to_vec();
     status_args.push("seal-status");
-    tokio::time::timeout(HANG_GUARD, async {
-        loop {
-            let (ok, out, err) = keys(env, &status_args).await;
+    eventually(HANG_GUARD, "a rotation under way", || {
+        // Whether it had ended, looked at before its status: one that had, and is not under
+        // way, never will be.
+        let ended = rotation.try_wait().unwrap().is_some();
+        let status_args = &status_args;
+        async move {
+            let (ok, out, err) = keys(env, status_args).await;
             assert!(ok, "seal-status failed: {out}{err}");
             if out.contains("rotation is under way") {
-                return;
+                return Some(());
             }
             assert!(
-                rotation.try_wait().unwrap().is_none(),
+                !ended,
                 "the rotation ended before it was seen under way: store more databases"
             );
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            None
         }
     })
-    .await
-    .expect("no rotation under way within the hang guard");
+    .await;
     let pid = victim.unwrap_or_else(|| rotation.id().unwrap());
     kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
     let _ = tokio::time::timeout(HANG_GUARD, rotation.wait()).await;

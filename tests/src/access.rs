@@ -1444,17 +1444,18 @@ pub async fn access_last_used_at_recorded(storage: Arc<dyn Storage>) {
 
     // The use is recorded in the background (the request never waits for that write): wait
     // for it, within a bound.
-    let mut keys = Vec::new();
-    for _ in 0..500 {
-        keys = storage.list_caller_keys().await.expect("keys listed");
-        let recorded = keys
-            .iter()
-            .any(|k| k.id.as_str() == used_id && k.last_used_at.is_some());
-        if recorded {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let keys = crate::eventually(
+        std::time::Duration::from_secs(5),
+        "the key's use is recorded",
+        || async {
+            let keys = storage.list_caller_keys().await.expect("keys listed");
+            let recorded = keys
+                .iter()
+                .any(|k| k.id.as_str() == used_id && k.last_used_at.is_some());
+            recorded.then_some(keys)
+        },
+    )
+    .await;
     let find = |id: &str| {
         keys.iter()
             .find(|k| k.id.as_str() == id)

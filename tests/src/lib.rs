@@ -9,8 +9,13 @@
 //! ```
 //!
 //! expands to one `#[tokio::test]` per case, each with a fresh store from the closure.
+//!
+//! Besides the suite, the crate holds what every test of the workspace shares: [`TestConsole`],
+//! the one test console (built with [`TestConsole::builder`]), and [`eventually`], the one way
+//! a test waits for something to happen.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use dbconsole_core::{Checkers, ConsoleService, Sealer, Secret, StaticCredentials, Storage};
@@ -21,6 +26,7 @@ use tower::ServiceExt;
 
 pub mod access;
 pub mod audit;
+mod console;
 pub mod dashboards;
 pub mod databases;
 pub mod idempotency;
@@ -28,6 +34,8 @@ pub mod outbox;
 pub mod protocol;
 pub mod reviews;
 pub mod versions;
+
+pub use console::{TestConsole, TestConsoleBuilder};
 
 /// The API key the harness's service accepts.
 pub const API_KEY: &str = "test-api-key-0123456789";
@@ -66,20 +74,40 @@ pub struct TestResponse {
     pub status: StatusCode,
     /// Headers.
     pub headers: HeaderMap,
-    /// Body bytes.
+    /// Body bytes (those that arrived, when [`TestResponse::cut`] says the body was cut off).
     pub body: Bytes,
+    /// The error that cut the body off (a streamed answer failed after its head was sent):
+    /// only through [`Api::answer`], since [`Api::send`] demands a whole body.
+    pub cut: Option<String>,
 }
 
 impl TestResponse {
-    /// The body as JSON (panics with the body text when it is not JSON).
+    /// The body as JSON (panics with the body text when it is not JSON or was cut off).
+    #[track_caller]
     pub fn json(&self) -> Value {
+        if let Some(error) = &self.cut {
+            panic!("{}: the body was cut off: {error}", self.status);
+        }
         serde_json::from_slice(&self.body)
             .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text()))
     }
 
-    /// The body as text.
+    /// The body as text (panics when it was cut off).
+    #[track_caller]
     pub fn text(&self) -> String {
+        if let Some(error) = &self.cut {
+            panic!("{}: the body was cut off: {error}", self.status);
+        }
         String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// The body as text, and the error that cut it off, if one did.
+    fn shown(&self) -> String {
+        let text = String::from_utf8_lossy(&self.body);
+        match &self.cut {
+            Some(error) => format!("{text} (cut off: {error})"),
+            None => text.into_owned(),
+        }
     }
 
     /// Asserts the status, showing the body when it differs; returns `self`.
@@ -89,7 +117,7 @@ impl TestResponse {
             self.status.as_u16(),
             status,
             "unexpected status; body: {}",
-            self.text()
+            self.shown()
         );
         self
     }
@@ -123,8 +151,18 @@ impl Api {
         Self { service }
     }
 
-    /// Sends a request as it is.
+    /// Sends a request as it is (panics when the body is cut off).
     pub async fn send(&self, request: Request<Full<Bytes>>) -> TestResponse {
+        let response = self.answer(request).await;
+        if let Some(error) = &response.cut {
+            panic!("a whole response body: {error}");
+        }
+        response
+    }
+
+    /// Sends a request as it is; a body cut off by an error (a streamed result that failed
+    /// after its first rows) is answered with [`TestResponse::cut`].
+    pub async fn answer(&self, request: Request<Full<Bytes>>) -> TestResponse {
         let response = self
             .service
             .clone()
@@ -132,15 +170,15 @@ impl Api {
             .await
             .unwrap_or_else(|never| match never {});
         let (parts, body) = response.into_parts();
-        let body = body
-            .collect()
-            .await
-            .expect("a whole response body")
-            .to_bytes();
+        let (body, cut) = match body.collect().await {
+            Ok(collected) => (collected.to_bytes(), None),
+            Err(error) => (Bytes::new(), Some(error.to_string())),
+        };
         TestResponse {
             status: parts.status,
             headers: parts.headers,
             body,
+            cut,
         }
     }
 
@@ -233,6 +271,38 @@ impl Api {
             .await
             .expect(200)
             .json()
+    }
+}
+
+/// Polls `check` until it answers `Some`, and answers that; panics, saying `what` and how long
+/// it waited, when `within` has passed without. Between polls it pauses a little (10 ms at
+/// first, growing to 100 ms): the time a test waits is decided by what it waits for, never by a
+/// fixed sleep.
+///
+/// ```ignore
+/// let history = eventually(Duration::from_secs(5), "the run's history says it failed", || async {
+///     let history = console.history(&alice(), &id).await;
+///     (history["status"] == "failed").then_some(history)
+/// })
+/// .await;
+/// ```
+pub async fn eventually<T, F, Fut>(within: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let started = tokio::time::Instant::now();
+    let mut pause = Duration::from_millis(10);
+    loop {
+        if let Some(done) = check().await {
+            return done;
+        }
+        let waited = started.elapsed();
+        if waited >= within {
+            panic!("{what}: not so after {waited:?} (waited at most {within:?})");
+        }
+        tokio::time::sleep(pause.min(within - waited)).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
     }
 }
 

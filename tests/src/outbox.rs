@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use dbconsole_core::Storage;
 use dbconsole_core::model::{
     AuditAction, AuditEvent, Delivery, DeliveryStatus, Principal, RetryPolicy, Role, Target,
     TargetKind, Timestamp,
@@ -17,114 +17,87 @@ use dbconsole_core::model::{
 use dbconsole_core::outbox::{SendFailure, Transport, Wake, Worker, WorkerOptions};
 use dbconsole_core::service::OutboxTargets;
 use dbconsole_core::storage::WriteLog;
-use dbconsole_core::{ConsoleService, Storage};
-use http::{Method, Request, header};
-use http_body_util::Full;
+use http::Method;
 use serde_json::{Value, json};
 
-use crate::{Api, TestResponse, test_credentials, test_sealer};
+use crate::{TestConsole, eventually};
 
 const DELIVERIES: &str = "/api/v1/console/deliveries";
 
-struct Console {
-    api: Api,
+/// The console over `storage`, trusting each request's principal, putting workflows in the
+/// outbox when `workflows` and review requests when `slack`.
+fn outbox_console(storage: Arc<dyn Storage>, workflows: bool, slack: bool) -> TestConsole {
+    TestConsole::builder(storage)
+        .trust_principal(true)
+        .outbox(OutboxTargets {
+            workflows,
+            slack,
+            wake: None,
+        })
+        .build()
 }
 
-impl Console {
-    /// The service over `storage`, trusting each request's principal, putting workflows in the
-    /// outbox when `workflows` and review requests when `slack`.
-    fn new(storage: Arc<dyn Storage>, workflows: bool, slack: bool) -> Self {
-        let service = ConsoleService::builder(storage, Arc::new(test_credentials()), test_sealer())
-            .trust_principal(true)
-            .outbox(OutboxTargets {
-                workflows,
-                slack,
-                wake: None,
-            })
-            .build();
-        Self {
-            api: Api { service },
-        }
-    }
+/// A database: one credential needing `reviews` reviews; restricted when `restricted`.
+async fn new_database(
+    console: &TestConsole,
+    reviews: u32,
+    slack_channel: Option<&str>,
+    restricted: bool,
+) -> Value {
+    console
+        .api
+        .create_database(&json!({
+            "name": format!("Outbox {}", ulid_like()),
+            "adapter": "postgres",
+            "hostname": "db.internal",
+            "database": "orders",
+            "restrict_access": restricted,
+            "slack_channel": slack_channel,
+            "credentials": [{"username": "reader", "password": "pw-outbox", "reviews_required": reviews}],
+        }))
+        .await
+}
 
-    async fn as_(
-        &self,
-        principal: &Principal,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-        idempotency_key: Option<&str>,
-    ) -> TestResponse {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::CONTENT_TYPE, "application/json");
-        if let Some(key) = idempotency_key {
-            request = request.header("idempotency-key", key);
-        }
-        let mut request = request
-            .body(Full::new(
-                body.map(|b| Bytes::from(b.to_string())).unwrap_or_default(),
-            ))
-            .expect("a request");
-        request.extensions_mut().insert(principal.clone());
-        self.api.send(request).await
-    }
+/// A dashboard over `db`'s credential with actions `start` (row column `id` and prompted
+/// `reason`), `label only` (no workflow) and `climb` (workflow `..`).
+async fn new_dashboard(console: &TestConsole, db: &Value, restricted: bool) -> Value {
+    console
+        .api
+        .dash(
+            Method::POST,
+            crate::DASHBOARDS,
+            Some(&json!({
+                "name": "Orders",
+                "restricted_access": restricted,
+                "panels": [{
+                    "title": "Recent",
+                    "details": {"__type__": "query", "query": "SELECT 1 AS id", "credential_id": db["credentials"][0]["id"]},
+                    "actions": [
+                        {"label": "Refund", "workflow_id": "refund", "input_mappings": [
+                            {"workflow_input_key": "order", "column": "id"},
+                            {"workflow_input_key": "reason", "prompt_user": true, "prompt": "Why?"},
+                        ]},
+                        {"label": "Label only", "input_mappings": []},
+                        {"label": "Climb", "workflow_id": "..", "input_mappings": []},
+                    ],
+                }],
+            })),
+        )
+        .await
+        .expect(200)
+        .json()
+}
 
-    /// A database: one credential needing `reviews` reviews; restricted when `restricted`.
-    async fn database(&self, reviews: u32, slack_channel: Option<&str>, restricted: bool) -> Value {
-        self.api
-            .create_database(&json!({
-                "name": format!("Outbox {}", ulid_like()),
-                "adapter": "postgres",
-                "hostname": "db.internal",
-                "database": "orders",
-                "restrict_access": restricted,
-                "slack_channel": slack_channel,
-                "credentials": [{"username": "reader", "password": "pw-outbox", "reviews_required": reviews}],
-            }))
-            .await
-    }
-
-    /// A dashboard over `db`'s credential with actions `start` (row column `id` and prompted
-    /// `reason`), `label only` (no workflow) and `climb` (workflow `..`).
-    async fn dashboard(&self, db: &Value, restricted: bool) -> Value {
-        self.api
-            .dash(
-                Method::POST,
-                crate::DASHBOARDS,
-                Some(&json!({
-                    "name": "Orders",
-                    "restricted_access": restricted,
-                    "panels": [{
-                        "title": "Recent",
-                        "details": {"__type__": "query", "query": "SELECT 1 AS id", "credential_id": db["credentials"][0]["id"]},
-                        "actions": [
-                            {"label": "Refund", "workflow_id": "refund", "input_mappings": [
-                                {"workflow_input_key": "order", "column": "id"},
-                                {"workflow_input_key": "reason", "prompt_user": true, "prompt": "Why?"},
-                            ]},
-                            {"label": "Label only", "input_mappings": []},
-                            {"label": "Climb", "workflow_id": "..", "input_mappings": []},
-                        ],
-                    }],
-                })),
-            )
-            .await
-            .expect(200)
-            .json()
-    }
-
-    async fn deliveries(&self, query: &str) -> Vec<Value> {
-        self.api
-            .db(Method::GET, &format!("{DELIVERIES}{query}"), None)
-            .await
-            .expect(200)
-            .json()["data"]
-            .as_array()
-            .expect("a page")
-            .clone()
-    }
+async fn deliveries(console: &TestConsole, query: &str) -> Vec<Value> {
+    console
+        .api
+        .db(Method::GET, &format!("{DELIVERIES}{query}"), None)
+        .await
+        .expect(200)
+        .json()["data"]
+        .as_array()
+        .expect("a page")
+        .clone()
 }
 
 fn ulid_like() -> String {
@@ -154,9 +127,9 @@ fn good_body() -> Value {
 /// A trigger is stored as a pending delivery with its event, answered 202; a retry with the
 /// same `Idempotency-Key` gets the same answer and stores nothing more.
 pub async fn triggers_store_a_pending_delivery_with_its_event(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage, true, false);
-    let db = console.database(0, None, false).await;
-    let dashboard = console.dashboard(&db, false).await;
+    let console = outbox_console(storage, true, false);
+    let db = new_database(&console, 0, None, false).await;
+    let dashboard = new_dashboard(&console, &db, false).await;
     let path = trigger_path(&dashboard, 0);
     let answer = console
         .as_(
@@ -198,7 +171,7 @@ pub async fn triggers_store_a_pending_delivery_with_its_event(storage: Arc<dyn S
         .expect(202);
     assert_eq!(again.json(), delivery);
     assert_eq!(again.header("idempotent-replayed"), Some("true"));
-    let listed = console.deliveries("").await;
+    let listed = deliveries(&console, "").await;
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0], delivery);
     let read = console
@@ -241,9 +214,9 @@ pub async fn triggers_store_a_pending_delivery_with_its_event(storage: Arc<dyn S
 /// (422), unknown ids are 404, an action without a workflow and a server without a workflow
 /// endpoint are 409, a caller who may not run the panel is 403.
 pub async fn triggers_refused_store_nothing(storage: Arc<dyn Storage>) {
-    let console = Console::new(Arc::clone(&storage), true, false);
-    let db = console.database(0, None, false).await;
-    let dashboard = console.dashboard(&db, false).await;
+    let console = outbox_console(Arc::clone(&storage), true, false);
+    let db = new_database(&console, 0, None, false).await;
+    let dashboard = new_dashboard(&console, &db, false).await;
     let path = trigger_path(&dashboard, 0);
     let refused = |body: Value| {
         let console = &console;
@@ -307,7 +280,7 @@ pub async fn triggers_refused_store_nothing(storage: Arc<dyn Storage>) {
         .expect(409);
     assert!(climb.text().contains("dot segment"), "{}", climb.text());
     // A server without a workflow endpoint starts nothing.
-    let without = Console::new(Arc::clone(&storage), false, false);
+    let without = outbox_console(Arc::clone(&storage), false, false);
     let answer = without
         .as_(&ann(), Method::POST, &path, Some(good_body()), None)
         .await
@@ -323,8 +296,8 @@ pub async fn triggers_refused_store_nothing(storage: Arc<dyn Storage>) {
         .dash(Method::POST, &path, Some(&good_body()))
         .await
         .expect(403);
-    let closed_db = console.database(0, None, true).await;
-    let closed = console.dashboard(&closed_db, true).await;
+    let closed_db = new_database(&console, 0, None, true).await;
+    let closed = new_dashboard(&console, &closed_db, true).await;
     console
         .as_(
             &ann(),
@@ -360,7 +333,7 @@ pub async fn triggers_refused_store_nothing(storage: Arc<dyn Storage>) {
             "credentials": [{"username": "reader", "password": "pw-outbox", "ai_allowed": true}],
         }))
         .await;
-    let open = console.dashboard(&open_db, false).await;
+    let open = new_dashboard(&console, &open_db, false).await;
     let refused = console
         .as_(
             &agent,
@@ -376,7 +349,7 @@ pub async fn triggers_refused_store_nothing(storage: Arc<dyn Storage>) {
         "{}",
         refused.text()
     );
-    let listed = console.deliveries("").await;
+    let listed = deliveries(&console, "").await;
     assert_eq!(
         listed.len(),
         1,
@@ -388,7 +361,7 @@ pub async fn triggers_refused_store_nothing(storage: Arc<dyn Storage>) {
 /// author, the database and the reviews needed, never the query's text; none when the query
 /// needs no review, the database names no channel or the server sends no Slack messages.
 pub async fn review_requests_go_to_the_databases_slack_channel(storage: Arc<dyn Storage>) {
-    let console = Console::new(Arc::clone(&storage), false, true);
+    let console = outbox_console(Arc::clone(&storage), false, true);
     let query = |db: &Value| {
         json!({
             "database_id": db["id"],
@@ -396,7 +369,7 @@ pub async fn review_requests_go_to_the_databases_slack_channel(storage: Arc<dyn 
             "query": "SELECT 'secret-marker' AS x",
         })
     };
-    let reviewed = console.database(2, Some("#db-reviews"), false).await;
+    let reviewed = new_database(&console, 2, Some("#db-reviews"), false).await;
     let created = console
         .as_(
             &ann(),
@@ -408,8 +381,8 @@ pub async fn review_requests_go_to_the_databases_slack_channel(storage: Arc<dyn 
         .await
         .expect(200)
         .json();
-    let silent = console.database(0, Some("#db-reviews"), false).await;
-    let no_channel = console.database(2, None, false).await;
+    let silent = new_database(&console, 0, Some("#db-reviews"), false).await;
+    let no_channel = new_database(&console, 2, None, false).await;
     for db in [&silent, &no_channel] {
         console
             .as_(
@@ -422,7 +395,7 @@ pub async fn review_requests_go_to_the_databases_slack_channel(storage: Arc<dyn 
             .await
             .expect(200);
     }
-    let without = Console::new(Arc::clone(&storage), false, false);
+    let without = outbox_console(Arc::clone(&storage), false, false);
     without
         .as_(
             &ann(),
@@ -433,7 +406,7 @@ pub async fn review_requests_go_to_the_databases_slack_channel(storage: Arc<dyn 
         )
         .await
         .expect(200);
-    let listed = console.deliveries("").await;
+    let listed = deliveries(&console, "").await;
     assert_eq!(listed.len(), 1, "{listed:?}");
     let message = &listed[0];
     assert_eq!(message["kind"], "slack");
@@ -458,9 +431,9 @@ pub async fn review_requests_go_to_the_databases_slack_channel(storage: Arc<dyn 
 pub async fn deliveries_list_by_status_and_only_a_dead_letter_is_retried(
     storage: Arc<dyn Storage>,
 ) {
-    let console = Console::new(Arc::clone(&storage), true, false);
-    let db = console.database(0, None, false).await;
-    let dashboard = console.dashboard(&db, false).await;
+    let console = outbox_console(Arc::clone(&storage), true, false);
+    let db = new_database(&console, 0, None, false).await;
+    let dashboard = new_dashboard(&console, &db, false).await;
     let path = trigger_path(&dashboard, 0);
     let mut ids = Vec::new();
     for _ in 0..3 {
@@ -500,15 +473,15 @@ pub async fn deliveries_list_by_status_and_only_a_dead_letter_is_retried(
             .collect()
     };
     assert_eq!(
-        status_of(&console.deliveries("?status=dead").await),
+        status_of(&deliveries(&console, "?status=dead").await),
         [ids[0].clone()]
     );
     assert_eq!(
-        status_of(&console.deliveries("?status=pending").await),
+        status_of(&deliveries(&console, "?status=pending").await),
         [ids[2].clone(), ids[1].clone()]
     );
     assert_eq!(
-        status_of(&console.deliveries("?limit=1").await),
+        status_of(&deliveries(&console, "?limit=1").await),
         [ids[2].clone()]
     );
     for status in ["lost", ""] {
@@ -706,7 +679,19 @@ pub async fn the_worker_sends_its_kinds_and_buries_a_delivery_that_killed_its_wo
         },
         Wake::new(),
     );
-    let running = tokio::spawn(worker.run(tokio::time::sleep(Duration::from_millis(300))));
+    // Stopped once it has tried the delivery (and its transport has panicked): what ends it
+    // is the stop, never the panic.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(worker.run(async move {
+        let _ = stopped.await;
+    }));
+    eventually(
+        Duration::from_secs(10),
+        "the worker tries the due delivery",
+        || async { (!panicking.sent.lock().unwrap().is_empty()).then_some(()) },
+    )
+    .await;
+    let _ = stop.send(());
     running
         .await
         .expect("the worker ends when stopped, not by the panic");

@@ -143,6 +143,7 @@ async fn streamed(
         status: parts.status,
         headers: parts.headers,
         body,
+        cut: None,
     }
 }
 

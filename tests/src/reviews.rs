@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
+use dbconsole_core::Storage;
 use dbconsole_core::model::{Adapter, Principal, Role};
 use dbconsole_core::run::{Column, QueryRunner, RowSink, RunError, RunJob, Runners};
-use dbconsole_core::{ConsoleService, Storage};
 use http::{Method, Request, header};
 use http_body_util::Full;
 use serde_json::{Value, json};
 
-use crate::{Api, DATABASES, TestResponse, test_credentials, test_sealer};
+use crate::{DATABASES, TestConsole, TestResponse};
 
 const QUERIES: &str = "/api/v1/console/queries";
 
@@ -77,146 +77,137 @@ impl QueryRunner for CountingRunner {
     fn evict(&self, _database_id: &str) {}
 }
 
-/// The service over `storage` with a [`CountingRunner`] for PostgreSQL databases, trusting the
-/// principal of each request (as an application that mounts it behind its own login).
-struct Console {
-    api: Api,
-    runner: Arc<CountingRunner>,
+/// The console over `storage` with a [`CountingRunner`] for PostgreSQL databases, trusting the
+/// principal of each request (as an application that mounts it behind its own login); and the
+/// runner.
+fn reviewing_console(storage: Arc<dyn Storage>) -> (TestConsole, Arc<CountingRunner>) {
+    let runner = Arc::new(CountingRunner::default());
+    let runners = Runners::none().with(Adapter::Postgres, runner.clone());
+    let console = TestConsole::builder(storage)
+        .runners(runners)
+        .trust_principal(true)
+        .build();
+    (console, runner)
 }
 
-impl Console {
-    fn new(storage: Arc<dyn Storage>) -> Self {
-        let runner = Arc::new(CountingRunner::default());
-        let runners = Runners::none().with(Adapter::Postgres, runner.clone());
-        let service = ConsoleService::builder(storage, Arc::new(test_credentials()), test_sealer())
-            .runners(runners)
-            .trust_principal(true)
-            .build();
-        Self {
-            api: Api { service },
-            runner,
-        }
+/// A database (the management API, with the API key) whose one credential requires
+/// `required` reviews; its id and its credential's id.
+async fn new_database(console: &TestConsole, required: u32, extra: Value) -> (String, String) {
+    let mut body = json!({
+        "name": format!("Reviewed {}", NAMES.fetch_add(1, Ordering::Relaxed)),
+        "adapter": "postgres",
+        "hostname": "db.internal",
+        "database": "orders",
+        "credentials": [{"username": "reader", "password": "pw-reader-1", "reviews_required": required, "ai_allowed": true}],
+    });
+    for (key, value) in extra.as_object().expect("an object") {
+        body[key] = value.clone();
     }
+    let created = console.api.create_database(&body).await;
+    (
+        created["id"].as_str().unwrap().to_owned(),
+        created["credentials"][0]["id"].as_str().unwrap().to_owned(),
+    )
+}
 
-    /// A request as `principal`.
-    async fn as_(
-        &self,
-        principal: &Principal,
-        method: Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> TestResponse {
-        let mut request = Request::builder()
-            .method(method)
-            .uri(path)
-            .header(header::CONTENT_TYPE, "application/json")
-            .body(Full::new(
-                body.map(|b| Bytes::from(b.to_string())).unwrap_or_default(),
-            ))
-            .expect("a request");
-        request.extensions_mut().insert(principal.clone());
-        self.api.send(request).await
-    }
-
-    /// A database (the management API, with the API key) whose one credential requires
-    /// `required` reviews; its id and its credential's id.
-    async fn database(&self, required: u32, extra: Value) -> (String, String) {
-        let mut body = json!({
-            "name": format!("Reviewed {}", NAMES.fetch_add(1, Ordering::Relaxed)),
-            "adapter": "postgres",
-            "hostname": "db.internal",
-            "database": "orders",
-            "credentials": [{"username": "reader", "password": "pw-reader-1", "reviews_required": required, "ai_allowed": true}],
-        });
-        for (key, value) in extra.as_object().expect("an object") {
-            body[key] = value.clone();
-        }
-        let created = self.api.create_database(&body).await;
-        (
-            created["id"].as_str().unwrap().to_owned(),
-            created["credentials"][0]["id"].as_str().unwrap().to_owned(),
-        )
-    }
-
-    /// A query by `author`: its answer (200 asserted).
-    async fn query(&self, author: &Principal, db: &(String, String)) -> Value {
-        self.as_(
+/// A query by `author`: its answer (200 asserted).
+async fn new_query(console: &TestConsole, author: &Principal, db: &(String, String)) -> Value {
+    console
+        .as_(
             author,
             Method::POST,
             QUERIES,
             Some(json!({"database_id": db.0, "credential_id": db.1, "query": "SELECT 1"})),
+            None,
         )
         .await
         .expect(200)
         .json()
-    }
+}
 
-    async fn review(
-        &self,
-        reviewer: &Principal,
-        id: &str,
-        decision: &str,
-        comment: Option<&str>,
-    ) -> TestResponse {
-        let mut body = json!({"decision": decision});
-        if let Some(comment) = comment {
-            body["comment"] = json!(comment);
-        }
-        self.as_(
+async fn review(
+    console: &TestConsole,
+    reviewer: &Principal,
+    id: &str,
+    decision: &str,
+    comment: Option<&str>,
+) -> TestResponse {
+    let mut body = json!({"decision": decision});
+    if let Some(comment) = comment {
+        body["comment"] = json!(comment);
+    }
+    console
+        .as_(
             reviewer,
             Method::POST,
             &format!("{QUERIES}/{id}/reviews"),
             Some(body),
+            None,
         )
         .await
-    }
+}
 
-    async fn run(&self, principal: &Principal, id: &str, body: Option<Value>) -> TestResponse {
-        self.as_(
+/// Runs query `id` as `principal`, with `body` (a bypass).
+async fn run_with(
+    console: &TestConsole,
+    principal: &Principal,
+    id: &str,
+    body: Option<Value>,
+) -> TestResponse {
+    console
+        .as_(
             principal,
             Method::POST,
             &format!("{QUERIES}/{id}/run"),
             body,
+            None,
         )
         .await
-    }
+}
 
-    /// Changes database `db` (the management API, with the API key): 200 asserted.
-    async fn patch_database(&self, db: &(String, String), body: Value) {
-        self.api
-            .db(Method::PATCH, &format!("{DATABASES}/{}", db.0), Some(&body))
-            .await
-            .expect(200);
-    }
+/// Changes database `db` (the management API, with the API key): 200 asserted.
+async fn patch_database(console: &TestConsole, db: &(String, String), body: Value) {
+    console
+        .api
+        .db(Method::PATCH, &format!("{DATABASES}/{}", db.0), Some(&body))
+        .await
+        .expect(200);
+}
 
-    async fn get(&self, principal: &Principal, id: &str) -> Value {
-        self.as_(principal, Method::GET, &format!("{QUERIES}/{id}"), None)
-            .await
-            .expect(200)
-            .json()
-    }
+async fn get(console: &TestConsole, principal: &Principal, id: &str) -> Value {
+    console
+        .as_(
+            principal,
+            Method::GET,
+            &format!("{QUERIES}/{id}"),
+            None,
+            None,
+        )
+        .await
+        .expect(200)
+        .json()
+}
 
-    /// The actions of the audit trail of query `id`, oldest first.
-    async fn actions(&self, id: &str) -> Vec<String> {
-        let events = self
-            .api
-            .db(
-                Method::GET,
-                &format!("/api/v1/console/audit?resource={id}"),
-                None,
-            )
-            .await
-            .expect(200)
-            .json();
-        let mut actions: Vec<String> = events["data"]
-            .as_array()
-            .expect("events")
-            .iter()
-            .map(|e| e["action"].as_str().unwrap().to_owned())
-            .collect();
-        actions.reverse();
-        actions
-    }
+/// The actions of the audit trail of query `id`, oldest first.
+async fn actions(console: &TestConsole, id: &str) -> Vec<String> {
+    let events = console
+        .api
+        .db(
+            Method::GET,
+            &format!("/api/v1/console/audit?resource={id}"),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let mut actions: Vec<String> = events["data"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["action"].as_str().unwrap().to_owned())
+        .collect();
+    actions.reverse();
+    actions
 }
 
 fn ann() -> Principal {
@@ -247,9 +238,9 @@ fn id_of(query: &Value) -> String {
 /// saying how many it has; the author's own review is 403, a second review by one reviewer
 /// 409; it then runs once, and a review after the run is 409. Each review is one event.
 pub async fn reviews_approvals_let_a_query_run_once(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage);
-    let db = console.database(2, json!({})).await;
-    let query = console.query(&ann(), &db).await;
+    let (console, runner) = reviewing_console(storage);
+    let db = new_database(&console, 2, json!({})).await;
+    let query = new_query(&console, &ann(), &db).await;
     let id = id_of(&query);
     assert_eq!(query["status"], "awaiting_review");
     assert_eq!(
@@ -257,20 +248,18 @@ pub async fn reviews_approvals_let_a_query_run_once(storage: Arc<dyn Storage>) {
         (json!(0), json!([]))
     );
 
-    let refused = console.run(&ann(), &id, None).await.expect(409);
+    let refused = run_with(&console, &ann(), &id, None).await.expect(409);
     assert!(
         detail(&refused).contains("0 of the 2"),
         "{}",
         detail(&refused)
     );
-    let own = console
-        .review(&ann(), &id, "approve", None)
+    let own = review(&console, &ann(), &id, "approve", None)
         .await
         .expect(403);
     assert!(detail(&own).contains("own query"), "{}", detail(&own));
 
-    let once = console
-        .review(&bo(), &id, "approve", Some("  looks right  "))
+    let once = review(&console, &bo(), &id, "approve", Some("  looks right  "))
         .await
         .expect(200)
         .json();
@@ -281,19 +270,17 @@ pub async fn reviews_approvals_let_a_query_run_once(storage: Arc<dyn Storage>) {
     assert_eq!(once["reviews"][0]["reviewer"], "bo@example.com");
     assert_eq!(once["reviews"][0]["decision"], "approve");
     assert_eq!(once["reviews"][0]["comment"], "looks right");
-    let twice = console
-        .review(&bo(), &id, "approve", None)
+    let twice = review(&console, &bo(), &id, "approve", None)
         .await
         .expect(409);
     assert!(detail(&twice).contains("counts once"), "{}", detail(&twice));
     assert_eq!(
-        console.get(&ann(), &id).await["approvals"],
+        get(&console, &ann(), &id).await["approvals"],
         1,
         "a repeat changes nothing"
     );
 
-    let ready = console
-        .review(&cy(), &id, "approve", None)
+    let ready = review(&console, &cy(), &id, "approve", None)
         .await
         .expect(200)
         .json();
@@ -301,18 +288,20 @@ pub async fn reviews_approvals_let_a_query_run_once(storage: Arc<dyn Storage>) {
         (ready["status"].clone(), ready["approvals"].clone()),
         (json!("ready"), json!(2))
     );
-    let ran = console.run(&ann(), &id, None).await.expect(200).json();
+    let ran = run_with(&console, &ann(), &id, None)
+        .await
+        .expect(200)
+        .json();
     assert_eq!(ran["rows"], json!([[1]]));
-    assert_eq!(console.runner.runs(), 1);
-    console.run(&ann(), &id, None).await.expect(409);
-    let late = console
-        .review(&root(), &id, "approve", None)
+    assert_eq!(runner.runs(), 1);
+    run_with(&console, &ann(), &id, None).await.expect(409);
+    let late = review(&console, &root(), &id, "approve", None)
         .await
         .expect(409);
     assert!(detail(&late).contains("has not run"), "{}", detail(&late));
-    assert_eq!(console.runner.runs(), 1, "a query runs once");
+    assert_eq!(runner.runs(), 1, "a query runs once");
     assert_eq!(
-        console.actions(&id).await,
+        actions(&console, &id).await,
         ["query.create", "query.review", "query.review", "query.run"]
     );
 }
@@ -320,37 +309,36 @@ pub async fn reviews_approvals_let_a_query_run_once(storage: Arc<dyn Storage>) {
 /// A rejection stops the query for good: it never runs (not even with a bypass), and takes no
 /// more reviews.
 pub async fn reviews_a_rejection_stops_the_query(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage);
-    let db = console
-        .database(1, json!({"review_bypass_allowed": true}))
-        .await;
-    let query = console.query(&root(), &db).await;
+    let (console, runner) = reviewing_console(storage);
+    let db = new_database(&console, 1, json!({"review_bypass_allowed": true})).await;
+    let query = new_query(&console, &root(), &db).await;
     let id = id_of(&query);
-    let rejected = console
-        .review(&bo(), &id, "reject", Some("drops a table"))
+    let rejected = review(&console, &bo(), &id, "reject", Some("drops a table"))
         .await
         .expect(200)
         .json();
     assert_eq!(rejected["status"], "rejected");
     assert_eq!(rejected["reviews"][0]["decision"], "reject");
-    console
-        .review(&cy(), &id, "approve", None)
+    review(&console, &cy(), &id, "approve", None)
         .await
         .expect(409);
-    let refused = console.run(&root(), &id, None).await.expect(409);
+    let refused = run_with(&console, &root(), &id, None).await.expect(409);
     assert!(
         detail(&refused).contains("rejected"),
         "{}",
         detail(&refused)
     );
     let bypass = json!({"bypass_review": {"acknowledge": true, "reason": "urgent"}});
-    console.run(&root(), &id, Some(bypass)).await.expect(409);
-    assert_eq!(console.runner.runs(), 0);
+    run_with(&console, &root(), &id, Some(bypass))
+        .await
+        .expect(409);
+    assert_eq!(runner.runs(), 0);
     let listed = console
         .as_(
             &root(),
             Method::GET,
             &format!("{QUERIES}?status=rejected"),
+            None,
             None,
         )
         .await
@@ -362,43 +350,47 @@ pub async fn reviews_a_rejection_stops_the_query(storage: Arc<dyn Storage>) {
 /// The approvals are counted against `reviews_required` as it is at run time: raised after
 /// approval, the query waits again (and says so); lowered, an awaiting query runs.
 pub async fn reviews_count_against_the_requirement_at_run_time(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage);
-    let db = console.database(1, json!({})).await;
-    let id = id_of(&console.query(&ann(), &db).await);
-    console
-        .review(&bo(), &id, "approve", None)
+    let (console, runner) = reviewing_console(storage);
+    let db = new_database(&console, 1, json!({})).await;
+    let id = id_of(&new_query(&console, &ann(), &db).await);
+    review(&console, &bo(), &id, "approve", None)
         .await
         .expect(200);
     let set_required = |required: u32| json!({"credentials": [{"id": db.1, "username": "reader", "reviews_required": required}]});
-    console.patch_database(&db, set_required(2)).await;
-    let refused = console.run(&ann(), &id, None).await.expect(409);
+    patch_database(&console, &db, set_required(2)).await;
+    let refused = run_with(&console, &ann(), &id, None).await.expect(409);
     assert!(
         detail(&refused).contains("1 of the 2"),
         "{}",
         detail(&refused)
     );
-    assert_eq!(console.get(&ann(), &id).await["status"], "awaiting_review");
-    let ready = console
-        .review(&cy(), &id, "approve", None)
+    assert_eq!(
+        get(&console, &ann(), &id).await["status"],
+        "awaiting_review"
+    );
+    let ready = review(&console, &cy(), &id, "approve", None)
         .await
         .expect(200)
         .json();
     assert_eq!(ready["status"], "ready");
-    console.run(&ann(), &id, None).await.expect(200);
+    run_with(&console, &ann(), &id, None).await.expect(200);
 
-    let waiting = id_of(&console.query(&ann(), &db).await);
-    console.patch_database(&db, set_required(0)).await;
-    console.run(&ann(), &waiting, None).await.expect(200);
-    assert_eq!(console.runner.runs(), 2);
+    let waiting = id_of(&new_query(&console, &ann(), &db).await);
+    patch_database(&console, &db, set_required(0)).await;
+    run_with(&console, &ann(), &waiting, None).await.expect(200);
+    assert_eq!(runner.runs(), 2);
 }
 
 /// On a restricted database only `review` and `admin` grants (and super admins) review; a
 /// `query` grant does not, nor does an AI agent anywhere.
 pub async fn reviews_need_review_access_on_a_restricted_database(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage);
-    let db = console
-        .database(2, json!({"restrict_access": true, "ai_enabled": true}))
-        .await;
+    let (console, _runner) = reviewing_console(storage);
+    let db = new_database(
+        &console,
+        2,
+        json!({"restrict_access": true, "ai_enabled": true}),
+    )
+    .await;
     console
         .api
         .db(
@@ -413,9 +405,11 @@ pub async fn reviews_need_review_access_on_a_restricted_database(storage: Arc<dy
         )
         .await
         .expect(200);
-    let id = id_of(&console.query(&ann(), &db).await);
+    let id = id_of(&new_query(&console, &ann(), &db).await);
     let dan = Principal::member("dan@example.com");
-    let refused = console.review(&dan, &id, "approve", None).await.expect(403);
+    let refused = review(&console, &dan, &id, "approve", None)
+        .await
+        .expect(403);
     assert!(
         detail(&refused).contains("review or admin permission"),
         "{}",
@@ -424,8 +418,7 @@ pub async fn reviews_need_review_access_on_a_restricted_database(storage: Arc<dy
     let agent = Principal::member("bot@example.com")
         .groups(["reviewers"])
         .agent(true);
-    let refused = console
-        .review(&agent, &id, "approve", None)
+    let refused = review(&console, &agent, &id, "approve", None)
         .await
         .expect(403);
     assert!(
@@ -434,23 +427,20 @@ pub async fn reviews_need_review_access_on_a_restricted_database(storage: Arc<dy
         detail(&refused)
     );
     let stranger = Principal::member("zed@example.com");
-    console
-        .review(&stranger, &id, "approve", None)
+    review(&console, &stranger, &id, "approve", None)
         .await
         .expect(404);
     assert_eq!(
-        console.get(&ann(), &id).await["approvals"],
+        get(&console, &ann(), &id).await["approvals"],
         0,
         "refusals change nothing"
     );
 
-    console
-        .review(&bo(), &id, "approve", None)
+    review(&console, &bo(), &id, "approve", None)
         .await
         .expect(200);
     let eve = Principal::member("eve@example.com");
-    let done = console
-        .review(&eve, &id, "approve", None)
+    let done = review(&console, &eve, &id, "approve", None)
         .await
         .expect(200)
         .json();
@@ -458,9 +448,8 @@ pub async fn reviews_need_review_access_on_a_restricted_database(storage: Arc<dy
         (done["approvals"].clone(), done["status"].clone()),
         (json!(2), json!("ready"))
     );
-    let other = id_of(&console.query(&ann(), &db).await);
-    console
-        .review(&root(), &other, "approve", None)
+    let other = id_of(&new_query(&console, &ann(), &db).await);
+    review(&console, &root(), &other, "approve", None)
         .await
         .expect(200);
 }
@@ -468,9 +457,9 @@ pub async fn reviews_need_review_access_on_a_restricted_database(storage: Arc<dy
 /// `reviewer=me` lists what the caller can act on: not their own queries, not those they
 /// reviewed, not those that ran or were rejected, only on databases where they may review.
 pub async fn reviews_reviewer_me_lists_what_a_reviewer_can_act_on(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage);
-    let open = console.database(2, json!({})).await;
-    let restricted = console.database(1, json!({"restrict_access": true})).await;
+    let (console, _runner) = reviewing_console(storage);
+    let open = new_database(&console, 2, json!({})).await;
+    let restricted = new_database(&console, 1, json!({"restrict_access": true})).await;
     console
         .api
         .db(
@@ -483,25 +472,29 @@ pub async fn reviews_reviewer_me_lists_what_a_reviewer_can_act_on(storage: Arc<d
         )
         .await
         .expect(200);
-    let actionable = id_of(&console.query(&ann(), &open).await);
-    let own = id_of(&console.query(&bo(), &open).await);
-    let reviewed = id_of(&console.query(&ann(), &open).await);
-    console
-        .review(&bo(), &reviewed, "approve", None)
+    let actionable = id_of(&new_query(&console, &ann(), &open).await);
+    let own = id_of(&new_query(&console, &bo(), &open).await);
+    let reviewed = id_of(&new_query(&console, &ann(), &open).await);
+    review(&console, &bo(), &reviewed, "approve", None)
         .await
         .expect(200);
-    let rejected = id_of(&console.query(&ann(), &open).await);
-    console
-        .review(&cy(), &rejected, "reject", None)
+    let rejected = id_of(&new_query(&console, &ann(), &open).await);
+    review(&console, &cy(), &rejected, "reject", None)
         .await
         .expect(200);
-    let no_grant = id_of(&console.query(&ann(), &restricted).await);
+    let no_grant = id_of(&new_query(&console, &ann(), &restricted).await);
 
     let listed = |query: &'static str| {
         let console = &console;
         async move {
             let page = console
-                .as_(&bo(), Method::GET, &format!("{QUERIES}?{query}"), None)
+                .as_(
+                    &bo(),
+                    Method::GET,
+                    &format!("{QUERIES}?{query}"),
+                    None,
+                    None,
+                )
                 .await
                 .expect(200)
                 .json();
@@ -532,6 +525,7 @@ pub async fn reviews_reviewer_me_lists_what_a_reviewer_can_act_on(storage: Arc<d
                 Method::GET,
                 &format!("{QUERIES}?reviewer={other}"),
                 None,
+                None,
             )
             .await
             .expect(422);
@@ -543,21 +537,21 @@ pub async fn reviews_reviewer_me_lists_what_a_reviewer_can_act_on(storage: Arc<d
 /// `review_bypass_allowed`, acknowledged and with a reason; otherwise 403 naming the condition,
 /// and nothing changes. It is stored on the query and is one audit event.
 pub async fn reviews_a_bypass_needs_every_condition_and_is_recorded(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage);
-    let allowed = console
-        .database(
-            2,
-            json!({"review_bypass_allowed": true, "ai_enabled": true}),
-        )
-        .await;
-    let disallowed = console.database(2, json!({})).await;
+    let (console, runner) = reviewing_console(storage);
+    let allowed = new_database(
+        &console,
+        2,
+        json!({"review_bypass_allowed": true, "ai_enabled": true}),
+    )
+    .await;
+    let disallowed = new_database(&console, 2, json!({})).await;
     let bypass = |acknowledge: Value, reason: Value| {
         Some(json!({"bypass_review": {"acknowledge": acknowledge, "reason": reason}}))
     };
     let good = || bypass(json!(true), json!("incident 4711: the index must go now"));
-    let roots = id_of(&console.query(&root(), &allowed).await);
-    let anns = id_of(&console.query(&ann(), &allowed).await);
-    let elsewhere = id_of(&console.query(&root(), &disallowed).await);
+    let roots = id_of(&new_query(&console, &root(), &allowed).await);
+    let anns = id_of(&new_query(&console, &ann(), &allowed).await);
+    let elsewhere = id_of(&new_query(&console, &root(), &disallowed).await);
     let admin_ann = ann().role(Role::SuperAdmin);
     for (who, id, body, says) in [
         (ann(), &anns, good(), "only a super admin"),
@@ -594,7 +588,7 @@ pub async fn reviews_a_bypass_needs_every_condition_and_is_recorded(storage: Arc
             "never bypasses",
         ),
     ] {
-        let refused = console.run(&who, id, body).await.expect(403);
+        let refused = run_with(&console, &who, id, body).await.expect(403);
         assert!(
             detail(&refused).contains(says),
             "{says}: {}",
@@ -607,20 +601,23 @@ pub async fn reviews_a_bypass_needs_every_condition_and_is_recorded(storage: Arc
         json!({"bypass_review": {"acknowledge": true, "reason": 5}}),
         json!({"bypass_review": {"acknowledge": true, "reason": "x".repeat(2_001)}}),
     ] {
-        console.run(&root(), &roots, Some(body)).await.expect(422);
+        run_with(&console, &root(), &roots, Some(body))
+            .await
+            .expect(422);
     }
-    assert_eq!(console.runner.runs(), 0, "no refused bypass ran anything");
+    assert_eq!(runner.runs(), 0, "no refused bypass ran anything");
     assert_eq!(
-        console.get(&root(), &roots).await["status"],
+        get(&console, &root(), &roots).await["status"],
         "awaiting_review"
     );
 
-    console
-        .review(&bo(), &roots, "approve", None)
+    review(&console, &bo(), &roots, "approve", None)
         .await
         .expect(200);
-    console.run(&root(), &roots, good()).await.expect(200);
-    let ran = console.get(&root(), &roots).await;
+    run_with(&console, &root(), &roots, good())
+        .await
+        .expect(200);
+    let ran = get(&console, &root(), &roots).await;
     assert_eq!(ran["status"], "succeeded");
     let recorded = &ran["bypass"];
     assert_eq!(recorded["by"], "root@example.com");
@@ -630,7 +627,7 @@ pub async fn reviews_a_bypass_needs_every_condition_and_is_recorded(storage: Arc
         (json!(1), json!(2))
     );
     assert_eq!(
-        console.actions(&roots).await,
+        actions(&console, &roots).await,
         [
             "query.create",
             "query.review",
@@ -640,29 +637,29 @@ pub async fn reviews_a_bypass_needs_every_condition_and_is_recorded(storage: Arc
     );
 
     // A bypass asked for on a query that has its approvals overrides nothing: none recorded.
-    let approved = id_of(&console.query(&admin_ann, &allowed).await);
-    console
-        .review(&bo(), &approved, "approve", None)
+    let approved = id_of(&new_query(&console, &admin_ann, &allowed).await);
+    review(&console, &bo(), &approved, "approve", None)
         .await
         .expect(200);
-    console
-        .review(&cy(), &approved, "approve", None)
+    review(&console, &cy(), &approved, "approve", None)
         .await
         .expect(200);
-    console.run(&admin_ann, &approved, good()).await.expect(200);
+    run_with(&console, &admin_ann, &approved, good())
+        .await
+        .expect(200);
     assert_eq!(
-        console.get(&admin_ann, &approved).await["bypass"],
+        get(&console, &admin_ann, &approved).await["bypass"],
         Value::Null
     );
-    assert_eq!(console.runner.runs(), 2);
+    assert_eq!(runner.runs(), 2);
 }
 
 /// A review's body: `decision` is `approve` or `reject`, `comment` a string of at most 2,000
 /// characters; otherwise 422 (400 when not JSON), and nothing changes. An unknown query is 404.
 pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage);
-    let db = console.database(1, json!({})).await;
-    let id = id_of(&console.query(&ann(), &db).await);
+    let (console, _runner) = reviewing_console(storage);
+    let db = new_database(&console, 1, json!({})).await;
+    let id = id_of(&new_query(&console, &ann(), &db).await);
     let path = format!("{QUERIES}/{id}/reviews");
     for (body, field) in [
         (json!({}), "decision"),
@@ -675,7 +672,7 @@ pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
         ),
     ] {
         let refused = console
-            .as_(&bo(), Method::POST, &path, Some(body.clone()))
+            .as_(&bo(), Method::POST, &path, Some(body.clone()), None)
             .await
             .expect(422);
         assert!(refused.json()["errors"][field].is_array(), "{body}");
@@ -688,10 +685,15 @@ pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
         .unwrap();
     raw.extensions_mut().insert(bo());
     console.api.send(raw).await.expect(400);
-    console
-        .review(&bo(), "qry_01J0000000000000000000000", "approve", None)
-        .await
-        .expect(404);
+    review(
+        &console,
+        &bo(),
+        "qry_01J0000000000000000000000",
+        "approve",
+        None,
+    )
+    .await
+    .expect(404);
     // An unknown query is 404 whatever the body: a review's or a bypass's.
     let unknown = "qry_01J0000000000000000000000";
     console
@@ -700,14 +702,14 @@ pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
             Method::POST,
             &format!("{QUERIES}/{unknown}/reviews"),
             Some(json!({"decision": "maybe"})),
+            None,
         )
         .await
         .expect(404);
-    console
-        .run(&bo(), unknown, Some(json!({"bypass_review": 5})))
+    run_with(&console, &bo(), unknown, Some(json!({"bypass_review": 5})))
         .await
         .expect(404);
-    let unchanged = console.get(&ann(), &id).await;
+    let unchanged = get(&console, &ann(), &id).await;
     assert_eq!(
         (unchanged["approvals"].clone(), unchanged["status"].clone()),
         (json!(0), json!("awaiting_review"))
@@ -724,10 +726,8 @@ pub async fn reviews_bad_bodies_change_nothing(storage: Arc<dyn Storage>) {
 /// An AI agent's query runs read-only and capped whoever runs it; an agent runs only the
 /// queries its user wrote.
 pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage);
-    let db = console
-        .database(1, json!({"ai_enabled": true, "ai_max_rows": 7}))
-        .await;
+    let (console, runner) = reviewing_console(storage);
+    let db = new_database(&console, 1, json!({"ai_enabled": true, "ai_max_rows": 7})).await;
     let bot = Principal::member("bot@example.com").agent(true);
     // Through the HTTP API, with a limit above the AI cap: stored capped.
     let query = console
@@ -736,6 +736,7 @@ pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) 
             Method::POST,
             QUERIES,
             Some(json!({"database_id": db.0, "credential_id": db.1, "query": "SELECT 1", "limit": 5000})),
+            None,
         )
         .await
         .expect(200)
@@ -743,43 +744,38 @@ pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) 
     assert_eq!(query["by_agent"], true);
     assert_eq!(query["limit"], 7, "an agent's query keeps the AI cap");
     let id = id_of(&query);
-    console
-        .review(&bo(), &id, "approve", None)
+    review(&console, &bo(), &id, "approve", None)
         .await
         .expect(200);
-    let others = id_of(&console.query(&ann(), &db).await);
-    console
-        .review(&bo(), &others, "approve", None)
+    let others = id_of(&new_query(&console, &ann(), &db).await);
+    review(&console, &bo(), &others, "approve", None)
         .await
         .expect(200);
-    let refused = console.run(&bot, &others, None).await.expect(403);
+    let refused = run_with(&console, &bot, &others, None).await.expect(403);
     assert!(
         detail(&refused).contains("its user wrote"),
         "{}",
         detail(&refused)
     );
     // A person runs the agent's query: read-only and capped all the same, by the cap of now.
-    console.patch_database(&db, json!({"ai_max_rows": 3})).await;
-    console.run(&ann(), &id, None).await.expect(200);
+    patch_database(&console, &db, json!({"ai_max_rows": 3})).await;
+    run_with(&console, &ann(), &id, None).await.expect(200);
+    assert_eq!((runner.runs(), runner.read_only_runs()), (1, 1));
+    assert_eq!(runner.last_max_rows(), 3, "the AI cap as it is now");
+    run_with(&console, &ann(), &others, None).await.expect(200);
     assert_eq!(
-        (console.runner.runs(), console.runner.read_only_runs()),
-        (1, 1)
-    );
-    assert_eq!(console.runner.last_max_rows(), 3, "the AI cap as it is now");
-    console.run(&ann(), &others, None).await.expect(200);
-    assert_eq!(
-        (console.runner.runs(), console.runner.read_only_runs()),
+        (runner.runs(), runner.read_only_runs()),
         (2, 1),
         "a person's own query runs as a console query"
     );
-    assert_eq!(console.get(&ann(), &others).await["by_agent"], false);
+    assert_eq!(get(&console, &ann(), &others).await["by_agent"], false);
 }
 
 /// An approval covers the statement run where the query was made to run: once the database or
 /// the credential connects elsewhere (host, database name, username…), the query does not run
 /// (409), and nothing runs; a rotated password or an unrelated change keeps it runnable.
 pub async fn reviews_cover_only_where_the_query_was_made_to_run(storage: Arc<dyn Storage>) {
-    let console = Console::new(storage);
+    let (console, runner) = reviewing_console(storage);
     let changes = [
         json!({"hostname": "elsewhere.internal"}),
         json!({"database": "payroll"}),
@@ -789,40 +785,38 @@ pub async fn reviews_cover_only_where_the_query_was_made_to_run(storage: Arc<dyn
         json!({"connection_parameters": [{"name": "options", "value": "-c role=admin"}]}),
     ];
     for change in changes {
-        let db = console.database(1, json!({})).await;
-        let id = id_of(&console.query(&ann(), &db).await);
-        console
-            .review(&bo(), &id, "approve", None)
+        let db = new_database(&console, 1, json!({})).await;
+        let id = id_of(&new_query(&console, &ann(), &db).await);
+        review(&console, &bo(), &id, "approve", None)
             .await
             .expect(200);
         let change: Value =
             serde_json::from_str(&change.to_string().replace("CRED", &db.1)).unwrap();
-        console.patch_database(&db, change.clone()).await;
-        let refused = console.run(&ann(), &id, None).await.expect(409);
+        patch_database(&console, &db, change.clone()).await;
+        let refused = run_with(&console, &ann(), &id, None).await.expect(409);
         assert!(
             detail(&refused).contains("connects elsewhere"),
             "{change}: {}",
             detail(&refused)
         );
-        assert_eq!(console.runner.runs(), 0, "{change}: nothing ran");
-        assert_eq!(console.get(&ann(), &id).await["status"], "ready");
+        assert_eq!(runner.runs(), 0, "{change}: nothing ran");
+        assert_eq!(get(&console, &ann(), &id).await["status"], "ready");
     }
     // A rotated password, a new name or Slack channel: still where it was made to run.
-    let db = console.database(1, json!({})).await;
-    let id = id_of(&console.query(&ann(), &db).await);
-    console
-        .review(&bo(), &id, "approve", None)
+    let db = new_database(&console, 1, json!({})).await;
+    let id = id_of(&new_query(&console, &ann(), &db).await);
+    review(&console, &bo(), &id, "approve", None)
         .await
         .expect(200);
-    console
-        .patch_database(
-            &db,
-            json!({"name": format!("Renamed {}", db.0), "slack_channel": "#ops",
+    patch_database(
+        &console,
+        &db,
+        json!({"name": format!("Renamed {}", db.0), "slack_channel": "#ops",
                "credentials": [{"id": db.1, "password": "pw-rotated-2"}]}),
-        )
-        .await;
-    console.run(&ann(), &id, None).await.expect(200);
-    assert_eq!(console.runner.runs(), 1);
+    )
+    .await;
+    run_with(&console, &ann(), &id, None).await.expect(200);
+    assert_eq!(runner.runs(), 1);
 }
 
 /// Expands to one test per reviews case over fresh stores made by `$storage`.

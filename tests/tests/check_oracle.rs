@@ -8,6 +8,7 @@ mod check_support;
 
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use dbconsole_core::Checkers;
 use dbconsole_core::check::Adapter;
 use dbconsole_core::check::oracle::{OracleChecker, OracleLogin};
 use dbconsole_storage_memory::MemoryStorage;
-use dbconsole_tests::{Api, DATABASES};
+use dbconsole_tests::{Api, DATABASES, eventually};
 use http::Method;
 use serde_json::{Value, json};
 
@@ -88,6 +89,8 @@ async fn the_real_checker_names_a_missing_client_library_or_the_closed_port() {
 struct Gate {
     open: Mutex<bool>,
     opened: Condvar,
+    /// How many calls came to the gate.
+    arrived: AtomicUsize,
 }
 
 impl Gate {
@@ -95,6 +98,7 @@ impl Gate {
     /// wrongly blocks the test's only thread fails the test instead of hanging it.
     fn wait(&self) -> Result<(), String> {
         let open = self.open.lock().unwrap();
+        self.arrived.fetch_add(1, Ordering::SeqCst);
         let (open, _) = self
             .opened
             .wait_timeout_while(open, Duration::from_secs(60), |open| !*open)
@@ -232,10 +236,13 @@ async fn slow_checks_do_not_stall_other_requests() {
             tokio::spawn(async move { check(&api, &id, "checker").await })
         })
         .collect();
-    // Let every check start its blocking call.
-    for _ in 0..50 {
-        tokio::task::yield_now().await;
-    }
+    // Every check is in its blocking call.
+    eventually(
+        Duration::from_secs(10),
+        "every check waits at the gate",
+        || async { (gate.arrived.load(Ordering::SeqCst) == 8).then_some(()) },
+    )
+    .await;
     let read = api
         .db(Method::GET, &format!("{DATABASES}/{id}"), None)
         .await

@@ -6,8 +6,9 @@
 mod run_support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use dbconsole_tests::eventually;
 use run_support::*;
 use serde_json::{Value, json};
 
@@ -45,21 +46,19 @@ async fn running(client: &clickhouse::Client, marker: &str) -> bool {
 }
 
 async fn gone_within(client: &clickhouse::Client, marker: &str, within: Duration) {
-    let started = Instant::now();
-    while running(client, marker).await {
-        assert!(
-            started.elapsed() < within,
-            "the statement {marker} still runs on the server after {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        within,
+        &format!("the statement {marker} ends on the server"),
+        || async { (!running(client, marker).await).then_some(()) },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_keep_their_types_and_the_cap_holds() {
     let server = admin();
     running(&server, "nothing").await;
-    let console = Console::new();
+    let console = run_console();
     let (db, credentials) = console
         .database(
             "clickhouse",
@@ -126,7 +125,7 @@ async fn results_keep_their_types_and_the_cap_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
     let server = admin();
-    let console = Arc::new(Console::new());
+    let console = Arc::new(run_console());
     let (db, credentials) = console
         .database(
             "clickhouse",
@@ -174,11 +173,10 @@ async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
         let console = Arc::clone(&console);
         tokio::spawn(async move { console.run(&alice(), &id, None).await })
     };
-    let started = Instant::now();
-    while !running(&server, &marker).await {
-        assert!(started.elapsed() < Duration::from_secs(10), "never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(10), "the statement starts", || async {
+        running(&server, &marker).await.then_some(())
+    })
+    .await;
     run.abort();
     gone_within(&server, &marker, Duration::from_secs(1)).await;
 }
@@ -202,7 +200,7 @@ async fn an_agent_describes_the_tables() {
         .execute()
         .await
         .unwrap();
-    let console = Console::new();
+    let console = run_console();
     let credential = json!([{"username": "checker", "password": PASSWORD, "ai_allowed": true}]);
     let (db, _) = console
         .database("clickhouse", PORT, json!({"ai_enabled": true}), credential)
@@ -234,7 +232,7 @@ async fn an_agent_describes_the_tables() {
 /// policies runs as before (docs/data-protection.md, "Data protection").
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_with_policies_runs_nothing_yet() {
-    let console = Console::new();
+    let console = run_console();
     let (db, credentials) = console
         .database("clickhouse", PORT, json!({}), checker())
         .await;

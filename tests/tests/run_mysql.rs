@@ -6,8 +6,9 @@
 mod run_support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use dbconsole_tests::eventually;
 use mysql_async::prelude::Queryable as _;
 use run_support::*;
 use serde_json::{Value, json};
@@ -48,21 +49,30 @@ async fn running(conn: &mut mysql_async::Conn, marker: &str) -> bool {
     count.unwrap_or(0) > 0
 }
 
+/// Waits up to `within` for a statement holding `marker` to run on the server (`runs`), or to
+/// be gone from it.
+async fn until_running(conn: &mut mysql_async::Conn, marker: &str, runs: bool, within: Duration) {
+    let what = if runs {
+        format!("the statement {marker} runs on the server")
+    } else {
+        format!("the statement {marker} ends on the server")
+    };
+    // One check at a time borrows the connection.
+    let conn = tokio::sync::Mutex::new(conn);
+    eventually(within, &what, || async {
+        (running(&mut **conn.lock().await, marker).await == runs).then_some(())
+    })
+    .await;
+}
+
 async fn gone_within(conn: &mut mysql_async::Conn, marker: &str, within: Duration) {
-    let started = Instant::now();
-    while running(conn, marker).await {
-        assert!(
-            started.elapsed() < within,
-            "the statement {marker} still runs on the server after {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_running(conn, marker, false, within).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_keep_their_types_and_the_cap_holds() {
     let mut server = admin().await;
-    let console = Console::new();
+    let console = run_console();
     let (db, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
     let statement = "SELECT 9007199254740993 AS big, 42 AS small, CAST(12.50 AS DECIMAL(6,2)) AS price, \
          'a,b' AS t, X'00FF' AS b, DATE '2024-02-29' AS d, \
@@ -134,7 +144,7 @@ async fn results_keep_their_types_and_the_cap_holds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
     let mut server = admin().await;
-    let console = Arc::new(Console::new());
+    let console = Arc::new(run_console());
     let (db, credentials) = console
         .database(
             "mysql",
@@ -175,11 +185,7 @@ async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
         let console = Arc::clone(&console);
         tokio::spawn(async move { console.run(&alice(), &id, None).await })
     };
-    let started = Instant::now();
-    while !running(&mut server, &marker).await {
-        assert!(started.elapsed() < Duration::from_secs(10), "never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until_running(&mut server, &marker, true, Duration::from_secs(10)).await;
     run.abort();
     gone_within(&mut server, &marker, Duration::from_secs(1)).await;
 }
@@ -195,7 +201,7 @@ async fn panel_inputs_are_values_in_a_read_only_transaction() {
         ))
         .await
         .expect("a table");
-    let console = Console::new();
+    let console = run_console();
     let (_, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
     let panel = |query: String| {
         json!({
@@ -279,7 +285,7 @@ async fn an_agent_describes_the_tables() {
     )
     .await
     .unwrap();
-    let console = Console::new();
+    let console = run_console();
     let credential = json!([{"username": "checker", "password": PASSWORD, "ai_allowed": true}]);
     let (db, _) = console
         .database("mysql", PORT, json!({"ai_enabled": true}), credential)

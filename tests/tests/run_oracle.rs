@@ -9,7 +9,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_without_the_oracle_client_says_so() {
-    let console = Console::new();
+    let console = run_console();
     let (db, credentials) = console
         .database(
             "oracle",
@@ -40,7 +40,7 @@ async fn a_run_without_the_oracle_client_says_so() {
 /// A run refused before it starts (no runner for the adapter: 501) leaves the query ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_run_leaves_the_query_ready() {
-    let console = Console::with_runners(dbconsole_core::run::Runners::none());
+    let console = run_console_with(dbconsole_core::run::Runners::none());
     let (db, credentials) = console
         .database(
             "postgres",

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dbconsole_core::model::Principal;
+use dbconsole_tests::eventually;
 use http::{Method, StatusCode};
 use run_support::*;
 use serde_json::{Value, json};
@@ -37,20 +38,19 @@ async fn active(client: &tokio_postgres::Client, marker: &str) -> bool {
 /// Waits up to `within` for no statement holding `marker` to be active; how long it took.
 async fn gone_within(client: &tokio_postgres::Client, marker: &str, within: Duration) -> Duration {
     let started = Instant::now();
-    while active(client, marker).await {
-        assert!(
-            started.elapsed() < within,
-            "the statement {marker} still runs on the server after {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        within,
+        &format!("the statement {marker} ends on the server"),
+        || async { (!active(client, marker).await).then_some(()) },
+    )
+    .await;
     started.elapsed()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_keep_their_types_in_every_format() {
     postgres_admin().await;
-    let console = Console::new();
+    let console = run_console();
     let (db, credentials) = console
         .database("postgres", PORT, json!({}), checker())
         .await;
@@ -64,7 +64,7 @@ async fn results_keep_their_types_in_every_format() {
         .query(&alice(), &db, &credentials[0], statement, None, None)
         .await;
     let answer = answer.expect(200);
-    assert_eq!(answer.content_type.as_deref(), Some("application/json"));
+    assert_eq!(answer.header("content-type"), Some("application/json"));
     let result = answer.json();
     let types: Vec<&str> = result["columns"]
         .as_array()
@@ -131,7 +131,7 @@ async fn results_keep_their_types_in_every_format() {
         )
         .await;
     let csv = csv.expect(200);
-    assert_eq!(csv.content_type.as_deref(), Some("text/csv; charset=utf-8"));
+    assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
     assert_eq!(csv.text(), "a,b,c\r\n1,\"x,y\",\r\n2,z,w\r\n");
 
     let (_, ndjson) = console
@@ -158,7 +158,7 @@ async fn results_keep_their_types_in_every_format() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_row_cap_truncates_and_a_query_runs_once() {
     postgres_admin().await;
-    let console = Console::new();
+    let console = run_console();
     let (db, credentials) = console
         .database("postgres", PORT, json!({}), checker())
         .await;
@@ -214,7 +214,7 @@ async fn the_row_cap_truncates_and_a_query_runs_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_statements_are_client_errors_and_the_history_says_so() {
     postgres_admin().await;
-    let console = Console::new();
+    let console = run_console();
     let (db, credentials) = console
         .database("postgres", PORT, json!({}), checker())
         .await;
@@ -305,7 +305,7 @@ async fn bad_statements_are_client_errors_and_the_history_says_so() {
         )
         .await;
     assert_eq!(csv.status, StatusCode::OK);
-    let cut = csv.body.expect_err("a failed CSV is cut off");
+    let cut = csv.cut.expect("a failed CSV is cut off");
     assert!(cut.contains("division by zero"), "{cut}");
 
     // The wrong password: the database could not be reached (502), and no secret is said.
@@ -328,7 +328,7 @@ async fn bad_statements_are_client_errors_and_the_history_says_so() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_statement_over_its_timeout_ends_on_the_server() {
     let server = postgres_admin().await;
-    let console = Console::new();
+    let console = run_console();
     let (db, credentials) = console
         .database(
             "postgres",
@@ -360,7 +360,7 @@ async fn a_statement_over_its_timeout_ends_on_the_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_goes_away_cancels_its_statement_on_the_server() {
     let server = postgres_admin().await;
-    let console = Arc::new(Console::new());
+    let console = Arc::new(run_console());
     let (db, credentials) = console
         .database("postgres", PORT, json!({}), checker())
         .await;
@@ -377,40 +377,36 @@ async fn a_client_that_goes_away_cancels_its_statement_on_the_server() {
         let id = id.clone();
         tokio::spawn(async move { console.run(&alice(), &id, None).await })
     };
-    let started = Instant::now();
-    while !active(&server, &marker).await {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the statement never started"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(10), "the statement starts", || async {
+        active(&server, &marker).await.then_some(())
+    })
+    .await;
     // The client goes away: its request (and the body it would have read) is dropped.
     run.abort();
     let took = gone_within(&server, &marker, Duration::from_secs(1)).await;
     println!("cancelled on the server {took:?} after the client went away");
     // The history records the cancel.
-    let started = Instant::now();
-    loop {
-        let history = console.history(&alice(), &id).await;
-        if history["status"] == "failed" {
-            assert!(
-                history["run"]["error"]
-                    .as_str()
-                    .unwrap()
-                    .contains("went away")
-            );
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(5), "{history}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let history = eventually(
+        Duration::from_secs(5),
+        "the history says the run failed",
+        || async {
+            let history = console.history(&alice(), &id).await;
+            (history["status"] == "failed").then_some(history)
+        },
+    )
+    .await;
+    assert!(
+        history["run"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("went away")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restricted_databases_refuse_the_unauthorized() {
     postgres_admin().await;
-    let console = Console::new();
+    let console = run_console();
     let (db, credentials) = console
         .database(
             "postgres",
@@ -501,7 +497,7 @@ async fn restricted_databases_refuse_the_unauthorized() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ai_agents_keep_to_the_ai_limits() {
     postgres_admin().await;
-    let console = Console::new();
+    let console = run_console();
     let agent = alice().agent(true);
     let credentials = json!([
         {"username": "checker", "password": PASSWORD, "ai_allowed": true},
@@ -571,7 +567,7 @@ async fn panel_inputs_are_values_never_text() {
         ))
         .await
         .expect("a table");
-    let console = Console::new();
+    let console = run_console();
     let (_, credentials) = console
         .database("postgres", PORT, json!({}), checker())
         .await;
@@ -670,14 +666,12 @@ async fn panel_inputs_are_values_never_text() {
             .collect();
         (audit, runs)
     };
-    let mut first = Value::Null;
-    for _ in 0..200 {
-        if let Some(event) = panel_runs().await.1.last() {
-            first = event.clone();
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let first = eventually(
+        Duration::from_secs(2),
+        "the panel run's audit event",
+        || async { panel_runs().await.1.last().cloned() },
+    )
+    .await;
     assert_eq!(first["run"]["outcome"], "succeeded", "{first}");
     assert_eq!(first["run"]["rows"], 1);
     assert_eq!(first["run"]["statement_sha256"].as_str().unwrap().len(), 64);
@@ -793,7 +787,7 @@ async fn panel_inputs_are_values_never_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_changed_or_deleted_database_drops_its_sessions() {
     let server = postgres_admin().await;
-    let console = Console::new();
+    let console = run_console();
     let marker = format!("pool_{}", ulid());
     let (db, credentials) = console
         .database(
@@ -840,14 +834,12 @@ async fn a_changed_or_deleted_database_drops_its_sessions() {
         )
         .await
         .expect(200);
-    let started = Instant::now();
-    while sessions().await > 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "the session outlived its pool"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        Duration::from_secs(2),
+        "the session goes with its pool",
+        || async { (sessions().await == 0).then_some(()) },
+    )
+    .await;
     let (_, answer) = console
         .query(
             &alice(),
@@ -870,21 +862,19 @@ async fn a_changed_or_deleted_database_drops_its_sessions() {
         )
         .await
         .expect(200);
-    let started = Instant::now();
-    while sessions().await > 0 {
-        assert!(
-            started.elapsed() < Duration::from_secs(2),
-            "the session outlived its database"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        Duration::from_secs(2),
+        "the session goes with its database",
+        || async { (sessions().await == 0).then_some(()) },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_pool_answers_busy_after_a_bounded_wait() {
     let server = postgres_admin().await;
     // The harness's pools hold 2 sessions and wait 500 ms for one.
-    let console = Arc::new(Console::new());
+    let console = Arc::new(run_console());
     let (db, credentials) = console
         .database("postgres", PORT, json!({}), checker())
         .await;
@@ -908,8 +898,7 @@ async fn a_full_pool_answers_busy_after_a_bounded_wait() {
             console.run(&alice(), &id, None).await
         }));
     }
-    let started = Instant::now();
-    loop {
+    eventually(Duration::from_secs(10), "both holders run", || async {
         let row = server
             .query_one(
                 "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE $1",
@@ -917,15 +906,9 @@ async fn a_full_pool_answers_busy_after_a_bounded_wait() {
             )
             .await
             .unwrap();
-        if row.get::<_, i64>(0) == 2 {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the holders never ran"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+        (row.get::<_, i64>(0) == 2).then_some(())
+    })
+    .await;
     let waited = Instant::now();
     let (_, answer) = console
         .query(&alice(), &db, &credentials[0], "SELECT 1", None, None)

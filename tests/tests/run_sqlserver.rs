@@ -12,25 +12,24 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use check_support::mock_tds::{CLOSED_WHILE_WAITING, mock_sql_server};
+use check_support::mock_tds::{CLOSED_WHILE_WAITING, WAITFOR_RECEIVED, mock_sql_server};
+use dbconsole_tests::eventually;
 use run_support::*;
 use serde_json::json;
 
 async fn closed_within(before: usize, within: Duration) {
-    let started = Instant::now();
-    while CLOSED_WHILE_WAITING.load(Ordering::SeqCst) <= before {
-        assert!(
-            started.elapsed() < within,
-            "the connection was not closed within {within:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    eventually(
+        within,
+        "the stand-in sees its client close the connection",
+        || async { (CLOSED_WHILE_WAITING.load(Ordering::SeqCst) > before).then_some(()) },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_run_and_the_timeout_and_cancel_close_the_connection() {
     let server = mock_sql_server().await;
-    let console = Arc::new(Console::new());
+    let console = Arc::new(run_console());
     let (db, credentials) = console
         .database(
             "sqlserver",
@@ -73,6 +72,7 @@ async fn batches_run_and_the_timeout_and_cancel_close_the_connection() {
     closed_within(before, Duration::from_secs(1)).await;
 
     let before = CLOSED_WHILE_WAITING.load(Ordering::SeqCst);
+    let received = WAITFOR_RECEIVED.load(Ordering::SeqCst);
     let (db, credentials) = console
         .database(
             "sqlserver",
@@ -97,7 +97,13 @@ async fn batches_run_and_the_timeout_and_cancel_close_the_connection() {
         let console = Arc::clone(&console);
         tokio::spawn(async move { console.run(&alice(), &id, None).await })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The client goes away once its statement is on the server.
+    eventually(
+        Duration::from_secs(10),
+        "the stand-in receives the statement",
+        || async { (WAITFOR_RECEIVED.load(Ordering::SeqCst) > received).then_some(()) },
+    )
+    .await;
     run.abort();
     closed_within(before, Duration::from_secs(1)).await;
 }

@@ -267,43 +267,50 @@ const fn index(adapter: Adapter) -> usize {
     adapter as usize
 }
 
+/// A function that makes an adapter's checker when its cargo feature is compiled in (`None`
+/// otherwise).
+macro_rules! checker_of {
+    ($name:ident, $feature:literal, $checker:path) => {
+        #[cfg(feature = $feature)]
+        fn $name() -> Option<Arc<dyn ConnectionChecker>> {
+            Some(Arc::new(<$checker>::new()))
+        }
+        #[cfg(not(feature = $feature))]
+        fn $name() -> Option<Arc<dyn ConnectionChecker>> {
+            None
+        }
+    };
+}
+
+checker_of!(postgres_checker, "postgres", postgres::PostgresChecker);
+checker_of!(mysql_checker, "mysql", mysql::MysqlChecker);
+checker_of!(
+    clickhouse_checker,
+    "clickhouse",
+    clickhouse::ClickhouseChecker
+);
+checker_of!(sqlserver_checker, "sqlserver", sqlserver::SqlserverChecker);
+checker_of!(oracle_checker, "oracle", oracle::OracleChecker);
+
 /// A checker for every adapter whose cargo feature is compiled in (`postgres`, `mysql`,
 /// `clickhouse`, `sqlserver`, `oracle`; `all-checkers` turns on all five).
 pub fn standard_checkers() -> Checkers {
-    #[allow(unused_mut)]
-    let mut checkers = Checkers::none();
     #[cfg(feature = "tls")]
     tls::install_default_provider();
-    #[cfg(feature = "postgres")]
-    {
-        checkers = checkers.with(
-            Adapter::Postgres,
-            Arc::new(postgres::PostgresChecker::new()),
-        );
-    }
-    #[cfg(feature = "mysql")]
-    {
-        checkers = checkers.with(Adapter::Mysql, Arc::new(mysql::MysqlChecker::new()));
-    }
-    #[cfg(feature = "clickhouse")]
-    {
-        checkers = checkers.with(
-            Adapter::Clickhouse,
-            Arc::new(clickhouse::ClickhouseChecker::new()),
-        );
-    }
-    #[cfg(feature = "sqlserver")]
-    {
-        checkers = checkers.with(
-            Adapter::Sqlserver,
-            Arc::new(sqlserver::SqlserverChecker::new()),
-        );
-    }
-    #[cfg(feature = "oracle")]
-    {
-        checkers = checkers.with(Adapter::Oracle, Arc::new(oracle::OracleChecker::new()));
-    }
-    checkers
+    type Make = fn() -> Option<Arc<dyn ConnectionChecker>>;
+    let makers: [(Adapter, Make); 5] = [
+        (Adapter::Postgres, postgres_checker),
+        (Adapter::Mysql, mysql_checker),
+        (Adapter::Clickhouse, clickhouse_checker),
+        (Adapter::Sqlserver, sqlserver_checker),
+        (Adapter::Oracle, oracle_checker),
+    ];
+    makers
+        .into_iter()
+        .filter_map(|(adapter, make)| make().map(|checker| (adapter, checker)))
+        .fold(Checkers::none(), |checkers, (adapter, checker)| {
+            checkers.with(adapter, checker)
+        })
 }
 
 /// An error and its whole `source()` chain on one line, joined with `": "`. A cause whose text

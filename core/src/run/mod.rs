@@ -213,41 +213,47 @@ impl Runners {
     }
 }
 
+/// A function that makes an adapter's runner when its cargo feature is compiled in (`None`
+/// otherwise), so that what the features build is one list with no `cfg` inside a function.
+macro_rules! runner_of {
+    ($name:ident, $feature:literal, $runner:path) => {
+        #[cfg(feature = $feature)]
+        fn $name(limits: PoolLimits) -> Option<Arc<dyn QueryRunner>> {
+            Some(Arc::new(<$runner>::new(limits)))
+        }
+        #[cfg(not(feature = $feature))]
+        fn $name(_: PoolLimits) -> Option<Arc<dyn QueryRunner>> {
+            None
+        }
+    };
+}
+
+runner_of!(postgres_runner, "postgres", postgres::PostgresRunner);
+runner_of!(mysql_runner, "mysql", mysql::MysqlRunner);
+runner_of!(
+    clickhouse_runner,
+    "clickhouse",
+    clickhouse::ClickhouseRunner
+);
+runner_of!(sqlserver_runner, "sqlserver", sqlserver::SqlserverRunner);
+runner_of!(oracle_runner, "oracle", oracle::OracleRunner);
+
 /// A runner for every adapter whose cargo feature is compiled in, with these pool limits.
 pub fn standard_runners(limits: PoolLimits) -> Runners {
-    #[allow(unused_mut)]
-    let mut runners = Runners::none();
-    let _ = limits;
-    #[cfg(feature = "postgres")]
-    {
-        runners = runners.with(
-            Adapter::Postgres,
-            Arc::new(postgres::PostgresRunner::new(limits)),
-        );
-    }
-    #[cfg(feature = "mysql")]
-    {
-        runners = runners.with(Adapter::Mysql, Arc::new(mysql::MysqlRunner::new(limits)));
-    }
-    #[cfg(feature = "clickhouse")]
-    {
-        runners = runners.with(
-            Adapter::Clickhouse,
-            Arc::new(clickhouse::ClickhouseRunner::new(limits)),
-        );
-    }
-    #[cfg(feature = "sqlserver")]
-    {
-        runners = runners.with(
-            Adapter::Sqlserver,
-            Arc::new(sqlserver::SqlserverRunner::new(limits)),
-        );
-    }
-    #[cfg(feature = "oracle")]
-    {
-        runners = runners.with(Adapter::Oracle, Arc::new(oracle::OracleRunner::new(limits)));
-    }
-    runners
+    type Make = fn(PoolLimits) -> Option<Arc<dyn QueryRunner>>;
+    let makers: [(Adapter, Make); 5] = [
+        (Adapter::Postgres, postgres_runner),
+        (Adapter::Mysql, mysql_runner),
+        (Adapter::Clickhouse, clickhouse_runner),
+        (Adapter::Sqlserver, sqlserver_runner),
+        (Adapter::Oracle, oracle_runner),
+    ];
+    makers
+        .into_iter()
+        .filter_map(|(adapter, make)| make(limits).map(|runner| (adapter, runner)))
+        .fold(Runners::none(), |runners, (adapter, runner)| {
+            runners.with(adapter, runner)
+        })
 }
 
 /// Bytes buffered before they are handed to the response body.

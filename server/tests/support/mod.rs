@@ -6,7 +6,7 @@
     reason = "each test binary uses a part of the support module"
 )]
 
-pub mod process;
+pub(crate) mod process;
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -60,7 +60,7 @@ const OUR_VARS: [&str; 36] = [
 
 /// The binary with none of [`OUR_VARS`] from the test's environment, logging at `info`, with
 /// `env` added (later pairs win) and piped output.
-pub fn dbconsole(env: &[(&str, &str)], args: &[&str]) -> Command {
+pub(crate) fn dbconsole(env: &[(&str, &str)], args: &[&str]) -> Command {
     let mut command = Command::new(BIN);
     for var in OUR_VARS {
         command.env_remove(var);
@@ -78,15 +78,15 @@ pub fn dbconsole(env: &[(&str, &str)], args: &[&str]) -> Command {
 
 /// A parsed response.
 #[derive(Debug)]
-pub struct Response {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: String,
+pub(crate) struct Response {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: String,
 }
 
 impl Response {
     /// The first value of this header (name compared without case).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(key, _)| key.eq_ignore_ascii_case(name))
@@ -94,20 +94,20 @@ impl Response {
     }
 
     /// The body as JSON.
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body)
             .unwrap_or_else(|error| panic!("body is not JSON ({error}): {}", self.body))
     }
 }
 
 /// One client connection.
-pub struct Conn {
+pub(crate) struct Conn {
     stream: TcpStream,
     buffer: Vec<u8>,
 }
 
 impl Conn {
-    pub async fn connect(addr: SocketAddr) -> Self {
+    pub(crate) async fn connect(addr: SocketAddr) -> Self {
         let stream = TcpStream::connect(addr)
             .await
             .unwrap_or_else(|error| panic!("connect to {addr}: {error}"));
@@ -117,7 +117,7 @@ impl Conn {
         }
     }
 
-    pub async fn send(&mut self, bytes: &str) {
+    pub(crate) async fn send(&mut self, bytes: &str) {
         self.stream.write_all(bytes.as_bytes()).await.unwrap();
         self.stream.flush().await.unwrap();
     }
@@ -132,7 +132,7 @@ impl Conn {
 
     /// The next response (a `100 Continue` counts as one). `head`: the request was `HEAD`, so
     /// the response has no body whatever its `content-length`.
-    pub async fn read_response(&mut self, head: bool) -> Response {
+    pub(crate) async fn read_response(&mut self, head: bool) -> Response {
         let end = loop {
             if let Some(at) = find(&self.buffer, b"\r\n\r\n") {
                 break at;
@@ -211,7 +211,7 @@ impl Conn {
     }
 
     /// Whether the server closed the connection (the next read is the end of the stream).
-    pub async fn is_closed_by_server(&mut self) -> bool {
+    pub(crate) async fn is_closed_by_server(&mut self) -> bool {
         !self.fill().await && self.buffer.is_empty()
     }
 }
@@ -223,7 +223,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// The text of a request with a `content-length` for `body`; `close` adds `connection: close`.
-pub fn request_text(
+pub(crate) fn request_text(
     method: &str,
     path: &str,
     headers: &[(&str, &str)],
@@ -249,7 +249,7 @@ pub fn request_text(
 }
 
 /// One request on a fresh connection (closed after the response).
-pub async fn request(
+pub(crate) async fn request(
     addr: SocketAddr,
     method: &str,
     path: &str,
@@ -263,7 +263,7 @@ pub async fn request(
 }
 
 /// A minimal valid create-database body; its password is `password`.
-pub fn database_body(password: &str) -> String {
+pub(crate) fn database_body(password: &str) -> String {
     serde_json::json!({
         "name": "Orders",
         "adapter": "postgres",
@@ -275,7 +275,7 @@ pub fn database_body(password: &str) -> String {
 }
 
 /// `dbconsole keys --data-dir DIR create …`: the secret it printed.
-pub async fn create_key(dir: &std::path::Path, args: &[&str]) -> String {
+pub(crate) async fn create_key(dir: &std::path::Path, args: &[&str]) -> String {
     let dir = dir.to_str().unwrap();
     let mut all = vec!["keys", "--data-dir", dir, "create"];
     all.extend_from_slice(args);
@@ -299,7 +299,7 @@ pub async fn create_key(dir: &std::path::Path, args: &[&str]) -> String {
 
 /// A direct session on the test PostgreSQL's `checkdb` (`.ci/db-servers-up.sh`), to look at
 /// the server from outside dbconsole; a missing server fails the test, saying how to start it.
-pub async fn postgres_admin() -> tokio_postgres::Client {
+pub(crate) async fn postgres_admin() -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(
         "host=127.0.0.1 port=5432 user=checker password=checkpw dbname=checkdb",
         tokio_postgres::NoTls,

@@ -14,22 +14,22 @@ use tokio::process::{Child, Command};
 use tokio::sync::Notify;
 
 /// Only keeps a broken server from hanging the test run; no test measures time.
-pub const HANG_GUARD: Duration = Duration::from_secs(60);
+pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
 
 #[derive(Default)]
-pub struct Collected {
-    pub lines: Vec<String>,
-    pub closed: bool,
+pub(crate) struct Collected {
+    pub(crate) lines: Vec<String>,
+    pub(crate) closed: bool,
 }
 
 /// The lines a child writes to one pipe, collected as they come.
 #[derive(Clone, Default)]
-pub struct Lines {
+pub(crate) struct Lines {
     shared: Arc<(Mutex<Collected>, Notify)>,
 }
 
 impl Lines {
-    pub fn collect(pipe: impl AsyncRead + Unpin + Send + 'static) -> Self {
+    pub(crate) fn collect(pipe: impl AsyncRead + Unpin + Send + 'static) -> Self {
         let lines = Self::default();
         let shared = Arc::clone(&lines.shared);
         tokio::spawn(async move {
@@ -45,7 +45,7 @@ impl Lines {
     }
 
     /// Waits until `done` returns something for the collected output.
-    pub async fn wait<T>(&self, what: &str, done: impl Fn(&Collected) -> Option<T>) -> T {
+    pub(crate) async fn wait<T>(&self, what: &str, done: impl Fn(&Collected) -> Option<T>) -> T {
         let wait = async {
             loop {
                 let notified = self.shared.1.notified();
@@ -71,7 +71,7 @@ impl Lines {
     }
 
     /// The first line that `matches`, waiting for it; panics when the pipe closes without one.
-    pub async fn line(&self, what: &str, matches: impl Fn(&str) -> bool) -> String {
+    pub(crate) async fn line(&self, what: &str, matches: impl Fn(&str) -> bool) -> String {
         self.wait(what, |collected| {
             collected.lines.iter().find(|line| matches(line)).cloned()
         })
@@ -79,7 +79,7 @@ impl Lines {
     }
 
     /// All the output, once the pipe is closed (the process has exited).
-    pub async fn all(&self) -> String {
+    pub(crate) async fn all(&self) -> String {
         self.wait("the end of the output", |collected| {
             collected.closed.then(|| collected.lines.join("\n"))
         })
@@ -90,27 +90,27 @@ impl Lines {
 /// The binary with none of our variables from the test's environment, logging at `info`, on
 /// the memory backend unless `env` says otherwise (the redb default has tests of its own in
 /// `crash.rs`).
-pub fn command(env: &[(&str, &str)], args: &[&str]) -> Command {
+pub(crate) fn command(env: &[(&str, &str)], args: &[&str]) -> Command {
     let mut with_memory = vec![("DBCONSOLE_STORAGE", "memory")];
     with_memory.extend_from_slice(env);
     super::dbconsole(&with_memory, args)
 }
 
 /// A running server.
-pub struct Server {
-    pub child: Child,
-    pub addr: SocketAddr,
-    pub stdout: Lines,
-    pub stderr: Lines,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) addr: SocketAddr,
+    pub(crate) stdout: Lines,
+    pub(crate) stderr: Lines,
 }
 
 impl Server {
     /// `dbconsole serve --listen 127.0.0.1:0` with these environment variables.
-    pub async fn start(env: &[(&str, &str)]) -> Self {
+    pub(crate) async fn start(env: &[(&str, &str)]) -> Self {
         Self::start_with(env, &["serve", "--listen", "127.0.0.1:0"]).await
     }
 
-    pub async fn start_with(env: &[(&str, &str)], args: &[&str]) -> Self {
+    pub(crate) async fn start_with(env: &[(&str, &str)], args: &[&str]) -> Self {
         let mut child = command(env, args).spawn().expect("spawn dbconsole");
         let stdout = Lines::collect(child.stdout.take().unwrap());
         let stderr = Lines::collect(child.stderr.take().unwrap());
@@ -130,7 +130,7 @@ impl Server {
 
     /// The secret of the key of this kind (`api-key`, `access-token`) that the server created
     /// at start, from its banner: the last word of the line `  <kind> <id>  <secret>`.
-    pub async fn printed(&self, kind: &str) -> String {
+    pub(crate) async fn printed(&self, kind: &str) -> String {
         let prefix = format!("  {kind} ");
         let line = self
             .stdout
@@ -139,12 +139,12 @@ impl Server {
         line.split_whitespace().last().unwrap().to_owned()
     }
 
-    pub fn signal(&self, signal: Signal) {
+    pub(crate) fn signal(&self, signal: Signal) {
         let pid = self.child.id().expect("still running");
         kill(Pid::from_raw(pid as i32), signal).unwrap();
     }
 
-    pub async fn exit_status(&mut self) -> ExitStatus {
+    pub(crate) async fn exit_status(&mut self) -> ExitStatus {
         tokio::time::timeout(HANG_GUARD, self.child.wait())
             .await
             .expect("the server did not exit within the hang guard")
@@ -152,7 +152,7 @@ impl Server {
     }
 
     /// SIGTERM, then the exit status, standard output and standard error in full.
-    pub async fn stop(mut self) -> (ExitStatus, String, String) {
+    pub(crate) async fn stop(mut self) -> (ExitStatus, String, String) {
         self.signal(Signal::SIGTERM);
         let status = self.exit_status().await;
         (status, self.stdout.all().await, self.stderr.all().await)

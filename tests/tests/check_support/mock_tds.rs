@@ -2,14 +2,17 @@
 //! `ENCRYPT_NOT_SUP`), checks the LOGIN7 user, password and database and answers as SQL Server
 //! does (LOGINACK; ERROR 18456 "Login failed for user"; ERROR 4060 "Cannot open database"),
 //! then answers every SQL batch with DONE, but a batch holding `WAITFOR`, which it never
-//! answers: it waits for the client to close the connection, and counts that in
-//! [`CLOSED_WHILE_WAITING`].
+//! answers: it counts it in [`WAITFOR_RECEIVED`], waits for the client to close the
+//! connection, and counts that in [`CLOSED_WHILE_WAITING`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How many clients closed their connection while the stand-in held a `WAITFOR` batch.
-pub static CLOSED_WHILE_WAITING: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static CLOSED_WHILE_WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// How many `WAITFOR` batches the stand-in received (each held until its client goes).
+pub(crate) static WAITFOR_RECEIVED: AtomicUsize = AtomicUsize::new(0);
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -17,12 +20,12 @@ use tokio::net::{TcpListener, TcpStream};
 use super::PASSWORD;
 
 /// The login the stand-in accepts (with [`PASSWORD`]).
-pub const USER: &str = "checker";
+pub(crate) const USER: &str = "checker";
 /// The database the stand-in knows.
-pub const DATABASE: &str = "checkdb";
+pub(crate) const DATABASE: &str = "checkdb";
 
 /// Starts the stand-in; its address.
-pub async fn mock_sql_server() -> SocketAddr {
+pub(crate) async fn mock_sql_server() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
@@ -188,6 +191,7 @@ async fn serve(mut socket: TcpStream) -> std::io::Result<()> {
             .windows(waitfor.len())
             .any(|w| w == waitfor.as_slice())
         {
+            WAITFOR_RECEIVED.fetch_add(1, Ordering::SeqCst);
             let mut rest = [0u8; 512];
             while socket.read(&mut rest).await.unwrap_or(0) > 0 {}
             CLOSED_WHILE_WAITING.fetch_add(1, Ordering::SeqCst);

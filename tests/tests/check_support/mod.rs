@@ -4,8 +4,8 @@
 //! are one table, in `suite.rs`.
 #![allow(dead_code)] // each test file uses a part
 
-pub mod mock_tds;
-pub mod suite;
+pub(crate) mod mock_tds;
+pub(crate) mod suite;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -20,31 +20,31 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 /// How to bring up what these tests need.
-pub const START_SERVERS: &str =
+pub(crate) const START_SERVERS: &str =
     "start the test database servers with `sudo bash .ci/db-servers-up.sh`";
 
 /// The password of the `checker` account on every test server.
-pub const PASSWORD: &str = "checkpw";
+pub(crate) const PASSWORD: &str = "checkpw";
 
 /// A wrong password that would be easy to spot if it leaked into an answer.
-pub const WRONG_PASSWORD: &str = "Wr0ng-Pa55word-7731";
+pub(crate) const WRONG_PASSWORD: &str = "Wr0ng-Pa55word-7731";
 
 /// A port nothing listens on.
-pub const CLOSED_PORT: u16 = 1;
+pub(crate) const CLOSED_PORT: u16 = 1;
 
 /// The service over a fresh in-memory store, with every checker.
-pub fn api() -> Api {
+pub(crate) fn api() -> Api {
     Api::with_checkers(Arc::new(MemoryStorage::new()), standard_checkers())
 }
 
 /// Creates a database from `body` and returns its id.
-pub async fn create(api: &Api, body: &Value) -> String {
+pub(crate) async fn create(api: &Api, body: &Value) -> String {
     let created = api.create_database(body).await;
     created["id"].as_str().expect("id").to_owned()
 }
 
 /// Runs check-connection for `username`; the answer must be 200 plain text. Returns the body.
-pub async fn check(api: &Api, id: &str, username: &str) -> String {
+pub(crate) async fn check(api: &Api, id: &str, username: &str) -> String {
     let response = api
         .db(
             Method::GET,
@@ -61,7 +61,7 @@ pub async fn check(api: &Api, id: &str, username: &str) -> String {
 }
 
 /// Creates the database and checks its first credential in one go.
-pub async fn check_body(body: &Value) -> String {
+pub(crate) async fn check_body(body: &Value) -> String {
     let api = api();
     let id = create(&api, body).await;
     let username = body["credentials"][0]["username"]
@@ -72,7 +72,7 @@ pub async fn check_body(body: &Value) -> String {
 }
 
 /// A create-database body for one credential.
-pub fn database(
+pub(crate) fn database(
     adapter: &str,
     host: &str,
     port: u16,
@@ -91,27 +91,27 @@ pub fn database(
 }
 
 /// Sets the first credential's timeout (whole seconds).
-pub fn with_timeout(mut body: Value, seconds: u32) -> Value {
+pub(crate) fn with_timeout(mut body: Value, seconds: u32) -> Value {
     body["credentials"][0]["timeout"] = json!(seconds);
     body
 }
 
 /// Fails the test, saying how to start the servers, when nothing answers on `127.0.0.1:port`.
-pub async fn require_server(what: &str, port: u16) {
+pub(crate) async fn require_server(what: &str, port: u16) {
     if let Err(error) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
         panic!("{what} is not running on 127.0.0.1:{port} ({error}): {START_SERVERS}");
     }
 }
 
 /// The directory of the certificates that `.ci/db-servers-up.sh` makes.
-pub fn certs_dir() -> PathBuf {
+pub(crate) fn certs_dir() -> PathBuf {
     std::env::var_os("DBCONSOLE_CI_CERTS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp/dbconsole-ci-certs"))
 }
 
 /// One certificate file of that directory, as the base64 of its PEM text (how the API takes it).
-pub fn cert_b64(name: &str) -> String {
+pub(crate) fn cert_b64(name: &str) -> String {
     let path = certs_dir().join(name);
     let pem = std::fs::read(&path)
         .unwrap_or_else(|error| panic!("cannot read {}: {error}; {START_SERVERS}", path.display()));
@@ -120,7 +120,7 @@ pub fn cert_b64(name: &str) -> String {
 
 /// A server that accepts TCP connections and never answers; its address. The connections stay
 /// open until the test ends.
-pub async fn silent_server() -> SocketAddr {
+pub(crate) async fn silent_server() -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
@@ -134,13 +134,13 @@ pub async fn silent_server() -> SocketAddr {
 
 /// Asserts that `answer` is the service's timeout message for `seconds`.
 #[track_caller]
-pub fn assert_timed_out(answer: &str, seconds: u32) {
+pub(crate) fn assert_timed_out(answer: &str, seconds: u32) {
     assert_eq!(answer, format!("connection timed out after {seconds} s"));
 }
 
 /// Asserts that the answer does not hold the (wrong) password.
 #[track_caller]
-pub fn assert_no_secret(answer: &str) {
+pub(crate) fn assert_no_secret(answer: &str) {
     assert!(!answer.contains(WRONG_PASSWORD), "secret leaked: {answer}");
     assert!(!answer.contains(PASSWORD), "secret leaked: {answer}");
 }

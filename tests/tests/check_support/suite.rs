@@ -10,7 +10,7 @@ use super::mock_tds::mock_sql_server;
 use super::*;
 
 /// Where an adapter's test server comes from.
-pub enum Server {
+pub(crate) enum Server {
     /// Started by `.ci/db-servers-up.sh`: every `(what, port)` must answer on loopback.
     Ci(&'static [(&'static str, u16)]),
     /// The TDS stand-in of `mock_tds.rs`, started for each test on a port of its own.
@@ -19,7 +19,7 @@ pub enum Server {
 
 /// What an answer must be.
 #[derive(Clone, Copy, Debug)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// Exactly this text.
     Is(&'static str),
     /// This text, then something that varies (a resolver's message, a server's stack trace).
@@ -29,7 +29,7 @@ pub enum Expect {
 impl Expect {
     /// Asserts that `answer` is what this expects.
     #[track_caller]
-    pub fn assert(self, answer: &str) {
+    pub(crate) fn assert(self, answer: &str) {
         match self {
             Expect::Is(expected) => assert_eq!(answer, expected),
             Expect::StartsWith(prefix) => assert!(answer.starts_with(prefix), "{answer}"),
@@ -38,35 +38,35 @@ impl Expect {
 }
 
 /// One adapter of the table.
-pub struct AdapterRow {
+pub(crate) struct AdapterRow {
     /// The wire name (`"postgres"`…).
-    pub adapter: &'static str,
+    pub(crate) adapter: &'static str,
     /// Where its server comes from.
-    pub server: Server,
+    pub(crate) server: Server,
     /// The port of plain connections (for the stand-in, the one named where no server answers).
-    pub port: u16,
+    pub(crate) port: u16,
     /// The port of TLS connections.
-    pub tls_port: u16,
+    pub(crate) tls_port: u16,
     /// The database the `checker` account may use.
-    pub database: &'static str,
+    pub(crate) database: &'static str,
     /// The login name that works (with [`PASSWORD`]).
-    pub username: &'static str,
+    pub(crate) username: &'static str,
     /// The answer to a wrong password.
-    pub wrong_password: Expect,
+    pub(crate) wrong_password: Expect,
     /// The answer for the database `nodb`.
-    pub unknown_database: Expect,
+    pub(crate) unknown_database: Expect,
     /// The answer when nothing listens on [`CLOSED_PORT`].
-    pub closed_port: &'static str,
+    pub(crate) closed_port: &'static str,
     /// The answer for the host `no-such-host.invalid`.
-    pub unknown_host: Expect,
+    pub(crate) unknown_host: Expect,
     /// What the driver puts before a rustls error (`None`: its server does no TLS here).
-    pub tls_error: Option<&'static str>,
+    pub(crate) tls_error: Option<&'static str>,
     /// The answer to the `certuser` account, which needs a client certificate, without one.
-    pub client_cert_refused: Option<&'static str>,
+    pub(crate) client_cert_refused: Option<&'static str>,
 }
 
 /// A host name the resolver never finds.
-pub const UNKNOWN_HOST: &str = "no-such-host.invalid";
+pub(crate) const UNKNOWN_HOST: &str = "no-such-host.invalid";
 
 /// The rustls answer to a chain that does not lead to the stored CA bundle.
 const UNKNOWN_ISSUER: &str = "invalid peer certificate: UnknownIssuer";
@@ -77,7 +77,7 @@ const NAME_MISMATCH: &str = "invalid peer certificate: certificate not valid for
 
 impl AdapterRow {
     /// Brings the server up (or checks that it is): the port of plain connections.
-    pub async fn up(&self) -> u16 {
+    pub(crate) async fn up(&self) -> u16 {
         match self.server {
             Server::Ci(servers) => {
                 for (what, port) in servers {
@@ -90,7 +90,7 @@ impl AdapterRow {
     }
 
     /// A body for the `checker` account on `host:port`.
-    pub fn body(&self, host: &str, port: u16) -> Value {
+    pub(crate) fn body(&self, host: &str, port: u16) -> Value {
         database(
             self.adapter,
             host,
@@ -103,7 +103,7 @@ impl AdapterRow {
 
     /// A body with `ssl` on, against the TLS port, with the CA file `ca` (from the certificates
     /// directory) and `verify_server_hostname` as given.
-    pub async fn tls_body(&self, host: &str, ca: Option<&str>, verify_host: bool) -> Value {
+    pub(crate) async fn tls_body(&self, host: &str, ca: Option<&str>, verify_host: bool) -> Value {
         self.up().await;
         let mut body = self.body(host, self.tls_port);
         body["ssl"] = json!(true);
@@ -122,13 +122,13 @@ impl AdapterRow {
 }
 
 /// The right credentials: `ok`.
-pub async fn ok(row: &AdapterRow) {
+pub(crate) async fn ok(row: &AdapterRow) {
     let port = row.up().await;
     assert_eq!(check_body(&row.body("127.0.0.1", port)).await, "ok");
 }
 
 /// A wrong password: the server's refusal, without the password.
-pub async fn wrong_password(row: &AdapterRow) {
+pub(crate) async fn wrong_password(row: &AdapterRow) {
     let port = row.up().await;
     let mut body = row.body("127.0.0.1", port);
     body["credentials"][0]["password"] = json!(WRONG_PASSWORD);
@@ -138,7 +138,7 @@ pub async fn wrong_password(row: &AdapterRow) {
 }
 
 /// A database that does not exist.
-pub async fn unknown_database(row: &AdapterRow) {
+pub(crate) async fn unknown_database(row: &AdapterRow) {
     let port = row.up().await;
     let mut body = row.body("127.0.0.1", port);
     body["database"] = json!("nodb");
@@ -146,26 +146,26 @@ pub async fn unknown_database(row: &AdapterRow) {
 }
 
 /// Nothing listens on the port.
-pub async fn closed_port(row: &AdapterRow) {
+pub(crate) async fn closed_port(row: &AdapterRow) {
     let answer = check_body(&row.body("127.0.0.1", CLOSED_PORT)).await;
     assert_eq!(answer, row.closed_port);
 }
 
 /// The host name does not resolve.
-pub async fn unknown_host(row: &AdapterRow) {
+pub(crate) async fn unknown_host(row: &AdapterRow) {
     let answer = check_body(&row.body(UNKNOWN_HOST, row.port)).await;
     row.unknown_host.assert(&answer);
 }
 
 /// A server that accepts the connection and never answers: the credential's timeout.
-pub async fn silent_host_times_out_within_the_credential_timeout(row: &AdapterRow) {
+pub(crate) async fn silent_host_times_out_within_the_credential_timeout(row: &AdapterRow) {
     let silent = silent_server().await;
     let body = with_timeout(row.body("127.0.0.1", silent.port()), 1);
     assert_timed_out(&check_body(&body).await, 1);
 }
 
 /// The same with TLS: the timeout bounds the handshake too.
-pub async fn silent_host_with_tls_times_out_too(row: &AdapterRow) {
+pub(crate) async fn silent_host_with_tls_times_out_too(row: &AdapterRow) {
     let silent = silent_server().await;
     let mut body = with_timeout(row.body("127.0.0.1", silent.port()), 1);
     body["ssl"] = json!(true);
@@ -173,14 +173,14 @@ pub async fn silent_host_with_tls_times_out_too(row: &AdapterRow) {
 }
 
 /// `ssl` without a CA certificate: encrypted, the certificate not verified.
-pub async fn tls_without_ca_is_encrypted_and_not_verified(row: &AdapterRow) {
+pub(crate) async fn tls_without_ca_is_encrypted_and_not_verified(row: &AdapterRow) {
     let body = row.tls_body("127.0.0.1", None, false).await;
     assert_eq!(check_body(&body).await, "ok");
 }
 
 /// With the CA bundle the chain is verified, not the host name: the certificate names
 /// `localhost` only, and 127.0.0.1 is fine without `verify_server_hostname`.
-pub async fn tls_with_ca_bundle_verifies_the_chain_not_the_host_name(row: &AdapterRow) {
+pub(crate) async fn tls_with_ca_bundle_verifies_the_chain_not_the_host_name(row: &AdapterRow) {
     let body = row
         .tls_body("127.0.0.1", Some("ca-bundle.pem"), false)
         .await;
@@ -188,31 +188,31 @@ pub async fn tls_with_ca_bundle_verifies_the_chain_not_the_host_name(row: &Adapt
 }
 
 /// The server sends its leaf only: the root alone cannot reach it without the intermediate.
-pub async fn tls_chain_needs_every_certificate_of_the_bundle(row: &AdapterRow) {
+pub(crate) async fn tls_chain_needs_every_certificate_of_the_bundle(row: &AdapterRow) {
     let body = row.tls_body("127.0.0.1", Some("ca.pem"), false).await;
     assert_eq!(check_body(&body).await, row.tls_error(UNKNOWN_ISSUER));
 }
 
 /// A CA that did not issue the server's certificate.
-pub async fn tls_with_another_ca_fails(row: &AdapterRow) {
+pub(crate) async fn tls_with_another_ca_fails(row: &AdapterRow) {
     let body = row.tls_body("127.0.0.1", Some("other-ca.pem"), false).await;
     assert_eq!(check_body(&body).await, row.tls_error(UNKNOWN_ISSUER));
 }
 
 /// `verify_server_hostname` with the name the certificate carries.
-pub async fn tls_verified_host_name_matches(row: &AdapterRow) {
+pub(crate) async fn tls_verified_host_name_matches(row: &AdapterRow) {
     let body = row.tls_body("localhost", Some("ca-bundle.pem"), true).await;
     assert_eq!(check_body(&body).await, "ok");
 }
 
 /// `verify_server_hostname` with another name.
-pub async fn tls_verified_host_name_mismatch(row: &AdapterRow) {
+pub(crate) async fn tls_verified_host_name_mismatch(row: &AdapterRow) {
     let body = row.tls_body("127.0.0.1", Some("ca-bundle.pem"), true).await;
     assert_eq!(check_body(&body).await, row.tls_error(NAME_MISMATCH));
 }
 
 /// The `certuser` account is refused without a client certificate and accepted with one.
-pub async fn client_certificate_is_presented(row: &AdapterRow) {
+pub(crate) async fn client_certificate_is_presented(row: &AdapterRow) {
     let mut body = row.tls_body("localhost", Some("ca-bundle.pem"), true).await;
     body["credentials"] = json!([{"username": "certuser"}]);
     let refused = row

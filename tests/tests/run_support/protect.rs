@@ -1,16 +1,17 @@
 //! The attempts of the data protection tests (`protect_*.rs`): a statement run in every format,
 //! its answer checked for protected values and against what it must come to.
 
+use dbconsole_tests::TestConsole;
 use serde_json::{Value, json};
 
-use super::{Console, PASSWORD, alice};
+use super::{PASSWORD, alice, run_console};
 
 /// Text that appears in every protected value and nowhere else.
-pub const MARKERS: &[&str] = &["s3cr3t", "leak.test", "999-11"];
+pub(crate) const MARKERS: &[&str] = &["s3cr3t", "leak.test", "999-11"];
 
 /// What an attempt must come to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Expect {
+pub(crate) enum Expect {
     /// 422 naming the policy, before anything runs.
     Refused,
     /// 200, protected columns masked or hidden (the columns listed, in order).
@@ -19,30 +20,30 @@ pub enum Expect {
     NoLeak,
 }
 
-pub fn leaks(body: &str) -> Option<&'static str> {
+pub(crate) fn leaks(body: &str) -> Option<&'static str> {
     let lower = body.to_ascii_lowercase();
     MARKERS.iter().copied().find(|m| lower.contains(m))
 }
 
-pub struct Fixture {
-    pub console: Console,
-    pub db: String,
-    pub credential: String,
-    pub table: String,
+pub(crate) struct Fixture {
+    pub(crate) console: TestConsole,
+    pub(crate) db: String,
+    pub(crate) credential: String,
+    pub(crate) table: String,
 }
 
 impl Fixture {
     /// Runs `sql` in every format and checks `expect`; the JSON answer.
-    pub async fn attempt(&self, sql: &str, expect: Expect) -> Value {
+    pub(crate) async fn attempt(&self, sql: &str, expect: Expect) -> Value {
         let mut json_answer = Value::Null;
         for accept in [None, Some("application/x-ndjson"), Some("text/csv")] {
             let (_, answer) = self
                 .console
                 .query(&alice(), &self.db, &self.credential, sql, None, accept)
                 .await;
-            let body = match &answer.body {
-                Ok(bytes) => String::from_utf8_lossy(bytes).into_owned(),
-                Err(error) => error.clone(),
+            let body = match &answer.cut {
+                None => answer.text(),
+                Some(error) => error.clone(),
             };
             if let Some(marker) = leaks(&body) {
                 panic!("{sql} ({accept:?}) leaked {marker}: {body}");
@@ -83,8 +84,8 @@ impl Fixture {
 impl Fixture {
     /// A new service and a database of `adapter` on `127.0.0.1:port` (as `checker`) whose
     /// policy `pii` protects `columns` (`[{"column", "action"}]`), about `table`.
-    pub async fn protected(adapter: &str, port: u16, table: &str, columns: Value) -> Self {
-        let console = Console::new();
+    pub(crate) async fn protected(adapter: &str, port: u16, table: &str, columns: Value) -> Self {
+        let console = run_console();
         let (db, credentials) = console
             .database(
                 adapter,
@@ -109,7 +110,7 @@ impl Fixture {
 
     /// Makes every attempt; how many masked columns their JSON answers held (every value of
     /// each `****` or `null`).
-    pub async fn attempt_all(&self, attempts: &[(String, Expect)]) -> usize {
+    pub(crate) async fn attempt_all(&self, attempts: &[(String, Expect)]) -> usize {
         let mut masked = 0;
         for (sql, expect) in attempts {
             let result = self.attempt(sql, *expect).await;

@@ -56,9 +56,6 @@ pub(super) const CHANGE_NAMES: &[&str] = &[
     "scope",
 ];
 
-/// The fields of a credential named in changes (`credentials[<username>].<field>`), stored as
-/// their index. **Append only.**
-
 /// One change of an event as stored (version 2): a known name by its index, a credential by its
 /// username (with a field's index), or any other name as it is.
 #[derive(Serialize, Deserialize)]
