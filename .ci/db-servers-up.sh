@@ -186,6 +186,27 @@ SQL
 su postgres -c "psql -qAt -c \"SELECT 1 FROM pg_database WHERE datname='dbconsole'\"" | grep -q 1 \
   || su postgres -c "createdb -O dbconsole dbconsole"
 
+# The contract tests (tests/contract/run.sh) register a database that Schemathesis may query:
+# `contractdb`, as the read-only role `contract_reader` (password `contractpw`), which may only
+# read one small table; whatever SQL the fuzzer sends runs for real and changes nothing.
+su postgres -c "psql -qAt -v ON_ERROR_STOP=1" <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'contract_reader') THEN
+    CREATE ROLE contract_reader LOGIN PASSWORD 'contractpw';
+  END IF;
+END $$;
+ALTER ROLE contract_reader SET default_transaction_read_only = on;
+SQL
+su postgres -c "psql -qAt -c \"SELECT 1 FROM pg_database WHERE datname='contractdb'\"" | grep -q 1 \
+  || su postgres -c "createdb -O postgres contractdb"
+su postgres -c "psql -qAt -v ON_ERROR_STOP=1 -d contractdb" <<'SQL'
+REVOKE ALL ON SCHEMA public FROM PUBLIC;
+GRANT USAGE ON SCHEMA public TO contract_reader;
+CREATE TABLE IF NOT EXISTS items (id integer PRIMARY KEY, name text NOT NULL);
+INSERT INTO items VALUES (1, 'one'), (2, 'two'), (3, 'three') ON CONFLICT DO NOTHING;
+GRANT SELECT ON items TO contract_reader;
+SQL
+
 # --- MariaDB 10.11 -----------------------------------------------------------------------------
 # bind-address=127.0.0.1 by default; the init script waits until the server answers.
 mdb_changed=$(install_server_certs mysql /etc/mysql/dbconsole-ci)

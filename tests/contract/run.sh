@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The contract tests, against the release server on the memory store:
+# The contract tests, against the release server on a redb store of their own, with caller
+# credentials bound to a user and a registered database (the test PostgreSQL's read-only
+# `contractdb`) that the fuzzed queries really run on:
 #   1. the OpenAPI document it serves is valid OpenAPI 3.1 (openapi-spec-validator);
-#   2. the /docs page in headless Chromium (docs_page.py), on a store that holds only its own
-#      database;
+#   2. the /docs page in headless Chromium (docs_page.py);
 #   3. Schemathesis with all its checks (schemathesis.toml beside this file), a fixed seed and a
 #      bounded number of examples: no 5xx, statuses, content types and bodies as documented,
 #      negative data refused, the stateful links followed.
@@ -25,11 +26,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-api_key="contract-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-token="contract-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
-DBCONSOLE_API_KEY="$api_key" DBCONSOLE_ACCESS_TOKEN="$token" RUST_LOG=warn \
-  target/release/dbconsole serve --storage memory --listen 127.0.0.1:0 \
-  >"$work/stdout" 2>"$work/stderr" &
+# A store of its own on redb, and caller credentials bound to a user (a super admin), so that
+# the query routes answer more than 401 and 403 and their bodies are fuzzed too.
+data="$work/data"
+create_key() {
+  target/release/dbconsole keys --data-dir "$data" create --kind "$1" --scope full \
+    --name "contract $1" --user contract@example.com --role super-admin | sed -n 's/^secret: //p'
+}
+api_key="$(create_key api-key)"
+token="$(create_key access-token)"
+[ -n "$api_key" ] && [ -n "$token" ] || { echo "dbconsole keys create gave no secret" >&2; exit 1; }
+RUST_LOG=warn target/release/dbconsole serve --storage redb --data-dir "$data" \
+  --listen 127.0.0.1:0 >"$work/stdout" 2>"$work/stderr" &
 server_pid=$!
 for _ in $(seq 100); do
   grep -q '^listening on ' "$work/stdout" 2>/dev/null && break
@@ -38,6 +46,21 @@ done
 address="$(sed -n 's/^listening on //p' "$work/stdout")"
 [ -n "$address" ] || { echo "the server did not start:" >&2; cat "$work/stderr" >&2; exit 1; }
 base="http://$address"
+
+# A database the fuzzed queries run on for real: the test PostgreSQL's `contractdb`, as the
+# read-only role `contract_reader` (.ci/db-servers-up.sh), with a 5 s statement timeout.
+registered="$(curl -sf -H "x-api-key: $api_key" -H 'content-type: application/json' \
+  "$base/api/v1/console/databases" -d '{"name": "contract", "adapter": "postgres",
+  "hostname": "127.0.0.1", "port": 5432, "database": "contractdb",
+  "credentials": [{"username": "contract_reader", "password": "contractpw", "timeout": 5}]}')"
+CONTRACT_DATABASE_ID="$("$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["id"])' <<<"$registered")"
+CONTRACT_CREDENTIAL_ID="$("$venv/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["credentials"][0]["id"])' <<<"$registered")"
+export CONTRACT_DATABASE_ID CONTRACT_CREDENTIAL_ID
+checked="$(curl -s -H "x-api-key: $api_key" "$base/api/v1/console/databases/$CONTRACT_DATABASE_ID/check-connection/contract_reader")"
+if [ "$checked" != ok ]; then
+  echo "the contract database does not connect ($checked): start the test servers with \`sudo bash .ci/db-servers-up.sh\`" >&2
+  exit 1
+fi
 
 echo "=== openapi-spec-validator"
 curl -sf "$base/openapi.json" -o "$work/openapi.json"

@@ -12,16 +12,17 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use dbconsole_core::Storage;
-use dbconsole_core::model::{Adapter, Principal, Role};
+use dbconsole_core::model::{Adapter, Principal, QueryStatus, Role};
 use dbconsole_core::run::{Column, QueryRunner, RowSink, RunError, RunJob, Runners};
 use http::{Method, Request, header};
 use http_body_util::Full;
 use serde_json::{Value, json};
 
-use crate::{DATABASES, TestConsole, TestResponse};
+use crate::{DATABASES, TestConsole, TestResponse, eventually};
 
 const QUERIES: &str = "/api/v1/console/queries";
 
@@ -819,6 +820,66 @@ pub async fn reviews_cover_only_where_the_query_was_made_to_run(storage: Arc<dyn
     assert_eq!(runner.runs(), 1);
 }
 
+/// A query's run reads its query, its database and the database's access control once each,
+/// claims the query it read, and records its outcome: five storage calls, whoever runs it (its
+/// author, a super admin, a member granted a restricted database), around its one statement.
+pub async fn reviews_a_run_costs_five_storage_calls(storage: Arc<dyn Storage>) {
+    let inner = Arc::clone(&storage);
+    let counted = Arc::new(dbconsole_core::storage::Counted::new(storage));
+    let (console, runner) = reviewing_console(counted.clone());
+    let author = Principal::member("ann@example.com");
+    let admin = Principal::member("root@example.com").role(Role::SuperAdmin);
+    let granted = Principal::member("bo@example.com");
+    let open = new_database(&console, 0, json!({})).await;
+    let restricted = new_database(&console, 0, json!({"restrict_access": true})).await;
+    console
+        .api
+        .db(
+            Method::PUT,
+            &format!("/api/v1/console/databases/{}/permissions", restricted.0),
+            Some(&json!({"permissions": [
+                {"subject_kind": "user", "subject": "ann@example.com", "access": "query"},
+                {"subject_kind": "user", "subject": "bo@example.com", "access": "query"},
+            ]})),
+        )
+        .await
+        .expect(200);
+    for (who, runner_of, db) in [
+        (&author, &author, &open),
+        (&author, &admin, &open),
+        (&author, &granted, &restricted),
+    ] {
+        let id = new_query(&console, who, db).await["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let ran = runner.runs.load(Ordering::SeqCst);
+        counted.take();
+        run_with(&console, runner_of, &id, None)
+            .await
+            .expect(200)
+            .json();
+        // Looked at past the count: the outcome is written after the answer.
+        let outcome = eventually(
+            Duration::from_secs(10),
+            "the run's outcome is recorded",
+            || async {
+                let query = inner.query(&id).await.unwrap()?;
+                (query.status == QueryStatus::Succeeded).then_some(query)
+            },
+        )
+        .await;
+        assert!(outcome.run.is_some());
+        assert_eq!(runner.runs.load(Ordering::SeqCst), ran + 1);
+        assert_eq!(
+            counted.take(),
+            5,
+            "a run by {}: the query, its database, its access control, the claim, the outcome",
+            runner_of.user
+        );
+    }
+}
+
 /// Expands to one test per reviews case over fresh stores made by `$storage`.
 #[macro_export]
 macro_rules! review_tests {
@@ -836,6 +897,7 @@ macro_rules! review_tests {
                 reviews_bad_bodies_change_nothing,
                 reviews_an_agents_query_stays_an_agents,
                 reviews_cover_only_where_the_query_was_made_to_run,
+                reviews_a_run_costs_five_storage_calls,
             ]
         );
     };

@@ -24,8 +24,8 @@ use deadpool::managed::{self};
 
 use super::encode::{Column, Encoder};
 use super::pool::{PoolLimits, Pools, checkout};
-use super::statement::{Dialect, bind_inputs};
-use super::{Connector, QueryRunner, RowSink, RunError, RunJob};
+use super::statement::Dialect;
+use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain, scrub_message};
 
 /// Runs ClickHouse queries.
@@ -102,28 +102,9 @@ impl QueryRunner for ClickhouseRunner {
         let gone = sink.gone();
         tokio::pin!(gone);
         let session = checkout(&pool, &mut gone).await?;
-        let (statement, params) = match &job.inputs {
-            Some(inputs) => {
-                let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();
-                let bound = bind_inputs(&job.statement, Dialect::Clickhouse, &declared, |n, _| {
-                    format!("{{p{n}:String}}")
-                })
-                .map_err(|message| RunError::Input {
-                    field: "query".to_owned(),
-                    message,
-                })?;
-                let mut params = Vec::with_capacity(bound.keys.len());
-                for key in &bound.keys {
-                    let value = inputs.values.get(key).ok_or_else(|| RunError::Input {
-                        field: format!("inputs.{key}"),
-                        message: "is missing".to_owned(),
-                    })?;
-                    params.push(value.clone());
-                }
-                (bound.statement, params)
-            }
-            None => (job.statement.clone(), Vec::new()),
-        };
+        let bound = job.bound(Dialect::Clickhouse, |n, _| format!("{{p{n}:String}}"))?;
+        let statement = bound.text;
+        let params: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
         let query_id = format!("dbconsole-{}", crate::model::QueryId::generate());
         let seconds = job.timeout.as_secs_f64().ceil().max(1.0) as u64;
         // The crate reads `?` as its own placeholder: `??` is a literal one.
@@ -142,19 +123,21 @@ impl QueryRunner for ClickhouseRunner {
         }
         let bound = job.timeout + Duration::from_secs(1);
         let mut truncated = false;
-        let outcome = tokio::select! {
-            outcome = execute(query, sink, &mut truncated) => outcome,
-            () = &mut gone => Err(RunError::Cancelled),
-            () = tokio::time::sleep(bound) => Err(RunError::TimedOut(job.timeout)),
-        };
-        let outcome = outcome.map_err(|error| match error {
-            RunError::Database(message) if message.contains("Timeout exceeded") => {
-                RunError::TimedOut(job.timeout)
-            }
-            RunError::Database(message) | RunError::Connect(message)
-                if !session.secrets.is_empty() =>
-            {
-                RunError::Database(scrub_message(&message, session.secrets.iter()))
+        let work = execute(query, sink, &mut truncated);
+        let outcome = raced(
+            work,
+            &mut gone,
+            bound,
+            job.timeout,
+            &["Timeout exceeded"],
+            &session.secrets,
+        )
+        .await
+        .map_err(|error| match error {
+            // A connection lost mid-run on a credential with secrets answers as the database's
+            // error (its message scrubbed above), as it always has here.
+            RunError::Connect(message) if !session.secrets.is_empty() => {
+                RunError::Database(message)
             }
             other => other,
         });

@@ -163,6 +163,83 @@ impl RunError {
     }
 }
 
+/// A statement with a panel's inputs bound ([`RunJob::bound`]): the text sent, and each
+/// parameter's input key and value, in the order of the placeholders.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundStatement {
+    /// The statement with the adapter's placeholders in place of `${key}`.
+    pub text: String,
+    /// Each placeholder's input key and value.
+    pub params: Vec<(String, String)>,
+}
+
+impl RunJob {
+    /// The statement as sent, with a panel's `${key}` inputs as the adapter's placeholders
+    /// (`placeholder(n, key)` for the `n`th, from 0) and their values in order; a console
+    /// query's text goes as it is, with none. Every runner binds its inputs through this.
+    pub fn bound(
+        &self,
+        dialect: statement::Dialect,
+        placeholder: impl FnMut(usize, &str) -> String,
+    ) -> Result<BoundStatement, RunError> {
+        let Some(inputs) = &self.inputs else {
+            return Ok(BoundStatement {
+                text: self.statement.clone(),
+                params: Vec::new(),
+            });
+        };
+        let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();
+        let bound = statement::bind_inputs(&self.statement, dialect, &declared, placeholder)
+            .map_err(|message| RunError::Input {
+                field: "query".to_owned(),
+                message,
+            })?;
+        let mut params = Vec::with_capacity(bound.keys.len());
+        for key in bound.keys {
+            let value = inputs.values.get(&key).ok_or_else(|| RunError::Input {
+                field: format!("inputs.{key}"),
+                message: "is missing".to_owned(),
+            })?;
+            params.push((key, value.clone()));
+        }
+        Ok(BoundStatement {
+            text: bound.statement,
+            params,
+        })
+    }
+}
+
+/// A run's statement raced against its client going away ([`RowSink::gone`], then
+/// [`RunError::Cancelled`]) and the service's `bound` ([`RunError::TimedOut`] of `timeout`):
+/// its outcome, with a database message that names the server's own statement timeout (one of
+/// `server_timeout`) read as a timeout too, and every other message scrubbed of `secrets`. What
+/// the runner does with its session afterwards (cancel the statement on the server, close or
+/// pool the session) is its own, by driver.
+pub async fn raced<W, G>(
+    work: W,
+    gone: &mut Pin<&mut G>,
+    bound: Duration,
+    timeout: Duration,
+    server_timeout: &[&str],
+    secrets: &[crate::model::Secret],
+) -> Result<(), RunError>
+where
+    W: Future<Output = Result<(), RunError>>,
+    G: Future<Output = ()>,
+{
+    let outcome = tokio::select! {
+        outcome = work => outcome,
+        () = gone => Err(RunError::Cancelled),
+        () = tokio::time::sleep(bound) => Err(RunError::TimedOut(timeout)),
+    };
+    outcome.map_err(|error| match error {
+        RunError::Database(message) if server_timeout.iter().any(|said| message.contains(said)) => {
+            RunError::TimedOut(timeout)
+        }
+        other => other.scrubbed(secrets),
+    })
+}
+
 /// Runs queries for one adapter.
 #[async_trait]
 pub trait QueryRunner: Send + Sync + Debug + 'static {

@@ -29,8 +29,8 @@ use super::encode::{Column, Encoder};
 use super::pool::{PoolLimits, Pools, checkout, connected};
 use super::protect::canonical::{self, ExplainRow};
 use super::protect::{MASK, MASKED_TYPE, Protection, Refused, Treatment};
-use super::statement::{Dialect, bind_inputs};
-use super::{Connector, QueryRunner, RowSink, RunError, RunJob};
+use super::statement::Dialect;
+use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
 
 /// The character set number that means binary data.
@@ -143,47 +143,36 @@ impl QueryRunner for MysqlRunner {
         let gone = sink.gone();
         tokio::pin!(gone);
         let mut session = checkout(&pool, &mut gone).await?;
-        let (statement, values) = match &job.inputs {
-            Some(inputs) => {
-                let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();
-                let bound = bind_inputs(&job.statement, Dialect::Mysql, &declared, |_, _| {
-                    "?".to_owned()
-                })
-                .map_err(|message| RunError::Input {
-                    field: "query".to_owned(),
-                    message,
-                })?;
-                let mut values = Vec::with_capacity(bound.keys.len());
-                for key in &bound.keys {
-                    let value = inputs.values.get(key).ok_or_else(|| RunError::Input {
-                        field: format!("inputs.{key}"),
-                        message: "is missing".to_owned(),
-                    })?;
-                    values.push(Value::Bytes(value.as_bytes().to_vec()));
-                }
-                (bound.statement, values)
-            }
-            None => (job.statement.clone(), Vec::new()),
-        };
+        let bound = job.bound(Dialect::Mysql, |_, _| "?".to_owned())?;
+        let values: Vec<Value> = bound
+            .params
+            .into_iter()
+            .map(|(_, value)| Value::Bytes(value.into_bytes()))
+            .collect();
+        let statement = bound.text;
         let connection_id = session.conn.id();
         let secrets = session.secrets.clone();
         let opts = session.conn.opts().clone();
         let bound = job.timeout + Duration::from_secs(1);
         let mut truncated = false;
-        let outcome = tokio::select! {
-            outcome = execute(&mut session.conn, &statement, values, job.protection.as_deref(), sink, read_only, &mut truncated) => outcome,
-            () = &mut gone => Err(RunError::Cancelled),
-            () = tokio::time::sleep(bound) => Err(RunError::TimedOut(job.timeout)),
-        };
-        let outcome = outcome.map_err(|error| match error {
-            RunError::Database(message)
-                if message.contains("max_statement_time")
-                    || message.contains("maximum statement execution time") =>
-            {
-                RunError::TimedOut(job.timeout)
-            }
-            other => other.scrubbed(&secrets),
-        });
+        let work = execute(
+            &mut session.conn,
+            &statement,
+            values,
+            job.protection.as_deref(),
+            sink,
+            read_only,
+            &mut truncated,
+        );
+        let outcome = raced(
+            work,
+            &mut gone,
+            bound,
+            job.timeout,
+            &["max_statement_time", "maximum statement execution time"],
+            &secrets,
+        )
+        .await;
         let killed =
             truncated || matches!(outcome, Err(RunError::Cancelled | RunError::TimedOut(_)));
         if killed {

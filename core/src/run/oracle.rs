@@ -25,8 +25,8 @@ use tokio::sync::mpsc;
 
 use super::encode::{Column, Encoder};
 use super::pool::{PoolLimits, Pools, checkout, connected};
-use super::statement::{Dialect, bind_inputs};
-use super::{Connector, QueryRunner, RowSink, RunError, RunJob};
+use super::statement::Dialect;
+use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::TunnelEndpoint;
 use crate::check::oracle::OracleLogin;
 
@@ -140,7 +140,9 @@ impl QueryRunner for OracleRunner {
         let gone = sink.gone();
         tokio::pin!(gone);
         let session = checkout(&pool, &mut gone).await?;
-        let (statement, values) = bound(&job)?;
+        let bound = job.bound(Dialect::Oracle, placeholder)?;
+        let values: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
+        let statement = bound.text;
         let connection = Arc::clone(&session.connection);
         let wanted = sink.wanted();
         let timeout = job.timeout;
@@ -173,11 +175,16 @@ impl QueryRunner for OracleRunner {
             }
             Ok(())
         };
-        let outcome = tokio::select! {
-            outcome = write => outcome,
-            () = &mut gone => Err(RunError::Cancelled),
-            () = tokio::time::sleep(job.timeout + Duration::from_secs(1)) => Err(RunError::TimedOut(job.timeout)),
-        };
+        let password = std::slice::from_ref(&session.login.password);
+        let outcome = raced(
+            write,
+            &mut gone,
+            job.timeout + Duration::from_secs(1),
+            job.timeout,
+            &[],
+            password,
+        )
+        .await;
         drop(fetched);
         let outcome = match outcome {
             Ok(()) => match fetch.await {
@@ -209,28 +216,9 @@ impl QueryRunner for OracleRunner {
     }
 }
 
-/// The statement with `:1`… for a panel's inputs, and their values in order.
-fn bound(job: &RunJob) -> Result<(String, Vec<String>), RunError> {
-    let Some(inputs) = &job.inputs else {
-        return Ok((job.statement.clone(), Vec::new()));
-    };
-    let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();
-    let bound = bind_inputs(&job.statement, Dialect::Oracle, &declared, |n, _| {
-        format!(":{}", n + 1)
-    })
-    .map_err(|message| RunError::Input {
-        field: "query".to_owned(),
-        message,
-    })?;
-    let mut values = Vec::with_capacity(bound.keys.len());
-    for key in &bound.keys {
-        let value = inputs.values.get(key).ok_or_else(|| RunError::Input {
-            field: format!("inputs.{key}"),
-            message: "is missing".to_owned(),
-        })?;
-        values.push(value.clone());
-    }
-    Ok((bound.statement, values))
+/// The `n`th (from 0) bind placeholder of a statement.
+fn placeholder(n: usize, _key: &str) -> String {
+    format!(":{}", n + 1)
 }
 
 fn database_error(error: &oracle::Error) -> RunError {
@@ -370,7 +358,9 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             protection: None,
         };
-        let (statement, values) = bound(&job).unwrap();
+        let bound = job.bound(Dialect::Oracle, placeholder).unwrap();
+        let statement = bound.text;
+        let values: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
         assert_eq!(
             statement,
             "SELECT ':x' FROM dual WHERE id = :1 AND name = :2"

@@ -26,8 +26,8 @@ use tokio_util::compat::Compat;
 
 use super::encode::{Column, Encoder};
 use super::pool::{PoolLimits, Pools, checkout, connected};
-use super::statement::{Dialect, bind_inputs};
-use super::{Connector, QueryRunner, RowSink, RunError, RunJob};
+use super::statement::Dialect;
+use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
 
 /// Runs SQL Server queries.
@@ -109,15 +109,11 @@ impl QueryRunner for SqlserverRunner {
         let gone = sink.gone();
         tokio::pin!(gone);
         let mut session = checkout(&pool, &mut gone).await?;
-        let (statement, values) = bound(&job)?;
-        let work = execute(&mut session.client, &statement, values, sink, read_only);
-        let outcome = tokio::select! {
-            outcome = work => outcome,
-            () = &mut gone => Err(RunError::Cancelled),
-            () = tokio::time::sleep(job.timeout) => Err(RunError::TimedOut(job.timeout)),
-        };
+        let bound = job.bound(Dialect::Sqlserver, placeholder)?;
+        let values: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
         let secrets = session.secrets.clone();
-        let outcome = outcome.map_err(|error| error.scrubbed(&secrets));
+        let work = execute(&mut session.client, &bound.text, values, sink, read_only);
+        let outcome = raced(work, &mut gone, job.timeout, job.timeout, &[], &secrets).await;
         // Only a panel that ran to its rollback leaves its connection as it found it.
         if !(read_only && outcome.is_ok() && !sink.truncated()) {
             drop(Object::take(session));
@@ -130,28 +126,9 @@ impl QueryRunner for SqlserverRunner {
     }
 }
 
-/// The statement to send, with `@P1`… for a panel's inputs, and their values in order.
-fn bound(job: &RunJob) -> Result<(String, Vec<String>), RunError> {
-    let Some(inputs) = &job.inputs else {
-        return Ok((job.statement.clone(), Vec::new()));
-    };
-    let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();
-    let bound = bind_inputs(&job.statement, Dialect::Sqlserver, &declared, |n, _| {
-        format!("@P{}", n + 1)
-    })
-    .map_err(|message| RunError::Input {
-        field: "query".to_owned(),
-        message,
-    })?;
-    let mut values = Vec::with_capacity(bound.keys.len());
-    for key in &bound.keys {
-        let value = inputs.values.get(key).ok_or_else(|| RunError::Input {
-            field: format!("inputs.{key}"),
-            message: "is missing".to_owned(),
-        })?;
-        values.push(value.clone());
-    }
-    Ok((bound.statement, values))
+/// The `n`th (from 0) bind placeholder of a statement.
+fn placeholder(n: usize, _key: &str) -> String {
+    format!("@P{}", n + 1)
 }
 
 fn database_error(error: &tiberius::error::Error) -> RunError {
@@ -363,7 +340,9 @@ mod tests {
             connect_timeout: Duration::from_secs(1),
             protection: None,
         };
-        let (statement, values) = bound(&job).unwrap();
+        let bound = job.bound(Dialect::Sqlserver, placeholder).unwrap();
+        let statement = bound.text;
+        let values: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
         assert_eq!(
             statement,
             "SELECT [a;b] FROM t WHERE id = @P1 AND name = @P2"

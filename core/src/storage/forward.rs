@@ -1,4 +1,5 @@
-//! `Arc<S>` and `Box<S>` of a [`Storage`] are storages: each call goes to the inner one.
+//! `Arc<S>` and `Box<S>` of a [`Storage`] are storages: each call goes to the inner one. So is
+//! [`Counted`] (feature `testing`), which counts the calls that reach its store.
 
 use std::sync::Arc;
 
@@ -261,3 +262,44 @@ macro_rules! forward_storage {
 
 forward_storage!(Arc);
 forward_storage!(Box);
+#[cfg(any(test, feature = "testing"))]
+forward_storage!(Counted);
+
+/// A store that counts the calls made to it (every [`Storage`] call is one round trip to a
+/// backend): for tests that hold a request to the storage calls it costs.
+#[cfg(any(test, feature = "testing"))]
+#[derive(Debug, Default)]
+pub struct Counted<S: ?Sized> {
+    calls: std::sync::atomic::AtomicUsize,
+    inner: S,
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl<S> Counted<S> {
+    /// `inner`, counted from 0.
+    pub fn new(inner: S) -> Self {
+        Self {
+            calls: std::sync::atomic::AtomicUsize::new(0),
+            inner,
+        }
+    }
+}
+
+#[cfg(any(test, feature = "testing"))]
+impl<S: ?Sized> Counted<S> {
+    /// The calls made since the last [`Counted::take`] (or since it was made), counted anew.
+    pub fn take(&self) -> usize {
+        self.calls.swap(0, std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Each forwarded call reaches the store through this, once.
+#[cfg(any(test, feature = "testing"))]
+impl<S: ?Sized> std::ops::Deref for Counted<S> {
+    type Target = S;
+
+    fn deref(&self) -> &S {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        &self.inner
+    }
+}

@@ -63,6 +63,8 @@ use crate::validate::ValidationErrors;
 
 pub use edits::{AccessEdit, DeleteCheck, Edits, MAX_ATTEMPTS, Retries};
 pub use filter::{DashboardFilter, DatabaseFilter, QueryFilter};
+#[cfg(any(test, feature = "testing"))]
+pub use forward::Counted;
 pub use rotate::{RotateError, Rotation, rotate};
 
 pub mod audit;

@@ -41,8 +41,8 @@ use self::decode::{Raw, Render};
 use super::encode::Column;
 use super::pool::{PoolLimits, Pools, checkout, connected};
 use super::protect::{Protection, Treatment};
-use super::statement::{Dialect, bind_inputs};
-use super::{Connector, Inputs, QueryRunner, RowSink, RunError, RunJob};
+use super::statement::Dialect;
+use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
 
 /// How many rows one portal read asks for at most.
@@ -173,29 +173,16 @@ impl QueryRunner for PostgresRunner {
         let gone = sink.gone();
         tokio::pin!(gone);
         let mut session = checkout(&pool, &mut gone).await?;
-        let (statement, keys) = match &job.inputs {
-            Some(inputs) => {
-                let declared: Vec<&str> = inputs.declared.iter().map(String::as_str).collect();
-                let bound = bind_inputs(&job.statement, Dialect::Postgres, &declared, |n, _| {
-                    format!("${}", n + 1)
-                })
-                .map_err(|message| RunError::Input {
-                    field: "query".to_owned(),
-                    message,
-                })?;
-                (bound.statement, bound.keys)
-            }
-            None => (job.statement.clone(), Vec::new()),
-        };
+        let bound = job.bound(Dialect::Postgres, |n, _| format!("${}", n + 1))?;
         // The service's own bound, past the database's: a server that ignores its timeout (or
         // never answers) still ends the run.
-        let bound = job.timeout + Duration::from_secs(1);
+        let limit = job.timeout + Duration::from_secs(1);
+        let secrets = session.secrets.clone();
         let mut truncated = false;
         let work = async {
             let run = Run {
-                text: &statement,
-                keys: &keys,
-                inputs: job.inputs.as_ref(),
+                text: &bound.text,
+                params: &bound.params,
                 protection: job.protection.as_deref(),
             };
             if read_only {
@@ -204,18 +191,15 @@ impl QueryRunner for PostgresRunner {
                 execute(&mut session, run, sink).await
             }
         };
-        let outcome = tokio::select! {
-            outcome = work => outcome,
-            () = &mut gone => Err(RunError::Cancelled),
-            () = tokio::time::sleep(bound) => Err(RunError::TimedOut(job.timeout)),
-        };
-        let secrets = session.secrets.clone();
-        let outcome = outcome.map_err(|error| match error {
-            RunError::Database(message) if message.contains("statement timeout") => {
-                RunError::TimedOut(job.timeout)
-            }
-            other => other.scrubbed(&secrets),
-        });
+        let outcome = raced(
+            work,
+            &mut gone,
+            limit,
+            job.timeout,
+            &["statement timeout"],
+            &secrets,
+        )
+        .await;
         match &outcome {
             Ok(()) if !read_only => {
                 // DISCARD ALL also deallocates the session's prepared statements.
@@ -252,19 +236,12 @@ impl QueryRunner for PostgresRunner {
 
 /// A data exception (SQLSTATE class 22) at bind names the input whose value it quotes: the
 /// value did not convert to its parameter's type. Anything else: [`database_error`].
-fn input_error(
-    error: &tokio_postgres::Error,
-    keys: &[String],
-    inputs: Option<&Inputs>,
-) -> RunError {
-    if let (Some(db), Some(inputs)) = (error.as_db_error(), inputs)
+fn input_error(error: &tokio_postgres::Error, params: &[(String, String)]) -> RunError {
+    if let Some(db) = error.as_db_error()
         && db.code().code().starts_with("22")
-        && let Some(key) = keys.iter().find(|key| {
-            inputs
-                .values
-                .get(*key)
-                .is_some_and(|value| db.message().contains(&format!("\"{value}\"")))
-        })
+        && let Some((key, _)) = params
+            .iter()
+            .find(|(_, value)| db.message().contains(&format!("\"{value}\"")))
     {
         return RunError::Input {
             field: format!("inputs.{key}"),
@@ -293,24 +270,17 @@ fn database_error(error: &tokio_postgres::Error) -> RunError {
     RunError::Database(error_chain(error))
 }
 
-/// The typed parameters of `keys` for `statement`, checked where the type is common.
+/// The typed parameters of `params` for `statement`, checked where the type is common.
 fn parameters<'a>(
     statement: &Statement,
-    keys: &[String],
-    inputs: Option<&'a Inputs>,
+    params: &'a [(String, String)],
 ) -> Result<Vec<TextParam<'a>>, RunError> {
-    let mut params = Vec::with_capacity(keys.len());
-    for (key, ty) in keys.iter().zip(statement.params()) {
-        let value = inputs
-            .and_then(|inputs| inputs.values.get(key))
-            .ok_or_else(|| RunError::Input {
-                field: format!("inputs.{key}"),
-                message: "is missing".to_owned(),
-            })?;
+    let mut typed = Vec::with_capacity(params.len());
+    for ((key, value), ty) in params.iter().zip(statement.params()) {
         check_input(key, value, ty)?;
-        params.push(TextParam(value.as_str()));
+        typed.push(TextParam(value.as_str()));
     }
-    Ok(params)
+    Ok(typed)
 }
 
 /// The columns of `statement` and how each is written, with the data protection `treatments`
@@ -410,7 +380,7 @@ async fn execute_panel(
         () = std::future::ready(()) => {}
     }
     begun.map_err(|e| database_error(&e))?;
-    let rows = rows.map_err(|e| input_error(&e, run.keys, run.inputs))?;
+    let rows = rows.map_err(|e| input_error(&e, run.params))?;
     tokio::pin!(rows);
     while let Some(row) = rows.next().await {
         let row = row.map_err(|e| database_error(&e))?;
@@ -486,7 +456,7 @@ struct Prepared<'a> {
 /// protection, checks it before it runs.
 async fn prepare<'a>(session: &mut Session, run: Run<'a>) -> Result<Prepared<'a>, RunError> {
     let statement = session.prepare(run.text).await?;
-    let params = parameters(&statement, run.keys, run.inputs)?;
+    let params = parameters(&statement, run.params)?;
     let treatments = match run.protection {
         Some(protection) => {
             Some(protect::treatments(session, run.text, &statement, &params, protection).await?)
@@ -506,8 +476,8 @@ async fn prepare<'a>(session: &mut Session, run: Run<'a>) -> Result<Prepared<'a>
 #[derive(Clone, Copy)]
 struct Run<'a> {
     text: &'a str,
-    keys: &'a [String],
-    inputs: Option<&'a Inputs>,
+    /// Each parameter's input key and value ([`super::BoundStatement`]).
+    params: &'a [(String, String)],
     protection: Option<&'a Protection>,
 }
 

@@ -258,10 +258,16 @@ pub(crate) fn list_queries(op: Operation, _: &Names) -> Operation {
         .errors(&[401, 403, 422, 503])
 }
 
-pub(crate) fn create_query(op: Operation, _: &Names) -> Operation {
+pub(crate) fn create_query(op: Operation, names: &Names) -> Operation {
+    let id_from = "$response.body#/id";
+    let links = json!({
+        "GetQuery": link(&names.id("getQuery"), &[("id", id_from)]),
+        "RunQuery": link(&names.id("runQuery"), &[("id", id_from)]),
+        "ReviewQuery": link(&names.id("reviewQuery"), &[("id", id_from)]),
+    });
     op.summary("Store a query (one statement) to run once")
         .body(schema_ref("QueryInput"))
-        .ok(json_content(schema_ref("Query")))
+        .ok_with_links(json_content(schema_ref("Query")), links)
         .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
 }
 
