@@ -880,6 +880,63 @@ pub async fn reviews_a_run_costs_five_storage_calls(storage: Arc<dyn Storage>) {
     }
 }
 
+/// A query whose database or credential was deleted can no longer be reviewed or run: 409 (the
+/// request itself is sound, as the contract fuzzing found: it used to be a 422 on a
+/// `database_id` the body does not have), and nothing changes.
+pub async fn reviews_a_query_whose_database_or_credential_is_gone_is_409(
+    storage: Arc<dyn Storage>,
+) {
+    let (console, runner) = reviewing_console(storage);
+    let ann = Principal::member("ann@example.com");
+    // A super admin still sees the query (to others it is gone with its database: 404).
+    let root = Principal::member("root@example.com").role(Role::SuperAdmin);
+    // The database goes.
+    let db = new_database(&console, 1, json!({})).await;
+    let query = new_query(&console, &ann, &db).await;
+    let id = query["id"].as_str().unwrap().to_owned();
+    console
+        .api
+        .db(Method::DELETE, &format!("{DATABASES}/{}", db.0), None)
+        .await
+        .expect(200);
+    let reviewed = review(&console, &root, &id, "approve", None)
+        .await
+        .expect(409);
+    assert!(
+        reviewed.text().contains("database was deleted"),
+        "{}",
+        reviewed.text()
+    );
+    let ran = run_with(&console, &ann, &id, None).await.expect(409);
+    assert!(
+        ran.text().contains("database was deleted"),
+        "{}",
+        ran.text()
+    );
+    assert_eq!(get(&console, &ann, &id).await, query, "nothing changed");
+    // The credential goes (replaced by another of the same username).
+    let db = new_database(&console, 1, json!({})).await;
+    let query = new_query(&console, &ann, &db).await;
+    let id = query["id"].as_str().unwrap().to_owned();
+    patch_database(
+        &console,
+        &db,
+        json!({"credentials": [{"username": "other", "password": "pw-other-1"}]}),
+    )
+    .await;
+    let reviewed = review(&console, &root, &id, "approve", None)
+        .await
+        .expect(409);
+    assert!(
+        reviewed.text().contains("credential was deleted"),
+        "{}",
+        reviewed.text()
+    );
+    run_with(&console, &ann, &id, None).await.expect(409);
+    assert_eq!(get(&console, &ann, &id).await, query, "nothing changed");
+    assert_eq!(runner.runs.load(Ordering::SeqCst), 0, "nothing ran");
+}
+
 /// Expands to one test per reviews case over fresh stores made by `$storage`.
 #[macro_export]
 macro_rules! review_tests {
@@ -898,6 +955,7 @@ macro_rules! review_tests {
                 reviews_an_agents_query_stays_an_agents,
                 reviews_cover_only_where_the_query_was_made_to_run,
                 reviews_a_run_costs_five_storage_calls,
+                reviews_a_query_whose_database_or_credential_is_gone_is_409,
             ]
         );
     };

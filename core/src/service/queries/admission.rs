@@ -29,21 +29,6 @@ impl Guarded {
         principal.may_query(&self.db, self.access.as_ref())
     }
 
-    /// The credential `id` of the database: 422 (`field`) when it has none of that id.
-    pub(in crate::service) fn credential(
-        &self,
-        id: &str,
-        field: &str,
-        why: &str,
-    ) -> Result<Credential, ApiError> {
-        self.db
-            .credentials
-            .iter()
-            .find(|c| c.id.as_str() == id)
-            .cloned()
-            .ok_or_else(|| ValidationErrors::single(field, why).into())
-    }
-
     /// 403 unless `principal` may query it as `credential`, with the AI limits of an agent; the
     /// most rows `principal` may get of `limit`.
     pub(in crate::service) fn admit(
@@ -187,18 +172,24 @@ impl Shared {
     }
 }
 
-/// The query's database and credential as they are now: 422 when either was deleted.
+/// The query's database and credential as they are now: 409 when either was deleted (the
+/// request is sound; the query can no longer be reviewed or run).
 pub(super) fn target_of(
     query: &Query,
     guarded: Option<Guarded>,
 ) -> Result<(Guarded, Credential), ApiError> {
-    let guarded = guarded.ok_or_else(|| {
-        ValidationErrors::single("database_id", "the query's database was deleted")
-    })?;
-    let credential = guarded.credential(
-        &query.credential_id,
-        "credential_id",
-        "the query's credential was deleted",
-    )?;
+    let gone = |what: &str| {
+        ApiError::Conflict(format!(
+            "the query's {what} was deleted: it can no longer be reviewed or run"
+        ))
+    };
+    let guarded = guarded.ok_or_else(|| gone("database"))?;
+    let credential = guarded
+        .db
+        .credentials
+        .iter()
+        .find(|c| c.id.as_str() == query.credential_id)
+        .cloned()
+        .ok_or_else(|| gone("credential"))?;
     Ok((guarded, credential))
 }
