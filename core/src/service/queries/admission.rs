@@ -9,7 +9,6 @@
 
 use crate::auth::Caller;
 use crate::model::{AccessControl, Credential, Database, Principal, Query, Role};
-use crate::validate::ValidationErrors;
 
 use super::super::Shared;
 use super::super::error::ApiError;
