@@ -95,6 +95,12 @@ impl Principal {
             })
     }
 
+    /// Whether this principal sees `query` whatever its database's grants: its author, or a
+    /// super admin (others see it when they may query its database).
+    pub fn sees_without_grant(&self, query: &super::Query) -> bool {
+        query.author == self.user || self.role == Role::SuperAdmin
+    }
+
     /// Whether this principal is the user, or in the group, a permission names.
     pub fn is_named_by(&self, permission: &super::Permission) -> bool {
         match permission.subject_kind {

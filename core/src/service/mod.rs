@@ -427,7 +427,7 @@ impl Shared {
             headers: parts.headers,
             query: parts.uri.query().map(str::to_owned),
             body: call::boxed(body),
-            params: route.params.clone(),
+            params: route.params,
             caller: caller.as_ref(),
             origin: &origin,
         };

@@ -139,7 +139,7 @@ impl Shared {
         id: &str,
     ) -> Result<Query, ApiError> {
         let query = self.storage.query(id).await?.ok_or(ApiError::NotFound)?;
-        if query.author == principal.user || principal.role == Role::SuperAdmin {
+        if principal.sees_without_grant(&query) {
             return Ok(query);
         }
         match self.storage.database(&query.database_id).await? {
@@ -161,8 +161,7 @@ impl Shared {
             Some(db) => Some(self.guarded(db).await?),
             None => None,
         };
-        let visible = query.author == principal.user
-            || principal.role == Role::SuperAdmin
+        let visible = principal.sees_without_grant(&query)
             || guarded.as_ref().is_some_and(|db| db.admits(principal));
         if !visible {
             return Err(ApiError::NotFound);

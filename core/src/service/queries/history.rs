@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use http::{Response, StatusCode};
 
-use crate::model::{Principal, QueryStatus, Role};
+use crate::model::{Principal, QueryStatus};
 use crate::storage::QueryFilter;
 use crate::validate::ValidationErrors;
 
@@ -79,7 +79,7 @@ impl Shared {
                     continue;
                 }
             }
-            let sees = if query.author == principal.user || principal.role == Role::SuperAdmin {
+            let sees = if principal.sees_without_grant(&query) {
                 true
             } else if let Some(known) = allowed.get(&query.database_id) {
                 *known
