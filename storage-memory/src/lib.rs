@@ -165,6 +165,47 @@ impl State {
         Ok(())
     }
 
+    /// Replaces the query at version `expected`, appending `log` when given: the body of
+    /// [`Storage::replace_query`] (with a log) and [`Storage::swap_query`] (without).
+    fn replace_query(
+        &mut self,
+        query: Query,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        let stored = self
+            .queries
+            .get(query.id.as_str())
+            .ok_or(StorageError::NotFound)?;
+        rules::check_version(&stored.updated_at, &expected)?;
+        if let Some(log) = log {
+            self.record(log)?;
+        }
+        self.queries
+            .insert(query.id.as_str().to_owned(), Arc::new(query));
+        Ok(())
+    }
+
+    /// Replaces the delivery at version `expected`, appending `log` when given: the body of
+    /// [`Storage::replace_delivery`] (with a log) and [`Storage::swap_delivery`] (without).
+    fn replace_delivery(
+        &mut self,
+        delivery: Delivery,
+        expected: Timestamp,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        let stored = self
+            .deliveries
+            .get(delivery.id.as_str())
+            .ok_or(StorageError::NotFound)?;
+        rules::check_version(&stored.updated_at, &expected)?;
+        if let Some(log) = log {
+            self.record(log)?;
+        }
+        self.deliveries.put(delivery);
+        Ok(())
+    }
+
     fn put_database(&mut self, database: Arc<Database>) {
         if let Some(api_id) = &database.api_id {
             self.api_ids
@@ -492,21 +533,13 @@ impl Storage for MemoryStorage {
         &self,
         query: Query,
         expected: Timestamp,
-        log: Option<WriteLog>,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
-        let mut state = self.state();
-        let stored = state
-            .queries
-            .get(query.id.as_str())
-            .ok_or(StorageError::NotFound)?;
-        rules::check_version(&stored.updated_at, &expected)?;
-        if let Some(log) = log {
-            state.record(log)?;
-        }
-        state
-            .queries
-            .insert(query.id.as_str().to_owned(), Arc::new(query));
-        Ok(())
+        self.state().replace_query(query, expected, Some(log))
+    }
+
+    async fn swap_query(&self, query: Query, expected: Timestamp) -> Result<(), StorageError> {
+        self.state().replace_query(query, expected, None)
     }
 
     async fn append_log(&self, log: WriteLog) -> Result<(), StorageError> {
@@ -567,19 +600,17 @@ impl Storage for MemoryStorage {
         &self,
         delivery: Delivery,
         expected: Timestamp,
-        log: Option<WriteLog>,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
-        let mut state = self.state();
-        let stored = state
-            .deliveries
-            .get(delivery.id.as_str())
-            .ok_or(StorageError::NotFound)?;
-        rules::check_version(&stored.updated_at, &expected)?;
-        if let Some(log) = log {
-            state.record(log)?;
-        }
-        state.deliveries.put(delivery);
-        Ok(())
+        self.state().replace_delivery(delivery, expected, Some(log))
+    }
+
+    async fn swap_delivery(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
+    ) -> Result<(), StorageError> {
+        self.state().replace_delivery(delivery, expected, None)
     }
 
     async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {

@@ -170,55 +170,64 @@ impl PostgresStorage {
         self.all(&sql, &params, delivery_of).await
     }
 
-    pub(crate) async fn swap_delivery(
+    /// [`Storage::replace_delivery`](dbconsole_core::storage::Storage::replace_delivery): in a
+    /// serializable transaction that writes the log, whose event settles a commit cut off
+    /// midway.
+    pub(crate) async fn replace_delivery_at(
         &self,
         delivery: Delivery,
         expected: Timestamp,
-        log: Option<WriteLog>,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         if key(delivery.id.as_str()).is_none() {
             return Err(StorageError::NotFound);
         }
         let bytes = record::encode_delivery(&delivery)?;
-        match log {
-            Some(log) => {
-                serializable!(self, |client, in_flight| Self::try_swap_delivery(
-                    client, &delivery, &bytes, expected, &log, &in_flight
-                )
-                .await)
-            }
-            None => {
-                // One statement that commits by itself: a worker's outcome writes no event.
-                let rows = self
-                    .rows(
-                        &format!(
-                            "WITH swapped AS ({SWAP} RETURNING 1) \
-                             SELECT (SELECT count(*) FROM swapped), \
-                                    EXISTS (SELECT 1 FROM deliveries WHERE id = $1)"
-                        ),
-                        &[
-                            &delivery.id.as_str(),
-                            &delivery.status.as_str(),
-                            &claimable_at(&delivery),
-                            &delivery.updated_at.as_micros(),
-                            &bytes,
-                            &expected.as_micros(),
-                        ],
-                    )
-                    .await?;
-                let row = rows.first().ok_or(StorageError::NotFound)?;
-                let swapped: i64 = row.try_get(0).map_err(classify)?;
-                let exists: bool = row.try_get(1).map_err(classify)?;
-                match (swapped, exists) {
-                    (1, _) => Ok(()),
-                    (_, true) => Err(StorageError::Conflict),
-                    (_, false) => Err(StorageError::NotFound),
-                }
-            }
+        serializable!(self, |client, in_flight| Self::try_replace_delivery(
+            client, &delivery, &bytes, expected, &log, &in_flight
+        )
+        .await)
+    }
+
+    /// [`Storage::swap_delivery`](dbconsole_core::storage::Storage::swap_delivery): one
+    /// statement that commits by itself (a worker's outcome writes no event).
+    pub(crate) async fn swap_delivery_at(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
+    ) -> Result<(), StorageError> {
+        if key(delivery.id.as_str()).is_none() {
+            return Err(StorageError::NotFound);
+        }
+        let bytes = record::encode_delivery(&delivery)?;
+        let rows = self
+            .rows(
+                &format!(
+                    "WITH swapped AS ({SWAP} RETURNING 1) \
+                     SELECT (SELECT count(*) FROM swapped), \
+                            EXISTS (SELECT 1 FROM deliveries WHERE id = $1)"
+                ),
+                &[
+                    &delivery.id.as_str(),
+                    &delivery.status.as_str(),
+                    &claimable_at(&delivery),
+                    &delivery.updated_at.as_micros(),
+                    &bytes,
+                    &expected.as_micros(),
+                ],
+            )
+            .await?;
+        let row = rows.first().ok_or(StorageError::NotFound)?;
+        let swapped: i64 = row.try_get(0).map_err(classify)?;
+        let exists: bool = row.try_get(1).map_err(classify)?;
+        match (swapped, exists) {
+            (1, _) => Ok(()),
+            (_, true) => Err(StorageError::Conflict),
+            (_, false) => Err(StorageError::NotFound),
         }
     }
 
-    async fn try_swap_delivery(
+    async fn try_replace_delivery(
         client: &mut deadpool_postgres::Object,
         delivery: &Delivery,
         bytes: &[u8],

@@ -283,9 +283,12 @@ impl Storage for PostgresStorage {
         &self,
         query: Query,
         expected: Timestamp,
-        log: Option<WriteLog>,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
         queries::replace(self, query, expected, log).await
+    }
+    async fn swap_query(&self, query: Query, expected: Timestamp) -> Result<(), StorageError> {
+        queries::swap(self, query, expected).await
     }
 
     // The audit trail: audit.rs.
@@ -323,9 +326,16 @@ impl Storage for PostgresStorage {
         &self,
         delivery: Delivery,
         expected: Timestamp,
-        log: Option<WriteLog>,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
-        self.swap_delivery(delivery, expected, log).await
+        self.replace_delivery_at(delivery, expected, log).await
+    }
+    async fn swap_delivery(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
+    ) -> Result<(), StorageError> {
+        self.swap_delivery_at(delivery, expected).await
     }
 
     // Callers' keys: keys.rs.

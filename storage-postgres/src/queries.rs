@@ -97,53 +97,58 @@ pub(crate) async fn list(
     store.all(&sql, &params, query_of).await
 }
 
-/// [`Storage::replace_query`](dbconsole_core::storage::Storage::replace_query): with a log, in
-/// a serializable transaction that writes it; without (a claim writes no event), one statement
-/// that commits by itself.
+/// [`Storage::replace_query`](dbconsole_core::storage::Storage::replace_query): in a
+/// serializable transaction that writes the log, whose event settles a commit cut off midway.
 pub(crate) async fn replace(
     store: &PostgresStorage,
     query: Query,
     expected: Timestamp,
-    log: Option<WriteLog>,
+    log: WriteLog,
 ) -> Result<(), StorageError> {
     if key(query.id.as_str()).is_none() {
         return Err(StorageError::NotFound);
     }
     let bytes = record::encode_query(&query)?;
-    match log {
-        Some(log) => {
-            serializable!(store, |client, in_flight| try_replace(
-                client, &query, &bytes, expected, &log, &in_flight
-            )
-            .await)
-        }
-        None => {
-            // One statement: the swap commits by itself (a claim writes no event).
-            let id = query.id.as_str();
-            let rows = store
-                .rows(
-                    "WITH swapped AS (UPDATE queries SET record = $2, status = $3, \
-                     version = $4 WHERE id = $1 AND version = $5 RETURNING 1) \
-                     SELECT (SELECT count(*) FROM swapped), \
-                            EXISTS (SELECT 1 FROM queries WHERE id = $1)",
-                    &[
-                        &id,
-                        &bytes,
-                        &query.status.as_str(),
-                        &query.updated_at.as_micros(),
-                        &expected.as_micros(),
-                    ],
-                )
-                .await?;
-            let row = rows.first().ok_or(StorageError::NotFound)?;
-            let swapped: i64 = row.try_get(0).map_err(classify)?;
-            let exists: bool = row.try_get(1).map_err(classify)?;
-            match (swapped, exists) {
-                (1, _) => Ok(()),
-                (_, true) => Err(StorageError::Conflict),
-                _ => Err(StorageError::NotFound),
-            }
-        }
+    serializable!(store, |client, in_flight| try_replace(
+        client, &query, &bytes, expected, &log, &in_flight
+    )
+    .await)
+}
+
+/// [`Storage::swap_query`](dbconsole_core::storage::Storage::swap_query): one statement that
+/// commits by itself (a claim writes no event).
+pub(crate) async fn swap(
+    store: &PostgresStorage,
+    query: Query,
+    expected: Timestamp,
+) -> Result<(), StorageError> {
+    if key(query.id.as_str()).is_none() {
+        return Err(StorageError::NotFound);
+    }
+    let bytes = record::encode_query(&query)?;
+    let id = query.id.as_str();
+    let rows = store
+        .rows(
+            "WITH swapped AS (UPDATE queries SET record = $2, status = $3, \
+             version = $4 WHERE id = $1 AND version = $5 RETURNING 1) \
+             SELECT (SELECT count(*) FROM swapped), \
+                    EXISTS (SELECT 1 FROM queries WHERE id = $1)",
+            &[
+                &id,
+                &bytes,
+                &query.status.as_str(),
+                &query.updated_at.as_micros(),
+                &expected.as_micros(),
+            ],
+        )
+        .await?;
+    let row = rows.first().ok_or(StorageError::NotFound)?;
+    let swapped: i64 = row.try_get(0).map_err(classify)?;
+    let exists: bool = row.try_get(1).map_err(classify)?;
+    match (swapped, exists) {
+        (1, _) => Ok(()),
+        (_, true) => Err(StorageError::Conflict),
+        _ => Err(StorageError::NotFound),
     }
 }
 

@@ -218,7 +218,9 @@ pub(crate) async fn list_deliveries(
         .await
 }
 
-/// [`Storage::replace_delivery`](dbconsole_core::storage::Storage::replace_delivery).
+/// [`Storage::replace_delivery`](dbconsole_core::storage::Storage::replace_delivery) with
+/// `log`, and [`Storage::swap_delivery`](dbconsole_core::storage::Storage::swap_delivery)
+/// without: the same compare-and-swap, appending the log in its transaction when there is one.
 pub(crate) async fn replace_delivery(
     store: &RedbStorage,
     delivery: Delivery,

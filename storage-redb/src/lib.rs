@@ -419,9 +419,12 @@ impl Storage for RedbStorage {
         &self,
         query: Query,
         expected: Timestamp,
-        log: Option<WriteLog>,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
-        queries::replace_query(self, query, expected, log).await
+        queries::replace_query(self, query, expected, Some(log)).await
+    }
+    async fn swap_query(&self, query: Query, expected: Timestamp) -> Result<(), StorageError> {
+        queries::replace_query(self, query, expected, None).await
     }
 
     // The audit trail: audit.rs.
@@ -459,9 +462,16 @@ impl Storage for RedbStorage {
         &self,
         delivery: Delivery,
         expected: Timestamp,
-        log: Option<WriteLog>,
+        log: WriteLog,
     ) -> Result<(), StorageError> {
-        deliveries::replace_delivery(self, delivery, expected, log).await
+        deliveries::replace_delivery(self, delivery, expected, Some(log)).await
+    }
+    async fn swap_delivery(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
+    ) -> Result<(), StorageError> {
+        deliveries::replace_delivery(self, delivery, expected, None).await
     }
 
     // Idempotency answers: answers.rs.

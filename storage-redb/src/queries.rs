@@ -170,7 +170,9 @@ pub(crate) async fn list_queries(
         .await
 }
 
-/// [`Storage::replace_query`](dbconsole_core::storage::Storage::replace_query).
+/// [`Storage::replace_query`](dbconsole_core::storage::Storage::replace_query) with `log`, and
+/// [`Storage::swap_query`](dbconsole_core::storage::Storage::swap_query) without: the same
+/// compare-and-swap, appending the log in its transaction when there is one.
 pub(crate) async fn replace_query(
     store: &RedbStorage,
     query: Query,

@@ -462,9 +462,9 @@ pub async fn deliveries_list_by_status_and_only_a_dead_letter_is_retried(
         None,
     );
     storage
-        .replace_delivery(dead, claimed[0].updated_at, None)
+        .swap_delivery(dead, claimed[0].updated_at)
         .await
-        .expect("replace_delivery");
+        .expect("swap_delivery");
 
     let status_of = |listed: &[Value]| -> Vec<String> {
         listed

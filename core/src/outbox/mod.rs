@@ -5,7 +5,7 @@
 //! storage's [`WriteLog`]). A [`Worker`] on every node then, in a loop: claims the due
 //! deliveries for a lease ([`Storage::claim_deliveries`]), sends each through the
 //! [`Transport`] within a bounded time, and writes the outcome as a compare-and-swap on the
-//! claimed version ([`Storage::replace_delivery`]). So:
+//! claimed version that writes no event ([`Storage::swap_delivery`]). So:
 //!
 //! - **At least once.** A delivery leaves the outbox only once its receiver took it; a node
 //!   that stops while sending leaves its lease to run out, and the delivery is claimed again.
@@ -291,7 +291,7 @@ impl Worker {
     /// Writes a claimed delivery's outcome over its claimed version.
     async fn write(&self, next: Delivery, claimed_at: Timestamp) {
         let id = next.id.clone();
-        if let Err(error) = self.storage.replace_delivery(next, claimed_at, None).await {
+        if let Err(error) = self.storage.swap_delivery(next, claimed_at).await {
             // Its lease ends, and it is claimed again: sent once more rather than lost.
             tracing::warn!(target: "dbconsole::outbox", id = id.as_str(), %error, "a delivery's outcome could not be written");
         }

@@ -248,7 +248,7 @@ impl Shared {
             };
             match self
                 .storage
-                .replace_delivery(retried.clone(), stored.updated_at, Some(log))
+                .replace_delivery(retried.clone(), stored.updated_at, log)
                 .await
             {
                 Ok(()) => {

@@ -163,10 +163,13 @@ pub trait Edits: Storage {
         origin: &Origin,
     ) -> impl Future<Output = Result<CallerKey, StorageError>> + Send;
 
-    /// Replaces query `id` with what `change` makes of it, with the log it gives, as one
-    /// compare-and-swap retried on conflict: a review or a run's claim counts exactly once
-    /// however many race. The outer error is the store's ([`StorageError::NotFound`] when
-    /// there is no such query); the inner one is `change`'s refusal, which writes nothing.
+    /// Replaces query `id` with what `change` makes of it, as one compare-and-swap retried on
+    /// conflict: a review or a run's claim counts exactly once however many race. When
+    /// `change` gives a log the write is [`Storage::replace_query`], which appends it; when it
+    /// gives none (a run's claim, a review that raises the requirement again), it is
+    /// [`Storage::swap_query`], a state step that writes no event. The outer error is the
+    /// store's ([`StorageError::NotFound`] when there is no such query); the inner one is
+    /// `change`'s refusal, which writes nothing.
     fn update_query<C, R>(
         &self,
         id: &str,
@@ -428,10 +431,14 @@ impl<S: Storage + ?Sized> Edits for S {
                 Ok(changed) => changed,
                 Err(refusal) => return Ok(Err(refusal)),
             };
-            match self
-                .replace_query(updated.clone(), stored.updated_at, log)
-                .await
-            {
+            let written = match log {
+                Some(log) => {
+                    self.replace_query(updated.clone(), stored.updated_at, log)
+                        .await
+                }
+                None => self.swap_query(updated.clone(), stored.updated_at).await,
+            };
+            match written {
                 Ok(()) => return Ok(Ok(updated)),
                 Err(StorageError::Conflict) => retries.pause().await?,
                 Err(error) => return Err(error),

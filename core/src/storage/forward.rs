@@ -51,9 +51,17 @@ macro_rules! forward_storage {
                 &self,
                 query: Query,
                 expected: Timestamp,
-                log: Option<WriteLog>,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
                 (**self).replace_query(query, expected, log).await
+            }
+
+            async fn swap_query(
+                &self,
+                query: Query,
+                expected: Timestamp,
+            ) -> Result<(), StorageError> {
+                (**self).swap_query(query, expected).await
             }
 
             async fn append_log(&self, log: WriteLog) -> Result<(), StorageError> {
@@ -88,9 +96,17 @@ macro_rules! forward_storage {
                 &self,
                 delivery: Delivery,
                 expected: Timestamp,
-                log: Option<WriteLog>,
+                log: WriteLog,
             ) -> Result<(), StorageError> {
                 (**self).replace_delivery(delivery, expected, log).await
+            }
+
+            async fn swap_delivery(
+                &self,
+                delivery: Delivery,
+                expected: Timestamp,
+            ) -> Result<(), StorageError> {
+                (**self).swap_delivery(delivery, expected).await
             }
 
             async fn replace_seal_keys(

@@ -21,14 +21,15 @@
 //! - **Every write appends the audit event it is given in the same atomic change** (with the
 //!   answer of an idempotent request, [`WriteLog`]; a second answer under one key is
 //!   [`StorageError::AnswerExists`] and nothing is written)
-//!   (`touch_caller_key`, bookkeeping, appends none): a write that fails or is refused leaves
-//!   no event, and no crash leaves an event without its change or a change without its event.
-//!   Only [`Storage::prune_audit`] deletes events.
+//!   (`touch_caller_key`, bookkeeping, and the state steps [`Storage::swap_query`] and
+//!   [`Storage::swap_delivery`], which take no log, append none): a write that fails or is
+//!   refused leaves no event, and no crash leaves an event without its change or a change
+//!   without its event. Only [`Storage::prune_audit`] deletes events.
 //! - **The outbox** ([`Delivery`]) is written the same way: a write's new deliveries come in its
 //!   [`WriteLog`], so a trigger or a query waiting for reviews is never stored without the
 //!   message it owes, nor the message without it. Workers take due deliveries with
 //!   [`Storage::claim_deliveries`], which leases each one to one claimer at a time (on a shared
-//!   store, across nodes), and write the outcome with [`Storage::replace_delivery`], a
+//!   store, across nodes), and write the outcome with [`Storage::swap_delivery`], a
 //!   compare-and-swap like every other.
 //!
 //! Listings are ordered by id (ids sort by creation time) and use keyset pagination: `after` is
@@ -421,16 +422,23 @@ pub trait Storage: Send + Sync + Debug + 'static {
         filter: QueryFilter<'_>,
     ) -> Result<Vec<Query>, StorageError>;
 
-    /// Replaces the query with the same id by `query`, with `log` when given, if the stored one
-    /// is at version `expected` (its `updated_at`): [`StorageError::NotFound`] or
-    /// [`StorageError::Conflict`] otherwise. This compare-and-swap is what makes a query run
-    /// once: of two runs that read it ready, one writes it running and the other conflicts.
+    /// Replaces the query with the same id by `query` and appends `log`, in one atomic change,
+    /// if the stored one is at version `expected` (its `updated_at`): [`StorageError::NotFound`]
+    /// or [`StorageError::Conflict`] otherwise (a review, a run's outcome).
     async fn replace_query(
         &self,
         query: Query,
         expected: Timestamp,
-        log: Option<WriteLog>,
+        log: WriteLog,
     ) -> Result<(), StorageError>;
+
+    /// Replaces the query with the same id by `query` if the stored one is at version
+    /// `expected` (its `updated_at`): [`StorageError::NotFound`] or [`StorageError::Conflict`]
+    /// otherwise, as [`Storage::replace_query`] does, but a state step that writes no event (a
+    /// run's claim, a review that raises the requirement again). This compare-and-swap is what
+    /// makes a query run once: of two runs that read it ready, one writes it running and the
+    /// other conflicts.
+    async fn swap_query(&self, query: Query, expected: Timestamp) -> Result<(), StorageError>;
 
     /// Appends a log that goes with no record's change (a panel run's event; a row action's
     /// event with its delivery), all of it or nothing.
@@ -461,14 +469,26 @@ pub trait Storage: Send + Sync + Debug + 'static {
         status: Option<DeliveryStatus>,
     ) -> Result<Vec<Delivery>, StorageError>;
 
-    /// Replaces the delivery with the same id by `delivery`, with `log` when given, if the
-    /// stored one is at version `expected` (its `updated_at`): [`StorageError::NotFound`] or
-    /// [`StorageError::Conflict`] otherwise (another worker claimed it after its lease ended).
+    /// Replaces the delivery with the same id by `delivery` and appends `log`, in one atomic
+    /// change, if the stored one is at version `expected` (its `updated_at`):
+    /// [`StorageError::NotFound`] or [`StorageError::Conflict`] otherwise (an operator's retry
+    /// of a dead delivery).
     async fn replace_delivery(
         &self,
         delivery: Delivery,
         expected: Timestamp,
-        log: Option<WriteLog>,
+        log: WriteLog,
+    ) -> Result<(), StorageError>;
+
+    /// Replaces the delivery with the same id by `delivery` if the stored one is at version
+    /// `expected` (its `updated_at`): [`StorageError::NotFound`] or [`StorageError::Conflict`]
+    /// otherwise (another worker claimed it after its lease ended), as
+    /// [`Storage::replace_delivery`] does, but a state step that writes no event (a claim's
+    /// attempt outcome).
+    async fn swap_delivery(
+        &self,
+        delivery: Delivery,
+        expected: Timestamp,
     ) -> Result<(), StorageError>;
 
     /// Whether the backend can serve requests now (a readiness check): `Ok` by default, for

@@ -47,7 +47,7 @@ pub(super) async fn record_outcome(
             );
             event.run = Some(facts);
             storage
-                .replace_query(done, query.updated_at, Some(WriteLog::from(event)))
+                .replace_query(done, query.updated_at, WriteLog::from(event))
                 .await
         }
         Record::Panel {

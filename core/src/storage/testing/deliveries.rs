@@ -1,7 +1,7 @@
 //! Cases on the outbox (docs/workflows.md, "Workflows and notifications"): a delivery is written with the
 //! log of its write or not at all; the listing is newest first, by status; a claim leases each
-//! due delivery to one claimer until its lease ends; a replace is a compare-and-swap; racing
-//! claimers never get one delivery twice.
+//! due delivery to one claimer until its lease ends; a replace (with its log) and a swap
+//! (without) are compare-and-swaps; racing claimers never get one delivery twice.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -47,6 +47,16 @@ fn log_with(resource: &str, outbox: Vec<Delivery>) -> WriteLog {
         answer: None,
         outbox,
     }
+}
+
+/// An operator's retry of `delivery`: the log of a replace.
+fn retry_log(delivery: &Delivery) -> WriteLog {
+    WriteLog::from(AuditEvent::new(
+        origin(),
+        AuditAction::DeliveryRetry,
+        delivery.id.as_str(),
+        vec!["status".to_owned()],
+    ))
 }
 
 /// A write's deliveries are stored with its change and event (a query, a log alone), whole;
@@ -131,15 +141,13 @@ pub async fn deliveries_list_newest_first_by_status(storage: Arc<dyn Storage>) {
         // The claim first, as a worker's would be.
         ok(
             storage
-                .replace_delivery(claimed.clone(), all[index].updated_at, None)
+                .swap_delivery(claimed.clone(), all[index].updated_at)
                 .await,
-            "replace_delivery (claim)",
+            "swap_delivery (claim)",
         );
         ok(
-            storage
-                .replace_delivery(finished, claimed.updated_at, None)
-                .await,
-            "replace_delivery (outcome)",
+            storage.swap_delivery(finished, claimed.updated_at).await,
+            "swap_delivery (outcome)",
         );
     }
     let ids = |found: &[Delivery]| -> Vec<String> {
@@ -275,10 +283,8 @@ pub async fn claims_lease_due_deliveries_until_the_lease_ends(storage: Arc<dyn S
     // Delivered and dead ones are never claimed.
     let delivered = again[0].delivered(after_lease);
     ok(
-        storage
-            .replace_delivery(delivered, again[0].updated_at, None)
-            .await,
-        "replace_delivery",
+        storage.swap_delivery(delivered, again[0].updated_at).await,
+        "swap_delivery",
     );
     let the_end = Timestamp::from_micros(i64::MAX - 1);
     let last = ok(
@@ -351,7 +357,8 @@ pub async fn claims_take_only_the_kinds_asked_for(storage: Arc<dyn Storage>) {
     );
 }
 
-/// `replace_delivery` swaps only at the stored version, and writes its log with the change.
+/// `swap_delivery` and `replace_delivery` swap only at the stored version, and
+/// `replace_delivery` writes its log with the change.
 pub async fn delivery_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
     let now = Timestamp::now();
     let one = delivery(0, now);
@@ -370,7 +377,14 @@ pub async fn delivery_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
     // A worker whose lease was taken over writes at a stale version: refused, nothing changes.
     let stale = one.delivered(now);
     assert_err!(
-        storage.replace_delivery(stale, one.updated_at, None).await,
+        storage.swap_delivery(stale.clone(), one.updated_at).await,
+        StorageError::Conflict,
+        "swap_delivery at a stale version"
+    );
+    assert_err!(
+        storage
+            .replace_delivery(stale, one.updated_at, retry_log(&one))
+            .await,
         StorageError::Conflict,
         "replace_delivery at a stale version"
     );
@@ -381,8 +395,13 @@ pub async fn delivery_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
     let mut missing = one.clone();
     missing.id = crate::model::DeliveryId::generate();
     assert_err!(
+        storage.swap_delivery(missing.clone(), one.updated_at).await,
+        StorageError::NotFound,
+        "swap_delivery of a missing delivery"
+    );
+    assert_err!(
         storage
-            .replace_delivery(missing, one.updated_at, None)
+            .replace_delivery(missing.clone(), one.updated_at, retry_log(&missing))
             .await,
         StorageError::NotFound,
         "replace_delivery of a missing delivery"
@@ -395,21 +414,16 @@ pub async fn delivery_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
     let dead = claimed.failed(now, "refused".to_owned(), &policy, None);
     ok(
         storage
-            .replace_delivery(dead.clone(), claimed.updated_at, None)
+            .swap_delivery(dead.clone(), claimed.updated_at)
             .await,
-        "replace_delivery (dead)",
+        "swap_delivery (dead)",
     );
     let retried = dead.retried(Timestamp::now()).expect("dead");
-    let log = WriteLog::from(AuditEvent::new(
-        origin(),
-        AuditAction::DeliveryRetry,
-        one.id.as_str(),
-        vec!["status".to_owned()],
-    ));
+    let log = retry_log(&one);
     let logged = log.event.id.clone();
     ok(
         storage
-            .replace_delivery(retried.clone(), dead.updated_at, Some(log))
+            .replace_delivery(retried.clone(), dead.updated_at, log)
             .await,
         "replace_delivery with a log",
     );

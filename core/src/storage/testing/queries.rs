@@ -1,7 +1,7 @@
 //! Cases on queries (docs/queries.md, "Running queries"): a query reads back whole; the history lists
-//! newest first, in keyset pages, by database, author and status; a replace is a
-//! compare-and-swap that lets exactly one of racing runs claim a query; an event appended alone
-//! reads back with its run facts.
+//! newest first, in keyset pages, by database, author and status; a replace (with its log) and
+//! a swap (without) are compare-and-swaps, and a swap lets exactly one of racing runs claim a
+//! query; an event appended alone reads back with its run facts.
 
 use std::sync::Arc;
 
@@ -187,9 +187,10 @@ pub async fn queries_round_trip_and_list_newest_first(storage: Arc<dyn Storage>)
     }
 }
 
-/// A replace at the stored version applies (with its event), at another version is a
-/// `Conflict` that changes nothing; of 16 racing claims of one ready query exactly one wins,
-/// and a status change moves the query between the status filter's answers.
+/// A replace at the stored version applies (with its event), a replace or a swap at another
+/// version is a `Conflict` that changes nothing (and appends no event); of 16 racing claims
+/// (swaps) of one ready query exactly one wins, and a status change moves the query between the
+/// status filter's answers.
 pub async fn query_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
     let ready = query("db_a", "alice", QueryStatus::Ready);
     ok(
@@ -213,9 +214,7 @@ pub async fn query_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
                 duration_ms: 0,
                 error: None,
             });
-            let result = storage
-                .replace_query(running.clone(), ready.updated_at, None)
-                .await;
+            let result = storage.swap_query(running.clone(), ready.updated_at).await;
             (result, running)
         }
     })
@@ -225,7 +224,7 @@ pub async fn query_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
         match result {
             Ok(()) => winners.push(running),
             Err(StorageError::Conflict) => {}
-            Err(other) => panic!("replace_query of a racing claim: {other:?}"),
+            Err(other) => panic!("swap_query of a racing claim: {other:?}"),
         }
     }
     assert_eq!(winners.len(), 1, "exactly one racing claim of a query wins");
@@ -246,8 +245,17 @@ pub async fn query_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
         run.duration_ms = 12;
     }
     assert_err!(
+        storage.swap_query(done.clone(), ready.updated_at).await,
+        StorageError::Conflict,
+        "swap_query at a stale version"
+    );
+    assert_err!(
         storage
-            .replace_query(done.clone(), ready.updated_at, None)
+            .replace_query(
+                done.clone(),
+                ready.updated_at,
+                log_of(&done, AuditAction::QueryRun),
+            )
             .await,
         StorageError::Conflict,
         "replace_query at a stale version"
@@ -261,7 +269,18 @@ pub async fn query_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
     missing.id = QueryId::generate();
     assert_err!(
         storage
-            .replace_query(missing, running.updated_at, None)
+            .swap_query(missing.clone(), running.updated_at)
+            .await,
+        StorageError::NotFound,
+        "swap_query of a missing query"
+    );
+    assert_err!(
+        storage
+            .replace_query(
+                missing.clone(),
+                running.updated_at,
+                log_of(&missing, AuditAction::QueryRun),
+            )
             .await,
         StorageError::NotFound,
         "replace_query of a missing query"
@@ -271,7 +290,7 @@ pub async fn query_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
             .replace_query(
                 done.clone(),
                 running.updated_at,
-                Some(log_of(&done, AuditAction::QueryRun)),
+                log_of(&done, AuditAction::QueryRun),
             )
             .await,
         "replace_query at the stored version",
@@ -291,7 +310,7 @@ pub async fn query_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
     assert_eq!(
         actions,
         [AuditAction::QueryRun, AuditAction::QueryCreate],
-        "a replace appends its event, a replace without a log none"
+        "a replace appends its event, a swap none, a refused replace none"
     );
     for (status, expected) in [
         (QueryStatus::Ready, 0),
