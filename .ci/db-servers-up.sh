@@ -173,6 +173,23 @@ END $$;
 SQL
 su postgres -c "psql -qAt -c \"SELECT 1 FROM pg_database WHERE datname='checkdb'\"" | grep -q 1 \
   || su postgres -c "createdb -O checker checkdb"
+# The data protection tests (tests/tests/protect_postgres.rs) run protected queries as `dp_reader`
+# (password `checkpw`), a role that reads only what they grant it, through masking views owned
+# by the NOLOGIN role `dp_owner` in schema `dp_reader_mask_public`. `checker` (who owns checkdb
+# and its tables) may grant both roles, so that the tests make and break the role's rights.
+su postgres -c "psql -qAt -v ON_ERROR_STOP=1 -d checkdb" <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dp_reader') THEN
+    CREATE ROLE dp_reader LOGIN PASSWORD 'checkpw';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dp_owner') THEN
+    CREATE ROLE dp_owner NOLOGIN;
+  END IF;
+END $$;
+GRANT dp_owner TO checker WITH ADMIN OPTION;
+CREATE SCHEMA IF NOT EXISTS dp_reader_mask_public AUTHORIZATION dp_owner;
+GRANT USAGE ON SCHEMA dp_reader_mask_public TO dp_reader;
+SQL
 # The PostgreSQL storage's tests (storage-postgres, the HTTP suite, the two-node and fault tests)
 # keep their records in database `dbconsole`, owned by `dbconsole` (password `dbconsolepw`),
 # each run in schemas of its own.

@@ -36,6 +36,7 @@ use crate::check::{Adapter, CheckTarget, TunnelEndpoint};
 pub use crate::model::Inputs;
 use crate::model::Timestamp;
 
+pub mod classify;
 #[cfg(feature = "clickhouse")]
 pub mod clickhouse;
 mod connector;

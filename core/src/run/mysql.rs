@@ -12,10 +12,9 @@
 //! - **Session state**: after every run the session is reset (`COM_RESET_CONNECTION`, which
 //!   drops what the statement may have `SET`) and its timeout set again; a session that fails
 //!   that is closed.
-//! - **Data protection**: on a database with policies, the statement as the server rewrote it
-//!   (`EXPLAIN EXTENDED`, then `SHOW WARNINGS`) is checked before it runs
-//!   ([`crate::run::protect::canonical`]), and protected columns are hidden or masked by the
-//!   origin the result columns report.
+//! - **Data protection** is not enforced by MySQL's and MariaDB's privileges yet, so no query
+//!   runs on a database with policies ([`QueryRunner::protects`] is false; docs/data-protection.md,
+//!   "What each adapter enforces").
 
 use std::time::Duration;
 
@@ -27,8 +26,6 @@ use mysql_async::{Conn, Params, Value};
 
 use super::encode::{Column, Encoder};
 use super::pool::{PoolLimits, Pools, checkout, connected};
-use super::protect::canonical::{self, ExplainRow};
-use super::protect::{MASK, MASKED_TYPE, Protection, Refused, Treatment};
 use super::statement::Dialect;
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
@@ -159,7 +156,6 @@ impl QueryRunner for MysqlRunner {
             &mut session.conn,
             &statement,
             values,
-            job.protection.as_deref(),
             sink,
             read_only,
             &mut truncated,
@@ -200,10 +196,6 @@ impl QueryRunner for MysqlRunner {
         outcome
     }
 
-    fn protects(&self) -> bool {
-        true
-    }
-
     fn evict(&self, database_id: &str) {
         self.pools.evict_database(database_id);
     }
@@ -224,7 +216,6 @@ async fn execute(
     conn: &mut Conn,
     statement: &str,
     values: Vec<Value>,
-    protection: Option<&Protection>,
     sink: &mut RowSink,
     read_only: bool,
     truncated: &mut bool,
@@ -239,50 +230,18 @@ async fn execute(
     } else {
         Params::Positional(values)
     };
-    let treatments = match protection {
-        Some(protection) => Some(treatments(conn, statement, &params, protection).await?),
-        None => None,
-    };
     let mut result = conn
         .exec_iter(statement, params)
         .await
         .map_err(|e| database_error(&e))?;
     let stored = result.columns().unwrap_or_else(|| Vec::new().into());
-    // What runs must be what was checked: the same columns, or nothing is sent.
-    if let (Some(treatments), Some(protection)) = (&treatments, protection)
-        && treatments.len() != stored.len()
-    {
-        return Err(RunError::Protected(Refused::undecided(
-            protection,
-            "the statement returned other columns than the ones checked",
-        )));
-    }
-    let renders: Vec<Render> = stored
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            match treatments
-                .as_ref()
-                .and_then(|t| t.get(i).copied())
-                .unwrap_or(Treatment::Show)
-            {
-                Treatment::Show => Render::of(c),
-                Treatment::Hide => Render::Hidden,
-                Treatment::Mask => Render::Masked,
-            }
-        })
-        .collect();
+    let renders: Vec<Render> = stored.iter().map(Render::of).collect();
     let columns: Vec<Column> = stored
         .iter()
         .zip(&renders)
-        .filter(|(_, render)| **render != Render::Hidden)
         .map(|(c, render)| Column {
             name: c.name_str().into_owned(),
-            type_name: if *render == Render::Masked {
-                MASKED_TYPE.to_owned()
-            } else {
-                type_name(c.column_type())
-            },
+            type_name: type_name(c.column_type()),
             base64: *render == Render::Bytes,
         })
         .collect();
@@ -297,9 +256,6 @@ async fn execute(
             return Ok(());
         };
         for (i, render) in renders.iter().enumerate() {
-            if *render == Render::Hidden {
-                continue;
-            }
             match row.as_ref(i) {
                 None | Some(Value::NULL) => encoder.null(),
                 Some(value) => render.write(encoder, value),
@@ -318,115 +274,6 @@ async fn execute(
             .map_err(|e| database_error(&e))?;
     }
     Ok(())
-}
-
-/// What happens to each column of `statement` (run with `params`) under `protection`: the
-/// statement as the server rewrote it checked, its tables no unmerged views, each result column
-/// shown, hidden or masked by its origin; refused when the check can't decide.
-async fn treatments(
-    conn: &mut Conn,
-    statement: &str,
-    params: &Params,
-    protection: &Protection,
-) -> Result<Vec<Treatment>, RunError> {
-    let refused = RunError::Protected;
-    if let Some(word) = canonical::forbidden_word(statement) {
-        return Err(refused(Refused::undecided(
-            protection,
-            format!(
-                "it uses {}, which changes what the statement returns",
-                word.to_uppercase()
-            ),
-        )));
-    }
-    // A statement the server refuses is answered with its own error.
-    let prepared = conn.prep(statement).await.map_err(|e| database_error(&e))?;
-    let mut explained = None;
-    for explain in ["EXPLAIN EXTENDED", "EXPLAIN"] {
-        match conn
-            .exec::<mysql_async::Row, _, _>(format!("{explain} {statement}"), params.clone())
-            .await
-        {
-            Ok(rows) => {
-                explained = Some(rows);
-                break;
-            }
-            // MySQL 8 has no EXTENDED; neither explains SHOW, SET, CALL…
-            Err(mysql_async::Error::Server(error)) if error.code == 1064 => {}
-            Err(error) => return Err(database_error(&error)),
-        }
-    }
-    let Some(rows) = explained else {
-        return Err(refused(Refused::undecided(
-            protection,
-            "the statement is not one the server can explain (SHOW, SET, CALL…), so the check \
-             can't read it",
-        )));
-    };
-    let explain: Vec<ExplainRow> = rows
-        .iter()
-        .map(|row| ExplainRow {
-            table: row.get::<Option<String>, _>("table").flatten(),
-            access: row.get::<Option<String>, _>("type").flatten(),
-            extra: row.get::<Option<String>, _>("Extra").flatten(),
-        })
-        .collect();
-    let warnings: Vec<(String, u32, String)> = conn
-        .query("SHOW WARNINGS")
-        .await
-        .map_err(|e| database_error(&e))?;
-    let Some(rewritten) = warnings
-        .into_iter()
-        .find(|(_, code, _)| *code == 1003)
-        .map(|(_, _, text)| text)
-    else {
-        return Err(refused(Refused::undecided(
-            protection,
-            "the server did not say how it rewrote the statement",
-        )));
-    };
-    let facts = canonical::check(&rewritten, &explain, protection).map_err(refused)?;
-    if !facts.tables.is_empty() {
-        let marks = vec!["?"; facts.tables.len()].join(", ");
-        let names: Vec<Value> = facts
-            .tables
-            .iter()
-            .map(|(db, table)| Value::from(format!("{db}.{table}")))
-            .collect();
-        let views: Vec<(String, String)> = conn
-            .exec(
-                format!(
-                    "SELECT table_schema, table_name FROM information_schema.tables \
-                     WHERE table_type = 'VIEW' AND CONCAT(table_schema, '.', table_name) IN ({marks})"
-                ),
-                names,
-            )
-            .await
-            .map_err(|e| database_error(&e))?;
-        if let Some((db, view)) = views.first() {
-            return Err(refused(Refused::undecided(
-                protection,
-                format!(
-                    "it reads the view {db}.{view}, which the server did not merge into the \
-                     statement, so the check can't see what it reads"
-                ),
-            )));
-        }
-    }
-    let mut treatments = Vec::with_capacity(prepared.columns().len());
-    for (i, column) in prepared.columns().iter().enumerate() {
-        let (schema, table, name) = (
-            column.schema_str(),
-            column.org_table_str(),
-            column.org_name_str(),
-        );
-        let protected = (!table.is_empty())
-            .then(|| protection.find(&schema, &table, &name))
-            .flatten();
-        let itself = facts.outputs.get(i).cloned().flatten();
-        treatments.push(Treatment::of(protected, itself).map_err(refused)?);
-    }
-    Ok(treatments)
 }
 
 /// `MYSQL_TYPE_NEWDECIMAL` → `newdecimal`.
@@ -450,10 +297,6 @@ enum Render {
     Bytes,
     /// A date without a time.
     Date,
-    /// A protected column left out of the result.
-    Hidden,
-    /// A protected column whose values are masked.
-    Masked,
 }
 
 impl Render {
@@ -481,8 +324,6 @@ impl Render {
     fn write(self, out: &mut Encoder, value: &Value) {
         match (self, value) {
             (_, Value::NULL) => out.null(),
-            (Render::Hidden, _) => {}
-            (Render::Masked, _) => out.text(MASK),
             (Render::Bytes, Value::Bytes(bytes)) => out.bytes(bytes),
             (Render::Decimal, Value::Bytes(bytes)) => {
                 out.number_text(&String::from_utf8_lossy(bytes));

@@ -65,6 +65,9 @@ pub struct PoolKey {
     pub credential_id: String,
     /// Whether the pool's sessions are read-only (panels).
     pub read_only: bool,
+    /// Whether its runs are under data protection: such sessions are opened for it (a
+    /// PostgreSQL session's `search_path` starts with the masking schemas) and verified.
+    pub protected: bool,
 }
 
 /// How big pools are and how long a run waits for a connection.

@@ -324,6 +324,7 @@ mod tests {
                 database_id: "db".to_owned(),
                 credential_id: "crd".to_owned(),
                 read_only: true,
+                protected: false,
             },
             version: crate::model::Timestamp::now(),
             connector: std::sync::Arc::new(|| Box::pin(async { Err("unused".to_owned()) })),

@@ -37,6 +37,17 @@ impl Dialect {
         }
     }
 
+    /// The dialect's name, as messages say it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Postgres => "PostgreSQL",
+            Dialect::Mysql => "MySQL",
+            Dialect::Clickhouse => "ClickHouse",
+            Dialect::Sqlserver => "SQL Server",
+            Dialect::Oracle => "Oracle",
+        }
+    }
+
     fn backslash_escapes(self) -> bool {
         matches!(self, Dialect::Mysql | Dialect::Clickhouse)
     }
@@ -66,10 +77,25 @@ fn pieces(text: &str, dialect: Dialect) -> Result<Vec<(Piece, std::ops::Range<us
             out.push((Piece::Code, start..end));
         }
     };
+    // Inside a MySQL executable comment (`/*! … */`), whose text the server runs as code.
+    let mut executable = false;
     while i < bytes.len() {
         let b = bytes[i];
         let next = bytes.get(i + 1).copied();
         let end = match b {
+            b'/' if next == Some(b'*') && dialect == Dialect::Mysql && !executable => {
+                match executable_opener(bytes, i) {
+                    Some(end) => {
+                        executable = true;
+                        Some((Piece::Comment, end))
+                    }
+                    None => Some((Piece::Comment, block_end(bytes, i, dialect)?)),
+                }
+            }
+            b'*' if next == Some(b'/') && executable => {
+                executable = false;
+                Some((Piece::Comment, i + 2))
+            }
             b'\'' => {
                 let escapes = dialect.backslash_escapes()
                     || (dialect == Dialect::Postgres
@@ -115,7 +141,55 @@ fn pieces(text: &str, dialect: Dialect) -> Result<Vec<(Piece, std::ops::Range<us
             None => i += 1,
         }
     }
+    if executable {
+        return Err("a /*! comment */ is not closed".to_owned());
+    }
     push_code(&mut out, code_start, bytes.len());
+    Ok(out)
+}
+
+/// The end of the opener of a MySQL executable comment at `start` (`/*!`, `/*M!`, each with an
+/// optional version number), or `None` when the comment at `start` is an ordinary one.
+fn executable_opener(bytes: &[u8], start: usize) -> Option<usize> {
+    let mut i = start + 2;
+    if bytes.get(i) == Some(&b'M') {
+        i += 1;
+    }
+    if bytes.get(i) != Some(&b'!') {
+        return None;
+    }
+    i += 1;
+    while bytes.get(i).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+    }
+    Some(i)
+}
+
+/// `text` as a SQL parser should read it: each comment a space (a MySQL executable comment's
+/// text stays, as the server runs it), each `${key}` input `NULL` (a whole-literal `'${key}'`
+/// stays a literal).
+pub fn for_parsing(text: &str, dialect: Dialect) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    for (piece, range) in pieces(text, dialect)? {
+        let part = &text[range];
+        match piece {
+            Piece::Comment => out.push(' '),
+            Piece::Literal | Piece::Identifier => out.push_str(part),
+            Piece::Code => {
+                let mut rest = part;
+                while let Some(open) = rest.find("${") {
+                    out.push_str(&rest[..open]);
+                    let after = &rest[open + 2..];
+                    let close = after
+                        .find('}')
+                        .ok_or_else(|| "an input ${ is not closed with }".to_owned())?;
+                    out.push_str(" NULL ");
+                    rest = &after[close + 1..];
+                }
+                out.push_str(rest);
+            }
+        }
+    }
     Ok(out)
 }
 

@@ -238,7 +238,9 @@ impl ConsoleService {
         };
         let statement = catalog(guarded.db.adapter).to_owned();
         let runner = shared.runner_for(guarded.db.adapter)?;
-        let protection = shared.protection_for_run(&guarded, &*runner).await?;
+        let protection = shared
+            .protection_for_run(&guarded, &*runner, &statement, true)
+            .await?;
         let response = shared
             .start_run(Run {
                 runner,
@@ -315,7 +317,9 @@ impl ConsoleService {
         // What would refuse the run refuses it before the query is stored.
         let runner = shared.runner_for(db.adapter)?;
         let guarded = shared.guarded(db).await?;
-        shared.protection_for_run(&guarded, &*runner).await?;
+        shared
+            .protection_for_run(&guarded, &*runner, sql, true)
+            .await?;
         let db = guarded.db;
         let mut body = Map::new();
         body.insert("database_id".to_owned(), json!(db.id.as_str()));

@@ -52,8 +52,8 @@ impl Fixture {
                 Expect::Refused => {
                     assert_eq!(answer.status.as_u16(), 422, "{sql}: {body}");
                     assert!(
-                        body.contains("data protection policy"),
-                        "{sql}: the refusal names the policy: {body}"
+                        body.contains("data protection"),
+                        "{sql}: the refusal says it is data protection's: {body}"
                     );
                 }
                 Expect::Runs(columns) => {
@@ -85,13 +85,24 @@ impl Fixture {
     /// A new service and a database of `adapter` on `127.0.0.1:port` (as `checker`) whose
     /// policy `pii` protects `columns` (`[{"column", "action"}]`), about `table`.
     pub(crate) async fn protected(adapter: &str, port: u16, table: &str, columns: Value) -> Self {
+        Self::protected_as(adapter, port, table, columns, "checker").await
+    }
+
+    /// [`Fixture::protected`], its credential logging in as `username` (password `checkpw`).
+    pub(crate) async fn protected_as(
+        adapter: &str,
+        port: u16,
+        table: &str,
+        columns: Value,
+        username: &str,
+    ) -> Self {
         let console = run_console();
         let (db, credentials) = console
             .database(
                 adapter,
                 port,
                 json!({}),
-                json!([{"username": "checker", "password": PASSWORD}]),
+                json!([{"username": username, "password": PASSWORD}]),
             )
             .await;
         console

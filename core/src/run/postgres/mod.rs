@@ -25,6 +25,7 @@
 
 mod decode;
 mod protect;
+mod verify;
 
 use std::collections::HashMap;
 use std::error::Error as _;
@@ -40,7 +41,7 @@ use tokio_postgres::{Client, Statement, error::SqlState};
 use self::decode::{Raw, Render};
 use super::encode::Column;
 use super::pool::{PoolLimits, Pools, checkout, connected};
-use super::protect::{Protection, Treatment};
+use super::protect::{Protection, Refused, Treatment};
 use super::statement::Dialect;
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
@@ -72,6 +73,8 @@ pub struct Session {
     statements: HashMap<String, Statement>,
     /// What the database's messages are scrubbed of.
     secrets: Vec<crate::model::Secret>,
+    /// What a protected run verified of this session's role ([`verify::ensure`]).
+    verified: Option<verify::Verified>,
 }
 
 impl std::fmt::Debug for Session {
@@ -84,15 +87,11 @@ impl std::fmt::Debug for Session {
 const STATEMENTS_KEPT: usize = 64;
 
 impl Session {
-    async fn prepare(&mut self, text: &str) -> Result<Statement, RunError> {
+    async fn prepare(&mut self, text: &str) -> Result<Statement, tokio_postgres::Error> {
         if let Some(statement) = self.statements.get(text) {
             return Ok(statement.clone());
         }
-        let statement = self
-            .client
-            .prepare(text)
-            .await
-            .map_err(|e| database_error(&e))?;
+        let statement = self.client.prepare(text).await?;
         if self.statements.len() >= STATEMENTS_KEPT {
             self.statements.clear();
         }
@@ -107,6 +106,9 @@ pub struct Manager {
     timeout: Duration,
     connect_timeout: Duration,
     read_only: bool,
+    /// Whether the sessions serve runs under data protection: their `search_path` starts with
+    /// the role's masking schemas.
+    protected: bool,
 }
 
 impl std::fmt::Debug for Manager {
@@ -136,6 +138,9 @@ impl managed::Manager for Manager {
                     value: "on".to_owned(),
                 });
         }
+        if self.protected {
+            protected_search_path(&mut target);
+        }
         let connect = crate::check::postgres::connect_with_tls(&target);
         let (client, tls) = connected(connect, self.connect_timeout, target.secrets()).await?;
         Ok(Session {
@@ -144,6 +149,7 @@ impl managed::Manager for Manager {
             _tunnel: opened.tunnel,
             statements: HashMap::new(),
             secrets: target.secrets().cloned().collect(),
+            verified: None,
         })
     }
 
@@ -169,6 +175,7 @@ impl QueryRunner for PostgresRunner {
             timeout: job.timeout,
             connect_timeout: job.connect_timeout,
             read_only,
+            protected: job.pool.protected,
         });
         let gone = sink.gone();
         tokio::pin!(gone);
@@ -234,9 +241,51 @@ impl QueryRunner for PostgresRunner {
     }
 }
 
+/// Sets a protected session's `search_path` at its start (so that a session reset restores it):
+/// each schema of the credential's own `search_path` parameter (`public` without one), each
+/// preceded by the role's masking schema for it, so that `users` names the masking view of
+/// `users` where there is one. `"$user"` is left out: the role owns no schema.
+fn protected_search_path(target: &mut crate::check::CheckTarget) {
+    let own = target
+        .connection_parameters
+        .iter()
+        .rev()
+        .find(|p| p.name.eq_ignore_ascii_case("search_path"))
+        .map_or_else(|| "public".to_owned(), |p| p.value.clone());
+    let mut path = Vec::new();
+    for schema in own.split(',') {
+        let schema = schema.trim();
+        let schema = match schema.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+            Some(quoted) => quoted.replace("\"\"", "\""),
+            None => schema.to_lowercase(),
+        };
+        if schema.is_empty() || schema == "$user" {
+            continue;
+        }
+        path.push(verify::quote(&verify::mask_schema(
+            &target.username,
+            &schema,
+        )));
+        path.push(verify::quote(&schema));
+    }
+    target
+        .connection_parameters
+        .retain(|p| !p.name.eq_ignore_ascii_case("search_path"));
+    target
+        .connection_parameters
+        .push(crate::model::ConnectionParameter {
+            name: "search_path".to_owned(),
+            value: path.join(", "),
+        });
+}
+
 /// A data exception (SQLSTATE class 22) at bind names the input whose value it quotes: the
 /// value did not convert to its parameter's type. Anything else: [`database_error`].
-fn input_error(error: &tokio_postgres::Error, params: &[(String, String)]) -> RunError {
+fn input_error(
+    error: &tokio_postgres::Error,
+    params: &[(String, String)],
+    protection: Option<&Protection>,
+) -> RunError {
     if let Some(db) = error.as_db_error()
         && db.code().code().starts_with("22")
         && let Some((key, _)) = params
@@ -248,7 +297,56 @@ fn input_error(error: &tokio_postgres::Error, params: &[(String, String)]) -> Ru
             message: format!("does not convert: {}", db.message()),
         };
     }
-    database_error(error)
+    refused_by_privileges(error, protection)
+}
+
+/// On a database with data protection, PostgreSQL's refusal to read a column (SQLSTATE 42501)
+/// is the protection at work: answered as a refusal naming the policies, never a silent
+/// omission. Anything else: [`database_error`].
+fn refused_by_privileges(
+    error: &tokio_postgres::Error,
+    protection: Option<&Protection>,
+) -> RunError {
+    match (error.as_db_error(), protection) {
+        (Some(db), Some(protection)) if db.code() == &SqlState::INSUFFICIENT_PRIVILEGE => {
+            RunError::Protected(Refused::undecided(
+                protection,
+                format!(
+                    "PostgreSQL refused it ({}): queries on this database run as a role that \
+                     can't read what its policies protect. Select the columns you may read; a \
+                     masked column reads as the mask through its table's name, which the search \
+                     path resolves to the masking view",
+                    db.message()
+                ),
+            ))
+        }
+        (Some(db), Some(protection)) if db.code() == &SqlState::UNDEFINED_COLUMN => {
+            // `column "ssn" does not exist`, `column p.ssn does not exist`: a hidden column is
+            // not in its masking view.
+            let named = db
+                .message()
+                .strip_prefix("column ")
+                .and_then(|rest| rest.split_whitespace().next())
+                .map(|name| name.rsplit('.').next().unwrap_or(name).trim_matches('"'));
+            let hidden = named.and_then(|name| {
+                protection.columns.iter().find(|c| {
+                    c.action == crate::model::ColumnAction::Hide
+                        && c.column.eq_ignore_ascii_case(name)
+                })
+            });
+            match hidden {
+                Some(column) => RunError::Protected(Refused::of(
+                    column,
+                    format!(
+                        "the column is hidden from this database's queries (PostgreSQL: {})",
+                        db.message()
+                    ),
+                )),
+                None => database_error(error),
+            }
+        }
+        _ => database_error(error),
+    }
 }
 
 fn database_error(error: &tokio_postgres::Error) -> RunError {
@@ -379,11 +477,11 @@ async fn execute_panel(
         _ = &mut rollback => {}
         () = std::future::ready(()) => {}
     }
-    begun.map_err(|e| database_error(&e))?;
-    let rows = rows.map_err(|e| input_error(&e, run.params))?;
+    begun.map_err(|e| refused_by_privileges(&e, run.protection))?;
+    let rows = rows.map_err(|e| input_error(&e, run.params, run.protection))?;
     tokio::pin!(rows);
     while let Some(row) = rows.next().await {
-        let row = row.map_err(|e| database_error(&e))?;
+        let row = row.map_err(|e| refused_by_privileges(&e, run.protection))?;
         if !write_row(&row, &columns, &renders, sink).await? {
             *truncated = true;
             return Ok(());
@@ -393,7 +491,9 @@ async fn execute_panel(
         sink.columns(&columns);
     }
     sink.flush().await.map_err(|_| RunError::Cancelled)?;
-    rollback.await.map_err(|e| database_error(&e))
+    rollback
+        .await
+        .map_err(|e| refused_by_privileges(&e, run.protection))
 }
 
 /// A console query: in a transaction, through a portal read `wanted` rows at a time (a capped
@@ -409,22 +509,22 @@ async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Res
         .client
         .transaction()
         .await
-        .map_err(|e| database_error(&e))?;
+        .map_err(|e| refused_by_privileges(&e, run.protection))?;
     let portal = transaction
         .bind_raw(&statement, params.iter().map(|p| p as &(dyn ToSql + Sync)))
         .await
-        .map_err(|e| database_error(&e))?;
+        .map_err(|e| refused_by_privileges(&e, run.protection))?;
     let mut done = false;
     while !done {
         let wanted = sink.wanted().min(BATCH);
         let rows = transaction
             .query_portal_raw(&portal, i32::try_from(wanted).unwrap_or(i32::MAX))
             .await
-            .map_err(|e| database_error(&e))?;
+            .map_err(|e| refused_by_privileges(&e, run.protection))?;
         tokio::pin!(rows);
         let mut read = 0u64;
         while let Some(row) = rows.next().await {
-            let row = row.map_err(|e| database_error(&e))?;
+            let row = row.map_err(|e| refused_by_privileges(&e, run.protection))?;
             read += 1;
             if !write_row(&row, &columns, &renders, sink).await? {
                 done = true;
@@ -440,7 +540,10 @@ async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Res
     }
     sink.flush().await.map_err(|_| RunError::Cancelled)?;
     drop(portal);
-    transaction.commit().await.map_err(|e| database_error(&e))
+    transaction
+        .commit()
+        .await
+        .map_err(|e| refused_by_privileges(&e, run.protection))
 }
 
 /// A run ready to send: its prepared statement, its parameters, and its columns as they are
@@ -455,13 +558,22 @@ struct Prepared<'a> {
 /// Prepares `run` (kept per session), checks its inputs, and, on a database with data
 /// protection, checks it before it runs.
 async fn prepare<'a>(session: &mut Session, run: Run<'a>) -> Result<Prepared<'a>, RunError> {
-    let statement = session.prepare(run.text).await?;
-    let params = parameters(&statement, run.params)?;
-    let treatments = match run.protection {
-        Some(protection) => {
-            Some(protect::treatments(session, run.text, &statement, &params, protection).await?)
-        }
+    // On a protected database, nothing of the statement reaches the server before its role is
+    // verified, not even its parse.
+    let masks = match run.protection {
+        Some(protection) => Some(verify::ensure(session, protection).await?.masks.clone()),
         None => None,
+    };
+    let statement = session
+        .prepare(run.text)
+        .await
+        .map_err(|e| refused_by_privileges(&e, run.protection))?;
+    let params = parameters(&statement, run.params)?;
+    let treatments = match (run.protection, &masks) {
+        (Some(protection), Some(masks)) => {
+            Some(protect::treatments(session, &statement, protection, masks).await?)
+        }
+        _ => None,
     };
     let (columns, renders) = described(&statement, treatments.as_deref());
     Ok(Prepared {

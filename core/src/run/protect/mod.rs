@@ -1,17 +1,14 @@
-//! Data protection on every result (docs/data-protection.md, "Data protection"): the columns a database's
-//! policies protect (its own and those it inherits, the whole chain), and the check a runner
-//! makes before a statement runs. A statement that would derive a value from a protected
-//! column in a way that can't be masked is refused before anything runs; a protected column
-//! that reaches the result as itself is hidden or masked there. When the check can't decide,
-//! the statement does not run.
+//! Data protection on every result (docs/data-protection.md): the columns a database's
+//! policies protect (its own and those it inherits, the whole chain), and how a result column
+//! that comes from one is written. The guarantee itself is the database's: a run on a database
+//! with policies runs as a role that can't read what they protect, verified before anything of
+//! the statement reaches the server (PostgreSQL: `run::postgres`); a runner that can't enforce
+//! it runs nothing there ([`super::QueryRunner::protects`]).
 //!
 //! ---
 //!
 //! *The manual's page on this part, as the repository shows it:*
 #![doc = include_str!("../../../../docs/data-protection.md")]
-
-pub mod canonical;
-pub mod plan;
 
 use std::fmt;
 
@@ -192,26 +189,6 @@ impl fmt::Display for Refused {
             self.policy, self.column, self.why
         )
     }
-}
-
-/// Reads a name quoted by `quote` (a doubled quote is one) that opens at `chars[start]`: the
-/// name, and the index after its closing quote.
-fn quoted_name(chars: &[char], start: usize, quote: char) -> (String, usize) {
-    let mut name = String::new();
-    let mut i = start + 1;
-    while i < chars.len() {
-        if chars[i] == quote {
-            if chars.get(i + 1) == Some(&quote) {
-                name.push(quote);
-                i += 2;
-                continue;
-            }
-            break;
-        }
-        name.push(chars[i]);
-        i += 1;
-    }
-    (name, i + 1)
 }
 
 /// What happens to one result column.

@@ -164,7 +164,9 @@ impl Shared {
             origin: origin.clone(),
         };
         let runner = self.runner_for(guarded.db.adapter)?;
-        let protection = self.protection_for_run(&guarded, &*runner).await?;
+        let protection = self
+            .protection_for_run(&guarded, &*runner, &statement, true)
+            .await?;
         self.start_run(Run {
             runner,
             db: guarded.db,

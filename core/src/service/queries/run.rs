@@ -38,6 +38,13 @@ impl Shared {
                 "an AI agent runs only the queries its user wrote".to_owned(),
             ));
         }
+        // A query's one run is its author's: whoever else may see it does not spend it or read
+        // its rows, but a super admin may (the run's event names who ran it).
+        if query.author != principal.user && principal.role != Role::SuperAdmin {
+            return Err(ApiError::Denied(
+                "only the query's author runs it (or a super admin)".to_owned(),
+            ));
+        }
         match query.status {
             QueryStatus::Ready | QueryStatus::AwaitingReview => {}
             QueryStatus::Rejected => {
@@ -80,12 +87,14 @@ impl Shared {
             Some(asked) => Some(may_bypass(principal, &query, db, asked)?),
             None => None,
         };
-        let protection = self.protection_for_run(&guarded, &*runner).await?;
+        // An AI agent's query runs read-only, as a panel does, whoever runs it.
+        let read_only = principal.agent || query.by_agent;
+        let protection = self
+            .protection_for_run(&guarded, &*runner, &statement, read_only)
+            .await?;
         // The claim: of two runs, one moves the query to running and the other conflicts; a
         // review racing the claim lands either before it (and counts) or after (refused).
         let required = credential.reviews_required;
-        // An AI agent's query runs read-only, as a panel does, whoever runs it.
-        let read_only = principal.agent || query.by_agent;
         let claimed = self
             .storage
             .change_query(query, |stored| {

@@ -13,9 +13,11 @@ use tokio::sync::{mpsc, oneshot};
 use crate::metrics;
 use crate::model::{Adapter, Credential, Database, Inputs, RunFacts, RunOutcome};
 use crate::run::protect::{Protection, Refused};
+use crate::run::statement::Dialect;
 use crate::run::{
-    CHANNEL_CHUNKS, Format, PoolKey, QueryRunner, RowSink, RunError, RunJob, connector,
+    CHANNEL_CHUNKS, Format, PoolKey, QueryRunner, RowSink, RunError, RunJob, classify, connector,
 };
+use crate::validate::ValidationErrors;
 
 use super::super::Shared;
 use super::super::error::ApiError;
@@ -89,6 +91,7 @@ impl Shared {
                 database_id: db.id.as_str().to_owned(),
                 credential_id: credential.id.as_str().to_owned(),
                 read_only,
+                protected: protection.is_some(),
             },
             version: db.updated_at,
             connector: connector(
@@ -184,25 +187,39 @@ impl Shared {
         }
     }
 
-    /// The data protection a run on `guarded` is checked against (`None`: it has no policies);
-    /// 422 when `runner` can't check its statements.
+    /// The data protection a run of `statement` on `guarded` is checked against (`None`: it has
+    /// no policies), once the statement is admitted: 422 when `runner` can't protect its results,
+    /// and 422 when the run is read-only (`read_only`, or a database with policies) and the
+    /// statement is not read to be a query ([`crate::run::classify`]).
     pub(in crate::service) async fn protection_for_run(
         &self,
         guarded: &Guarded,
         runner: &dyn QueryRunner,
+        statement: &str,
+        read_only: bool,
     ) -> Result<Option<Arc<Protection>>, ApiError> {
         let protection = self.protection_of(guarded).await?;
+        let adapter = guarded.db.adapter;
         if let Some(protection) = &protection
             && !runner.protects()
         {
             return Err(run_error(RunError::Protected(Refused::undecided(
                 protection,
                 format!(
-                    "statements on {} can't be checked against data protection yet (only \
-                     PostgreSQL's and MySQL's can): no query runs on a database with policies",
-                    guarded.db.adapter.as_str()
+                    "data protection on {} is not enforced by the database yet (only \
+                     PostgreSQL's is): no query runs on a database with policies",
+                    adapter.as_str()
                 ),
             ))));
+        }
+        if read_only || protection.is_some() {
+            let who = if protection.is_some() {
+                "a database with data protection runs read-only"
+            } else {
+                "panels and AI agents run read-only"
+            };
+            classify::read_only(statement, Dialect::of(adapter))
+                .map_err(|why| ValidationErrors::single("query", format!("{who}: {why}")))?;
         }
         Ok(protection)
     }

@@ -1,0 +1,512 @@
+//! The verification of a protected database's role (docs/data-protection.md, "How it is
+//! enforced"): on a database with data protection policies, a run's session is checked, as the
+//! role it logged in as, to be unable to read any protected column by any way PostgreSQL offers,
+//! before any statement of the run is parsed, planned or run. What would let it is listed with
+//! the statement that removes it, and nothing runs.
+//!
+//! The full check reads the catalog (a dozen joins); so a session keeps what it verified, with
+//! a fingerprint of everything the check depends on (relations, their columns, ACLs, owners,
+//! inheritance, view rules, functions, memberships, the role's attributes and settings), and
+//! each run compares the fingerprint (one query) and checks again whenever it changed or the
+//! policies did.
+
+use std::collections::HashMap;
+
+use sha2::{Digest as _, Sha256};
+use tokio_postgres::types::ToSql;
+
+use super::{Session, database_error};
+use crate::run::RunError;
+use crate::run::protect::{Protection, Refused};
+
+/// The prefix of a role's masking schema for a source schema: `<role>_mask_<schema>`.
+pub(super) const MASK_SCHEMA: &str = "_mask_";
+
+/// The masking schema of `schema` for `role`.
+pub(super) fn mask_schema(role: &str, schema: &str) -> String {
+    format!("{role}{MASK_SCHEMA}{schema}")
+}
+
+/// What a session verified: the policies and the catalog it verified them against, and its
+/// masking views.
+#[derive(Clone, Debug)]
+pub(super) struct Verified {
+    /// A digest of the policies' columns.
+    policies: [u8; 32],
+    /// The catalog's fingerprint ([`FINGERPRINT`]) when it was verified.
+    fingerprint: String,
+    /// The verified masking views, by oid: the source table's schema and name.
+    pub(super) masks: HashMap<u32, (String, String)>,
+}
+
+/// Everything the verification reads, as one digest; excludes temporary objects (each session's
+/// own), so that a session's own temporary tables don't make every other session verify again.
+const FINGERPRINT: &str = "\
+WITH rels AS (
+  SELECT c.* FROM pg_class c
+  WHERE (c.oid >= 16384 OR c.relacl IS NOT NULL) AND c.relpersistence <> 't'
+)
+SELECT md5(concat_ws('|',
+ (SELECT string_agg(concat_ws(',', oid, relkind, relowner, relacl, relrowsecurity,
+    relforcerowsecurity, reloptions, relnamespace, relname), ';' ORDER BY oid) FROM rels),
+ (SELECT string_agg(concat_ws(',', a.attrelid, a.attnum, a.attname, a.attacl, a.attisdropped), ';'
+    ORDER BY a.attrelid, a.attnum)
+  FROM pg_attribute a JOIN rels ON rels.oid = a.attrelid WHERE a.attnum > 0),
+ (SELECT string_agg(concat_ws(',', inhrelid, inhparent), ';' ORDER BY inhrelid, inhparent)
+  FROM pg_inherits),
+ (SELECT string_agg(concat_ws(',', r.oid, r.ev_class, md5(r.ev_action::text)), ';' ORDER BY r.oid)
+  FROM pg_rewrite r JOIN rels ON rels.oid = r.ev_class),
+ (SELECT string_agg(concat_ws(',', oid, proowner, prosecdef, proacl, md5(prosrc), proconfig), ';'
+    ORDER BY oid) FROM pg_proc WHERE (oid >= 16384 OR proacl IS NOT NULL)
+      AND pronamespace <> pg_my_temp_schema()),
+ (SELECT string_agg(concat_ws(',', roleid, member), ';' ORDER BY roleid, member)
+  FROM pg_auth_members),
+ (SELECT concat_ws(',', rolsuper, rolbypassrls, rolreplication, rolconfig) FROM pg_roles
+  WHERE rolname = current_user),
+ (SELECT string_agg(concat_ws(',', oid, nspname, nspowner, nspacl), ';' ORDER BY oid)
+  FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_temp\\_%' AND nspname NOT LIKE 'pg\\_toast\\_temp\\_%'),
+ (SELECT datacl FROM pg_database WHERE datname = current_database()),
+ (SELECT string_agg(concat_ws(',', oid, srvacl), ';' ORDER BY oid) FROM pg_foreign_server),
+ (SELECT string_agg(concat_ws(',', umid, umuser), ';' ORDER BY umid) FROM pg_user_mappings),
+ session_user, current_user))";
+
+/// Every way the session's role could read a protected column, each with the statement that
+/// removes it (or NULL). The policies' columns are `$1`..`$4`: schema (NULL: any), table
+/// (NULL: any), column, policy. A row of kind `view` is a view the role may read that reads a
+/// protected column with its owner's rights: the caller decides whether it is a masking view.
+const PROBLEMS: &str = "\
+WITH RECURSIVE
+me AS (
+  SELECT oid, rolname, rolsuper, rolbypassrls, rolreplication, rolconfig
+  FROM pg_roles WHERE rolname = current_user
+),
+policy AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS p(nsp, rel, col, policy)
+),
+named AS (
+  SELECT c.oid AS relid, a.attnum, a.attname, p.policy
+  FROM policy p
+  JOIN pg_attribute a ON lower(a.attname) = lower(p.col) AND a.attnum > 0 AND NOT a.attisdropped
+  JOIN pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p', 'f', 'm') AND c.oid >= 16384
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE (p.nsp IS NULL OR lower(n.nspname) = lower(p.nsp))
+    AND (p.rel IS NULL OR lower(c.relname) = lower(p.rel))
+),
+prot AS (
+  SELECT relid, attnum, attname, policy FROM named
+  UNION
+  SELECT i.inhrelid, a.attnum, a.attname, prot.policy
+  FROM prot JOIN pg_inherits i ON i.inhparent = prot.relid
+  JOIN pg_attribute a ON a.attrelid = i.inhrelid AND a.attname = prot.attname
+   AND NOT a.attisdropped
+),
+dep AS (
+  SELECT DISTINCT r.ev_class AS view
+  FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+  JOIN prot ON d.refobjid = prot.relid AND (d.refobjsubid = prot.attnum OR d.refobjsubid = 0)
+  WHERE d.classid = 'pg_rewrite'::regclass AND d.refclassid = 'pg_class'::regclass
+    AND r.ev_class <> d.refobjid
+  UNION
+  SELECT r.ev_class
+  FROM dep JOIN pg_depend d ON d.refobjid = dep.view AND d.refclassid = 'pg_class'::regclass
+  JOIN pg_rewrite r ON r.oid = d.objid
+  WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class <> dep.view
+)
+SELECT 'attribute' AS kind, format('the role is %s', concat_ws(', ',
+    CASE WHEN rolsuper THEN 'a superuser' END,
+    CASE WHEN rolbypassrls THEN 'allowed to bypass row-level security' END,
+    CASE WHEN rolreplication THEN 'a replication role' END)) AS problem,
+  format('ALTER ROLE %I NOSUPERUSER NOBYPASSRLS NOREPLICATION', rolname) AS fix
+FROM me WHERE rolsuper OR rolbypassrls OR rolreplication
+UNION ALL
+SELECT 'settings', format('the role has settings of its own (%s)', array_to_string(rolconfig, ', ')),
+  format('ALTER ROLE %I RESET ALL', rolname)
+FROM me WHERE rolconfig IS NOT NULL
+UNION ALL
+SELECT 'session', format('the session runs as %I but logged in as %I', current_user, session_user),
+  NULL
+WHERE current_user <> session_user
+UNION ALL
+SELECT 'member', format('the role is a member of %I (SET ROLE reaches its rights)', r.rolname),
+  format('REVOKE %I FROM %I', r.rolname, me.rolname)
+FROM me JOIN pg_auth_members m ON m.member = me.oid JOIN pg_roles r ON r.oid = m.roleid
+UNION ALL
+SELECT 'column', format('the role can read %s.%I (policy \"%s\")', prot.relid::regclass,
+    prot.attname, prot.policy),
+  format('REVOKE SELECT ON %s FROM %I, PUBLIC; GRANT SELECT (%s) ON %s TO %I',
+    prot.relid::regclass, me.rolname,
+    (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) FROM pg_attribute a
+     WHERE a.attrelid = prot.relid AND a.attnum > 0 AND NOT a.attisdropped
+       AND NOT EXISTS (SELECT 1 FROM prot p2 WHERE p2.relid = a.attrelid AND p2.attnum = a.attnum)),
+    prot.relid::regclass, me.rolname)
+FROM prot CROSS JOIN me WHERE has_column_privilege(prot.relid, prot.attnum, 'SELECT')
+UNION ALL
+SELECT 'write', format('the role may change %s (a protected database''s role reads only)',
+    c.oid::regclass),
+  format('REVOKE INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER ON %s FROM %I, PUBLIC',
+    c.oid::regclass, me.rolname)
+FROM pg_class c CROSS JOIN me
+WHERE c.oid >= 16384 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND c.relpersistence <> 't'
+  AND (has_table_privilege(c.oid, 'INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER')
+       OR has_any_column_privilege(c.oid, 'INSERT, UPDATE, REFERENCES'))
+UNION ALL
+SELECT 'view', v.oid::text, NULL
+FROM dep JOIN pg_class v ON v.oid = dep.view
+WHERE (has_table_privilege(v.oid, 'SELECT') OR has_any_column_privilege(v.oid, 'SELECT'))
+  AND (v.relkind = 'm' OR NOT EXISTS (
+    SELECT 1 FROM unnest(coalesce(v.reloptions, '{}')) o
+    WHERE lower(o) IN ('security_invoker=true', 'security_invoker=on', 'security_invoker=1',
+                       'security_invoker=yes')))
+UNION ALL
+SELECT 'definer', format('%s runs with the rights of %I, who can read %s.%I (policy \"%s\")',
+    p.oid::regprocedure, pg_get_userbyid(p.proowner), prot.relid::regclass, prot.attname,
+    prot.policy),
+  format('REVOKE EXECUTE ON FUNCTION %s FROM %I, PUBLIC', p.oid::regprocedure, me.rolname)
+FROM pg_proc p CROSS JOIN me
+JOIN prot ON has_column_privilege(p.proowner, prot.relid, prot.attnum, 'SELECT')
+WHERE p.prosecdef AND has_function_privilege(p.oid, 'EXECUTE')
+UNION ALL
+SELECT 'function', format('the role may run %s, which PUBLIC may not', p.oid::regprocedure),
+  format('REVOKE EXECUTE ON FUNCTION %s FROM %I', p.oid::regprocedure, me.rolname)
+FROM pg_proc p CROSS JOIN me
+WHERE p.oid < 16384 AND p.proacl IS NOT NULL AND has_function_privilege(p.oid, 'EXECUTE')
+  AND NOT EXISTS (SELECT 1 FROM aclexplode(p.proacl) x
+                  WHERE x.grantee = 0 AND x.privilege_type = 'EXECUTE')
+UNION ALL
+SELECT 'foreign', format('the role may use foreign server %I', s.srvname),
+  format('REVOKE USAGE ON FOREIGN SERVER %I FROM %I, PUBLIC', s.srvname, me.rolname)
+FROM pg_foreign_server s CROSS JOIN me WHERE has_server_privilege(s.oid, 'USAGE')
+UNION ALL
+SELECT 'mapping', format('a user mapping for %s on foreign server %I', u.usename, u.srvname),
+  format('DROP USER MAPPING FOR %s SERVER %I', u.usename, u.srvname)
+FROM pg_user_mappings u CROSS JOIN me WHERE u.umuser IN (0, me.oid)
+UNION ALL
+SELECT 'create', format('the role may create objects in schema %I', n.nspname),
+  format('REVOKE CREATE ON SCHEMA %I FROM %I, PUBLIC', n.nspname, me.rolname)
+FROM pg_namespace n CROSS JOIN me
+WHERE has_schema_privilege(n.oid, 'CREATE') AND n.nspname NOT LIKE 'pg\\_temp\\_%'
+  AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'
+UNION ALL
+SELECT 'create', 'the role may create schemas in the database',
+  format('REVOKE CREATE ON DATABASE %I FROM %I, PUBLIC', current_database(), me.rolname)
+FROM me WHERE has_database_privilege(current_database(), 'CREATE')
+UNION ALL
+SELECT 'owner', format('the role owns %s', c.oid::regclass),
+  format('ALTER TABLE %s OWNER TO <another role>', c.oid::regclass)
+FROM pg_class c CROSS JOIN me WHERE c.relowner = me.oid AND c.relpersistence <> 't'
+UNION ALL
+SELECT 'owner', format('the role owns %s', p.oid::regprocedure),
+  format('ALTER ROUTINE %s OWNER TO <another role>', p.oid::regprocedure)
+FROM pg_proc p CROSS JOIN me WHERE p.proowner = me.oid AND p.pronamespace <> pg_my_temp_schema()
+UNION ALL
+SELECT 'owner', format('the role owns schema %I', n.nspname),
+  format('ALTER SCHEMA %I OWNER TO <another role>', n.nspname)
+FROM pg_namespace n CROSS JOIN me WHERE n.nspowner = me.oid
+UNION ALL
+SELECT 'stats', 'pg_stats_ext shows sample values of columns the role can''t read \
+(CVE-2024-4317): update PostgreSQL (15.7, 14.12, 13.15, 12.19 or later) and run the fix script of \
+its release notes', NULL
+WHERE pg_get_viewdef('pg_catalog.pg_stats_ext'::regclass) NOT LIKE '%pg_has_role%'
+   OR pg_get_viewdef('pg_catalog.pg_stats_ext_exprs'::regclass) NOT LIKE '%pg_has_role%'";
+
+/// A view the role may read that reads a protected column: its schema and name, the relations
+/// its rule reads, and whether row-level security is on for them.
+const VIEW: &str = "\
+SELECT vn.nspname::text, v.relname::text,
+  (SELECT array_agg(DISTINCT d.refobjid::int8) FROM pg_depend d JOIN pg_rewrite r ON r.oid = d.objid
+   WHERE r.ev_class = v.oid AND d.classid = 'pg_rewrite'::regclass
+     AND d.refclassid = 'pg_class'::regclass AND d.refobjid <> v.oid)
+FROM pg_class v JOIN pg_namespace vn ON vn.oid = v.relnamespace
+WHERE v.oid = $1::int8::oid AND v.relkind = 'v'";
+
+/// A relation's schema, name, row-level security and columns in order.
+const BASE: &str = "\
+SELECT n.nspname::text, c.relname::text, c.relrowsecurity,
+  array_agg(a.attname::text ORDER BY a.attnum)
+FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+WHERE c.oid = $1::int8::oid
+GROUP BY n.nspname, c.relname, c.relrowsecurity";
+
+/// Checks that `session`'s role can't read a column `protection` protects (again only when the
+/// policies or the catalog changed since the session last verified it), and answers its
+/// verified masking views; refused, naming what to change, when it can.
+pub(super) async fn ensure<'s>(
+    session: &'s mut Session,
+    protection: &Protection,
+) -> Result<&'s Verified, RunError> {
+    let policies = digest(protection);
+    let fingerprint = session
+        .client
+        .query_one(FINGERPRINT, &[])
+        .await
+        .map_err(|e| database_error(&e))?
+        .get::<_, String>(0);
+    let current = session
+        .verified
+        .as_ref()
+        .is_some_and(|v| v.policies == policies && v.fingerprint == fingerprint);
+    if !current {
+        session.verified = None;
+        let masks = verify(session, protection).await?;
+        // What was verified is what the fingerprint was before the check: a change made while
+        // it ran makes the next run check again.
+        session.verified = Some(Verified {
+            policies,
+            fingerprint,
+            masks,
+        });
+    }
+    session
+        .verified
+        .as_ref()
+        .ok_or_else(|| RunError::Database("the verification did not complete".to_owned()))
+}
+
+fn digest(protection: &Protection) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    for column in &protection.columns {
+        for part in [
+            column.schema.as_deref().unwrap_or("\u{0}"),
+            column.table.as_deref().unwrap_or("\u{0}"),
+            &column.column,
+            column.action.as_str(),
+            &column.policy,
+        ] {
+            hash.update(part.as_bytes());
+            hash.update([0xff]);
+        }
+    }
+    hash.finalize().into()
+}
+
+/// The whole check; `Ok` with the masking views the role may read.
+async fn verify(
+    session: &mut Session,
+    protection: &Protection,
+) -> Result<HashMap<u32, (String, String)>, RunError> {
+    let mut schemas = Vec::new();
+    let mut tables = Vec::new();
+    let mut columns = Vec::new();
+    let mut policies = Vec::new();
+    for column in &protection.columns {
+        schemas.push(column.schema.clone());
+        tables.push(column.table.clone());
+        columns.push(column.column.clone());
+        policies.push(column.policy.clone());
+    }
+    let params: [&(dyn ToSql + Sync); 4] = [&schemas, &tables, &columns, &policies];
+    let rows = session
+        .client
+        .query(PROBLEMS, &params)
+        .await
+        .map_err(|e| database_error(&e))?;
+    let role: String = session
+        .client
+        .query_one("SELECT session_user::text", &[])
+        .await
+        .map_err(|e| database_error(&e))?
+        .get(0);
+    let mut problems: Vec<(String, Option<String>)> = Vec::new();
+    let mut masks = HashMap::new();
+    for row in rows {
+        let kind: String = row.get(0);
+        let problem: String = row.get(1);
+        let fix: Option<String> = row.get(2);
+        if kind != "view" {
+            problems.push((problem, fix));
+            continue;
+        }
+        let oid: u32 = problem.parse().unwrap_or(0);
+        match masking_view(session, oid, &role, protection).await? {
+            Ok(source) => {
+                masks.insert(oid, source);
+            }
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if problems.is_empty() {
+        return Ok(masks);
+    }
+    let shown = 8;
+    let mut why = format!(
+        "the role {role} that this database's queries run as could read what its policies \
+         protect, so no query runs on it until it can't ({} problem{}). ",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    for (i, (problem, fix)) in problems.iter().take(shown).enumerate() {
+        if i > 0 {
+            why.push_str("; ");
+        }
+        why.push_str(problem);
+        if let Some(fix) = fix {
+            why.push_str(&format!(" (as an owner or superuser: {fix})"));
+        }
+    }
+    if problems.len() > shown {
+        why.push_str(&format!("; and {} more", problems.len() - shown));
+    }
+    Err(RunError::Protected(Refused::undecided(protection, why)))
+}
+
+/// Whether the view `oid`, which reads a protected column with its owner's rights, is the role's
+/// masking view of one table: in `<role>_mask_<schema>`, named as the table, over that table
+/// alone (without row-level security), and defined exactly as dbconsole defines it
+/// ([`masking_view_sql`]). `Ok` with the table's schema and name; `Err` with the problem.
+async fn masking_view(
+    session: &mut Session,
+    oid: u32,
+    role: &str,
+    protection: &Protection,
+) -> Result<Result<(String, String), (String, Option<String>)>, RunError> {
+    let client = &session.client;
+    let found = client
+        .query_opt(VIEW, &[&i64::from(oid)])
+        .await
+        .map_err(|e| database_error(&e))?;
+    let revoke = |schema: &str, name: &str| {
+        (
+            format!(
+                "the role may read the view or materialized view {}.{}, which reads a \
+                 protected column with its owner's rights",
+                quote(schema),
+                quote(name)
+            ),
+            Some(format!(
+                "REVOKE SELECT ON {}.{} FROM {}, PUBLIC, or ALTER VIEW … SET (security_invoker = true)",
+                quote(schema),
+                quote(name),
+                quote(role)
+            )),
+        )
+    };
+    let Some(view) = found else {
+        // A materialized view (it stores what it read) or a relation gone since.
+        let name: Option<String> = client
+            .query_opt("SELECT $1::int8::oid::regclass::text", &[&i64::from(oid)])
+            .await
+            .map_err(|e| database_error(&e))?
+            .map(|row| row.get(0));
+        return Ok(Err(revoke("", &name.unwrap_or_else(|| oid.to_string()))));
+    };
+    let (schema, name): (String, String) = (view.get(0), view.get(1));
+    let bases: Vec<i64> = view.get::<_, Option<Vec<i64>>>(2).unwrap_or_default();
+    let Some(source_schema) = schema.strip_prefix(&format!("{role}{MASK_SCHEMA}")) else {
+        return Ok(Err(revoke(&schema, &name)));
+    };
+    let [base] = bases[..] else {
+        return Ok(Err(revoke(&schema, &name)));
+    };
+    let Some(table) = client
+        .query_opt(BASE, &[&base])
+        .await
+        .map_err(|e| database_error(&e))?
+    else {
+        return Ok(Err(revoke(&schema, &name)));
+    };
+    let (base_schema, base_name, row_security, columns): (String, String, bool, Vec<String>) =
+        (table.get(0), table.get(1), table.get(2), table.get(3));
+    if base_schema != source_schema || base_name != name {
+        return Ok(Err(revoke(&schema, &name)));
+    }
+    if row_security {
+        return Ok(Err((
+            format!(
+                "the masking view {}.{} reads {}.{}, which has row-level security: a view reads \
+                 it with its owner's rights, so it can't mask it",
+                quote(&schema),
+                quote(&name),
+                quote(&base_schema),
+                quote(&base_name)
+            ),
+            Some(format!("DROP VIEW {}.{}", quote(&schema), quote(&name))),
+        )));
+    }
+    let expected = masking_view_sql(&base_schema, &base_name, &columns, protection);
+    // PostgreSQL prints both definitions the same way when they are the same: the expected one
+    // as a temporary view, in a transaction rolled back (so the session keeps nothing).
+    let transaction = session
+        .client
+        .transaction()
+        .await
+        .map_err(|e| database_error(&e))?;
+    let same = async {
+        transaction
+            .batch_execute(&format!(
+                "SET TRANSACTION READ WRITE; CREATE TEMPORARY VIEW dbconsole_expected AS {expected}"
+            ))
+            .await?;
+        let row = transaction
+            .query_one(
+                "SELECT pg_get_viewdef('dbconsole_expected'::regclass) = \
+                 pg_get_viewdef($1::int8::oid)",
+                &[&i64::from(oid)],
+            )
+            .await?;
+        Ok::<bool, tokio_postgres::Error>(row.get(0))
+    }
+    .await;
+    let _ = transaction.rollback().await;
+    match same {
+        Ok(true) => Ok(Ok((base_schema, base_name))),
+        Ok(false) => Ok(Err((
+            format!(
+                "the masking view {}.{} is not defined as dbconsole defines it",
+                quote(&schema),
+                quote(&name)
+            ),
+            Some(format!(
+                "CREATE OR REPLACE VIEW {}.{} AS {expected}",
+                quote(&schema),
+                quote(&name)
+            )),
+        ))),
+        Err(error) => Ok(Err((
+            format!(
+                "the masking view {}.{} could not be compared with its definition ({})",
+                quote(&schema),
+                quote(&name),
+                error
+                    .as_db_error()
+                    .map_or_else(|| error.to_string(), |db| db.message().to_owned())
+            ),
+            None,
+        ))),
+    }
+}
+
+/// The definition of the masking view of `schema.table` (whose columns are `columns`, in order)
+/// under `protection`: every column but the hidden ones, the masked ones as the mask (NULL
+/// stays NULL).
+pub(super) fn masking_view_sql(
+    schema: &str,
+    table: &str,
+    columns: &[String],
+    protection: &Protection,
+) -> String {
+    use crate::model::ColumnAction;
+    let items: Vec<String> = columns
+        .iter()
+        .filter_map(|column| match protection.find(schema, table, column) {
+            Some(p) if p.action == ColumnAction::Hide => None,
+            Some(_) => Some(format!(
+                "CASE WHEN {c} IS NULL THEN NULL ELSE '{mask}'::text END AS {c}",
+                c = quote(column),
+                mask = crate::run::protect::MASK
+            )),
+            None => Some(quote(column)),
+        })
+        .collect();
+    format!(
+        "SELECT {} FROM {}.{}",
+        items.join(", "),
+        quote(schema),
+        quote(table)
+    )
+}
+
+/// `name` as a quoted identifier.
+pub(super) fn quote(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
