@@ -370,8 +370,10 @@ async fn panels_never_change_data_on_mariadb() {
     };
     for (index, statement) in writes.iter().enumerate() {
         let answer = run(index).await.expect(422);
+        // Refused as not a query, or (an executable comment's `;`) as a second statement.
         assert!(
-            answer.text().contains("panels and AI agents run read-only"),
+            answer.text().contains("panels and AI agents run read-only")
+                || answer.text().contains("more than one statement"),
             "{statement}: {}",
             answer.text()
         );
