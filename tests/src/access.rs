@@ -1245,6 +1245,35 @@ pub async fn access_stored_access_token_on_dashboard_routes(storage: Arc<dyn Sto
         .expect(200);
 }
 
+/// Any invalid credential in a request is 401, whatever else it carries: a wrong API key beside
+/// a valid access token (or the reverse) never runs as the valid one's caller.
+pub async fn access_any_invalid_credential_is_401(storage: Arc<dyn Storage>) {
+    let api = keyed_api(&storage);
+    let (_, token) = stored_key(&storage, CredentialKind::AccessToken, Scope::Full, "ui").await;
+    let (_, key) = stored_key(&storage, CredentialKind::ApiKey, Scope::Full, "ci").await;
+    let both = |key: &str, token: &str| {
+        let request = Api::request(Method::GET, crate::DASHBOARDS, None)
+            .header("x-api-key", key)
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(Full::new(Bytes::new()))
+            .expect("a valid request");
+        api.send(request)
+    };
+    assert_unauthorized(&both("dbc_wrong", &token).await);
+    assert_unauthorized(&both(&key, "dbc_wrong").await);
+    assert_unauthorized(&both("dbc_wrong", "dbc_wrong").await);
+    assert_eq!(both(&key, &token).await.status.as_u16(), 200);
+    call(
+        &api,
+        Caller::Bearer(&token),
+        Method::GET,
+        crate::DASHBOARDS,
+        None,
+    )
+    .await
+    .expect(200);
+}
+
 /// A setup-scoped API key may set up and remove by api_id, and gets 403 everywhere else
 /// (before existence), changing nothing.
 pub async fn access_setup_scope_only_setup_and_remove(storage: Arc<dyn Storage>) {
@@ -1540,6 +1569,7 @@ macro_rules! access_tests {
                 access_setup_after_delete_starts_empty,
                 access_stored_api_key_on_database_routes,
                 access_stored_access_token_on_dashboard_routes,
+                access_any_invalid_credential_is_401,
                 access_setup_scope_only_setup_and_remove,
                 access_revoked_key_refused_next_request,
                 access_last_used_at_recorded,

@@ -1376,8 +1376,9 @@ pub async fn protocol_error_bodies_are_json(storage: Arc<dyn Storage>) {
     }
 }
 
-/// Either credential header on a compat dashboard route is enough; a wrong one beside a valid
-/// one does not spoil it; the valid one beside a route it does not open does not help.
+/// Either credential header on a compat dashboard route is enough; any wrong one in a request
+/// is 401, beside a valid one too, and whether or not the route takes its kind; a valid one
+/// beside a route it does not open does not help.
 pub async fn protocol_two_credentials(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);
     let fx = Fixture::new(&api).await;
@@ -1391,20 +1392,26 @@ pub async fn protocol_two_credentials(storage: Arc<dyn Storage>) {
             .body(Full::default())
             .expect("valid request")
     };
-    api.send(both(&compat, "wrong", ACCESS_TOKEN))
+    api.send(both(&compat, API_KEY, ACCESS_TOKEN))
         .await
         .expect(200);
-    api.send(both(&compat, API_KEY, "wrong")).await.expect(200);
+    assert_unauthorized(api.send(both(&compat, "wrong", ACCESS_TOKEN)).await, true);
+    assert_unauthorized(api.send(both(&compat, API_KEY, "wrong")).await, true);
     assert_unauthorized(api.send(both(&compat, "wrong", "wrong")).await, true);
     assert_unauthorized(
         api.send(both(&fx.dash_path(), API_KEY, "wrong")).await,
         true,
     );
-    api.send(both(&fx.dash_path(), "wrong", ACCESS_TOKEN))
+    assert_unauthorized(
+        api.send(both(&fx.dash_path(), "wrong", ACCESS_TOKEN)).await,
+        true,
+    );
+    api.send(both(&fx.dash_path(), API_KEY, ACCESS_TOKEN))
         .await
         .expect(200);
     assert_unauthorized(api.send(both(&fx.db_path(), "wrong", API_KEY)).await, false);
-    api.send(both(&fx.db_path(), API_KEY, "wrong"))
+    assert_unauthorized(api.send(both(&fx.db_path(), API_KEY, "wrong")).await, false);
+    api.send(both(&fx.db_path(), API_KEY, ACCESS_TOKEN))
         .await
         .expect(200);
 }

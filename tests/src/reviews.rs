@@ -758,9 +758,12 @@ pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) 
         "{}",
         detail(&refused)
     );
-    // A person runs the agent's query: read-only and capped all the same, by the cap of now.
+    // Its user runs the agent's query in person: read-only and capped all the same, by the cap
+    // of now. (Another person may not: a query's run is its author's.)
     patch_database(&console, &db, json!({"ai_max_rows": 3})).await;
-    run_with(&console, &ann(), &id, None).await.expect(200);
+    run_with(&console, &ann(), &id, None).await.expect(403);
+    let in_person = Principal::member("bot@example.com");
+    run_with(&console, &in_person, &id, None).await.expect(200);
     assert_eq!((runner.runs(), runner.read_only_runs()), (1, 1));
     assert_eq!(runner.last_max_rows(), 3, "the AI cap as it is now");
     run_with(&console, &ann(), &others, None).await.expect(200);
@@ -847,7 +850,7 @@ pub async fn reviews_a_run_costs_five_storage_calls(storage: Arc<dyn Storage>) {
     for (who, runner_of, db) in [
         (&author, &author, &open),
         (&author, &admin, &open),
-        (&author, &granted, &restricted),
+        (&granted, &granted, &restricted),
     ] {
         let id = new_query(&console, who, db).await["id"]
             .as_str()

@@ -259,7 +259,7 @@ async fn panel_inputs_are_values_in_a_read_only_transaction() {
         write["errors"]["query"][0]
             .as_str()
             .unwrap()
-            .contains("READ ONLY"),
+            .contains("run read-only"),
         "{write}"
     );
     let count: Option<i64> = server

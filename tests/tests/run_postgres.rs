@@ -492,6 +492,44 @@ async fn restricted_databases_refuse_the_unauthorized() {
         .expect(200)
         .json();
     assert_eq!(listed["data"], json!([]));
+    // A panel on it runs only for those who may query it, on an unrestricted dashboard too;
+    // saving such a dashboard says so in a header.
+    let saved = console
+        .send(
+            Method::POST,
+            "/v1/dashboards",
+            Some(root()),
+            None,
+            Some(
+                &json!({"name": "open", "restricted_access": false, "panels": [
+                    {"title": "p", "details": {"__type__": "query", "query": "SELECT 1 AS one",
+                     "credential_id": credentials[0]}}
+                ]}),
+            ),
+        )
+        .await
+        .expect(200);
+    let notice = saved
+        .header("dbconsole-notice")
+        .unwrap_or_default()
+        .to_owned();
+    assert!(notice.contains(&db), "{notice}");
+    let dashboard = saved.json();
+    let path = format!(
+        "/v1/dashboards/{}/panels/{}/run",
+        dashboard["id"].as_str().unwrap(),
+        dashboard["panels"][0]["id"].as_str().unwrap()
+    );
+    let bob = Principal::member("bob@example.com");
+    let refused = console
+        .send(Method::POST, &path, Some(bob), None, Some(&json!({})))
+        .await
+        .expect(403);
+    assert!(refused.text().contains("no access"), "{}", refused.text());
+    console
+        .send(Method::POST, &path, Some(alice()), None, Some(&json!({})))
+        .await
+        .expect(200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -700,6 +738,18 @@ async fn panel_inputs_are_values_never_text() {
     assert_eq!(fine["rows"], json!([["2024-02-29", "x"]]));
     let missing = run(0, json!({"id": "1"})).await.expect(422).json();
     assert!(missing["errors"]["inputs.name"].is_array(), "{missing}");
+    // A NUL character, which PostgreSQL text can't hold, is the input's fault, not the query's.
+    let nul = run(0, json!({"id": "1", "name": "a\u{0}b"}))
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        nul["errors"]["inputs.name"][0]
+            .as_str()
+            .unwrap()
+            .contains("NUL"),
+        "{nul}"
+    );
     let unknown = run(0, json!({"id": "1", "name": "x", "other": "y"}))
         .await
         .expect(422)

@@ -15,7 +15,7 @@
 //! with the rest of the statement.
 //!
 //! The database enforces what it can as well: PostgreSQL's and MySQL's runs are in a read-only
-//! transaction, ClickHouse's with `readonly = 1`.
+//! transaction, ClickHouse's with `readonly = 2`.
 
 use std::ops::ControlFlow;
 

@@ -19,6 +19,11 @@ fn dashboard_response(dashboard: &Dashboard) -> Answer {
     Ok(tagged(response, dashboard.updated_at))
 }
 
+/// The header that says which panels of a saved dashboard query a restricted database while the
+/// dashboard is not restricted: they run only for those granted the database (docs/api.md,
+/// "Dashboards").
+pub(crate) const NOTICE: &str = "dbconsole-notice";
+
 impl Shared {
     /// `GET /v1/dashboards`: a page, by id, filtered.
     pub(super) async fn list_dashboards(&self, call: Call<'_>) -> Answer {
@@ -43,7 +48,38 @@ impl Shared {
         self.storage
             .insert_dashboard(dashboard.clone(), call.origin)
             .await?;
-        dashboard_response(&dashboard)
+        self.with_notice(&dashboard, dashboard_response(&dashboard))
+            .await
+    }
+
+    /// `answer`, with [`NOTICE`] when a panel of unrestricted `dashboard` queries a restricted
+    /// database.
+    async fn with_notice(&self, dashboard: &Dashboard, answer: Answer) -> Answer {
+        let mut response = answer?;
+        if dashboard.restricted_access {
+            return Ok(response);
+        }
+        let mut restricted = Vec::new();
+        for panel in &dashboard.panels {
+            let crate::model::PanelDetails::Query { credential_id, .. } = &panel.details else {
+                continue;
+            };
+            if let Some(db) = self.database_of_credential(credential_id).await?
+                && db.restrict_access
+            {
+                restricted.push(format!("{} ({})", panel.id, db.id));
+            }
+        }
+        if !restricted.is_empty() {
+            let notice = format!(
+                "panels query restricted databases and run only for those granted them: {}",
+                restricted.join(", ")
+            );
+            if let Ok(value) = http::HeaderValue::from_str(&notice) {
+                response.headers_mut().insert(NOTICE, value);
+            }
+        }
+        Ok(response)
     }
 
     /// `GET /v1/dashboards/{id}`, through the read cache.
@@ -73,7 +109,8 @@ impl Shared {
             .storage
             .update_dashboard(call.param("id"), Box::new(edit), call.origin)
             .await?;
-        dashboard_response(&dashboard)
+        self.with_notice(&dashboard, dashboard_response(&dashboard))
+            .await
     }
 
     /// `DELETE /v1/dashboards/{id}`: answers the deleted dashboard.

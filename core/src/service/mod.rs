@@ -525,11 +525,14 @@ impl Shared {
         headers: &HeaderMap,
     ) -> Result<Caller, ApiError> {
         let accepted = route.credentials();
+        // Every credential the route takes must be valid: a wrong key beside a valid token (or
+        // the reverse) is 401, never the other one's caller.
         let mut caller = None;
         let mut presented = false;
-        for (kind, secret) in presented_credentials(headers, accepted) {
-            presented = true;
-            caller = self
+        let mut invalid = false;
+        for (kind, secret) in presented_credentials(headers, Credentials::EITHER) {
+            presented |= accepted.accepts(kind);
+            let found = self
                 .authenticator
                 .authenticate(kind, secret)
                 .await
@@ -540,9 +543,16 @@ impl Shared {
                         ApiError::Internal
                     }
                 })?;
-            if caller.is_some() {
-                break;
+            match found {
+                Some(found) if accepted.accepts(kind) => {
+                    caller.get_or_insert(found);
+                }
+                Some(_) => {}
+                None => invalid = true,
             }
+        }
+        if invalid {
+            caller = None;
         }
         let unauthorized = || {
             let other = presented_credentials(headers, Credentials::EITHER)
@@ -600,7 +610,7 @@ pub(crate) fn split_page<T>(
     (items, next)
 }
 
-/// The credentials presented in the header(s) this route takes: `x-api-key`, and
+/// The credentials presented in the header(s) of `accepted` kinds: `x-api-key`, and
 /// `Authorization: Bearer <token>`.
 fn presented_credentials(
     headers: &HeaderMap,

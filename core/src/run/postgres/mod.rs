@@ -621,6 +621,13 @@ impl ToSql for TextParam<'_> {
 /// Checks the inputs of the common types before the server does, so that the answer names the
 /// input (the server's message does not).
 fn check_input(key: &str, value: &str, ty: &Type) -> Result<(), RunError> {
+    // PostgreSQL's text can't hold a NUL byte: its own error would not name the input.
+    if value.contains('\0') {
+        return Err(RunError::Input {
+            field: format!("inputs.{key}"),
+            message: "contains a NUL character, which PostgreSQL can't store in a value".to_owned(),
+        });
+    }
     let trimmed = value.trim();
     let ok = match *ty {
         Type::INT2 => trimmed.parse::<i16>().is_ok(),

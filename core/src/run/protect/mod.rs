@@ -232,23 +232,6 @@ impl From<ColumnAction> for Treatment {
     }
 }
 
-/// A protection that masks `users.email` under the policy `pii`, for the checks' tests.
-#[cfg(test)]
-pub(crate) fn users_email_masked() -> Protection {
-    let own = DataProtection {
-        inherits_from: None,
-        policies: vec![crate::model::Policy {
-            name: "pii".to_owned(),
-            description: None,
-            columns: vec![crate::model::ColumnRule {
-                column: "users.email".to_owned(),
-                action: ColumnAction::Mask,
-            }],
-        }],
-    };
-    Protection::of_chain([("db_1", &own)])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

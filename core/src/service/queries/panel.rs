@@ -20,7 +20,7 @@ use super::start::Run;
 impl Shared {
     /// The database a panel's `credential_id` belongs to (credential ids are unique across
     /// databases), remembered once found.
-    pub(super) async fn database_of_credential(
+    pub(in crate::service) async fn database_of_credential(
         &self,
         credential_id: &str,
     ) -> Result<Option<Database>, ApiError> {
@@ -103,14 +103,11 @@ impl Shared {
             )
             .into());
         }
-        // A restricted dashboard runs only for those with access to the database; an agent
-        // keeps to the AI limits on any dashboard.
+        // A panel runs only for those who may query its database, whatever the dashboard's
+        // flag (which decides who sees the dashboard); an agent keeps to the AI limits.
         let guarded = self.guarded(db).await?;
-        let max_rows = if dashboard.restricted_access || principal.agent {
-            guarded.admit(principal, &credential, limit)?
-        } else {
-            limit
-        };
+        let max_rows = guarded.admit(principal, &credential, limit)?;
+        let _ = dashboard;
         Ok((guarded, credential, max_rows))
     }
 
