@@ -253,7 +253,7 @@ async fn protected_columns_never_leak_whatever_the_statement() {
         (format!("CREATE TABLE {t}_copy AS SELECT email AS e FROM {t}"), Refused),
         (format!("SELECT email INTO {t}_copy2 FROM {t}"), Refused),
         (format!("INSERT INTO {t}_sink SELECT email FROM public.{t}"), Refused),
-        (format!("ALTER ROLE CURRENT_USER PASSWORD 'stolen'"), Refused),
+        ("ALTER ROLE CURRENT_USER PASSWORD 'stolen'".to_owned(), Refused),
         (format!("ALTER ROLE {READER} SET search_path = public"), Refused),
         ("SET ROLE checker".to_owned(), Refused),
         ("SET SESSION AUTHORIZATION checker".to_owned(), Refused),

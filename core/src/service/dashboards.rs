@@ -61,9 +61,7 @@ impl Shared {
         }
         let mut restricted = Vec::new();
         for panel in &dashboard.panels {
-            let crate::model::PanelDetails::Query { credential_id, .. } = &panel.details else {
-                continue;
-            };
+            let crate::model::PanelDetails::Query { credential_id, .. } = &panel.details;
             if let Some(db) = self.database_of_credential(credential_id).await?
                 && db.restrict_access
             {
