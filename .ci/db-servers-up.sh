@@ -245,8 +245,12 @@ CREATE USER IF NOT EXISTS 'tlsuser'@'127.0.0.1' IDENTIFIED BY 'checkpw' REQUIRE 
 CREATE USER IF NOT EXISTS 'certuser'@'localhost' REQUIRE X509;
 CREATE USER IF NOT EXISTS 'certuser'@'127.0.0.1' REQUIRE X509;
 CREATE DATABASE IF NOT EXISTS checkdb;
-GRANT ALL ON checkdb.* TO 'checker'@'localhost';
-GRANT ALL ON checkdb.* TO 'checker'@'127.0.0.1';
+GRANT ALL ON checkdb.* TO 'checker'@'localhost' WITH GRANT OPTION;
+GRANT ALL ON checkdb.* TO 'checker'@'127.0.0.1' WITH GRANT OPTION;
+-- The data protection tests (tests/tests/protect_mysql.rs) run protected queries as `dp_reader`,
+-- which reads only the columns `checker` grants it.
+CREATE USER IF NOT EXISTS 'dp_reader'@'localhost' IDENTIFIED BY 'checkpw';
+CREATE USER IF NOT EXISTS 'dp_reader'@'127.0.0.1' IDENTIFIED BY 'checkpw';
 GRANT ALL ON checkdb.* TO 'tlsuser'@'localhost';
 GRANT ALL ON checkdb.* TO 'tlsuser'@'127.0.0.1';
 GRANT ALL ON checkdb.* TO 'certuser'@'localhost';

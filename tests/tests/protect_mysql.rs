@@ -1,16 +1,17 @@
 //! Data protection and read-only runs against someone trying to get around them, on a real
-//! MariaDB (`.ci/db-servers-up.sh`). MariaDB's privileges don't enforce the policies yet, so a
-//! database with policies runs nothing (docs/data-protection.md, "What each adapter enforces"):
-//! every attempt of the table (reads of a masked `email` and a hidden `ssn` in every form,
-//! including the ones a statement check let through: scalar subqueries folded away, conditions
-//! evaluated while explaining, `SELECT … INTO @v`) is refused in every format with nothing
-//! leaked, and nothing of it reaches the server. Panels run read-only: DDL, which MariaDB
-//! commits outside any transaction, is refused before it is sent, executable comments included.
+//! MariaDB (`.ci/db-servers-up.sh`). Protected queries run as `dp_reader`, granted the
+//! unprotected columns only, and MariaDB's own privileges refuse the rest
+//! (docs/data-protection.md): every attempt of the table (reads of a masked `email` and a hidden
+//! `ssn` in every form, including the ones a statement check let through: scalar subqueries
+//! folded away, conditions evaluated while explaining, `SELECT … INTO @v`) leaks nothing in any
+//! format; a user that could read more runs nothing; grants added between runs refuse every run
+//! until undone. Panels run read-only: DDL, which MariaDB commits outside any transaction, is
+//! refused before it is sent, executable comments included.
 
 mod run_support;
 
 use mysql_async::prelude::Queryable as _;
-use run_support::protect::{Expect, Fixture};
+use run_support::protect::{Expect, Fixture, leaks};
 use run_support::*;
 use serde_json::json;
 
@@ -61,7 +62,21 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             panic!("{statement}: {error}");
         });
     }
-    let fixture = Fixture::protected(
+    for host in ["localhost", "127.0.0.1"] {
+        // What an interrupted run may have left (there may be nothing to revoke).
+        let _ = server
+            .query_drop(format!(
+                "REVOKE SELECT ON checkdb.* FROM 'dp_reader'@'{host}'"
+            ))
+            .await;
+        server
+            .query_drop(format!(
+                "GRANT SELECT (id, name) ON checkdb.{t} TO 'dp_reader'@'{host}'"
+            ))
+            .await
+            .unwrap();
+    }
+    let fixture = Fixture::protected_as(
         "mysql",
         PORT,
         &t,
@@ -69,6 +84,7 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             {"column": format!("{t}.email"), "action": "mask"},
             {"column": format!("checkdb.{t}.ssn"), "action": "hide"},
         ]),
+        "dp_reader",
     )
     .await;
     use Expect::{NoLeak, Refused, Runs};
@@ -266,23 +282,147 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
         (format!("SELECT ssn FROM {t} WHERE id = 1 INTO @v"), Refused),
     ];
     assert!(attempts.len() >= 60);
-    // Nothing runs on a database with policies: every attempt, whatever it was expected to
-    // come to when a statement check decided, is refused naming the policy.
-    let _ = (NoLeak, Runs(&[]));
-    let refused: Vec<(String, Expect)> = attempts
+    // MariaDB's privileges refuse every read of a protected column, masked ones too (there are no
+    // masking views there): what a statement check once masked is refused naming the policy,
+    // what it refused either runs (reading only what the user may) or is refused, and what reads
+    // only unprotected columns runs.
+    let _ = NoLeak;
+    let expected: Vec<(String, Expect)> = attempts
         .into_iter()
-        .map(|(sql, _)| (sql, Refused))
+        .map(|(sql, expect)| {
+            let expect = match expect {
+                Runs(columns)
+                    if columns.is_empty() || columns.iter().any(|c| ["email", "e"].contains(c)) =>
+                {
+                    Refused
+                }
+                Runs(columns) => Runs(columns),
+                Refused if sql.contains("ssn") || sql.contains("email") => Refused,
+                _ => NoLeak,
+            };
+            (sql, expect)
+        })
         .collect();
-    let masked = fixture.attempt_all(&refused).await;
+    let masked = fixture.attempt_all(&expected).await;
     assert_eq!(masked, 0);
-    // No statement reached the server: the table is as it was, and no variable was set.
+    // What runs reads what the user may.
+    let result = fixture
+        .attempt(
+            &format!("SELECT id, name FROM {t} WHERE id = 1"),
+            Runs(&["id", "name"]),
+        )
+        .await;
+    assert_eq!(result["rows"], json!([[1, "Alice"]]));
+    // Nothing was changed, and no variable holds a protected value.
     let rows: Vec<(i32, Option<String>)> = server
         .query(format!("SELECT id, ssn FROM {t} ORDER BY id"))
         .await
         .unwrap();
     assert_eq!(rows.len(), 3);
+
+    // A user that can read a protected column runs nothing, and is told what to change.
+    let unverified = Fixture::protected(
+        "mysql",
+        PORT,
+        &t,
+        json!([{"column": format!("{t}.ssn"), "action": "hide"}]),
+    )
+    .await;
+    let (_, answer) = unverified
+        .console
+        .query(
+            &alice(),
+            &unverified.db,
+            &unverified.credential,
+            "SELECT 1",
+            None,
+            None,
+        )
+        .await;
+    let text = answer.expect(422).text();
+    assert!(
+        text.contains("could read what its policies protect"),
+        "{text}"
+    );
+    assert!(text.contains("REVOKE"), "{text}");
+    assert!(
+        !text.contains("PASSWORD"),
+        "no grant line is quoted: {text}"
+    );
+
+    // Between two runs, a grant added by someone else, or a definer's view granted to the
+    // user, refuses every run until undone.
+    for (change, undo, says) in [
+        (
+            format!("GRANT SELECT (ssn) ON checkdb.{t} TO 'dp_reader'@'localhost'"),
+            format!("REVOKE SELECT (ssn) ON checkdb.{t} FROM 'dp_reader'@'localhost'"),
+            "can read",
+        ),
+        (
+            format!("GRANT SELECT ON checkdb.{t}_v TO 'dp_reader'@'localhost'"),
+            format!("REVOKE SELECT ON checkdb.{t}_v FROM 'dp_reader'@'localhost'"),
+            "definer's rights",
+        ),
+        (
+            "GRANT SELECT ON checkdb.* TO 'dp_reader'@'localhost'".to_owned(),
+            "REVOKE SELECT ON checkdb.* FROM 'dp_reader'@'localhost'".to_owned(),
+            "can read",
+        ),
+        (
+            format!("GRANT INSERT ON checkdb.{t} TO 'dp_reader'@'localhost'"),
+            format!("REVOKE INSERT ON checkdb.{t} FROM 'dp_reader'@'localhost'"),
+            "reads only",
+        ),
+    ] {
+        for host in ["localhost", "127.0.0.1"] {
+            let change = change.replace("'localhost'", &format!("'{host}'"));
+            server
+                .query_drop(&change)
+                .await
+                .unwrap_or_else(|e| panic!("{change}: {e}"));
+        }
+        // A database-level grant reaches a session at its next connection: the database's
+        // pools are replaced when it changes (a rename will do).
+        fixture
+            .console
+            .send(
+                http::Method::PATCH,
+                &format!("/api/v1/console/databases/{}", fixture.db),
+                None,
+                None,
+                Some(&json!({"name": format!("renamed {change}")})),
+            )
+            .await
+            .expect(200);
+        let (_, answer) = fixture
+            .console
+            .query(
+                &alice(),
+                &fixture.db,
+                &fixture.credential,
+                &format!("SELECT id FROM {t}"),
+                None,
+                None,
+            )
+            .await;
+        let text = answer.expect(422).text();
+        assert!(text.contains(says), "after {change}: {text}");
+        assert!(leaks(&text).is_none(), "{text}");
+        for host in ["localhost", "127.0.0.1"] {
+            let undo = undo.replace("'localhost'", &format!("'{host}'"));
+            server
+                .query_drop(&undo)
+                .await
+                .unwrap_or_else(|e| panic!("{undo}: {e}"));
+        }
+        fixture
+            .attempt(&format!("SELECT id FROM {t} ORDER BY id"), Runs(&["id"]))
+            .await;
+    }
     assert_eq!(fixture.table, t);
     for statement in [
+        format!("REVOKE ALL PRIVILEGES ON checkdb.{t} FROM 'dp_reader'@'localhost'"),
+        format!("REVOKE ALL PRIVILEGES ON checkdb.{t} FROM 'dp_reader'@'127.0.0.1'"),
         format!("DROP VIEW {t}_v, {t}_tv"),
         format!("DROP FUNCTION {t}_leak"),
         format!("DROP TABLE {t}"),

@@ -206,8 +206,8 @@ impl Shared {
             return Err(run_error(RunError::Protected(Refused::undecided(
                 protection,
                 format!(
-                    "data protection on {} is not enforced by the database yet (only \
-                     PostgreSQL's is): no query runs on a database with policies",
+                    "data protection on {} is not enforced by the database yet (PostgreSQL's and \
+                     MySQL's are): no query runs on a database with policies",
                     adapter.as_str()
                 ),
             ))));

@@ -12,9 +12,9 @@
 //! - **Session state**: after every run the session is reset (`COM_RESET_CONNECTION`, which
 //!   drops what the statement may have `SET`) and its timeout set again; a session that fails
 //!   that is closed.
-//! - **Data protection** is not enforced by MySQL's and MariaDB's privileges yet, so no query
-//!   runs on a database with policies ([`QueryRunner::protects`] is false; docs/data-protection.md,
-//!   "What each adapter enforces").
+//! - **Data protection**: on a database with policies, the session's user is verified to be
+//!   unable to read any protected column before the statement is sent ([`verify`]); the server's
+//!   own privilege checks then refuse whatever reads one, in any form (docs/data-protection.md).
 
 use std::time::Duration;
 
@@ -24,8 +24,11 @@ use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable as _;
 use mysql_async::{Conn, Params, Value};
 
+mod verify;
+
 use super::encode::{Column, Encoder};
 use super::pool::{PoolLimits, Pools, checkout, connected};
+use super::protect::{Protection, Refused};
 use super::statement::Dialect;
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
@@ -156,6 +159,7 @@ impl QueryRunner for MysqlRunner {
             &mut session.conn,
             &statement,
             values,
+            job.protection.as_deref(),
             sink,
             read_only,
             &mut truncated,
@@ -183,6 +187,10 @@ impl QueryRunner for MysqlRunner {
                 conn.disconnect().await.ok()
             };
             let _ = tokio::time::timeout(Duration::from_secs(1), kill).await;
+        } else if matches!(outcome, Err(RunError::Protected(_))) {
+            // A session whose user could read a protected column (or that was refused one) is
+            // not pooled: a revoke reaches a session only when it connects again.
+            drop(Object::take(session));
         } else {
             let set_timeout = session.set_timeout.clone();
             let reset = async {
@@ -196,8 +204,34 @@ impl QueryRunner for MysqlRunner {
         outcome
     }
 
+    fn protects(&self) -> bool {
+        true
+    }
+
     fn evict(&self, database_id: &str) {
         self.pools.evict_database(database_id);
+    }
+}
+
+/// On a database with data protection, the server's refusal to read a table or column (errors
+/// 1142, 1143) is the protection at work: answered as a refusal naming the policies. Anything
+/// else: [`database_error`].
+fn refused_by_privileges(error: &mysql_async::Error, protection: Option<&Protection>) -> RunError {
+    match (error, protection) {
+        (mysql_async::Error::Server(server), Some(protection))
+            if matches!(server.code, 1142 | 1143) =>
+        {
+            RunError::Protected(Refused::undecided(
+                protection,
+                format!(
+                    "the server refused it (ERROR {}: {}): queries on this database run as a user \
+                     that can't read what its policies protect, masked columns included (MySQL \
+                     and MariaDB have no masking views). Select the columns you may read",
+                    server.code, server.message
+                ),
+            ))
+        }
+        _ => database_error(error),
     }
 }
 
@@ -216,10 +250,16 @@ async fn execute(
     conn: &mut Conn,
     statement: &str,
     values: Vec<Value>,
+    protection: Option<&Protection>,
     sink: &mut RowSink,
     read_only: bool,
     truncated: &mut bool,
 ) -> Result<(), RunError> {
+    // On a protected database, nothing of the statement reaches the server before its user is
+    // verified.
+    if let Some(protection) = protection {
+        verify::ensure(conn, protection).await?;
+    }
     if read_only {
         conn.query_drop("START TRANSACTION READ ONLY")
             .await
@@ -233,7 +273,7 @@ async fn execute(
     let mut result = conn
         .exec_iter(statement, params)
         .await
-        .map_err(|e| database_error(&e))?;
+        .map_err(|e| refused_by_privileges(&e, protection))?;
     let stored = result.columns().unwrap_or_else(|| Vec::new().into());
     let renders: Vec<Render> = stored.iter().map(Render::of).collect();
     let columns: Vec<Column> = stored
@@ -246,7 +286,10 @@ async fn execute(
         })
         .collect();
     loop {
-        let row = result.next().await.map_err(|e| database_error(&e))?;
+        let row = result
+            .next()
+            .await
+            .map_err(|e| refused_by_privileges(&e, protection))?;
         let Some(row) = row else { break };
         if !sink.is_started() {
             sink.columns(&columns);

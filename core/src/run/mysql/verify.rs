@@ -1,0 +1,279 @@
+//! The verification of a protected MySQL or MariaDB database's user (docs/data-protection.md,
+//! "The user (MySQL, MariaDB)"): before each run on a database with data protection policies,
+//! the session is checked, as the user it logged in as, to be unable to read any protected
+//! column, before anything of the statement reaches the server. MariaDB has no search path for
+//! masking views, so a masked column is as unreadable as a hidden one there: naming either is
+//! refused by the server's own privilege check.
+//!
+//! What it asks the server: the user's grants and `PUBLIC`'s (`SHOW GRANTS`): only `USAGE` and
+//! `SELECT` (on tables or columns), no global privilege (`FILE` reads data files, `PROCESS`
+//! shows others' statements), no role (`SET ROLE` would reach its rights); the protected
+//! columns it may read (`information_schema.COLUMNS` lists a column with the privileges the
+//! user has on it, from every level); the views and routines it may use that run with their
+//! definer's rights; and whether it may read the `mysql` schema (`mysql.column_stats` holds
+//! minimum and maximum values and histograms). Grants change what a session may do at its next
+//! statement, so this runs at every checkout: it has no cache to go stale.
+
+use mysql_async::prelude::Queryable as _;
+use mysql_async::{Conn, Value};
+
+use super::database_error;
+use crate::run::RunError;
+use crate::run::protect::{Protection, Refused};
+
+/// Checks that `conn`'s user can't read a column `protection` protects; refused, naming what
+/// to change, when it can.
+pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(), RunError> {
+    let mut problems: Vec<(String, Option<String>)> = Vec::new();
+    let user: String = conn
+        .query_first("SELECT CURRENT_USER()")
+        .await
+        .map_err(|e| database_error(&e))?
+        .unwrap_or_default();
+    let account = account(&user);
+    let own: Vec<String> = conn
+        .query("SHOW GRANTS")
+        .await
+        .map_err(|e| database_error(&e))?;
+    for grant in own {
+        problems.extend(grant_problem(&grant, &account));
+    }
+    // MariaDB 10.11 has PUBLIC; a server without it answers an error, and has no such grants.
+    if let Ok(public) = conn.query::<String, _>("SHOW GRANTS FOR PUBLIC").await {
+        for grant in public {
+            problems.extend(grant_problem(&grant, "PUBLIC"));
+        }
+    }
+    let (filter, params) = column_filter(protection);
+    let readable: Vec<(String, String, String, String)> = conn
+        .exec(
+            format!(
+                "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, PRIVILEGES \
+                 FROM information_schema.COLUMNS WHERE ({filter}) \
+                 AND TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema')"
+            ),
+            params,
+        )
+        .await
+        .map_err(|e| database_error(&e))?;
+    for (schema, table, column, privileges) in readable {
+        if !privileges
+            .split(',')
+            .any(|p| p.trim().eq_ignore_ascii_case("select"))
+        {
+            continue;
+        }
+        let policy = protection
+            .find(&schema, &table, &column)
+            .map(|c| c.policy.clone())
+            .unwrap_or_default();
+        problems.push((
+            format!("the user can read `{schema}`.`{table}`.`{column}` (policy \"{policy}\")"),
+            Some(format!(
+                "REVOKE SELECT ON `{schema}`.`{table}` FROM {account}, then GRANT SELECT (<the \
+                 unprotected columns>) ON `{schema}`.`{table}` TO {account}"
+            )),
+        ));
+    }
+    let definers: Vec<(String, String, String)> = conn
+        .query(
+            "SELECT 'view', TABLE_SCHEMA, TABLE_NAME FROM information_schema.VIEWS \
+             WHERE SECURITY_TYPE = 'DEFINER' \
+             UNION ALL \
+             SELECT LOWER(ROUTINE_TYPE), ROUTINE_SCHEMA, ROUTINE_NAME \
+             FROM information_schema.ROUTINES WHERE SECURITY_TYPE = 'DEFINER' \
+             AND ROUTINE_SCHEMA NOT IN ('sys', 'mysql')",
+        )
+        .await
+        .map_err(|e| database_error(&e))?;
+    for (kind, schema, name) in definers {
+        let fix = if kind == "view" {
+            format!("ALTER SQL SECURITY INVOKER VIEW `{schema}`.`{name}` AS …, or REVOKE")
+        } else {
+            format!(
+                "REVOKE EXECUTE ON {} `{schema}`.`{name}` FROM {account}",
+                kind.to_uppercase()
+            )
+        };
+        problems.push((
+            format!(
+                "the user may use the {kind} `{schema}`.`{name}`, which runs with its definer's \
+                 rights"
+            ),
+            Some(fix),
+        ));
+    }
+    let system: Option<String> = conn
+        .query_first(
+            "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'mysql' LIMIT 1",
+        )
+        .await
+        .map_err(|e| database_error(&e))?;
+    if let Some(table) = system {
+        problems.push((
+            format!(
+                "the user may read the mysql schema (`mysql`.`{table}`; `column_stats` holds \
+                 values of every column)"
+            ),
+            Some(format!("REVOKE ALL ON mysql.* FROM {account}")),
+        ));
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let shown = 8;
+    let mut why = format!(
+        "the user {account} that this database's queries run as could read what its policies \
+         protect, so no query runs on it until it can't ({} problem{}). ",
+        problems.len(),
+        if problems.len() == 1 { "" } else { "s" }
+    );
+    for (i, (problem, fix)) in problems.iter().take(shown).enumerate() {
+        if i > 0 {
+            why.push_str("; ");
+        }
+        why.push_str(problem);
+        if let Some(fix) = fix {
+            why.push_str(&format!(" (as an administrator: {fix})"));
+        }
+    }
+    if problems.len() > shown {
+        why.push_str(&format!("; and {} more", problems.len() - shown));
+    }
+    Err(RunError::Protected(Refused::undecided(protection, why)))
+}
+
+/// `user@host` as an account name: `'user'@'host'`.
+fn account(user: &str) -> String {
+    match user.rsplit_once('@') {
+        Some((name, host)) => format!("'{name}'@'{host}'"),
+        None => format!("'{user}'"),
+    }
+}
+
+/// What is wrong with one line of `SHOW GRANTS` (of `account`): a role, a global privilege,
+/// or any privilege but `SELECT` and `USAGE`. The line is never quoted: it may hold the
+/// account's password hash.
+fn grant_problem(grant: &str, account: &str) -> Option<(String, Option<String>)> {
+    let rest = grant.strip_prefix("GRANT ")?;
+    let Some((privileges, object)) = rest.split_once(" ON ") else {
+        // `GRANT role TO user`: SET ROLE reaches its rights.
+        let role = rest.split(" TO ").next().unwrap_or(rest).trim();
+        return Some((
+            format!("{account} is granted the role {role} (SET ROLE reaches its rights)"),
+            Some(format!("REVOKE {role} FROM {account}")),
+        ));
+    };
+    let object = object.split(" TO ").next().unwrap_or(object).trim();
+    let names: Vec<String> = split_privileges(privileges);
+    let global = object == "*.*";
+    let wrong: Vec<&String> = names
+        .iter()
+        .filter(|p| {
+            let p = p.to_ascii_uppercase();
+            !(p == "USAGE" || (!global && (p == "SELECT" || p.starts_with("SELECT ("))))
+        })
+        .collect();
+    if wrong.is_empty() && !grant.contains("WITH GRANT OPTION") {
+        return None;
+    }
+    let what: Vec<&str> = wrong.iter().map(|p| p.as_str()).collect();
+    Some((
+        format!(
+            "{account} holds {} on {object} (a protected database's user reads only, and holds \
+             no global privilege)",
+            if what.is_empty() {
+                "GRANT OPTION".to_owned()
+            } else {
+                what.join(", ")
+            }
+        ),
+        Some(format!(
+            "REVOKE {} ON {object} FROM {account}",
+            if what.is_empty() {
+                "GRANT OPTION".to_owned()
+            } else {
+                what.join(", ")
+            }
+        )),
+    ))
+}
+
+/// `SELECT (`a`, `b`), INSERT` → `["SELECT (`a`, `b`)", "INSERT"]`.
+fn split_privileges(privileges: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in privileges.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                current.push(c);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                current.push(c);
+            }
+            ',' if depth == 0 => out.push(std::mem::take(&mut current).trim().to_owned()),
+            _ => current.push(c),
+        }
+    }
+    if !current.trim().is_empty() {
+        out.push(current.trim().to_owned());
+    }
+    out
+}
+
+/// The `WHERE` condition that finds the protected columns in `information_schema.COLUMNS`
+/// (names compared without regard to case), and its parameters.
+fn column_filter(protection: &Protection) -> (String, Vec<Value>) {
+    let mut parts = Vec::new();
+    let mut params = Vec::new();
+    for column in &protection.columns {
+        let mut part = "LOWER(COLUMN_NAME) = LOWER(?)".to_owned();
+        params.push(Value::from(column.column.as_str()));
+        if let Some(table) = &column.table {
+            part.push_str(" AND LOWER(TABLE_NAME) = LOWER(?)");
+            params.push(Value::from(table.as_str()));
+        }
+        if let Some(schema) = &column.schema {
+            part.push_str(" AND LOWER(TABLE_SCHEMA) = LOWER(?)");
+            params.push(Value::from(schema.as_str()));
+        }
+        parts.push(format!("({part})"));
+    }
+    if parts.is_empty() {
+        return ("FALSE".to_owned(), params);
+    }
+    (parts.join(" OR "), params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grants_of_select_and_usage_only_pass() {
+        let me = "'r'@'%'";
+        assert!(
+            grant_problem(
+                "GRANT USAGE ON *.* TO `r`@`%` IDENTIFIED BY PASSWORD '*AB'",
+                me
+            )
+            .is_none()
+        );
+        assert!(grant_problem("GRANT SELECT (`id`, `name`) ON `db`.`t` TO `r`@`%`", me).is_none());
+        assert!(grant_problem("GRANT SELECT ON `db`.`other` TO `r`@`%`", me).is_none());
+        for bad in [
+            "GRANT SELECT ON *.* TO `r`@`%`",
+            "GRANT FILE ON *.* TO `r`@`%`",
+            "GRANT SELECT, INSERT ON `db`.* TO `r`@`%`",
+            "GRANT SELECT (`id`), UPDATE (`id`) ON `db`.`t` TO `r`@`%`",
+            "GRANT SELECT ON `db`.`t` TO `r`@`%` WITH GRANT OPTION",
+            "GRANT `admin` TO `r`@`%`",
+        ] {
+            let (problem, _) = grant_problem(bad, me).expect(bad);
+            assert!(!problem.contains("*AB"), "{problem}");
+        }
+    }
+}
