@@ -34,8 +34,15 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// The bounds of the serving loop (docs/operations.md, *The reference server*).
 #[derive(Clone, Copy, Debug)]
 pub struct ServeLimits {
-    /// Connections served at once; more wait in the listen backlog until one ends.
+    /// Connections that sent a complete request head, served at once; the next one's request
+    /// waits until one ends.
     pub max_connections: usize,
+    /// Connections that have not yet sent a complete request head, kept at once: past it, the
+    /// oldest of them is closed to make room. They take no slot of `max_connections`, so that
+    /// sockets that open and never finish a head can't crowd out callers that do.
+    pub max_pending: usize,
+    /// How long a connection may take over a request head before it is closed.
+    pub head_timeout: Duration,
     /// How long a shutdown waits for the requests in flight before it ends them.
     pub drain: Duration,
 }
@@ -44,7 +51,42 @@ impl Default for ServeLimits {
     fn default() -> Self {
         Self {
             max_connections: 1024,
+            max_pending: 256,
+            head_timeout: Duration::from_secs(10),
             drain: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A connection's state as the serving loop sees it: whether it sent a request head yet, its
+/// slot of `max_connections` once it did, and the signal that closes it while it has not.
+#[derive(Debug, Default)]
+struct Conn {
+    started: std::sync::atomic::AtomicBool,
+    slot: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+    evict: tokio::sync::Notify,
+}
+
+/// The connections without a complete request head, oldest first.
+#[derive(Debug, Default)]
+struct Pending {
+    queue: std::sync::Mutex<std::collections::VecDeque<std::sync::Weak<Conn>>>,
+}
+
+impl Pending {
+    /// Adds `conn`; when more than `budget` are pending, closes the oldest.
+    fn admit(&self, conn: &Arc<Conn>, budget: usize) {
+        use std::sync::atomic::Ordering;
+        let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        queue.retain(|weak| {
+            weak.upgrade()
+                .is_some_and(|c| !c.started.load(Ordering::Acquire))
+        });
+        queue.push_back(Arc::downgrade(conn));
+        while queue.len() > budget.max(1) {
+            if let Some(oldest) = queue.pop_front().and_then(|weak| weak.upgrade()) {
+                oldest.evict.notify_one();
+            }
         }
     }
 }
@@ -72,22 +114,18 @@ pub async fn serve<F, G>(
     // The timer enables hyper's header read timeout, so a client that never finishes its
     // request head cannot hold a connection (and the shutdown) forever.
     http.timer(TokioTimer::new());
+    http.header_read_timeout(limits.head_timeout);
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let pending = Arc::new(Pending::default());
     let app = App {
         mcp: crate::mcp::Mcp::new(service.clone()),
         service,
     };
     tokio::pin!(shutdown);
     loop {
-        // A free connection slot first: at the cap, new connections wait in the backlog.
-        let slot = tokio::select! {
-            biased;
-            () = &mut shutdown => break,
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
+        // Accepting never waits for a slot: a connection takes one of `max_connections` when
+        // its first request head is complete ([`handle`]); until then it is one of the pending,
+        // the oldest of which is closed when there are too many.
         tokio::select! {
             biased;
             () = &mut shutdown => break,
@@ -96,33 +134,45 @@ pub async fn serve<F, G>(
                     if let Err(error) = stream.set_nodelay(true) {
                         tracing::debug!(%error, "could not set TCP_NODELAY");
                     }
+                    let conn = Arc::new(Conn::default());
+                    pending.admit(&conn, limits.max_pending);
                     let app = app.clone();
                     let watcher = graceful.watcher();
                     let tls = tls.clone();
                     let http = http.clone();
+                    let slots = Arc::clone(&slots);
                     tokio::spawn(async move {
-                        let served = match tls {
-                            None => watcher.watch(serve_with(&http, TokioIo::new(stream), app)).await,
-                            Some(acceptor) => {
-                                // A client that never finishes its handshake is dropped.
-                                let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
-                                match handshake.await {
-                                    Ok(Ok(stream)) => watcher.watch(serve_with(&http, TokioIo::new(stream), app)).await,
-                                    Ok(Err(error)) => {
-                                        tracing::debug!(%error, "TLS handshake failed");
-                                        Ok(())
-                                    }
-                                    Err(_) => {
-                                        tracing::debug!("TLS handshake timed out");
-                                        Ok(())
+                        let evicted = evicted_while_pending(&conn);
+                        let serving = async {
+                            match tls {
+                                None => watcher.watch(serve_with(&http, TokioIo::new(stream), app, &conn, slots)).await,
+                                Some(acceptor) => {
+                                    // A client that never finishes its handshake is dropped.
+                                    let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+                                    match handshake.await {
+                                        Ok(Ok(stream)) => watcher.watch(serve_with(&http, TokioIo::new(stream), app, &conn, slots)).await,
+                                        Ok(Err(error)) => {
+                                            tracing::debug!(%error, "TLS handshake failed");
+                                            Ok(())
+                                        }
+                                        Err(_) => {
+                                            tracing::debug!("TLS handshake timed out");
+                                            Ok(())
+                                        }
                                     }
                                 }
+                            }
+                        };
+                        let served = tokio::select! {
+                            served = serving => served,
+                            () = evicted => {
+                                tracing::debug!("a connection without a request head was closed to make room");
+                                Ok(())
                             }
                         };
                         if let Err(error) = served {
                             tracing::debug!(%error, "connection ended with an error");
                         }
-                        drop(slot);
                     });
                 }
                 Err(error) => {
@@ -156,16 +206,51 @@ struct App {
     mcp: crate::mcp::Mcp,
 }
 
-/// HTTP/1 on one connection (plain or TLS), answered by [`handle`].
+/// Completes when `conn` is to be closed to make room while it has not sent a request head;
+/// never once it has.
+async fn evicted_while_pending(conn: &Conn) {
+    use std::sync::atomic::Ordering;
+    loop {
+        conn.evict.notified().await;
+        if !conn.started.load(Ordering::Acquire) {
+            return;
+        }
+        std::future::pending::<()>().await;
+    }
+}
+
+/// HTTP/1 on one connection (plain or TLS), answered by [`handle`]; its first request head
+/// takes it out of the pending and into a slot of `slots`, held until it ends.
 fn serve_with<I>(
     http: &http1::Builder,
     io: TokioIo<I>,
     app: App,
+    conn: &Arc<Conn>,
+    slots: Arc<Semaphore>,
 ) -> impl GracefulConnection<Error = hyper::Error> + Send
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    http.serve_connection(io, service_fn(move |request| handle(app.clone(), request)))
+    let conn = Arc::clone(conn);
+    http.serve_connection(
+        io,
+        service_fn(move |request| {
+            let app = app.clone();
+            let conn = Arc::clone(&conn);
+            let slots = Arc::clone(&slots);
+            async move {
+                use std::sync::atomic::Ordering;
+                if !conn.started.swap(true, Ordering::AcqRel) {
+                    // At the cap, the request waits for a slot (as a connection once waited in
+                    // the backlog).
+                    if let Ok(slot) = slots.acquire_owned().await {
+                        *conn.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(slot);
+                    }
+                }
+                handle(app, request).await
+            }
+        }),
+    )
 }
 
 /// One request: the health check, the docs, the MCP endpoint or the service, then the log

@@ -94,3 +94,82 @@ async fn shutdown_closes_idle_connections_and_returns() {
     assert!(idle.is_closed_by_server().await);
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
 }
+
+/// Sockets that open and never finish a request head take no slot of `max_connections`: with
+/// 2,000 of them held open from 127.0.0.2, `/healthz`, `/readyz` and an authenticated caller
+/// from 127.0.0.1 are still answered, each within a few seconds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_unfinished_heads_does_not_crowd_out_callers() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    use tokio::io::AsyncWriteExt as _;
+    let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
+    setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();
+    assert!(
+        hard >= 4_500,
+        "the test needs 4,500 open files (2,000 sockets on each side): the hard limit is {hard}"
+    );
+    let (addr, stop, task) = start().await;
+    // The flood opens its sockets in the background (past the listen backlog, a connect waits)
+    // and holds them until the end; the callers start once a thousand are open.
+    let opened = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (release, released) = oneshot::channel::<()>();
+    let flood = tokio::spawn({
+        let opened = Arc::clone(&opened);
+        async move {
+            let mut held = Vec::new();
+            for _ in 0..2_000 {
+                let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+                let Ok(Ok(mut stream)) =
+                    tokio::time::timeout(Duration::from_millis(200), socket.connect(addr)).await
+                else {
+                    continue;
+                };
+                let _ = stream
+                    .write_all(b"GET /healthz HTTP/1.1\r\nHost: flood\r\n")
+                    .await;
+                held.push(stream);
+                opened.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            let _ = released.await;
+            drop(held);
+        }
+    });
+    dbconsole_tests::eventually(
+        Duration::from_secs(30),
+        "a thousand flood sockets open",
+        || {
+            let opened = Arc::clone(&opened);
+            async move { (opened.load(std::sync::atomic::Ordering::SeqCst) >= 1_000).then_some(()) }
+        },
+    )
+    .await;
+    let within = Duration::from_secs(3);
+    for round in 0..11 {
+        let health = tokio::time::timeout(within, request(addr, "GET", "/healthz", &[], None))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: /healthz was not answered"));
+        assert_eq!(health.status, 200);
+        let ready = tokio::time::timeout(within, request(addr, "GET", "/readyz", &[], None))
+            .await
+            .unwrap_or_else(|_| panic!("round {round}: /readyz was not answered"));
+        assert_eq!(ready.status, 200);
+        let listed = tokio::time::timeout(
+            within,
+            request(
+                addr,
+                "GET",
+                "/api/v1/console/databases",
+                &[("x-api-key", KEY)],
+                None,
+            ),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("round {round}: the authenticated caller was not answered"));
+        assert_eq!(listed.status, 200, "{}", listed.body);
+    }
+    let _ = release.send(());
+    flood.await.unwrap();
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}

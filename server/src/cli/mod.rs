@@ -606,6 +606,7 @@ impl ServeArgs {
         ServeLimits {
             max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
             drain: Duration::from_secs(self.drain_secs),
+            ..ServeLimits::default()
         }
     }
 
