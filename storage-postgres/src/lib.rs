@@ -51,7 +51,7 @@
 //! | `audit_events` | the audit trail: `id`, `resource_id` and `at` (indexed), `record`; written in the transaction (or the statement) of the change it records | 2 |
 //! | `idempotency_answers` | the answers of writes made with an `Idempotency-Key`: `key`, `at` (indexed, for pruning), `record` | 4 |
 //! | `seal_keys` | `id`, `key_check`, `current` (one row is); `databases.seal_keys` lists each row's key ids, checked by the trigger `databases_seal_keys` | 5 |
-//! | `queries` | the query history: `id`, `database_id`, `author`, `status` (each indexed with `id`, for the history's filters), `version` (`updated_at` in microseconds, what a replace compares), `record` | 6 |
+//! | `queries` | the query history: `id`, `database_id`, `author`, `status` (each indexed with `id`, for the history's filters), `version` (`updated_at` in microseconds, what a replace compares), `record`; version 9 puts every author (column and record), reviewer and runner in its normal form ([`dbconsole_core::model::identity`]) | 6, 9 |
 //! | `deliveries` | the outbox: `id`, `status` (indexed with `id`), `due_at` (when a worker may claim it; null once delivered or dead), `kind` of receiver (the claim's index is on `kind`, `due_at`), `version`, `record` | 7, 8 |
 //! | `meta` | the key check value before version 5 | 1 |
 //! | `schema_migrations` | applied versions | |

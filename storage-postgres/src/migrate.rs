@@ -22,7 +22,11 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (6, include_str!("../migrations/0006_queries.sql")),
     (7, include_str!("../migrations/0007_outbox.sql")),
     (8, include_str!("../migrations/0008_delivery_kinds.sql")),
+    (9, include_str!("../migrations/0009_identities.sql")),
 ];
+
+/// The version that puts the queries' authors in their normal form, from the records in Rust.
+const IDENTITIES_VERSION: i32 = 9;
 
 /// The version that adds the seal keys, filled from the key check value and the records in
 /// Rust.
@@ -102,6 +106,9 @@ pub(crate) async fn run(
         if *version == DELIVERY_KINDS_VERSION {
             fill_delivery_kinds(&txn).await?;
         }
+        if *version == IDENTITIES_VERSION {
+            normalize_authors(&txn).await?;
+        }
         txn.execute(
             "INSERT INTO schema_migrations (version) VALUES ($1)",
             &[version],
@@ -178,7 +185,32 @@ async fn stored_databases(
         .collect()
 }
 
-/// Fills the listing columns of version 3 from the records written before it.
+/// Version 9: every query whose record names its author (or a reviewer, its bypasser or its
+/// runner) other than in the normal form is written again in it, with its `author` column.
+async fn normalize_authors(txn: &deadpool_postgres::Transaction<'_>) -> Result<(), ConnectError> {
+    let rows = txn
+        .query("SELECT id, author, record FROM queries", &[])
+        .await
+        .map_err(ConnectError::Migrate)?;
+    for row in rows {
+        let id: String = row.try_get("id").map_err(ConnectError::Migrate)?;
+        let author: String = row.try_get("author").map_err(ConnectError::Migrate)?;
+        let bytes: Vec<u8> = row.try_get("record").map_err(ConnectError::Migrate)?;
+        // Decoding puts every name in its normal form.
+        let query = record::decode_query(&id, &bytes).map_err(ConnectError::Record)?;
+        let encoded = record::encode_query(&query).map_err(ConnectError::Record)?;
+        if query.author != author || encoded != bytes {
+            txn.execute(
+                "UPDATE queries SET author = $2, record = $3 WHERE id = $1",
+                &[&id, &query.author, &encoded],
+            )
+            .await
+            .map_err(ConnectError::Migrate)?;
+        }
+    }
+    Ok(())
+}
+
 /// Fills the `kind` of every delivery of version 8 from its record, then requires it.
 async fn fill_delivery_kinds(txn: &deadpool_postgres::Transaction<'_>) -> Result<(), ConnectError> {
     let rows = txn

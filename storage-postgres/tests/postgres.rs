@@ -455,3 +455,80 @@ async fn deliveries_from_before_kinds_are_claimed_by_kind() {
         .get(0);
     assert_eq!(nullable, "NO", "every delivery has its kind");
 }
+
+/// A store of schema version 8 may hold authors written in any case: migrated to version 9,
+/// every query's names are in their normal form, its record and its `author` column both, so
+/// the history's `author` filter finds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authors_from_before_one_identity_are_found_by_their_normal_form() {
+    use dbconsole_core::model::{AuditAction, AuditEvent, Query, QueryId, QueryStatus};
+    use dbconsole_core::storage::{Page, QueryFilter, WriteLog};
+
+    let (options, sealer, storage) = fresh_store().await;
+    let schema = options.schema.clone();
+    let now = Timestamp::now();
+    let query = Query {
+        id: QueryId::generate(),
+        database_id: "db_a".to_owned(),
+        credential_id: "crd_a".to_owned(),
+        query: "SELECT 1".to_owned(),
+        limit: 10,
+        author: "ANN@Example.com".to_owned(),
+        by_agent: false,
+        target: None,
+        status: QueryStatus::Ready,
+        reviews: Vec::new(),
+        bypass: None,
+        run: None,
+        inserted_at: now,
+        updated_at: now,
+    };
+    storage
+        .create_query(
+            query.clone(),
+            WriteLog::from(AuditEvent::new(
+                origin(),
+                AuditAction::QueryCreate,
+                query.id.as_str(),
+                Vec::new(),
+            )),
+        )
+        .await
+        .unwrap();
+    drop(storage);
+    let client = raw_client().await;
+    client
+        .batch_execute(&format!(
+            "DELETE FROM {schema}.schema_migrations WHERE version >= 9;"
+        ))
+        .await
+        .unwrap();
+    let storage = PostgresStorage::connect(options.clone(), &sealer)
+        .await
+        .expect("migrated to version 9");
+    let all = Page {
+        after: None,
+        limit: 10,
+    };
+    let found = storage
+        .list_queries(
+            all,
+            QueryFilter {
+                author: Some("ann@example.com"),
+                ..QueryFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].author, "ann@example.com");
+    let column: String = client
+        .query_one(
+            &format!("SELECT author FROM {schema}.queries WHERE id = $1"),
+            &[&query.id.as_str()],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(column, "ann@example.com");
+}

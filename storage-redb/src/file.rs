@@ -117,6 +117,7 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
         }
     }
     let mut meta = txn.open_table(META).map_err(redb)?;
+    let mut normalize_identities = false;
     if has_meta {
         let version = match meta.get(META_FORMAT_VERSION).map_err(redb_storage)? {
             None => return Err(OpenError::Corrupt("it has no format version")),
@@ -152,6 +153,8 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
             SealKeyError::Wrong(_) => OpenError::WrongKey,
             other => OpenError::SealKey(other),
         })?;
+        // Format 3: user identities in one normal form.
+        normalize_identities = version < 3;
         if version < FORMAT_VERSION {
             put_seal_keys(&mut meta, &keys)?;
             meta.remove(META_KEY_CHECK).map_err(redb_storage)?;
@@ -165,6 +168,9 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
         put_seal_keys(&mut meta, &keys)?;
     }
     drop(meta);
+    if normalize_identities {
+        crate::queries::normalize_identities(txn).map_err(OpenError::Index)?;
+    }
     txn.open_table(DATABASES).map_err(redb)?;
     txn.open_table(DATABASE_API_IDS).map_err(redb)?;
     txn.open_table(DASHBOARDS).map_err(redb)?;

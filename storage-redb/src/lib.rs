@@ -218,8 +218,9 @@ pub const DEFAULT_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The format version of files this build writes, and the newest it opens. Version 2 keeps
 /// the seal keys (`seal_keys`) instead of one key check value (`key_check`, read as key 0's);
-/// a version 1 file is upgraded when it is opened.
-pub const FORMAT_VERSION: u32 = 2;
+/// version 3 keeps user identities in one normal form (the queries' authors, reviewers and
+/// runners, and the author index). An older file is upgraded when it is opened.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The redb backend. Open it once per process and share it with `Arc`; see the
 /// [crate documentation](crate) for what it guarantees.

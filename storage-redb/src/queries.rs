@@ -55,6 +55,41 @@ pub(crate) fn put(
     Ok(())
 }
 
+/// Format 3: every query's names in their normal form (decoding puts them so), its record
+/// written again and the `author:` index rebuilt from the records.
+pub(crate) fn normalize_identities(txn: &WriteTransaction) -> Result<(), StorageError> {
+    let mut queries = txn.open_table(QUERIES).or_backend()?;
+    let mut index = txn.open_table(QUERIES_BY).or_backend()?;
+    let mut stale = Vec::new();
+    for entry in index.iter().or_backend()? {
+        let (key, _) = entry.or_backend()?;
+        let (field, id) = key.value();
+        if field.starts_with("author:") {
+            stale.push((field.to_owned(), id.to_owned()));
+        }
+    }
+    for (field, id) in &stale {
+        index.remove((field.as_str(), id.as_str())).or_backend()?;
+    }
+    let mut rewritten = Vec::new();
+    for entry in queries.iter().or_backend()? {
+        let (id, bytes) = entry.or_backend()?;
+        let query = record::decode_query(id.value(), bytes.value())?;
+        rewritten.push((
+            id.value().to_owned(),
+            record::encode_query(&query)?,
+            query.author,
+        ));
+    }
+    for (id, bytes, author) in rewritten {
+        queries.insert(id.as_str(), bytes.as_slice()).or_backend()?;
+        index
+            .insert((format!("author:{author}").as_str(), id.as_str()), ())
+            .or_backend()?;
+    }
+    Ok(())
+}
+
 pub(crate) fn get(txn: &ReadTransaction, id: &str) -> Result<Option<Query>, StorageError> {
     let queries = txn.open_table(QUERIES).or_backend()?;
     match queries.get(id).or_backend()? {

@@ -1002,3 +1002,94 @@ fn a_file_that_is_not_a_data_file_is_not_restored() {
     assert!(matches!(missing, CopyError::Io { .. }), "{missing:?}");
     assert!(!dest.exists());
 }
+
+/// A file of format 2 may hold authors written in any case: opening it puts every query's names
+/// in their normal form, records and author index both, so the history's `author` filter finds
+/// them (format 3).
+#[tokio::test]
+async fn a_format_2_file_gets_its_authors_in_one_normal_form() {
+    use dbconsole_core::model::{
+        AuditAction, AuditEvent, Decision, Query, QueryId, QueryStatus, Review,
+    };
+    use dbconsole_core::storage::{QueryFilter, WriteLog};
+    let dir = tempfile::tempdir().unwrap();
+    let path = data_file(&dir);
+    let key = key();
+    let storage = open(&path, &key);
+    let now = Timestamp::now();
+    let query = Query {
+        id: QueryId::generate(),
+        database_id: "db_a".to_owned(),
+        credential_id: "crd_a".to_owned(),
+        query: "SELECT 1".to_owned(),
+        limit: 10,
+        author: "ANN@Example.com".to_owned(),
+        by_agent: false,
+        target: None,
+        status: QueryStatus::AwaitingReview,
+        reviews: vec![Review {
+            reviewer: "Bo@Example.com".to_owned(),
+            decision: Decision::Approve,
+            comment: None,
+            at: now,
+        }],
+        bypass: None,
+        run: None,
+        inserted_at: now,
+        updated_at: now,
+    };
+    storage
+        .create_query(
+            query.clone(),
+            WriteLog::from(AuditEvent::new(
+                origin(),
+                AuditAction::QueryCreate,
+                query.id.as_str(),
+                Vec::new(),
+            )),
+        )
+        .await
+        .unwrap();
+    drop(storage);
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(META).unwrap();
+            meta.insert("format_version", 2u32.to_le_bytes().as_slice())
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let storage = open(&path, &key);
+    let found = storage
+        .list_queries(
+            ALL,
+            QueryFilter {
+                author: Some("ann@example.com"),
+                ..QueryFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].author, "ann@example.com");
+    assert_eq!(found[0].reviews[0].reviewer, "bo@example.com");
+    let old_key = storage
+        .list_queries(
+            ALL,
+            QueryFilter {
+                author: Some("ANN@Example.com"),
+                ..QueryFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(old_key.is_empty(), "the old index entry is gone");
+    drop(storage);
+    let db = redb::Database::open(&path).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(META).unwrap();
+    let version = meta.get("format_version").unwrap().unwrap();
+    assert_eq!(version.value(), FORMAT_VERSION.to_le_bytes().as_slice());
+}

@@ -940,6 +940,102 @@ pub async fn reviews_a_query_whose_database_or_credential_is_gone_is_409(
     assert_eq!(runner.runs.load(Ordering::SeqCst), 0, "nothing ran");
 }
 
+/// One user however its name is written: a principal the embedding program builds by hand as
+/// `ANN@Example.COM` (or in full-width letters) is ann: it can't approve ann's query as someone
+/// else's, it runs it as its author, and the history's `author` filter finds it; a reviewer
+/// approves once whatever case it uses; a group permission names its group in any case.
+pub async fn reviews_one_identity_whatever_its_case(storage: Arc<dyn Storage>) {
+    let (console, runner) = reviewing_console(storage);
+    let db = new_database(&console, 1, json!({"restrict_access": true})).await;
+    console
+        .api
+        .db(
+            Method::PUT,
+            &format!("/api/v1/console/databases/{}/permissions", db.0),
+            Some(&json!({"permissions": [
+                {"subject_kind": "group", "subject": "Analysts", "access": "review"},
+                {"subject_kind": "user", "subject": "BO@example.com", "access": "review"},
+            ]})),
+        )
+        .await
+        .expect(200);
+    let by_hand = |user: &str, groups: &[&str]| Principal {
+        user: user.to_owned(),
+        groups: groups.iter().map(|g| (*g).to_owned()).collect(),
+        ..Principal::default()
+    };
+    let query = new_query(&console, &by_hand("ann@example.com", &["ANALYSTS"]), &db).await;
+    let id = id_of(&query);
+    assert_eq!(query["author"], "ann@example.com");
+    let own = review(
+        &console,
+        &by_hand("ANN@Example.COM", &["analysts"]),
+        &id,
+        "approve",
+        None,
+    )
+    .await
+    .expect(403);
+    assert!(detail(&own).contains("own query"), "{}", detail(&own));
+    let fullwidth = by_hand("\u{ff21}\u{ff2e}\u{ff2e}@example.com", &["Analysts"]);
+    review(&console, &fullwidth, &id, "approve", None)
+        .await
+        .expect(403);
+    review(
+        &console,
+        &by_hand("bo@example.com", &[]),
+        &id,
+        "approve",
+        None,
+    )
+    .await
+    .expect(200);
+    review(
+        &console,
+        &by_hand("Bo@Example.com", &[]),
+        &id,
+        "approve",
+        None,
+    )
+    .await
+    .expect(409);
+    let listed = console
+        .as_(
+            &by_hand("ann@example.com", &["analysts"]),
+            Method::GET,
+            &format!("{QUERIES}?author=ANN%40EXAMPLE.COM"),
+            None,
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    run_with(
+        &console,
+        &by_hand("Ann@Example.com", &["Analysts"]),
+        &id,
+        None,
+    )
+    .await
+    .expect(200);
+    assert_eq!(runner.runs(), 1);
+    // Two permissions for one subject written two ways are one subject twice.
+    let twice = console
+        .api
+        .db(
+            Method::PUT,
+            &format!("/api/v1/console/databases/{}/permissions", db.0),
+            Some(&json!({"permissions": [
+                {"subject_kind": "user", "subject": "cy@example.com", "access": "query"},
+                {"subject_kind": "user", "subject": "CY@example.com", "access": "review"},
+            ]})),
+        )
+        .await
+        .expect(422);
+    assert!(twice.text().contains("subject"), "{}", twice.text());
+}
+
 /// Expands to one test per reviews case over fresh stores made by `$storage`.
 #[macro_export]
 macro_rules! review_tests {
@@ -959,6 +1055,7 @@ macro_rules! review_tests {
                 reviews_cover_only_where_the_query_was_made_to_run,
                 reviews_a_run_costs_five_storage_calls,
                 reviews_a_query_whose_database_or_credential_is_gone_is_409,
+                reviews_one_identity_whatever_its_case,
             ]
         );
     };

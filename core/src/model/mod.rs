@@ -11,6 +11,7 @@ mod caller;
 mod dashboard;
 mod database;
 mod delivery;
+pub mod identity;
 mod ids;
 mod principal;
 mod query;

@@ -32,9 +32,20 @@ impl Principal {
     /// A member with no group, not an agent.
     pub fn member(user: impl Into<String>) -> Self {
         Self {
-            user: user.into(),
+            user: super::identity::normalized(&user.into()),
             ..Self::default()
         }
+    }
+
+    /// The principal with its user and groups in their normal form
+    /// ([`super::identity::normalized`]): how the service takes a principal it did not build.
+    #[must_use]
+    pub fn normalized(mut self) -> Self {
+        self.user = super::identity::normalized(&self.user);
+        for group in &mut self.groups {
+            *group = super::identity::normalized(group);
+        }
+        self
     }
 
     /// Puts the user in these groups.
@@ -44,7 +55,10 @@ impl Principal {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.groups = groups.into_iter().map(Into::into).collect();
+        self.groups = groups
+            .into_iter()
+            .map(|group| super::identity::normalized(&group.into()))
+            .collect();
         self
     }
 
@@ -98,14 +112,17 @@ impl Principal {
     /// Whether this principal sees `query` whatever its database's grants: its author, or a
     /// super admin (others see it when they may query its database).
     pub fn sees_without_grant(&self, query: &super::Query) -> bool {
-        query.author == self.user || self.role == Role::SuperAdmin
+        super::identity::same(&query.author, &self.user) || self.role == Role::SuperAdmin
     }
 
     /// Whether this principal is the user, or in the group, a permission names.
     pub fn is_named_by(&self, permission: &super::Permission) -> bool {
         match permission.subject_kind {
-            super::SubjectKind::User => permission.subject == self.user,
-            super::SubjectKind::Group => self.groups.contains(&permission.subject),
+            super::SubjectKind::User => super::identity::same(&permission.subject, &self.user),
+            super::SubjectKind::Group => self
+                .groups
+                .iter()
+                .any(|group| super::identity::same(&permission.subject, group)),
         }
     }
 }

@@ -216,7 +216,9 @@ impl Query {
 
     /// Whether `user` reviewed it.
     pub fn reviewed_by(&self, user: &str) -> bool {
-        self.reviews.iter().any(|review| review.reviewer == user)
+        self.reviews
+            .iter()
+            .any(|review| super::identity::same(&review.reviewer, user))
     }
 
     /// The query with `review` added, given the approvals its credential requires now
@@ -229,7 +231,7 @@ impl Query {
         ) {
             return Err(ReviewRefusal::Closed(self.status));
         }
-        if review.reviewer == self.author {
+        if super::identity::same(&review.reviewer, &self.author) {
             return Err(ReviewRefusal::OwnQuery);
         }
         if self.reviewed_by(&review.reviewer) {

@@ -395,7 +395,7 @@ impl ConsoleService {
             .storage
             .query(query_id)
             .await?
-            .filter(|query| query.author == agent.principal.user)
+            .filter(|query| crate::model::identity::same(&query.author, &agent.principal.user))
             .ok_or(ApiError::NotFound)?;
         let origin = agent.origin();
         let response = shared

@@ -402,6 +402,12 @@ impl Shared {
                     .await?,
             ),
         };
+        // One normal form of identity for whatever authenticated the request (a stored key, a
+        // token's claims, the embedding program's principal): docs/api.md, "Who may do what".
+        let caller = caller.map(|mut caller| {
+            caller.principal = caller.principal.map(crate::model::Principal::normalized);
+            caller
+        });
         let origin = Origin {
             actor: caller.as_ref().map_or_else(
                 || crate::model::Actor::named("anonymous"),

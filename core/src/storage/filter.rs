@@ -80,7 +80,9 @@ impl QueryFilter<'_> {
     /// Whether `query` is kept.
     pub fn matches(&self, query: &Query) -> bool {
         self.database_id.is_none_or(|id| query.database_id == id)
-            && self.author.is_none_or(|author| query.author == author)
+            && self
+                .author
+                .is_none_or(|author| crate::model::identity::same(&query.author, author))
             && self.status.is_none_or(|status| query.status == status)
     }
 }

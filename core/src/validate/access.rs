@@ -39,7 +39,14 @@ pub fn permissions_from_body(
             access: access?,
         })
     })
-    .unique_by("subject", |p| Some((p.subject_kind, p.subject.clone())))
+    // One subject however it is written (its case, its Unicode form): docs/api.md, "Who may do
+    // what". It is stored as written.
+    .unique_by("subject", |p| {
+        Some((
+            p.subject_kind,
+            crate::model::identity::normalized(&p.subject),
+        ))
+    })
     .finish(r.errors(), "permissions");
     let errors = r.finish();
     match permissions {

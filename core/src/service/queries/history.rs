@@ -42,9 +42,13 @@ impl Shared {
                 .into());
             }
         };
+        // Authors are stored in their normal form: so is the one asked for.
+        let author = params
+            .get("author")
+            .map(|author| crate::model::identity::normalized(author));
         let filter = QueryFilter {
             database_id: params.get("database_id").map(String::as_str),
-            author: params.get("author").map(String::as_str),
+            author: author.as_deref(),
             status,
         };
         let items = self
@@ -62,7 +66,10 @@ impl Shared {
                     query.status,
                     QueryStatus::Ready | QueryStatus::AwaitingReview
                 );
-                if !open || query.author == principal.user || query.reviewed_by(&principal.user) {
+                if !open
+                    || crate::model::identity::same(&query.author, &principal.user)
+                    || query.reviewed_by(&principal.user)
+                {
                     continue;
                 }
                 let may = if let Some(known) = reviews.get(&query.database_id) {

@@ -33,14 +33,16 @@ impl Shared {
         let (query, guarded) = self.query_in_reach(principal, id).await?;
         // 404 before 422: an unknown query is unknown whatever the body says.
         let bypass = bypass_of(body)?;
-        if principal.agent && query.author != principal.user {
+        if principal.agent && !crate::model::identity::same(&query.author, &principal.user) {
             return Err(ApiError::Denied(
                 "an AI agent runs only the queries its user wrote".to_owned(),
             ));
         }
         // A query's one run is its author's: whoever else may see it does not spend it or read
         // its rows, but a super admin may (the run's event names who ran it).
-        if query.author != principal.user && principal.role != Role::SuperAdmin {
+        if !crate::model::identity::same(&query.author, &principal.user)
+            && principal.role != Role::SuperAdmin
+        {
             return Err(ApiError::Denied(
                 "only the query's author runs it (or a super admin)".to_owned(),
             ));
@@ -159,7 +161,7 @@ fn may_bypass(
     if principal.role != Role::SuperAdmin {
         return refused("only a super admin may bypass reviews");
     }
-    if query.author != principal.user {
+    if !crate::model::identity::same(&query.author, &principal.user) {
         return refused("a super admin may bypass reviews only on a query they wrote");
     }
     if !db.review_bypass_allowed {

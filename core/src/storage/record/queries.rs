@@ -1,7 +1,8 @@
 //! Queries as stored: versions 1 to 3 (reviews and bypass from 2, the target digest from 3).
 
-#[allow(clippy::wildcard_imports)]
 use super::*;
+#[allow(clippy::wildcard_imports)]
+use crate::model::identity;
 
 /// A query as stored (version 1): enums by their wire names.
 #[derive(Serialize, Deserialize)]
@@ -177,7 +178,7 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
         .map(|review| {
             Ok(Review {
                 decision: parse::<Decision>(&review.decision, "review decision")?,
-                reviewer: review.reviewer,
+                reviewer: identity::normalized(&review.reviewer),
                 comment: review.comment,
                 at: Timestamp::from_micros(review.at),
             })
@@ -188,7 +189,7 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
         target,
         reviews,
         bypass: bypass.map(|bypass| Bypass {
-            by: bypass.by,
+            by: identity::normalized(&bypass.by),
             at: Timestamp::from_micros(bypass.at),
             reason: bypass.reason,
             approvals: bypass.approvals,
@@ -200,9 +201,11 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
         credential_id: stored.credential_id,
         query: stored.query,
         limit: stored.limit,
-        author: stored.author,
+        // Names stored before identities had one normal form read in it (docs/api.md, "Who may
+        // do what").
+        author: identity::normalized(&stored.author),
         run: stored.run.map(|run| QueryRun {
-            run_by: run.run_by,
+            run_by: identity::normalized(&run.run_by),
             started_at: Timestamp::from_micros(run.started_at),
             finished_at: run.finished_at.map(Timestamp::from_micros),
             row_count: run.row_count,
