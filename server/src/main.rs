@@ -83,6 +83,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .checkers(dbconsole_core::check::standard_checkers())
         .runners(dbconsole_core::run::standard_runners(args.pool_limits()))
         .max_rows(args.max_rows)
+        .value_limits(args.value_limits())
         .statement_timeout(std::time::Duration::from_secs(args.statement_timeout_secs))
         .check_timeout(args.check_timeout())
         .read_cache(args.read_cache_bytes())

@@ -38,6 +38,7 @@ pub struct TestConsoleBuilder {
     trust_principal: bool,
     outbox: Option<OutboxTargets>,
     max_rows: Option<u32>,
+    value_limits: Option<dbconsole_core::run::encode::ValueLimits>,
 }
 
 impl TestConsoleBuilder {
@@ -67,6 +68,12 @@ impl TestConsoleBuilder {
         self
     }
 
+    /// The service's bounds on a value and a row of a result.
+    pub fn value_limits(mut self, limits: dbconsole_core::run::encode::ValueLimits) -> Self {
+        self.value_limits = Some(limits);
+        self
+    }
+
     /// The console.
     pub fn build(self) -> TestConsole {
         let mut builder =
@@ -75,6 +82,9 @@ impl TestConsoleBuilder {
                 .trust_principal(self.trust_principal);
         if let Some(targets) = self.outbox {
             builder = builder.outbox(targets);
+        }
+        if let Some(limits) = self.value_limits {
+            builder = builder.value_limits(limits);
         }
         if let Some(rows) = self.max_rows {
             builder = builder.max_rows(rows);
@@ -96,6 +106,7 @@ impl TestConsole {
             trust_principal: false,
             outbox: None,
             max_rows: None,
+            value_limits: None,
         }
     }
 

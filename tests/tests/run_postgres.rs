@@ -974,3 +974,81 @@ async fn a_full_pool_answers_busy_after_a_bounded_wait() {
     }
     gone_within(&server, &marker, Duration::from_secs(1)).await;
 }
+
+/// A value or a row over the server's bounds refuses the result, in the first row (422) or
+/// after others (the result's error), and nothing of it reaches the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_and_rows_over_the_bounds_are_refused() {
+    postgres_admin().await;
+    let console = dbconsole_tests::TestConsole::builder(std::sync::Arc::new(
+        dbconsole_storage_memory::MemoryStorage::new(),
+    ))
+    .runners(dbconsole_core::run::standard_runners(
+        dbconsole_core::run::pool::PoolLimits {
+            size: 2,
+            wait: Duration::from_millis(500),
+        },
+    ))
+    .trust_principal(true)
+    .value_limits(dbconsole_core::run::encode::ValueLimits {
+        max_value: 1024 * 1024,
+        max_row: 1536 * 1024,
+    })
+    .build();
+    let (db, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
+    let fits = "SELECT length(repeat('x', 1048576)) AS n, repeat('x', 1048576) AS v";
+    let (_, answer) = console
+        .query(&alice(), &db, &credentials[0], fits, None, None)
+        .await;
+    let fine = answer.expect(200).json();
+    assert_eq!(fine["rows"][0][0], 1_048_576);
+    for accept in [None, Some("application/x-ndjson"), Some("text/csv")] {
+        let (_, answer) = console
+            .query(
+                &alice(),
+                &db,
+                &credentials[0],
+                "SELECT repeat('x', 1048577) AS v",
+                None,
+                accept,
+            )
+            .await;
+        let text = answer.expect(422).text();
+        assert!(text.contains("over this server's bound"), "{text}");
+        assert!(!text.contains("xxxx"), "nothing of the value is sent");
+    }
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT repeat('x', 800000) AS a, repeat('y', 800000) AS b",
+            None,
+            None,
+        )
+        .await;
+    assert!(answer.expect(422).text().contains("bytes a row"));
+    // After other rows: they are sent, then the result's error.
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT g, CASE WHEN g = 3 THEN repeat('x', 2000000) ELSE 'small' END AS v \
+             FROM generate_series(1, 3) g ORDER BY g",
+            None,
+            None,
+        )
+        .await;
+    let late = answer.expect(200).json();
+    assert_eq!(late["rows"], json!([[1, "small"], [2, "small"]]), "{late}");
+    assert!(
+        late["error"]["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("over this server's bound"),
+        "{late}"
+    );
+}

@@ -220,7 +220,7 @@ async fn execute(
             for (value, render) in values.iter().zip(&renders) {
                 render.write(encoder, value);
             }
-            sink.end_row().await.map_err(|_| RunError::Cancelled)?;
+            sink.end_row().await?;
         }
     }
     if pending.has_remaining() {

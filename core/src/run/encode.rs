@@ -78,6 +78,26 @@ pub struct Summary {
     pub error: Option<String>,
 }
 
+/// The most bytes one value, and one row, of a result may hold (docs/queries.md, "Limits and
+/// cancel"): a result with a bigger one is refused rather than copied into the answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ValueLimits {
+    /// The most bytes of one value (text, bytes, JSON) as the database sent it.
+    pub max_value: usize,
+    /// The most bytes of one row's values together.
+    pub max_row: usize,
+}
+
+impl Default for ValueLimits {
+    /// 32 MiB a value, 64 MiB a row.
+    fn default() -> Self {
+        Self {
+            max_value: 32 * 1024 * 1024,
+            max_row: 64 * 1024 * 1024,
+        }
+    }
+}
+
 /// Writes one result in one [`Format`] into a buffer.
 #[derive(Debug)]
 pub struct Encoder {
@@ -87,17 +107,72 @@ pub struct Encoder {
     first_cell: bool,
     /// Whether a row was written (JSON needs a comma before the next).
     any_row: bool,
+    limits: ValueLimits,
+    /// Where the current row begins in the buffer, and whether a row came before it.
+    row_start: (usize, bool),
+    /// The bytes of the current row's values so far.
+    row_bytes: usize,
+    /// What went over a bound, once something did.
+    oversized: Option<String>,
 }
 
 impl Encoder {
-    /// An encoder with an empty buffer.
+    /// An encoder with an empty buffer, with the default [`ValueLimits`].
     pub fn new(format: Format) -> Self {
+        Self::with_limits(format, ValueLimits::default())
+    }
+
+    /// An encoder with an empty buffer, refusing values and rows over `limits`.
+    pub fn with_limits(format: Format, limits: ValueLimits) -> Self {
         Self {
             format,
             buffer: BytesMut::with_capacity(64 * 1024),
             first_cell: true,
             any_row: false,
+            limits,
+            row_start: (0, false),
+            row_bytes: 0,
+            oversized: None,
         }
+    }
+
+    /// Takes back the row begun last, written or not: the result ends before it.
+    pub fn abandon_row(&mut self) {
+        let (start, any_row) = self.row_start;
+        self.buffer.truncate(start.min(self.buffer.len()));
+        self.any_row = any_row;
+        self.first_cell = true;
+    }
+
+    /// What went over a bound of [`ValueLimits`], if anything did: the result is then refused.
+    pub fn oversized(&self) -> Option<&str> {
+        self.oversized.as_deref()
+    }
+
+    /// Whether a value of `len` bytes may be written: counts it against the row's bound, and
+    /// notes the first bound it goes over (nothing of it is copied then).
+    fn admits(&mut self, len: usize) -> bool {
+        self.row_bytes = self.row_bytes.saturating_add(len);
+        if self.oversized.is_some() {
+            return false;
+        }
+        if len > self.limits.max_value {
+            self.oversized = Some(format!(
+                "a value of the result is {len} bytes, over this server's bound of {} bytes a \
+                 value: select less of it (left(column, n), substring…)",
+                self.limits.max_value
+            ));
+            return false;
+        }
+        if self.row_bytes > self.limits.max_row {
+            self.oversized = Some(format!(
+                "a row of the result is over this server's bound of {} bytes a row: select fewer \
+                 or smaller columns",
+                self.limits.max_row
+            ));
+            return false;
+        }
+        true
     }
 
     /// The format.
@@ -154,6 +229,8 @@ impl Encoder {
     /// Starts a row.
     pub fn begin_row(&mut self) {
         self.first_cell = true;
+        self.row_bytes = 0;
+        self.row_start = (self.buffer.len(), self.any_row);
         match self.format {
             Format::Json => {
                 if self.any_row {
@@ -244,6 +321,9 @@ impl Encoder {
 
     /// Text.
     pub fn text(&mut self, value: &str) {
+        if !self.admits(value.len()) {
+            return self.null();
+        }
         self.separator();
         match self.format {
             Format::Csv => csv_field(&mut self.buffer, value),
@@ -259,6 +339,9 @@ impl Encoder {
 
     /// Bytes, in base64.
     pub fn bytes(&mut self, value: &[u8]) {
+        if !self.admits(value.len()) {
+            return self.null();
+        }
         self.separator();
         let quoted = self.format != Format::Csv;
         if quoted {
@@ -282,6 +365,9 @@ impl Encoder {
         match self.format {
             Format::Csv => self.text(raw),
             _ => {
+                if !self.admits(raw.len()) {
+                    return self.null();
+                }
                 self.separator();
                 self.buffer.put_slice(raw.as_bytes());
             }

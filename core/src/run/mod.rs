@@ -145,6 +145,10 @@ pub enum RunError {
     /// Data protection refused the statement before it ran (422 on `query`).
     #[error("{0}")]
     Protected(protect::Refused),
+    /// A value or a row of the result is over the server's bound (422 on `query` before the
+    /// result started; the result's error after).
+    #[error("{0}")]
+    TooLarge(String),
 }
 
 impl RunError {
@@ -348,6 +352,8 @@ pub struct RowSink {
     encoder: Encoder,
     chunks: mpsc::Sender<Result<Bytes, BodyError>>,
     started: Option<oneshot::Sender<Result<(), RunError>>>,
+    /// Whether the columns were written.
+    headed: bool,
     rows: u64,
     max_rows: u64,
     truncated: bool,
@@ -359,17 +365,21 @@ pub struct Gone;
 
 impl RowSink {
     /// A sink writing `format` into `chunks`, letting `max_rows` rows through, that tells
-    /// `started` when its columns are written (or the error that came first).
+    /// `started` when its first row is written, or its result ends (or the error that came
+    /// first: an error before any row, a value over the bounds in the first row, is the
+    /// answer's status, not a 200 with an error).
     pub(crate) fn new(
         format: Format,
         chunks: mpsc::Sender<Result<Bytes, BodyError>>,
         started: oneshot::Sender<Result<(), RunError>>,
         max_rows: u64,
+        limits: encode::ValueLimits,
     ) -> Self {
         Self {
-            encoder: Encoder::new(format),
+            encoder: Encoder::with_limits(format, limits),
             chunks,
             started: Some(started),
+            headed: false,
             rows: 0,
             max_rows,
             truncated: false,
@@ -379,14 +389,19 @@ impl RowSink {
     /// Writes the columns: the response starts (200) with them.
     pub fn columns(&mut self, columns: &[Column]) {
         self.encoder.columns(columns);
-        if let Some(started) = self.started.take() {
-            let _ = started.send(Ok(()));
-        }
+        self.headed = true;
     }
 
     /// Whether the columns were written.
     pub fn is_started(&self) -> bool {
-        self.started.is_none()
+        self.headed
+    }
+
+    /// Tells whoever waits for the start that the answer is a 200 (once).
+    fn signal_start(&mut self) {
+        if let Some(started) = self.started.take() {
+            let _ = started.send(Ok(()));
+        }
     }
 
     /// How many more rows to read from the database: those the cap lets through, and one more
@@ -407,11 +422,19 @@ impl RowSink {
     }
 
     /// Ends the row begun by [`RowSink::row`]; hands the buffer over when it is full.
-    pub async fn end_row(&mut self) -> Result<(), Gone> {
+    /// [`RunError::TooLarge`] when a value or the row went over the [`encode::ValueLimits`]
+    /// (the run ends there); [`RunError::Cancelled`] when the client is gone.
+    pub async fn end_row(&mut self) -> Result<(), RunError> {
+        if let Some(why) = self.encoder.oversized() {
+            let why = why.to_owned();
+            self.encoder.abandon_row();
+            return Err(RunError::TooLarge(why));
+        }
         self.encoder.end_row();
         self.rows += 1;
+        self.signal_start();
         if self.encoder.buffered() >= FLUSH_AT {
-            self.flush().await?;
+            self.flush().await.map_err(|_| RunError::Cancelled)?;
         }
         Ok(())
     }
@@ -421,6 +444,7 @@ impl RowSink {
         if self.encoder.buffered() == 0 {
             return Ok(());
         }
+        self.signal_start();
         let chunk = self.encoder.take();
         self.chunks.send(Ok(chunk)).await.map_err(|_| Gone)
     }
@@ -452,17 +476,16 @@ impl RowSink {
     /// that failed, cuts the body off with an error so that it can't pass for whole.
     pub(crate) async fn finish(mut self, outcome: &Result<(), RunError>, duration_ms: u64) {
         if let Some(started) = self.started.take() {
-            let answer = match outcome {
-                Ok(()) => Ok(()),
-                Err(error) => Err(error.clone()),
-            };
-            let failed = answer.is_err();
-            let _ = started.send(answer);
-            if failed {
+            if let Err(error) = outcome {
+                // Nothing was answered yet: the error is the answer (what was buffered goes).
+                let _ = started.send(Err(error.clone()));
                 return;
             }
-            // Succeeded without columns (a runner that wrote none): an empty result.
-            self.encoder.columns(&[]);
+            let _ = started.send(Ok(()));
+            if !self.headed {
+                // Succeeded without columns (a runner that wrote none): an empty result.
+                self.encoder.columns(&[]);
+            }
         }
         let error = outcome.as_ref().err().map(ToString::to_string);
         if self.encoder.format() == Format::Csv

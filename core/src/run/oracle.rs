@@ -169,7 +169,7 @@ impl QueryRunner for OracleRunner {
                         for cell in &cells {
                             write(encoder, cell);
                         }
-                        sink.end_row().await.map_err(|_| RunError::Cancelled)?;
+                        sink.end_row().await?;
                     }
                 }
             }

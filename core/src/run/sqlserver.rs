@@ -199,7 +199,7 @@ async fn execute(
                     for (_, value) in row.cells() {
                         write(encoder, value);
                     }
-                    sink.end_row().await.map_err(|_| RunError::Cancelled)?;
+                    sink.end_row().await?;
                 }
             }
         }

@@ -101,6 +101,7 @@ struct Shared {
     runners: crate::run::Runners,
     trust_principal: bool,
     max_rows: u32,
+    value_limits: crate::run::encode::ValueLimits,
     statement_timeout: Duration,
     outbox: OutboxTargets,
     /// Credential id → the id of its database, as panel runs found them.
@@ -141,6 +142,7 @@ impl ConsoleService {
                 runners: crate::run::Runners::none(),
                 trust_principal: false,
                 max_rows: DEFAULT_MAX_ROWS,
+                value_limits: crate::run::encode::ValueLimits::default(),
                 statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
                 outbox: OutboxTargets::default(),
                 credential_index: std::sync::Mutex::new(std::collections::HashMap::new()),
@@ -278,6 +280,17 @@ impl ConsoleServiceBuilder {
     /// `limit` above it is refused.
     pub fn max_rows(mut self, rows: u32) -> Self {
         self.shared.max_rows = rows.max(1);
+        self
+    }
+
+    /// The most bytes of one value and of one row of a result (default
+    /// [`crate::run::encode::ValueLimits::default`]): a result with a bigger one is refused,
+    /// never copied into the answer (docs/queries.md, "Limits and cancel").
+    pub fn value_limits(mut self, limits: crate::run::encode::ValueLimits) -> Self {
+        self.shared.value_limits = crate::run::encode::ValueLimits {
+            max_value: limits.max_value.max(1),
+            max_row: limits.max_row.max(limits.max_value.max(1)),
+        };
         self
     }
 

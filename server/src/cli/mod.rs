@@ -346,6 +346,25 @@ pub struct ServeArgs {
     )]
     pub max_rows: u32,
 
+    /// The most MiB one value of a result may hold; a result with a bigger one is refused
+    /// (422), never copied into the answer.
+    #[arg(
+        long,
+        env = "DBCONSOLE_MAX_VALUE_MIB",
+        default_value_t = 32,
+        value_parser = clap::value_parser!(u64).range(1..=4096)
+    )]
+    pub max_value_mib: u64,
+
+    /// The most MiB one row of a result may hold, its values together.
+    #[arg(
+        long,
+        env = "DBCONSOLE_MAX_ROW_MIB",
+        default_value_t = 64,
+        value_parser = clap::value_parser!(u64).range(1..=4096)
+    )]
+    pub max_row_mib: u64,
+
     /// The statement timeout in seconds of credentials that set none (enforced in the
     /// database and by the server).
     #[arg(
@@ -607,6 +626,15 @@ impl ServeArgs {
             max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
             drain: Duration::from_secs(self.drain_secs),
             ..ServeLimits::default()
+        }
+    }
+
+    /// `--max-value-mib` and `--max-row-mib`, in bytes.
+    pub fn value_limits(&self) -> dbconsole_core::run::encode::ValueLimits {
+        let bytes = |mib: u64| usize::try_from(mib * 1024 * 1024).unwrap_or(usize::MAX);
+        dbconsole_core::run::encode::ValueLimits {
+            max_value: bytes(self.max_value_mib),
+            max_row: bytes(self.max_row_mib),
         }
     }
 

@@ -304,7 +304,7 @@ async fn execute(
                 Some(value) => render.write(encoder, value),
             }
         }
-        sink.end_row().await.map_err(|_| RunError::Cancelled)?;
+        sink.end_row().await?;
     }
     drop(result);
     if !sink.is_started() {

@@ -445,7 +445,7 @@ async fn write_row(
             Some(raw) => render.write(encoder, raw),
         }
     }
-    sink.end_row().await.map_err(|_| RunError::Cancelled)?;
+    sink.end_row().await?;
     Ok(true)
 }
 

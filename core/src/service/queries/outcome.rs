@@ -92,6 +92,7 @@ pub(super) fn run_error(error: RunError) -> ApiError {
         error @ RunError::Busy => ApiError::Busy(error.to_string()),
         error @ RunError::NotBuilt(_) => ApiError::NotImplemented(error.to_string()),
         RunError::Cancelled => ApiError::Unavailable,
+        RunError::TooLarge(why) => ValidationErrors::single("query", why).into(),
         RunError::Protected(refused) => {
             ValidationErrors::single("query", refused.to_string()).into()
         }

@@ -110,7 +110,13 @@ impl Shared {
         };
         let (chunks, body) = mpsc::channel(CHANNEL_CHUNKS);
         let (started, start) = oneshot::channel();
-        let mut sink = RowSink::new(format, chunks, started, u64::from(max_rows));
+        let mut sink = RowSink::new(
+            format,
+            chunks,
+            started,
+            u64::from(max_rows),
+            self.value_limits,
+        );
         let storage = Arc::clone(&self.storage);
         let measured = self.metrics;
         let facts = RunFacts {
