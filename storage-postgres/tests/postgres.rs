@@ -461,28 +461,13 @@ async fn deliveries_from_before_kinds_are_claimed_by_kind() {
 /// the history's `author` filter finds it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authors_from_before_one_identity_are_found_by_their_normal_form() {
-    use dbconsole_core::model::{AuditAction, AuditEvent, Query, QueryId, QueryStatus};
+    use dbconsole_core::model::{AuditAction, AuditEvent, QueryStatus};
     use dbconsole_core::storage::{Page, QueryFilter, WriteLog};
 
     let (options, sealer, storage) = fresh_store().await;
     let schema = options.schema.clone();
-    let now = Timestamp::now();
-    let query = Query {
-        id: QueryId::generate(),
-        database_id: "db_a".to_owned(),
-        credential_id: "crd_a".to_owned(),
-        query: "SELECT 1".to_owned(),
-        limit: 10,
-        author: "ANN@Example.com".to_owned(),
-        by_agent: false,
-        target: None,
-        status: QueryStatus::Ready,
-        reviews: Vec::new(),
-        bypass: None,
-        run: None,
-        inserted_at: now,
-        updated_at: now,
-    };
+    let query =
+        dbconsole_core::storage::testing::query("db_a", "ANN@Example.com", QueryStatus::Ready);
     storage
         .create_query(
             query.clone(),

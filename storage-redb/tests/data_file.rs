@@ -1008,36 +1008,24 @@ fn a_file_that_is_not_a_data_file_is_not_restored() {
 /// them (format 3).
 #[tokio::test]
 async fn a_format_2_file_gets_its_authors_in_one_normal_form() {
-    use dbconsole_core::model::{
-        AuditAction, AuditEvent, Decision, Query, QueryId, QueryStatus, Review,
-    };
+    use dbconsole_core::model::{AuditAction, AuditEvent, Decision, QueryStatus, Review};
     use dbconsole_core::storage::{QueryFilter, WriteLog};
     let dir = tempfile::tempdir().unwrap();
     let path = data_file(&dir);
     let key = key();
     let storage = open(&path, &key);
     let now = Timestamp::now();
-    let query = Query {
-        id: QueryId::generate(),
-        database_id: "db_a".to_owned(),
-        credential_id: "crd_a".to_owned(),
-        query: "SELECT 1".to_owned(),
-        limit: 10,
-        author: "ANN@Example.com".to_owned(),
-        by_agent: false,
-        target: None,
-        status: QueryStatus::AwaitingReview,
-        reviews: vec![Review {
-            reviewer: "Bo@Example.com".to_owned(),
-            decision: Decision::Approve,
-            comment: None,
-            at: now,
-        }],
-        bypass: None,
-        run: None,
-        inserted_at: now,
-        updated_at: now,
-    };
+    let mut query = dbconsole_core::storage::testing::query(
+        "db_a",
+        "ANN@Example.com",
+        QueryStatus::AwaitingReview,
+    );
+    query.reviews = vec![Review {
+        reviewer: "Bo@Example.com".to_owned(),
+        decision: Decision::Approve,
+        comment: None,
+        at: now,
+    }];
     storage
         .create_query(
             query.clone(),

@@ -19,12 +19,12 @@ use mysql_async::{Conn, Value};
 
 use super::database_error;
 use crate::run::RunError;
-use crate::run::protect::{Protection, Refused};
+use crate::run::protect::{Problem, Protection, Refused};
 
 /// Checks that `conn`'s user can't read a column `protection` protects; refused, naming what
 /// to change, when it can.
 pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(), RunError> {
-    let mut problems: Vec<(String, Option<String>)> = Vec::new();
+    let mut problems: Vec<Problem> = Vec::new();
     let user: String = conn
         .query_first("SELECT CURRENT_USER()")
         .await
@@ -121,26 +121,12 @@ pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(
     if problems.is_empty() {
         return Ok(());
     }
-    let shown = 8;
-    let mut why = format!(
-        "the user {account} that this database's queries run as could read what its policies \
-         protect, so no query runs on it until it can't ({} problem{}). ",
-        problems.len(),
-        if problems.len() == 1 { "" } else { "s" }
-    );
-    for (i, (problem, fix)) in problems.iter().take(shown).enumerate() {
-        if i > 0 {
-            why.push_str("; ");
-        }
-        why.push_str(problem);
-        if let Some(fix) = fix {
-            why.push_str(&format!(" (as an administrator: {fix})"));
-        }
-    }
-    if problems.len() > shown {
-        why.push_str(&format!("; and {} more", problems.len() - shown));
-    }
-    Err(RunError::Protected(Refused::undecided(protection, why)))
+    Err(RunError::Protected(Refused::unverified(
+        protection,
+        &format!("the user {account}"),
+        &problems,
+        "as an administrator",
+    )))
 }
 
 /// `user@host` as an account name: `'user'@'host'`.
@@ -154,7 +140,7 @@ fn account(user: &str) -> String {
 /// What is wrong with one line of `SHOW GRANTS` (of `account`): a role, a global privilege,
 /// or any privilege but `SELECT` and `USAGE`. The line is never quoted: it may hold the
 /// account's password hash.
-fn grant_problem(grant: &str, account: &str) -> Option<(String, Option<String>)> {
+fn grant_problem(grant: &str, account: &str) -> Option<Problem> {
     let rest = grant.strip_prefix("GRANT ")?;
     let Some((privileges, object)) = rest.split_once(" ON ") else {
         // `GRANT role TO user`: SET ROLE reaches its rights.

@@ -17,7 +17,7 @@ use tokio_postgres::types::ToSql;
 
 use super::{Session, database_error};
 use crate::run::RunError;
-use crate::run::protect::{Protection, Refused};
+use crate::run::protect::{Problem, Protection, Refused};
 
 /// The prefix of a role's masking schema for a source schema: `<role>_mask_<schema>`.
 pub(super) const MASK_SCHEMA: &str = "_mask_";
@@ -307,7 +307,7 @@ async fn verify(
         .await
         .map_err(|e| database_error(&e))?
         .get(0);
-    let mut problems: Vec<(String, Option<String>)> = Vec::new();
+    let mut problems: Vec<Problem> = Vec::new();
     let mut masks = HashMap::new();
     for row in rows {
         let kind: String = row.get(0);
@@ -328,26 +328,12 @@ async fn verify(
     if problems.is_empty() {
         return Ok(masks);
     }
-    let shown = 8;
-    let mut why = format!(
-        "the role {role} that this database's queries run as could read what its policies \
-         protect, so no query runs on it until it can't ({} problem{}). ",
-        problems.len(),
-        if problems.len() == 1 { "" } else { "s" }
-    );
-    for (i, (problem, fix)) in problems.iter().take(shown).enumerate() {
-        if i > 0 {
-            why.push_str("; ");
-        }
-        why.push_str(problem);
-        if let Some(fix) = fix {
-            why.push_str(&format!(" (as an owner or superuser: {fix})"));
-        }
-    }
-    if problems.len() > shown {
-        why.push_str(&format!("; and {} more", problems.len() - shown));
-    }
-    Err(RunError::Protected(Refused::undecided(protection, why)))
+    Err(RunError::Protected(Refused::unverified(
+        protection,
+        &format!("the role {role}"),
+        &problems,
+        "as an owner or superuser",
+    )))
 }
 
 /// Whether the view `oid`, which reads a protected column with its owner's rights, is the role's
@@ -359,7 +345,7 @@ async fn masking_view(
     oid: u32,
     role: &str,
     protection: &Protection,
-) -> Result<Result<(String, String), (String, Option<String>)>, RunError> {
+) -> Result<Result<(String, String), Problem>, RunError> {
     let client = &session.client;
     let found = client
         .query_opt(VIEW, &[&i64::from(oid)])

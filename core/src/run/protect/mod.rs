@@ -181,6 +181,44 @@ impl Refused {
     }
 }
 
+/// What would let a protected database's login read what its policies protect, with the
+/// statement that removes it when there is one: the verifications' findings
+/// (`run::postgres::verify`, `run::mysql::verify`).
+pub type Problem = (String, Option<String>);
+
+impl Refused {
+    /// The refusal of every run on a database whose login (`who`: "the role r", "the user
+    /// 'u'@'h'") could read what `protection` protects: the first problems, each with its fix
+    /// as `fixer` would run it.
+    pub fn unverified(
+        protection: &Protection,
+        who: &str,
+        problems: &[Problem],
+        fixer: &str,
+    ) -> Self {
+        const SHOWN: usize = 8;
+        let mut why = format!(
+            "{who} that this database's queries run as could read what its policies protect, so \
+             no query runs on it until it can't ({} problem{}). ",
+            problems.len(),
+            if problems.len() == 1 { "" } else { "s" }
+        );
+        for (i, (problem, fix)) in problems.iter().take(SHOWN).enumerate() {
+            if i > 0 {
+                why.push_str("; ");
+            }
+            why.push_str(problem);
+            if let Some(fix) = fix {
+                why.push_str(&format!(" ({fixer}: {fix})"));
+            }
+        }
+        if problems.len() > SHOWN {
+            why.push_str(&format!("; and {} more", problems.len() - SHOWN));
+        }
+        Self::undecided(protection, why)
+    }
+}
+
 impl fmt::Display for Refused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

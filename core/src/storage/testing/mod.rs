@@ -135,6 +135,7 @@ mod filters;
 mod fixtures;
 mod keys;
 mod queries;
+pub use queries::query;
 mod races;
 mod reviews;
 mod seal_keys;

@@ -13,7 +13,8 @@ use crate::model::{
 };
 use crate::storage::{AuditQuery, Page, QueryFilter, Storage, StorageError, WriteLog};
 
-pub(super) fn query(database: &str, author: &str, status: QueryStatus) -> Query {
+/// A query of `database` by `author` in `status`, for tests of the stores.
+pub fn query(database: &str, author: &str, status: QueryStatus) -> Query {
     let now = Timestamp::now();
     Query {
         id: QueryId::generate(),
