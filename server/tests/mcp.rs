@@ -102,7 +102,8 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
         .batch_execute(&format!(
             "DROP TABLE IF EXISTS {table}; \
              CREATE TABLE {table} (id int PRIMARY KEY, customer text NOT NULL, total numeric); \
-             INSERT INTO {table} SELECT g, 'c' || g, g * 1.5 FROM generate_series(1, 100) g;"
+             INSERT INTO {table} SELECT g, 'c' || g, g * 1.5 FROM generate_series(1, 100) g; \
+             GRANT SELECT (id, total) ON {table} TO dp_reader;"
         ))
         .await
         .unwrap();
@@ -206,6 +207,31 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
         })),
     )
     .await;
+    // A database whose policy hides `customer`, as the verified role `dp_reader`
+    // (docs/data-protection.md): an agent's queries are protected as anyone's.
+    let protected = manage(
+        &server,
+        "POST",
+        "/api/v1/console/databases",
+        Some(json!({
+            "name": "Protected for AI", "adapter": "postgres", "hostname": "127.0.0.1",
+            "port": 5432, "database": "checkdb", "ai_enabled": true,
+            "credentials": [{"username": "dp_reader", "password": "checkpw", "ai_allowed": true}],
+        })),
+    )
+    .await;
+    manage(
+        &server,
+        "PUT",
+        &format!(
+            "/api/v1/console/databases/{}/data-protection",
+            protected["id"].as_str().unwrap()
+        ),
+        Some(json!({"policies": [{"name": "pii", "columns": [
+            {"column": format!("{table}.customer"), "action": "hide"}
+        ]}]})),
+    )
+    .await;
     let db = orders["id"].as_str().unwrap();
     let credential = |index: usize| orders["credentials"][index]["id"].as_str().unwrap();
     let calls = json!([
@@ -217,6 +243,9 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
         {"tool": "run_query", "args": {"database_id": reviewed["id"], "sql": format!("SELECT count(*) FROM {table}")}},
         {"tool": "run_query", "args": {"database_id": db, "sql": format!("DELETE FROM {table}")}},
         {"tool": "run_query", "args": {"database_id": db, "sql": "SELECT 1; SELECT 2"}},
+        {"tool": "run_query", "args": {"database_id": protected["id"], "sql": format!("SELECT id, customer FROM {table} ORDER BY id")}},
+        {"tool": "run_query", "args": {"database_id": protected["id"], "sql": format!("SELECT (SELECT string_agg(customer, ',') FROM {table}) AS c")}},
+        {"tool": "run_query", "args": {"database_id": protected["id"], "sql": format!("SELECT id FROM {table} ORDER BY id LIMIT 2")}},
     ]);
     let answer = mcp_client(&server, &agent_key, &calls).await;
     assert_eq!(answer["server"], "dbconsole");
@@ -236,7 +265,11 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
     let listed = json_of(&text);
     let databases = listed["databases"].as_array().unwrap();
     let ids: Vec<&Value> = databases.iter().map(|d| &d["id"]).collect();
-    assert_eq!(ids, [&orders["id"], &reviewed["id"]], "{text}");
+    assert_eq!(
+        ids,
+        [&orders["id"], &reviewed["id"], &protected["id"]],
+        "{text}"
+    );
     assert_eq!(databases[0]["ai_max_rows"], 5);
     let usable: Vec<&str> = databases[0]["credentials"]
         .as_array()
@@ -291,6 +324,15 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
     assert!(error && text.contains("read-only"), "{text}");
     let (error, text) = result(&answer, 7);
     assert!(error && text.starts_with("422"), "{text}");
+    // On the protected database: the hidden column is refused in any form, and never shown.
+    for index in [8, 9] {
+        let (error, text) = result(&answer, index);
+        assert!(error && text.contains("data protection"), "{text}");
+        assert!(!text.contains("c17,"), "{text}");
+    }
+    let (error, text) = result(&answer, 10);
+    assert!(!error, "{text}");
+    assert_eq!(json_of(&text)["rows"], json!([[1], [2]]), "{text}");
     let count: i64 = postgres
         .query_one(&format!("SELECT count(*) FROM {table}"), &[])
         .await
@@ -370,11 +412,11 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
         .iter()
         .filter(|e| e["action"] == "query.create")
         .count();
-    // Stored: the capped SELECT, the one awaiting review; refused before storing: the DELETE
-    // (not a query: agents run read-only), the wrong credential, the wrong database, two
-    // statements.
+    // Stored: the capped SELECT, the one awaiting review, the three on the protected database
+    // (its role is verified when they run); refused before storing: the DELETE (not a query:
+    // agents run read-only), the wrong credential, the wrong database, two statements.
     assert_eq!(
-        creates, 2,
+        creates, 5,
         "the agent's queries that were admitted are stored"
     );
     assert!(
