@@ -13,7 +13,7 @@
 //!   drops what the statement may have `SET`) and its timeout set again; a session that fails
 //!   that is closed.
 //! - **Data protection**: on a database with policies, the session's user is verified to be
-//!   unable to read any protected column before the statement is sent ([`verify`]); the server's
+//!   unable to read any protected column before the statement is sent (`mysql/verify.rs`); the server's
 //!   own privilege checks then refuse whatever reads one, in any form (docs/data-protection.md).
 
 use std::time::Duration;

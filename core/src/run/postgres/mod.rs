@@ -19,9 +19,11 @@
 //!   query's is committed, then the session is reset with `DISCARD ALL`. A session that fails
 //!   either, or whose statement was cancelled, is closed instead of going back to the pool.
 //! - **Cancel**: a cancel request (`pg_cancel_backend`'s protocol message) on a new connection.
-//! - **Data protection**: on a database with policies, the statement's plan and result columns
-//!   are checked before it runs (`postgres/protect.rs`, with [`crate::run::protect::plan`]),
-//!   and protected columns are hidden or masked as they are written.
+//! - **Data protection**: on a database with policies, the session's role is verified to be
+//!   unable to read any protected column before anything of the statement is sent
+//!   (`postgres/verify.rs`); PostgreSQL's privileges refuse the rest, masked columns read
+//!   through the role's masking views, and each result column's origin types them `masked`
+//!   (`postgres/protect.rs`).
 
 mod decode;
 mod protect;
