@@ -39,34 +39,32 @@ pub(super) struct Verified {
     pub(super) masks: HashMap<u32, (String, String)>,
 }
 
-/// Everything the verification reads, as one digest; excludes temporary objects (each session's
-/// own), so that a session's own temporary tables don't make every other session verify again.
+/// Everything the verification reads, as one digest: each catalog row's identity and `xmin`
+/// (the transaction that wrote its current version, so any change to a row changes it: a
+/// grant, a redefined view or function, a new column, a membership), the role's attributes and
+/// settings, and who the session is. Temporary objects (each session's own) are left out, so
+/// that a session's own temporary tables don't make every other session verify again.
 const FINGERPRINT: &str = "\
-WITH rels AS (
-  SELECT c.* FROM pg_class c
-  WHERE (c.oid >= 16384 OR c.relacl IS NOT NULL) AND c.relpersistence <> 't'
-)
 SELECT md5(concat_ws('|',
- (SELECT string_agg(concat_ws(',', oid, relkind, relowner, relacl, relrowsecurity,
-    relforcerowsecurity, reloptions, relnamespace, relname), ';' ORDER BY oid) FROM rels),
- (SELECT string_agg(concat_ws(',', a.attrelid, a.attnum, a.attname, a.attacl, a.attisdropped), ';'
-    ORDER BY a.attrelid, a.attnum)
-  FROM pg_attribute a JOIN rels ON rels.oid = a.attrelid WHERE a.attnum > 0),
- (SELECT string_agg(concat_ws(',', inhrelid, inhparent), ';' ORDER BY inhrelid, inhparent)
+ (SELECT string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid) FROM pg_class
+  WHERE relpersistence <> 't' AND (oid >= 16384 OR relacl IS NOT NULL)),
+ (SELECT string_agg(a.attrelid::text || '.' || a.attnum::text || ':' || a.xmin::text, ',')
+  FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+  WHERE a.attrelid >= 16384 AND a.attnum > 0 AND c.relpersistence <> 't'),
+ (SELECT string_agg(inhrelid::text || '>' || inhparent::text || ':' || xmin::text, ',')
   FROM pg_inherits),
- (SELECT string_agg(concat_ws(',', r.oid, r.ev_class, md5(r.ev_action::text)), ';' ORDER BY r.oid)
-  FROM pg_rewrite r JOIN rels ON rels.oid = r.ev_class),
- (SELECT string_agg(concat_ws(',', oid, proowner, prosecdef, proacl, md5(prosrc), proconfig), ';'
-    ORDER BY oid) FROM pg_proc WHERE (oid >= 16384 OR proacl IS NOT NULL)
-      AND pronamespace <> pg_my_temp_schema()),
- (SELECT string_agg(concat_ws(',', roleid, member), ';' ORDER BY roleid, member)
+ (SELECT string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid) FROM pg_rewrite
+  WHERE oid >= 16384),
+ (SELECT string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid) FROM pg_proc
+  WHERE (oid >= 16384 OR proacl IS NOT NULL) AND pronamespace <> pg_my_temp_schema()),
+ (SELECT string_agg(roleid::text || '>' || member::text || ':' || xmin::text, ',')
   FROM pg_auth_members),
  (SELECT concat_ws(',', rolsuper, rolbypassrls, rolreplication, rolconfig) FROM pg_roles
   WHERE rolname = current_user),
- (SELECT string_agg(concat_ws(',', oid, nspname, nspowner, nspacl), ';' ORDER BY oid)
-  FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_temp\\_%' AND nspname NOT LIKE 'pg\\_toast\\_temp\\_%'),
- (SELECT datacl FROM pg_database WHERE datname = current_database()),
- (SELECT string_agg(concat_ws(',', oid, srvacl), ';' ORDER BY oid) FROM pg_foreign_server),
+ (SELECT string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid) FROM pg_namespace
+  WHERE nspname NOT LIKE 'pg\\_temp\\_%' AND nspname NOT LIKE 'pg\\_toast\\_temp\\_%'),
+ (SELECT xmin::text FROM pg_database WHERE datname = current_database()),
+ (SELECT string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid) FROM pg_foreign_server),
  (SELECT string_agg(concat_ws(',', umid, umuser), ';' ORDER BY umid) FROM pg_user_mappings),
  session_user, current_user))";
 
