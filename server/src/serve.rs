@@ -209,12 +209,8 @@ struct App {
 /// Completes when `conn` is to be closed to make room while it has not sent a request head;
 /// never once it has.
 async fn evicted_while_pending(conn: &Conn) {
-    use std::sync::atomic::Ordering;
-    loop {
-        conn.evict.notified().await;
-        if !conn.started.load(Ordering::Acquire) {
-            return;
-        }
+    conn.evict.notified().await;
+    if conn.started.load(std::sync::atomic::Ordering::Acquire) {
         std::future::pending::<()>().await;
     }
 }

@@ -461,8 +461,8 @@ async fn deliveries_from_before_kinds_are_claimed_by_kind() {
 /// the history's `author` filter finds it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authors_from_before_one_identity_are_found_by_their_normal_form() {
-    use dbconsole_core::model::{AuditAction, AuditEvent, QueryStatus};
-    use dbconsole_core::storage::{Page, QueryFilter, WriteLog};
+    use dbconsole_core::model::{AuditAction, QueryStatus};
+    use dbconsole_core::storage::{Page, QueryFilter};
 
     let (options, sealer, storage) = fresh_store().await;
     let schema = options.schema.clone();
@@ -471,12 +471,7 @@ async fn authors_from_before_one_identity_are_found_by_their_normal_form() {
     storage
         .create_query(
             query.clone(),
-            WriteLog::from(AuditEvent::new(
-                origin(),
-                AuditAction::QueryCreate,
-                query.id.as_str(),
-                Vec::new(),
-            )),
+            dbconsole_core::storage::testing::log_of(&query, AuditAction::QueryCreate),
         )
         .await
         .unwrap();

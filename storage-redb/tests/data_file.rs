@@ -1008,8 +1008,8 @@ fn a_file_that_is_not_a_data_file_is_not_restored() {
 /// them (format 3).
 #[tokio::test]
 async fn a_format_2_file_gets_its_authors_in_one_normal_form() {
-    use dbconsole_core::model::{AuditAction, AuditEvent, Decision, QueryStatus, Review};
-    use dbconsole_core::storage::{QueryFilter, WriteLog};
+    use dbconsole_core::model::{AuditAction, Decision, QueryStatus, Review};
+    use dbconsole_core::storage::QueryFilter;
     let dir = tempfile::tempdir().unwrap();
     let path = data_file(&dir);
     let key = key();
@@ -1029,12 +1029,7 @@ async fn a_format_2_file_gets_its_authors_in_one_normal_form() {
     storage
         .create_query(
             query.clone(),
-            WriteLog::from(AuditEvent::new(
-                origin(),
-                AuditAction::QueryCreate,
-                query.id.as_str(),
-                Vec::new(),
-            )),
+            dbconsole_core::storage::testing::log_of(&query, AuditAction::QueryCreate),
         )
         .await
         .unwrap();

@@ -24,9 +24,16 @@ pub fn normalized(name: &str) -> String {
     caseless::default_case_fold_str(&composed).nfkc().collect()
 }
 
-/// Whether `a` and `b` name the same user (or group).
+/// Whether `a` and `b` name the same user (or group). ASCII names (nearly all of them) compare
+/// without allocating: their normal form is their trimmed lowercase.
 pub fn same(a: &str, b: &str) -> bool {
-    a == b || normalized(a) == normalized(b)
+    if a == b {
+        return true;
+    }
+    if a.is_ascii() && b.is_ascii() {
+        return a.trim().eq_ignore_ascii_case(b.trim());
+    }
+    normalized(a) == normalized(b)
 }
 
 #[cfg(test)]
@@ -43,6 +50,8 @@ mod tests {
         assert_eq!(normalized("Ǆ"), normalized("ǆ"));
         assert!(same("Data-Team", "data-team"));
         assert!(!same("alice@example.com", "alice2@example.com"));
+        assert!(same(" Alice@Example.com", "alice@example.com "));
+        assert!(same("ALICE@example.com", "\u{ff41}lice@example.com"));
         // Idempotent.
         for name in ["ALICE", "ﬁnance", "Straße", "ａｂｃ", "İstanbul"] {
             assert_eq!(normalized(&normalized(name)), normalized(name), "{name}");

@@ -59,7 +59,7 @@ use crate::storage::{Page, Storage, StorageError};
 use crate::validate::{PageQuery, ValidationErrors};
 use cache::{CacheKey, ReadCache};
 use call::Call;
-use router::{Credentials, Endpoint, Idempotent, Route};
+use router::{Endpoint, Idempotent, Route};
 
 /// Largest request body accepted (1 MiB); larger is 413.
 pub const DEFAULT_BODY_LIMIT: usize = 1024 * 1024;
@@ -549,7 +549,7 @@ impl Shared {
         let mut caller = None;
         let mut presented = false;
         let mut invalid = false;
-        for (kind, secret) in presented_credentials(headers, Credentials::EITHER) {
+        for (kind, secret) in presented_credentials(headers) {
             presented |= accepted.accepts(kind);
             let found = self
                 .authenticator
@@ -574,8 +574,7 @@ impl Shared {
             caller = None;
         }
         let unauthorized = || {
-            let other = presented_credentials(headers, Credentials::EITHER)
-                .any(|(kind, _)| !accepted.accepts(kind));
+            let other = presented_credentials(headers).any(|(kind, _)| !accepted.accepts(kind));
             ApiError::Unauthorized {
                 bearer: accepted.takes_bearer(),
                 hint: accepted.hint(presented, other),
@@ -629,12 +628,9 @@ pub(crate) fn split_page<T>(
     (items, next)
 }
 
-/// The credentials presented in the header(s) of `accepted` kinds: `x-api-key`, and
+/// The credentials a request presents, of either kind: `x-api-key`, and
 /// `Authorization: Bearer <token>`.
-fn presented_credentials(
-    headers: &HeaderMap,
-    accepted: Credentials,
-) -> impl Iterator<Item = (CredentialKind, &str)> {
+fn presented_credentials(headers: &HeaderMap) -> impl Iterator<Item = (CredentialKind, &str)> {
     let api_key = headers
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())
@@ -650,8 +646,5 @@ fn presented_credentials(
         })
         .filter(|v| !v.is_empty())
         .map(|v| (CredentialKind::AccessToken, v));
-    [api_key, bearer]
-        .into_iter()
-        .flatten()
-        .filter(move |(kind, _)| accepted.accepts(*kind))
+    [api_key, bearer].into_iter().flatten()
 }

@@ -79,8 +79,7 @@ impl Shared {
             ));
         }
         // Whoever may not run the panel may not act on its rows.
-        self.panel_access(principal, &dashboard, credential_id, 1)
-            .await?;
+        self.panel_access(principal, credential_id, 1).await?;
         let Some(workflow_id) = action
             .workflow_id
             .as_deref()

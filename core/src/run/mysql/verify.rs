@@ -163,25 +163,21 @@ fn grant_problem(grant: &str, account: &str) -> Option<Problem> {
     if wrong.is_empty() && !grant.contains("WITH GRANT OPTION") {
         return None;
     }
-    let what: Vec<&str> = wrong.iter().map(|p| p.as_str()).collect();
+    let what = if wrong.is_empty() {
+        "GRANT OPTION".to_owned()
+    } else {
+        wrong
+            .iter()
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     Some((
         format!(
-            "{account} holds {} on {object} (a protected database's user reads only, and holds \
-             no global privilege)",
-            if what.is_empty() {
-                "GRANT OPTION".to_owned()
-            } else {
-                what.join(", ")
-            }
+            "{account} holds {what} on {object} (a protected database's user reads only, and \
+             holds no global privilege)"
         ),
-        Some(format!(
-            "REVOKE {} ON {object} FROM {account}",
-            if what.is_empty() {
-                "GRANT OPTION".to_owned()
-            } else {
-                what.join(", ")
-            }
-        )),
+        Some(format!("REVOKE {what} ON {object} FROM {account}")),
     ))
 }
 

@@ -563,7 +563,7 @@ async fn prepare<'a>(session: &mut Session, run: Run<'a>) -> Result<Prepared<'a>
     // On a protected database, nothing of the statement reaches the server before its role is
     // verified, not even its parse.
     let masks = match run.protection {
-        Some(protection) => Some(verify::ensure(session, protection).await?.masks.clone()),
+        Some(protection) => Some(verify::ensure(session, protection).await?),
         None => None,
     };
     let statement = session

@@ -36,7 +36,7 @@ pub(super) struct Verified {
     /// The catalog's fingerprint ([`FINGERPRINT`]) when it was verified.
     fingerprint: String,
     /// The verified masking views, by oid: the source table's schema and name.
-    pub(super) masks: HashMap<u32, (String, String)>,
+    masks: HashMap<u32, (String, String)>,
 }
 
 /// Everything the verification reads, as one digest: each catalog row's identity and `xmin`
@@ -228,11 +228,12 @@ GROUP BY n.nspname, c.relname, c.relrowsecurity";
 
 /// Checks that `session`'s role can't read a column `protection` protects (again only when the
 /// policies or the catalog changed since the session last verified it), and answers its
-/// verified masking views; refused, naming what to change, when it can.
-pub(super) async fn ensure<'s>(
-    session: &'s mut Session,
+/// verified masking views (by oid: the table each masks); refused, naming what to change, when
+/// it can.
+pub(super) async fn ensure(
+    session: &mut Session,
     protection: &Protection,
-) -> Result<&'s Verified, RunError> {
+) -> Result<HashMap<u32, (String, String)>, RunError> {
     let policies = digest(protection);
     let fingerprint = session
         .client
@@ -240,25 +241,22 @@ pub(super) async fn ensure<'s>(
         .await
         .map_err(|e| database_error(&e))?
         .get::<_, String>(0);
-    let current = session
-        .verified
-        .as_ref()
-        .is_some_and(|v| v.policies == policies && v.fingerprint == fingerprint);
-    if !current {
-        session.verified = None;
-        let masks = verify(session, protection).await?;
-        // What was verified is what the fingerprint was before the check: a change made while
-        // it ran makes the next run check again.
-        session.verified = Some(Verified {
-            policies,
-            fingerprint,
-            masks,
-        });
+    if let Some(verified) = &session.verified
+        && verified.policies == policies
+        && verified.fingerprint == fingerprint
+    {
+        return Ok(verified.masks.clone());
     }
-    session
-        .verified
-        .as_ref()
-        .ok_or_else(|| RunError::Database("the verification did not complete".to_owned()))
+    session.verified = None;
+    let masks = verify(session, protection).await?;
+    // What was verified is what the fingerprint was before the check: a change made while it
+    // ran makes the next run check again.
+    session.verified = Some(Verified {
+        policies,
+        fingerprint,
+        masks: masks.clone(),
+    });
+    Ok(masks)
 }
 
 fn digest(protection: &Protection) -> [u8; 32] {
@@ -349,18 +347,16 @@ async fn masking_view(
         .query_opt(VIEW, &[&i64::from(oid)])
         .await
         .map_err(|e| database_error(&e))?;
-    let revoke = |schema: &str, name: &str| {
+    // `qualified`: the relation's name as SQL writes it.
+    let revoke = |qualified: &str| {
         (
             format!(
-                "the role may read the view or materialized view {}.{}, which reads a \
-                 protected column with its owner's rights",
-                quote(schema),
-                quote(name)
+                "the role may read the view or materialized view {qualified}, which reads a \
+                 protected column with its owner's rights"
             ),
             Some(format!(
-                "REVOKE SELECT ON {}.{} FROM {}, PUBLIC, or ALTER VIEW … SET (security_invoker = true)",
-                quote(schema),
-                quote(name),
+                "REVOKE SELECT ON {qualified} FROM {}, PUBLIC, or ALTER VIEW … SET \
+                 (security_invoker = true)",
                 quote(role)
             )),
         )
@@ -372,39 +368,38 @@ async fn masking_view(
             .await
             .map_err(|e| database_error(&e))?
             .map(|row| row.get(0));
-        return Ok(Err(revoke("", &name.unwrap_or_else(|| oid.to_string()))));
+        return Ok(Err(revoke(&name.unwrap_or_else(|| oid.to_string()))));
     };
     let (schema, name): (String, String) = (view.get(0), view.get(1));
+    let qualified = format!("{}.{}", quote(&schema), quote(&name));
     let bases: Vec<i64> = view.get::<_, Option<Vec<i64>>>(2).unwrap_or_default();
     let Some(source_schema) = schema.strip_prefix(&format!("{role}{MASK_SCHEMA}")) else {
-        return Ok(Err(revoke(&schema, &name)));
+        return Ok(Err(revoke(&qualified)));
     };
     let [base] = bases[..] else {
-        return Ok(Err(revoke(&schema, &name)));
+        return Ok(Err(revoke(&qualified)));
     };
     let Some(table) = client
         .query_opt(BASE, &[&base])
         .await
         .map_err(|e| database_error(&e))?
     else {
-        return Ok(Err(revoke(&schema, &name)));
+        return Ok(Err(revoke(&qualified)));
     };
     let (base_schema, base_name, row_security, columns): (String, String, bool, Vec<String>) =
         (table.get(0), table.get(1), table.get(2), table.get(3));
     if base_schema != source_schema || base_name != name {
-        return Ok(Err(revoke(&schema, &name)));
+        return Ok(Err(revoke(&qualified)));
     }
     if row_security {
         return Ok(Err((
             format!(
-                "the masking view {}.{} reads {}.{}, which has row-level security: a view reads \
-                 it with its owner's rights, so it can't mask it",
-                quote(&schema),
-                quote(&name),
+                "the masking view {qualified} reads {}.{}, which has row-level security: a view \
+                 reads it with its owner's rights, so it can't mask it",
                 quote(&base_schema),
                 quote(&base_name)
             ),
-            Some(format!("DROP VIEW {}.{}", quote(&schema), quote(&name))),
+            Some(format!("DROP VIEW {qualified}")),
         )));
     }
     let expected = masking_view_sql(&base_schema, &base_name, &columns, protection);
@@ -435,22 +430,12 @@ async fn masking_view(
     match same {
         Ok(true) => Ok(Ok((base_schema, base_name))),
         Ok(false) => Ok(Err((
-            format!(
-                "the masking view {}.{} is not defined as dbconsole defines it",
-                quote(&schema),
-                quote(&name)
-            ),
-            Some(format!(
-                "CREATE OR REPLACE VIEW {}.{} AS {expected}",
-                quote(&schema),
-                quote(&name)
-            )),
+            format!("the masking view {qualified} is not defined as dbconsole defines it"),
+            Some(format!("CREATE OR REPLACE VIEW {qualified} AS {expected}")),
         ))),
         Err(error) => Ok(Err((
             format!(
-                "the masking view {}.{} could not be compared with its definition ({})",
-                quote(&schema),
-                quote(&name),
+                "the masking view {qualified} could not be compared with its definition ({})",
                 error
                     .as_db_error()
                     .map_or_else(|| error.to_string(), |db| db.message().to_owned())

@@ -69,14 +69,13 @@ impl Shared {
         }
     }
 
-    /// The database and credential a panel of `dashboard` runs as (`credential_id`), and the
+    /// The database and credential a panel runs as (`credential_id`), and the
     /// most rows it may give `principal` of `limit`: 422 when the credential is gone or needs
     /// reviews, 403 when `principal` may not run it (docs/queries.md, "Running queries"). The database
     /// comes with its access control, read once for admission and data protection.
     pub(in crate::service) async fn panel_access(
         &self,
         principal: &Principal,
-        dashboard: &Dashboard,
         credential_id: &str,
         limit: u32,
     ) -> Result<(Guarded, Credential, u32), ApiError> {
@@ -107,7 +106,6 @@ impl Shared {
         // flag (which decides who sees the dashboard); an agent keeps to the AI limits.
         let guarded = self.guarded(db).await?;
         let max_rows = guarded.admit(principal, &credential, limit)?;
-        let _ = dashboard;
         Ok((guarded, credential, max_rows))
     }
 
@@ -149,9 +147,8 @@ impl Shared {
         let inputs = panel_inputs(panel, &body)?;
         let limit = row_limit(&body, self.max_rows)
             .map_err(|why| ValidationErrors::single("limit", why))?;
-        let (guarded, credential, max_rows) = self
-            .panel_access(principal, &dashboard, credential_id, limit)
-            .await?;
+        let (guarded, credential, max_rows) =
+            self.panel_access(principal, credential_id, limit).await?;
         let statement = statement::single(query, Dialect::of(guarded.db.adapter))
             .map_err(|why| ValidationErrors::single("query", why))?
             .to_owned();

@@ -135,7 +135,7 @@ mod filters;
 mod fixtures;
 mod keys;
 mod queries;
-pub use queries::query;
+pub use queries::{log_of, query};
 mod races;
 mod reviews;
 mod seal_keys;

@@ -34,7 +34,8 @@ pub fn query(database: &str, author: &str, status: QueryStatus) -> Query {
     }
 }
 
-pub(super) fn log_of(query: &Query, action: AuditAction) -> WriteLog {
+/// The log of a write of `query` as `action`, for tests of the stores.
+pub fn log_of(query: &Query, action: AuditAction) -> WriteLog {
     WriteLog::from(AuditEvent::new(
         origin(),
         action,
