@@ -310,3 +310,69 @@ async fn an_agent_describes_the_tables() {
         ])
     );
 }
+
+/// A row over the server's bounds is refused by the driver before it is read whole (its
+/// client-side `max_allowed_packet`), in the first row (422) or after others (the result's
+/// error); a value over the value's bound by the encoder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_and_rows_over_the_bounds_are_refused() {
+    let _server = admin().await;
+    let console = dbconsole_tests::TestConsole::builder(Arc::new(
+        dbconsole_storage_memory::MemoryStorage::new(),
+    ))
+    .runners(dbconsole_core::run::standard_runners(
+        dbconsole_core::run::pool::PoolLimits {
+            size: 2,
+            wait: Duration::from_millis(500),
+        },
+    ))
+    .trust_principal(true)
+    .value_limits(dbconsole_core::run::encode::ValueLimits {
+        max_value: 1024 * 1024,
+        max_row: 1536 * 1024,
+        ..Default::default()
+    })
+    .build();
+    let (db, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
+    let run = |statement: &'static str| {
+        let (console, db, credential) = (&console, &db, &credentials[0]);
+        async move {
+            console
+                .query(&alice(), db, credential, statement, None, None)
+                .await
+                .1
+        }
+    };
+    let fine = run("SELECT REPEAT('x', 1048576) AS v")
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(fine["rows"][0][0].as_str().map(str::len), Some(1_048_576));
+    let value = run("SELECT REPEAT('x', 1048577) AS v")
+        .await
+        .expect(422)
+        .text();
+    assert!(value.contains("over this server's bound"), "{value}");
+    // Over the row's bound and its framing: the driver refuses the packet.
+    let row = run("SELECT REPEAT('x', 3000000) AS v")
+        .await
+        .expect(422)
+        .text();
+    assert!(row.contains("bytes a row"), "{row}");
+    assert!(!row.contains("xxxx"), "nothing of the value is sent");
+    let late = run(
+        "SELECT g, CASE WHEN g = 3 THEN REPEAT('x', 3000000) ELSE 'small' END AS v \
+         FROM (SELECT 1 AS g UNION ALL SELECT 2 UNION ALL SELECT 3) t ORDER BY g",
+    )
+    .await
+    .expect(200)
+    .json();
+    assert_eq!(late["rows"], json!([[1, "small"], [2, "small"]]), "{late}");
+    assert!(
+        late["error"]["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("over this server's bound"),
+        "{late}"
+    );
+}

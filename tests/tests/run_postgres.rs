@@ -361,46 +361,77 @@ async fn a_statement_over_its_timeout_ends_on_the_server() {
 async fn a_client_that_goes_away_cancels_its_statement_on_the_server() {
     let server = postgres_admin().await;
     let console = Arc::new(run_console());
-    let (db, credentials) = console
-        .database("postgres", PORT, json!({}), checker())
-        .await;
-    let marker = format!("cancel_{}", ulid());
-    let statement = format!("SELECT pg_sleep(600) AS {marker}");
-    let created = console
-        .create_query(&alice(), &db, &credentials[0], &statement, None)
-        .await
-        .expect(200)
-        .json();
-    let id = created["id"].as_str().unwrap().to_owned();
-    let run = {
-        let console = Arc::clone(&console);
-        let id = id.clone();
-        tokio::spawn(async move { console.run(&alice(), &id, None).await })
-    };
-    eventually(Duration::from_secs(10), "the statement starts", || async {
-        active(&server, &marker).await.then_some(())
-    })
-    .await;
-    // The client goes away: its request (and the body it would have read) is dropped.
-    run.abort();
-    let took = gone_within(&server, &marker, Duration::from_secs(1)).await;
-    println!("cancelled on the server {took:?} after the client went away");
-    // The history records the cancel.
-    let history = eventually(
-        Duration::from_secs(5),
-        "the history says the run failed",
-        || async {
-            let history = console.history(&alice(), &id).await;
-            (history["status"] == "failed").then_some(history)
-        },
+    // In plain text and over TLS (the runner opens its sessions on its own socket, and its
+    // cancel request goes to the same address the same way).
+    let ca = std::fs::read(
+        std::env::var_os("DBCONSOLE_CI_CERTS")
+            .map_or_else(
+                || "/tmp/dbconsole-ci-certs".into(),
+                std::path::PathBuf::from,
+            )
+            .join("ca-bundle.pem"),
     )
-    .await;
-    assert!(
-        history["run"]["error"]
-            .as_str()
-            .unwrap()
-            .contains("went away")
-    );
+    .expect("the CI certificates (.ci/db-servers-up.sh)");
+    let tls = json!({
+        "ssl": true,
+        "ssl_ca_cert": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, ca),
+    });
+    for extra in [json!({}), tls] {
+        let (db, credentials) = console
+            .database("postgres", PORT, extra.clone(), checker())
+            .await;
+        let (_, answer) = console
+            .query(
+                &alice(),
+                &db,
+                &credentials[0],
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                None,
+                None,
+            )
+            .await;
+        assert_eq!(
+            answer.expect(200).json()["rows"],
+            json!([[extra.get("ssl").is_some()]])
+        );
+        let marker = format!("cancel_{}", ulid());
+        let statement = format!("SELECT pg_sleep(600) AS {marker}");
+        let created = console
+            .create_query(&alice(), &db, &credentials[0], &statement, None)
+            .await
+            .expect(200)
+            .json();
+        let id = created["id"].as_str().unwrap().to_owned();
+        let run = {
+            let console = Arc::clone(&console);
+            let id = id.clone();
+            tokio::spawn(async move { console.run(&alice(), &id, None).await })
+        };
+        eventually(Duration::from_secs(10), "the statement starts", || async {
+            active(&server, &marker).await.then_some(())
+        })
+        .await;
+        // The client goes away: its request (and the body it would have read) is dropped.
+        run.abort();
+        let took = gone_within(&server, &marker, Duration::from_secs(1)).await;
+        println!("cancelled on the server {took:?} after the client went away ({extra})");
+        // The history records the cancel.
+        let history = eventually(
+            Duration::from_secs(5),
+            "the history says the run failed",
+            || async {
+                let history = console.history(&alice(), &id).await;
+                (history["status"] == "failed").then_some(history)
+            },
+        )
+        .await;
+        assert!(
+            history["run"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("went away")
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -993,6 +1024,7 @@ async fn values_and_rows_over_the_bounds_are_refused() {
     .value_limits(dbconsole_core::run::encode::ValueLimits {
         max_value: 1024 * 1024,
         max_row: 1536 * 1024,
+        ..Default::default()
     })
     .build();
     let (db, credentials) = console

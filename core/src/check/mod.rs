@@ -48,7 +48,7 @@ pub mod postgres;
 #[cfg(feature = "sqlserver")]
 pub mod sqlserver;
 #[cfg(feature = "tls")]
-mod tls;
+pub(crate) mod tls;
 pub mod tunnel;
 
 pub use tunnel::{TunnelDialer, TunnelEndpoint};
@@ -88,6 +88,9 @@ pub struct CheckTarget {
     pub connect_via: Option<SocketAddr>,
     /// The bound the service puts around the whole check.
     pub timeout: Duration,
+    /// The most bytes of one packet the driver reads, where it can be told (MySQL's client-side
+    /// `max_allowed_packet`): a query runner's bound on a row. `None`: the driver's own.
+    pub max_packet: Option<usize>,
 }
 
 impl CheckTarget {
@@ -126,6 +129,7 @@ impl CheckTarget {
             connection_parameters: Vec::new(),
             tunnel_id: None,
             connect_via: None,
+            max_packet: None,
             timeout: Self::DEFAULT_TIMEOUT,
         }
     }
@@ -392,6 +396,7 @@ impl CheckTarget {
             connection_parameters: db.connection_parameters.clone(),
             tunnel_id: db.tunnel_id.clone(),
             connect_via: None,
+            max_packet: None,
             timeout,
         })
     }

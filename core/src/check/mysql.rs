@@ -80,6 +80,7 @@ fn opts(target: &CheckTarget, tls_name: Option<String>) -> Result<OptsBuilder, S
         .user(Some(target.username.clone()))
         .pass(password)
         .db_name(Some(target.database.clone()))
+        .max_allowed_packet(target.max_packet)
         .prefer_socket(false);
     if target.ssl {
         opts = opts.ssl_opts(ssl_opts(target, tls_name)?);

@@ -42,14 +42,6 @@ impl ConnectionChecker for PostgresChecker {
 /// it over; the connection runs on a spawned task that ends when the client is dropped. For
 /// embedders that want to run more than the check on it.
 pub async fn connect(target: &CheckTarget) -> Result<tokio_postgres::Client, String> {
-    connect_with_tls(target).await.map(|(client, _)| client)
-}
-
-/// [`connect`], also handing back the TLS connector the session was opened with (what a cancel
-/// request to the same server needs).
-pub(crate) async fn connect_with_tls(
-    target: &CheckTarget,
-) -> Result<(tokio_postgres::Client, MakeRustlsConnect), String> {
     let config = config(target);
     let tls = if target.ssl {
         tls::client_config(target)?
@@ -57,9 +49,8 @@ pub(crate) async fn connect_with_tls(
         // Never used with `SslMode::Disable`, but the connector type needs one.
         tls::placeholder_config()?
     };
-    let connector = MakeRustlsConnect::new(tls);
     let (client, connection) = config
-        .connect(connector.clone())
+        .connect(MakeRustlsConnect::new(tls))
         .await
         .map_err(|error| error_chain(&error))?;
     tokio::spawn(async move {
@@ -67,10 +58,11 @@ pub(crate) async fn connect_with_tls(
         // them on its next call.
         let _ = connection.await;
     });
-    Ok((client, connector))
+    Ok(client)
 }
 
-fn config(target: &CheckTarget) -> tokio_postgres::Config {
+/// The session's settings: host, database, user, TLS mode, password and startup parameters.
+pub(crate) fn config(target: &CheckTarget) -> tokio_postgres::Config {
     let mut config = tokio_postgres::Config::new();
     config
         .host(&target.host)

@@ -41,6 +41,7 @@ pub mod classify;
 pub mod clickhouse;
 mod connector;
 pub mod encode;
+pub mod memory;
 #[cfg(feature = "mysql")]
 pub mod mysql;
 #[cfg(feature = "oracle")]
@@ -99,6 +100,8 @@ pub struct RunJob {
     /// The columns the database's data protection policies protect, when it has any (docs/data-protection.md,
     /// "Data protection"): the runner checks the statement against them before it runs.
     pub protection: Option<Arc<protect::Protection>>,
+    /// The bounds of a result's bytes, and the budget all runs' large rows share.
+    pub memory: Arc<memory::RunMemory>,
 }
 
 impl Debug for RunJob {
@@ -357,6 +360,10 @@ pub struct RowSink {
     rows: u64,
     max_rows: u64,
     truncated: bool,
+    /// The session whose large rows this run takes ([`memory`]), and how many rows it took.
+    ledger: Option<(Arc<memory::Ledger>, u64)>,
+    /// The charges of rows written and not yet handed to the body: they go with the next chunk.
+    charges: Vec<memory::Charge>,
 }
 
 /// The client is gone: the response body was dropped.
@@ -383,7 +390,16 @@ impl RowSink {
             rows: 0,
             max_rows,
             truncated: false,
+            ledger: None,
+            charges: Vec::new(),
         }
+    }
+
+    /// From now on, the rows this run takes are those `ledger` counts: each large row's charge
+    /// on the memory of all runs goes with the chunk that holds it ([`memory`]).
+    pub fn count_rows(&mut self, ledger: Arc<memory::Ledger>) {
+        ledger.begin();
+        self.ledger = Some((ledger, 0));
     }
 
     /// Writes the columns: the response starts (200) with them.
@@ -413,6 +429,11 @@ impl RowSink {
     /// Starts a row: the encoder to write its cells into, or `None` when the cap is reached
     /// (the result is then truncated: stop reading).
     pub fn row(&mut self) -> Option<&mut Encoder> {
+        if let Some((ledger, taken)) = &mut self.ledger {
+            // The rows before this one are done with.
+            ledger.taken(*taken, &mut self.charges);
+            *taken += 1;
+        }
         if self.rows >= self.max_rows {
             self.truncated = true;
             return None;
@@ -432,6 +453,9 @@ impl RowSink {
         }
         self.encoder.end_row();
         self.rows += 1;
+        if let Some((ledger, taken)) = &self.ledger {
+            ledger.taken(*taken, &mut self.charges);
+        }
         self.signal_start();
         if self.encoder.buffered() >= FLUSH_AT {
             self.flush().await.map_err(|_| RunError::Cancelled)?;
@@ -445,7 +469,14 @@ impl RowSink {
             return Ok(());
         }
         self.signal_start();
-        let chunk = self.encoder.take();
+        let mut chunk = self.encoder.take();
+        if !self.charges.is_empty() {
+            // The rows' share of the memory of all runs is given back when the chunk is written.
+            chunk = Bytes::from_owner(memory::Charged {
+                bytes: chunk,
+                _charges: std::mem::take(&mut self.charges),
+            });
+        }
         self.chunks.send(Ok(chunk)).await.map_err(|_| Gone)
     }
 

@@ -358,6 +358,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
             protection: None,
+            memory: crate::run::memory::RunMemory::new(Default::default()),
         };
         let bound = job.bound(Dialect::Oracle, placeholder).unwrap();
         let statement = bound.text;

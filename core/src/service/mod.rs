@@ -101,7 +101,7 @@ struct Shared {
     runners: crate::run::Runners,
     trust_principal: bool,
     max_rows: u32,
-    value_limits: crate::run::encode::ValueLimits,
+    memory: Arc<crate::run::memory::RunMemory>,
     statement_timeout: Duration,
     outbox: OutboxTargets,
     /// Credential id → the id of its database, as panel runs found them.
@@ -142,7 +142,9 @@ impl ConsoleService {
                 runners: crate::run::Runners::none(),
                 trust_principal: false,
                 max_rows: DEFAULT_MAX_ROWS,
-                value_limits: crate::run::encode::ValueLimits::default(),
+                memory: crate::run::memory::RunMemory::new(
+                    crate::run::encode::ValueLimits::default(),
+                ),
                 statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
                 outbox: OutboxTargets::default(),
                 credential_index: std::sync::Mutex::new(std::collections::HashMap::new()),
@@ -283,14 +285,24 @@ impl ConsoleServiceBuilder {
         self
     }
 
-    /// The most bytes of one value and of one row of a result (default
-    /// [`crate::run::encode::ValueLimits::default`]): a result with a bigger one is refused,
-    /// never copied into the answer (docs/queries.md, "Limits and cancel").
+    /// The most bytes of one value and of one row of a result, and of all runs' large rows
+    /// together (default [`crate::run::encode::ValueLimits::default`]): a result with a bigger
+    /// value or row is refused, never copied into the answer; a run whose next large row does
+    /// not fit in the budget waits for room (docs/queries.md, "Limits and cancel"). A row's
+    /// bound is at least its value's, and the budget at least what one row of the most bytes is
+    /// charged ([`crate::run::memory::CHARGE`] times its size).
     pub fn value_limits(mut self, limits: crate::run::encode::ValueLimits) -> Self {
-        self.shared.value_limits = crate::run::encode::ValueLimits {
-            max_value: limits.max_value.max(1),
-            max_row: limits.max_row.max(limits.max_value.max(1)),
-        };
+        let max_value = limits.max_value.max(1);
+        let max_row = limits.max_row.max(max_value);
+        self.shared.memory = crate::run::memory::RunMemory::new(crate::run::encode::ValueLimits {
+            max_value,
+            max_row,
+            max_in_flight: limits.max_in_flight.max(
+                max_row
+                    .saturating_add(crate::run::memory::FRAMING)
+                    .saturating_mul(2),
+            ),
+        });
         self
     }
 

@@ -365,6 +365,17 @@ pub struct ServeArgs {
     )]
     pub max_row_mib: u64,
 
+    /// The most MiB the large rows of all runs together may hold at once (each charged three
+    /// times its size: the driver's growing buffer and the answer's copy): a run whose next
+    /// large row does not fit waits for room. At least three times `--max-row-mib`.
+    #[arg(
+        long,
+        env = "DBCONSOLE_RUN_MEMORY_MIB",
+        default_value_t = 2048,
+        value_parser = clap::value_parser!(u64).range(1..=1_048_576)
+    )]
+    pub run_memory_mib: u64,
+
     /// The statement timeout in seconds of credentials that set none (enforced in the
     /// database and by the server).
     #[arg(
@@ -629,12 +640,13 @@ impl ServeArgs {
         }
     }
 
-    /// `--max-value-mib` and `--max-row-mib`, in bytes.
+    /// `--max-value-mib`, `--max-row-mib` and `--run-memory-mib`, in bytes.
     pub fn value_limits(&self) -> dbconsole_core::run::encode::ValueLimits {
         let bytes = |mib: u64| usize::try_from(mib * 1024 * 1024).unwrap_or(usize::MAX);
         dbconsole_core::run::encode::ValueLimits {
             max_value: bytes(self.max_value_mib),
             max_row: bytes(self.max_row_mib),
+            max_in_flight: bytes(self.run_memory_mib),
         }
     }
 

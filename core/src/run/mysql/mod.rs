@@ -71,6 +71,7 @@ pub struct Manager {
     connector: Connector,
     timeout: Duration,
     connect_timeout: Duration,
+    memory: std::sync::Arc<crate::run::memory::RunMemory>,
 }
 
 impl std::fmt::Debug for Manager {
@@ -85,7 +86,9 @@ impl managed::Manager for Manager {
 
     async fn create(&self) -> Result<Session, RunError> {
         let opened = (self.connector)().await.map_err(RunError::Connect)?;
-        let target = opened.target;
+        let mut target = opened.target;
+        // A row over the bound is refused by the driver before it is read whole.
+        target.max_packet = Some(self.memory.max_message());
         let connect = async {
             let mut conn = crate::check::mysql::connect(&target).await?;
             let version: Option<String> = conn
@@ -139,6 +142,7 @@ impl QueryRunner for MysqlRunner {
             connector: job.connector.clone(),
             timeout: job.timeout,
             connect_timeout: job.connect_timeout,
+            memory: std::sync::Arc::clone(&job.memory),
         });
         let gone = sink.gone();
         tokio::pin!(gone);
@@ -241,6 +245,13 @@ fn database_error(error: &mysql_async::Error) -> RunError {
             "ERROR {} ({}): {}",
             server.code, server.state, server.message
         )),
+        mysql_async::Error::Io(io) if io.to_string().contains("max_allowed_packet") => {
+            RunError::TooLarge(
+                "a row of the result is over this server's bound of bytes a row: select fewer or \
+                 smaller columns (left(column, n), substring…)"
+                    .to_owned(),
+            )
+        }
         mysql_async::Error::Io(_) => RunError::Connect(error_chain(error)),
         other => RunError::Database(error_chain(other)),
     }

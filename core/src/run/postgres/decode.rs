@@ -108,9 +108,9 @@ impl Render {
             Render::Float4 => out.float(array(raw).map_or(0.0, f32::from_be_bytes).into()),
             Render::Float8 => out.float(array(raw).map_or(0.0, f64::from_be_bytes)),
             Render::Numeric => out.number_text(&numeric(raw)),
-            Render::Text => out.text(&String::from_utf8_lossy(raw)),
-            Render::Json => out.json(&String::from_utf8_lossy(raw)),
-            Render::Jsonb => out.json(&String::from_utf8_lossy(raw.get(1..).unwrap_or(b"null"))),
+            Render::Text => out.text(&utf8(raw)),
+            Render::Json => out.json(&utf8(raw)),
+            Render::Jsonb => out.json(&utf8(raw.get(1..).unwrap_or(b"null"))),
             Render::Uuid => match array::<16>(raw) {
                 Some(bytes) => out.text(&uuid_text(bytes)),
                 None => out.bytes(raw),
@@ -328,6 +328,15 @@ pub(super) fn numeric(raw: &[u8]) -> String {
         text.push_str(&fraction);
     }
     text
+}
+
+/// `raw` as text: borrowed when it is UTF-8 (what the server sends), else with U+FFFD for what
+/// is not.
+fn utf8(raw: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(raw) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(raw),
+    }
 }
 
 #[cfg(test)]

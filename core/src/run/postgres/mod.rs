@@ -26,11 +26,13 @@
 //!   (`postgres/protect.rs`).
 
 mod decode;
+mod guard;
 mod protect;
 mod verify;
 
 use std::collections::HashMap;
 use std::error::Error as _;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -42,6 +44,7 @@ use tokio_postgres::{Client, Statement, error::SqlState};
 
 use self::decode::{Raw, Render};
 use super::encode::Column;
+use super::memory::{KEEP_SESSION_UNDER, Ledger, RunMemory};
 use super::pool::{PoolLimits, Pools, checkout, connected};
 use super::protect::{Protection, Refused, Treatment};
 use super::statement::Dialect;
@@ -69,7 +72,10 @@ impl PostgresRunner {
 /// A pooled session.
 pub struct Session {
     client: Client,
-    tls: tokio_postgres_rustls::MakeRustlsConnect,
+    /// Where a cancel request goes.
+    canceller: guard::Canceller,
+    /// The session's large rows between its driver and its run ([`crate::run::memory`]).
+    ledger: Arc<Ledger>,
     _tunnel: Option<TunnelEndpoint>,
     /// Prepared statements by text: a panel that runs again skips its prepare.
     statements: HashMap<String, Statement>,
@@ -107,6 +113,7 @@ pub struct Manager {
     connector: Connector,
     timeout: Duration,
     connect_timeout: Duration,
+    memory: Arc<RunMemory>,
     read_only: bool,
     /// Whether the sessions serve runs under data protection: their `search_path` starts with
     /// the role's masking schemas.
@@ -143,11 +150,13 @@ impl managed::Manager for Manager {
         if self.protected {
             protected_search_path(&mut target);
         }
-        let connect = crate::check::postgres::connect_with_tls(&target);
-        let (client, tls) = connected(connect, self.connect_timeout, target.secrets()).await?;
+        let connect = guard::connect(&target, Arc::clone(&self.memory));
+        let (client, canceller, ledger) =
+            connected(connect, self.connect_timeout, target.secrets()).await?;
         Ok(Session {
             client,
-            tls,
+            canceller,
+            ledger,
             _tunnel: opened.tunnel,
             statements: HashMap::new(),
             secrets: target.secrets().cloned().collect(),
@@ -176,6 +185,7 @@ impl QueryRunner for PostgresRunner {
             connector: job.connector.clone(),
             timeout: job.timeout,
             connect_timeout: job.connect_timeout,
+            memory: Arc::clone(&job.memory),
             read_only,
             protected: job.pool.protected,
         });
@@ -209,7 +219,18 @@ impl QueryRunner for PostgresRunner {
             &secrets,
         )
         .await;
+        session.ledger.end();
+        // A message over the bounds stopped the session under the driver: the run's answer is
+        // why, not the broken connection.
+        let outcome = match (outcome, session.ledger.tripped()) {
+            (Err(_), Some(why)) => Err(RunError::TooLarge(why)),
+            (outcome, _) => outcome,
+        };
+        // A session whose driver grew its read buffer for a large message would keep it as
+        // long as it is pooled: it is closed instead.
+        let grown = session.ledger.largest() >= KEEP_SESSION_UNDER;
         match &outcome {
+            Ok(()) if grown && !truncated => drop(Object::take(session)),
             Ok(()) if !read_only => {
                 // DISCARD ALL also deallocates the session's prepared statements.
                 session.statements.clear();
@@ -219,11 +240,10 @@ impl QueryRunner for PostgresRunner {
             }
             Ok(()) if !truncated => {}
             Ok(()) | Err(RunError::Cancelled | RunError::TimedOut(_)) => {
-                let token = session.client.cancel_token();
-                let tls = session.tls.clone();
+                let canceller = session.canceller.clone();
                 // The session is closed, not pooled: it may still be busy with the statement.
                 drop(Object::take(session));
-                let _ = tokio::time::timeout(Duration::from_secs(1), token.cancel_query(tls)).await;
+                let _ = tokio::time::timeout(Duration::from_secs(1), canceller.cancel()).await;
             }
             Err(_) => {
                 // A failed transaction was rolled back when it was dropped; a session in any
@@ -468,6 +488,8 @@ async fn execute_panel(
         columns,
         renders,
     } = prepare(session, run).await?;
+    // From here on, the session's rows are the statement's.
+    sink.count_rows(Arc::clone(&session.ledger));
     let client = &session.client;
     let begin = client.batch_execute("BEGIN READ ONLY");
     let query = client.query_raw(&statement, params.iter().map(|p| p as &(dyn ToSql + Sync)));
@@ -507,6 +529,8 @@ async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Res
         columns,
         renders,
     } = prepare(session, run).await?;
+    // From here on, the session's rows are the statement's.
+    sink.count_rows(Arc::clone(&session.ledger));
     let transaction = session
         .client
         .transaction()

@@ -107,6 +107,7 @@ impl Shared {
             timeout,
             connect_timeout: self.check_timeout,
             protection,
+            memory: Arc::clone(&self.memory),
         };
         let (chunks, body) = mpsc::channel(CHANNEL_CHUNKS);
         let (started, start) = oneshot::channel();
@@ -115,7 +116,7 @@ impl Shared {
             chunks,
             started,
             u64::from(max_rows),
-            self.value_limits,
+            self.memory.limits(),
         );
         let storage = Arc::clone(&self.storage);
         let measured = self.metrics;
