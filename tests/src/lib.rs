@@ -30,6 +30,7 @@ mod console;
 pub mod dashboards;
 pub mod databases;
 pub mod idempotency;
+pub mod me;
 pub mod outbox;
 pub mod protocol;
 pub mod reviews;
@@ -374,6 +375,7 @@ macro_rules! http_suite {
         $crate::idempotency_tests!($storage);
         $crate::review_tests!($storage);
         $crate::outbox_tests!($storage);
+        $crate::me_tests!($storage);
     };
 }
 

@@ -26,6 +26,7 @@ mod dashboards;
 mod databases;
 mod error;
 pub mod idempotency;
+mod me;
 mod openapi;
 mod outbox;
 mod queries;

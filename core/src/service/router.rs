@@ -210,6 +210,8 @@ const QUERIES: &[Mount] = &[
 ];
 /// The console's own routes (audit, outbox): `x-api-key`, no compatibility path.
 const CONSOLE: &[Mount] = &[mount("/api/v1/console", Credentials::API_KEY, false)];
+/// The caller's own view: either credential, under the console's prefix only.
+const ME: &[Mount] = &[mount("/api/v1/console", Credentials::EITHER, false)];
 /// The dashboard routes: `Bearer` on their own path, either credential on the provider's.
 const DASHBOARDS: &[Mount] = &[
     mount("/v1", Credentials::BEARER, false),
@@ -253,6 +255,8 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     PUT DATABASES "/databases/{id}/data-protection", Full, DataProtection, Nothing, "putDataProtection" => put_data_protection;
     POST DATABASES "/databases/{id}/check-connection", Full, No, Nothing, "checkEditedConnection" => check_edited;
     GET DATABASES "/databases/{id}/check-connection/{username}", Full, No, Nothing, "checkConnection" => check_connection;
+    GET ME "/me", Anyone, No, Nothing, "getMe" => get_me;
+    GET ME "/me/databases", Querier, No, Nothing, "listMyDatabases" => list_my_databases;
     GET QUERIES "/queries", Querier, No, Nothing, "listQueries" => list_queries;
     POST QUERIES "/queries", Querier, Record, Nothing, "createQuery" => create_query;
     GET QUERIES "/queries/{id}", Querier, No, Nothing, "getQuery" => get_query;

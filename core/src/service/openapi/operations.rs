@@ -234,6 +234,18 @@ pub(crate) fn put_data_protection(op: Operation, _: &Names) -> Operation {
 
 // Queries
 
+pub(crate) fn get_me(op: Operation, _: &Names) -> Operation {
+    op.summary("Who the caller is and what its credential lets it do")
+        .ok(json_content(schema_ref("Me")))
+        .errors(&[401, 503])
+}
+
+pub(crate) fn list_my_databases(op: Operation, _: &Names) -> Operation {
+    op.summary("The databases the caller may query, with the credentials it may run as (all of them, by id: no paging)")
+        .ok(json_content(schema_ref("QueryableDatabasePage")))
+        .errors(&[401, 403, 503])
+}
+
 pub(crate) fn list_queries(op: Operation, _: &Names) -> Operation {
     let mut params = page_params();
     for (name, description) in [

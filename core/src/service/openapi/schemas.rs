@@ -2,8 +2,8 @@
 //! names, bounds from the validation constants) and the components every operation refers to.
 
 use super::super::render::{
-    AuditEventView, DashboardView, DataProtectionView, DatabaseView, DeliveryView, PageView,
-    PermissionsView, QueryView,
+    AuditEventView, DashboardView, DataProtectionView, DatabaseView, DeliveryView, MeView,
+    PageView, PermissionsView, QueryView, QueryableDatabaseView,
 };
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -531,6 +531,8 @@ fn views() -> Map<String, Value> {
     generator.subschema_for::<PageView<QueryView<'static>>>();
     generator.subschema_for::<PageView<DeliveryView<'static>>>();
     generator.subschema_for::<PermissionsView<'static>>();
+    generator.subschema_for::<MeView<'static>>();
+    generator.subschema_for::<PageView<QueryableDatabaseView<'static>>>();
     generator.subschema_for::<DataProtectionView<'static>>();
     generator.take_definitions(true)
 }

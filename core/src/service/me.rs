@@ -1,0 +1,89 @@
+//! The caller's own view: `GET …/me` (who it is, what it may do) and `GET …/me/databases` (the
+//! databases it may query, with the credentials it may run as). What a console needs to draw
+//! its screens for a member, whose key may not read the database list itself.
+
+use http::StatusCode;
+
+use super::Shared;
+use super::call::Call;
+use super::queries::principal_of;
+use super::render::{MayView, MeView, PageView, QueryableDatabaseView};
+use super::response::json_response;
+use super::router::{Answer, Who};
+use crate::model::{Role, Scope};
+use crate::storage::{DatabaseFilter, Page};
+
+/// Databases read per storage page while listing.
+const PAGE: usize = 500;
+
+impl Shared {
+    /// `GET …/me`.
+    pub(super) async fn get_me(&self, call: Call<'_>) -> Answer {
+        // The route's mount takes a credential: without one the router answered 401.
+        let caller = call.caller.ok_or(super::ApiError::Forbidden)?;
+        let principal = caller.principal.as_ref();
+        let querier = Who::Querier.permits(caller) && principal.is_some();
+        let super_admin = principal.is_some_and(|p| p.role == Role::SuperAdmin);
+        let agent = principal.is_some_and(|p| p.agent);
+        let full = caller.scope == Scope::Full;
+        let view = MeView {
+            user: principal.map(|p| p.user.as_str()),
+            groups: principal
+                .map_or_else(Vec::new, |p| p.groups.iter().map(String::as_str).collect()),
+            role: principal.map(|p| p.role.as_str()),
+            agent,
+            scope: caller.scope.as_str(),
+            may: MayView {
+                query: querier,
+                review: querier && !agent,
+                bypass_reviews: querier && !agent && super_admin,
+                manage_databases: full,
+                manage_dashboards: full,
+                read_audit: full,
+            },
+        };
+        Ok(json_response(StatusCode::OK, &view))
+    }
+
+    /// `GET …/me/databases`: every database the caller may query, by id, each with the
+    /// credentials it may run as (an AI agent: `ai_enabled` databases and `ai_allowed`
+    /// credentials only); restricted ones only where a permission names the user or a group.
+    pub(super) async fn list_my_databases(&self, call: Call<'_>) -> Answer {
+        let principal = principal_of(call.caller)?;
+        let mut all = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .storage
+                .list_databases(
+                    Page {
+                        after: after.as_deref(),
+                        limit: PAGE,
+                    },
+                    DatabaseFilter::default(),
+                )
+                .await?;
+            let full = page.len() == PAGE;
+            after = page.last().map(|db| db.id.to_string());
+            for db in page {
+                if principal.agent && !db.ai_enabled {
+                    continue;
+                }
+                if self.may_query(principal, &db).await? {
+                    all.push(db);
+                }
+            }
+            if !full {
+                break;
+            }
+        }
+        let data = all
+            .iter()
+            .map(|db| QueryableDatabaseView::of(db, |c| !principal.agent || c.ai_allowed))
+            .collect();
+        Ok(json_response(
+            StatusCode::OK,
+            &PageView { data, next: None },
+        ))
+    }
+}
