@@ -9,7 +9,7 @@
 #      backend, the real-server check-connection tests, the server binary's tests (the disk-full
 #      test mounts a tmpfs and needs root; the PostgreSQL fault test stops and starts the server
 #      with pg_ctl);
-#   3. the contract tests against the release server (tests/contract/run.sh).
+#   3. the contract tests against the server binary those tests built (tests/contract/run.sh).
 # The quick tier for daily work needs none of this: `bash tests/quick.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -48,6 +48,24 @@ async fn start_with(dir: &Path, more: &[&str]) -> Server {
     .await
 }
 
+/// A query key for `alice@example.com` in the store at `dir`: its secret.
+async fn alice_key(dir: &Path) -> String {
+    create_key(
+        dir,
+        &[
+            "--kind",
+            "api-key",
+            "--scope",
+            "query",
+            "--user",
+            "alice@example.com",
+            "--name",
+            "alice",
+        ],
+    )
+    .await
+}
+
 /// The `/metrics` text of `server`.
 async fn metrics(server: &Server) -> String {
     let line = server
@@ -342,20 +360,7 @@ async fn huge_values_at_once_stay_within_the_memory_bounds() {
         ),
     ] {
         let data = tempfile::tempdir().unwrap();
-        let user_key = create_key(
-            data.path(),
-            &[
-                "--kind",
-                "api-key",
-                "--scope",
-                "query",
-                "--user",
-                "alice@example.com",
-                "--name",
-                "alice",
-            ],
-        )
-        .await;
+        let user_key = alice_key(data.path()).await;
         let server = start_with(data.path(), &more).await;
         let pid = server.child.id().expect("running");
         let mut ids = Vec::new();
@@ -409,20 +414,7 @@ async fn huge_values_at_once_stay_within_the_memory_bounds() {
 async fn ten_million_rows_stream_with_the_server_memory_flat() {
     postgres_admin().await;
     let data = tempfile::tempdir().unwrap();
-    let user_key = create_key(
-        data.path(),
-        &[
-            "--kind",
-            "api-key",
-            "--scope",
-            "query",
-            "--user",
-            "alice@example.com",
-            "--name",
-            "alice",
-        ],
-    )
-    .await;
+    let user_key = alice_key(data.path()).await;
     let server = start(data.path()).await;
     let pid = server.child.id().expect("running");
     let id = query(

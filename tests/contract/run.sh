@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The contract tests, against the release server on a redb store of their own, with caller
+# The contract tests, against the server as `cargo test` builds it (the dev profile: tests/all.sh
+# runs them after the workspace's tests, so it is built already; a release build would add five
+# minutes to CI for the same answers) on a redb store of their own, with caller
 # credentials bound to a user and a registered database (the test PostgreSQL's read-only
 # `contractdb`) that the fuzzed queries really run on:
 #   1. the OpenAPI document it serves is valid OpenAPI 3.1 (openapi-spec-validator);
@@ -17,7 +19,8 @@ if [ ! -x "$venv/bin/schemathesis" ] || [ ! -x /usr/bin/chromium ] || [ ! -x /us
   exit 1
 fi
 
-cargo build --release --locked -p dbconsole-server
+cargo build --locked -p dbconsole-server
+bin=target/debug/dbconsole
 work="$(mktemp -d)"
 server_pid=""
 cleanup() {
@@ -30,13 +33,13 @@ trap cleanup EXIT
 # the query routes answer more than 401 and 403 and their bodies are fuzzed too.
 data="$work/data"
 create_key() {
-  target/release/dbconsole keys --data-dir "$data" create --kind "$1" --scope full \
+  "$bin" keys --data-dir "$data" create --kind "$1" --scope full \
     --name "contract $1" --user contract@example.com --role super-admin | sed -n 's/^secret: //p'
 }
 api_key="$(create_key api-key)"
 token="$(create_key access-token)"
 [ -n "$api_key" ] && [ -n "$token" ] || { echo "dbconsole keys create gave no secret" >&2; exit 1; }
-RUST_LOG=warn target/release/dbconsole serve --storage redb --data-dir "$data" \
+RUST_LOG=warn "$bin" serve --storage redb --data-dir "$data" \
   --listen 127.0.0.1:0 >"$work/stdout" 2>"$work/stderr" &
 server_pid=$!
 for _ in $(seq 100); do

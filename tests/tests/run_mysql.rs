@@ -317,22 +317,7 @@ async fn an_agent_describes_the_tables() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_and_rows_over_the_bounds_are_refused() {
     let _server = admin().await;
-    let console = dbconsole_tests::TestConsole::builder(Arc::new(
-        dbconsole_storage_memory::MemoryStorage::new(),
-    ))
-    .runners(dbconsole_core::run::standard_runners(
-        dbconsole_core::run::pool::PoolLimits {
-            size: 2,
-            wait: Duration::from_millis(500),
-        },
-    ))
-    .trust_principal(true)
-    .value_limits(dbconsole_core::run::encode::ValueLimits {
-        max_value: 1024 * 1024,
-        max_row: 1536 * 1024,
-        ..Default::default()
-    })
-    .build();
+    let console = bounded_console(1024 * 1024, 1536 * 1024);
     let (db, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
     let run = |statement: &'static str| {
         let (console, db, credential) = (&console, &db, &credentials[0]);

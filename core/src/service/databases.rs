@@ -11,7 +11,7 @@ use super::response::{ResponseBody, json_bytes, json_response};
 use super::router::Answer;
 use super::{Shared, both, page_request, split_page};
 use crate::model::{Database, Timestamp};
-use crate::storage::{DatabaseFilter, DatabaseKey, DeleteCheck, Edits, StorageError};
+use crate::storage::{DatabaseFilter, DatabaseKey, DeleteCheck, Edits, Page, StorageError};
 use crate::validate::{
     DatabaseBody, apply_setup, database_from_body, parse_database_filter, parse_setup,
 };
@@ -26,6 +26,29 @@ fn delete_check(headers: &http::HeaderMap) -> Result<Option<DeleteCheck<Database
         IfMatch::of(headers)?,
         |db: &Database| db.updated_at,
     ))
+}
+
+/// Databases read per storage page by the routes that walk them all.
+pub(super) const WALK_PAGE: usize = 500;
+
+impl Shared {
+    /// The next [`WALK_PAGE`] databases by id after `after` (the first ones without it), for
+    /// the routes that walk them all; fewer than a page: the last.
+    pub(super) async fn databases_after(
+        &self,
+        after: Option<&str>,
+    ) -> Result<Vec<Database>, ApiError> {
+        Ok(self
+            .storage
+            .list_databases(
+                Page {
+                    after,
+                    limit: WALK_PAGE,
+                },
+                DatabaseFilter::default(),
+            )
+            .await?)
+    }
 }
 
 impl Shared {

@@ -11,10 +11,6 @@ use super::render::{MayView, MeView, PageView, QueryableDatabaseView};
 use super::response::json_response;
 use super::router::{Answer, Who};
 use crate::model::{Role, Scope};
-use crate::storage::{DatabaseFilter, Page};
-
-/// Databases read per storage page while listing.
-const PAGE: usize = 500;
 
 impl Shared {
     /// `GET …/me`.
@@ -53,17 +49,8 @@ impl Shared {
         let mut all = Vec::new();
         let mut after: Option<String> = None;
         loop {
-            let page = self
-                .storage
-                .list_databases(
-                    Page {
-                        after: after.as_deref(),
-                        limit: PAGE,
-                    },
-                    DatabaseFilter::default(),
-                )
-                .await?;
-            let full = page.len() == PAGE;
+            let page = self.databases_after(after.as_deref()).await?;
+            let full = page.len() == super::databases::WALK_PAGE;
             after = page.last().map(|db| db.id.to_string());
             for db in page {
                 if principal.agent && !db.ai_enabled {

@@ -26,6 +26,22 @@ pub(crate) fn run_console() -> TestConsole {
     }))
 }
 
+/// [`run_console`] with these bounds of a value's and a row's bytes (and the default budget).
+pub(crate) fn bounded_console(max_value: usize, max_row: usize) -> TestConsole {
+    TestConsole::builder(Arc::new(MemoryStorage::new()))
+        .runners(standard_runners(PoolLimits {
+            size: 2,
+            wait: Duration::from_millis(500),
+        }))
+        .trust_principal(true)
+        .value_limits(dbconsole_core::run::encode::ValueLimits {
+            max_value,
+            max_row,
+            ..Default::default()
+        })
+        .build()
+}
+
 /// [`run_console`] with these runners (`Runners::none()`: every run answers 501).
 pub(crate) fn run_console_with(runners: Runners) -> TestConsole {
     TestConsole::builder(Arc::new(MemoryStorage::new()))

@@ -7,7 +7,6 @@ use serde_json::Value;
 use crate::model::{Credential, Dashboard, Database, Origin, PanelDetails, Principal};
 use crate::run::Format;
 use crate::run::statement::{self, Dialect};
-use crate::storage::Page;
 use crate::validate::{ValidationErrors, panel_inputs, row_limit};
 
 use super::super::Shared;
@@ -41,16 +40,7 @@ impl Shared {
         }
         let mut after: Option<String> = None;
         loop {
-            let page = self
-                .storage
-                .list_databases(
-                    Page {
-                        after: after.as_deref(),
-                        limit: 500,
-                    },
-                    crate::storage::DatabaseFilter::default(),
-                )
-                .await?;
+            let page = self.databases_after(after.as_deref()).await?;
             let Some(last) = page.last() else {
                 return Ok(None);
             };
