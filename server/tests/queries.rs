@@ -290,16 +290,23 @@ fn status_kib(pid: u32, field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Runs query `id` as `key` and reads its answer to the end, keeping none of it: the status
-/// and the body's length.
-async fn run_discarding(addr: std::net::SocketAddr, key: &str, id: &str) -> (u16, u64, String) {
+/// Sends the run of query `id` as `key` (with `headers`) on a new connection, closed after the
+/// answer: the connection, to read the answer from.
+async fn start_run(
+    addr: std::net::SocketAddr,
+    key: &str,
+    id: &str,
+    headers: &[(&str, &str)],
+) -> tokio::net::TcpStream {
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut all = vec![("x-api-key", key)];
+    all.extend_from_slice(headers);
     tokio::io::AsyncWriteExt::write_all(
         &mut stream,
         request_text(
             "POST",
             &format!("/api/v1/console/queries/{id}/run"),
-            &[("x-api-key", key)],
+            &all,
             None,
             true,
         )
@@ -307,6 +314,13 @@ async fn run_discarding(addr: std::net::SocketAddr, key: &str, id: &str) -> (u16
     )
     .await
     .unwrap();
+    stream
+}
+
+/// Runs query `id` as `key` and reads its answer to the end, keeping none of it: the status
+/// and the body's length.
+async fn run_discarding(addr: std::net::SocketAddr, key: &str, id: &str) -> (u16, u64, String) {
+    let mut stream = start_run(addr, key, id, &[]).await;
     let mut buffer = vec![0u8; 1024 * 1024];
     let (mut bytes, mut head) = (0u64, Vec::new());
     loop {
@@ -424,20 +438,7 @@ async fn ten_million_rows_stream_with_the_server_memory_flat() {
     )
     .await;
     let before = rss_kib(pid);
-    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    tokio::io::AsyncWriteExt::write_all(
-        &mut stream,
-        request_text(
-            "POST",
-            &format!("/api/v1/console/queries/{id}/run"),
-            &[("x-api-key", &user_key), ("accept", "text/csv")],
-            None,
-            true,
-        )
-        .as_bytes(),
-    )
-    .await
-    .unwrap();
+    let mut stream = start_run(server.addr, &user_key, &id, &[("accept", "text/csv")]).await;
     let mut buffer = vec![0u8; 256 * 1024];
     let (mut bytes, mut peak, mut newlines) = (0u64, before, 0u64);
     loop {
