@@ -102,6 +102,16 @@ impl Default for ValueLimits {
     }
 }
 
+/// Why a row is refused: over `bound` bytes a row (its `size` when known). One wording for the
+/// encoder and for the drivers that refuse a row before reading it.
+pub fn row_over_bound(size: Option<usize>, bound: usize) -> String {
+    let size = size.map_or_else(String::new, |size| format!("{size} bytes, "));
+    format!(
+        "a row of the result is {size}over this server's bound of {bound} bytes a row: select \
+         fewer or smaller columns (left(column, n), substring…)"
+    )
+}
+
 /// Writes one result in one [`Format`] into a buffer.
 #[derive(Debug)]
 pub struct Encoder {
@@ -169,11 +179,7 @@ impl Encoder {
             return false;
         }
         if self.row_bytes > self.limits.max_row {
-            self.oversized = Some(format!(
-                "a row of the result is over this server's bound of {} bytes a row: select fewer \
-                 or smaller columns",
-                self.limits.max_row
-            ));
+            self.oversized = Some(row_over_bound(None, self.limits.max_row));
             return false;
         }
         true

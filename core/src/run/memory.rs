@@ -18,7 +18,8 @@
 //! [`RowSink`]: super::RowSink
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -113,97 +114,96 @@ impl AsRef<[u8]> for Charged {
 /// The driver's guard counts each row as it arrives ([`Ledger::arrived`]); the run counts each
 /// row it takes ([`Ledger::taken`]) and gets the charges of the rows it is done with. Outside a
 /// run (a session's own queries, rows read after a run stopped), nothing is counted or charged.
+/// Every row passes through both ends, so they take no lock unless a charge waits.
 #[derive(Debug, Default)]
 pub struct Ledger {
-    state: Mutex<LedgerState>,
-}
-
-#[derive(Debug, Default)]
-struct LedgerState {
-    /// Whether a run reads this session's rows.
-    active: bool,
+    /// Whether a run reads this session's rows (changed under the lock of `charges`).
+    active: AtomicBool,
     /// Rows that arrived since the run began.
-    arrived: u64,
+    arrived: AtomicU64,
     /// The charges of large rows not yet handed over, by the row's number.
-    charges: VecDeque<(u64, Charge)>,
+    charges: Mutex<VecDeque<(u64, Charge)>>,
+    /// How many `charges` holds.
+    queued: AtomicUsize,
     /// Why the driver's guard stopped the session, when it did.
-    tripped: Option<String>,
+    tripped: OnceLock<String>,
     /// The most bytes of one message the session has read.
-    largest: usize,
+    largest: AtomicUsize,
 }
 
 impl Ledger {
-    fn state(&self) -> std::sync::MutexGuard<'_, LedgerState> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn charges(&self) -> std::sync::MutexGuard<'_, VecDeque<(u64, Charge)>> {
+        self.charges.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A run begins reading rows: from now on they are counted.
     pub fn begin(&self) {
-        let mut state = self.state();
-        state.active = true;
-        state.arrived = 0;
-        state.charges.clear();
+        let mut charges = self.charges();
+        charges.clear();
+        self.queued.store(0, Ordering::Release);
+        self.arrived.store(0, Ordering::Release);
+        self.active.store(true, Ordering::Release);
     }
 
     /// The run is over: what it did not take goes back to the budget.
     pub fn end(&self) {
-        let mut state = self.state();
-        state.active = false;
-        state.charges.clear();
+        let mut charges = self.charges();
+        self.active.store(false, Ordering::Release);
+        charges.clear();
+        self.queued.store(0, Ordering::Release);
     }
 
     /// A message of `bytes` arrived (the largest is kept: [`Ledger::largest`]).
     pub fn saw(&self, bytes: usize) {
-        let mut state = self.state();
-        state.largest = state.largest.max(bytes);
+        self.largest.fetch_max(bytes, Ordering::AcqRel);
     }
 
     /// The most bytes of one message the session has read. A driver keeps the buffer it grew
     /// for it as long as the session lives, so a session that read a message of
     /// [`KEEP_SESSION_UNDER`] bytes or more is closed after its run, not pooled.
     pub fn largest(&self) -> usize {
-        self.state().largest
+        self.largest.load(Ordering::Acquire)
     }
 
     /// A row arrived: its number in the run, or `None` outside a run.
     pub fn arrived(&self) -> Option<u64> {
-        let mut state = self.state();
-        if !state.active {
-            return None;
-        }
-        state.arrived += 1;
-        Some(state.arrived - 1)
+        self.active
+            .load(Ordering::Acquire)
+            .then(|| self.arrived.fetch_add(1, Ordering::AcqRel))
     }
 
     /// Row `number`'s charge, kept until the run is done with the row (dropped at once
     /// outside a run).
     pub fn charge(&self, number: u64, permit: OwnedSemaphorePermit) {
-        let mut state = self.state();
-        if state.active {
-            state
-                .charges
-                .push_back((number, Charge { _permit: permit }));
+        let mut charges = self.charges();
+        if self.active.load(Ordering::Acquire) {
+            charges.push_back((number, Charge { _permit: permit }));
+            self.queued.fetch_add(1, Ordering::AcqRel);
         }
     }
 
     /// The run is done with its first `taken` rows: their charges.
     pub fn taken(&self, taken: u64, into: &mut Vec<Charge>) {
-        let mut state = self.state();
-        while state.charges.front().is_some_and(|(n, _)| *n < taken) {
-            if let Some((_, charge)) = state.charges.pop_front() {
+        if self.queued.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut charges = self.charges();
+        while charges.front().is_some_and(|(n, _)| *n < taken) {
+            if let Some((_, charge)) = charges.pop_front() {
                 into.push(charge);
+                self.queued.fetch_sub(1, Ordering::AcqRel);
             }
         }
     }
 
-    /// The guard stopped the session: why (the run's answer).
+    /// The guard stopped the session: why (the run's answer; the first reason stays).
     pub fn trip(&self, why: String) {
-        self.state().tripped.get_or_insert(why);
+        let _ = self.tripped.set(why);
     }
 
     /// Why the guard stopped the session, when it did.
     pub fn tripped(&self) -> Option<String> {
-        self.state().tripped.clone()
+        self.tripped.get().cloned()
     }
 }
 

@@ -429,9 +429,7 @@ impl RowSink {
     /// Starts a row: the encoder to write its cells into, or `None` when the cap is reached
     /// (the result is then truncated: stop reading).
     pub fn row(&mut self) -> Option<&mut Encoder> {
-        if let Some((ledger, taken)) = &mut self.ledger {
-            // The rows before this one are done with.
-            ledger.taken(*taken, &mut self.charges);
+        if let Some((_, taken)) = &mut self.ledger {
             *taken += 1;
         }
         if self.rows >= self.max_rows {
@@ -454,6 +452,7 @@ impl RowSink {
         self.encoder.end_row();
         self.rows += 1;
         if let Some((ledger, taken)) = &self.ledger {
+            // This row and those before it are done with.
             ledger.taken(*taken, &mut self.charges);
         }
         self.signal_start();

@@ -49,9 +49,7 @@ impl Shared {
             )
             .await?)
     }
-}
 
-impl Shared {
     /// Whether a database write refused because another node rotated the seal key should be
     /// made again: then this node seals under the store's current key from now on (docs/operations.md,
     /// "Rotating the secret key"). A node that lacks that key says so in its log, and the

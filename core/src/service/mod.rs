@@ -301,7 +301,7 @@ impl ConsoleServiceBuilder {
             max_in_flight: limits.max_in_flight.max(
                 max_row
                     .saturating_add(crate::run::memory::FRAMING)
-                    .saturating_mul(2),
+                    .saturating_mul(crate::run::memory::CHARGE),
             ),
         });
         self

@@ -177,6 +177,17 @@ impl QueryRunner for MysqlRunner {
             &secrets,
         )
         .await;
+        // The driver refused a packet over the row's bound (its `max_allowed_packet`): the
+        // run's answer is the bound, not the broken connection.
+        let outcome = match outcome {
+            Err(RunError::Connect(why)) if why.contains("max_allowed_packet") => {
+                Err(RunError::TooLarge(super::encode::row_over_bound(
+                    None,
+                    job.memory.limits().max_row,
+                )))
+            }
+            outcome => outcome,
+        };
         let killed =
             truncated || matches!(outcome, Err(RunError::Cancelled | RunError::TimedOut(_)));
         if killed {
@@ -245,13 +256,6 @@ fn database_error(error: &mysql_async::Error) -> RunError {
             "ERROR {} ({}): {}",
             server.code, server.state, server.message
         )),
-        mysql_async::Error::Io(io) if io.to_string().contains("max_allowed_packet") => {
-            RunError::TooLarge(
-                "a row of the result is over this server's bound of bytes a row: select fewer or \
-                 smaller columns (left(column, n), substring…)"
-                    .to_owned(),
-            )
-        }
         mysql_async::Error::Io(_) => RunError::Connect(error_chain(error)),
         other => RunError::Database(error_chain(other)),
     }

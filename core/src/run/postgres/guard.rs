@@ -98,11 +98,7 @@ impl<S> Guarded<S> {
             if body > self.memory.max_message() {
                 let bound = self.memory.limits().max_row;
                 let why = if kind == b'D' {
-                    format!(
-                        "a row of the result is {body} bytes, over this server's bound of \
-                         {bound} bytes a row: select fewer or smaller columns (left(column, n), \
-                         substring…)"
-                    )
+                    crate::run::encode::row_over_bound(Some(body), bound)
                 } else {
                     format!(
                         "the database sent a message of {body} bytes, over this server's bound \
