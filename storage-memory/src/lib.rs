@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, SessionKind, StoredAnswer, TargetKind, Timestamp,
 };
 use dbconsole_core::seal::SealKeys;
 use dbconsole_core::storage::{
@@ -55,6 +55,10 @@ struct State {
     keys: BTreeMap<String, CallerKey>,
     /// Digest → key id.
     key_digests: HashMap<[u8; 32], String>,
+    /// Browser sessions and sign-in links, by id.
+    sessions: BTreeMap<String, Session>,
+    /// Digest → session id.
+    session_digests: HashMap<[u8; 32], String>,
     /// The audit trail, by event id (ordered by time).
     events: BTreeMap<String, AuditEvent>,
     /// The answers of idempotent writes, by key.
@@ -487,6 +491,90 @@ impl Storage for MemoryStorage {
             state.key_digests.remove(&key.digest);
         }
         Ok(())
+    }
+
+    async fn create_session(
+        &self,
+        session: Session,
+        replacing: Option<&str>,
+        log: WriteLog,
+    ) -> Result<(), StorageError> {
+        let mut state = self.state();
+        if let Some(old) = replacing
+            && !state.sessions.contains_key(old)
+        {
+            return Err(StorageError::NotFound);
+        }
+        if state.sessions.contains_key(session.id.as_str())
+            || state.session_digests.contains_key(&session.digest)
+        {
+            return Err(StorageError::AlreadyExists);
+        }
+        state.record(log)?;
+        if let Some(old) = replacing.and_then(|old| state.sessions.remove(old)) {
+            state.session_digests.remove(&old.digest);
+        }
+        state
+            .session_digests
+            .insert(session.digest, session.id.as_str().to_owned());
+        state
+            .sessions
+            .insert(session.id.as_str().to_owned(), session);
+        Ok(())
+    }
+
+    async fn session_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Session>, StorageError> {
+        let state = self.state();
+        Ok(state
+            .session_digests
+            .get(digest)
+            .and_then(|id| state.sessions.get(id))
+            .cloned())
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<Session>, StorageError> {
+        Ok(self.state().sessions.values().cloned().collect())
+    }
+
+    async fn touch_session(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
+        let mut state = self.state();
+        let session = state.sessions.get_mut(id).ok_or(StorageError::NotFound)?;
+        session.last_seen_at = session.last_seen_at.max(at);
+        Ok(())
+    }
+
+    async fn remove_session(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
+        let mut state = self.state();
+        if !state.sessions.contains_key(id) {
+            return Err(StorageError::NotFound);
+        }
+        state.record(log)?;
+        if let Some(session) = state.sessions.remove(id) {
+            state.session_digests.remove(&session.digest);
+        }
+        Ok(())
+    }
+
+    async fn prune_sessions(
+        &self,
+        now: Timestamp,
+        idle_before: Timestamp,
+    ) -> Result<u64, StorageError> {
+        let mut state = self.state();
+        let ended: Vec<(String, [u8; 32])> = state
+            .sessions
+            .values()
+            .filter(|s| {
+                s.expires_at <= now
+                    || (s.kind == SessionKind::Browser && s.last_seen_at < idle_before)
+            })
+            .map(|s| (s.id.as_str().to_owned(), s.digest))
+            .collect();
+        for (id, digest) in &ended {
+            state.sessions.remove(id);
+            state.session_digests.remove(digest);
+        }
+        Ok(ended.len() as u64)
     }
 
     async fn create_query(&self, query: Query, log: WriteLog) -> Result<(), StorageError> {

@@ -111,6 +111,7 @@ mod options;
 mod queries;
 mod retry;
 mod seal_keys;
+mod sessions;
 mod sql;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -121,7 +122,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, StoredAnswer, TargetKind, Timestamp,
 };
 use dbconsole_core::seal::{SealKeys, Sealer};
 use dbconsole_core::storage::{
@@ -359,6 +360,33 @@ impl Storage for PostgresStorage {
     }
     async fn remove_caller_key(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
         keys::remove(self, id, log).await
+    }
+    async fn create_session(
+        &self,
+        session: Session,
+        replacing: Option<&str>,
+        log: WriteLog,
+    ) -> Result<(), StorageError> {
+        sessions::create(self, session, replacing, log).await
+    }
+    async fn session_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Session>, StorageError> {
+        sessions::by_digest(self, digest).await
+    }
+    async fn list_sessions(&self) -> Result<Vec<Session>, StorageError> {
+        sessions::list(self).await
+    }
+    async fn touch_session(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
+        sessions::touch(self, id, at).await
+    }
+    async fn remove_session(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
+        sessions::remove(self, id, log).await
+    }
+    async fn prune_sessions(
+        &self,
+        now: Timestamp,
+        idle_before: Timestamp,
+    ) -> Result<u64, StorageError> {
+        sessions::prune(self, now, idle_before).await
     }
 
     // Seal keys: seal_keys.rs.

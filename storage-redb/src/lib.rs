@@ -99,6 +99,7 @@
 //! | `access_control` | database id → record | a database's permissions, policies and `inherits_from` (absent: the default, empty one) |
 //! | `caller_keys` | key id → record | a caller credential: name, kind, scope, SHA-256 digest, times |
 //! | `caller_key_digests` | `[u8; 32]` digest → key id | index for authenticating a presented key |
+//! | `sessions`, `session_digests` | session id → record, digest → session id | browser sessions and sign-in links, as digests (module `sessions`; not in backups) |
 //! | `audit_events` | event id → event | the audit trail, one event per change, written in the change's transaction |
 //! | `audit_by_resource` | (record id, event id) → () | index for one record's events |
 //! | `idempotency_answers` | scoped key → answer | the answers of writes made with an `Idempotency-Key`, written in the write's transaction (module `answers`) |
@@ -187,6 +188,7 @@ mod index;
 mod keys;
 mod queries;
 mod seal_keys;
+mod sessions;
 mod tables;
 #[cfg(test)]
 mod testing;
@@ -200,7 +202,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, StoredAnswer, TargetKind, Timestamp,
 };
 use dbconsole_core::seal::{SealKeys, Sealer};
 use dbconsole_core::storage::{
@@ -400,6 +402,33 @@ impl Storage for RedbStorage {
     }
     async fn remove_caller_key(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
         keys::remove_caller_key(self, id, log).await
+    }
+    async fn create_session(
+        &self,
+        session: Session,
+        replacing: Option<&str>,
+        log: WriteLog,
+    ) -> Result<(), StorageError> {
+        sessions::create_session(self, session, replacing, log).await
+    }
+    async fn session_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Session>, StorageError> {
+        sessions::session_by_digest(self, digest).await
+    }
+    async fn list_sessions(&self) -> Result<Vec<Session>, StorageError> {
+        sessions::list_sessions(self).await
+    }
+    async fn touch_session(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
+        sessions::touch_session(self, id, at).await
+    }
+    async fn remove_session(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
+        sessions::remove_session(self, id, log).await
+    }
+    async fn prune_sessions(
+        &self,
+        now: Timestamp,
+        idle_before: Timestamp,
+    ) -> Result<u64, StorageError> {
+        sessions::prune_sessions(self, now, idle_before).await
     }
 
     // Queries: queries.rs.

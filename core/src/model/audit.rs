@@ -28,6 +28,10 @@ pub enum AuditAction {
     CallerKeyCreate,
     /// A caller key revoked (`dbconsole keys revoke`).
     CallerKeyRevoke,
+    /// A browser signed in (with a key, a sign-in link or OIDC), or a sign-in link was made.
+    SessionCreate,
+    /// A browser signed out, or a session or link was revoked (`dbconsole sessions revoke`).
+    SessionRevoke,
     /// `POST …/queries`: a query stored.
     QueryCreate,
     /// `POST …/queries/{id}/run`: a query ran (the event carries [`RunFacts`]).
@@ -61,6 +65,8 @@ wire_enum!(AuditAction, [
     DashboardDelete => "dashboard.delete",
     CallerKeyCreate => "caller_key.create",
     CallerKeyRevoke => "caller_key.revoke",
+    SessionCreate => "session.create",
+    SessionRevoke => "session.revoke",
     QueryCreate => "query.create",
     QueryRun => "query.run",
     PanelRun => "panel.run",
@@ -93,6 +99,7 @@ impl AuditAction {
             | AuditAction::QueryReview
             | AuditAction::QueryReviewBypass => ResourceKind::Query,
             AuditAction::CallerKeyCreate | AuditAction::CallerKeyRevoke => ResourceKind::CallerKey,
+            AuditAction::SessionCreate | AuditAction::SessionRevoke => ResourceKind::Session,
         }
     }
 }
@@ -106,6 +113,8 @@ pub enum ResourceKind {
     Dashboard,
     /// A stored caller credential.
     CallerKey,
+    /// A browser session or sign-in link.
+    Session,
     /// A query.
     Query,
     /// A delivery of the outbox.
@@ -116,6 +125,7 @@ wire_enum!(ResourceKind, [
     Database => "database",
     Dashboard => "dashboard",
     CallerKey => "caller_key",
+    Session => "session",
     Query => "query",
     Delivery => "delivery",
 ]);

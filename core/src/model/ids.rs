@@ -95,6 +95,11 @@ id_type!(
     "key"
 );
 id_type!(
+    /// Id of a browser session or sign-in link (`ses_…`); not its secret.
+    SessionId,
+    "ses"
+);
+id_type!(
     /// Id of a query (`qry_…`), ordered by the time it was created.
     QueryId,
     "qry"

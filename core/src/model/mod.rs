@@ -16,6 +16,7 @@ mod ids;
 mod principal;
 mod query;
 mod secret;
+mod session;
 mod time;
 
 pub use access::{
@@ -35,6 +36,7 @@ pub use database::{
 pub use delivery::{Delivery, DeliveryStatus, RetryPolicy, Target, TargetKind};
 pub use ids::{
     ActionId, CredentialId, DashboardId, DatabaseId, DeliveryId, EventId, KeyId, PanelId, QueryId,
+    SessionId,
 };
 pub use principal::{Principal, Role};
 pub use query::{
@@ -42,4 +44,5 @@ pub use query::{
     RunRefusal,
 };
 pub use secret::{SealedSecret, Secret};
+pub use session::{Session, SessionKind, SignInMethod};
 pub use time::Timestamp;

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, StoredAnswer, TargetKind, Timestamp,
 };
 use crate::seal::SealKeys;
 
@@ -248,6 +248,42 @@ macro_rules! forward_storage {
 
             async fn remove_caller_key(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
                 (**self).remove_caller_key(id, log).await
+            }
+
+            async fn create_session(
+                &self,
+                session: Session,
+                replacing: Option<&str>,
+                log: WriteLog,
+            ) -> Result<(), StorageError> {
+                (**self).create_session(session, replacing, log).await
+            }
+
+            async fn session_by_digest(
+                &self,
+                digest: &[u8; 32],
+            ) -> Result<Option<Session>, StorageError> {
+                (**self).session_by_digest(digest).await
+            }
+
+            async fn list_sessions(&self) -> Result<Vec<Session>, StorageError> {
+                (**self).list_sessions().await
+            }
+
+            async fn touch_session(&self, id: &str, at: Timestamp) -> Result<(), StorageError> {
+                (**self).touch_session(id, at).await
+            }
+
+            async fn remove_session(&self, id: &str, log: WriteLog) -> Result<(), StorageError> {
+                (**self).remove_session(id, log).await
+            }
+
+            async fn prune_sessions(
+                &self,
+                now: Timestamp,
+                idle_before: Timestamp,
+            ) -> Result<u64, StorageError> {
+                (**self).prune_sessions(now, idle_before).await
             }
 
             async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {

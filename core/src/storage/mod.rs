@@ -21,7 +21,7 @@
 //! - **Every write appends the audit event it is given in the same atomic change** (with the
 //!   answer of an idempotent request, [`WriteLog`]; a second answer under one key is
 //!   [`StorageError::AnswerExists`] and nothing is written)
-//!   (`touch_caller_key`, bookkeeping, and the state steps [`Storage::swap_query`] and
+//!   (`touch_caller_key` and `touch_session`, bookkeeping, and the state steps [`Storage::swap_query`] and
 //!   [`Storage::swap_delivery`], which take no log, append none): a write that fails or is
 //!   refused leaves no event, and no crash leaves an event without its change or a change
 //!   without its event. Only [`Storage::prune_audit`] deletes events.
@@ -57,7 +57,7 @@ use async_trait::async_trait;
 
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, StoredAnswer, TargetKind, Timestamp,
 };
 use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
@@ -372,6 +372,40 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// when it does not exist (any more). A caller key never changes once made (but for its
     /// last use), so it needs no version.
     async fn remove_caller_key(&self, id: &str, log: WriteLog) -> Result<(), StorageError>;
+
+    /// Stores a new browser session or sign-in link and `log`; with `replacing`, removes that
+    /// session or link in the same atomic change, and [`StorageError::NotFound`] (nothing
+    /// written) when it is gone: what makes a sign-in link single use on every node, and a
+    /// sign-in replace the session it came with. [`StorageError::AlreadyExists`] when the new
+    /// one's id or digest is taken.
+    async fn create_session(
+        &self,
+        session: Session,
+        replacing: Option<&str>,
+        log: WriteLog,
+    ) -> Result<(), StorageError>;
+
+    /// The session or link with this SHA-256 digest (an index lookup), expired or not.
+    async fn session_by_digest(&self, digest: &[u8; 32]) -> Result<Option<Session>, StorageError>;
+
+    /// Every session and link, ordered by id.
+    async fn list_sessions(&self) -> Result<Vec<Session>, StorageError>;
+
+    /// Records that a session was used at `at` (keeps the later of the stored time and `at`).
+    /// [`StorageError::NotFound`] when it does not exist (any more).
+    async fn touch_session(&self, id: &str, at: Timestamp) -> Result<(), StorageError>;
+
+    /// Deletes (ends) session or link `id` and appends `log`; [`StorageError::NotFound`] when
+    /// it does not exist (any more).
+    async fn remove_session(&self, id: &str, log: WriteLog) -> Result<(), StorageError>;
+
+    /// Deletes the sessions and links that expired by `now`, and the browser sessions last
+    /// seen before `idle_before`; answers how many. Bookkeeping: it appends no event.
+    async fn prune_sessions(
+        &self,
+        now: Timestamp,
+        idle_before: Timestamp,
+    ) -> Result<u64, StorageError>;
 
     /// The answer stored under an `Idempotency-Key` (as [`crate::model::Idempotency::key`]
     /// scopes it), if any.

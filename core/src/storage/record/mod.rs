@@ -18,6 +18,7 @@ mod deliveries;
 mod keys;
 mod queries;
 mod seal_keys;
+mod sessions;
 #[cfg(test)]
 mod tests;
 
@@ -30,6 +31,7 @@ pub use deliveries::{decode_delivery, encode_delivery};
 pub use keys::{decode_caller_key, encode_caller_key};
 pub use queries::{decode_query, encode_query};
 pub use seal_keys::{decode_seal_keys, encode_seal_keys};
+pub use sessions::{decode_session, encode_session};
 
 use crate::model::{
     AccessControl, AccessLevel, Action, ActionId, Actor, Adapter, AuditAction, AuditEvent, Bypass,

@@ -49,6 +49,8 @@
 //! - `access.rs`: access control: permissions and data protection, inheritance, the delete
 //!   guard.
 //! - `keys.rs`: caller keys: insert, lookup by digest, listing, touch, delete.
+//! - `sessions.rs`: browser sessions and sign-in links: lookup by digest, a create replacing a
+//!   link once (racing too), touch, delete, pruning.
 //! - `races.rs`: the concurrency cases, and `race` / `race_all`, the one way they start calls
 //!   that race.
 //! - `versions.rs`: the compare-and-swap primitives (`replace_*`, `remove_*`) at a stale
@@ -139,6 +141,7 @@ pub use queries::{log_of, query};
 mod races;
 mod reviews;
 mod seal_keys;
+mod sessions;
 mod versions;
 
 /// The origin of every write the suite makes (and of a backend's own tests).
@@ -227,6 +230,10 @@ macro_rules! storage_conformance_suite {
             keys::caller_key_touch_keeps_the_later_time,
             keys::caller_key_delete_returns_it_and_revokes_it,
             keys::record_counts_follow_inserts_and_deletes,
+            sessions::sessions_round_trip_by_digest_and_listing,
+            sessions::session_replacing_a_link_uses_it_once,
+            sessions::session_touch_and_delete,
+            sessions::prune_sessions_ends_expired_and_idle_ones,
             races::concurrent_database_updates_lose_nothing,
             races::concurrent_upserts_create_one_database,
             races::concurrent_inserts_with_one_api_id_admit_one,
