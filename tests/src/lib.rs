@@ -26,6 +26,7 @@ use tower::ServiceExt;
 
 pub mod access;
 pub mod audit;
+pub mod browser;
 mod console;
 pub mod dashboards;
 pub mod databases;
@@ -376,6 +377,7 @@ macro_rules! http_suite {
         $crate::review_tests!($storage);
         $crate::outbox_tests!($storage);
         $crate::me_tests!($storage);
+        $crate::browser_tests!($storage);
     };
 }
 

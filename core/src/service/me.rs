@@ -10,6 +10,7 @@ use super::queries::principal_of;
 use super::render::{MayView, MeView, PageView, QueryableDatabaseView};
 use super::response::json_response;
 use super::router::{Answer, Who};
+use crate::auth::Caller;
 use crate::model::{Role, Scope};
 
 impl Shared {
@@ -17,28 +18,7 @@ impl Shared {
     pub(super) async fn get_me(&self, call: Call<'_>) -> Answer {
         // The route's mount takes a credential: without one the router answered 401.
         let caller = call.caller.ok_or(super::ApiError::Forbidden)?;
-        let principal = caller.principal.as_ref();
-        let querier = Who::Querier.permits(caller) && principal.is_some();
-        let super_admin = principal.is_some_and(|p| p.role == Role::SuperAdmin);
-        let agent = principal.is_some_and(|p| p.agent);
-        let full = caller.scope == Scope::Full;
-        let view = MeView {
-            user: principal.map(|p| p.user.as_str()),
-            groups: principal
-                .map_or_else(Vec::new, |p| p.groups.iter().map(String::as_str).collect()),
-            role: principal.map(|p| p.role.as_str()),
-            agent,
-            scope: caller.scope.as_str(),
-            may: MayView {
-                query: querier,
-                review: querier && !agent,
-                bypass_reviews: querier && !agent && super_admin,
-                manage_databases: full,
-                manage_dashboards: full,
-                read_audit: full,
-            },
-        };
-        Ok(json_response(StatusCode::OK, &view))
+        Ok(json_response(StatusCode::OK, &me_view(caller)))
     }
 
     /// `GET …/me/databases`: every database the caller may query, by id, each with the
@@ -72,5 +52,29 @@ impl Shared {
             StatusCode::OK,
             &PageView { data, next: None },
         ))
+    }
+}
+
+/// Who `caller` is and what it may do: `GET …/me`'s answer, and a sign-in's.
+pub(super) fn me_view(caller: &Caller) -> MeView<'_> {
+    let principal = caller.principal.as_ref();
+    let querier = Who::Querier.permits(caller) && principal.is_some();
+    let super_admin = principal.is_some_and(|p| p.role == Role::SuperAdmin);
+    let agent = principal.is_some_and(|p| p.agent);
+    let full = caller.scope == Scope::Full;
+    MeView {
+        user: principal.map(|p| p.user.as_str()),
+        groups: principal.map_or_else(Vec::new, |p| p.groups.iter().map(String::as_str).collect()),
+        role: principal.map(|p| p.role.as_str()),
+        agent,
+        scope: caller.scope.as_str(),
+        may: MayView {
+            query: querier,
+            review: querier && !agent,
+            bypass_reviews: querier && !agent && super_admin,
+            manage_databases: full,
+            manage_dashboards: full,
+            read_audit: full,
+        },
     }
 }

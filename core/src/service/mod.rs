@@ -18,6 +18,7 @@ mod access;
 pub mod agent;
 mod audit;
 mod body;
+pub mod browser;
 mod cache;
 mod call;
 mod check_connection;
@@ -107,6 +108,10 @@ struct Shared {
     outbox: OutboxTargets,
     /// Credential id → the id of its database, as panel runs found them.
     credential_index: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// How browser sessions behave.
+    sessions: browser::SessionOptions,
+    /// When this node last wrote each session's last use.
+    session_touched: browser::Touched,
 }
 
 /// Builds a [`ConsoleService`].
@@ -149,6 +154,8 @@ impl ConsoleService {
                 statement_timeout: DEFAULT_STATEMENT_TIMEOUT,
                 outbox: OutboxTargets::default(),
                 credential_index: std::sync::Mutex::new(std::collections::HashMap::new()),
+                sessions: browser::SessionOptions::default(),
+                session_touched: browser::Touched::default(),
             },
         }
     }
@@ -321,6 +328,13 @@ impl ConsoleServiceBuilder {
         self
     }
 
+    /// How browser sessions behave (default [`browser::SessionOptions::default`]: plain-HTTP
+    /// cookies, the request's `Host` as the origin, 1 h idle, 12 h at most).
+    pub fn sessions(mut self, options: browser::SessionOptions) -> Self {
+        self.shared.sessions = options;
+        self
+    }
+
     /// The service.
     pub fn build(self) -> ConsoleService {
         ConsoleService {
@@ -368,9 +382,17 @@ where
                     .handle(request, &request_id)
                     .await
                     .unwrap_or_else(ApiError::into_response);
-                response
-                    .headers_mut()
-                    .insert(REQUEST_ID_HEADER, request_id.header_value());
+                let headers = response.headers_mut();
+                headers.insert(REQUEST_ID_HEADER, request_id.header_value());
+                // Answers carry data (rows, names, ids): never kept by a browser or a proxy,
+                // never sniffed into another type.
+                headers
+                    .entry(header::CACHE_CONTROL)
+                    .or_insert(http::HeaderValue::from_static("no-store"));
+                headers.insert(
+                    header::X_CONTENT_TYPE_OPTIONS,
+                    http::HeaderValue::from_static("nosniff"),
+                );
                 if let Some((started, route, method)) = measured {
                     metrics::record_request(route, &method, response.status(), started.elapsed());
                 }
@@ -557,6 +579,16 @@ impl Shared {
         headers: &HeaderMap,
     ) -> Result<Caller, ApiError> {
         let accepted = route.credentials();
+        // A browser's session counts only when the request presents no other credential.
+        if presented_credentials(headers).next().is_none()
+            && let Some(caller) = self.session_caller(method, headers).await?
+        {
+            return if route.permits(&caller, method) {
+                Ok(caller)
+            } else {
+                Err(ApiError::Forbidden)
+            };
+        }
         // Every credential the route takes must be valid: a wrong key beside a valid token (or
         // the reverse) is 401, never the other one's caller.
         let mut caller = None;

@@ -219,6 +219,9 @@ const DASHBOARDS: &[Mount] = &[
 ];
 /// `PATCH` for a dashboard's update, on the provider's path only.
 const DASHBOARDS_COMPAT: &[Mount] = &[mount("/api/v1", Credentials::EITHER, true)];
+/// Signing a browser in and out: no credential (the handlers check the browser's header and
+/// origin), under the console's prefix only.
+const BROWSER: &[Mount] = &[mount("/api/v1/console", Credentials::NONE, false)];
 /// Open documents at the root.
 const OPEN: &[Mount] = &[mount("", Credentials::NONE, false)];
 
@@ -255,6 +258,9 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     PUT DATABASES "/databases/{id}/data-protection", Full, DataProtection, Nothing, "putDataProtection" => put_data_protection;
     POST DATABASES "/databases/{id}/check-connection", Full, No, Nothing, "checkEditedConnection" => check_edited;
     GET DATABASES "/databases/{id}/check-connection/{username}", Full, No, Nothing, "checkConnection" => check_connection;
+    POST BROWSER "/sign-in", Anyone, No, Nothing, "signIn" => sign_in;
+    POST BROWSER "/sign-in/link", Anyone, No, Nothing, "exchangeSignInLink" => exchange_sign_in_link;
+    POST BROWSER "/sign-out", Anyone, No, Nothing, "signOut" => sign_out;
     GET ME "/me", Anyone, No, Nothing, "getMe" => get_me;
     GET ME "/me/databases", Querier, No, Nothing, "listMyDatabases" => list_my_databases;
     GET QUERIES "/queries", Querier, No, Nothing, "listQueries" => list_queries;

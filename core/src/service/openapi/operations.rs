@@ -234,6 +234,29 @@ pub(crate) fn put_data_protection(op: Operation, _: &Names) -> Operation {
 
 // Queries
 
+pub(crate) fn sign_in(op: Operation, _: &Names) -> Operation {
+    op.summary("Sign a browser in with a user-bound key: sets the session cookie (needs the x-dbconsole-request header and the console's Origin)")
+        .body(json!({ "type": "object", "required": ["key"], "properties": { "key": { "type": "string" } } }))
+        .ok(json_content(schema_ref("Me")))
+        .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn exchange_sign_in_link(op: Operation, _: &Names) -> Operation {
+    op.summary("Sign a browser in with a one-time sign-in link's token (single use, 15 minutes): sets the session cookie")
+        .body(json!({ "type": "object", "required": ["token"], "properties": { "token": { "type": "string" } } }))
+        .ok(json_content(schema_ref("Me")))
+        .errors(&[400, 401, 403, 408, 413, 415, 503])
+}
+
+pub(crate) fn sign_out(op: Operation, _: &Names) -> Operation {
+    op.summary("Sign the browser out: ends its session and clears the cookie")
+        .response(
+            204,
+            json!({ "description": "Signed out (or was not signed in)." }),
+        )
+        .errors(&[403, 503])
+}
+
 pub(crate) fn get_me(op: Operation, _: &Names) -> Operation {
     op.summary("Who the caller is and what its credential lets it do")
         .ok(json_content(schema_ref("Me")))

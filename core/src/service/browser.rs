@@ -1,0 +1,465 @@
+//! Browsers: a server-side session in a cookie (docs/console.md, "Signing in").
+//!
+//! - `POST …/sign-in` takes a user-bound key, `POST …/sign-in/link` a one-time sign-in link's
+//!   token; each stores a new [`Session`] (replacing the one the browser came with, and the
+//!   link) and sets the cookie: `HttpOnly`, `SameSite=Lax`, `Path=/`, and `Secure` with a
+//!   `__Host-` name when the public URL is https. `POST …/sign-out` ends it.
+//! - The cookie authenticates an API route only with the [`CSRF_HEADER`] (forms and top-level
+//!   navigations can't send it; a cross-site `fetch` with it needs a CORS preflight the server
+//!   never grants), and a state-changing request also needs an `Origin` equal to the public
+//!   URL's (else the `Host`'s). Sign-in, the link exchange and sign-out check both themselves.
+//! - A request that carries `x-api-key` or `Authorization` is judged by them alone: its cookie
+//!   is ignored.
+//! - A session ends at sign-out, after [`SessionOptions::idle`] without a request, at
+//!   [`SessionOptions::max_age`], when it is revoked (`dbconsole sessions revoke`), and when the
+//!   key it was made from is revoked. Only the SHA-256 of the cookie's value is stored; its
+//!   last use is written at most once a minute, off the request path.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+
+use super::Shared;
+use super::call::Call;
+use super::error::ApiError;
+use super::response::json_response;
+use super::router::Answer;
+use crate::auth::Caller;
+use crate::model::{
+    Actor, AuditAction, AuditEvent, CredentialKind, KeyId, Scope, Session, SessionKind,
+    SignInMethod, Timestamp, key_digest,
+};
+use crate::storage::StorageError;
+
+/// The request header without which a session cookie counts for nothing.
+pub const CSRF_HEADER: &str = "x-dbconsole-request";
+
+/// The cookie's name over plain HTTP.
+pub const COOKIE: &str = "dbconsole_session";
+
+/// The cookie's name when the public URL is https: the `__Host-` prefix makes the browser keep
+/// it only if it is `Secure`, has `Path=/` and no `Domain`, so a sibling subdomain can't set it.
+pub const SECURE_COOKIE: &str = "__Host-dbconsole_session";
+
+/// How long a browser session lasts without a request, by default.
+pub const DEFAULT_IDLE: Duration = Duration::from_secs(3600);
+
+/// How long a browser session lasts at most, by default.
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(12 * 3600);
+
+/// How long a one-time sign-in link lasts.
+pub const LINK_LIFETIME: Duration = Duration::from_secs(15 * 60);
+
+/// How often a session's last use is written at most.
+const TOUCH_EVERY: Duration = Duration::from_secs(60);
+
+/// How browser sessions behave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionOptions {
+    /// The public URL's origin (`https://console.example.com`), which a state-changing
+    /// request's `Origin` must equal; `None`: the scheme below and the request's `Host`.
+    pub public_origin: Option<String>,
+    /// Whether the console is reached over https (through a proxy that ends TLS, or the
+    /// server's own): the cookie is then `Secure` with a `__Host-` name.
+    pub secure: bool,
+    /// How long a session lasts without a request.
+    pub idle: Duration,
+    /// How long a session lasts at most.
+    pub max_age: Duration,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        Self {
+            public_origin: None,
+            secure: false,
+            idle: DEFAULT_IDLE,
+            max_age: DEFAULT_MAX_AGE,
+        }
+    }
+}
+
+impl SessionOptions {
+    /// Options for a console whose public URL is `url` (`https://host[:port][/path]`): its
+    /// origin, and `Secure` cookies when it is https. `None` for a URL that is not http(s).
+    pub fn for_public_url(url: &str) -> Option<Self> {
+        let uri: http::Uri = url.parse().ok()?;
+        let scheme = uri.scheme_str()?;
+        if scheme != "http" && scheme != "https" {
+            return None;
+        }
+        let authority = uri.authority()?;
+        Some(Self {
+            public_origin: Some(format!("{scheme}://{authority}")),
+            secure: scheme == "https",
+            ..Self::default()
+        })
+    }
+
+    /// The cookie's name.
+    pub fn cookie_name(&self) -> &'static str {
+        if self.secure { SECURE_COOKIE } else { COOKIE }
+    }
+
+    fn set_cookie(&self, value: &str, max_age: Duration) -> Option<HeaderValue> {
+        let secure = if self.secure { "; Secure" } else { "" };
+        HeaderValue::from_str(&format!(
+            "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+            self.cookie_name(),
+            max_age.as_secs()
+        ))
+        .ok()
+    }
+}
+
+/// When each session's last use was last written, per node.
+#[derive(Debug, Default)]
+pub(crate) struct Touched(Mutex<HashMap<String, Instant>>);
+
+impl Touched {
+    /// Whether the last use of session `id` is due for a write (and marks it written).
+    fn due(&self, id: &str) -> bool {
+        let now = Instant::now();
+        let mut touched = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if touched.len() > 100_000 {
+            touched.retain(|_, at| now.duration_since(*at) < TOUCH_EVERY);
+        }
+        match touched.get(id) {
+            Some(at) if now.duration_since(*at) < TOUCH_EVERY => false,
+            _ => {
+                touched.insert(id.to_owned(), now);
+                true
+            }
+        }
+    }
+}
+
+/// The value of cookie `name` in the request, when it has one.
+fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim())
+        .filter(|value| !value.is_empty())
+}
+
+/// Whether a method changes state (everything but `GET`, `HEAD` and `OPTIONS`).
+fn changes_state(method: &Method) -> bool {
+    !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+impl Shared {
+    /// 403 unless the request carries [`CSRF_HEADER`] and, when `method` changes state, an
+    /// `Origin` equal to the console's.
+    fn check_same_origin(&self, method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+        if !headers.contains_key(CSRF_HEADER) {
+            return Err(ApiError::Denied(format!(
+                "a browser request needs the {CSRF_HEADER} header"
+            )));
+        }
+        if !changes_state(method) {
+            return Ok(());
+        }
+        let expected = match &self.sessions.public_origin {
+            Some(origin) => Some(origin.clone()),
+            None => headers
+                .get(header::HOST)
+                .and_then(|host| host.to_str().ok())
+                .map(|host| {
+                    let scheme = if self.sessions.secure {
+                        "https"
+                    } else {
+                        "http"
+                    };
+                    format!("{scheme}://{host}")
+                }),
+        };
+        let origin = headers.get(header::ORIGIN).and_then(|o| o.to_str().ok());
+        match (origin, expected) {
+            (Some(origin), Some(expected)) if origin.eq_ignore_ascii_case(&expected) => Ok(()),
+            _ => Err(ApiError::Denied(
+                "a browser request that changes something must come from the console's own origin"
+                    .to_owned(),
+            )),
+        }
+    }
+
+    /// The session a request's cookie names, when it is live: `None` without a cookie; 401
+    /// for a cookie that names no live session (or one whose key was revoked); 403 without
+    /// the header or the origin a cookie needs.
+    pub(crate) async fn session_caller(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Result<Option<Caller>, ApiError> {
+        let Some(value) = cookie(headers, self.sessions.cookie_name()) else {
+            return Ok(None);
+        };
+        self.check_same_origin(method, headers)?;
+        let expired = ApiError::Unauthorized {
+            bearer: false,
+            hint: "the session has ended: sign in again",
+        };
+        let Some(session) = self.live_session(value).await? else {
+            return Err(expired);
+        };
+        if let Some(key_id) = &session.key_id
+            && self.storage.caller_key(key_id.as_str()).await?.is_none()
+        {
+            return Err(expired);
+        }
+        if self.session_touched.due(session.id.as_str())
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let storage = std::sync::Arc::clone(&self.storage);
+            let id = session.id.clone();
+            runtime.spawn(async move {
+                match storage.touch_session(id.as_str(), Timestamp::now()).await {
+                    Ok(()) | Err(StorageError::NotFound) => {}
+                    Err(error) => tracing::warn!(%error, "could not record the use of a session"),
+                }
+            });
+        }
+        Ok(Some(Caller {
+            scope: session.scope,
+            actor: Actor {
+                id: Some(session.id.as_str().to_owned()),
+                name: session.principal.user.clone(),
+            },
+            principal: Some(session.principal),
+        }))
+    }
+
+    /// The live browser session whose secret is `value`.
+    async fn live_session(&self, value: &str) -> Result<Option<Session>, ApiError> {
+        let found = self
+            .storage
+            .session_by_digest(&key_digest(value.as_bytes()))
+            .await?;
+        Ok(found.filter(|session| {
+            session.kind == SessionKind::Browser
+                && session.live_at(Timestamp::now(), self.sessions.idle)
+        }))
+    }
+
+    /// Stores `session` (replacing `replacing`, and the browser's current session when it has
+    /// one) and answers the caller's view with the cookie.
+    async fn start_session(
+        &self,
+        headers: &HeaderMap,
+        request_origin: &crate::model::Origin,
+        session: Session,
+        secret: &crate::model::Secret,
+        replacing: Option<&str>,
+    ) -> Answer {
+        let current = match cookie(headers, self.sessions.cookie_name()) {
+            Some(value) => self.live_session(value).await?,
+            None => None,
+        };
+        let caller = Caller {
+            scope: session.scope,
+            actor: Actor::named(session.principal.user.clone()),
+            principal: Some(session.principal.clone()),
+        };
+        let mut origin = request_origin.clone();
+        origin.actor = caller.actor.clone();
+        let event = AuditEvent::new(
+            &origin,
+            AuditAction::SessionCreate,
+            session.id.as_str(),
+            vec![session.method.as_str().to_owned()],
+        );
+        let stored = self
+            .storage
+            .create_session(session, replacing, event.into())
+            .await;
+        match stored {
+            Ok(()) => {}
+            Err(StorageError::NotFound) => {
+                return Err(ApiError::Unauthorized {
+                    bearer: false,
+                    hint: "the sign-in link has been used or has expired",
+                });
+            }
+            Err(error) => return Err(error.into()),
+        }
+        // The session the browser came with ends: a sign-in always gets a new id.
+        if let Some(old) = current {
+            let ended = AuditEvent::new(
+                &origin,
+                AuditAction::SessionRevoke,
+                old.id.as_str(),
+                vec!["replaced".to_owned()],
+            );
+            match self
+                .storage
+                .remove_session(old.id.as_str(), ended.into())
+                .await
+            {
+                Ok(()) | Err(StorageError::NotFound) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let mut response = json_response(StatusCode::OK, &super::me::me_view(&caller));
+        if let Some(cookie) = self.sessions.set_cookie(
+            secret.expose_str().unwrap_or_default(),
+            self.sessions.max_age,
+        ) {
+            response.headers_mut().insert(header::SET_COOKIE, cookie);
+        }
+        Ok(response)
+    }
+
+    /// `POST …/sign-in`: `{"key": "…"}`, a key bound to a user (not an agent's).
+    pub(super) async fn sign_in(&self, mut call: Call<'_>) -> Answer {
+        self.check_same_origin(&call.method, &call.headers)?;
+        let body = call.json(self).await?;
+        let key = body
+            .get("key")
+            .and_then(|v| v.as_str())
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .ok_or_else(|| {
+                ApiError::Invalid(crate::validate::ValidationErrors::single(
+                    "key",
+                    "is required: a key made for a user (dbconsole keys create --user)",
+                ))
+            })?
+            .to_owned();
+        let invalid = ApiError::Unauthorized {
+            bearer: false,
+            hint: "the key is not valid",
+        };
+        let mut found = None;
+        for kind in [CredentialKind::ApiKey, CredentialKind::AccessToken] {
+            let caller = self
+                .authenticator
+                .authenticate(kind, &key)
+                .await
+                .map_err(|error| match error.downcast::<StorageError>() {
+                    Ok(error) => ApiError::from(*error),
+                    Err(error) => {
+                        tracing::error!(%error, "authenticator failure");
+                        ApiError::Internal
+                    }
+                })?;
+            if caller.is_some() {
+                found = caller;
+                break;
+            }
+        }
+        let caller = found.ok_or(invalid)?;
+        let Some(principal) = caller
+            .principal
+            .clone()
+            .map(crate::model::Principal::normalized)
+        else {
+            return Err(ApiError::Denied(
+                "this key is not bound to a user: sign in with a key made with --user".to_owned(),
+            ));
+        };
+        if principal.agent || !matches!(caller.scope, Scope::Full | Scope::Query) {
+            return Err(ApiError::Denied(
+                "an AI agent's or a setup key can't sign in to the console".to_owned(),
+            ));
+        }
+        let (mut session, secret) = Session::mint(
+            SessionKind::Browser,
+            principal,
+            caller.scope,
+            SignInMethod::Key,
+            self.sessions.max_age,
+        );
+        session.key_id = caller.actor.id.clone().map(KeyId::from_stored);
+        self.start_session(&call.headers, call.origin, session, &secret, None)
+            .await
+    }
+
+    /// `POST …/sign-in/link`: `{"token": "…"}`, a one-time sign-in link's token.
+    pub(super) async fn exchange_sign_in_link(&self, mut call: Call<'_>) -> Answer {
+        self.check_same_origin(&call.method, &call.headers)?;
+        let body = call.json(self).await?;
+        let token = body
+            .get("token")
+            .and_then(|v| v.as_str())
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_owned();
+        let unusable = ApiError::Unauthorized {
+            bearer: false,
+            hint: "the sign-in link has been used or has expired",
+        };
+        if token.is_empty() {
+            return Err(unusable);
+        }
+        let link = self
+            .storage
+            .session_by_digest(&key_digest(token.as_bytes()))
+            .await?
+            .filter(|link| {
+                link.kind == SessionKind::SignInLink
+                    && link.live_at(Timestamp::now(), self.sessions.idle)
+            })
+            .ok_or(unusable)?;
+        let (session, secret) = Session::mint(
+            SessionKind::Browser,
+            link.principal.clone(),
+            link.scope,
+            SignInMethod::Link,
+            self.sessions.max_age,
+        );
+        self.start_session(
+            &call.headers,
+            call.origin,
+            session,
+            &secret,
+            Some(link.id.as_str()),
+        )
+        .await
+    }
+
+    /// `POST …/sign-out`: ends the browser's session (when it has a live one) and clears the
+    /// cookie; 204 either way.
+    pub(super) async fn sign_out(&self, call: Call<'_>) -> Answer {
+        self.check_same_origin(&call.method, &call.headers)?;
+        if let Some(value) = cookie(&call.headers, self.sessions.cookie_name())
+            && let Some(session) = self
+                .storage
+                .session_by_digest(&key_digest(value.as_bytes()))
+                .await?
+                .filter(|s| s.kind == SessionKind::Browser)
+        {
+            let mut origin = call.origin.clone();
+            origin.actor = Actor {
+                id: Some(session.id.as_str().to_owned()),
+                name: session.principal.user.clone(),
+            };
+            let event = AuditEvent::new(
+                &origin,
+                AuditAction::SessionRevoke,
+                session.id.as_str(),
+                vec!["sign-out".to_owned()],
+            );
+            match self
+                .storage
+                .remove_session(session.id.as_str(), event.into())
+                .await
+            {
+                Ok(()) | Err(StorageError::NotFound) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let mut response = http::Response::new(super::ResponseBody::full(bytes::Bytes::new()));
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        if let Some(cookie) = self.sessions.set_cookie("", Duration::ZERO) {
+            response.headers_mut().insert(header::SET_COOKIE, cookie);
+        }
+        Ok(response)
+    }
+}

@@ -1,0 +1,391 @@
+//! Browsers (docs/console.md, "Signing in"): sign-in with a user-bound key or a one-time link,
+//! the session cookie and its flags, the header and origin a cookie needs, sign-out, the key's
+//! revocation ending its sessions, and the cookie ignored beside another credential; on every
+//! backend.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use dbconsole_core::model::{
+    CredentialKind, Principal, Role, Scope, Session, SessionKind, SignInMethod, mint_caller_key,
+};
+use dbconsole_core::auth::StoredCredentials;
+use dbconsole_core::service::browser::{CSRF_HEADER, SessionOptions};
+use dbconsole_core::storage::{AuditQuery, Edits as _};
+use dbconsole_core::{ConsoleService, Storage};
+use http::{Method, Request, header};
+use http_body_util::Full;
+use serde_json::{Value, json};
+
+use crate::{Api, TestResponse, test_credentials, test_sealer};
+
+const SIGN_IN: &str = "/api/v1/console/sign-in";
+const LINK: &str = "/api/v1/console/sign-in/link";
+const SIGN_OUT: &str = "/api/v1/console/sign-out";
+const ME: &str = "/api/v1/console/me";
+const QUERIES: &str = "/api/v1/console/queries";
+const HOST: &str = "console.test";
+const ORIGIN: &str = "http://console.test";
+
+fn api(storage: Arc<dyn Storage>, options: SessionOptions) -> Api {
+    let auth = StoredCredentials::new(Arc::clone(&storage), test_credentials());
+    let service = ConsoleService::builder(storage, Arc::new(auth), test_sealer())
+        .sessions(options)
+        .build();
+    Api { service }
+}
+
+/// A request as a browser of the console sends it: `Host`, and, when asked, the header, the
+/// origin and the cookie.
+struct Browser<'a> {
+    header: bool,
+    origin: Option<&'a str>,
+    cookie: Option<String>,
+}
+
+impl Browser<'_> {
+    fn console() -> Self {
+        Self {
+            header: true,
+            origin: Some(ORIGIN),
+            cookie: None,
+        }
+    }
+
+    fn request(&self, method: Method, path: &str, body: Option<&Value>) -> Request<Full<Bytes>> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, HOST);
+        if self.header {
+            request = request.header(CSRF_HEADER, "1");
+        }
+        if let Some(origin) = self.origin {
+            request = request.header(header::ORIGIN, origin);
+        }
+        if let Some(cookie) = &self.cookie {
+            request = request.header(header::COOKIE, format!("other=1; {cookie}"));
+        }
+        if body.is_some() {
+            request = request.header(header::CONTENT_TYPE, "application/json");
+        }
+        request
+            .body(Full::new(
+                body.map(|b| Bytes::from(b.to_string())).unwrap_or_default(),
+            ))
+            .expect("a request")
+    }
+}
+
+/// A key for `principal` with `scope`, stored; its secret.
+async fn user_key(
+    storage: &Arc<dyn Storage>,
+    principal: Option<Principal>,
+    scope: Scope,
+) -> (String, String) {
+    let (mut key, secret) = mint_caller_key(CredentialKind::ApiKey, scope, "browser test");
+    key.principal = principal;
+    let id = key.id.as_str().to_owned();
+    storage
+        .insert_caller_key(key, dbconsole_core::storage::testing::origin())
+        .await
+        .expect("insert_caller_key");
+    (id, secret.expose_str().expect("utf-8").to_owned())
+}
+
+/// The cookie (`name=value`) a response sets, and the whole `Set-Cookie`.
+fn set_cookie(response: &TestResponse) -> (String, String) {
+    let whole = response
+        .header("set-cookie")
+        .expect("a Set-Cookie header")
+        .to_owned();
+    let pair = whole
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    (pair, whole)
+}
+
+async fn sign_in(api: &Api, browser: &Browser<'_>, key: &str) -> TestResponse {
+    api.answer(browser.request(Method::POST, SIGN_IN, Some(&json!({"key": key}))))
+        .await
+}
+
+/// A user-bound key signs a browser in: 200 with the caller's view and an `HttpOnly`,
+/// `SameSite=Lax`, `Path=/` cookie (not `Secure` over plain HTTP); the cookie then authenticates
+/// reads with the header, and writes with the header and the console's origin; without them it
+/// is refused. Sign-in and sign-out are audited; after sign-out the cookie is refused.
+pub async fn a_key_signs_a_browser_in_and_out(storage: Arc<dyn Storage>) {
+    let api = api(Arc::clone(&storage), SessionOptions::default());
+    let ann = Principal::member("Ann@Example.com").groups(["Analysts"]);
+    let (_, key) = user_key(&storage, Some(ann), Scope::Query).await;
+    let signed = sign_in(&api, &Browser::console(), &key).await.expect(200);
+    assert_eq!(signed.json()["user"], json!("ann@example.com"));
+    assert_eq!(signed.json()["scope"], json!("query"));
+    let (cookie, whole) = set_cookie(&signed);
+    assert!(cookie.starts_with("dbconsole_session=dbc_ses_"), "{whole}");
+    for flag in ["HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=43200"] {
+        assert!(whole.contains(flag), "the cookie is {flag}: {whole}");
+    }
+    assert!(
+        !whole.contains("Secure"),
+        "no Secure over plain HTTP: {whole}"
+    );
+    assert!(
+        !signed.text().contains("dbc_ses_"),
+        "the secret is in the cookie only"
+    );
+
+    let browser = Browser {
+        cookie: Some(cookie.clone()),
+        ..Browser::console()
+    };
+    let me = api
+        .answer(browser.request(Method::GET, ME, None))
+        .await
+        .expect(200);
+    assert_eq!(me.json()["user"], json!("ann@example.com"));
+    assert_eq!(me.header("cache-control"), Some("no-store"));
+    assert_eq!(me.header("x-content-type-options"), Some("nosniff"));
+    // Without the header the cookie counts for nothing.
+    let bare = Browser {
+        header: false,
+        origin: None,
+        cookie: Some(cookie.clone()),
+    };
+    api.answer(bare.request(Method::GET, ME, None))
+        .await
+        .expect(403);
+    // A write from another origin, or with no origin, is refused and stores nothing.
+    let body =
+        json!({"database_id": "db_missing", "credential_id": "crd_missing", "query": "select 1"});
+    for origin in [Some("http://evil.test"), None] {
+        let cross = Browser {
+            origin,
+            cookie: Some(cookie.clone()),
+            ..Browser::console()
+        };
+        let refused = api
+            .answer(cross.request(Method::POST, QUERIES, Some(&body)))
+            .await;
+        refused.expect(403);
+    }
+    // The same write from the console's origin reaches the handler (the database is missing).
+    let write = api
+        .answer(browser.request(Method::POST, QUERIES, Some(&body)))
+        .await;
+    assert!(
+        matches!(write.status.as_u16(), 404 | 422),
+        "a same-origin write is the handler's to judge: {}",
+        write.status
+    );
+    // The management routes stay a member's 403.
+    api.answer(browser.request(Method::GET, "/api/v1/console/databases", None))
+        .await
+        .expect(403);
+
+    let out = api
+        .answer(browser.request(Method::POST, SIGN_OUT, None))
+        .await
+        .expect(204);
+    let (cleared, whole) = set_cookie(&out);
+    assert_eq!(cleared, "dbconsole_session=", "{whole}");
+    assert!(whole.contains("Max-Age=0"), "{whole}");
+    api.answer(browser.request(Method::GET, ME, None))
+        .await
+        .expect(401);
+    let events = storage
+        .list_audit(AuditQuery {
+            resource: None,
+            after: None,
+            limit: 100,
+        })
+        .await
+        .expect("list_audit");
+    let actions: Vec<&str> = events.iter().map(|e| e.action.as_str()).collect();
+    assert!(
+        actions.starts_with(&["session.revoke", "session.create"]),
+        "sign-out and sign-in are audited, newest first: {actions:?}"
+    );
+    assert_eq!(events[1].actor.name, "ann@example.com");
+}
+
+/// Sign-in is refused without the header (403), from another origin (403), with a wrong key
+/// (401), a key bound to no user or an agent's (403), and an empty one (422); none stores a
+/// session or sets a cookie.
+pub async fn refused_sign_ins_store_nothing(storage: Arc<dyn Storage>) {
+    let api = api(Arc::clone(&storage), SessionOptions::default());
+    let (_, unbound) = user_key(&storage, None, Scope::Full).await;
+    let (_, agent) = user_key(
+        &storage,
+        Some(Principal::member("bot@example.com").agent(true)),
+        Scope::Agent,
+    )
+    .await;
+    let (_, good) = user_key(
+        &storage,
+        Some(Principal::member("ann@example.com")),
+        Scope::Query,
+    )
+    .await;
+    let no_header = Browser {
+        header: false,
+        ..Browser::console()
+    };
+    let elsewhere = Browser {
+        origin: Some("https://console.test.evil"),
+        ..Browser::console()
+    };
+    let cases: [(&Browser<'_>, &str, u16); 6] = [
+        (&no_header, good.as_str(), 403),
+        (&elsewhere, good.as_str(), 403),
+        (&Browser::console(), "dbc_ak_wrong", 401),
+        (&Browser::console(), unbound.as_str(), 403),
+        (&Browser::console(), agent.as_str(), 403),
+        (&Browser::console(), "  ", 422),
+    ];
+    for (browser, key, status) in cases {
+        let answer = sign_in(&api, browser, key).await.expect(status);
+        assert_eq!(answer.header("set-cookie"), None, "no cookie on a refusal");
+    }
+    assert!(
+        storage
+            .list_sessions()
+            .await
+            .expect("list_sessions")
+            .is_empty(),
+        "a refused sign-in stores no session"
+    );
+}
+
+/// A one-time sign-in link signs a browser in once: a second exchange, an unknown token and an
+/// expired link are 401.
+pub async fn a_sign_in_link_works_once(storage: Arc<dyn Storage>) {
+    let api = api(Arc::clone(&storage), SessionOptions::default());
+    let root = Principal::member("root@example.com").role(Role::SuperAdmin);
+    let mint = |lifetime| {
+        Session::mint(
+            SessionKind::SignInLink,
+            root.clone(),
+            Scope::Full,
+            SignInMethod::Link,
+            lifetime,
+        )
+    };
+    let (link, token) = mint(Duration::from_secs(900));
+    let (mut old, old_token) = mint(Duration::from_secs(900));
+    old.expires_at = old.created_at;
+    for session in [link, old] {
+        let id = session.id.as_str().to_owned();
+        let event = dbconsole_core::model::AuditEvent::new(
+            dbconsole_core::storage::testing::origin(),
+            dbconsole_core::model::AuditAction::SessionCreate,
+            &id,
+            Vec::new(),
+        );
+        storage
+            .create_session(session, None, event.into())
+            .await
+            .expect("create_session");
+    }
+    let token = token.expose_str().expect("utf-8").to_owned();
+    let exchange = |token: String| {
+        let api = api.clone();
+        async move {
+            api.answer(Browser::console().request(
+                Method::POST,
+                LINK,
+                Some(&json!({"token": token})),
+            ))
+            .await
+        }
+    };
+    let signed = exchange(token.clone()).await.expect(200);
+    assert_eq!(signed.json()["role"], json!("super-admin"));
+    let (cookie, _) = set_cookie(&signed);
+    let browser = Browser {
+        cookie: Some(cookie),
+        ..Browser::console()
+    };
+    api.answer(browser.request(Method::GET, "/api/v1/console/databases", None))
+        .await
+        .expect(200);
+    exchange(token).await.expect(401);
+    exchange("dbc_sil_unknown".to_owned()).await.expect(401);
+    exchange(old_token.expose_str().expect("utf-8").to_owned())
+        .await
+        .expect(401);
+    // A link is no session: its token as a cookie is refused.
+    let as_cookie = Browser {
+        cookie: Some(format!(
+            "dbconsole_session={}",
+            old_token.expose_str().unwrap_or_default()
+        )),
+        ..Browser::console()
+    };
+    api.answer(as_cookie.request(Method::GET, ME, None))
+        .await
+        .expect(401);
+}
+
+/// Revoking the key a session was made from ends the session; a request with `x-api-key` is
+/// judged by it alone (a wrong key beside a good cookie is 401); over https the cookie is
+/// `Secure` with a `__Host-` name, and the origin is the public URL's.
+pub async fn sessions_follow_their_key_and_yield_to_headers(storage: Arc<dyn Storage>) {
+    let options = SessionOptions::for_public_url("https://console.example.com/").expect("a URL");
+    let api = api(Arc::clone(&storage), options);
+    let (key_id, key) = user_key(
+        &storage,
+        Some(Principal::member("ann@example.com")),
+        Scope::Query,
+    )
+    .await;
+    let public = Browser {
+        origin: Some("https://console.example.com"),
+        ..Browser::console()
+    };
+    sign_in(&api, &Browser::console(), &key).await.expect(403);
+    let signed = sign_in(&api, &public, &key).await.expect(200);
+    let (cookie, whole) = set_cookie(&signed);
+    assert!(cookie.starts_with("__Host-dbconsole_session="), "{whole}");
+    assert!(whole.contains("; Secure"), "{whole}");
+    let browser = Browser {
+        cookie: Some(cookie.clone()),
+        ..public
+    };
+    api.answer(browser.request(Method::GET, ME, None))
+        .await
+        .expect(200);
+    let mut wrong_key = browser.request(Method::GET, ME, None);
+    wrong_key
+        .headers_mut()
+        .insert("x-api-key", http::HeaderValue::from_static("dbc_ak_wrong"));
+    api.answer(wrong_key).await.expect(401);
+    storage
+        .delete_caller_key(&key_id, dbconsole_core::storage::testing::origin())
+        .await
+        .expect("delete_caller_key");
+    api.answer(browser.request(Method::GET, ME, None))
+        .await
+        .expect(401);
+}
+
+#[macro_export]
+#[doc(hidden)]
+macro_rules! browser_tests {
+    ($storage:expr) => {
+        $crate::suite_cases!(
+            browser,
+            $storage,
+            [
+                a_key_signs_a_browser_in_and_out,
+                refused_sign_ins_store_nothing,
+                a_sign_in_link_works_once,
+                sessions_follow_their_key_and_yield_to_headers,
+            ]
+        );
+    };
+}
