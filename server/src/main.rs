@@ -90,6 +90,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .body_timeout(args.body_timeout())
         .metrics(args.metrics_listen.is_some())
         .audit_retention(args.audit_retention())
+        .sessions(args.session_options())
         .outbox(OutboxTargets {
             workflows: targets.workflow_url.is_some(),
             slack: targets.slack_token.is_some(),
@@ -135,6 +136,9 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .await
         .map_err(Error::InitialKeys)?;
     warn_about_missing_credentials(&*storage, &env).await;
+    let link = credentials::initial_sign_in_link(&*storage)
+        .await
+        .map_err(Error::InitialKeys)?;
     tracing::info!(
         %address,
         storage = %args.storage,
@@ -146,6 +150,21 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     created
         .as_ref()
         .map_or(Ok(()), |created| created.write(&mut stdout))
+        .and_then(|()| match &link {
+            Some(token) => {
+                let base = args.public_url.clone().unwrap_or_else(|| {
+                    let scheme = if tls.is_some() { "https" } else { "http" };
+                    format!("{scheme}://{address}")
+                });
+                writeln!(
+                    stdout,
+                    "Sign in to the console as {} (a super admin) within 15 minutes, once:\n  {}",
+                    credentials::INITIAL_ADMIN,
+                    credentials::sign_in_url(&base, token)
+                )
+            }
+            None => Ok(()),
+        })
         .and_then(|()| writeln!(stdout, "listening on {address}"))
         .and_then(|()| match &metrics {
             Some((_, address, _)) => writeln!(stdout, "metrics on http://{address}/metrics"),
@@ -155,6 +174,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .map_err(Error::Stdout)?;
     drop(stdout);
     drop(created);
+    drop(link);
 
     if let Some((listener, _, handle)) = metrics {
         tokio::spawn(dbconsole_server::metrics::serve(
@@ -241,6 +261,13 @@ async fn prune_audit_hourly(service: ConsoleService) {
             Ok(0) => {}
             Ok(pruned) => tracing::info!(pruned, "pruned the audit trail to its retention"),
             Err(error) => tracing::warn!(%error, "pruning the audit trail failed"),
+        }
+        match service.prune_sessions().await {
+            Ok(0) => {}
+            Ok(pruned) => {
+                tracing::info!(pruned, "dropped ended browser sessions and sign-in links")
+            }
+            Err(error) => tracing::warn!(%error, "dropping ended browser sessions failed"),
         }
         match service.prune_answers().await {
             Ok(0) => {}

@@ -120,6 +120,7 @@ pub async fn serve<F, G>(
     let app = App {
         mcp: crate::mcp::Mcp::new(service.clone()),
         service,
+        console: dbconsole_console_assets::ConsolePages::new(),
     };
     tokio::pin!(shutdown);
     loop {
@@ -204,6 +205,7 @@ const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 struct App {
     service: ConsoleService,
     mcp: crate::mcp::Mcp,
+    console: dbconsole_console_assets::ConsolePages,
 }
 
 /// Completes when `conn` is to be closed to make room while it has not sent a request head;
@@ -256,7 +258,11 @@ async fn handle(
     app: App,
     request: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {
-    let App { mut service, mcp } = app;
+    let App {
+        mut service,
+        mcp,
+        console,
+    } = app;
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
@@ -277,6 +283,16 @@ async fn handle(
         response
             .headers_mut()
             .insert(REQUEST_ID_HEADER, id.header_value());
+        log_request(&response, &method, &path, started);
+        return Ok(response);
+    }
+    if let Some(page) = console.answer(&method, &path) {
+        let id = RequestId::from_headers(request.headers());
+        let mut response = page.map(ResponseBody::full);
+        response
+            .headers_mut()
+            .insert(REQUEST_ID_HEADER, id.header_value());
+        crate::metrics::record_own("/console/", &method, response.status(), started.elapsed());
         log_request(&response, &method, &path, started);
         return Ok(response);
     }

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use dbconsole_core::auth::StoredCredentials;
 use dbconsole_core::model::{
     CredentialKind, Principal, Role, Scope, Session, SessionKind, SignInMethod, mint_caller_key,
 };
-use dbconsole_core::auth::StoredCredentials;
 use dbconsole_core::service::browser::{CSRF_HEADER, SessionOptions};
 use dbconsole_core::storage::{AuditQuery, Edits as _};
 use dbconsole_core::{ConsoleService, Storage};

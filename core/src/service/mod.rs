@@ -181,6 +181,15 @@ impl ConsoleService {
             .await
     }
 
+    /// Deletes the browser sessions and sign-in links that ended (expired, or idle past the
+    /// idle time) and answers how many. Call it now and then (the server does every hour).
+    pub async fn prune_sessions(&self) -> Result<u64, StorageError> {
+        let now = Timestamp::now();
+        let idle = i64::try_from(self.shared.sessions.idle.as_micros()).unwrap_or(i64::MAX);
+        let idle_before = Timestamp::from_micros(now.as_micros().saturating_sub(idle));
+        self.shared.storage.prune_sessions(now, idle_before).await
+    }
+
     /// Deletes the answers of idempotent writes older than [`idempotency::ANSWER_TTL`] and
     /// answers how many. Call it now and then (the server does every hour, with
     /// [`ConsoleService::prune_audit`]).

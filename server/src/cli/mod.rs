@@ -504,6 +504,41 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..=300_000)
     )]
     pub delivery_backoff_ms: u64,
+
+    /// The URL people reach the console at (`https://console.example.com`), when a proxy stands
+    /// in front: a browser's state-changing request must come from its origin, its cookie is
+    /// `Secure` when it is https, and sign-in links and Slack review requests point at it.
+    /// Without it: the request's `Host`, and https only when the server holds the TLS key.
+    #[arg(long, env = "DBCONSOLE_PUBLIC_URL", value_parser = public_url)]
+    pub public_url: Option<String>,
+
+    /// Seconds a browser session lasts without a request.
+    #[arg(
+        long,
+        env = "DBCONSOLE_SESSION_IDLE_SECS",
+        default_value_t = 3600,
+        value_parser = clap::value_parser!(u64).range(60..=86_400)
+    )]
+    pub session_idle_secs: u64,
+
+    /// Seconds a browser session lasts at most, however busy.
+    #[arg(
+        long,
+        env = "DBCONSOLE_SESSION_MAX_AGE_SECS",
+        default_value_t = 43_200,
+        value_parser = clap::value_parser!(u64).range(60..=2_592_000)
+    )]
+    pub session_max_age_secs: u64,
+}
+
+/// A public URL: http(s), with a host, no query; kept without a trailing slash.
+fn public_url(value: &str) -> Result<String, String> {
+    match dbconsole_core::service::browser::SessionOptions::for_public_url(value) {
+        Some(_) if !value.contains('?') && !value.contains('#') => {
+            Ok(value.trim_end_matches('/').to_owned())
+        }
+        _ => Err("expected an http(s) URL such as https://console.example.com".to_owned()),
+    }
 }
 
 /// The PostgreSQL storage's flags, shared by `serve` and `keys`.
@@ -566,6 +601,24 @@ impl DatabaseArgs {
 }
 
 impl ServeArgs {
+    /// How browser sessions behave: the public URL's origin and scheme (else the `Host`, and
+    /// https when the server holds the TLS key), and the idle and maximum times.
+    pub fn session_options(&self) -> dbconsole_core::service::browser::SessionOptions {
+        use dbconsole_core::service::browser::SessionOptions;
+        let mut options = self
+            .public_url
+            .as_deref()
+            .and_then(SessionOptions::for_public_url)
+            .unwrap_or_else(|| SessionOptions {
+                secure: self.tls_cert.is_some(),
+                ..SessionOptions::default()
+            });
+        options.idle = Duration::from_secs(self.session_idle_secs);
+        options.max_age =
+            Duration::from_secs(self.session_max_age_secs.max(self.session_idle_secs));
+        options
+    }
+
     /// Where deliveries go.
     pub fn delivery_targets(&self) -> crate::deliver::DeliveryTargets {
         crate::deliver::DeliveryTargets {

@@ -456,7 +456,10 @@ mod tests {
         // Every row at every mount, once.
         let rows: usize = ROUTES.iter().map(|e| e.mounts.len()).sum();
         assert_eq!(documented_rows, rows);
-        assert_eq!(paths.len(), 2 * 9 + 2 * 2 + 2 * 4 + 2 + 2 + 3 + 1 + 1 + 2 + 3);
+        assert_eq!(
+            paths.len(),
+            2 * 9 + 2 * 2 + 2 * 4 + 2 + 2 + 3 + 1 + 1 + 2 + 3
+        );
     }
 
     #[test]
