@@ -1,0 +1,317 @@
+// The console in a real browser against the real server (redb) and a real PostgreSQL: sign in
+// (link, key), run, cap notice, cancel (seen leaving pg_stat_activity), hostile content that
+// runs no script, review by another user, the author's disabled approve, a super admin's bypass
+// with a reason, CSRF refusals, sign-out; axe-core on each screen; screenshots under
+// target/console-screenshots.
+
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import {
+  PG,
+  axeViolations,
+  eventually,
+  launchBrowser,
+  screenshot,
+  startServer,
+  unexpectedConsoleErrors,
+  watchedPage,
+} from "./harness.mjs";
+
+const HOSTILE = `<img src=x onerror=alert(1)></script><script>alert(2)</script>`;
+
+let server;
+let browser;
+let bobKey;
+const db = {};
+
+async function createDatabase(body) {
+  const made = await server.api("POST", "/api/v1/console/databases", body);
+  assert.ok(made.status === 200 || made.status === 201, JSON.stringify(made.body));
+  return made.body;
+}
+
+const postgres = (name, extra = {}, credential = {}) => ({
+  name,
+  adapter: "postgres",
+  hostname: PG.host,
+  port: PG.port,
+  database: PG.database,
+  credentials: [{ username: PG.username, password: PG.password, default_credential: true, ...credential }],
+  ...extra,
+});
+
+/** A signed-in page (by link for the admin, by key for others), watched. */
+async function signedIn(how) {
+  const context = await browser.newContext({ baseURL: server.base });
+  const page = await watchedPage(context);
+  if (how === "admin") {
+    await page.goto(server.admin);
+  } else {
+    await page.goto("/console/");
+    await page.getByLabel("Key").fill(how);
+    await page.getByRole("button", { name: "Sign in" }).click();
+  }
+  await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+  return { context, page };
+}
+
+async function pick(page, name) {
+  await page.getByRole("button", { name: new RegExp(`^${name}`) }).first().click();
+}
+
+async function typeSql(page, sql) {
+  const editor = page.getByRole("textbox", { name: "SQL editor" });
+  await editor.click();
+  await page.keyboard.press("ControlOrMeta+a");
+  await page.keyboard.press("Delete");
+  await editor.pressSequentially(sql, { delay: 0 });
+  await page.keyboard.press("Escape");
+}
+
+async function assertAccessible(page, what) {
+  const found = await axeViolations(page);
+  assert.deepEqual(found, [], `${what}: ${JSON.stringify(found, null, 1)}`);
+}
+
+/** Nothing a script or a policy violation would leave; the console errors since the last check
+ * are only the refusals (`provoked` statuses) the test asked for. */
+async function assertClean(page, what, provoked = [401, 403]) {
+  assert.deepEqual(page.seen.dialogs, [], `${what}: no script ran (no dialog)`);
+  assert.deepEqual(await page.violations(), [], `${what}: no CSP violation`);
+  assert.deepEqual(page.seen.pageErrors, [], `${what}: no page error`);
+  assert.deepEqual(unexpectedConsoleErrors(page.seen, provoked), [], `${what}: no console error`);
+  page.seen.consoleErrors.length = 0;
+}
+
+describe("the console", { concurrency: false }, () => {
+  before(async () => {
+    server = await startServer();
+    browser = await launchBrowser();
+    // A second link for the admin is not printed: the first is the admin's (single use). Keep
+    // it for the admin's context, and sign the admin in again with a key later if needed.
+    server.admin = server.link;
+    bobKey = server.userKey("bob@example.com", { groups: ["analysts"] });
+    db.plain = await createDatabase(postgres("E2E Postgres", { group: "Analytics" }));
+    db.reviewed = await createDatabase(
+      postgres("E2E Reviewed", { group: "Finance", review_bypass_allowed: true }, { reviews_required: 1 }),
+    );
+    db.hostile = await createDatabase(postgres(HOSTILE, { group: HOSTILE }));
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it("serves a built console, not the page that says how to build it", async () => {
+    const page = await fetch(`${server.base}/console/`);
+    const html = await page.text();
+    assert.doesNotMatch(html, /console not built/, "the binary was built without the console: run npm run build in console/ first");
+    assert.match(page.headers.get("content-security-policy") ?? "", /script-src 'self';/);
+    assert.equal(page.headers.get("referrer-policy"), "same-origin");
+  });
+
+  let admin;
+  it("signs the admin in with the one-time link, which leaves the address bar and works once", async () => {
+    admin = await signedIn("admin");
+    assert.doesNotMatch(admin.page.url(), /sign-in=/, "the token left the address bar");
+    const storage = await admin.page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }));
+    assert.doesNotMatch(storage, /dbc_/, "no token in browser storage");
+    const again = await browser.newContext({ baseURL: server.base });
+    const page = await watchedPage(again);
+    await page.goto(server.link);
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    await page.getByText(/used or has expired/).waitFor();
+    await again.close();
+    await screenshot(admin.page, "query-empty");
+    await assertAccessible(admin.page, "axe: the query screen");
+  });
+
+  it("runs a query: rows stream into the grid, NULL looks unlike 'NULL', N rows in M ms", async () => {
+    const { page } = admin;
+    await pick(page, "E2E Postgres");
+    await typeSql(page, "select n, null as empty, 'NULL' as text from generate_series(1, 5) as n");
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByText(/^5 rows in \d+ ms$/).waitFor();
+    const grid = page.getByRole("grid", { name: "Result" });
+    assert.equal(await grid.getAttribute("aria-rowcount"), "6");
+    const firstRow = grid.locator('[role="row"][aria-rowindex="2"]');
+    assert.equal(await firstRow.locator(".null").count(), 1, "NULL is marked");
+    assert.equal(await firstRow.getByText("NULL", { exact: true }).count(), 2, "and the text NULL is text");
+    await screenshot(page, "query-result");
+    await assertAccessible(page, "axe: a result");
+  });
+
+  it("shows a visible notice when the result is cut at the row limit", async () => {
+    const { page } = admin;
+    await page.getByLabel("Row limit").fill("3");
+    await typeSql(page, "select n from generate_series(1, 10) as n");
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    await page.getByText("Truncated at 3 rows", { exact: false }).waitFor();
+    await page.getByLabel("Row limit").fill("1000");
+  });
+
+  it("cancels a running query on the database server, and the history says so", async () => {
+    const { page } = admin;
+    await typeSql(page, "select pg_sleep(60) as slept");
+    await page.getByRole("button", { name: "Run", exact: true }).click();
+    const bob = bobKey;
+    const sleeping = async () => {
+      const probe = await server.api("POST", "/api/v1/console/queries", {
+        database_id: db.plain.id,
+        credential_id: db.plain.credentials[0].id,
+        query: "select count(*) as n from pg_stat_activity where query like 'select pg_sleep(60)%'",
+      }, bob);
+      const ran = await server.api("POST", `/api/v1/console/queries/${probe.body.id}/run`, undefined, bob);
+      return Number(ran.body.rows[0][0]);
+    };
+    await eventually(async () => (await sleeping()) === 1, 10_000, "pg_sleep(60) is running");
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await page.getByText(/^Cancelled/).waitFor();
+    await eventually(async () => (await sleeping()) === 0, 10_000, "pg_sleep(60) left pg_stat_activity");
+    await page.getByRole("link", { name: "History" }).click();
+    await page.getByRole("heading", { name: "History" }).waitFor();
+    const row = page.getByRole("row").filter({ hasText: "pg_sleep(60)" }).first();
+    await row.getByText(/cancelled/).waitFor();
+    await screenshot(page, "history");
+    await assertAccessible(page, "axe: the history");
+    await page.getByRole("link", { name: "Query", exact: true }).click();
+    await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+  });
+
+  it("renders hostile names, values and errors as text: no script runs", async () => {
+    const { page } = admin;
+    await page.getByLabel("Search databases").fill("onerror");
+    await pick(page, "<img");
+    await typeSql(page, `select '${HOSTILE}' as "${HOSTILE.replaceAll('"', "")}", E'\\u202Eevil\\u0007' as bidi`);
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByText(/^1 rows in/).waitFor();
+    await page.getByText("⟨U+202E⟩evil␇").waitFor();
+    await typeSql(page, `select * from "${HOSTILE.replaceAll('"', "")}"`);
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByRole("alert").filter({ hasText: "onerror" }).waitFor();
+    await page.getByLabel("Search databases").fill("");
+    assert.equal(await page.locator("img, script:not([src])").count(), 0, "no element was made from a value");
+    await screenshot(page, "hostile");
+    // The statement naming a missing table is refused (422) on purpose.
+    await assertClean(page, "hostile content", [422]);
+  });
+
+  it("reviews: a member requests one, can't approve it, another user approves, the author runs it", async () => {
+    const bob = await signedIn(bobKey);
+    const { page } = bob;
+    await pick(page, "E2E Reviewed");
+    await typeSql(page, `select 42 as answer, '${HOSTILE}' as note`);
+    const request = page.getByRole("button", { name: "Request review" });
+    await request.click();
+    await page.getByText(/Review requested/).waitFor();
+    await page.getByRole("link", { name: "Open the query" }).click();
+    await page.getByRole("heading", { name: /^Query qry_/ }).waitFor();
+    const approve = page.getByRole("button", { name: "Approve" });
+    assert.equal(await approve.isDisabled(), true, "the author can't approve");
+    await page.getByText("You wrote this query: someone else must review it.").first().waitFor();
+    const queryUrl = page.url();
+    await screenshot(page, "query-page-author");
+
+    const reviewer = admin.page;
+    await reviewer.getByRole("link", { name: "Reviews" }).click();
+    await reviewer.getByRole("heading", { name: "Waiting for your review" }).waitFor();
+    const row = reviewer.getByRole("row").filter({ hasText: "bob@example.com" });
+    await screenshot(reviewer, "reviews");
+    await assertAccessible(reviewer, "axe: the reviews");
+    await row.getByRole("link").click();
+    await reviewer.getByLabel("Comment").fill(`looks fine ${HOSTILE}`);
+    await reviewer.getByRole("button", { name: "Approve" }).click();
+    await reviewer.getByText(/approved at/).waitFor();
+    await reviewer.getByText(`looks fine ${HOSTILE}`).waitFor();
+    await assertAccessible(reviewer, "axe: a query's page");
+
+    await page.goto(queryUrl);
+    await page.getByText(/approved at/).waitFor();
+    await page.getByRole("button", { name: "Run in the editor" }).click();
+    await page.getByText(/^1 rows in/).waitFor();
+    await assertClean(page, "the review path");
+    await assertClean(reviewer, "the reviewer's path");
+    await bob.context.close();
+  });
+
+  it("lets a super admin bypass the review with a reason, and shows it", async () => {
+    const { page } = admin;
+    await page.getByRole("link", { name: "Query", exact: true }).click();
+    await pick(page, "E2E Reviewed");
+    await typeSql(page, "select 'urgent' as why");
+    await page.getByRole("button", { name: "Request review" }).click();
+    await page.getByRole("link", { name: "Open the query" }).click();
+    await page.getByLabel("Reason for the bypass").fill(`incident 42 ${HOSTILE}`);
+    await page.getByRole("button", { name: "Bypass the review and run" }).click();
+    await page.getByText(/^1 rows in/).waitFor();
+    await page.getByRole("link", { name: "History" }).click();
+    await page.getByRole("row").filter({ hasText: "urgent" }).first().getByRole("link", { name: "Open" }).click();
+    await page.getByText(`incident 42 ${HOSTILE}`).waitFor();
+    await screenshot(page, "query-page-bypass");
+    await assertClean(page, "the bypass");
+  });
+
+  it("refuses cookie requests without the header or from another origin (CSRF)", async () => {
+    const cookies = await admin.context.cookies();
+    const session = cookies.find((c) => c.name === "dbconsole_session");
+    assert.ok(session, "a session cookie");
+    assert.equal(session.httpOnly, true);
+    assert.equal(session.sameSite, "Lax");
+    const cookie = `${session.name}=${session.value}`;
+    const me = (headers) => fetch(`${server.base}/api/v1/console/me`, { headers: { cookie, ...headers } });
+    assert.equal((await me({})).status, 403, "no header: the cookie counts for nothing");
+    assert.equal((await me({ "x-dbconsole-request": "1" })).status, 200);
+    const write = (origin) =>
+      fetch(`${server.base}/api/v1/console/queries`, {
+        method: "POST",
+        headers: { cookie, "x-dbconsole-request": "1", "content-type": "application/json", ...(origin ? { origin } : {}) },
+        body: JSON.stringify({ database_id: db.plain.id, credential_id: db.plain.credentials[0].id, query: "select 1" }),
+      });
+    assert.equal((await write("http://evil.example")).status, 403);
+    assert.equal((await write(null)).status, 403);
+    const preflight = await fetch(`${server.base}/api/v1/console/me`, { method: "OPTIONS", headers: { origin: "http://evil.example", "access-control-request-method": "GET" } });
+    assert.equal(preflight.headers.get("access-control-allow-origin"), null, "no CORS grant");
+  });
+
+  it("signs out: the session ends on the server and the drafts are forgotten", async () => {
+    const { page, context } = admin;
+    const cookie = (await context.cookies()).find((c) => c.name === "dbconsole_session");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    await screenshot(page, "sign-in");
+    await assertAccessible(page, "axe: the sign-in screen");
+    const drafts = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("dbconsole.")));
+    assert.deepEqual(drafts, []);
+    const after = await fetch(`${server.base}/api/v1/console/me`, { headers: { cookie: `${cookie.name}=${cookie.value}`, "x-dbconsole-request": "1" } });
+    assert.equal(after.status, 401, "the old cookie is refused");
+    await assertClean(page, "sign-out");
+    await context.close();
+  });
+
+  it("signs in and runs from the keyboard alone", async () => {
+    const context = await browser.newContext({ baseURL: server.base });
+    const page = await watchedPage(context);
+    await page.goto("/console/");
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    for (let i = 0; i < 12 && !(await page.getByLabel("Key").evaluate((el) => el === document.activeElement)); i++) {
+      await page.keyboard.press("Tab");
+    }
+    await page.keyboard.type(bobKey);
+    await page.keyboard.press("Enter");
+    await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+    // The editor has the focus after sign-in.
+    await page.keyboard.type("select 7 as seven");
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByText(/^1 rows in/).waitFor();
+    const wrong = await browser.newContext({ baseURL: server.base });
+    const refused = await watchedPage(wrong);
+    await refused.goto("/console/");
+    await refused.getByLabel("Key").fill("dbc_ak_not_a_key");
+    await refused.keyboard.press("Enter");
+    await refused.getByRole("alert").filter({ hasText: "not valid" }).waitFor();
+    await assertClean(page, "keyboard path");
+    await context.close();
+    await wrong.close();
+  });
+});

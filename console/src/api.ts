@@ -1,0 +1,140 @@
+// The server's HTTP API, as the console calls it: same-origin, the session cookie, and the
+// header without which the cookie counts for nothing (the server's CSRF guard).
+
+export const CSRF_HEADER = "x-dbconsole-request";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly fields: Record<string, string[]> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** The message an error body carries: its detail, hint or the first field error. */
+export function errorMessage(status: number, body: unknown): { message: string; fields: Record<string, string[]> } {
+  const errors = (body as { errors?: Record<string, unknown> } | null)?.errors;
+  const fields: Record<string, string[]> = {};
+  let message = "";
+  if (errors && typeof errors === "object") {
+    for (const [key, value] of Object.entries(errors)) {
+      if (key === "detail" || key === "hint") continue;
+      if (Array.isArray(value)) fields[key] = value.map(String);
+    }
+    const detail = typeof errors.detail === "string" ? errors.detail : "";
+    const hint = typeof errors.hint === "string" ? errors.hint : "";
+    const first = Object.entries(fields)[0];
+    message = hint || (first ? `${first[0]}: ${first[1].join(", ")}` : "") || detail;
+    if (detail && hint && detail !== "Unauthorized" && detail !== "Forbidden") message = `${detail}: ${hint}`;
+  }
+  return { message: message || `the server answered ${status}`, fields };
+}
+
+export function headers(json: boolean, accept = "application/json"): Headers {
+  const result = new Headers({ [CSRF_HEADER]: "1", accept });
+  if (json) result.set("content-type", "application/json");
+  return result;
+}
+
+/** A request whose answer is JSON (or nothing, for 204). */
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(path, {
+    method,
+    headers: headers(body !== undefined),
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+    cache: "no-store",
+  });
+  return read<T>(response);
+}
+
+export async function read<T>(response: Response): Promise<T> {
+  if (response.status === 204) return undefined as T;
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = null;
+  }
+  if (!response.ok) {
+    const { message, fields } = errorMessage(response.status, parsed);
+    if (response.status === 401) window.dispatchEvent(new CustomEvent("dbconsole:signed-out"));
+    throw new ApiError(response.status, message, fields);
+  }
+  return parsed as T;
+}
+
+export interface Me {
+  user: string | null;
+  groups: string[];
+  role: string | null;
+  agent: boolean;
+  scope: string;
+  may: {
+    query: boolean;
+    review: boolean;
+    bypass_reviews: boolean;
+    manage_databases: boolean;
+    manage_dashboards: boolean;
+    read_audit: boolean;
+  };
+}
+
+export interface QueryableCredential {
+  id: string;
+  username: string;
+  reviews_required: number;
+  default_credential: boolean;
+}
+
+export interface QueryableDatabase {
+  id: string;
+  name: string;
+  group: string | null;
+  adapter: string;
+  restrict_access: boolean;
+  review_bypass_allowed: boolean;
+  credentials: QueryableCredential[];
+}
+
+export interface QueryRun {
+  run_by: string;
+  started_at: string;
+  finished_at: string | null;
+  row_count: number | null;
+  truncated: boolean | null;
+  duration_ms: number | null;
+  error: string | null;
+}
+
+export interface Review {
+  reviewer: string;
+  decision: string;
+  comment: string | null;
+  reviewed_at: string;
+}
+
+export interface Query {
+  id: string;
+  database_id: string;
+  credential_id: string;
+  query: string;
+  limit: number;
+  author: string;
+  status: string;
+  by_agent?: boolean;
+  inserted_at: string;
+  updated_at?: string;
+  approvals: number;
+  reviews: Review[];
+  run?: QueryRun | null;
+  bypass?: { by: string; at: string; reason: string; approvals: number; required: number } | null;
+}
+
+export interface Page<T> {
+  data: T[];
+  next: string | null;
+}

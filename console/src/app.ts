@@ -1,0 +1,190 @@
+// The app's frame: who is signed in, the navigation, the routes under /console/, and signing
+// out (which ends the session on the server and forgets the drafts).
+
+import { call, type Me } from "./api";
+import { h, replace } from "./dom";
+
+export const BASE = "/console/";
+
+export interface Screen {
+  /** The screen's title (the page's `<h1>` and `document.title`). */
+  title: string;
+  element: HTMLElement;
+  /** Called when the screen leaves the page. */
+  leave?: () => void;
+  /** Whether leaving would lose work (a query running): the router asks first. */
+  busy?: () => boolean;
+}
+
+export type Route = (app: App, params: string[]) => Screen | Promise<Screen>;
+
+interface RouteEntry {
+  pattern: RegExp;
+  route: Route;
+}
+
+/** What one screen hands the query console: a query to load into the editor, or to run. */
+export interface Handoff {
+  load?: string;
+  run?: string;
+  bypass?: string;
+}
+
+export class App {
+  me: Me | null = null;
+  handoff: Handoff | null = null;
+  private readonly routes: RouteEntry[] = [];
+  private current: Screen | null = null;
+  private readonly main: HTMLElement;
+  private readonly nav: HTMLElement;
+  private readonly status: HTMLElement;
+
+  constructor(root: HTMLElement) {
+    this.nav = h("nav", { attrs: { "aria-label": "Console" } });
+    this.main = h("main", { attrs: { id: "main", tabindex: -1 } });
+    this.status = h("div", { class: "sr-only", attrs: { role: "status", "aria-live": "polite" } });
+    replace(
+      root,
+      h("a", { class: "skip", attrs: { href: "#main" } }, "Skip to content"),
+      h("header", { class: "top" }, h("span", { class: "brand" }, "dbconsole"), this.nav),
+      this.main,
+      this.status,
+    );
+    window.addEventListener("popstate", () => void this.render());
+    window.addEventListener("dbconsole:signed-out", () => {
+      if (this.me) {
+        this.me = null;
+        void this.go("sign-in");
+      }
+    });
+    document.addEventListener("click", (event) => {
+      const link = (event.target as Element | null)?.closest?.("a[data-route]");
+      if (!link || event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
+      event.preventDefault();
+      void this.go((link.getAttribute("href") ?? BASE).slice(BASE.length));
+    });
+  }
+
+  add(pattern: RegExp, route: Route): this {
+    this.routes.push({ pattern, route });
+    return this;
+  }
+
+  /** Says `text` to screen readers. */
+  announce(text: string): void {
+    this.status.textContent = text;
+  }
+
+  /** A link to a route of the app. */
+  link(path: string, ...children: (string | Node)[]): HTMLAnchorElement {
+    return h("a", { attrs: { href: BASE + path, "data-route": "" } }, ...children);
+  }
+
+  async go(path: string, replaceState = false): Promise<void> {
+    if (this.current?.busy?.() && !window.confirm("A query is still running. Leave and cancel it?")) return;
+    const url = BASE + path;
+    if (replaceState) history.replaceState(null, "", url);
+    else history.pushState(null, "", url);
+    await this.render();
+  }
+
+  async render(): Promise<void> {
+    const path = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : "";
+    if (!this.me && path !== "sign-in") {
+      try {
+        this.me = await call<Me>("GET", "/api/v1/console/me");
+      } catch {
+        this.me = null;
+      }
+      if (!this.me) {
+        history.replaceState(null, "", `${BASE}sign-in`);
+        return this.render();
+      }
+    }
+    this.drawNav(path);
+    for (const { pattern, route } of this.routes) {
+      const match = pattern.exec(path);
+      if (!match) continue;
+      this.current?.leave?.();
+      const screen = await route(this, match.slice(1).map(decodeURIComponent));
+      this.current = screen;
+      document.title = `${screen.title} · dbconsole`;
+      replace(this.main, screen.element);
+      this.main.dispatchEvent(new CustomEvent("screen:shown", { bubbles: true }));
+      return;
+    }
+    replace(this.main, h("h1", {}, "Not found"), h("p", {}, "There is no such page in the console."));
+  }
+
+  private drawNav(path: string): void {
+    if (!this.me) {
+      this.nav.replaceChildren();
+      return;
+    }
+    const item = (target: string, label: string) => {
+      const link = this.link(target, label);
+      const here = target === "" ? path === "" : path.startsWith(target);
+      if (here) link.setAttribute("aria-current", "page");
+      return h("li", {}, link);
+    };
+    const me = this.me;
+    replace(
+      this.nav,
+      h(
+        "ul",
+        {},
+        me.may.query && item("", "Query"),
+        me.may.query && item("history", "History"),
+        me.may.review && item("reviews", "Reviews"),
+      ),
+      h(
+        "div",
+        { class: "who" },
+        h("span", { attrs: { title: me.role ?? "" } }, me.user ?? "(no user)"),
+        h("button", { attrs: { type: "button" }, on: { click: () => void this.signOut() } }, "Sign out"),
+      ),
+    );
+  }
+
+  async signOut(): Promise<void> {
+    try {
+      await call<void>("POST", "/api/v1/console/sign-out");
+    } finally {
+      forgetDrafts();
+      this.me = null;
+      this.current?.leave?.();
+      this.current = null;
+      history.replaceState(null, "", `${BASE}sign-in`);
+      await this.render();
+    }
+  }
+}
+
+const DRAFT_PREFIX = "dbconsole.draft.";
+
+/** The draft of the editor for this user and database (text only: never rows or secrets). */
+export function loadDraft(user: string, database: string): string | null {
+  try {
+    return localStorage.getItem(`${DRAFT_PREFIX}${user}.${database}`);
+  } catch {
+    return null;
+  }
+}
+
+export function saveDraft(user: string, database: string, text: string): void {
+  try {
+    localStorage.setItem(`${DRAFT_PREFIX}${user}.${database}`, text);
+  } catch {
+    // Storage full or refused: drafts are a convenience.
+  }
+}
+
+export function forgetDrafts(): void {
+  try {
+    for (const key of Object.keys(localStorage)) {
+      if (key.startsWith("dbconsole.")) localStorage.removeItem(key);
+    }
+  } catch {
+    // Nothing stored.
+  }
+}

@@ -1,0 +1,35 @@
+// The console's entry: sign in with a link when the address carries one, then route.
+
+import "./style.css";
+import { App } from "./app";
+import { h } from "./dom";
+import { historyScreen, queryPage, reviewsScreen } from "./queries";
+import { queryScreen } from "./query";
+import { exchangeLink, signInScreen, takeLinkToken } from "./signin";
+
+async function start(): Promise<void> {
+  const root = document.getElementById("app");
+  if (!root) return;
+  const app = new App(root);
+  let problem: string | null = null;
+  const token = takeLinkToken();
+  if (token) problem = await exchangeLink(app, token);
+  app
+    .add(/^sign-in$/, (a) => {
+      const screen = signInScreen(a, problem);
+      problem = null;
+      return screen;
+    })
+    .add(/^$/, (a) => queryScreen(a))
+    .add(/^history$/, (a) => historyScreen(a))
+    .add(/^reviews$/, (a) => reviewsScreen(a))
+    .add(/^queries\/([A-Za-z0-9_]+)$/, (a, [id]) => queryPage(a, id ?? ""));
+  if (problem) history.replaceState(null, "", "/console/sign-in");
+  try {
+    await app.render();
+  } catch (error) {
+    root.append(h("p", { class: "error", attrs: { role: "alert" } }, error instanceof Error ? error.message : String(error)));
+  }
+}
+
+void start();

@@ -1,0 +1,72 @@
+// Reading a run's NDJSON answer as it arrives: a line of columns, a line per row, a last line
+// with the outcome (or an error after rows, which never looks like success).
+
+export interface Column {
+  name: string;
+  type: string;
+  encoding?: string;
+}
+
+export interface Outcome {
+  row_count: number;
+  truncated: boolean;
+  duration_ms: number;
+  error?: { detail: string };
+}
+
+export type Line =
+  | { kind: "columns"; columns: Column[] }
+  | { kind: "row"; row: unknown[] }
+  | { kind: "end"; outcome: Outcome };
+
+/** Splits text that arrives in chunks into whole lines; the rest waits for the next chunk. */
+export class LineSplitter {
+  private rest = "";
+
+  push(chunk: string): string[] {
+    const text = this.rest + chunk;
+    const lines = text.split("\n");
+    this.rest = lines.pop() ?? "";
+    return lines.filter((line) => line.trim() !== "");
+  }
+
+  /** What is left at the end of the stream (a last line without its newline). */
+  finish(): string[] {
+    const rest = this.rest;
+    this.rest = "";
+    return rest.trim() === "" ? [] : [rest];
+  }
+}
+
+/** One line of the answer, classified. A line that is not JSON is an error. */
+export function parseLine(line: string): Line {
+  const value: unknown = JSON.parse(line);
+  if (Array.isArray(value)) return { kind: "row", row: value };
+  if (value && typeof value === "object") {
+    const object = value as Record<string, unknown>;
+    if (Array.isArray(object.columns)) return { kind: "columns", columns: object.columns as Column[] };
+    if ("row_count" in object || "error" in object) return { kind: "end", outcome: object as unknown as Outcome };
+  }
+  throw new Error(`unexpected line in the result: ${line.slice(0, 80)}`);
+}
+
+/**
+ * Reads `body` and calls `onLines` with each batch of lines as it arrives (one batch per chunk
+ * the network hands over, so the grid paints once per chunk, not once per row).
+ */
+export async function readNdjson(
+  body: ReadableStream<Uint8Array>,
+  onLines: (lines: Line[]) => void,
+): Promise<void> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const splitter = new LineSplitter();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    const lines = splitter.push(decoder.decode(value, { stream: true }));
+    if (lines.length > 0) onLines(lines.map(parseLine));
+  }
+  const last = splitter.push(decoder.decode()).concat(splitter.finish());
+  if (last.length > 0) onLines(last.map(parseLine));
+}

@@ -1,0 +1,301 @@
+// The query console: pick a database (search, group shown, pinned first) and a credential,
+// write SQL, run the selection or the statement under the cursor (Mod-Enter), watch rows stream
+// into the grid, cancel (the server cancels the statement on the database when the request goes
+// away), or, for a credential that needs reviews, request one.
+
+import { ApiError, call, headers, read, type Page, type Query, type QueryableDatabase } from "./api";
+import { loadDraft, saveDraft, type App, type Screen } from "./app";
+import { field, h, isolated, replace } from "./dom";
+import { SqlEditor } from "./editor";
+import { Grid } from "./grid";
+import { readNdjson, type Outcome } from "./ndjson";
+import { runnableSpan } from "./statement";
+
+const PINS = "dbconsole.pins.";
+
+function pins(user: string): Set<string> {
+  try {
+    return new Set(JSON.parse(localStorage.getItem(PINS + user) ?? "[]") as string[]);
+  } catch {
+    return new Set();
+  }
+}
+
+function savePins(user: string, ids: Set<string>): void {
+  try {
+    localStorage.setItem(PINS + user, JSON.stringify([...ids]));
+  } catch {
+    // A convenience only.
+  }
+}
+
+/** Databases matching `search` (name or group), pinned first, then by group and name. */
+export function pickable(databases: QueryableDatabase[], search: string, pinned: Set<string>): QueryableDatabase[] {
+  const needle = search.trim().toLowerCase();
+  return databases
+    .filter((db) => !needle || db.name.toLowerCase().includes(needle) || (db.group ?? "").toLowerCase().includes(needle))
+    .sort((a, b) => {
+      const pin = Number(pinned.has(b.id)) - Number(pinned.has(a.id));
+      if (pin !== 0) return pin;
+      return (a.group ?? "").localeCompare(b.group ?? "") || a.name.localeCompare(b.name);
+    });
+}
+
+export async function queryScreen(app: App): Promise<Screen> {
+  const me = app.me;
+  const handoff = app.handoff;
+  app.handoff = null;
+  const handed = handoff?.load ?? handoff?.run;
+  const preset = handed ? await call<Query>("GET", `/api/v1/console/queries/${encodeURIComponent(handed)}`) : null;
+  const user = me?.user ?? "";
+  const databases = (await call<Page<QueryableDatabase>>("GET", "/api/v1/console/me/databases")).data;
+  const pinned = pins(user);
+  let database: QueryableDatabase | null = null;
+  let running: AbortController | null = null;
+  let timer = 0;
+
+  const search = h("input", { attrs: { type: "search", autocomplete: "off" } });
+  const list = h("ul", { class: "databases", attrs: { "aria-label": "Databases" } });
+  const credential = h("select", {});
+  const limit = h("input", { attrs: { type: "number", min: 1, max: 100000, value: 1000, inputmode: "numeric" } });
+  const runButton = h("button", { class: "primary", attrs: { type: "button" } }, "Run");
+  const cancelButton = h("button", { attrs: { type: "button", hidden: true } }, "Cancel");
+  const elapsed = h("span", { class: "elapsed", attrs: { "aria-live": "off" } });
+  const summary = h("p", { class: "summary", attrs: { role: "status" } });
+  const notice = h("p", { class: "notice", attrs: { hidden: true } });
+  const error = h("div", { class: "error", attrs: { role: "alert" } });
+  const editorHost = h("div", { class: "editor" });
+  const grid = new Grid("Result");
+  const heading = h("h1", {}, "Query");
+
+  const editor = new SqlEditor(editorHost, "", () => void run(), (text) => {
+    if (database) saveDraft(user, database.id, text);
+  });
+
+  const selectedCredential = () => database?.credentials.find((c) => c.id === credential.value) ?? null;
+
+  function drawRunButton(): void {
+    const needsReview = (selectedCredential()?.reviews_required ?? 0) > 0;
+    runButton.textContent = needsReview ? "Request review" : "Run";
+    runButton.title = needsReview
+      ? `This credential needs ${selectedCredential()?.reviews_required} approval(s) before a query runs (Mod-Enter)`
+      : "Run the selection, or the statement under the cursor (Mod-Enter)";
+    runButton.disabled = !database || running !== null;
+  }
+
+  function choose(db: QueryableDatabase, text?: string, credentialId?: string): void {
+    database = db;
+    replace(heading, "Query ", isolated(db.name));
+    replace(
+      credential,
+      ...db.credentials.map((c) =>
+        h(
+          "option",
+          { attrs: { value: c.id, selected: credentialId ? c.id === credentialId : c.default_credential } },
+          c.reviews_required > 0 ? `${c.username} (${c.reviews_required} review(s) required)` : c.username,
+        ),
+      ),
+    );
+    editor.configure(db.adapter);
+    editor.text = text ?? loadDraft(user, db.id) ?? "";
+    drawList();
+    drawRunButton();
+  }
+
+  function drawList(): void {
+    const shown = pickable(databases, search.value, pinned);
+    replace(
+      list,
+      ...shown.map((db) => {
+        const isPinned = pinned.has(db.id);
+        return h(
+          "li",
+          { class: db.id === database?.id ? "current" : "" },
+          h(
+            "button",
+            {
+              class: "pick",
+              attrs: { type: "button", "aria-pressed": db.id === database?.id ? "true" : "false" },
+              on: { click: () => choose(db) },
+            },
+            isolated(db.name, { class: "name" }),
+            h("span", { class: "meta" }, db.group ? isolated(db.group, { class: "group" }) : "", ` ${db.adapter}`),
+          ),
+          h(
+            "button",
+            {
+              class: "pin",
+              attrs: { type: "button", "aria-pressed": isPinned ? "true" : "false", "aria-label": `Pin ${db.name}`, title: isPinned ? "Unpin" : "Pin to the top" },
+              on: {
+                click: () => {
+                  if (isPinned) pinned.delete(db.id);
+                  else pinned.add(db.id);
+                  savePins(user, pinned);
+                  drawList();
+                },
+              },
+            },
+            isPinned ? "★" : "☆",
+          ),
+        );
+      }),
+    );
+    if (shown.length === 0) list.append(h("li", { class: "empty" }, databases.length ? "No database matches." : "No database you may query."));
+  }
+
+  function finish(): void {
+    running = null;
+    window.clearInterval(timer);
+    elapsed.textContent = "";
+    cancelButton.hidden = true;
+    drawRunButton();
+    window.removeEventListener("beforeunload", guard);
+  }
+
+  function guard(event: BeforeUnloadEvent): void {
+    event.preventDefault();
+  }
+
+  async function run(): Promise<void> {
+    if (!database || running) return;
+    const span = runnableSpan(editor.text, editor.selection);
+    error.textContent = "";
+    notice.hidden = true;
+    if (!span) {
+      error.textContent = "Write a statement first.";
+      return;
+    }
+    const text = editor.text.slice(span.from, span.to);
+    const rowLimit = Number(limit.value);
+    if (!Number.isInteger(rowLimit) || rowLimit < 1) {
+      error.textContent = "The row limit is a whole number from 1.";
+      limit.focus();
+      return;
+    }
+    let query: Query;
+    try {
+      query = await call<Query>("POST", "/api/v1/console/queries", {
+        database_id: database.id,
+        credential_id: credential.value,
+        query: text,
+        limit: rowLimit,
+      });
+    } catch (e) {
+      error.textContent = e instanceof ApiError ? e.message : String(e);
+      return;
+    }
+    if (query.status === "awaiting_review") {
+      summary.replaceChildren("Review requested: the query waits for approvals. ", app.link(`queries/${query.id}`, "Open the query"));
+      return;
+    }
+    await stream(query.id);
+  }
+
+  async function stream(id: string, bypass?: string): Promise<void> {
+    if (running) return;
+    error.textContent = "";
+    notice.hidden = true;
+    const controller = new AbortController();
+    running = controller;
+    drawRunButton();
+    window.addEventListener("beforeunload", guard);
+    const started = performance.now();
+    grid.reset([]);
+    summary.textContent = "Running…";
+    try {
+      cancelButton.hidden = false;
+      timer = window.setInterval(() => {
+        elapsed.textContent = `${((performance.now() - started) / 1000).toFixed(1)} s`;
+      }, 100);
+      const response = await fetch(`/api/v1/console/queries/${encodeURIComponent(id)}/run`, {
+        method: "POST",
+        headers: headers(bypass !== undefined, "application/x-ndjson"),
+        body: bypass === undefined ? undefined : JSON.stringify({ bypass_review: { acknowledge: true, reason: bypass } }),
+        credentials: "same-origin",
+        signal: controller.signal,
+      });
+      if (!response.ok || !response.body) {
+        await read(response);
+        return;
+      }
+      let outcome: Outcome | null = null;
+      await readNdjson(response.body, (lines) => {
+        const rows: unknown[][] = [];
+        for (const line of lines) {
+          if (line.kind === "columns") grid.reset(line.columns);
+          else if (line.kind === "row") rows.push(line.row);
+          else outcome = line.outcome;
+        }
+        if (rows.length) grid.add(rows);
+        summary.textContent = `${grid.rowCount.toLocaleString("en")} rows so far…`;
+      });
+      const end = outcome as Outcome | null;
+      const ms = Math.round(performance.now() - started);
+      if (!end) {
+        error.textContent = "The result ended early: the connection was cut.";
+      } else if (end.error) {
+        error.textContent = end.error.detail;
+        summary.textContent = `${grid.rowCount.toLocaleString("en")} rows before the error`;
+      } else {
+        summary.textContent = `${end.row_count.toLocaleString("en")} rows in ${ms.toLocaleString("en")} ms`;
+        if (end.truncated) {
+          notice.textContent = `Truncated at ${end.row_count.toLocaleString("en")} rows: the query returned more. Raise the row limit, or narrow the query.`;
+          notice.hidden = false;
+        }
+      }
+    } catch (e) {
+      if (controller.signal.aborted) {
+        summary.textContent = `Cancelled after ${grid.rowCount.toLocaleString("en")} rows.`;
+      } else {
+        summary.textContent = "";
+        error.textContent = e instanceof ApiError ? e.message : e instanceof Error ? e.message : String(e);
+      }
+    } finally {
+      finish();
+    }
+  }
+
+  runButton.addEventListener("click", () => void run());
+  cancelButton.addEventListener("click", () => running?.abort());
+  credential.addEventListener("change", drawRunButton);
+  search.addEventListener("input", drawList);
+
+  const element = h(
+    "div",
+    { class: "query-screen" },
+    h("aside", { class: "picker" }, h("h2", {}, "Databases"), field("Search databases", search), list),
+    h(
+      "section",
+      { class: "work" },
+      heading,
+      h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), runButton, cancelButton, elapsed),
+      editorHost,
+      error,
+      h("div", { class: "result-head" }, summary, notice),
+      grid.element,
+    ),
+  );
+
+  const first =
+    (preset && databases.find((db) => db.id === preset.database_id)) ??
+    databases.find((db) => pinned.has(db.id)) ??
+    databases[0];
+  if (first) choose(first, preset?.query, preset?.credential_id);
+  else drawList();
+  drawRunButton();
+  requestAnimationFrame(() => {
+    grid.mount();
+    editor.focus();
+    if (handoff?.run) void stream(handoff.run, handoff.bypass);
+  });
+  return {
+    title: "Query",
+    element,
+    busy: () => running !== null,
+    leave: () => {
+      running?.abort();
+      grid.destroy();
+      editor.view.destroy();
+    },
+  };
+}

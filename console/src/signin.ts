@@ -1,0 +1,63 @@
+// Signing in: a user-bound key typed into the form, or a one-time sign-in link whose token
+// arrives in the URL's fragment (never sent to a server by the browser) and leaves the address
+// bar before it is exchanged.
+
+import { ApiError, call, type Me } from "./api";
+import type { App, Screen } from "./app";
+import { field, h } from "./dom";
+
+/** The token of a sign-in link in the fragment, removed from the address bar at once. */
+export function takeLinkToken(): string | null {
+  const match = /^#sign-in=([A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (!match) return null;
+  history.replaceState(null, "", location.pathname + location.search);
+  return match[1] ?? null;
+}
+
+export async function exchangeLink(app: App, token: string): Promise<string | null> {
+  try {
+    app.me = await call<Me>("POST", "/api/v1/console/sign-in/link", { token });
+    return null;
+  } catch (error) {
+    return error instanceof ApiError ? error.message : String(error);
+  }
+}
+
+export function signInScreen(app: App, problem: string | null = null): Screen {
+  const key = h("input", { attrs: { type: "password", autocomplete: "off", required: true, spellcheck: "false" } });
+  const error = h("p", { class: "error", attrs: { role: "alert" } }, problem ?? "");
+  const submit = h("button", { attrs: { type: "submit" } }, "Sign in");
+  const form = h(
+    "form",
+    {
+      class: "card",
+      attrs: { "aria-labelledby": "sign-in-title" },
+      on: {
+        submit: (event) => {
+          event.preventDefault();
+          submit.disabled = true;
+          error.textContent = "";
+          void call<Me>("POST", "/api/v1/console/sign-in", { key: key.value })
+            .then((me) => {
+              key.value = "";
+              app.me = me;
+              return app.go("", true);
+            })
+            .catch((e: unknown) => {
+              error.textContent = e instanceof ApiError ? e.message : String(e);
+              key.focus();
+            })
+            .finally(() => {
+              submit.disabled = false;
+            });
+        },
+      },
+    },
+    h("h1", { attrs: { id: "sign-in-title" } }, "Sign in"),
+    h("p", {}, "Sign in with a key made for you (dbconsole keys create --user …), or open a sign-in link."),
+    field("Key", key),
+    error,
+    submit,
+  );
+  return { title: "Sign in", element: h("section", { class: "sign-in" }, form) };
+}
