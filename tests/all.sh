@@ -9,7 +9,9 @@
 #      backend, the real-server check-connection tests, the server binary's tests (the disk-full
 #      test mounts a tmpfs and needs root; the PostgreSQL fault test stops and starts the server
 #      with pg_ctl);
-#   3. the contract tests against the server binary those tests built (tests/contract/run.sh).
+#   3. the contract tests against the server binary those tests built (tests/contract/run.sh);
+#   4. the web console: its unit tests, then the browser tests (Debian's Chromium through
+#      playwright-core) against that binary, on redb, and the PostgreSQL started in step 1.
 # The quick tier for daily work needs none of this: `bash tests/quick.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +34,14 @@ as_root bash .ci/db-servers-up.sh
 echo "=== setting up: contract and MCP client tools"
 bash .ci/tools-up.sh
 
+echo "=== setting up: the web console (npm ci, type check, build)"
+bash scripts/build-console
+
 echo "=== cargo test --workspace"
 cargo test --workspace --locked
 echo "=== contract tests"
 bash tests/contract/run.sh
+echo "=== console: unit tests"
+(cd console && npm test --silent)
+echo "=== console: browser tests"
+(cd console && npm run --silent e2e)

@@ -138,6 +138,54 @@ fn trimmed(secret: Secret) -> Secret {
     }
 }
 
+/// The user the first start's sign-in link signs in: a super admin.
+pub const INITIAL_ADMIN: &str = "admin";
+
+/// When no key is bound to a user and no browser session or link exists (a new install, or
+/// one whose first link expired unused), stores a one-time sign-in link for [`INITIAL_ADMIN`], a
+/// super admin, and returns its token to print once; otherwise `None`.
+pub async fn initial_sign_in_link(storage: &dyn Storage) -> Result<Option<Secret>, StorageError> {
+    use dbconsole_core::model::{
+        AuditAction, AuditEvent, Principal, Role, Session, SessionKind, SignInMethod, Timestamp,
+    };
+    let keys = storage.list_caller_keys().await?;
+    if keys.iter().any(|key| key.principal.is_some()) {
+        return Ok(None);
+    }
+    let now = Timestamp::now();
+    let sessions = storage.list_sessions().await?;
+    if sessions.iter().any(|s| s.expires_at > now) {
+        return Ok(None);
+    }
+    let principal = Principal::member(INITIAL_ADMIN).role(Role::SuperAdmin);
+    let (link, token) = Session::mint(
+        SessionKind::SignInLink,
+        principal,
+        Scope::Full,
+        SignInMethod::Link,
+        dbconsole_core::service::browser::LINK_LIFETIME,
+    );
+    let origin = Origin::of(Actor::named(BOOTSTRAP_ACTOR));
+    let event = AuditEvent::new(
+        &origin,
+        AuditAction::SessionCreate,
+        link.id.as_str(),
+        vec!["sign-in-link".to_owned()],
+    );
+    storage.create_session(link, None, event.into()).await?;
+    Ok(Some(token))
+}
+
+/// The sign-in link to print: the console's URL with the token in the fragment (which no
+/// browser sends to a server, logs or `Referer`).
+pub fn sign_in_url(base: &str, token: &Secret) -> String {
+    format!(
+        "{}/console/#sign-in={}",
+        base.trim_end_matches('/'),
+        token.expose_str().unwrap_or_default()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -267,52 +315,4 @@ mod tests {
         assert!(bootstrap(&*storage, &env).await.unwrap().is_none());
         assert_eq!(storage.list_caller_keys().await.unwrap().len(), 2);
     }
-}
-
-/// The user the first start's sign-in link signs in: a super admin.
-pub const INITIAL_ADMIN: &str = "admin";
-
-/// When no key is bound to a user and no browser session or link exists (a new install, or
-/// one whose first link expired unused), stores a one-time sign-in link for [`INITIAL_ADMIN`], a
-/// super admin, and returns its token to print once; otherwise `None`.
-pub async fn initial_sign_in_link(storage: &dyn Storage) -> Result<Option<Secret>, StorageError> {
-    use dbconsole_core::model::{
-        AuditAction, AuditEvent, Principal, Role, Session, SessionKind, SignInMethod, Timestamp,
-    };
-    let keys = storage.list_caller_keys().await?;
-    if keys.iter().any(|key| key.principal.is_some()) {
-        return Ok(None);
-    }
-    let now = Timestamp::now();
-    let sessions = storage.list_sessions().await?;
-    if sessions.iter().any(|s| s.expires_at > now) {
-        return Ok(None);
-    }
-    let principal = Principal::member(INITIAL_ADMIN).role(Role::SuperAdmin);
-    let (link, token) = Session::mint(
-        SessionKind::SignInLink,
-        principal,
-        Scope::Full,
-        SignInMethod::Link,
-        dbconsole_core::service::browser::LINK_LIFETIME,
-    );
-    let origin = Origin::of(Actor::named(BOOTSTRAP_ACTOR));
-    let event = AuditEvent::new(
-        &origin,
-        AuditAction::SessionCreate,
-        link.id.as_str(),
-        vec!["sign-in-link".to_owned()],
-    );
-    storage.create_session(link, None, event.into()).await?;
-    Ok(Some(token))
-}
-
-/// The sign-in link to print: the console's URL with the token in the fragment (which no
-/// browser sends to a server, logs or `Referer`).
-pub fn sign_in_url(base: &str, token: &Secret) -> String {
-    format!(
-        "{}/console/#sign-in={}",
-        base.trim_end_matches('/'),
-        token.expose_str().unwrap_or_default()
-    )
 }
