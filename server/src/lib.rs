@@ -138,7 +138,9 @@ pub mod serve;
 pub mod tls;
 
 pub use backend::StorageKind;
-pub use cli::{Cli, Command, KeysArgs, KeysCommand, LogFormat, ServeArgs};
+pub use cli::{
+    Cli, Command, KeysArgs, KeysCommand, LogFormat, ServeArgs, SessionsArgs, SessionsCommand,
+};
 pub use credentials::EnvCredentials;
 pub use serve::{ServeLimits, ShutdownSignal, serve};
 

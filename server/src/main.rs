@@ -42,6 +42,7 @@ fn main() -> ExitCode {
         .and_then(|runtime| match command {
             Command::Serve(args) => runtime.block_on(serve(args)),
             Command::Keys(args) => runtime.block_on(manage_keys(args)),
+            Command::Sessions(args) => runtime.block_on(manage_sessions(args)),
             Command::Backup(args) => runtime.block_on(back_up(args)),
             Command::Restore(args) => restore(&args),
         });
@@ -230,6 +231,34 @@ async fn warn_about_missing_credentials(storage: &dyn Storage, env: &EnvCredenti
 async fn manage_keys(args: KeysArgs) -> Result<(), Error> {
     let reply = keys::run(args, secret_key_from_env().as_deref()).await?;
     Ok(print_reply(&reply, &mut io::stdout().lock())?)
+}
+
+/// `dbconsole sessions …`: the reply on standard output (a link as the URL to open), a failure
+/// as the error.
+async fn manage_sessions(args: dbconsole_server::SessionsArgs) -> Result<(), Error> {
+    let public_url = match &args.command {
+        dbconsole_server::SessionsCommand::Link { public_url, .. } => Some(public_url.clone()),
+        _ => None,
+    };
+    let reply = keys::run_sessions(args, secret_key_from_env().as_deref()).await?;
+    let mut stdout = io::stdout().lock();
+    if let (
+        dbconsole_server::admin::protocol::AdminReply::LinkCreated { link, token },
+        Some(base),
+    ) = (&reply, public_url)
+    {
+        writeln!(
+            stdout,
+            "Sign in to the console as {} ({}) by opening, once, within 15 minutes:\n  {}",
+            link.user,
+            link.role,
+            credentials::sign_in_url(&base, token)
+        )
+        .and_then(|()| stdout.flush())
+        .map_err(Error::Stdout)?;
+        return Ok(());
+    }
+    Ok(print_reply(&reply, &mut stdout)?)
 }
 
 /// `dbconsole backup`: what the backup holds on standard output, a failure as the error.

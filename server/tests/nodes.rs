@@ -6,6 +6,8 @@
 //! - 20 concurrent setups of one `api_id`, split over both nodes, make one database;
 //! - `A → B` through one node and `B → A` through the other: exactly one succeeds;
 //! - a key revoked with `dbconsole keys` is refused by the other node at its next request;
+//! - a browser session made on one node is the other's too, a sign-in link works once across
+//!   them, and `dbconsole sessions revoke` ends a session on both;
 //! - a node started with another sealing key refuses to start, saying why;
 //! - reviews racing through both nodes count exactly, and runs racing through both nodes run
 //!   the query once (against the real PostgreSQL server as the queried database).
@@ -261,7 +263,12 @@ async fn crossing_inheritance_through_two_nodes_never_makes_a_cycle() {
 
 /// Runs `dbconsole keys …` on the schema and returns its standard output.
 async fn keys(schema: &str, args: &[&str]) -> String {
-    let mut all = vec!["keys"];
+    admin(schema, "keys", args).await
+}
+
+/// `dbconsole <what> ARGS…` on `schema`, which must succeed: its standard output.
+async fn admin(schema: &str, what: &str, args: &[&str]) -> String {
+    let mut all = vec![what];
     all.extend_from_slice(args);
     let output = command(&storage_env(schema, SHARED_KEY), &all)
         .output()
@@ -310,6 +317,102 @@ async fn a_key_revoked_with_the_keys_command_is_refused_by_both_nodes() {
     // Every request looks the key up in the shared store: refused from the next request on.
     assert_eq!(list(&b).await, 401, "node B refuses the revoked key");
     assert_eq!(list(&a).await, 401, "node A refuses the revoked key");
+}
+
+/// A sign-in link made with `dbconsole sessions link` is exchanged on node A; node B accepts
+/// the session (they share it), a second exchange of the link on B is refused (single use on
+/// every node), and `dbconsole sessions revoke --user` ends the session on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_browser_session_is_shared_and_a_revoke_ends_it_on_both_nodes() {
+    let (a, b, _dir, schema) = two_nodes().await;
+    let printed = admin(
+        &schema,
+        "sessions",
+        &[
+            "link",
+            "--user",
+            "Ann@Example.com",
+            "--public-url",
+            "http://localhost",
+        ],
+    )
+    .await;
+    let token = printed
+        .split("#sign-in=")
+        .nth(1)
+        .map(|rest| {
+            rest.split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .unwrap_or_else(|| panic!("no link in:\n{printed}"));
+    let browser = [("x-dbconsole-request", "1"), ("origin", "http://localhost")];
+    let body = json!({ "token": token }).to_string();
+    let signed = request(
+        a.addr,
+        "POST",
+        "/api/v1/console/sign-in/link",
+        &browser,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(signed.status, 200, "{}", signed.body);
+    let cookie = signed
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .expect("a session cookie")
+        .to_owned();
+    let again = request(
+        b.addr,
+        "POST",
+        "/api/v1/console/sign-in/link",
+        &browser,
+        Some(&body),
+    )
+    .await;
+    assert_eq!(
+        again.status, 401,
+        "a link works once, on every node: {}",
+        again.body
+    );
+    let me = |node: &Node| {
+        let cookie = cookie.clone();
+        let addr = node.addr;
+        async move {
+            let headers = [("x-dbconsole-request", "1"), ("cookie", cookie.as_str())];
+            request(addr, "GET", "/api/v1/console/me", &headers, None).await
+        }
+    };
+    let on_b = me(&b).await;
+    assert_eq!(
+        on_b.status, 200,
+        "node B knows node A's session: {}",
+        on_b.body
+    );
+    assert_eq!(on_b.json()["user"], "ann@example.com");
+    let listed = admin(&schema, "sessions", &["list"]).await;
+    assert!(
+        listed.contains("ann@example.com") && listed.contains("browser"),
+        "{listed}"
+    );
+    assert!(!listed.contains(&token), "no secret in the listing");
+    admin(
+        &schema,
+        "sessions",
+        &["revoke", "--user", "ann@example.com"],
+    )
+    .await;
+    assert_eq!(
+        me(&a).await.status,
+        401,
+        "node A: the revoked session has ended"
+    );
+    assert_eq!(
+        me(&b).await.status,
+        401,
+        "node B: the revoked session has ended"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -17,7 +17,7 @@ use crate::backend::{
     ADMIN_SOCKET_FILE, DATA_FILE, KEY_FILE, NodeKeys, OpenError, SECRET_KEY_VAR, StorageKind,
     StorageLocation, open_redb as open_redb_store,
 };
-use crate::cli::{KeysArgs, KeysCommand};
+use crate::cli::{KeysArgs, KeysCommand, SessionsArgs, SessionsCommand};
 
 /// How long a command keeps trying when the data file is open in another process whose admin
 /// socket does not answer (yet): a server that is starting (it opens the file, then binds the
@@ -142,23 +142,52 @@ fn add_seal_key(
 /// `list` and `revoke` need an existing data file; `create` creates one (and the key file)
 /// when missing, so keys can be made before the first `serve`.
 pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<AdminReply, AdminError> {
-    let storage = args.storage;
     let location = args.database.location(&args.data_dir);
     let request = match Keys::from(args.command) {
         Keys::Request(request) => request,
         Keys::AddSealKey => return add_seal_key(&args.data_dir, secret_key),
     };
+    run_request(args.storage, &location, secret_key, request).await
+}
+
+/// Runs `dbconsole sessions …` as [`run`] runs `keys`: through the admin socket of a server on
+/// the data directory, else on the store itself.
+pub async fn run_sessions(
+    args: SessionsArgs,
+    secret_key: Option<&str>,
+) -> Result<AdminReply, AdminError> {
+    let location = args.database.location(&args.data_dir);
+    let request = match args.command {
+        SessionsCommand::List => AdminRequest::Sessions,
+        SessionsCommand::Revoke { id, user } => AdminRequest::RevokeSessions { id, user },
+        SessionsCommand::Link {
+            user, groups, role, ..
+        } => AdminRequest::SignInLink {
+            user,
+            groups,
+            role: role.map(|role| role.as_str().to_owned()),
+        },
+    };
+    run_request(args.storage, &location, secret_key, request).await
+}
+
+async fn run_request(
+    storage: StorageKind,
+    location: &StorageLocation,
+    secret_key: Option<&str>,
+    request: AdminRequest,
+) -> Result<AdminReply, AdminError> {
     match storage {
         StorageKind::Memory => Err(AdminError::MemoryStorage),
         // Every node and this command share the database: no server to go through.
         StorageKind::Postgres => {
             let opened = storage
-                .open(&location, secret_key)
+                .open(location, secret_key)
                 .await
                 .map_err(|source| AdminError::Open { storage, source })?;
             Ok(execute(&*opened.storage, &opened.keys, request).await)
         }
-        StorageKind::Redb => run_on_redb(&location, secret_key, request).await,
+        StorageKind::Redb => run_on_redb(location, secret_key, request).await,
     }
 }
 

@@ -11,7 +11,7 @@ use dbconsole_core::validate::check_key_name;
 use dbconsole_core::{Scope, Storage, StorageError};
 use dbconsole_storage_redb::{CopyError, RedbStorage};
 
-use super::protocol::{AdminReply, AdminRequest, Failure, KeyInfo};
+use super::protocol::{AdminReply, AdminRequest, Failure, KeyInfo, SessionInfo};
 use super::seal;
 use crate::backend::NodeKeys;
 
@@ -86,6 +86,102 @@ pub async fn execute(storage: &dyn Storage, keys: &NodeKeys, request: AdminReque
         // Shared by several nodes: the new key must be on every node first (`add-seal-key`).
         AdminRequest::RotateSeal { batch } => seal::rotate_seal(storage, keys, batch, false).await,
         AdminRequest::SealStatus => seal::seal_status(storage).await,
+        AdminRequest::Sessions => match storage.list_sessions().await {
+            Ok(sessions) => AdminReply::SessionsListed {
+                sessions: sessions.iter().map(SessionInfo::from).collect(),
+            },
+            Err(error) => storage_failed(&error),
+        },
+        AdminRequest::RevokeSessions { id, user } => revoke_sessions(storage, id, user).await,
+        AdminRequest::SignInLink { user, groups, role } => {
+            sign_in_link(storage, user, groups, role).await
+        }
+    }
+}
+
+/// Ends session `id`, or every session and link of `user` (in its normal form).
+async fn revoke_sessions(
+    storage: &dyn Storage,
+    id: Option<String>,
+    user: Option<String>,
+) -> AdminReply {
+    use dbconsole_core::model::{AuditAction, AuditEvent};
+    if id.is_none() && user.is_none() {
+        return AdminReply::failed(Failure::Invalid, "name a session id, or --user");
+    }
+    let user = user.map(|user| dbconsole_core::model::identity::normalized(&user));
+    let sessions = match storage.list_sessions().await {
+        Ok(sessions) => sessions,
+        Err(error) => return storage_failed(&error),
+    };
+    let doomed: Vec<_> = sessions
+        .into_iter()
+        .filter(|s| id.as_deref().is_none_or(|id| s.id.as_str() == id))
+        .filter(|s| user.as_deref().is_none_or(|user| s.principal.user == user))
+        .collect();
+    if doomed.is_empty() {
+        return AdminReply::failed(
+            Failure::NotFound,
+            "no session matches (`dbconsole sessions list` shows them)",
+        );
+    }
+    let mut ended = Vec::new();
+    for session in doomed {
+        let event = AuditEvent::new(
+            &admin_origin(),
+            AuditAction::SessionRevoke,
+            session.id.as_str(),
+            vec!["revoked".to_owned()],
+        );
+        match storage
+            .remove_session(session.id.as_str(), event.into())
+            .await
+        {
+            // Ended meanwhile (signed out, pruned): ended all the same.
+            Ok(()) | Err(StorageError::NotFound) => ended.push(SessionInfo::from(&session)),
+            Err(error) => return storage_failed(&error),
+        }
+    }
+    AdminReply::SessionsRevoked { sessions: ended }
+}
+
+/// Stores a one-time sign-in link for `user`.
+async fn sign_in_link(
+    storage: &dyn Storage,
+    user: String,
+    groups: Vec<String>,
+    role: Option<String>,
+) -> AdminReply {
+    use dbconsole_core::model::{AuditAction, AuditEvent, Session, SessionKind, SignInMethod};
+    let principal = match principal_of(Scope::Query, Some(user), groups, role) {
+        Ok(Some(principal)) => principal,
+        Ok(None) => return AdminReply::failed(Failure::Invalid, "a sign-in link needs --user"),
+        Err(why) => return AdminReply::failed(Failure::Invalid, why),
+    };
+    let scope = match principal.role {
+        Role::SuperAdmin => Scope::Full,
+        Role::Member => Scope::Query,
+    };
+    let (link, token) = Session::mint(
+        SessionKind::SignInLink,
+        principal,
+        scope,
+        SignInMethod::Link,
+        dbconsole_core::service::browser::LINK_LIFETIME,
+    );
+    let info = SessionInfo::from(&link);
+    let event = AuditEvent::new(
+        &admin_origin(),
+        AuditAction::SessionCreate,
+        link.id.as_str(),
+        vec!["sign-in-link".to_owned()],
+    );
+    match storage.create_session(link, None, event.into()).await {
+        Ok(()) => AdminReply::LinkCreated {
+            link: Box::new(info),
+            token,
+        },
+        Err(error) => storage_failed(&error),
     }
 }
 

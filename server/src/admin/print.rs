@@ -8,7 +8,7 @@ use dbconsole_core::model::Timestamp;
 use dbconsole_core::{CredentialKind, Secret};
 use thiserror::Error;
 
-use super::protocol::{AdminReply, Failure, KeyInfo};
+use super::protocol::{AdminReply, Failure, KeyInfo, SessionInfo};
 
 /// Why [`print_reply`] printed nothing, or not everything.
 #[derive(Debug, Error)]
@@ -103,6 +103,27 @@ pub fn print_reply(reply: &AdminReply, out: &mut impl Write) -> Result<(), Print
                 ""
             }
         )?,
+        AdminReply::SessionsListed { sessions } => print_sessions(sessions, out)?,
+        AdminReply::SessionsRevoked { sessions } => {
+            for session in sessions {
+                writeln!(
+                    out,
+                    "ended {} {} of {}",
+                    session.kind,
+                    session.id,
+                    printable(&session.user)
+                )?;
+            }
+        }
+        AdminReply::LinkCreated { link, token } => writeln!(
+            out,
+            "sign-in link {} for {} ({}), single use, until {}; its token, shown this once:\n  {}",
+            link.id,
+            printable(&link.user),
+            link.role,
+            to_seconds(link.expires_at),
+            token.expose_str().unwrap_or_default()
+        )?,
         AdminReply::Failed { error, message } => {
             return Err(PrintError::Refused {
                 error: *error,
@@ -188,6 +209,40 @@ fn print_table(keys: &[KeyInfo], out: &mut impl Write) -> io::Result<()> {
             } else {
                 line.push_str(&format!("{cell:<width$}  "));
             }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn print_sessions(sessions: &[SessionInfo], out: &mut impl Write) -> io::Result<()> {
+    if sessions.is_empty() {
+        return writeln!(out, "no sessions");
+    }
+    let rows: Vec<[String; 6]> = sessions
+        .iter()
+        .map(|s| {
+            [
+                s.id.clone(),
+                s.kind.clone(),
+                printable(&s.user),
+                s.role.clone(),
+                to_seconds(s.last_seen_at),
+                to_seconds(s.expires_at),
+            ]
+        })
+        .collect();
+    let header = ["ID", "KIND", "USER", "ROLE", "LAST SEEN", "EXPIRES"].map(str::to_owned);
+    let mut widths = header.clone().map(|cell| cell.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    for row in std::iter::once(&header).chain(&rows) {
+        let mut line = String::new();
+        for (cell, width) in row.iter().zip(widths) {
+            line.push_str(&format!("{cell:<width$}  "));
         }
         writeln!(out, "{}", line.trim_end())?;
     }

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use dbconsole_core::model::{CallerKey, Timestamp};
+use dbconsole_core::model::{CallerKey, Session, Timestamp};
 use dbconsole_core::{CredentialKind, Scope, Secret};
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +62,30 @@ pub enum AdminRequest {
     /// The store's seal keys.
     #[serde(rename = "seal_status")]
     SealStatus,
+    /// Every browser session and sign-in link (never a secret: there is none stored).
+    Sessions,
+    /// End the session or link `id`, or every one of `user` (at least one of the two).
+    #[serde(rename = "revoke_sessions")]
+    RevokeSessions {
+        /// A session's id (`ses_…`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// A user: every session and link of theirs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        user: Option<String>,
+    },
+    /// Make a one-time sign-in link for a user, answer its token (once).
+    #[serde(rename = "sign_in_link")]
+    SignInLink {
+        /// The user it signs in.
+        user: String,
+        /// The user's groups.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        groups: Vec<String>,
+        /// `member` (the default) or `super-admin`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+    },
 }
 
 impl AdminRequest {
@@ -74,6 +98,9 @@ impl AdminRequest {
             AdminRequest::Backup { .. } => "backup",
             AdminRequest::RotateSeal { .. } => "rotate_seal",
             AdminRequest::SealStatus => "seal_status",
+            AdminRequest::Sessions => "sessions",
+            AdminRequest::RevokeSessions { .. } => "revoke_sessions",
+            AdminRequest::SignInLink { .. } => "sign_in_link",
         }
     }
 }
@@ -124,6 +151,53 @@ impl From<&CallerKey> for KeyInfo {
                 .map(|p| p.groups.clone())
                 .unwrap_or_default(),
             role: key.principal.as_ref().map(|p| p.role.as_str().to_owned()),
+        }
+    }
+}
+
+/// A browser session or sign-in link as the commands show it: everything but the digest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    /// `ses_…`.
+    pub id: String,
+    /// `browser` or `sign-in-link`.
+    pub kind: String,
+    /// The user it acts for.
+    pub user: String,
+    /// The user's role.
+    pub role: String,
+    /// The user's groups.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
+    /// What it allows.
+    #[serde(with = "wire_name")]
+    pub scope: Scope,
+    /// How it was (or will be) signed in: `key`, `link` or `oidc`.
+    pub method: String,
+    /// Creation time.
+    #[serde(with = "rfc3339")]
+    pub created_at: Timestamp,
+    /// Last use.
+    #[serde(with = "rfc3339")]
+    pub last_seen_at: Timestamp,
+    /// When it ends at the latest.
+    #[serde(with = "rfc3339")]
+    pub expires_at: Timestamp,
+}
+
+impl From<&Session> for SessionInfo {
+    fn from(session: &Session) -> Self {
+        Self {
+            id: session.id.as_str().to_owned(),
+            kind: session.kind.as_str().to_owned(),
+            user: session.principal.user.clone(),
+            role: session.principal.role.as_str().to_owned(),
+            groups: session.principal.groups.clone(),
+            scope: session.scope,
+            method: session.method.as_str().to_owned(),
+            created_at: session.created_at,
+            last_seen_at: session.last_seen_at,
+            expires_at: session.expires_at,
         }
     }
 }
@@ -214,6 +288,27 @@ pub enum AdminReply {
         /// Whether a rotation is under way (keys beside the current one).
         rotating: bool,
     },
+    /// The browser sessions and sign-in links, ordered by id.
+    #[serde(rename = "sessions")]
+    SessionsListed {
+        /// The sessions.
+        sessions: Vec<SessionInfo>,
+    },
+    /// These sessions and links were ended.
+    #[serde(rename = "sessions_revoked")]
+    SessionsRevoked {
+        /// The sessions as they were.
+        sessions: Vec<SessionInfo>,
+    },
+    /// A sign-in link was stored; `token` is the only copy there will ever be.
+    #[serde(rename = "link_created")]
+    LinkCreated {
+        /// The stored link.
+        link: Box<SessionInfo>,
+        /// Its token.
+        #[serde(with = "secret_text")]
+        token: Secret,
+    },
     /// Nothing was changed.
     Failed {
         /// Why, for programs.
@@ -242,6 +337,9 @@ impl AdminReply {
             AdminReply::Rotated { .. } => "rotated",
             AdminReply::SealStatus { .. } => "seal_status",
             AdminReply::SealKeyAdded { .. } => "seal_key_added",
+            AdminReply::SessionsListed { .. } => "sessions",
+            AdminReply::SessionsRevoked { .. } => "sessions_revoked",
+            AdminReply::LinkCreated { .. } => "link_created",
             AdminReply::Failed { .. } => "failed",
         }
     }

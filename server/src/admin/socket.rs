@@ -235,6 +235,22 @@ fn log_reply(op: &str, reply: &AdminReply) {
             scope = key.scope.as_str(),
             "key request"
         ),
+        AdminReply::SessionsListed { sessions } | AdminReply::SessionsRevoked { sessions } => {
+            tracing::info!(
+                target: "dbconsole::admin",
+                op,
+                result = reply.result(),
+                count = sessions.len(),
+                "session request"
+            );
+        }
+        AdminReply::LinkCreated { link, .. } => tracing::info!(
+            target: "dbconsole::admin",
+            op,
+            result = reply.result(),
+            id = %link.id,
+            "session request"
+        ),
         AdminReply::Listed { keys } => tracing::info!(
             target: "dbconsole::admin",
             op,

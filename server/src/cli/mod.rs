@@ -150,6 +150,9 @@ pub enum Command {
     /// Create, list and revoke the stored API keys and access tokens (of the redb or PostgreSQL
     /// storage `serve` uses).
     Keys(KeysArgs),
+    /// List and end browser sessions, and make one-time sign-in links (of the redb or
+    /// PostgreSQL storage `serve` uses).
+    Sessions(SessionsArgs),
     /// Write a consistent copy of the redb data to a new file, while a server runs or not.
     Backup(BackupArgs),
     /// Put a backup in place as the data of an empty data directory.
@@ -790,6 +793,67 @@ pub struct KeysArgs {
     /// What to do with the keys.
     #[command(subcommand)]
     pub command: KeysCommand,
+}
+
+/// The flags of `dbconsole sessions`.
+#[derive(Clone, Debug, Args)]
+pub struct SessionsArgs {
+    /// Storage backend (the same as `serve`'s): `redb` or `postgres`.
+    #[arg(
+        long,
+        env = "DBCONSOLE_STORAGE",
+        value_enum,
+        default_value_t = StorageKind::Redb,
+        global = true
+    )]
+    pub storage: StorageKind,
+
+    /// Directory of the redb data file (the same as `serve`'s).
+    #[arg(
+        long,
+        env = DATA_DIR_ENV,
+        default_value = DEFAULT_DATA_DIR,
+        global = true
+    )]
+    pub data_dir: PathBuf,
+
+    /// Where the PostgreSQL storage is (the same as `serve`'s).
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    /// What to do with the sessions.
+    #[command(subcommand)]
+    pub command: SessionsCommand,
+}
+
+/// The subcommands of `dbconsole sessions`.
+#[derive(Clone, Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List the browser sessions and unused sign-in links (never a secret: none is stored).
+    List,
+    /// End a session or link at once, on every node: by id, or every one of a user.
+    Revoke {
+        /// The session's id (`ses_…`), as `sessions list` shows it.
+        id: Option<String>,
+        /// Every session and link of this user.
+        #[arg(long)]
+        user: Option<String>,
+    },
+    /// Make a one-time sign-in link for a user (15 minutes, single use) and print it, once.
+    Link {
+        /// The user it signs in (e-mail or login).
+        #[arg(long)]
+        user: String,
+        /// The user's groups, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        groups: Vec<String>,
+        /// `member` (default) or `super-admin`.
+        #[arg(long, value_parser = wire_names(Role::ALL, Role::as_str))]
+        role: Option<Role>,
+        /// The console's public URL, which the printed link starts with.
+        #[arg(long, env = "DBCONSOLE_PUBLIC_URL", default_value = "http://127.0.0.1:4000", value_parser = public_url)]
+        public_url: String,
+    },
 }
 
 /// The subcommands of `dbconsole keys`.

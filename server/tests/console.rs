@@ -1,0 +1,186 @@
+//! The web console as the real binary serves it (docs/console.md): its pages and headers, the
+//! SPA fallback, a real 404 for a missing asset beside the API's JSON 404, and sessions on redb
+//! through the admin socket: the first start's sign-in link, `dbconsole sessions link`, `list`
+//! and `revoke`.
+
+mod support;
+
+use support::process::Server;
+use support::{dbconsole, request};
+
+const BROWSER: [(&str, &str); 2] = [("x-dbconsole-request", "1"), ("origin", "http://localhost")];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_assets_and_headers() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start_with(
+        &[("DBCONSOLE_STORAGE", "redb")],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let root = request(server.addr, "GET", "/", &[], None).await;
+    assert_eq!(
+        (root.status, root.header("location")),
+        (302, Some("/console/"))
+    );
+    for path in ["/console/", "/console/queries/qry_1", "/console/history"] {
+        let page = request(server.addr, "GET", path, &[], None).await;
+        assert_eq!(page.status, 200, "{path}");
+        assert_eq!(
+            page.header("content-type"),
+            Some("text/html; charset=utf-8")
+        );
+        let csp = page.header("content-security-policy").expect("a CSP");
+        for directive in [
+            "script-src 'self';",
+            "object-src 'none'",
+            "base-uri 'none'",
+            "frame-ancestors 'none'",
+            "connect-src 'self'",
+        ] {
+            assert!(csp.contains(directive), "{path}: {csp}");
+        }
+        assert!(!csp.contains("unsafe"), "{csp}");
+        assert_eq!(page.header("referrer-policy"), Some("same-origin"));
+        assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+        assert_eq!(page.header("cache-control"), Some("no-cache"));
+        assert!(page.body.contains("<html"), "{path}: {}", page.body);
+    }
+    let missing = request(
+        server.addr,
+        "GET",
+        "/console/assets/missing-0000.js",
+        &[],
+        None,
+    )
+    .await;
+    assert_eq!(missing.status, 404);
+    assert!(
+        !missing.body.contains("<html"),
+        "a missing asset is no page"
+    );
+    let favicon = request(server.addr, "GET", "/console/logo.svg", &[], None).await;
+    assert_eq!(favicon.status, 404, "a missing file is no page either");
+    let api = request(server.addr, "GET", "/nowhere", &[], None).await;
+    assert_eq!(api.status, 404);
+    assert_eq!(
+        api.header("content-type"),
+        Some("application/json"),
+        "the API's JSON 404 elsewhere"
+    );
+    let post = request(server.addr, "POST", "/console/", &[], Some("{}")).await;
+    assert_eq!(post.status, 405);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_links_and_the_sessions_command_on_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let data_flag = data.to_str().unwrap().to_owned();
+    let server = Server::start_with(
+        &[("DBCONSOLE_STORAGE", "redb")],
+        &["serve", "--listen", "127.0.0.1:0", "--data-dir", &data_flag],
+    )
+    .await;
+    let first = server
+        .stdout
+        .line("the first start's sign-in link", |line| {
+            line.contains("#sign-in=")
+        })
+        .await;
+    let token_of = |text: &str| {
+        text.split("#sign-in=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no link in {text}"))
+            .to_owned()
+    };
+    let exchange = |token: String| async move {
+        let body = serde_json::json!({ "token": token }).to_string();
+        request(
+            server.addr,
+            "POST",
+            "/api/v1/console/sign-in/link",
+            &BROWSER,
+            Some(&body),
+        )
+        .await
+    };
+    let admin = exchange(token_of(&first)).await;
+    assert_eq!(admin.status, 200, "{}", admin.body);
+    assert_eq!(admin.json()["role"], "super-admin");
+
+    let sessions = |args: Vec<&'static str>| {
+        let mut all = vec![
+            "sessions".to_owned(),
+            "--data-dir".to_owned(),
+            data_flag.clone(),
+        ];
+        all.extend(args.into_iter().map(str::to_owned));
+        async move {
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            let output = dbconsole(&[("DBCONSOLE_STORAGE", "redb")], &all)
+                .output()
+                .await
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "{all:?}: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+            String::from_utf8(output.stdout).unwrap()
+        }
+    };
+    let printed = sessions(vec![
+        "link",
+        "--user",
+        "bo@example.com",
+        "--public-url",
+        "https://console.example.com",
+    ])
+    .await;
+    assert!(
+        printed.contains("https://console.example.com/console/#sign-in=dbc_sil_"),
+        "{printed}"
+    );
+    let bo = exchange(token_of(&printed)).await;
+    assert_eq!(bo.status, 200, "{}", bo.body);
+    assert_eq!(bo.json()["user"], "bo@example.com");
+    let cookie = bo
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .unwrap()
+        .to_owned();
+    let me = || {
+        let cookie = cookie.clone();
+        async move {
+            let headers = [("x-dbconsole-request", "1"), ("cookie", cookie.as_str())];
+            request(server.addr, "GET", "/api/v1/console/me", &headers, None)
+                .await
+                .status
+        }
+    };
+    assert_eq!(me().await, 200);
+    let listed = sessions(vec!["list"]).await;
+    assert!(
+        listed.contains("bo@example.com") && listed.contains("admin"),
+        "{listed}"
+    );
+    assert!(!listed.contains("dbc_"), "no secret listed: {listed}");
+    let ended = sessions(vec!["revoke", "--user", "BO@example.com"]).await;
+    assert!(ended.contains("ended browser"), "{ended}");
+    assert_eq!(me().await, 401, "the revoked session has ended");
+    let (_, out, err) = server.stop().await;
+    assert!(
+        !err.contains("dbc_ses_") && !out.contains("dbc_ses_"),
+        "no session secret in a log"
+    );
+}
