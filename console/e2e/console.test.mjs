@@ -96,6 +96,15 @@ describe("the console", { concurrency: false }, () => {
       postgres("E2E Reviewed", { group: "Finance", review_bypass_allowed: true }, { reviews_required: 1 }),
     );
     db.hostile = await createDatabase(postgres(HOSTILE, { group: HOSTILE }));
+    // A table for the editor to complete, made through the API as bob.
+    const made = await server.api("POST", "/api/v1/console/queries", {
+      database_id: db.plain.id,
+      credential_id: db.plain.credentials[0].id,
+      query: "create table if not exists e2e_orders (id int, customer_name text)",
+    }, bobKey);
+    assert.equal(made.status, 200, JSON.stringify(made.body));
+    const ran = await server.api("POST", `/api/v1/console/queries/${made.body.id}/run`, undefined, bobKey);
+    assert.equal(ran.status, 200, JSON.stringify(ran.body));
   });
 
   after(async () => {
@@ -140,6 +149,18 @@ describe("the console", { concurrency: false }, () => {
     assert.equal(await firstRow.getByText("NULL", { exact: true }).count(), 2, "and the text NULL is text");
     await screenshot(page, "query-result");
     await assertAccessible(page, "axe: a result");
+  });
+
+  it("completes table and column names from the schema", async () => {
+    const { page } = admin;
+    await typeSql(page, "");
+    const editor = page.getByRole("textbox", { name: "SQL editor" });
+    await editor.pressSequentially("select * from e2e_ord", { delay: 0 });
+    await page.getByRole("option", { name: /e2e_orders/ }).waitFor();
+    await page.keyboard.press("Enter");
+    await editor.pressSequentially(" where e2e_orders.cust", { delay: 0 });
+    await page.getByRole("option", { name: /customer_name/ }).waitFor();
+    await page.keyboard.press("Escape");
   });
 
   it("shows a visible notice when the result is cut at the row limit", async () => {

@@ -42,6 +42,32 @@ export function cspNonce(): string {
   return document.querySelector<HTMLMetaElement>('meta[name="csp-nonce"]')?.content ?? "";
 }
 
+export interface Table {
+  schema: string;
+  table: string;
+  columns: { name: string; type: string; nullable: boolean }[];
+}
+
+export interface Completion {
+  schema: Record<string, string[]>;
+  defaultSchema?: string;
+}
+
+/**
+ * What the editor completes from a database's tables: plain table names when they all sit in
+ * one schema, else `schema.table` (with the adapter's default schema also completing bare).
+ */
+export function completionOf(adapter: string, tables: Table[]): Completion {
+  const schemas = new Set(tables.map((t) => t.schema));
+  const several = schemas.size > 1;
+  const schema: Record<string, string[]> = {};
+  for (const t of tables) {
+    schema[several ? `${t.schema}.${t.table}` : t.table] = t.columns.map((c) => c.name);
+  }
+  const preferred = adapter === "postgres" ? "public" : adapter === "sqlserver" ? "dbo" : undefined;
+  return several && preferred && schemas.has(preferred) ? { schema, defaultSchema: preferred } : { schema };
+}
+
 export class SqlEditor {
   readonly view: EditorView;
   private readonly language = new Compartment();
@@ -75,9 +101,11 @@ export class SqlEditor {
   }
 
   /** The adapter's dialect, and the schema's tables and columns for completion. */
-  configure(adapter: string, schema: Record<string, string[]> = {}): void {
+  configure(adapter: string, completion: Completion = { schema: {} }): void {
     this.view.dispatch({
-      effects: this.language.reconfigure(sql({ dialect: dialectOf(adapter), schema, upperCaseKeywords: false })),
+      effects: this.language.reconfigure(
+        sql({ dialect: dialectOf(adapter), schema: completion.schema, defaultSchema: completion.defaultSchema, upperCaseKeywords: false }),
+      ),
     });
   }
 

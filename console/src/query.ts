@@ -6,7 +6,7 @@
 import { ApiError, call, headers, read, type Page, type Query, type QueryableDatabase } from "./api";
 import { loadDraft, saveDraft, type App, type Screen } from "./app";
 import { field, h, isolated, replace } from "./dom";
-import { SqlEditor } from "./editor";
+import { SqlEditor, completionOf, type Table } from "./editor";
 import { Grid } from "./grid";
 import { readNdjson, type Outcome } from "./ndjson";
 import { runnableSpan } from "./statement";
@@ -72,6 +72,24 @@ export async function queryScreen(app: App): Promise<Screen> {
     if (database) saveDraft(user, database.id, text);
   });
 
+  const schemas = new Map<string, Promise<Table[]>>();
+  /** The tables the editor completes, read as a credential that needs no review (a reviewed
+   * credential's catalog is not read without one). */
+  async function loadSchema(db: QueryableDatabase): Promise<void> {
+    const chosen = db.credentials.find((c) => c.id === credential.value);
+    const reader = chosen && chosen.reviews_required === 0 ? chosen : db.credentials.find((c) => c.reviews_required === 0);
+    if (!reader) return;
+    const key = `${db.id}/${reader.id}`;
+    let tables = schemas.get(key);
+    if (!tables) {
+      const path = `/api/v1/console/me/databases/${encodeURIComponent(db.id)}/schema?credential_id=${encodeURIComponent(reader.id)}`;
+      tables = call<{ tables: Table[] }>("GET", path).then((answer) => answer.tables, () => []);
+      schemas.set(key, tables);
+    }
+    const loaded = await tables;
+    if (database?.id === db.id) editor.configure(db.adapter, completionOf(db.adapter, loaded));
+  }
+
   const selectedCredential = () => database?.credentials.find((c) => c.id === credential.value) ?? null;
 
   function drawRunButton(): void {
@@ -97,6 +115,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       ),
     );
     editor.configure(db.adapter);
+    void loadSchema(db);
     editor.text = text ?? loadDraft(user, db.id) ?? "";
     drawList();
     drawRunButton();
@@ -257,7 +276,10 @@ export async function queryScreen(app: App): Promise<Screen> {
 
   runButton.addEventListener("click", () => void run());
   cancelButton.addEventListener("click", () => running?.abort());
-  credential.addEventListener("change", drawRunButton);
+  credential.addEventListener("change", () => {
+    drawRunButton();
+    if (database) void loadSchema(database);
+  });
   search.addEventListener("input", drawList);
 
   const element = h(

@@ -66,6 +66,45 @@ async fn protected_columns_never_leak_whatever_the_statement() {
         READER,
     )
     .await;
+    // The editor's schema is read as the protected role: the hidden column is not listed, the
+    // others are; a second read in the minute is the kept answer (one catalog run, one event).
+    let path = format!(
+        "/api/v1/console/me/databases/{}/schema?credential_id={}",
+        fixture.db, fixture.credential
+    );
+    let schema = fixture
+        .console
+        .send(http::Method::GET, &path, Some(alice()), None, None)
+        .await
+        .expect(200)
+        .json();
+    let table = schema["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|table| table["schema"] == "public" && table["table"] == t.as_str())
+        .unwrap_or_else(|| panic!("{t} in the schema: {schema}"));
+    let names: Vec<&str> = table["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["id", "name"], "the role's columns only: {table}");
+    assert!(!schema.to_string().contains("ssn"), "the hidden column is nowhere: {schema}");
+    let again = fixture
+        .console
+        .send(http::Method::GET, &path, Some(alice()), None, None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(again, schema, "the kept answer");
+    let bob = dbconsole_core::model::Principal::member("bob@example.com");
+    fixture
+        .console
+        .send(http::Method::GET, &path, Some(bob), None, None)
+        .await
+        .expect(200);
     use Expect::{NoLeak, Refused, Runs};
     let ssn_gone = Refused;
     let attempts: Vec<(String, Expect)> = vec![

@@ -45,6 +45,9 @@ pub enum AuditAction {
     QueryReviewBypass,
     /// A tool call of an AI agent through the MCP endpoint (`changes` names the tool).
     AgentCall,
+    /// `GET …/me/databases/{id}/schema`: a person's read of a database's catalog (with
+    /// [`RunFacts`]).
+    SchemaRead,
     /// `POST /v1/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger`: a row action
     /// put its workflow run in the outbox (`changes` names the panel, the action and the
     /// delivery).
@@ -73,6 +76,7 @@ wire_enum!(AuditAction, [
     QueryReview => "query.review",
     QueryReviewBypass => "query.review_bypass",
     AgentCall => "agent.call",
+    SchemaRead => "database.schema_read",
     ActionTrigger => "action.trigger",
     DeliveryRetry => "delivery.retry",
 ]);
@@ -87,7 +91,8 @@ impl AuditAction {
             | AuditAction::DatabaseDelete
             | AuditAction::DatabaseRemove
             | AuditAction::AccessUpdate
-            | AuditAction::AgentCall => ResourceKind::Database,
+            | AuditAction::AgentCall
+            | AuditAction::SchemaRead => ResourceKind::Database,
             AuditAction::DashboardCreate
             | AuditAction::DashboardUpdate
             | AuditAction::DashboardDelete

@@ -13,12 +13,12 @@ use http_body_util::BodyExt as _;
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
-use super::queries::{Record, Run, principal_of};
+use super::queries::{Record, principal_of};
 use super::router::Route;
 use super::{ConsoleService, RequestId, Shared};
 use crate::auth::Caller;
 use crate::model::{
-    Actor, Adapter, AuditAction, AuditEvent, Credential, Database, Origin, Principal, QueryStatus,
+    Actor, AuditAction, AuditEvent, Credential, Database, Origin, Principal, QueryStatus,
 };
 use crate::run::Format;
 use crate::storage::{DatabaseFilter, Page};
@@ -64,37 +64,6 @@ pub enum AgentAnswer {
         /// Approvals its credential requires.
         required: u32,
     },
-}
-
-/// The statement that lists a database's columns: schema, table, column, type, nullable.
-fn catalog(adapter: Adapter) -> &'static str {
-    match adapter {
-        Adapter::Postgres => {
-            "SELECT table_schema, table_name, column_name, data_type, is_nullable \
-             FROM information_schema.columns \
-             WHERE table_schema NOT IN ('pg_catalog', 'information_schema') \
-             ORDER BY table_schema, table_name, ordinal_position"
-        }
-        Adapter::Mysql => {
-            "SELECT table_schema, table_name, column_name, column_type, is_nullable \
-             FROM information_schema.columns WHERE table_schema = DATABASE() \
-             ORDER BY table_name, ordinal_position"
-        }
-        // Table by table, each in definition order (`position` is newer than ClickHouse 19).
-        Adapter::Clickhouse => {
-            "SELECT database, table, name, type, \
-             if(startsWith(type, 'Nullable'), 'YES', 'NO') \
-             FROM system.columns WHERE database = currentDatabase()"
-        }
-        Adapter::Sqlserver => {
-            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE \
-             FROM INFORMATION_SCHEMA.COLUMNS ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION"
-        }
-        Adapter::Oracle => {
-            "SELECT USER, table_name, column_name, data_type, nullable FROM user_tab_columns \
-             ORDER BY table_name, column_id"
-        }
-    }
 }
 
 impl ConsoleService {
@@ -236,53 +205,10 @@ impl ConsoleService {
             tool: "describe_tables",
             origin: agent.origin(),
         };
-        let statement = catalog(guarded.db.adapter).to_owned();
-        let runner = shared.runner_for(guarded.db.adapter)?;
-        let protection = shared
-            .protection_for_run(&guarded, &*runner, &statement, true)
-            .await?;
-        let response = shared
-            .start_run(Run {
-                runner,
-                db: guarded.db,
-                credential,
-                statement,
-                inputs: None,
-                max_rows: DESCRIBE_MAX_COLUMNS,
-                read_only: true,
-                format: Format::Json,
-                record,
-                protection,
-            })
-            .await?;
-        let result: Value =
-            serde_json::from_slice(&collected(response).await?).map_err(|error| {
-                tracing::error!(%error, "a catalog result could not be read back");
-                ApiError::BadGateway("the database's catalog could not be read".to_owned())
-            })?;
-        let mut tables: Vec<Value> = Vec::new();
-        for row in result["rows"].as_array().into_iter().flatten() {
-            let text = |index: usize| row[index].as_str().unwrap_or_default().to_owned();
-            let (schema, table) = (text(0), text(1));
-            let column = json!({
-                "name": text(2),
-                "type": text(3),
-                "nullable": matches!(text(4).as_str(), "YES" | "Y" | "1"),
-            });
-            match tables.last_mut() {
-                Some(last) if last["schema"] == schema && last["table"] == table => {
-                    if let Some(columns) = last["columns"].as_array_mut() {
-                        columns.push(column);
-                    }
-                }
-                _ => tables.push(json!({ "schema": schema, "table": table, "columns": [column] })),
-            }
-        }
-        Ok(json!({
-            "database_id": database_id,
-            "tables": tables,
-            "truncated": result["truncated"],
-        }))
+        let tables = shared.read_catalog(guarded, credential, record).await?;
+        let mut answer = tables;
+        answer["database_id"] = json!(database_id);
+        Ok(answer)
     }
 
     /// Stores and runs `sql` (one statement) on database `database_id` as credential
@@ -452,7 +378,7 @@ fn with_query_id(id: &str, result: &[u8]) -> String {
 }
 
 /// A run's whole JSON answer. An error after the first rows is in its `error` member.
-async fn collected(response: http::Response<super::ResponseBody>) -> Result<Bytes, ApiError> {
+pub(super) async fn collected(response: http::Response<super::ResponseBody>) -> Result<Bytes, ApiError> {
     let status = response.status();
     let bytes: Bytes = response
         .into_body()

@@ -35,6 +35,7 @@ mod render;
 mod request_id;
 mod response;
 mod router;
+mod schema;
 
 pub use error::ApiError;
 pub use outbox::OutboxTargets;
@@ -112,6 +113,8 @@ struct Shared {
     sessions: browser::SessionOptions,
     /// When this node last wrote each session's last use.
     session_touched: browser::Touched,
+    /// The console's schema answers, kept a minute.
+    schemas: schema::SchemaCache,
 }
 
 /// Builds a [`ConsoleService`].
@@ -156,6 +159,7 @@ impl ConsoleService {
                 credential_index: std::sync::Mutex::new(std::collections::HashMap::new()),
                 sessions: browser::SessionOptions::default(),
                 session_touched: browser::Touched::default(),
+                schemas: schema::SchemaCache::default(),
             },
         }
     }

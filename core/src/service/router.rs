@@ -263,6 +263,7 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     POST BROWSER "/sign-out", Anyone, No, Nothing, "signOut" => sign_out;
     GET ME "/me", Anyone, No, Nothing, "getMe" => get_me;
     GET ME "/me/databases", Querier, No, Nothing, "listMyDatabases" => list_my_databases;
+    GET ME "/me/databases/{id}/schema", Querier, No, Nothing, "getMySchema" => get_my_schema;
     GET QUERIES "/queries", Querier, No, Nothing, "listQueries" => list_queries;
     POST QUERIES "/queries", Querier, Record, Nothing, "createQuery" => create_query;
     GET QUERIES "/queries/{id}", Querier, No, Nothing, "getQuery" => get_query;

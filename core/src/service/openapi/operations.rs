@@ -269,6 +269,43 @@ pub(crate) fn list_my_databases(op: Operation, _: &Names) -> Operation {
         .errors(&[401, 403, 503])
 }
 
+pub(crate) fn get_my_schema(op: Operation, _: &Names) -> Operation {
+    op.summary("The tables and columns the caller sees as a credential (its database's default one when not named): read as the credential, read-only, under data protection; kept a minute; 422 for a credential that needs reviews")
+        .params(vec![
+            database_id(),
+            json!({
+                "name": "credential_id", "in": "query", "required": false,
+                "description": "The credential to read the catalog as (default: the database's default credential).",
+                "schema": { "type": "string" },
+            }),
+        ])
+        .ok(json_content(json!({
+            "type": "object",
+            "required": ["tables", "truncated"],
+            "properties": {
+                "tables": { "type": "array", "items": {
+                    "type": "object",
+                    "required": ["schema", "table", "columns"],
+                    "properties": {
+                        "schema": { "type": "string" },
+                        "table": { "type": "string" },
+                        "columns": { "type": "array", "items": {
+                            "type": "object",
+                            "required": ["name", "type", "nullable"],
+                            "properties": {
+                                "name": { "type": "string" },
+                                "type": { "type": "string" },
+                                "nullable": { "type": "boolean" },
+                            },
+                        } },
+                    },
+                } },
+                "truncated": { "type": ["boolean", "null"] },
+            },
+        })))
+        .errors(&[401, 403, 404, 422, 501, 502, 503, 504])
+}
+
 pub(crate) fn list_queries(op: Operation, _: &Names) -> Operation {
     let mut params = page_params();
     for (name, description) in [

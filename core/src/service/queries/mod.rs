@@ -30,7 +30,7 @@ use super::response::json_response;
 use super::router::Answer;
 
 pub use crate::validate::DEFAULT_ROW_LIMIT;
-pub(in crate::service) use admission::principal_of;
+pub(in crate::service) use admission::{Guarded, principal_of};
 pub(in crate::service) use outcome::Record;
 pub(in crate::service) use start::Run;
 

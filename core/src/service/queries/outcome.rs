@@ -26,6 +26,8 @@ pub(in crate::service) enum Record {
         tool: &'static str,
         origin: Origin,
     },
+    /// A person's read of a database's catalog (the console's schema): the audit event alone.
+    Schema { database_id: String, origin: Origin },
 }
 
 /// Writes how a run ended: the query's outcome with its event, or a panel's event.
@@ -74,6 +76,19 @@ pub(super) async fn record_outcome(
                 AuditAction::AgentCall,
                 &database_id,
                 vec![tool.to_owned()],
+            );
+            event.run = Some(facts);
+            storage.append_log(event.into()).await
+        }
+        Record::Schema {
+            database_id,
+            origin,
+        } => {
+            let mut event = AuditEvent::new(
+                &origin.without_idempotency(),
+                AuditAction::SchemaRead,
+                &database_id,
+                Vec::new(),
             );
             event.run = Some(facts);
             storage.append_log(event.into()).await

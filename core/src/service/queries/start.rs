@@ -145,6 +145,7 @@ impl Shared {
                 Record::Query { .. } => "query",
                 Record::Panel { .. } => "panel",
                 Record::Agent { .. } => "agent",
+                Record::Schema { .. } => "schema",
             };
             if measured {
                 metrics::record_run(adapter.as_str(), kind, run_outcome.as_str(), rows, took);

@@ -1,0 +1,209 @@
+//! A database's tables and columns, as a credential sees them: what an AI agent's
+//! `describe_tables` answers, and `GET …/me/databases/{id}/schema`, which the console's editor
+//! completes names from (docs/console.md, "The screens").
+//!
+//! The catalog is read by a statement run like any other: as the credential, read-only, under
+//! the database's data protection (a column the protected role may not read is not listed), at
+//! most [`DESCRIBE_MAX_COLUMNS`] columns, with one audit event. A credential that needs reviews
+//! is refused (422): what it sees is reviewed too. The console's answers are kept for
+//! [`SCHEMA_TTL`] per database version and credential, so a page of completions costs one
+//! catalog read a minute, not one per keystroke.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::agent::DESCRIBE_MAX_COLUMNS;
+use super::call::Call;
+use super::error::ApiError;
+use super::queries::{Guarded, Record, Run};
+use super::response::json_response;
+use super::router::Answer;
+use crate::model::{Adapter, Credential};
+use crate::run::Format;
+use crate::validate::ValidationErrors;
+
+/// How long the console's schema answers are kept.
+pub(super) const SCHEMA_TTL: Duration = Duration::from_secs(60);
+
+/// How many schema answers are kept at most (the oldest go first).
+const SCHEMA_ENTRIES: usize = 256;
+
+/// The statement that lists a database's columns: schema, table, column, type, nullable.
+pub(super) fn catalog(adapter: Adapter) -> &'static str {
+    match adapter {
+        Adapter::Postgres => {
+            "SELECT table_schema, table_name, column_name, data_type, is_nullable \
+             FROM information_schema.columns \
+             WHERE table_schema NOT IN ('pg_catalog', 'information_schema') \
+             ORDER BY table_schema, table_name, ordinal_position"
+        }
+        Adapter::Mysql => {
+            "SELECT table_schema, table_name, column_name, column_type, is_nullable \
+             FROM information_schema.columns WHERE table_schema = DATABASE() \
+             ORDER BY table_name, ordinal_position"
+        }
+        // Table by table, each in definition order (`position` is newer than ClickHouse 19).
+        Adapter::Clickhouse => {
+            "SELECT database, table, name, type, \
+             if(startsWith(type, 'Nullable'), 'YES', 'NO') \
+             FROM system.columns WHERE database = currentDatabase()"
+        }
+        Adapter::Sqlserver => {
+            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE \
+             FROM INFORMATION_SCHEMA.COLUMNS ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION"
+        }
+        Adapter::Oracle => {
+            "SELECT USER, table_name, column_name, data_type, nullable FROM user_tab_columns \
+             ORDER BY table_name, column_id"
+        }
+    }
+}
+
+/// The console's schema answers: (database id, its version, credential id) → when, answer.
+#[derive(Debug, Default)]
+pub(crate) struct SchemaCache(Mutex<HashMap<(String, i64, String), (Instant, Value)>>);
+
+impl SchemaCache {
+    fn get(&self, key: &(String, i64, String)) -> Option<Value> {
+        let entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        entries
+            .get(key)
+            .filter(|(at, _)| at.elapsed() < SCHEMA_TTL)
+            .map(|(_, value)| value.clone())
+    }
+
+    fn put(&self, key: (String, i64, String), value: Value) {
+        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        entries.retain(|_, (at, _)| at.elapsed() < SCHEMA_TTL);
+        if entries.len() >= SCHEMA_ENTRIES
+            && let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(key, _)| key.clone())
+        {
+            entries.remove(&oldest);
+        }
+        entries.insert(key, (Instant::now(), value));
+    }
+}
+
+impl Shared {
+    /// Reads `guarded`'s catalog as `credential` (admitted by the caller), recording the run
+    /// with `record`: `{"tables": [{"schema", "table", "columns": [{"name", "type",
+    /// "nullable"}]}], "truncated"}`.
+    pub(super) async fn read_catalog(
+        &self,
+        guarded: Guarded,
+        credential: Credential,
+        record: Record,
+    ) -> Result<Value, ApiError> {
+        if credential.reviews_required > 0 {
+            return Err(ValidationErrors::single(
+                "credential_id",
+                "the schema is read only as credentials with reviews_required 0: what a \
+                 reviewed credential sees is reviewed too",
+            )
+            .into());
+        }
+        let statement = catalog(guarded.db.adapter).to_owned();
+        let runner = self.runner_for(guarded.db.adapter)?;
+        let protection = self
+            .protection_for_run(&guarded, &*runner, &statement, true)
+            .await?;
+        let response = self
+            .start_run(Run {
+                runner,
+                db: guarded.db,
+                credential,
+                statement,
+                inputs: None,
+                max_rows: DESCRIBE_MAX_COLUMNS,
+                read_only: true,
+                format: Format::Json,
+                record,
+                protection,
+            })
+            .await?;
+        let result: Value = serde_json::from_slice(&super::agent::collected(response).await?)
+            .map_err(|error| {
+                tracing::error!(%error, "a catalog result could not be read back");
+                ApiError::BadGateway("the database's catalog could not be read".to_owned())
+            })?;
+        let mut tables: Vec<Value> = Vec::new();
+        for row in result["rows"].as_array().into_iter().flatten() {
+            let text = |index: usize| row[index].as_str().unwrap_or_default().to_owned();
+            let (schema, table) = (text(0), text(1));
+            let column = json!({
+                "name": text(2),
+                "type": text(3),
+                "nullable": matches!(text(4).as_str(), "YES" | "Y" | "1"),
+            });
+            match tables.last_mut() {
+                Some(last) if last["schema"] == schema && last["table"] == table => {
+                    if let Some(columns) = last["columns"].as_array_mut() {
+                        columns.push(column);
+                    }
+                }
+                _ => tables.push(json!({ "schema": schema, "table": table, "columns": [column] })),
+            }
+        }
+        Ok(json!({ "tables": tables, "truncated": result["truncated"] }))
+    }
+
+    /// `GET …/me/databases/{id}/schema?credential_id=`: the tables and columns the caller
+    /// would see as the credential (its database's default one when not named).
+    pub(super) async fn get_my_schema(&self, call: Call<'_>) -> Answer {
+        let principal = call.principal()?;
+        let db = self
+            .storage
+            .database(call.param("id"))
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let wanted = call.query.as_deref().and_then(|query| {
+            form_urlencoded::parse(query.as_bytes())
+                .find(|(name, _)| name == "credential_id")
+                .map(|(_, value)| value.into_owned())
+        });
+        let credential = match &wanted {
+            Some(id) => db.credentials.iter().find(|c| c.id.as_str() == id),
+            None => db
+                .credentials
+                .iter()
+                .find(|c| c.default_credential)
+                .or_else(|| db.credentials.first()),
+        }
+        .cloned()
+        .ok_or_else(|| {
+            ApiError::from(ValidationErrors::single(
+                "credential_id",
+                "names no credential of this database",
+            ))
+        })?;
+        let guarded = self.guarded(db).await?;
+        if !guarded.admits(principal) {
+            // As for a query: one who may not query the database learns nothing of it.
+            return Err(ApiError::NotFound);
+        }
+        guarded.admit(principal, &credential, DESCRIBE_MAX_COLUMNS)?;
+        let key = (
+            guarded.db.id.as_str().to_owned(),
+            guarded.db.updated_at.as_micros(),
+            credential.id.as_str().to_owned(),
+        );
+        if let Some(cached) = self.schemas.get(&key) {
+            return Ok(json_response(StatusCode::OK, &cached));
+        }
+        let record = Record::Schema {
+            database_id: key.0.clone(),
+            origin: call.origin.clone(),
+        };
+        let answer = self.read_catalog(guarded, credential, record).await?;
+        self.schemas.put(key, answer.clone());
+        Ok(json_response(StatusCode::OK, &answer))
+    }
+}
