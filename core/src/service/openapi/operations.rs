@@ -303,7 +303,10 @@ pub(crate) fn get_my_schema(op: Operation, _: &Names) -> Operation {
                 "truncated": { "type": ["boolean", "null"] },
             },
         })))
-        .errors(&[401, 403, 404, 422, 501, 502, 503, 504])
+        .errors(&[401, 403, 404, 422, 503])
+        .response(501, error_response("No runner for the database's adapter is built into this server."))
+        .response(502, error_response("The database could not be reached or logged into (its message, scrubbed of secrets)."))
+        .response(504, error_response("The catalog read ran past its timeout and was ended on the server."))
 }
 
 pub(crate) fn list_queries(op: Operation, _: &Names) -> Operation {
