@@ -518,6 +518,75 @@ pub async fn versions_two_editors_exactly_one_wins(storage: Arc<dyn Storage>) {
 }
 
 /// Every case of this module, as tests over the store `$storage` makes.
+/// A database's permissions and data protection carry an `ETag` (a digest of the document):
+/// a `PUT` with the one read applies and answers the new one; a `PUT` with a stale one (another
+/// admin wrote in between) is 412 and changes nothing; without `If-Match`, writes apply.
+pub async fn versions_access_documents_are_guarded(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let db = call(
+        &api,
+        Method::POST,
+        DATABASES,
+        &[],
+        Some(&minimal_database()),
+    )
+    .await
+    .expect(200)
+    .json();
+    let id = db["id"].as_str().unwrap();
+    let documents = [
+        (
+            format!("{DATABASES}/{id}/permissions"),
+            json!({"permissions": [{"subject_kind": "user", "subject": "ann@example.com", "access": "query"}]}),
+            json!({"permissions": [{"subject_kind": "user", "subject": "bo@example.com", "access": "review"}]}),
+        ),
+        (
+            format!("{DATABASES}/{id}/data-protection"),
+            json!({"policies": [{"name": "pii", "columns": [{"column": "users.email", "action": "mask"}]}]}),
+            json!({"policies": [{"name": "pii", "columns": [{"column": "users.ssn", "action": "hide"}]}]}),
+        ),
+    ];
+    for (path, first, second) in documents {
+        let read = call(&api, Method::GET, &path, &[], None).await.expect(200);
+        let v0 = etag(&read);
+        let again = call(&api, Method::GET, &path, &[], None).await.expect(200);
+        assert_eq!(etag(&again), v0, "{path}: the same document, the same ETag");
+        // Admin A writes with the version read.
+        let written = call(&api, Method::PUT, &path, &[("if-match", &v0)], Some(&first))
+            .await
+            .expect(200);
+        let v1 = etag(&written);
+        assert_ne!(v1, v0, "{path}: a write moves the ETag");
+        // Admin B still holds v0: refused, nothing changed.
+        assert_precondition_failed(
+            call(
+                &api,
+                Method::PUT,
+                &path,
+                &[("if-match", &v0)],
+                Some(&second),
+            )
+            .await,
+        );
+        let now = call(&api, Method::GET, &path, &[], None).await.expect(200);
+        assert_eq!(etag(&now), v1, "{path}: the refused write changed nothing");
+        assert_eq!(now.json(), written.json());
+        // With the current version, or none at all, it applies.
+        call(
+            &api,
+            Method::PUT,
+            &path,
+            &[("if-match", &v1)],
+            Some(&second),
+        )
+        .await
+        .expect(200);
+        call(&api, Method::PUT, &path, &[], Some(&first))
+            .await
+            .expect(200);
+    }
+}
+
 #[macro_export]
 macro_rules! version_tests {
     ($storage:expr) => {
@@ -529,6 +598,7 @@ macro_rules! version_tests {
                 versions_if_none_match_answers_304,
                 versions_if_match_guards_every_write,
                 versions_two_editors_exactly_one_wins,
+                versions_access_documents_are_guarded,
             ]
         );
     };

@@ -91,7 +91,10 @@ async fn protected_columns_never_leak_whatever_the_statement() {
         .map(|c| c["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["id", "name"], "the role's columns only: {table}");
-    assert!(!schema.to_string().contains("ssn"), "the hidden column is nowhere: {schema}");
+    assert!(
+        !schema.to_string().contains("ssn"),
+        "the hidden column is nowhere: {schema}"
+    );
     let again = fixture
         .console
         .send(http::Method::GET, &path, Some(alice()), None, None)

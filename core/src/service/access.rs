@@ -1,35 +1,60 @@
 //! A database's permissions and data protection: `GET|PUT …/databases/{id}/permissions` and
 //! `GET|PUT …/databases/{id}/data-protection`.
+//!
+//! Neither document has a version of its own, so its `ETag` is a digest of the document as
+//! answered: a `PUT` with `If-Match` is refused with 412 when the stored document is no longer
+//! the one the client read (two admins editing one policy: the second is told, not silently
+//! overwritten). The check runs on the document the store's compare-and-swap then requires.
 
-use http::StatusCode;
+use http::{HeaderValue, StatusCode, header};
+use serde::Serialize;
+use sha2::{Digest as _, Sha256};
 
 use super::Shared;
 use super::call::Call;
+use super::conditional::IfMatch;
 use super::error::ApiError;
 use super::render::{DataProtectionView, PermissionsView};
 use super::response::json_response;
 use super::router::Answer;
 use crate::model::AccessControl;
-use crate::storage::{AccessEdit, Edits};
+use crate::storage::{AccessEdit, Edits, StorageError};
 use crate::validate::{data_protection_from_body, permissions_from_body};
+
+/// The opaque text of a document's `ETag`: the first 16 bytes of the SHA-256 of its JSON, in hex.
+fn digest_of(view: &impl Serialize) -> String {
+    let json = serde_json::to_vec(view).unwrap_or_default();
+    hex::encode(&Sha256::digest(&json)[..16])
+}
+
+/// `view` as a 200 answer with its `ETag`.
+fn tagged(view: &impl Serialize) -> http::Response<super::ResponseBody> {
+    let mut response = json_response(StatusCode::OK, view);
+    if let Ok(etag) = HeaderValue::try_from(format!("\"{}\"", digest_of(view))) {
+        response.headers_mut().insert(header::ETAG, etag);
+    }
+    response
+}
 
 impl Shared {
     /// `GET …/databases/{id}/permissions`.
     pub(super) async fn get_permissions(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
         let access = self.read_access(id).await?;
-        Ok(json_response(
-            StatusCode::OK,
-            &PermissionsView::new(id, &access),
-        ))
+        Ok(tagged(&PermissionsView::new(id, &access)))
     }
 
     /// `PUT …/databases/{id}/permissions`: the whole list, replaced.
     pub(super) async fn put_permissions(&self, mut call: Call<'_>) -> Answer {
+        let condition = IfMatch::of(&call.headers)?;
         let body = call.json(self).await?;
         let id = call.param("id");
+        let database_id = id.to_owned();
         // Validated inside the edit, like a PATCH: a missing database is 404 before any 422.
         let edit: AccessEdit = Box::new(move |stored: &AccessControl| {
+            if let Some(condition) = &condition {
+                condition.check_digest(&digest_of(&PermissionsView::new(&database_id, stored)))?;
+            }
             Ok(AccessControl {
                 permissions: permissions_from_body(&body)?,
                 ..stored.clone()
@@ -39,28 +64,27 @@ impl Shared {
             .storage
             .update_access_control(id, edit, call.origin)
             .await?;
-        Ok(json_response(
-            StatusCode::OK,
-            &PermissionsView::new(id, &access),
-        ))
+        Ok(tagged(&PermissionsView::new(id, &access)))
     }
 
     /// `GET …/databases/{id}/data-protection`.
     pub(super) async fn get_data_protection(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
         let access = self.read_access(id).await?;
-        Ok(json_response(
-            StatusCode::OK,
-            &DataProtectionView::new(id, &access),
-        ))
+        Ok(tagged(&DataProtectionView::new(id, &access)))
     }
 
     /// `PUT …/databases/{id}/data-protection`: the policies and `inherits_from`, replaced.
     pub(super) async fn put_data_protection(&self, mut call: Call<'_>) -> Answer {
+        let condition = IfMatch::of(&call.headers)?;
         let body = call.json(self).await?;
         let id = call.param("id");
         let database_id = id.to_owned();
         let edit: AccessEdit = Box::new(move |stored: &AccessControl| {
+            if let Some(condition) = &condition {
+                condition
+                    .check_digest(&digest_of(&DataProtectionView::new(&database_id, stored)))?;
+            }
             Ok(AccessControl {
                 data_protection: data_protection_from_body(&database_id, &body)?,
                 ..stored.clone()
@@ -70,10 +94,7 @@ impl Shared {
             .storage
             .update_access_control(id, edit, call.origin)
             .await?;
-        Ok(json_response(
-            StatusCode::OK,
-            &DataProtectionView::new(id, &access),
-        ))
+        Ok(tagged(&DataProtectionView::new(id, &access)))
     }
 
     /// Database `id`'s access control: 404 when there is no such database.
@@ -82,5 +103,17 @@ impl Shared {
             .access_control(id)
             .await?
             .ok_or(ApiError::NotFound)
+    }
+}
+
+impl IfMatch {
+    /// `Ok` when a document whose digest is `digest` meets the condition, else
+    /// [`StorageError::PreconditionFailed`].
+    pub(crate) fn check_digest(&self, digest: &str) -> Result<(), StorageError> {
+        match self {
+            IfMatch::Any => Ok(()),
+            IfMatch::Versions(versions) if versions.iter().any(|v| v == digest) => Ok(()),
+            IfMatch::Versions(_) => Err(StorageError::PreconditionFailed),
+        }
     }
 }

@@ -378,7 +378,9 @@ fn with_query_id(id: &str, result: &[u8]) -> String {
 }
 
 /// A run's whole JSON answer. An error after the first rows is in its `error` member.
-pub(super) async fn collected(response: http::Response<super::ResponseBody>) -> Result<Bytes, ApiError> {
+pub(super) async fn collected(
+    response: http::Response<super::ResponseBody>,
+) -> Result<Bytes, ApiError> {
     let status = response.status();
     let bytes: Bytes = response
         .into_body()

@@ -206,6 +206,7 @@ pub(crate) fn get_permissions(op: Operation, _: &Names) -> Operation {
     op.summary("Who may use the database")
         .params(vec![database_id()])
         .ok(json_content(schema_ref("Permissions")))
+        .versioned()
         .errors(&[401, 403, 404, 503])
 }
 
@@ -214,6 +215,8 @@ pub(crate) fn put_permissions(op: Operation, _: &Names) -> Operation {
         .params(vec![database_id()])
         .body(schema_ref("PermissionsInput"))
         .ok(json_content(schema_ref("Permissions")))
+        .versioned()
+        .conditional()
         .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
 }
 
@@ -221,6 +224,7 @@ pub(crate) fn get_data_protection(op: Operation, _: &Names) -> Operation {
     op.summary("The database's data protection policies and what it inherits")
         .params(vec![database_id()])
         .ok(json_content(schema_ref("DataProtection")))
+        .versioned()
         .errors(&[401, 403, 404, 503])
 }
 
@@ -229,6 +233,8 @@ pub(crate) fn put_data_protection(op: Operation, _: &Names) -> Operation {
         .params(vec![database_id()])
         .body(schema_ref("DataProtectionInput"))
         .ok(json_content(schema_ref("DataProtection")))
+        .versioned()
+        .conditional()
         .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
 }
 
