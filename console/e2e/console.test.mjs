@@ -273,6 +273,61 @@ describe("the console", { concurrency: false }, () => {
     await assertClean(page, "the bypass");
   });
 
+  it("manages a database: a failing then passing test connection, create, permissions guarded against a concurrent edit, delete", async () => {
+    const { page } = admin;
+    await page.getByRole("link", { name: "Databases" }).click();
+    await page.getByRole("heading", { name: "Databases" }).waitFor();
+    await page.getByRole("link", { name: "E2E Postgres" }).waitFor();
+    await screenshot(page, "databases");
+    await assertAccessible(page, "axe: the databases list");
+    await page.getByRole("link", { name: "New database" }).click();
+    await page.getByRole("heading", { name: "New database" }).waitFor();
+    await page.getByLabel("Name", { exact: true }).fill("E2E Form");
+    await page.getByLabel("Host", { exact: true }).fill(PG.host);
+    await page.getByLabel("Port").fill(String(PG.port));
+    await page.getByLabel("Database name").fill(PG.database);
+    await page.getByLabel("Username").fill(PG.username);
+    await page.getByLabel("Password").fill("not-the-password");
+    await page.getByRole("button", { name: "Test connection" }).click();
+    await page.getByText(/password authentication failed/).waitFor();
+    await page.getByLabel("Password").fill(PG.password);
+    await page.getByRole("button", { name: "Test connection" }).click();
+    await page.getByText("ok: the credential connects").waitFor();
+    await screenshot(page, "database-new");
+    await assertAccessible(page, "axe: the database form");
+    await page.getByRole("button", { name: "Create database" }).click();
+    await page.getByRole("heading", { name: /^Database E2E Form/ }).waitFor();
+    const id = page.url().split("/").pop();
+    assert.match(id, /^db_/);
+    const stored = await server.api("GET", `/api/v1/console/databases/${id}`);
+    assert.equal(stored.body.credentials[0].username, PG.username);
+    assert.equal(JSON.stringify(stored.body).includes(PG.password), false, "no password answered");
+
+    await page.getByRole("button", { name: "Add a grant" }).click();
+    await page.getByLabel("User or group").fill("bob@example.com");
+    await page.getByRole("button", { name: "Save permissions" }).click();
+    await page.getByText("Permissions saved.").waitFor();
+    // Another admin changes the permissions meanwhile: the page's next save is refused.
+    const other = await server.api("PUT", `/api/v1/console/databases/${id}/permissions`, {
+      permissions: [{ subject_kind: "group", subject: "auditors", access: "review" }],
+    });
+    assert.equal(other.status, 200);
+    await page.getByRole("button", { name: "Save permissions" }).click();
+    await page.getByText(/Changed by someone else/).waitFor();
+    const kept = await server.api("GET", `/api/v1/console/databases/${id}/permissions`);
+    assert.equal(kept.body.permissions[0].subject, "auditors", "the other admin's change stands");
+    await screenshot(page, "database-edit");
+
+    await page.getByRole("button", { name: "Delete this database…" }).click();
+    const dialog = page.getByRole("dialog", { name: /Delete E2E Form/ });
+    await dialog.getByText(/1 credential\(s\) \(checker\)/).waitFor();
+    await assertAccessible(page, "axe: the delete dialog");
+    await dialog.getByRole("button", { name: "Delete for good" }).click();
+    await page.getByRole("heading", { name: "Databases" }).waitFor();
+    assert.equal((await server.api("GET", `/api/v1/console/databases/${id}`)).status, 404);
+    await assertClean(page, "the databases screens", [401, 403, 412]);
+  });
+
   it("refuses cookie requests without the header or from another origin (CSRF)", async () => {
     const cookies = await admin.context.cookies();
     const session = cookies.find((c) => c.name === "dbconsole_session");

@@ -3,6 +3,7 @@
 import "./style.css";
 import { App } from "./app";
 import { h } from "./dom";
+import { databaseScreen, databasesScreen } from "./databases";
 import { historyScreen, queryPage, reviewsScreen } from "./queries";
 import { queryScreen } from "./query";
 import { exchangeLink, signInScreen, takeLinkToken } from "./signin";
@@ -23,7 +24,10 @@ async function start(): Promise<void> {
     .add(/^$/, (a) => queryScreen(a))
     .add(/^history$/, (a) => historyScreen(a))
     .add(/^reviews$/, (a) => reviewsScreen(a))
-    .add(/^queries\/([A-Za-z0-9_]+)$/, (a, [id]) => queryPage(a, id ?? ""));
+    .add(/^queries\/([A-Za-z0-9_]+)$/, (a, [id]) => queryPage(a, id ?? ""))
+    .add(/^databases$/, (a) => databasesScreen(a))
+    .add(/^databases\/new$/, (a) => databaseScreen(a, null))
+    .add(/^databases\/([A-Za-z0-9_]+)$/, (a, [id]) => databaseScreen(a, id ?? null));
   if (problem) history.replaceState(null, "", "/console/sign-in");
   try {
     await app.render();
