@@ -151,6 +151,20 @@ describe("the console", { concurrency: false }, () => {
     await assertAccessible(page, "axe: a result");
   });
 
+  it("runs to CSV: the browser downloads what the server streams, once", async () => {
+    const { page } = admin;
+    await typeSql(page, "select n, '=cmd' as f from generate_series(1, 3) as n");
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("button", { name: "Run to CSV" }).click(),
+    ]);
+    assert.match(download.suggestedFilename(), /^qry_.*\.csv$/);
+    const { readFile } = await import("node:fs/promises");
+    const text = await readFile(await download.path(), "utf8");
+    assert.equal(text, "n,f\r\n1,=cmd\r\n2,=cmd\r\n3,=cmd\r\n");
+    await page.getByText("The CSV download started.").waitFor();
+  });
+
   it("completes table and column names from the schema", async () => {
     const { page } = admin;
     await typeSql(page, "");

@@ -59,6 +59,7 @@ export async function queryScreen(app: App): Promise<Screen> {
   const credential = h("select", {});
   const limit = h("input", { attrs: { type: "number", min: 1, max: 100000, value: 1000, inputmode: "numeric" } });
   const runButton = h("button", { class: "primary", attrs: { type: "button" } }, "Run");
+  const csvButton = h("button", { attrs: { type: "button", title: "Run once and download every row (up to the row limit) as a CSV file" } }, "Run to CSV");
   const cancelButton = h("button", { attrs: { type: "button", hidden: true } }, "Cancel");
   const elapsed = h("span", { class: "elapsed", attrs: { "aria-live": "off" } });
   const summary = h("p", { class: "summary", attrs: { role: "status" } });
@@ -99,6 +100,8 @@ export async function queryScreen(app: App): Promise<Screen> {
       ? `This credential needs ${selectedCredential()?.reviews_required} approval(s) before a query runs (Mod-Enter)`
       : "Run the selection, or the statement under the cursor (Mod-Enter)";
     runButton.disabled = !database || running !== null;
+    csvButton.hidden = needsReview;
+    csvButton.disabled = runButton.disabled;
   }
 
   function choose(db: QueryableDatabase, text?: string, credentialId?: string): void {
@@ -175,7 +178,7 @@ export async function queryScreen(app: App): Promise<Screen> {
     event.preventDefault();
   }
 
-  async function run(): Promise<void> {
+  async function run(to: "grid" | "csv" = "grid"): Promise<void> {
     if (!database || running) return;
     const span = runnableSpan(editor.text, editor.selection);
     error.textContent = "";
@@ -207,7 +210,23 @@ export async function queryScreen(app: App): Promise<Screen> {
       summary.replaceChildren("Review requested: the query waits for approvals. ", app.link(`queries/${query.id}`, "Open the query"));
       return;
     }
-    await stream(query.id);
+    if (to === "csv") await download(query.id);
+    else await stream(query.id);
+  }
+
+  /** The query's one run as a CSV file: the server answers a one-time URL, the browser saves
+   * what it streams (no rows pass through the page). */
+  async function download(id: string): Promise<void> {
+    try {
+      const { url } = await call<{ url: string }>("POST", `/api/v1/console/queries/${encodeURIComponent(id)}/download`);
+      const link = h("a", { attrs: { href: url, download: `${id}.csv`, hidden: true } });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      summary.replaceChildren("The CSV download started. ", app.link(`queries/${id}`, "Open the query"), " to see how it ended.");
+    } catch (e) {
+      error.textContent = e instanceof ApiError ? e.message : String(e);
+    }
   }
 
   async function stream(id: string, bypass?: string): Promise<void> {
@@ -275,6 +294,7 @@ export async function queryScreen(app: App): Promise<Screen> {
   }
 
   runButton.addEventListener("click", () => void run());
+  csvButton.addEventListener("click", () => void run("csv"));
   cancelButton.addEventListener("click", () => running?.abort());
   credential.addEventListener("change", () => {
     drawRunButton();
@@ -290,7 +310,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       "section",
       { class: "work" },
       heading,
-      h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), runButton, cancelButton, elapsed),
+      h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), runButton, csvButton, cancelButton, elapsed),
       editorHost,
       error,
       h("div", { class: "result-head" }, summary, notice),

@@ -1069,3 +1069,73 @@ async fn values_and_rows_over_the_bounds_are_refused() {
         "{late}"
     );
 }
+
+/// "Run to CSV": the author asks for a download URL; its GET needs no other credential, streams
+/// the query's one run as a CSV attachment, and works once (the query runs once); a changed
+/// ticket is 410 and runs nothing; someone else may not ask for the author's download.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_url_streams_the_csv_once() {
+    postgres_admin().await;
+    let console = run_console();
+    let (db, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
+    let created = console
+        .create_query(
+            &alice(),
+            &db,
+            &credentials[0],
+            "SELECT g AS n, '=1+1' AS formula FROM generate_series(1, 3) g",
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let id = created["id"].as_str().unwrap();
+    let path = format!("{QUERIES}/{id}/download");
+    let bob = dbconsole_core::model::Principal::member("bob@example.com");
+    console
+        .send(http::Method::POST, &path, Some(bob), None, None)
+        .await
+        .expect(403);
+    let url = console
+        .send(http::Method::POST, &path, Some(alice()), None, None)
+        .await
+        .expect(200)
+        .json()["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        url.starts_with("/api/v1/console/downloads/csv?ticket="),
+        "{url}"
+    );
+    let get = |url: String| {
+        let console = console.clone();
+        async move {
+            let request = http::Request::get(url)
+                .body(http_body_util::Full::new(bytes::Bytes::new()))
+                .unwrap();
+            console.api.answer(request).await
+        }
+    };
+    // A ticket changed by one character opens nothing, and runs nothing.
+    let mut forged = url.clone().into_bytes();
+    let last = forged.len() - 2;
+    forged[last] = if forged[last] == b'A' { b'B' } else { b'A' };
+    get(String::from_utf8(forged).unwrap()).await.expect(410);
+    assert_eq!(console.history(&alice(), id).await["status"], "ready");
+    let csv = get(url.clone()).await.expect(200);
+    assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
+    assert_eq!(
+        csv.header("content-disposition"),
+        Some(format!("attachment; filename=\"{id}.csv\"").as_str())
+    );
+    assert_eq!(
+        csv.text(),
+        "n,formula\r\n1,=1+1\r\n2,=1+1\r\n3,=1+1\r\n",
+        "values as they are: a leading = is not rewritten"
+    );
+    get(url).await.expect(409);
+    assert_eq!(console.history(&alice(), id).await["status"], "succeeded");
+}

@@ -27,6 +27,8 @@ pub enum ApiError {
     Denied(String),
     /// 409 with why.
     Conflict(String),
+    /// 410 with why: a one-time link that ended or was used.
+    Gone(String),
     /// 502: the database a run needs could not be reached.
     BadGateway(String),
     /// 504: a run ran past its timeout.
@@ -141,6 +143,7 @@ impl ApiError {
             ApiError::Unauthorized { .. } => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden | ApiError::Denied(_) => StatusCode::FORBIDDEN,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Gone(_) => StatusCode::GONE,
             ApiError::BadGateway(_) => StatusCode::BAD_GATEWAY,
             ApiError::GatewayTimeout(_) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -195,6 +198,7 @@ impl ApiError {
             ApiError::Forbidden => detail("Forbidden"),
             ApiError::Denied(text)
             | ApiError::Conflict(text)
+            | ApiError::Gone(text)
             | ApiError::BadGateway(text)
             | ApiError::GatewayTimeout(text)
             | ApiError::Busy(text)

@@ -366,6 +366,33 @@ pub(crate) fn run_query(op: Operation, _: &Names) -> Operation {
         .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
 }
 
+pub(crate) fn create_download(op: Operation, _: &Names) -> Operation {
+    op.summary("A URL where the query's one run downloads as CSV, once, within a minute (for browsers: a navigation can't carry a header)")
+        .params(vec![query_id()])
+        .ok(json_content(json!({
+            "type": "object", "required": ["url"],
+            "properties": { "url": { "type": "string", "description": "/api/v1/console/downloads/csv?ticket=…" } },
+        })))
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn download_csv(op: Operation, _: &Names) -> Operation {
+    let op = op.summary("The query's one run as a CSV attachment: the ticket is the credential (sealed by the server; one minute; the query runs once)")
+        .params(vec![json!({
+            "name": "ticket", "in": "query", "required": false,
+            "description": "The ticket of a URL from createDownload.",
+            "schema": { "type": "string" },
+        })])
+        .response(200, json!({
+            "description": "The rows as CSV (RFC 4180, CRLF), streamed as an attachment.",
+            "content": { "text/csv": { "schema": { "type": "string" } } },
+        }))
+        .response(410, error_response("The link ended, was used, or is not a link."))
+        .response(502, error_response("The database could not be reached or logged into (its message, scrubbed of secrets)."))
+        .response(504, error_response("The statement ran past its timeout and was ended on the server."));
+    op.errors(&[403, 404, 409, 422, 503])
+}
+
 pub(crate) fn review_query(op: Operation, _: &Names) -> Operation {
     op.summary("Approve or reject a query (docs/queries.md, \"Reviews\")")
         .params(vec![query_id()])

@@ -10,6 +10,7 @@
 
 mod admission;
 mod create;
+mod download;
 mod history;
 mod outcome;
 mod panel;
