@@ -64,12 +64,15 @@ pub(super) fn catalog(adapter: Adapter) -> &'static str {
     }
 }
 
-/// The console's schema answers: (database id, its version, credential id) → when, answer.
+/// What a schema answer is kept under: database id, its version (µs), credential id.
+type SchemaKey = (String, i64, String);
+
+/// The console's schema answers: key → when it was read, and the answer.
 #[derive(Debug, Default)]
-pub(crate) struct SchemaCache(Mutex<HashMap<(String, i64, String), (Instant, Value)>>);
+pub(crate) struct SchemaCache(Mutex<HashMap<SchemaKey, (Instant, Value)>>);
 
 impl SchemaCache {
-    fn get(&self, key: &(String, i64, String)) -> Option<Value> {
+    fn get(&self, key: &SchemaKey) -> Option<Value> {
         let entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
         entries
             .get(key)
@@ -77,7 +80,7 @@ impl SchemaCache {
             .map(|(_, value)| value.clone())
     }
 
-    fn put(&self, key: (String, i64, String), value: Value) {
+    fn put(&self, key: SchemaKey, value: Value) {
         let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
         entries.retain(|_, (at, _)| at.elapsed() < SCHEMA_TTL);
         if entries.len() >= SCHEMA_ENTRIES
