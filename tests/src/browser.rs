@@ -373,8 +373,8 @@ pub async fn sessions_follow_their_key_and_yield_to_headers(storage: Arc<dyn Sto
         .expect(401);
 }
 
+/// Every case of this module, as tests over the store `$storage` makes.
 #[macro_export]
-#[doc(hidden)]
 macro_rules! browser_tests {
     ($storage:expr) => {
         $crate::suite_cases!(

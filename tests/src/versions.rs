@@ -517,7 +517,6 @@ pub async fn versions_two_editors_exactly_one_wins(storage: Arc<dyn Storage>) {
     }
 }
 
-/// Every case of this module, as tests over the store `$storage` makes.
 /// A database's permissions and data protection carry an `ETag` (a digest of the document):
 /// a `PUT` with the one read applies and answers the new one; a `PUT` with a stale one (another
 /// admin wrote in between) is 412 and changes nothing; without `If-Match`, writes apply.
@@ -587,6 +586,7 @@ pub async fn versions_access_documents_are_guarded(storage: Arc<dyn Storage>) {
     }
 }
 
+/// Every case of this module, as tests over the store `$storage` makes.
 #[macro_export]
 macro_rules! version_tests {
     ($storage:expr) => {
