@@ -4,7 +4,7 @@
 
 import { ApiError, call, type Me } from "./api";
 import type { App, Screen } from "./app";
-import { field, h } from "./dom";
+import { field, h, replace } from "./dom";
 
 /** The token of a sign-in link in the fragment, removed from the address bar at once. */
 export function takeLinkToken(): string | null {
@@ -59,5 +59,13 @@ export function signInScreen(app: App, problem: string | null = null): Screen {
     error,
     submit,
   );
+  const sso = h("p", { class: "sso", attrs: { hidden: true } });
+  // The server answers 200 here when browsers may sign in through its OIDC issuer.
+  void fetch("/api/v1/console/oidc", { credentials: "same-origin", cache: "no-store" }).then((response) => {
+    if (!response.ok) return;
+    replace(sso, h("a", { class: "button primary", attrs: { href: "/api/v1/console/oidc/start?return_to=%2Fconsole%2F" } }, "Sign in with your organisation's account"));
+    sso.hidden = false;
+  }, () => undefined);
+  form.insertBefore(sso, form.children[2] ?? null);
   return { title: "Sign in", element: h("section", { class: "sign-in" }, form) };
 }

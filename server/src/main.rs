@@ -71,11 +71,23 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     let mut authenticator: Arc<dyn dbconsole_core::Authenticator> = Arc::new(
         StoredCredentials::new(Arc::clone(&storage), env.static_credentials()),
     );
+    let mut login = None;
     if let Some(options) = args.oidc() {
-        authenticator = Arc::new(
+        let oidc = Arc::new(
             dbconsole_server::oidc::OidcAuthenticator::new(authenticator, options)
                 .map_err(Error::Oidc)?,
         );
+        if let Some(client) = args.oidc_client() {
+            login = Some(Arc::new(
+                dbconsole_server::oidc_login::OidcLogin::new(
+                    Arc::clone(&oidc),
+                    client,
+                    args.public_url.clone(),
+                )
+                .map_err(Error::Oidc)?,
+            ));
+        }
+        authenticator = oidc;
     }
     let targets = args.delivery_targets();
     targets.check().map_err(Error::Delivery)?;
@@ -195,7 +207,16 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     );
     tokio::spawn(worker.run(std::future::pending()));
     let (shutdown, force) = signal.stages();
-    dbconsole_server::serve(listener, service, args.limits(), tls, shutdown, force).await;
+    dbconsole_server::serve_console(
+        listener,
+        service,
+        login,
+        args.limits(),
+        tls,
+        shutdown,
+        force,
+    )
+    .await;
     #[cfg(unix)]
     if let Some(admin) = admin {
         admin.shutdown().await;

@@ -88,9 +88,14 @@ impl fmt::Debug for OidcAuthenticator {
 /// Why a token's keys could not be had.
 #[derive(Debug, thiserror::Error)]
 #[error("the OIDC key set could not be fetched: {0}")]
-struct FetchError(String);
+pub(crate) struct FetchError(pub(crate) String);
 
 impl OidcAuthenticator {
+    /// The issuer's settings.
+    pub fn options(&self) -> &OidcOptions {
+        &self.options
+    }
+
     /// Reads the issuer's tokens with `options`, and hands anything else to `inner`.
     pub fn new(inner: Arc<dyn Authenticator>, options: OidcOptions) -> std::io::Result<Self> {
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
@@ -107,7 +112,7 @@ impl OidcAuthenticator {
         })
     }
 
-    async fn get_json(&self, url: &str) -> Result<Value, FetchError> {
+    pub(crate) async fn get_json(&self, url: &str) -> Result<Value, FetchError> {
         let uri: http::Uri = url
             .parse()
             .map_err(|error| FetchError(format!("{url}: {error}")))?;
@@ -202,6 +207,20 @@ impl OidcAuthenticator {
 
     /// The principal of a valid token; `None` for one that is not valid.
     async fn verify(&self, token: &str) -> Result<Option<Principal>, FetchError> {
+        let audience = self.options.audience.clone();
+        Ok(self
+            .verify_for(token, &audience)
+            .await?
+            .map(|(principal, _)| principal))
+    }
+
+    /// The principal and claims of a token of the issuer, signed by one of its keys, for
+    /// `audience` (an ID token's is the client id); `None` for one that is not valid.
+    pub(crate) async fn verify_for(
+        &self,
+        token: &str,
+        audience: &str,
+    ) -> Result<Option<(Principal, serde_json::Map<String, Value>)>, FetchError> {
         let Ok(header) = jsonwebtoken::decode_header(token) else {
             return Ok(None);
         };
@@ -219,7 +238,7 @@ impl OidcAuthenticator {
         }
         let mut validation = Validation::new(header.alg);
         validation.set_issuer(&[&self.options.issuer]);
-        validation.set_audience(&[&self.options.audience]);
+        validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         validation.validate_nbf = true;
         validation.leeway = 30;
@@ -257,12 +276,11 @@ impl OidcAuthenticator {
             .agent_claim
             .as_ref()
             .is_some_and(|claim| claims.get(claim) == Some(&Value::Bool(true)));
-        Ok(Some(
-            Principal::member(user)
-                .groups(groups)
-                .role(role)
-                .agent(agent),
-        ))
+        let principal = Principal::member(user)
+            .groups(groups)
+            .role(role)
+            .agent(agent);
+        Ok(Some((principal, claims)))
     }
 }
 

@@ -109,6 +109,23 @@ pub async fn serve<F, G>(
     F: Future<Output = ()>,
     G: Future<Output = ()>,
 {
+    serve_console(listener, service, None, limits, tls, shutdown, force).await;
+}
+
+/// [`serve`], with browsers signing in through the OIDC issuer when `oidc` is given
+/// ([`crate::oidc_login`]).
+pub async fn serve_console<F, G>(
+    listener: TcpListener,
+    service: ConsoleService,
+    oidc: Option<Arc<crate::oidc_login::OidcLogin>>,
+    limits: ServeLimits,
+    tls: Option<TlsAcceptor>,
+    shutdown: F,
+    force: G,
+) where
+    F: Future<Output = ()>,
+    G: Future<Output = ()>,
+{
     let graceful = GracefulShutdown::new();
     let mut http = http1::Builder::new();
     // The timer enables hyper's header read timeout, so a client that never finishes its
@@ -121,6 +138,7 @@ pub async fn serve<F, G>(
         mcp: crate::mcp::Mcp::new(service.clone()),
         service,
         console: dbconsole_console_assets::ConsolePages::new(),
+        oidc,
     };
     tokio::pin!(shutdown);
     loop {
@@ -206,6 +224,7 @@ struct App {
     service: ConsoleService,
     mcp: crate::mcp::Mcp,
     console: dbconsole_console_assets::ConsolePages,
+    oidc: Option<Arc<crate::oidc_login::OidcLogin>>,
 }
 
 /// Completes when `conn` is to be closed to make room while it has not sent a request head;
@@ -262,6 +281,7 @@ async fn handle(
         mut service,
         mcp,
         console,
+        oidc,
     } = app;
     let started = Instant::now();
     let method = request.method().clone();
@@ -283,6 +303,22 @@ async fn handle(
         response
             .headers_mut()
             .insert(REQUEST_ID_HEADER, id.header_value());
+        log_request(&response, &method, &path, started);
+        return Ok(response);
+    }
+    if let Some(login) = &oidc
+        && let Some(mut response) = login.answer(&service, &request).await
+    {
+        let id = RequestId::from_headers(request.headers());
+        response
+            .headers_mut()
+            .insert(REQUEST_ID_HEADER, id.header_value());
+        crate::metrics::record_own(
+            crate::oidc_login::OIDC_PATH,
+            &method,
+            response.status(),
+            started.elapsed(),
+        );
         log_request(&response, &method, &path, started);
         return Ok(response);
     }

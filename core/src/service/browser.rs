@@ -103,7 +103,9 @@ impl SessionOptions {
         if self.secure { SECURE_COOKIE } else { COOKIE }
     }
 
-    fn set_cookie(&self, value: &str, max_age: Duration) -> Option<HeaderValue> {
+    /// The `Set-Cookie` that gives a browser the session whose secret is `value` for `max_age`
+    /// (`""` and zero clear it).
+    pub fn set_cookie(&self, value: &str, max_age: Duration) -> Option<HeaderValue> {
         let secure = if self.secure { "; Secure" } else { "" };
         HeaderValue::from_str(&format!(
             "{}={value}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",

@@ -174,6 +174,11 @@ impl ConsoleService {
         &self.shared.sealer
     }
 
+    /// How the service's browser sessions behave.
+    pub fn session_options(&self) -> &browser::SessionOptions {
+        &self.shared.sessions
+    }
+
     /// Deletes the audit events beyond the retention the service was built with (oldest
     /// first) and answers how many. Call it now and then (the server does at start and every
     /// hour); writes never delete events themselves.

@@ -439,6 +439,26 @@ pub struct ServeArgs {
     #[arg(long, env = "DBCONSOLE_OIDC_AGENT_CLAIM")]
     pub oidc_agent_claim: Option<String>,
 
+    /// The client id registered at the OIDC issuer: with it, browsers sign in to the console
+    /// through the issuer (authorization code flow with PKCE); its redirect URI is
+    /// `<public URL>/api/v1/console/oidc/callback`. Needs --oidc-issuer.
+    #[arg(long, env = "DBCONSOLE_OIDC_CLIENT_ID", requires = "oidc_issuer")]
+    pub oidc_client_id: Option<String>,
+
+    /// The client secret, for a confidential client (never logged).
+    #[arg(
+        long,
+        env = "DBCONSOLE_OIDC_CLIENT_SECRET",
+        hide_env_values = true,
+        requires = "oidc_client_id",
+        value_parser = secret_value
+    )]
+    pub oidc_client_secret: Option<Secret>,
+
+    /// The scopes asked for besides `openid`, space-separated.
+    #[arg(long, env = "DBCONSOLE_OIDC_SCOPES", default_value = "email profile")]
+    pub oidc_scopes: String,
+
     /// Where row actions start workflows: an https:// URL (http:// to a loopback host) with
     /// `{workflow_id}` where the action's workflow goes, e.g.
     /// `https://flows.example.com/run/{workflow_id}` (docs/workflows.md, "Workflows and notifications").
@@ -652,6 +672,15 @@ impl ServeArgs {
             size: usize::try_from(self.pool_size).unwrap_or(4),
             wait: Duration::from_secs(self.pool_wait_secs),
         }
+    }
+
+    /// The client browsers sign in as, when a client id is given.
+    pub fn oidc_client(&self) -> Option<crate::oidc_login::OidcClient> {
+        Some(crate::oidc_login::OidcClient {
+            client_id: self.oidc_client_id.clone()?,
+            client_secret: self.oidc_client_secret.clone(),
+            scopes: self.oidc_scopes.clone(),
+        })
     }
 
     /// The OIDC settings, when an issuer is given.
