@@ -39,7 +39,7 @@ export default tseslint.config(
     files: ["e2e/**/*.mjs", "eslint.config.js"],
     languageOptions: {
       globals: {
-        process: "readonly", console: "readonly", URL: "readonly", setTimeout: "readonly",
+        process: "readonly", console: "readonly", URL: "readonly", URLSearchParams: "readonly", setTimeout: "readonly",
         clearTimeout: "readonly", Buffer: "readonly", fetch: "readonly", performance: "readonly",
         document: "readonly", window: "readonly", localStorage: "readonly", sessionStorage: "readonly", axe: "readonly", TextDecoder: "readonly", AbortController: "readonly",
       },
