@@ -61,8 +61,9 @@ export function signInScreen(app: App, problem: string | null = null): Screen {
   );
   const sso = h("p", { class: "sso", attrs: { hidden: true } });
   // The server answers 200 here when browsers may sign in through its OIDC issuer.
-  void fetch("/api/v1/console/oidc", { credentials: "same-origin", cache: "no-store" }).then((response) => {
-    if (!response.ok) return;
+  void fetch("/api/v1/console/oidc", { credentials: "same-origin", cache: "no-store" }).then(async (response) => {
+    const answer = (await response.json().catch(() => null)) as { enabled?: boolean } | null;
+    if (!response.ok || answer?.enabled !== true) return;
     replace(sso, h("a", { class: "button primary", attrs: { href: "/api/v1/console/oidc/start?return_to=%2Fconsole%2F" } }, "Sign in with your organisation's account"));
     sso.hidden = false;
   }, () => undefined);

@@ -187,6 +187,21 @@ fn redirect(to: &str, cookies: &[HeaderValue]) -> Response<ResponseBody> {
     response
 }
 
+/// `GET /api/v1/console/oidc` without OIDC: `{"enabled": false}`, so the sign-in page can ask.
+pub fn disabled(method: &Method, path: &str) -> Option<Response<ResponseBody>> {
+    (path == OIDC_PATH && method == Method::GET).then(|| enabled(false))
+}
+
+fn enabled(on: bool) -> Response<ResponseBody> {
+    let mut response = plain(StatusCode::OK, "");
+    *response.body_mut() = ResponseBody::full(Bytes::from(json!({ "enabled": on }).to_string()));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
 impl OidcLogin {
     /// The flow for `client`, checking ID tokens with `verifier`'s issuer and keys; redirects
     /// come back to `public_url` (else the request's `Host`).

@@ -306,9 +306,11 @@ async fn handle(
         log_request(&response, &method, &path, started);
         return Ok(response);
     }
-    if let Some(login) = &oidc
-        && let Some(mut response) = login.answer(&service, &request).await
-    {
+    let oidc_answer = match &oidc {
+        Some(login) => login.answer(&service, &request).await,
+        None => crate::oidc_login::disabled(&method, &path),
+    };
+    if let Some(mut response) = oidc_answer {
         let id = RequestId::from_headers(request.headers());
         response
             .headers_mut()
