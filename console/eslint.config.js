@@ -36,12 +36,12 @@ export default tseslint.config(
     },
   },
   {
-    files: ["e2e/**/*.mjs", "eslint.config.js"],
+    files: ["e2e/**/*.mjs", "bench/**/*.mjs", "eslint.config.js"],
     languageOptions: {
       globals: {
         process: "readonly", console: "readonly", URL: "readonly", URLSearchParams: "readonly", setTimeout: "readonly",
         clearTimeout: "readonly", Buffer: "readonly", fetch: "readonly", performance: "readonly",
-        document: "readonly", window: "readonly", localStorage: "readonly", sessionStorage: "readonly", axe: "readonly", TextDecoder: "readonly", AbortController: "readonly",
+        document: "readonly", window: "readonly", localStorage: "readonly", sessionStorage: "readonly", axe: "readonly", MutationObserver: "readonly", PerformanceObserver: "readonly", requestAnimationFrame: "readonly", setInterval: "readonly", clearInterval: "readonly", TextDecoder: "readonly", AbortController: "readonly",
       },
     },
     rules: noMarkup,
