@@ -108,6 +108,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             workflows: targets.workflow_url.is_some(),
             slack: targets.slack_token.is_some(),
             wake: Some(wake.clone()),
+            console_url: args.public_url.clone(),
         })
         .build();
     let transport = dbconsole_server::deliver::HttpTransport::new(targets).map_err(Error::Oidc)?;

@@ -33,6 +33,7 @@ fn outbox_console(storage: Arc<dyn Storage>, workflows: bool, slack: bool) -> Te
             workflows,
             slack,
             wake: None,
+            console_url: None,
         })
         .build()
 }

@@ -324,7 +324,8 @@ pub fn workflow_body(
 }
 
 /// The body of a review request's `chat.postMessage`: who asks, on which database, how many
-/// reviews, and the query's id, never its text or values.
+/// reviews, and the query's id, never its text or values; with the console's URL, a link to
+/// the query's page, where the reviewer approves or rejects it.
 pub fn review_request_body(
     channel: &str,
     author: &str,
@@ -332,6 +333,7 @@ pub fn review_request_body(
     database_id: &str,
     reviews_required: u32,
     query_id: &str,
+    console_url: Option<&str>,
 ) -> String {
     let reviews = if reviews_required == 1 {
         "1 review".to_owned()
@@ -341,10 +343,19 @@ pub fn review_request_body(
     // Names are the caller's words: escaped as Slack asks, so `<!channel>` or `<https://…|x>`
     // in a name is shown, never a mention or a link.
     let (author, database_name) = (slack_escape(author), slack_escape(database_name));
-    let text = format!(
+    let mut text = format!(
         "{author} asks for {reviews} of query {query_id} on database {database_name} \
          ({database_id})."
     );
+    // The URL is the operator's setting and the id the service's own: the one link of the
+    // message (Slack's `<url|label>`), its characters escaped as any text's.
+    if let Some(base) = console_url {
+        let url = format!("{}/console/queries/{query_id}", base.trim_end_matches('/'));
+        text.push_str(&format!(
+            " <{}|Review it in the console>",
+            slack_escape(&url)
+        ));
+    }
     json!({
         "channel": channel,
         "text": text,
@@ -382,6 +393,7 @@ mod tests {
             "db_1",
             2,
             "qry_1",
+            None,
         );
         let body: Value = serde_json::from_str(&body).unwrap();
         let text = body["text"].as_str().unwrap();
@@ -392,5 +404,21 @@ mod tests {
         );
         assert!(!text.contains('<') && !text.contains('>'));
         assert_eq!(body["channel"], "#reviews");
+        let linked = review_request_body(
+            "#reviews",
+            "ann",
+            "Orders",
+            "db_1",
+            1,
+            "qry_1",
+            Some("https://console.example.com/"),
+        );
+        let linked: Value = serde_json::from_str(&linked).unwrap();
+        assert!(
+            linked["text"].as_str().unwrap().ends_with(
+                " <https://console.example.com/console/queries/qry_1|Review it in the console>"
+            ),
+            "{linked}"
+        );
     }
 }

@@ -27,6 +27,8 @@ pub struct OutboxTargets {
     pub slack: bool,
     /// The worker to wake when a delivery was stored.
     pub wake: Option<crate::outbox::Wake>,
+    /// The console's public URL: review requests link to the query's page there.
+    pub console_url: Option<String>,
 }
 
 impl Shared {
@@ -168,6 +170,7 @@ impl Shared {
             db.id.as_str(),
             reviews_required,
             query.id.as_str(),
+            self.outbox.console_url.as_deref(),
         );
         Some(Delivery::new(
             Target::Slack {
