@@ -95,7 +95,13 @@ describe("the console", { concurrency: false }, () => {
     db.reviewed = await createDatabase(
       postgres("E2E Reviewed", { group: "Finance", review_bypass_allowed: true }, { reviews_required: 1 }),
     );
-    db.hostile = await createDatabase(postgres(HOSTILE, { group: HOSTILE }));
+    db.hostile = await createDatabase({
+      ...postgres(HOSTILE, { group: HOSTILE, slack_channel: HOSTILE }),
+      credentials: [
+        { username: PG.username, password: PG.password, default_credential: true },
+        { username: `${HOSTILE}"'`, password: "unused" },
+      ],
+    });
     // A table for the editor to complete, made through the API as bob.
     const made = await server.api("POST", "/api/v1/console/queries", {
       database_id: db.plain.id,
@@ -226,8 +232,16 @@ describe("the console", { concurrency: false }, () => {
     await page.keyboard.press("ControlOrMeta+Enter");
     await page.getByRole("alert").filter({ hasText: "onerror" }).waitFor();
     await page.getByLabel("Search databases").fill("");
-    assert.equal(await page.locator("img, script:not([src])").count(), 0, "no element was made from a value");
+    assert.equal(await page.locator("img:not(.cm-widgetBuffer), script:not([src])").count(), 0, "no element was made from a value");
     await screenshot(page, "hostile");
+    // The credential's name is an option's text; the database's page shows every name as text.
+    await page.getByRole("combobox", { name: "Credential" }).selectOption({ label: `${HOSTILE}"'` });
+    await page.goto(`/console/databases/${db.hostile.id}`);
+    await page.getByRole("heading", { name: /^Database <img/ }).waitFor();
+    assert.equal(await page.getByLabel("Slack channel for review requests").inputValue(), HOSTILE);
+    assert.equal(await page.locator("img:not(.cm-widgetBuffer), script:not([src])").count(), 0, "no element was made from a value");
+    await page.goto("/console/");
+    await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
     // The statement naming a missing table is refused (422) on purpose.
     await assertClean(page, "hostile content", [422]);
   });
@@ -255,8 +269,15 @@ describe("the console", { concurrency: false }, () => {
     await screenshot(reviewer, "reviews");
     await assertAccessible(reviewer, "axe: the reviews");
     await row.getByRole("link").click();
-    await reviewer.getByLabel("Comment").fill(`looks fine ${HOSTILE}`);
-    await reviewer.getByRole("button", { name: "Approve" }).click();
+    // From the keyboard alone: Tab to the comment, type, Tab to Approve, Enter.
+    await reviewer.getByRole("heading", { name: /^Query qry_/ }).waitFor();
+    const focused = (label) => reviewer.evaluate((name) => document.activeElement?.id && document.querySelector(`label[for="${document.activeElement.id}"]`)?.textContent === name, label);
+    for (let i = 0; i < 40 && !(await focused("Comment")); i++) await reviewer.keyboard.press("Tab");
+    assert.ok(await focused("Comment"), "Tab reaches the comment");
+    await reviewer.keyboard.type(`looks fine ${HOSTILE}`);
+    await reviewer.keyboard.press("Tab");
+    assert.equal(await reviewer.evaluate(() => document.activeElement?.textContent), "Approve");
+    await reviewer.keyboard.press("Enter");
     await reviewer.getByText(/approved at/).waitFor();
     await reviewer.getByText(`looks fine ${HOSTILE}`).waitFor();
     await assertAccessible(reviewer, "axe: a query's page");
@@ -376,6 +397,16 @@ describe("the console", { concurrency: false }, () => {
     const after = await fetch(`${server.base}/api/v1/console/me`, { headers: { cookie: `${cookie.name}=${cookie.value}`, "x-dbconsole-request": "1" } });
     assert.equal(after.status, 401, "the old cookie is refused");
     await assertClean(page, "sign-out");
+    await context.close();
+  });
+
+  it("shows a hostile user name as text", async () => {
+    const key = server.userKey(`${HOSTILE}@example.com`);
+    const { page, context } = await signedIn(key);
+    await page.getByText(`${HOSTILE}@example.com`.toLowerCase()).first().waitFor();
+    const made = await page.locator("img:not(.cm-widgetBuffer), script:not([src])").evaluateAll((els) => els.map((e) => e.outerHTML.slice(0, 200)));
+    assert.deepEqual(made, [], "no element made from the name");
+    await assertClean(page, "a hostile user name");
     await context.close();
   });
 
