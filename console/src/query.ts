@@ -58,6 +58,7 @@ export async function queryScreen(app: App): Promise<Screen> {
   const list = h("ul", { class: "databases", attrs: { "aria-label": "Databases" } });
   const credential = h("select", {});
   const limit = h("input", { attrs: { type: "number", min: 1, max: 100000, value: 1000, inputmode: "numeric" } });
+  const timeoutField = h("input", { attrs: { type: "number", min: 1, max: 86400, inputmode: "numeric", placeholder: "credential's" } });
   const runButton = h("button", { class: "primary", attrs: { type: "button" } }, "Run");
   const csvButton = h("button", { attrs: { type: "button", title: "Run once and download every row (up to the row limit) as a CSV file" } }, "Run to CSV");
   const cancelButton = h("button", { attrs: { type: "button", hidden: true } }, "Cancel");
@@ -189,6 +190,11 @@ export async function queryScreen(app: App): Promise<Screen> {
     }
     const text = editor.text.slice(span.from, span.to);
     const rowLimit = Number(limit.value);
+    if (timeoutField.value && !(Number.isInteger(Number(timeoutField.value)) && Number(timeoutField.value) >= 1)) {
+      error.textContent = "The timeout is a whole number of seconds from 1.";
+      timeoutField.focus();
+      return;
+    }
     if (!Number.isInteger(rowLimit) || rowLimit < 1) {
       error.textContent = "The row limit is a whole number from 1.";
       limit.focus();
@@ -245,10 +251,14 @@ export async function queryScreen(app: App): Promise<Screen> {
       timer = window.setInterval(() => {
         elapsed.textContent = `${((performance.now() - started) / 1000).toFixed(1)} s`;
       }, 100);
+      const body: Record<string, unknown> = {};
+      if (bypass !== undefined) body.bypass_review = { acknowledge: true, reason: bypass };
+      if (timeoutField.value) body.timeout_secs = Number(timeoutField.value);
+      const hasBody = Object.keys(body).length > 0;
       const response = await fetch(`/api/v1/console/queries/${encodeURIComponent(id)}/run`, {
         method: "POST",
-        headers: headers(bypass !== undefined, "application/x-ndjson"),
-        body: bypass === undefined ? undefined : JSON.stringify({ bypass_review: { acknowledge: true, reason: bypass } }),
+        headers: headers(hasBody, "application/x-ndjson"),
+        body: hasBody ? JSON.stringify(body) : undefined,
         credentials: "same-origin",
         signal: controller.signal,
       });
@@ -310,7 +320,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       "section",
       { class: "work" },
       heading,
-      h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), runButton, csvButton, cancelButton, elapsed),
+      h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), field("Timeout (s)", timeoutField, "Blank: the credential's"), runButton, csvButton, cancelButton, elapsed),
       editorHost,
       error,
       h("div", { class: "result-head" }, summary, notice),

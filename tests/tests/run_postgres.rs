@@ -1139,3 +1139,62 @@ async fn a_download_url_streams_the_csv_once() {
     get(url).await.expect(409);
     assert_eq!(console.history(&alice(), id).await["status"], "succeeded");
 }
+
+/// A run may ask for a shorter timeout than its credential's (the console's timeout field): the
+/// service ends it then (504 naming it) and the statement leaves the server; a timeout that is
+/// not 1 to 86,400 seconds is 422 and runs nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_may_ask_for_a_shorter_timeout() {
+    let server = postgres_admin().await;
+    let console = run_console();
+    let (db, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
+    let marker = format!("shorter_{}", ulid());
+    let created = console
+        .create_query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("SELECT pg_sleep(30) AS {marker}"),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let id = created["id"].as_str().unwrap();
+    let path = format!("{QUERIES}/{id}/run");
+    for bad in [json!(0), json!(86_401), json!("5"), json!(1.5)] {
+        console
+            .send(
+                http::Method::POST,
+                &path,
+                Some(alice()),
+                None,
+                Some(&json!({ "timeout_secs": bad })),
+            )
+            .await
+            .expect(422);
+    }
+    assert_eq!(console.history(&alice(), id).await["status"], "ready");
+    let answer = console
+        .send(
+            http::Method::POST,
+            &path,
+            Some(alice()),
+            None,
+            Some(&json!({ "timeout_secs": 1 })),
+        )
+        .await
+        .expect(504)
+        .json();
+    assert!(
+        answer["errors"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("timeout of 1 s"),
+        "{answer}"
+    );
+    gone_within(&server, &marker, Duration::from_secs(5)).await;
+    assert_eq!(console.history(&alice(), id).await["status"], "failed");
+}

@@ -106,7 +106,7 @@ impl QueryRunner for ClickhouseRunner {
         let statement = bound.text;
         let params: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
         let query_id = format!("dbconsole-{}", crate::model::QueryId::generate());
-        let seconds = job.timeout.as_secs_f64().ceil().max(1.0) as u64;
+        let seconds = job.run_timeout().as_secs_f64().ceil().max(1.0) as u64;
         // The crate reads `?` as its own placeholder: `??` is a literal one.
         let mut query = session
             .client
@@ -121,14 +121,14 @@ impl QueryRunner for ClickhouseRunner {
         for (n, value) in params.iter().enumerate() {
             query = query.with_setting(format!("param_p{n}"), value.clone());
         }
-        let bound = job.timeout + Duration::from_secs(1);
+        let (bound, reported) = job.deadline();
         let mut truncated = false;
         let work = execute(query, sink, &mut truncated);
         let outcome = raced(
             work,
             &mut gone,
             bound,
-            job.timeout,
+            reported,
             &["Timeout exceeded"],
             &session.secrets,
         )

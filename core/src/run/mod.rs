@@ -93,8 +93,12 @@ pub struct RunJob {
     pub inputs: Option<Inputs>,
     /// The most rows sent.
     pub max_rows: u64,
-    /// The statement timeout, enforced in the database.
+    /// The statement timeout, enforced in the database (and the credential's sessions are
+    /// opened with it).
     pub timeout: Duration,
+    /// A shorter timeout the caller asked for this run alone: the service ends the run at it
+    /// (the sessions keep the credential's), cancelling the statement on the server.
+    pub shorter: Option<Duration>,
     /// How long opening a connection may take.
     pub connect_timeout: Duration,
     /// The columns the database's data protection policies protect, when it has any (docs/data-protection.md,
@@ -182,6 +186,21 @@ pub struct BoundStatement {
 }
 
 impl RunJob {
+    /// When the service ends the run, and the timeout it then reports: a second past the
+    /// database's own timeout, or exactly at a shorter one the caller asked for (which only the
+    /// service enforces).
+    pub fn deadline(&self) -> (Duration, Duration) {
+        match self.shorter {
+            Some(shorter) if shorter < self.timeout => (shorter, shorter),
+            _ => (self.timeout + Duration::from_secs(1), self.timeout),
+        }
+    }
+
+    /// The timeout of this run: the shorter one asked for, else the credential's.
+    pub fn run_timeout(&self) -> Duration {
+        self.shorter.map_or(self.timeout, |s| s.min(self.timeout))
+    }
+
     /// The statement as sent, with a panel's `${key}` inputs as the adapter's placeholders
     /// (`placeholder(n, key)` for the `n`th, from 0) and their values in order; a console
     /// query's text goes as it is, with none. Every runner binds its inputs through this.

@@ -145,7 +145,7 @@ impl QueryRunner for OracleRunner {
         let statement = bound.text;
         let connection = Arc::clone(&session.connection);
         let wanted = sink.wanted();
-        let timeout = job.timeout;
+        let timeout = job.run_timeout();
         let (rows, mut fetched) = mpsc::channel::<Fetched>(64);
         let fetch = tokio::task::spawn_blocking(move || {
             fetch(
@@ -176,15 +176,8 @@ impl QueryRunner for OracleRunner {
             Ok(())
         };
         let password = std::slice::from_ref(&session.login.password);
-        let outcome = raced(
-            write,
-            &mut gone,
-            job.timeout + Duration::from_secs(1),
-            job.timeout,
-            &[],
-            password,
-        )
-        .await;
+        let (bound, reported) = job.deadline();
+        let outcome = raced(write, &mut gone, bound, reported, &[], password).await;
         drop(fetched);
         let outcome = match outcome {
             Ok(()) => match fetch.await {
@@ -356,6 +349,7 @@ mod tests {
             }),
             max_rows: 10,
             timeout: Duration::from_secs(1),
+            shorter: None,
             connect_timeout: Duration::from_secs(1),
             protection: None,
             memory: crate::run::memory::RunMemory::new(Default::default()),

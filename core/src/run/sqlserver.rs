@@ -113,7 +113,8 @@ impl QueryRunner for SqlserverRunner {
         let values: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
         let secrets = session.secrets.clone();
         let work = execute(&mut session.client, &bound.text, values, sink, read_only);
-        let outcome = raced(work, &mut gone, job.timeout, job.timeout, &[], &secrets).await;
+        let timeout = job.run_timeout();
+        let outcome = raced(work, &mut gone, timeout, timeout, &[], &secrets).await;
         // Only a panel that ran to its rollback leaves its connection as it found it.
         if !(read_only && outcome.is_ok() && !sink.truncated()) {
             drop(Object::take(session));
@@ -338,6 +339,7 @@ mod tests {
             }),
             max_rows: 10,
             timeout: Duration::from_secs(1),
+            shorter: None,
             connect_timeout: Duration::from_secs(1),
             protection: None,
             memory: crate::run::memory::RunMemory::new(Default::default()),

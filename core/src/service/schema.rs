@@ -130,6 +130,7 @@ impl Shared {
                 format: Format::Json,
                 record,
                 protection,
+                shorter_timeout: None,
             })
             .await?;
         let result: Value = serde_json::from_slice(&super::agent::collected(response).await?)

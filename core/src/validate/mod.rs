@@ -26,6 +26,6 @@ pub use listing::{
 };
 pub use query::{
     AskedBypass, DEFAULT_ROW_LIMIT, QueryDraft, REASON_MAX, bypass_of, panel_inputs, query_draft,
-    review_of, row_limit,
+    review_of, row_limit, run_timeout_of,
 };
 pub use text::{CERTIFICATE_MAX, HOSTNAME_MAX, NAME_MAX, PASSWORD_MAX, QUERY_MAX, Text, VALUE_MAX};

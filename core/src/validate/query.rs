@@ -126,6 +126,26 @@ pub struct AskedBypass {
     pub reason: String,
 }
 
+/// The shorter timeout a run's body asks for (`timeout_secs`, 1 to 86,400 seconds), if any.
+pub fn run_timeout_of(
+    body: &Map<String, Value>,
+) -> Result<Option<std::time::Duration>, ValidationErrors> {
+    let refused = || {
+        ValidationErrors::single(
+            "timeout_secs",
+            "must be a whole number of seconds from 1 to 86400",
+        )
+    };
+    match body.get("timeout_secs") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(secs @ 1..=86_400) => Ok(Some(std::time::Duration::from_secs(secs))),
+            _ => Err(refused()),
+        },
+        Some(_) => Err(refused()),
+    }
+}
+
 /// The `bypass_review` of a run's body, when it has one: `{"acknowledge": true, "reason": "…"}`
 /// (errors when it is not of that shape; whether it may be used is the run's question).
 pub fn bypass_of(body: &Map<String, Value>) -> Result<Option<AskedBypass>, ValidationErrors> {

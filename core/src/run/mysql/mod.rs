@@ -157,7 +157,7 @@ impl QueryRunner for MysqlRunner {
         let connection_id = session.conn.id();
         let secrets = session.secrets.clone();
         let opts = session.conn.opts().clone();
-        let bound = job.timeout + Duration::from_secs(1);
+        let (bound, reported) = job.deadline();
         let mut truncated = false;
         let work = execute(
             &mut session.conn,
@@ -172,7 +172,7 @@ impl QueryRunner for MysqlRunner {
             work,
             &mut gone,
             bound,
-            job.timeout,
+            reported,
             &["max_statement_time", "maximum statement execution time"],
             &secrets,
         )

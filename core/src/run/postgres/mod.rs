@@ -195,7 +195,7 @@ impl QueryRunner for PostgresRunner {
         let bound = job.bound(Dialect::Postgres, |n, _| format!("${}", n + 1))?;
         // The service's own bound, past the database's: a server that ignores its timeout (or
         // never answers) still ends the run.
-        let limit = job.timeout + Duration::from_secs(1);
+        let (limit, reported) = job.deadline();
         let secrets = session.secrets.clone();
         let mut truncated = false;
         let work = async {
@@ -214,7 +214,7 @@ impl QueryRunner for PostgresRunner {
             work,
             &mut gone,
             limit,
-            job.timeout,
+            reported,
             &["statement timeout"],
             &secrets,
         )

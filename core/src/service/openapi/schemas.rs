@@ -238,6 +238,7 @@ pub(super) fn schemas() -> Value {
                     "reason": { "type": ["string", "null"], "maxLength": REASON_MAX },
                 },
             }), "A super admin's override of missing approvals on their own query, on a database with `review_bypass_allowed`: `acknowledge` true and a reason; otherwise 403 naming the condition that failed."),
+            "timeout_secs": described(json!({ "type": ["integer", "null"], "minimum": 1, "maximum": 86_400 }), "A shorter timeout for this run, in seconds: the run ends at the lower of it and the credential's (or the server's) timeout, never later; the service cancels the statement on the server then (504)."),
         }),
     );
     let review_input = object(

@@ -162,6 +162,7 @@ impl Shared {
             format,
             record,
             protection,
+            shorter_timeout: None,
         })
         .await
     }

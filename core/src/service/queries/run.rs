@@ -12,7 +12,7 @@ use crate::model::{
 use crate::run::Format;
 use crate::run::statement::{self, Dialect};
 use crate::storage::{Edits as _, WriteLog};
-use crate::validate::{AskedBypass, ValidationErrors, bypass_of};
+use crate::validate::{AskedBypass, ValidationErrors, bypass_of, run_timeout_of};
 
 use super::super::Shared;
 use super::super::error::ApiError;
@@ -33,6 +33,7 @@ impl Shared {
         let (query, guarded) = self.query_in_reach(principal, id).await?;
         // 404 before 422: an unknown query is unknown whatever the body says.
         let bypass = bypass_of(body)?;
+        let shorter_timeout = run_timeout_of(body)?;
         if principal.agent && !crate::model::identity::same(&query.author, &principal.user) {
             return Err(ApiError::Denied(
                 "an AI agent runs only the queries its user wrote".to_owned(),
@@ -141,6 +142,7 @@ impl Shared {
             format,
             record,
             protection,
+            shorter_timeout,
         })
         .await
     }

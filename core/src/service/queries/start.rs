@@ -49,6 +49,8 @@ pub(in crate::service) struct Run {
     pub(in crate::service) record: Record,
     /// The data protection it is checked against ([`Shared::protection_for_run`]).
     pub(in crate::service) protection: Option<Arc<Protection>>,
+    /// A shorter timeout the caller asked for ([`RunJob::shorter`]).
+    pub(in crate::service) shorter_timeout: Option<Duration>,
 }
 
 impl Shared {
@@ -80,6 +82,7 @@ impl Shared {
             format,
             record,
             protection,
+            shorter_timeout,
         } = run;
         let adapter = db.adapter;
         let timeout = credential
@@ -105,6 +108,7 @@ impl Shared {
             inputs,
             max_rows: u64::from(max_rows),
             timeout,
+            shorter: shorter_timeout,
             connect_timeout: self.check_timeout,
             protection,
             memory: Arc::clone(&self.memory),
