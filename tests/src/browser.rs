@@ -139,6 +139,18 @@ pub async fn a_key_signs_a_browser_in_and_out(storage: Arc<dyn Storage>) {
         "the secret is in the cookie only"
     );
 
+    // Signing in again from this browser replaces its session: the old cookie ends.
+    let first = Browser {
+        cookie: Some(cookie.clone()),
+        ..Browser::console()
+    };
+    let again = sign_in(&api, &first, &key).await.expect(200);
+    let (renewed, _) = set_cookie(&again);
+    assert_ne!(renewed, cookie, "a new session id at every sign-in");
+    api.answer(first.request(Method::GET, ME, None))
+        .await
+        .expect(401);
+    let cookie = renewed;
     let browser = Browser {
         cookie: Some(cookie.clone()),
         ..Browser::console()
@@ -207,10 +219,15 @@ pub async fn a_key_signs_a_browser_in_and_out(storage: Arc<dyn Storage>) {
         .expect("list_audit");
     let actions: Vec<&str> = events.iter().map(|e| e.action.as_str()).collect();
     assert!(
-        actions.starts_with(&["session.revoke", "session.create"]),
-        "sign-out and sign-in are audited, newest first: {actions:?}"
+        actions.starts_with(&[
+            "session.revoke",
+            "session.revoke",
+            "session.create",
+            "session.create"
+        ]),
+        "sign-out, the replaced session and both sign-ins are audited, newest first: {actions:?}"
     );
-    assert_eq!(events[1].actor.name, "ann@example.com");
+    assert_eq!(events[2].actor.name, "ann@example.com");
 }
 
 /// Sign-in is refused without the header (403), from another origin (403), with a wrong key

@@ -125,3 +125,40 @@ impl Session {
         now < self.expires_at && idle_ok
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_lives_until_idle_or_its_end_and_a_link_until_its_end() {
+        let (session, secret) = Session::mint(
+            SessionKind::Browser,
+            Principal::member("ann"),
+            Scope::Query,
+            SignInMethod::Key,
+            Duration::from_secs(3600),
+        );
+        assert!(secret.expose_str().unwrap().starts_with("dbc_ses_"));
+        assert_eq!(session.digest, key_digest(secret.expose()));
+        assert!(!format!("{session:?}").contains(secret.expose_str().unwrap()));
+        let idle = Duration::from_secs(600);
+        let start = session.last_seen_at;
+        assert!(session.live_at(start, idle));
+        assert!(!session.live_at(start.plus(idle), idle), "idle too long");
+        assert!(!session.live_at(start.plus(Duration::from_secs(3600)), Duration::MAX));
+        let (link, token) = Session::mint(
+            SessionKind::SignInLink,
+            Principal::member("ann"),
+            Scope::Query,
+            SignInMethod::Link,
+            Duration::from_secs(900),
+        );
+        assert!(token.expose_str().unwrap().starts_with("dbc_sil_"));
+        assert!(
+            link.live_at(start.plus(Duration::from_secs(899)), idle),
+            "no idle time"
+        );
+        assert!(!link.live_at(link.expires_at, idle));
+    }
+}
