@@ -361,6 +361,14 @@ describe("the console", { concurrency: false }, () => {
     await page.getByText(/Changed by someone else/).waitFor();
     const kept = await server.api("GET", `/api/v1/console/databases/${id}/permissions`);
     assert.equal(kept.body.permissions[0].subject, "auditors", "the other admin's change stands");
+    // Data protection, and what the database says of the credential's role.
+    await page.getByRole("button", { name: "Add a column rule" }).click();
+    await page.getByLabel("Column", { exact: true }).fill("public.e2e_orders.customer_name");
+    await page.getByRole("button", { name: "Save data protection" }).click();
+    await page.getByText(/^Data protection saved/).waitFor();
+    await page.getByRole("button", { name: "Check the credentials' roles" }).click();
+    await page.getByRole("list", { name: "Credentials checked against the policies" }).getByText(/refused/).waitFor();
+    await page.getByText(/customer_name/).first().waitFor();
     await screenshot(page, "database-edit");
 
     await page.getByRole("button", { name: "Delete this database…" }).click();

@@ -7,7 +7,7 @@
 
 import { ApiError, call, errorMessage, headers, type Page } from "./api";
 import type { App, Screen } from "./app";
-import { field, h, isolated, replace, uid } from "./dom";
+import { field, h, isolated, replace, uid, visible } from "./dom";
 
 export const ADAPTERS = ["postgres", "mysql", "clickhouse", "sqlserver", "oracle"] as const;
 
@@ -92,6 +92,14 @@ async function checkConnection(path: string, body: unknown): Promise<string> {
     parsed = null;
   }
   return errorMessage(response.status, parsed).message;
+}
+
+/** Every text in an answer's problems (strings, lists and objects of them), in order. */
+export function flatten(value: unknown): string[] {
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value)) return value.flatMap(flatten);
+  if (value && typeof value === "object") return Object.values(value).flatMap(flatten);
+  return value === null || value === undefined ? [] : [String(value)];
 }
 
 /** UTF-8 text as base64 (how TLS material travels). */
@@ -502,6 +510,36 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
   for (const policy of protection.value.policies) for (const r of policy.columns) ruleRow(policy.name, r);
   const protectionStatus = h("p", { class: "summary", attrs: { role: "status" } });
   const protectionError = h("p", { class: "error", attrs: { role: "alert" } });
+  const checks = h("ul", { class: "checks", attrs: { "aria-label": "Credentials checked against the policies" } });
+
+  /** Each credential's role checked as a run checks it: verified, or what to change. */
+  async function checkRoles(): Promise<void> {
+    replace(checks, h("li", {}, "Checking…"));
+    try {
+      const status = await call<{ protected: boolean; credentials: { username: string; status: string; problems: unknown }[] }>(
+        "GET",
+        `${base}/data-protection/status`,
+      );
+      if (!status.protected) {
+        replace(checks, h("li", {}, "No policy protects this database (its own or inherited): nothing to check."));
+        return;
+      }
+      replace(
+        checks,
+        ...status.credentials.map((c) =>
+          h(
+            "li",
+            { class: `check-${c.status}` },
+            isolated(c.username),
+            `: ${c.status}`,
+            c.problems ? h("pre", { class: "problems" }, visible(flatten(c.problems).join("\n"))) : "",
+          ),
+        ),
+      );
+    } catch (e) {
+      replace(checks, h("li", { class: "error" }, problem(e)));
+    }
+  }
 
   async function savePermissions(): Promise<void> {
     const list = [...grants.querySelectorAll<HTMLElement>(".grant")].map((row) => {
@@ -563,9 +601,10 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
       h("h2", { attrs: { id: "protection-title" } }, "Data protection"),
       field("Inherit the policies of", inherits),
       rules,
-      h("div", { class: "actions" }, h("button", { attrs: { type: "button" }, on: { click: () => ruleRow("pii") } }, "Add a column rule"), h("button", { attrs: { type: "button" }, on: { click: () => void saveProtection() } }, "Save data protection")),
+      h("div", { class: "actions" }, h("button", { attrs: { type: "button" }, on: { click: () => ruleRow("pii") } }, "Add a column rule"), h("button", { attrs: { type: "button" }, on: { click: () => void saveProtection() } }, "Save data protection"), h("button", { attrs: { type: "button" }, on: { click: () => void checkRoles() } }, "Check the credentials' roles")),
       protectionError,
       protectionStatus,
+      checks,
     ),
   );
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { base64, formProblems } from "../src/databases";
+import { base64, flatten, formProblems } from "../src/databases";
 
 const credential = (username: string, extra: Record<string, unknown> = {}) => ({
   username,
@@ -48,5 +48,16 @@ describe("formProblems", () => {
 describe("base64", () => {
   it("encodes UTF-8 text as TLS material travels", () => {
     expect(base64("-----BEGIN CERTIFICATE-----\né")).toBe("LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCsOp");
+  });
+});
+
+describe("flatten", () => {
+  it("gathers every message of a refusal, in order", () => {
+    expect(flatten({ query: ["can read ssn: REVOKE SELECT (ssn) ON t FROM r", "is a member of pg_monitor"], other: { deep: [1] } })).toEqual([
+      "can read ssn: REVOKE SELECT (ssn) ON t FROM r",
+      "is a member of pg_monitor",
+      "1",
+    ]);
+    expect(flatten(null)).toEqual([]);
   });
 });

@@ -48,6 +48,9 @@ pub enum AuditAction {
     /// `GET …/me/databases/{id}/schema`: a person's read of a database's catalog (with
     /// [`RunFacts`]).
     SchemaRead,
+    /// `GET …/databases/{id}/data-protection/status`: a credential's role checked against the
+    /// database's policies (with [`RunFacts`]; `changes` names the credential).
+    ProtectionCheck,
     /// `POST /v1/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger`: a row action
     /// put its workflow run in the outbox (`changes` names the panel, the action and the
     /// delivery).
@@ -77,6 +80,7 @@ wire_enum!(AuditAction, [
     QueryReviewBypass => "query.review_bypass",
     AgentCall => "agent.call",
     SchemaRead => "database.schema_read",
+    ProtectionCheck => "data_protection.check",
     ActionTrigger => "action.trigger",
     DeliveryRetry => "delivery.retry",
 ]);
@@ -92,7 +96,8 @@ impl AuditAction {
             | AuditAction::DatabaseRemove
             | AuditAction::AccessUpdate
             | AuditAction::AgentCall
-            | AuditAction::SchemaRead => ResourceKind::Database,
+            | AuditAction::SchemaRead
+            | AuditAction::ProtectionCheck => ResourceKind::Database,
             AuditAction::DashboardCreate
             | AuditAction::DashboardUpdate
             | AuditAction::DashboardDelete

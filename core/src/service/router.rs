@@ -256,6 +256,7 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     PUT DATABASES "/databases/{id}/permissions", Full, Permissions, Nothing, "putPermissions" => put_permissions;
     GET DATABASES "/databases/{id}/data-protection", Full, No, Nothing, "getDataProtection" => get_data_protection;
     PUT DATABASES "/databases/{id}/data-protection", Full, DataProtection, Nothing, "putDataProtection" => put_data_protection;
+    GET DATABASES "/databases/{id}/data-protection/status", Full, No, Nothing, "getDataProtectionStatus" => get_data_protection_status;
     POST DATABASES "/databases/{id}/check-connection", Full, No, Nothing, "checkEditedConnection" => check_edited;
     GET DATABASES "/databases/{id}/check-connection/{username}", Full, No, Nothing, "checkConnection" => check_connection;
     POST BROWSER "/sign-in", Anyone, No, Nothing, "signIn" => sign_in;

@@ -238,6 +238,30 @@ pub(crate) fn put_data_protection(op: Operation, _: &Names) -> Operation {
         .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
 }
 
+pub(crate) fn get_data_protection_status(op: Operation, _: &Names) -> Operation {
+    op.summary("Whether each credential may run under the database's data protection: verified, or refused with what to change (its role is checked as a run checks it)")
+        .params(vec![database_id()])
+        .ok(json_content(json!({
+            "type": "object",
+            "required": ["database_id", "protected", "credentials"],
+            "properties": {
+                "database_id": { "type": "string" },
+                "protected": { "type": "boolean" },
+                "credentials": { "type": "array", "items": {
+                    "type": "object",
+                    "required": ["credential_id", "username", "status"],
+                    "properties": {
+                        "credential_id": { "type": "string" },
+                        "username": { "type": "string" },
+                        "status": { "type": "string", "enum": ["verified", "refused", "unreachable", "unsupported"] },
+                        "problems": { "description": "What to change: the run's refusal (422 errors), or the driver's message." },
+                    },
+                } },
+            },
+        })))
+        .errors(&[401, 403, 404, 503])
+}
+
 // Queries
 
 pub(crate) fn sign_in(op: Operation, _: &Names) -> Operation {

@@ -17,6 +17,7 @@ mod panel;
 mod reviews;
 mod run;
 mod start;
+mod verify;
 
 use std::time::Duration;
 

@@ -28,6 +28,12 @@ pub(in crate::service) enum Record {
     },
     /// A person's read of a database's catalog (the console's schema): the audit event alone.
     Schema { database_id: String, origin: Origin },
+    /// A check of a credential's role against the database's data protection: the event alone.
+    ProtectionCheck {
+        database_id: String,
+        credential_id: String,
+        origin: Origin,
+    },
 }
 
 /// Writes how a run ended: the query's outcome with its event, or a panel's event.
@@ -76,6 +82,20 @@ pub(super) async fn record_outcome(
                 AuditAction::AgentCall,
                 &database_id,
                 vec![tool.to_owned()],
+            );
+            event.run = Some(facts);
+            storage.append_log(event.into()).await
+        }
+        Record::ProtectionCheck {
+            database_id,
+            credential_id,
+            origin,
+        } => {
+            let mut event = AuditEvent::new(
+                &origin.without_idempotency(),
+                AuditAction::ProtectionCheck,
+                &database_id,
+                vec![format!("credentials[{credential_id}]")],
             );
             event.run = Some(facts);
             storage.append_log(event.into()).await

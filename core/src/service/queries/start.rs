@@ -150,6 +150,7 @@ impl Shared {
                 Record::Panel { .. } => "panel",
                 Record::Agent { .. } => "agent",
                 Record::Schema { .. } => "schema",
+                Record::ProtectionCheck { .. } => "protection_check",
             };
             if measured {
                 metrics::record_run(adapter.as_str(), kind, run_outcome.as_str(), rows, took);
@@ -239,7 +240,10 @@ impl Shared {
     /// The columns `guarded`'s data protection protects: its own policies (as read with it) and
     /// those of every database it inherits from, the whole chain (docs/data-protection.md, "Data protection");
     /// `None` when there are none.
-    async fn protection_of(&self, guarded: &Guarded) -> Result<Option<Arc<Protection>>, ApiError> {
+    pub(in crate::service) async fn protection_of(
+        &self,
+        guarded: &Guarded,
+    ) -> Result<Option<Arc<Protection>>, ApiError> {
         let mut chain = Vec::new();
         let mut next = guarded.access.as_ref().map(|access| {
             chain.push((

@@ -1,0 +1,110 @@
+//! `GET …/databases/{id}/data-protection/status`: whether each credential of a protected
+//! database may run, checked the way a run checks it (docs/data-protection.md, "How it is
+//! enforced"). Each credential runs `SELECT 1` under the database's policies, read-only: its
+//! session is verified before anything of the statement reaches the server, so the answer is
+//! `verified`, or `refused` with the database's own list of what to change and the statements
+//! that change it, or `unreachable`, or `unsupported` (an adapter whose data protection is not
+//! enforced by the database yet). One `data_protection.check` event per credential.
+
+use http::StatusCode;
+use serde_json::{Value, json};
+
+use crate::run::Format;
+
+use super::super::Shared;
+use super::super::call::Call;
+use super::super::error::ApiError;
+use super::super::response::json_response;
+use super::super::router::Answer;
+use super::{Record, Run};
+
+/// The statement each credential runs.
+const PROBE: &str = "SELECT 1";
+
+impl Shared {
+    /// `GET …/databases/{id}/data-protection/status`.
+    pub(in crate::service) async fn get_data_protection_status(&self, call: Call<'_>) -> Answer {
+        let db = self
+            .storage
+            .database(call.param("id"))
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let guarded = self.guarded(db).await?;
+        if self.protection_of(&guarded).await?.is_none() {
+            return Ok(json_response(
+                StatusCode::OK,
+                &json!({ "database_id": guarded.db.id.as_str(), "protected": false, "credentials": [] }),
+            ));
+        }
+        let mut credentials = Vec::new();
+        for credential in guarded.db.credentials.clone() {
+            let outcome = self.probe(&guarded, credential.clone(), call.origin).await;
+            let (status, message) = match outcome {
+                Ok(()) => ("verified", None),
+                Err(ApiError::Invalid(errors)) => (
+                    "refused",
+                    Some(serde_json::to_value(&errors).unwrap_or(Value::Null)),
+                ),
+                Err(ApiError::BadGateway(text) | ApiError::GatewayTimeout(text)) => {
+                    ("unreachable", Some(json!(text)))
+                }
+                Err(ApiError::NotImplemented(text)) => ("unsupported", Some(json!(text))),
+                Err(
+                    error @ (ApiError::Unavailable | ApiError::StorageFull | ApiError::Internal),
+                ) => {
+                    return Err(error);
+                }
+                Err(other) => ("refused", Some(other.body()["errors"].clone())),
+            };
+            credentials.push(json!({
+                "credential_id": credential.id.as_str(),
+                "username": credential.username,
+                "status": status,
+                "problems": message,
+            }));
+        }
+        Ok(json_response(
+            StatusCode::OK,
+            &json!({ "database_id": guarded.db.id.as_str(), "protected": true, "credentials": credentials }),
+        ))
+    }
+
+    /// Runs [`PROBE`] as `credential` under the database's data protection.
+    async fn probe(
+        &self,
+        guarded: &super::Guarded,
+        credential: crate::model::Credential,
+        origin: &crate::model::Origin,
+    ) -> Result<(), ApiError> {
+        let runner = self.runner_for(guarded.db.adapter)?;
+        let protection = self
+            .protection_for_run(guarded, &*runner, PROBE, true)
+            .await?;
+        let record = Record::ProtectionCheck {
+            database_id: guarded.db.id.as_str().to_owned(),
+            credential_id: credential.id.as_str().to_owned(),
+            origin: origin.clone(),
+        };
+        let response = self
+            .start_run(Run {
+                runner,
+                db: guarded.db.clone(),
+                credential,
+                statement: PROBE.to_owned(),
+                inputs: None,
+                max_rows: 1,
+                read_only: true,
+                format: Format::Json,
+                record,
+                protection,
+                shorter_timeout: None,
+            })
+            .await?;
+        let body = super::super::agent::collected(response).await?;
+        let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        match answer["error"]["detail"].as_str() {
+            None => Ok(()),
+            Some(detail) => Err(ApiError::BadGateway(detail.to_owned())),
+        }
+    }
+}
