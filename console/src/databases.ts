@@ -7,7 +7,7 @@
 
 import { ApiError, call, errorMessage, headers, type Page } from "./api";
 import type { App, Screen } from "./app";
-import { field, h, isolated, replace, uid, visible } from "./dom";
+import { field, h, isolated, replace, table, uid, visible } from "./dom";
 
 export const ADAPTERS = ["postgres", "mysql", "clickhouse", "sqlserver", "oracle"] as const;
 
@@ -176,13 +176,7 @@ export async function databasesScreen(app: App): Promise<Screen> {
       replace(
         body,
         rows.length
-          ? h(
-              "table",
-              { class: "list" },
-              h("caption", { class: "sr-only" }, "Databases"),
-              h("thead", {}, h("tr", {}, ...["Name", "Group", "Adapter", "Where", "Credentials", "Access"].map((label) => h("th", { attrs: { scope: "col" } }, label)))),
-              h("tbody", {}, ...rows),
-            )
+          ? table("Databases", ["Name", "Group", "Adapter", "Where", "Credentials", "Access"], rows)
           : h("p", {}, "No database matches."),
       );
     } catch (e) {

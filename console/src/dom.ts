@@ -90,3 +90,14 @@ export function field(label: string, control: HTMLElement, hint?: string): HTMLE
   }
   return h("div", { class: "field" }, h("label", { attrs: { for: id } }, label), control, hintNode);
 }
+
+/** A table of `rows` under the column labels `head`, captioned for screen readers. */
+export function table(caption: string, head: string[], rows: HTMLElement[]): HTMLElement {
+  return h(
+    "table",
+    { class: "list" },
+    h("caption", { class: "sr-only" }, caption),
+    h("thead", {}, h("tr", {}, ...head.map((label) => h("th", { attrs: { scope: "col" } }, label)))),
+    h("tbody", {}, ...rows),
+  );
+}

@@ -5,7 +5,7 @@
 
 import { ApiError, call, type Page, type Query, type QueryableDatabase } from "./api";
 import type { App, Screen } from "./app";
-import { field, h, isolated, replace, visible } from "./dom";
+import { field, h, isolated, replace, table, visible } from "./dom";
 
 const STATUSES = ["ready", "awaiting_review", "rejected", "running", "succeeded", "failed", "cancelled"];
 
@@ -40,15 +40,6 @@ export function outcome(query: Query, required: number | null): string {
   return `${run.row_count ?? 0} rows${run.truncated ? " (truncated)" : ""} in ${run.duration_ms ?? "?"} ms`;
 }
 
-function table(caption: string, head: string[], rows: HTMLElement[]): HTMLElement {
-  return h(
-    "table",
-    { class: "list" },
-    h("caption", { class: "sr-only" }, caption),
-    h("thead", {}, h("tr", {}, ...head.map((label) => h("th", { attrs: { scope: "col" } }, label)))),
-    h("tbody", {}, ...rows),
-  );
-}
 
 export async function historyScreen(app: App): Promise<Screen> {
   const names = await databaseNames();

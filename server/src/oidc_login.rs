@@ -28,6 +28,7 @@ use dbconsole_core::model::{
     SessionKind, SignInMethod, Timestamp,
 };
 use dbconsole_core::seal::Place;
+use dbconsole_core::service::browser::cookie;
 use dbconsole_core::{ConsoleService, ResponseBody};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt as _, Full};
@@ -145,17 +146,6 @@ fn query_param(query: Option<&str>, name: &str) -> Option<String> {
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.into_owned())
     })
-}
-
-fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.trim())
 }
 
 fn plain(status: StatusCode, text: &str) -> Response<ResponseBody> {

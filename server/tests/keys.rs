@@ -494,7 +494,15 @@ async fn configured_credentials_mean_no_keys_are_created() {
     let dir = tempfile::tempdir().unwrap();
     let env = [("DBCONSOLE_API_KEY", "static-key-4f1e")];
     let server = Server::start(dir.path(), &env).await;
-    assert_eq!(server.banner, "");
+    // No key is made; the console's first sign-in link is printed all the same (no user yet).
+    assert!(
+        server
+            .banner
+            .starts_with("Sign in to the console as admin (a super admin) within 15 minutes"),
+        "{}",
+        server.banner
+    );
+    assert!(!server.banner.contains("dbc_ak_") && !server.banner.contains("dbc_at_"));
     assert_eq!(
         server
             .get(DATABASES, &[("x-api-key", "static-key-4f1e")])

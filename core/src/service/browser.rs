@@ -138,8 +138,8 @@ impl Touched {
     }
 }
 
-/// The value of cookie `name` in the request, when it has one.
-fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
+/// The value of cookie `name` in the request, when it has one (and is not empty).
+pub fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -340,17 +340,7 @@ impl Shared {
         };
         let mut found = None;
         for kind in [CredentialKind::ApiKey, CredentialKind::AccessToken] {
-            let caller = self
-                .authenticator
-                .authenticate(kind, &key)
-                .await
-                .map_err(|error| match error.downcast::<StorageError>() {
-                    Ok(error) => ApiError::from(*error),
-                    Err(error) => {
-                        tracing::error!(%error, "authenticator failure");
-                        ApiError::Internal
-                    }
-                })?;
+            let caller = self.authenticate(kind, &key).await?;
             if caller.is_some() {
                 found = caller;
                 break;

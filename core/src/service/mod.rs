@@ -589,6 +589,25 @@ impl Shared {
         ))
     }
 
+    /// The caller `secret` is as a credential of `kind` (`None`: not a valid one); a failure of
+    /// the check itself is the storage's error, or 500.
+    pub(crate) async fn authenticate(
+        &self,
+        kind: CredentialKind,
+        secret: &str,
+    ) -> Result<Option<Caller>, ApiError> {
+        self.authenticator
+            .authenticate(kind, secret)
+            .await
+            .map_err(|error| match error.downcast::<StorageError>() {
+                Ok(error) => ApiError::from(*error),
+                Err(error) => {
+                    tracing::error!(%error, "authenticator failure");
+                    ApiError::Internal
+                }
+            })
+    }
+
     /// 401 unless a credential the route takes is valid; 403 unless its scope allows the call.
     pub(crate) async fn authorize(
         &self,
@@ -614,17 +633,7 @@ impl Shared {
         let mut invalid = false;
         for (kind, secret) in presented_credentials(headers) {
             presented |= accepted.accepts(kind);
-            let found = self
-                .authenticator
-                .authenticate(kind, secret)
-                .await
-                .map_err(|error| match error.downcast::<StorageError>() {
-                    Ok(error) => ApiError::from(*error),
-                    Err(error) => {
-                        tracing::error!(%error, "authenticator failure");
-                        ApiError::Internal
-                    }
-                })?;
+            let found = self.authenticate(kind, secret).await?;
             match found {
                 Some(found) if accepted.accepts(kind) => {
                     caller.get_or_insert(found);

@@ -118,8 +118,8 @@ impl Shared {
         let protection = self
             .protection_for_run(&guarded, &*runner, &statement, true)
             .await?;
-        let response = self
-            .start_run(Run {
+        let result = self
+            .run_collected(Run {
                 runner,
                 db: guarded.db,
                 credential,
@@ -133,11 +133,6 @@ impl Shared {
                 shorter_timeout: None,
             })
             .await?;
-        let result: Value = serde_json::from_slice(&super::agent::collected(response).await?)
-            .map_err(|error| {
-                tracing::error!(%error, "a catalog result could not be read back");
-                ApiError::BadGateway("the database's catalog could not be read".to_owned())
-            })?;
         let mut tables: Vec<Value> = Vec::new();
         for row in result["rows"].as_array().into_iter().flatten() {
             let text = |index: usize| row[index].as_str().unwrap_or_default().to_owned();

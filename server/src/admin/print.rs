@@ -194,25 +194,8 @@ fn print_table(keys: &[KeyInfo], out: &mut impl Write) -> io::Result<()> {
             ]
         })
         .collect();
-    let header = ["ID", "KIND", "SCOPE", "NAME", "CREATED", "LAST USED"].map(str::to_owned);
-    let mut widths = header.clone().map(|cell| cell.chars().count());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    for row in std::iter::once(&header).chain(&rows) {
-        let mut line = String::new();
-        for (column, (cell, width)) in row.iter().zip(widths).enumerate() {
-            if column + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<width$}  "));
-            }
-        }
-        writeln!(out, "{}", line.trim_end())?;
-    }
-    Ok(())
+    let header = ["ID", "KIND", "SCOPE", "NAME", "CREATED", "LAST USED"];
+    print_rows(header, &rows, out)
 }
 
 fn print_sessions(sessions: &[SessionInfo], out: &mut impl Write) -> io::Result<()> {
@@ -232,14 +215,24 @@ fn print_sessions(sessions: &[SessionInfo], out: &mut impl Write) -> io::Result<
             ]
         })
         .collect();
-    let header = ["ID", "KIND", "USER", "ROLE", "LAST SEEN", "EXPIRES"].map(str::to_owned);
+    let header = ["ID", "KIND", "USER", "ROLE", "LAST SEEN", "EXPIRES"];
+    print_rows(header, &rows, out)
+}
+
+/// A table: the header, then the rows, each column as wide as its widest cell.
+fn print_rows<const N: usize>(
+    header: [&str; N],
+    rows: &[[String; N]],
+    out: &mut impl Write,
+) -> io::Result<()> {
+    let header = header.map(str::to_owned);
     let mut widths = header.clone().map(|cell| cell.chars().count());
-    for row in &rows {
+    for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    for row in std::iter::once(&header).chain(&rows) {
+    for row in std::iter::once(&header).chain(rows) {
         let mut line = String::new();
         for (cell, width) in row.iter().zip(widths) {
             line.push_str(&format!("{cell:<width$}  "));

@@ -65,6 +65,25 @@ impl Shared {
             .ok_or_else(|| run_error(RunError::NotBuilt(adapter)))
     }
 
+    /// Runs `run` (in JSON) to its end and answers its result document: for the service's own
+    /// statements (a catalog read, a role check), whose rows it reads itself.
+    pub(in crate::service) async fn run_collected(
+        &self,
+        run: Run,
+    ) -> Result<serde_json::Value, ApiError> {
+        let response = self
+            .start_run(Run {
+                format: Format::Json,
+                ..run
+            })
+            .await?;
+        let body = super::super::agent::collected(response).await?;
+        serde_json::from_slice(&body).map_err(|error| {
+            tracing::error!(%error, "a run's result could not be read back");
+            ApiError::BadGateway("the database's answer could not be read".to_owned())
+        })
+    }
+
     /// Spawns the run and answers as soon as it knows how: the first rows (200, streamed), or
     /// the error that came before them.
     pub(in crate::service) async fn start_run(

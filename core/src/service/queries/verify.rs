@@ -85,8 +85,8 @@ impl Shared {
             credential_id: credential.id.as_str().to_owned(),
             origin: origin.clone(),
         };
-        let response = self
-            .start_run(Run {
+        let answer = self
+            .run_collected(Run {
                 runner,
                 db: guarded.db.clone(),
                 credential,
@@ -100,8 +100,6 @@ impl Shared {
                 shorter_timeout: None,
             })
             .await?;
-        let body = super::super::agent::collected(response).await?;
-        let answer: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         match answer["error"]["detail"].as_str() {
             None => Ok(()),
             Some(detail) => Err(ApiError::BadGateway(detail.to_owned())),
