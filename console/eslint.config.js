@@ -41,7 +41,7 @@ export default tseslint.config(
       globals: {
         process: "readonly", console: "readonly", URL: "readonly", URLSearchParams: "readonly", setTimeout: "readonly",
         clearTimeout: "readonly", Buffer: "readonly", fetch: "readonly", performance: "readonly",
-        document: "readonly", window: "readonly", localStorage: "readonly", sessionStorage: "readonly", axe: "readonly", MutationObserver: "readonly", PerformanceObserver: "readonly", requestAnimationFrame: "readonly", setInterval: "readonly", clearInterval: "readonly", TextDecoder: "readonly", AbortController: "readonly",
+        document: "readonly", window: "readonly", localStorage: "readonly", sessionStorage: "readonly", axe: "readonly", MutationObserver: "readonly", PerformanceObserver: "readonly", requestAnimationFrame: "readonly", setInterval: "readonly", clearInterval: "readonly", navigator: "readonly", TextDecoder: "readonly", AbortController: "readonly",
       },
     },
     rules: noMarkup,

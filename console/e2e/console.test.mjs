@@ -153,6 +153,12 @@ describe("the console", { concurrency: false }, () => {
     const firstRow = grid.locator('[role="row"][aria-rowindex="2"]');
     assert.equal(await firstRow.locator(".null").count(), 1, "NULL is marked");
     assert.equal(await firstRow.getByText("NULL", { exact: true }).count(), 2, "and the text NULL is text");
+    // A cell copies its value; the row number copies the row as TSV.
+    await admin.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.base });
+    await firstRow.getByRole("button", { name: "Copy text of row 1" }).click();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "NULL");
+    await firstRow.getByRole("button", { name: "Copy row 1 as TSV" }).click();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "1\t\tNULL");
     await screenshot(page, "query-result");
     await assertAccessible(page, "axe: a result");
   });
@@ -181,6 +187,27 @@ describe("the console", { concurrency: false }, () => {
     await editor.pressSequentially(" where e2e_orders.cust", { delay: 0 });
     await page.getByRole("option", { name: /customer_name/ }).waitFor();
     await page.keyboard.press("Escape");
+  });
+
+  it("cuts long values, the whole value a click away in a dialog", async () => {
+    const { page } = admin;
+    await typeSql(page, "select repeat('abc', 100) || 'END' as long");
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByText(/^1 rows in/).waitFor();
+    await page.getByRole("button", { name: "Show the whole value of long (303 characters)" }).click();
+    const dialog = page.getByRole("dialog", { name: "Whole value of long" });
+    await dialog.getByText(/abcabc.*END$/).waitFor();
+    await assertAccessible(page, "axe: the whole-value dialog");
+    await dialog.getByRole("button", { name: "Close" }).click();
+    await dialog.waitFor({ state: "hidden" });
+  });
+
+  it("keeps the editor's draft across a reload", async () => {
+    const { page } = admin;
+    await typeSql(page, "select 'kept across reloads' as draft");
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+    await page.getByText("select 'kept across reloads' as draft").waitFor();
   });
 
   it("shows a visible notice when the result is cut at the row limit", async () => {
@@ -217,6 +244,10 @@ describe("the console", { concurrency: false }, () => {
       return Number(ran.body.rows[0][0]);
     };
     await eventually(async () => (await sleeping()) === 1, 10_000, "pg_sleep(60) is running");
+    // Leaving the console while it runs asks first; staying keeps it running.
+    await page.getByRole("link", { name: "History" }).click();
+    await eventually(async () => page.seen.dialogs.length === 1, 5_000, "the leave-page question");
+    assert.match(page.seen.dialogs.pop(), /still running/);
     await page.getByRole("button", { name: "Cancel" }).click();
     await page.getByText(/^Cancelled/).waitFor();
     await eventually(async () => (await sleeping()) === 0, 10_000, "pg_sleep(60) left pg_stat_activity");

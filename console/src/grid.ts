@@ -170,7 +170,7 @@ export class Grid {
               String(item.index + 1),
             ),
           ),
-          ...this.columns.map((column, index) => this.cell(row[index], column, index)),
+          ...this.columns.map((column, index) => this.cell(row[index], column, index, item.index)),
         );
         element.style.gridTemplateColumns = template;
         element.style.transform = `translateY(${item.start}px)`;
@@ -179,19 +179,29 @@ export class Grid {
     );
   }
 
-  private cell(value: unknown, column: Column, index: number): HTMLElement {
+  private cell(value: unknown, column: Column, index: number, row: number): HTMLElement {
     const attrs = { role: "gridcell", "aria-colindex": index + 2 };
     const text = valueText(value);
     if (text === null) {
       return h("div", { class: "grid-cell", attrs }, h("span", { class: "null", attrs: { title: "SQL NULL" } }, "NULL"));
     }
+    const copy = h(
+      "button",
+      {
+        class: "copy",
+        attrs: { type: "button", "aria-label": `Copy ${visible(column.name)} of row ${row + 1}`, title: "Copy the value" },
+        on: { click: () => void this.copy(text) },
+      },
+      "⧉",
+    );
     if (text.length <= CUT_AT) {
-      return h("div", { class: "grid-cell", attrs }, isolated(text));
+      return h("div", { class: "grid-cell", attrs }, isolated(text), copy);
     }
+    // The button that shows the whole value comes first: the cut text may overflow the cell.
     return h(
       "div",
       { class: "grid-cell", attrs },
-      isolated(`${text.slice(0, CUT_AT)}`),
+      copy,
       h(
         "button",
         {
@@ -201,6 +211,7 @@ export class Grid {
         },
         "…",
       ),
+      isolated(`${text.slice(0, CUT_AT)}`),
     );
   }
 

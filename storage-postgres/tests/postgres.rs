@@ -114,6 +114,7 @@ async fn a_store_from_before_seal_keys_opens_with_its_key_as_key_0() {
              ALTER TABLE {schema}.databases DROP COLUMN seal_keys;
              DROP TABLE {schema}.queries;
              DROP TABLE {schema}.deliveries;
+             DROP TABLE {schema}.sessions;
              DELETE FROM {schema}.schema_migrations WHERE version >= 5;"
         ))
         .await
@@ -414,6 +415,7 @@ async fn deliveries_from_before_kinds_are_claimed_by_kind() {
             "DROP INDEX {schema}.deliveries_due;
              ALTER TABLE {schema}.deliveries DROP COLUMN kind;
              CREATE INDEX deliveries_due ON {schema}.deliveries (due_at) WHERE due_at IS NOT NULL;
+             DROP TABLE {schema}.sessions;
              DELETE FROM {schema}.schema_migrations WHERE version >= 8;"
         ))
         .await
@@ -479,7 +481,8 @@ async fn authors_from_before_one_identity_are_found_by_their_normal_form() {
     let client = raw_client().await;
     client
         .batch_execute(&format!(
-            "DELETE FROM {schema}.schema_migrations WHERE version >= 9;"
+            "DROP TABLE {schema}.sessions;
+             DELETE FROM {schema}.schema_migrations WHERE version >= 9;"
         ))
         .await
         .unwrap();

@@ -22,7 +22,7 @@ use crate::storage::{AccessEdit, Edits, StorageError};
 use crate::validate::{data_protection_from_body, permissions_from_body};
 
 /// The opaque text of a document's `ETag`: the first 16 bytes of the SHA-256 of its JSON, in hex.
-fn digest_of(view: &impl Serialize) -> String {
+pub(super) fn digest_of(view: &impl Serialize) -> String {
     let json = serde_json::to_vec(view).unwrap_or_default();
     hex::encode(&Sha256::digest(&json)[..16])
 }

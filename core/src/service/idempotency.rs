@@ -83,6 +83,11 @@ pub(crate) fn fingerprint(
     hash.finalize().into()
 }
 
+/// The `ETag` of a permissions or data protection document, as its `GET` answers it.
+fn document_tag(view: &impl serde::Serialize) -> Option<String> {
+    Some(format!("\"{}\"", super::access::digest_of(view)))
+}
+
 /// How the answer of a write of this `kind` on the record `id` is rendered from what it
 /// wrote: exactly the bytes the route's handler answers (a delete's answer carries no `ETag`).
 fn renderer(kind: Idempotent, id: &str, method: &Method) -> RenderAnswer {
@@ -110,10 +115,12 @@ fn renderer(kind: Idempotent, id: &str, method: &Method) -> RenderAnswer {
             (Written::Database(db), _) => (tag(db.updated_at), json_bytes(&DatabaseView::from(db))),
             (Written::Dashboard(d), _) => (tag(d.updated_at), json_bytes(&DashboardView::from(d))),
             (Written::Access(a), Some((id, true))) => {
-                (None, json_bytes(&PermissionsView::new(id, a)))
+                let view = PermissionsView::new(id, a);
+                (document_tag(&view), json_bytes(&view))
             }
             (Written::Access(a), Some((id, false))) => {
-                (None, json_bytes(&DataProtectionView::new(id, a)))
+                let view = DataProtectionView::new(id, a);
+                (document_tag(&view), json_bytes(&view))
             }
             (Written::Access(_), None) => (None, Ok(Bytes::new())),
         };
