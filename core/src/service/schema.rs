@@ -7,7 +7,8 @@
 //! most [`DESCRIBE_MAX_COLUMNS`] columns, with one audit event. A credential that needs reviews
 //! is refused (422): what it sees is reviewed too. The console's answers are kept for
 //! [`SCHEMA_TTL`] per database version and credential, so a page of completions costs one
-//! catalog read a minute, not one per keystroke.
+//! catalog read a minute, not one per keystroke. A database that can't be reached answers an
+//! empty schema with why (`unavailable`): the editor then completes keywords only.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -201,8 +202,23 @@ impl Shared {
             database_id: key.0.clone(),
             origin: call.origin.clone(),
         };
-        let answer = self.read_catalog(guarded, credential, record).await?;
-        self.schemas.put(key, answer.clone());
-        Ok(json_response(StatusCode::OK, &answer))
+        // The schema only helps the editor: a database that can't be reached (or a runner not
+        // built in) leaves it without completion, said in `unavailable`, and is asked again
+        // next time (nothing is kept).
+        match self.read_catalog(guarded, credential, record).await {
+            Ok(answer) => {
+                self.schemas.put(key, answer.clone());
+                Ok(json_response(StatusCode::OK, &answer))
+            }
+            Err(
+                ApiError::BadGateway(why)
+                | ApiError::GatewayTimeout(why)
+                | ApiError::NotImplemented(why),
+            ) => Ok(json_response(
+                StatusCode::OK,
+                &json!({ "tables": [], "truncated": false, "unavailable": why }),
+            )),
+            Err(error) => Err(error),
+        }
     }
 }

@@ -219,6 +219,13 @@ impl Operation {
         self
     }
 
+    /// The 200 answer carries the document's `ETag` (a digest: permissions, data protection).
+    fn document_versioned(mut self) -> Self {
+        self.value["responses"]["200"]["headers"] =
+            json!({ "ETag": { "$ref": "#/components/headers/DocumentETag" } });
+        self
+    }
+
     /// The write takes an `Idempotency-Key`: a retry of the same request gets the first answer
     /// (400 for a malformed key, 409 while another request with it is being answered, 422 for
     /// the key with another request).

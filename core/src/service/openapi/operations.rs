@@ -206,7 +206,7 @@ pub(crate) fn get_permissions(op: Operation, _: &Names) -> Operation {
     op.summary("Who may use the database")
         .params(vec![database_id()])
         .ok(json_content(schema_ref("Permissions")))
-        .versioned()
+        .document_versioned()
         .errors(&[401, 403, 404, 503])
 }
 
@@ -215,7 +215,7 @@ pub(crate) fn put_permissions(op: Operation, _: &Names) -> Operation {
         .params(vec![database_id()])
         .body(schema_ref("PermissionsInput"))
         .ok(json_content(schema_ref("Permissions")))
-        .versioned()
+        .document_versioned()
         .conditional()
         .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
 }
@@ -224,7 +224,7 @@ pub(crate) fn get_data_protection(op: Operation, _: &Names) -> Operation {
     op.summary("The database's data protection policies and what it inherits")
         .params(vec![database_id()])
         .ok(json_content(schema_ref("DataProtection")))
-        .versioned()
+        .document_versioned()
         .errors(&[401, 403, 404, 503])
 }
 
@@ -233,7 +233,7 @@ pub(crate) fn put_data_protection(op: Operation, _: &Names) -> Operation {
         .params(vec![database_id()])
         .body(schema_ref("DataProtectionInput"))
         .ok(json_content(schema_ref("DataProtection")))
-        .versioned()
+        .document_versioned()
         .conditional()
         .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
 }
@@ -300,7 +300,7 @@ pub(crate) fn list_my_databases(op: Operation, _: &Names) -> Operation {
 }
 
 pub(crate) fn get_my_schema(op: Operation, _: &Names) -> Operation {
-    op.summary("The tables and columns the caller sees as a credential (its database's default one when not named): read as the credential, read-only, under data protection; kept a minute; 422 for a credential that needs reviews")
+    op.summary("The tables and columns the caller sees as a credential (its database's default one when not named): read as the credential, read-only, under data protection; kept a minute; 422 for a credential that needs reviews; an unreachable database answers no tables and why")
         .params(vec![
             database_id(),
             json!({
@@ -331,12 +331,10 @@ pub(crate) fn get_my_schema(op: Operation, _: &Names) -> Operation {
                     },
                 } },
                 "truncated": { "type": ["boolean", "null"] },
+                "unavailable": { "type": "string", "description": "Why the catalog could not be read (the database could not be reached, or its runner is not built in): no tables then." },
             },
         })))
         .errors(&[401, 403, 404, 422, 503])
-        .response(501, error_response("No runner for the database's adapter is built into this server."))
-        .response(502, error_response("The database could not be reached or logged into (its message, scrubbed of secrets)."))
-        .response(504, error_response("The catalog read ran past its timeout and was ended on the server."))
 }
 
 pub(crate) fn list_queries(op: Operation, _: &Names) -> Operation {

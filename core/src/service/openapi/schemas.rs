@@ -174,6 +174,10 @@ pub(super) fn components() -> Value {
                 "description": "The record's version: it changes with every write. Send it back in If-Match to make a write conditional, or in If-None-Match to get 304 while it is current.",
                 "schema": { "type": "string", "pattern": "^\"[0-9]+\"$" },
             },
+            "DocumentETag": {
+                "description": "The document's version (permissions, data protection): a digest of it as answered, which changes with every change of it. Send it back in If-Match to make a PUT conditional.",
+                "schema": { "type": "string", "pattern": "^\"[0-9a-f]{32}\"$" },
+            },
         },
         "parameters": {
             "IdempotencyKey": {
