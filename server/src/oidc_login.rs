@@ -24,8 +24,8 @@ use std::time::Duration;
 use base64::Engine as _;
 use bytes::Bytes;
 use dbconsole_core::model::{
-    Actor, AuditAction, AuditEvent, Origin, Role, Scope, SealedSecret, Secret, Session,
-    SessionKind, SignInMethod, Timestamp,
+    Actor, AuditAction, AuditEvent, Origin, Role, Scope, Secret, Session, SessionKind,
+    SignInMethod, Timestamp,
 };
 use dbconsole_core::seal::Place;
 use dbconsole_core::service::browser::cookie;
@@ -315,12 +315,9 @@ impl OidcLogin {
             flow.return_to,
             flow.expires.as_micros()
         );
-        let Ok(sealed) = service.sealer().seal(&Secret::from(sealed_text), &place()) else {
+        let Ok(value) = service.sealer().seal_token(&sealed_text, &place()) else {
             return plain(StatusCode::INTERNAL_SERVER_ERROR, "Internal Server Error");
         };
-        let mut bytes = sealed.key().to_be_bytes().to_vec();
-        bytes.extend_from_slice(sealed.as_bytes());
-        let value = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
         let secure = service.session_options().secure;
         let cookie = HeaderValue::from_str(&format!(
             "{FLOW_COOKIE}={value}; Path={OIDC_PATH}; HttpOnly; SameSite=Lax; Max-Age={}{}",
@@ -359,17 +356,7 @@ impl OidcLogin {
     }
 
     fn open_flow(&self, service: &ConsoleService, value: &str) -> Option<Flow> {
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(value.as_bytes())
-            .ok()?;
-        if bytes.len() < 4 {
-            return None;
-        }
-        let key = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-        let opened = service
-            .sealer()
-            .open(&SealedSecret::new(key, bytes[4..].to_vec()), &place())
-            .ok()?;
+        let opened = service.sealer().open_token(value, &place())?;
         let text = opened.expose_str()?;
         let mut lines = text.split('\n');
         if lines.next()? != "v1" {

@@ -307,6 +307,32 @@ impl Sealer {
             .map(|bytes| SealedSecret::new(ring.current, bytes))
     }
 
+    /// `text` sealed for `place` as a URL-safe token: the id of the key that sealed it, then the
+    /// sealed bytes, in base64url. What a browser carries back to any node that shares the keys
+    /// (a download ticket, an OIDC flow's state); [`Sealer::open_token`] reads it.
+    pub fn seal_token(&self, text: &str, place: &Place) -> Result<String, SealError> {
+        use base64::Engine as _;
+        let sealed = self.seal(&Secret::from(text), place)?;
+        let mut bytes = sealed.key().to_be_bytes().to_vec();
+        bytes.extend_from_slice(sealed.as_bytes());
+        Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+    }
+
+    /// The text a [`Sealer::seal_token`] token holds when it was made for `place` by a key of
+    /// this sealer and not changed since; `None` for anything else.
+    pub fn open_token(&self, token: &str, place: &Place) -> Option<Secret> {
+        use base64::Engine as _;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.as_bytes())
+            .ok()?;
+        let (key, sealed) = bytes.split_first_chunk::<4>()?;
+        self.open(
+            &SealedSecret::new(u32::from_be_bytes(*key), sealed.to_vec()),
+            place,
+        )
+        .ok()
+    }
+
     /// The secret that [`Sealer::seal`] sealed for the same place, opened under the key it
     /// names. Counted (see [`Sealer::opened`]).
     pub fn open(&self, sealed: &SealedSecret, place: &Place) -> Result<Secret, SealError> {
@@ -438,6 +464,35 @@ fn open_bytes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tokens_open_only_as_made_for_their_place() {
+        let sealer = Sealer::ephemeral().unwrap();
+        let place = Place::from_parts(&["console", "test"]);
+        let token = sealer.seal_token("v1\nqry_1", &place).unwrap();
+        assert!(
+            token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        );
+        let opened = sealer.open_token(&token, &place).unwrap();
+        assert_eq!(opened.expose_str(), Some("v1\nqry_1"));
+        let other = Place::from_parts(&["console", "other"]);
+        assert!(sealer.open_token(&token, &other).is_none(), "another place");
+        let mut changed = token.into_bytes();
+        let last = changed.len() - 2;
+        changed[last] = if changed[last] == b'A' { b'B' } else { b'A' };
+        let changed = String::from_utf8(changed).unwrap();
+        assert!(
+            sealer.open_token(&changed, &place).is_none(),
+            "a changed token"
+        );
+        assert!(sealer.open_token("", &place).is_none());
+        assert!(sealer.open_token("AAA", &place).is_none());
+        let stranger = Sealer::ephemeral().unwrap();
+        let theirs = stranger.seal_token("v1", &place).unwrap();
+        assert!(sealer.open_token(&theirs, &place).is_none(), "another key");
+    }
 
     fn sealer(byte: u8) -> Sealer {
         Sealer::new(&SecretKey::from_bytes([byte; 32]))

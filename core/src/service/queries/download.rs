@@ -12,11 +12,10 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use http::{HeaderValue, StatusCode, header};
 use serde_json::json;
 
-use crate::model::{Principal, Role, SealedSecret, Secret, Timestamp};
+use crate::model::{Principal, Role, Timestamp};
 use crate::run::Format;
 use crate::seal::Place;
 
@@ -89,16 +88,10 @@ impl Shared {
         }
         let expires = Timestamp::now().plus(TICKET_LIFETIME);
         let text = ticket_text(query.id.as_str(), &principal, expires);
-        let sealed = self
-            .sealer
-            .seal(&Secret::from(text), &place())
-            .map_err(|error| {
-                tracing::error!(%error, "a download ticket could not be sealed");
-                ApiError::Internal
-            })?;
-        let mut bytes = sealed.key().to_be_bytes().to_vec();
-        bytes.extend_from_slice(sealed.as_bytes());
-        let ticket = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        let ticket = self.sealer.seal_token(&text, &place()).map_err(|error| {
+            tracing::error!(%error, "a download ticket could not be sealed");
+            ApiError::Internal
+        })?;
         Ok(json_response(
             StatusCode::OK,
             &json!({ "url": format!("/api/v1/console/downloads/csv?ticket={ticket}") }),
@@ -119,15 +112,7 @@ impl Shared {
                     .map(|(_, value)| value.into_owned())
             })
             .ok_or_else(gone)?;
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(ticket.as_bytes())
-            .map_err(|_| gone())?;
-        if bytes.len() < 4 {
-            return Err(gone());
-        }
-        let key = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-        let sealed = SealedSecret::new(key, bytes[4..].to_vec());
-        let opened = self.sealer.open(&sealed, &place()).map_err(|_| gone())?;
+        let opened = self.sealer.open_token(&ticket, &place()).ok_or_else(gone)?;
         let text = opened.expose_str().ok_or_else(gone)?;
         let (query, principal) = read_ticket(text, Timestamp::now()).ok_or_else(gone)?;
         let mut origin = call.origin.clone();
