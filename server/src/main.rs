@@ -104,6 +104,10 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .metrics(args.metrics_listen.is_some())
         .audit_retention(args.audit_retention())
         .sessions(args.session_options())
+        .row_tokens(dbconsole_core::service::RowTokenOptions {
+            unverified_rows: args.allow_unverified_rows,
+            ..Default::default()
+        })
         .outbox(OutboxTargets {
             workflows: targets.workflow_url.is_some(),
             slack: targets.slack_token.is_some(),
@@ -160,6 +164,12 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         tls = tls.is_some(),
         "listening"
     );
+    if args.allow_unverified_rows {
+        tracing::warn!(
+            "--allow-unverified-rows: row action triggers may bring row values without a row \
+             token, so a caller can start a workflow with values no panel returned"
+        );
+    }
     let mut stdout = std::io::stdout().lock();
     created
         .as_ref()

@@ -39,6 +39,7 @@ pub struct TestConsoleBuilder {
     outbox: Option<OutboxTargets>,
     max_rows: Option<u32>,
     value_limits: Option<dbconsole_core::run::encode::ValueLimits>,
+    row_tokens: Option<dbconsole_core::service::RowTokenOptions>,
 }
 
 impl TestConsoleBuilder {
@@ -74,6 +75,12 @@ impl TestConsoleBuilder {
         self
     }
 
+    /// How panel rows' tokens behave.
+    pub fn row_tokens(mut self, options: dbconsole_core::service::RowTokenOptions) -> Self {
+        self.row_tokens = Some(options);
+        self
+    }
+
     /// The console.
     pub fn build(self) -> TestConsole {
         let mut builder =
@@ -88,6 +95,9 @@ impl TestConsoleBuilder {
         }
         if let Some(rows) = self.max_rows {
             builder = builder.max_rows(rows);
+        }
+        if let Some(options) = self.row_tokens {
+            builder = builder.row_tokens(options);
         }
         TestConsole {
             api: Api {
@@ -107,6 +117,7 @@ impl TestConsole {
             outbox: None,
             max_rows: None,
             value_limits: None,
+            row_tokens: None,
         }
     }
 

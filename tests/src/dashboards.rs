@@ -883,7 +883,8 @@ pub async fn dashboard_update_replaces_panels_in_order(storage: Arc<dyn Storage>
     assert_eq!(fetched.expect(200).json(), updated);
 }
 
-/// A panel given whole replaces the stored one: its inputs and actions are those sent.
+/// A panel given whole replaces the stored one: its inputs are those sent; a stored panel whose
+/// body leaves `actions` out keeps its actions (see `dashboard_terraform_update_keeps_actions`).
 pub async fn dashboard_update_panel_is_given_whole(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);
     let created = api.create_dashboard(&full_dashboard()).await;
@@ -898,7 +899,7 @@ pub async fn dashboard_update_panel_is_given_whole(storage: Arc<dyn Storage>) {
         .json();
     assert_eq!(
         updated["panels"],
-        json!([{"id": id, "title": "Bare", "inputs": [], "actions": [], "details": {
+        json!([{"id": id, "title": "Bare", "inputs": [], "actions": created["panels"][0]["actions"], "details": {
             "__type__": "query", "query": "select 2", "credential_id": "crd_other"
         }}])
     );
@@ -1267,6 +1268,67 @@ pub async fn dashboard_compat_routes(storage: Arc<dyn Storage>) {
     api.db(Method::GET, &compat_path, None).await.expect(404);
 }
 
+/// The DevHub Terraform provider's update (PATCH on the compatibility path with the API key,
+/// its Go model marshalled: every panel with its `id`, `title`, `inputs` and `details`, never an
+/// `actions` key) keeps the row actions of the panels it names by id, so an apply doesn't erase
+/// those made in the console; a new panel starts with none, and `null` or `[]` still empty them.
+pub async fn dashboard_terraform_update_keeps_actions(storage: Arc<dyn Storage>) {
+    let api = Api::new(storage);
+    let created = api
+        .db(Method::POST, COMPAT, Some(&full_dashboard()))
+        .await
+        .expect(200)
+        .json();
+    let id = created["id"].as_str().unwrap();
+    let stored = &created["panels"][0];
+    let compat_path = format!("{COMPAT}/{id}");
+    let provider_panel = |panel_id: &Value, title: &str| {
+        json!({
+            "id": panel_id,
+            "title": title,
+            "inputs": [{"key": "customer", "description": "Customer id"}],
+            "details": {"__type__": "query", "query": "select * from orders where customer = ${customer}", "credential_id": "crd_reader"},
+        })
+    };
+    let applied = api
+        .db(
+            Method::PATCH,
+            &compat_path,
+            Some(&json!({
+                "id": id,
+                "name": "Support",
+                "restricted_access": true,
+                "panels": [provider_panel(&stored["id"], "Recent orders, by customer"), provider_panel(&json!(""), "New")],
+            })),
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(applied["panels"][0]["id"], stored["id"]);
+    assert_eq!(applied["panels"][0]["title"], "Recent orders, by customer");
+    assert_eq!(
+        applied["panels"][0]["actions"], stored["actions"],
+        "the stored actions, ids and all"
+    );
+    assert_eq!(applied["panels"][1]["actions"], json!([]));
+    let read = api.db(Method::GET, &compat_path, None).await.expect(200);
+    assert_eq!(read.json(), applied);
+    for empty in [json!(null), json!([])] {
+        let mut panel = provider_panel(&stored["id"], "Recent orders");
+        panel["actions"] = empty.clone();
+        let emptied = api
+            .db(
+                Method::PATCH,
+                &compat_path,
+                Some(&json!({"panels": [panel]})),
+            )
+            .await
+            .expect(200)
+            .json();
+        assert_eq!(emptied["panels"][0]["actions"], json!([]), "{empty}");
+    }
+}
+
 /// On `/v1/dashboards/{id}` PATCH is 405 (allow: GET, PUT, DELETE) and changes nothing.
 pub async fn dashboard_patch_on_v1_is_405(storage: Arc<dyn Storage>) {
     let api = Api::new(storage);
@@ -1369,6 +1431,7 @@ macro_rules! dashboard_tests {
                 dashboard_list_name_prefix,
                 dashboard_compat_routes,
                 dashboard_patch_on_v1_is_405,
+                dashboard_terraform_update_keeps_actions,
                 dashboard_compat_routes_reject_wrong_credentials,
             ]
         );

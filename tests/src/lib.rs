@@ -35,6 +35,7 @@ pub mod me;
 pub mod outbox;
 pub mod protocol;
 pub mod reviews;
+pub mod row_actions;
 pub mod versions;
 
 pub use console::{TestConsole, TestConsoleBuilder};
@@ -376,6 +377,7 @@ macro_rules! http_suite {
         $crate::idempotency_tests!($storage);
         $crate::review_tests!($storage);
         $crate::outbox_tests!($storage);
+        $crate::row_action_tests!($storage);
         $crate::me_tests!($storage);
         $crate::browser_tests!($storage);
     };

@@ -15,7 +15,7 @@ use dbconsole_core::model::{
     TargetKind, Timestamp,
 };
 use dbconsole_core::outbox::{SendFailure, Transport, Wake, Worker, WorkerOptions};
-use dbconsole_core::service::OutboxTargets;
+use dbconsole_core::service::{OutboxTargets, RowTokenOptions};
 use dbconsole_core::storage::WriteLog;
 use http::Method;
 use serde_json::{Value, json};
@@ -25,10 +25,16 @@ use crate::{TestConsole, eventually};
 const DELIVERIES: &str = "/api/v1/console/deliveries";
 
 /// The console over `storage`, trusting each request's principal, putting workflows in the
-/// outbox when `workflows` and review requests when `slack`.
+/// outbox when `workflows` and review requests when `slack`. It accepts unverified rows (a
+/// trigger's `row` without a token: the opt-in of clients made before row tokens), so these
+/// cases test how inputs are mapped; row tokens have their own (`row_tokens.rs`).
 fn outbox_console(storage: Arc<dyn Storage>, workflows: bool, slack: bool) -> TestConsole {
     TestConsole::builder(storage)
         .trust_principal(true)
+        .row_tokens(RowTokenOptions {
+            unverified_rows: true,
+            ..RowTokenOptions::default()
+        })
         .outbox(OutboxTargets {
             workflows,
             slack,

@@ -112,6 +112,23 @@ pub fn row_over_bound(size: Option<usize>, bound: usize) -> String {
     )
 }
 
+/// Makes each row's token from the row as it was encoded (a dashboard panel's row tokens,
+/// docs/workflows.md, "Row tokens"): JSON carries them in a `row_tokens` array after `rows`,
+/// NDJSON in a `{"row_token": …}` line after each row, CSV never.
+pub trait RowStamp: Send + Sync + std::fmt::Debug {
+    /// The token of a row whose columns are `columns` and whose values, read back from what
+    /// was written, are `row`; `None` (a `null` token) when none can be made.
+    fn stamp(&self, columns: &[String], row: &[serde_json::Value]) -> Option<String>;
+}
+
+/// A [`RowStamp`] at work: the columns' names, and the tokens of a JSON result until its end.
+#[derive(Debug)]
+struct Stamping {
+    stamp: std::sync::Arc<dyn RowStamp>,
+    columns: Vec<String>,
+    tokens: Vec<Option<String>>,
+}
+
 /// Writes one result in one [`Format`] into a buffer.
 #[derive(Debug)]
 pub struct Encoder {
@@ -128,6 +145,8 @@ pub struct Encoder {
     row_bytes: usize,
     /// What went over a bound, once something did.
     oversized: Option<String>,
+    /// The row tokens to write, when asked for.
+    stamping: Option<Stamping>,
 }
 
 impl Encoder {
@@ -147,6 +166,18 @@ impl Encoder {
             row_start: (0, false),
             row_bytes: 0,
             oversized: None,
+            stamping: None,
+        }
+    }
+
+    /// From now on, each row gets a token from `stamp` (JSON and NDJSON; CSV carries none).
+    pub fn stamp_rows(&mut self, stamp: std::sync::Arc<dyn RowStamp>) {
+        if self.format != Format::Csv {
+            self.stamping = Some(Stamping {
+                stamp,
+                columns: Vec::new(),
+                tokens: Vec::new(),
+            });
         }
     }
 
@@ -202,6 +233,9 @@ impl Encoder {
 
     /// Writes the head of the result: the columns.
     pub fn columns(&mut self, columns: &[Column]) {
+        if let Some(stamping) = &mut self.stamping {
+            stamping.columns = columns.iter().map(|c| c.name.clone()).collect();
+        }
         match self.format {
             Format::Json | Format::Ndjson => {
                 self.buffer.put_slice(b"{\"columns\":[");
@@ -260,6 +294,24 @@ impl Encoder {
             Format::Json => self.buffer.put_u8(b']'),
             Format::Ndjson => self.buffer.put_slice(b"]\n"),
             Format::Csv => self.buffer.put_slice(b"\r\n"),
+        }
+        if let Some(stamping) = &mut self.stamping {
+            let (start, _) = self.row_start;
+            let written = &self.buffer[start.min(self.buffer.len())..];
+            // The row as the client reads it: what was written, read back (a JSON row starts
+            // with the comma after the row before it).
+            let written = written.strip_prefix(b",").unwrap_or(written);
+            let token = serde_json::from_slice::<Vec<serde_json::Value>>(written)
+                .ok()
+                .and_then(|row| stamping.stamp.stamp(&stamping.columns, &row));
+            match self.format {
+                Format::Ndjson => {
+                    self.buffer.put_slice(b"{\"row_token\":");
+                    put_token(&mut self.buffer, token.as_deref());
+                    self.buffer.put_slice(b"}\n");
+                }
+                _ => stamping.tokens.push(token),
+            }
         }
     }
 
@@ -403,6 +455,16 @@ impl Encoder {
         match self.format {
             Format::Json => {
                 self.buffer.put_slice(b"],");
+                if let Some(stamping) = &mut self.stamping {
+                    self.buffer.put_slice(b"\"row_tokens\":[");
+                    for (i, token) in stamping.tokens.drain(..).enumerate() {
+                        if i > 0 {
+                            self.buffer.put_u8(b',');
+                        }
+                        put_token(&mut self.buffer, token.as_deref());
+                    }
+                    self.buffer.put_slice(b"],");
+                }
                 tail(&mut self.buffer);
             }
             Format::Ndjson => {
@@ -412,6 +474,14 @@ impl Encoder {
             }
             Format::Csv => {}
         }
+    }
+}
+
+/// A row token, or `null`.
+fn put_token(buffer: &mut BytesMut, token: Option<&str>) {
+    match token {
+        Some(token) => json_string(buffer, token),
+        None => buffer.put_slice(b"null"),
     }
 }
 
@@ -535,7 +605,28 @@ mod tests {
     }
 
     fn write(format: Format, error: Option<&str>) -> String {
+        write_stamped(format, error, None)
+    }
+
+    /// Stamps each row with its columns and values, as JSON text.
+    #[derive(Debug)]
+    struct Echo;
+
+    impl RowStamp for Echo {
+        fn stamp(&self, columns: &[String], row: &[serde_json::Value]) -> Option<String> {
+            Some(serde_json::json!([columns, row]).to_string())
+        }
+    }
+
+    fn write_stamped(
+        format: Format,
+        error: Option<&str>,
+        stamp: Option<std::sync::Arc<dyn RowStamp>>,
+    ) -> String {
         let mut encoder = Encoder::new(format);
+        if let Some(stamp) = stamp {
+            encoder.stamp_rows(stamp);
+        }
         encoder.columns(&columns());
         for (n, b) in [(1_i64, &b"\x00\xff"[..]), (i64::MAX, b"")] {
             encoder.begin_row();
@@ -587,6 +678,37 @@ mod tests {
         assert_eq!(lines[1], serde_json::json!([1, "AP8="]));
         assert_eq!(lines[4]["error"]["detail"], "late failure");
         assert_eq!(lines[4]["row_count"], 3);
+    }
+
+    #[test]
+    fn row_tokens_follow_each_row_as_the_client_reads_it() {
+        let names = serde_json::json!(["n", "b,\"x\""]);
+        let json: serde_json::Value = serde_json::from_str(&write_stamped(
+            Format::Json,
+            None,
+            Some(std::sync::Arc::new(Echo)),
+        ))
+        .unwrap();
+        let tokens = json["row_tokens"].as_array().unwrap();
+        assert_eq!(tokens.len(), 3);
+        for (token, row) in tokens.iter().zip(json["rows"].as_array().unwrap()) {
+            let token: serde_json::Value = serde_json::from_str(token.as_str().unwrap()).unwrap();
+            assert_eq!(token, serde_json::json!([names, row]));
+        }
+        assert_eq!(json["row_count"], 3);
+        let ndjson = write_stamped(Format::Ndjson, None, Some(std::sync::Arc::new(Echo)));
+        let lines: Vec<serde_json::Value> = ndjson
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 8, "{ndjson}");
+        for pair in [1, 3, 5] {
+            let token: serde_json::Value =
+                serde_json::from_str(lines[pair + 1]["row_token"].as_str().unwrap()).unwrap();
+            assert_eq!(token, serde_json::json!([names, lines[pair]]));
+        }
+        let csv = write_stamped(Format::Csv, None, Some(std::sync::Arc::new(Echo)));
+        assert_eq!(csv, write(Format::Csv, None), "CSV carries no token");
     }
 
     #[test]

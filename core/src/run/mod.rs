@@ -55,7 +55,7 @@ pub mod sqlserver;
 pub mod statement;
 
 pub use connector::connector;
-pub use encode::{Column, Encoder, Format, Summary};
+pub use encode::{Column, Encoder, Format, RowStamp, Summary};
 pub use pool::{PoolKey, PoolLimits, Pools, checkout, connected};
 
 /// A connection's target with its secrets opened, and the tunnel forwarding that reaches it
@@ -419,6 +419,11 @@ impl RowSink {
     pub fn count_rows(&mut self, ledger: Arc<memory::Ledger>) {
         ledger.begin();
         self.ledger = Some((ledger, 0));
+    }
+
+    /// Stamps each row with a token from `stamp` ([`encode::RowStamp`]).
+    pub(crate) fn stamp_rows(&mut self, stamp: Arc<dyn encode::RowStamp>) {
+        self.encoder.stamp_rows(stamp);
     }
 
     /// Writes the columns: the response starts (200) with them.

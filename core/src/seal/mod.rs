@@ -174,9 +174,21 @@ struct Inner {
 
 /// The ciphers by key id, and the current id.
 struct Ring {
-    ciphers: BTreeMap<u32, XChaCha20Poly1305>,
+    ciphers: BTreeMap<u32, KeyCiphers>,
     current: u32,
 }
+
+/// What one key seals with: the key itself for stored secrets, and a key derived from it
+/// ([`TOKEN_KEY_INFO`], HKDF-SHA256) for the tokens a browser carries, so that nothing a browser
+/// holds is sealed under the key of the stored secrets.
+#[derive(Clone)]
+struct KeyCiphers {
+    secrets: XChaCha20Poly1305,
+    tokens: XChaCha20Poly1305,
+}
+
+/// The HKDF `info` of the token key derived from each seal key.
+const TOKEN_KEY_INFO: &[u8] = b"dbconsole/v1 browser tokens";
 
 impl fmt::Debug for Sealer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -189,9 +201,17 @@ impl fmt::Debug for Sealer {
     }
 }
 
-fn cipher(key: &SecretKey) -> XChaCha20Poly1305 {
-    let key: &Key = key.bytes().into();
-    XChaCha20Poly1305::new(key)
+fn cipher(key: &SecretKey) -> KeyCiphers {
+    let secrets: &Key = key.bytes().into();
+    let mut derived = zeroize::Zeroizing::new([0u8; SecretKey::LEN]);
+    hkdf::Hkdf::<sha2::Sha256>::new(None, key.bytes())
+        .expand(TOKEN_KEY_INFO, derived.as_mut())
+        .expect("32 bytes is a valid HKDF-SHA256 output length");
+    let tokens: &Key = (&*derived).into();
+    KeyCiphers {
+        secrets: XChaCha20Poly1305::new(secrets),
+        tokens: XChaCha20Poly1305::new(tokens),
+    }
 }
 
 impl Sealer {
@@ -203,7 +223,7 @@ impl Sealer {
     /// A sealer under these keys; the highest id seals until a store names its current key
     /// ([`Sealer::adopt`]).
     pub fn with_keyring(keyring: &Keyring) -> Self {
-        let ciphers: BTreeMap<u32, XChaCha20Poly1305> =
+        let ciphers: BTreeMap<u32, KeyCiphers> =
             keyring.iter().map(|(id, key)| (id, cipher(key))).collect();
         let current = ciphers.keys().next_back().copied().unwrap_or(0);
         Self {
@@ -303,18 +323,24 @@ impl Sealer {
             .ciphers
             .get(&ring.current)
             .ok_or(SealError::MissingKey(ring.current))?;
-        seal_bytes(cipher, secret.expose(), place)
+        seal_bytes(&cipher.secrets, secret.expose(), place)
             .map(|bytes| SealedSecret::new(ring.current, bytes))
     }
 
     /// `text` sealed for `place` as a URL-safe token: the id of the key that sealed it, then the
     /// sealed bytes, in base64url. What a browser carries back to any node that shares the keys
-    /// (a download ticket, an OIDC flow's state); [`Sealer::open_token`] reads it.
+    /// (a download ticket, an OIDC flow's state, a row token); [`Sealer::open_token`] reads it.
+    /// Sealed under the token key derived from the current key, never under the key itself.
     pub fn seal_token(&self, text: &str, place: &Place) -> Result<String, SealError> {
         use base64::Engine as _;
-        let sealed = self.seal(&Secret::from(text), place)?;
-        let mut bytes = sealed.key().to_be_bytes().to_vec();
-        bytes.extend_from_slice(sealed.as_bytes());
+        let ring = self.ring();
+        let cipher = ring
+            .ciphers
+            .get(&ring.current)
+            .ok_or(SealError::MissingKey(ring.current))?;
+        let sealed = seal_bytes(&cipher.tokens, text.as_bytes(), place)?;
+        let mut bytes = ring.current.to_be_bytes().to_vec();
+        bytes.extend_from_slice(&sealed);
         Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
     }
 
@@ -326,11 +352,9 @@ impl Sealer {
             .decode(token.as_bytes())
             .ok()?;
         let (key, sealed) = bytes.split_first_chunk::<4>()?;
-        self.open(
-            &SealedSecret::new(u32::from_be_bytes(*key), sealed.to_vec()),
-            place,
-        )
-        .ok()
+        let ring = self.ring();
+        let cipher = ring.ciphers.get(&u32::from_be_bytes(*key))?;
+        open_bytes(&cipher.tokens, sealed, place).ok()
     }
 
     /// The secret that [`Sealer::seal`] sealed for the same place, opened under the key it
@@ -342,7 +366,7 @@ impl Sealer {
             .ciphers
             .get(&sealed.key())
             .ok_or(SealError::MissingKey(sealed.key()))?;
-        open_bytes(cipher, sealed.as_bytes(), place)
+        open_bytes(&cipher.secrets, sealed.as_bytes(), place)
     }
 
     /// `database` with every secret sealed under the current key: those sealed under another
@@ -380,14 +404,15 @@ impl Sealer {
     pub fn key_check(&self, id: u32) -> Result<Vec<u8>, SealError> {
         let ring = self.ring();
         let cipher = ring.ciphers.get(&id).ok_or(SealError::MissingKey(id))?;
-        seal_bytes(cipher, KEY_CHECK_LABEL, &Place::key_check()).map(|bytes| bytes.to_vec())
+        seal_bytes(&cipher.secrets, KEY_CHECK_LABEL, &Place::key_check())
+            .map(|bytes| bytes.to_vec())
     }
 
     /// Whether `stored` is a key check value made under this sealer's key `id`.
     pub fn matches_key_check(&self, id: u32, stored: &[u8]) -> bool {
         let ring = self.ring();
         ring.ciphers.get(&id).is_some_and(|cipher| {
-            open_bytes(cipher, stored, &Place::key_check())
+            open_bytes(&cipher.secrets, stored, &Place::key_check())
                 .is_ok_and(|label| label.expose() == KEY_CHECK_LABEL)
         })
     }
@@ -492,6 +517,29 @@ mod tests {
         let stranger = Sealer::ephemeral().unwrap();
         let theirs = stranger.seal_token("v1", &place).unwrap();
         assert!(sealer.open_token(&theirs, &place).is_none(), "another key");
+    }
+
+    #[test]
+    fn tokens_are_sealed_under_a_derived_key_not_the_secrets_key() {
+        use base64::Engine as _;
+        let sealer = Sealer::ephemeral().unwrap();
+        let place = Place::from_parts(&["console", "test"]);
+        let token = sealer.seal_token("hello", &place).unwrap();
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token)
+            .unwrap();
+        let (key, sealed) = bytes.split_first_chunk::<4>().unwrap();
+        let as_secret = SealedSecret::new(u32::from_be_bytes(*key), sealed.to_vec());
+        assert!(
+            sealer.open(&as_secret, &place).is_err(),
+            "a token opens only under the token key"
+        );
+        // And a stored secret's bytes are no token.
+        let secret = sealer.seal(&Secret::from("hello"), &place).unwrap();
+        let mut forged = secret.key().to_be_bytes().to_vec();
+        forged.extend_from_slice(secret.as_bytes());
+        let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(forged);
+        assert!(sealer.open_token(&forged, &place).is_none());
     }
 
     fn sealer(byte: u8) -> Sealer {

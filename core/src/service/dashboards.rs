@@ -2,6 +2,7 @@
 
 use http::StatusCode;
 
+use super::ApiError;
 use super::cache::CacheKey;
 use super::call::Call;
 use super::conditional::{IfMatch, tagged};
@@ -9,7 +10,8 @@ use super::render::{DashboardView, PageView};
 use super::response::{json_bytes, json_response};
 use super::router::Answer;
 use super::{Shared, page_request, split_page};
-use crate::model::{Dashboard, Timestamp};
+use crate::auth::Caller;
+use crate::model::{Dashboard, PanelDetails, Role, Scope, Timestamp};
 use crate::storage::{DashboardFilter, Edits};
 use crate::validate::{dashboard_from_body, parse_dashboard_filter};
 
@@ -25,7 +27,36 @@ fn dashboard_response(dashboard: &Dashboard) -> Answer {
 pub(crate) const NOTICE: &str = "dbconsole-notice";
 
 impl Shared {
-    /// `GET /v1/dashboards`: a page, by id, filtered.
+    /// Whether `caller` may see `dashboard` (docs/api.md, "Dashboards"): a full-scope caller sees
+    /// every dashboard; any principal an unrestricted one; a restricted one, super admins and
+    /// principals who may query the database of every panel (a panel whose credential names no
+    /// stored credential hides it). 403 for a caller of another scope without a principal.
+    async fn may_see(
+        &self,
+        caller: Option<&Caller>,
+        dashboard: &Dashboard,
+    ) -> Result<bool, ApiError> {
+        if caller.is_some_and(|caller| caller.scope == Scope::Full) {
+            return Ok(true);
+        }
+        let principal = super::queries::principal_of(caller)?;
+        if !dashboard.restricted_access || principal.role == Role::SuperAdmin {
+            return Ok(true);
+        }
+        for panel in &dashboard.panels {
+            let PanelDetails::Query { credential_id, .. } = &panel.details;
+            let Some(db) = self.database_of_credential(credential_id).await? else {
+                return Ok(false);
+            };
+            if !self.may_query(principal, &db).await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// `GET /v1/dashboards`: a page, by id, filtered; of the dashboards the caller may see (a
+    /// page may then hold fewer than `limit`; its `next` is still right).
     pub(super) async fn list_dashboards(&self, call: Call<'_>) -> Answer {
         let query = call.page_query()?;
         let filter = parse_dashboard_filter(call.query.as_deref());
@@ -37,7 +68,12 @@ impl Shared {
             .list_dashboards(page_request(&query), filter)
             .await?;
         let (items, next) = split_page(items, &query, |d| d.id.to_string());
-        let data = items.iter().map(DashboardView::from).collect();
+        let mut data = Vec::with_capacity(items.len());
+        for dashboard in &items {
+            if self.may_see(call.caller, dashboard).await? {
+                data.push(DashboardView::from(dashboard));
+            }
+        }
         Ok(json_response(StatusCode::OK, &PageView { data, next }))
     }
 
@@ -80,9 +116,24 @@ impl Shared {
         Ok(response)
     }
 
-    /// `GET /v1/dashboards/{id}`, through the read cache.
+    /// `GET /v1/dashboards/{id}`, through the read cache for a full-scope caller; 403 for a
+    /// restricted dashboard the caller may not see.
     pub(super) async fn get_dashboard(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
+        if call.caller.is_none_or(|caller| caller.scope != Scope::Full) {
+            let dashboard = self
+                .storage
+                .dashboard(id)
+                .await?
+                .ok_or(ApiError::NotFound)?;
+            if !self.may_see(call.caller, &dashboard).await? {
+                return Err(ApiError::Denied(format!(
+                    "dashboard {id} restricts access: it is shown to super admins and to those \
+                     who may query the database of each of its panels"
+                )));
+            }
+            return dashboard_response(&dashboard);
+        }
         self.read_through(
             CacheKey::Dashboard(id.to_owned()),
             &call.headers,

@@ -35,6 +35,7 @@ mod render;
 mod request_id;
 mod response;
 mod router;
+mod row_tokens;
 mod schema;
 
 pub use error::ApiError;
@@ -42,6 +43,7 @@ pub use outbox::OutboxTargets;
 pub use queries::{DEFAULT_MAX_ROWS, DEFAULT_ROW_LIMIT, DEFAULT_STATEMENT_TIMEOUT};
 pub use request_id::{REQUEST_ID_HEADER, REQUEST_ID_MAX, RequestId};
 pub use response::{BodyError, ResponseBody};
+pub use row_tokens::RowTokenOptions;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -115,6 +117,8 @@ struct Shared {
     session_touched: browser::Touched,
     /// The console's schema answers, kept a minute.
     schemas: schema::SchemaCache,
+    /// How panel rows' tokens behave.
+    row_tokens: RowTokenOptions,
 }
 
 /// Builds a [`ConsoleService`].
@@ -160,6 +164,7 @@ impl ConsoleService {
                 sessions: browser::SessionOptions::default(),
                 session_touched: browser::Touched::default(),
                 schemas: schema::SchemaCache::default(),
+                row_tokens: RowTokenOptions::default(),
             },
         }
     }
@@ -350,6 +355,13 @@ impl ConsoleServiceBuilder {
     /// cookies, the request's `Host` as the origin, 1 h idle, 12 h at most).
     pub fn sessions(mut self, options: browser::SessionOptions) -> Self {
         self.shared.sessions = options;
+        self
+    }
+
+    /// How panel rows' tokens behave: their life, and whether a trigger may bring a row
+    /// without one (docs/workflows.md, "Row tokens").
+    pub fn row_tokens(mut self, options: RowTokenOptions) -> Self {
+        self.shared.row_tokens = options;
         self
     }
 

@@ -4,7 +4,7 @@ use http::StatusCode;
 use serde_json::{Map, Value};
 
 use super::call::Call;
-use super::render::{DeliveryView, PageView};
+use super::render::{DeliveryProgressView, DeliveryView, PageView};
 use super::response::json_response;
 use super::router::Answer;
 use super::{ApiError, Shared, split_page};
@@ -82,23 +82,15 @@ impl Shared {
         }
         // Whoever may not run the panel may not act on its rows.
         self.panel_access(principal, credential_id, 1).await?;
-        let Some(workflow_id) = action
-            .workflow_id
-            .as_deref()
-            .filter(|id| !id.trim().is_empty())
-        else {
+        let Some(workflow_id) = super::row_tokens::starts_workflow(action) else {
             return Err(ApiError::Conflict(format!(
-                "action {action_id} names no workflow_id: it starts no workflow (an action with \
-                 neither label nor workflow_id is hidden)"
+                "action {action_id} names no workflow: it starts no workflow (an action with \
+                 neither label nor workflow_id is hidden; `.` and `..` are a path's dot \
+                 segments)"
             )));
         };
-        if matches!(workflow_id, "." | "..") {
-            return Err(ApiError::Conflict(format!(
-                "action {action_id}'s workflow_id {workflow_id} names no workflow: it is a \
-                 path's dot segment"
-            )));
-        }
-        let inputs = action_inputs(action, body)?;
+        let body = self.verified_row(panel, action, body, principal, origin)?;
+        let inputs = action_inputs(action, &body)?;
         if !self.outbox.workflows {
             return Err(ApiError::Conflict(
                 "this server starts no workflows: it has no workflow endpoint (serve \
@@ -142,6 +134,52 @@ impl Shared {
         self.storage.append_log(log).await?;
         self.wake_outbox();
         Ok(delivery)
+    }
+
+    /// The trigger's body with the clicked row's values taken from its `row_token` (docs/
+    /// workflows.md, "Row tokens"): 422 when the token does not hold for this panel and caller,
+    /// when a body brings both, and when an action that passes columns on gets no token (unless
+    /// the server accepts unverified rows, when the body's `row` is taken as it is).
+    fn verified_row(
+        &self,
+        panel: &Panel,
+        action: &Action,
+        body: &Map<String, Value>,
+        principal: &Principal,
+        origin: &Origin,
+    ) -> Result<Map<String, Value>, ApiError> {
+        let field = super::row_tokens::FIELD;
+        let token = match body.get(field) {
+            None | Some(Value::Null) => None,
+            Some(Value::String(token)) => Some(token.as_str()),
+            Some(_) => return Err(ValidationErrors::single(field, "must be a string").into()),
+        };
+        let Some(token) = token else {
+            let passes_columns = action.input_mappings.iter().any(|m| !m.prompt_user);
+            if passes_columns && !self.row_tokens.unverified_rows {
+                return Err(ValidationErrors::single(
+                    field,
+                    "is missing: this action passes the clicked row's columns on, and a row \
+                     comes only with the token a panel run gave it (run the panel with \
+                     \"row_tokens\": true)",
+                )
+                .into());
+            }
+            return Ok(body.clone());
+        };
+        if !matches!(body.get("row"), None | Some(Value::Null)) {
+            return Err(ValidationErrors::single(
+                "row",
+                "must be left out with a row_token: the row's values come from the token",
+            )
+            .into());
+        }
+        let holder = super::row_tokens::holder(principal, origin);
+        let row = super::row_tokens::open(&self.sealer, token, panel, &holder)?;
+        let mut verified = body.clone();
+        verified.remove(field);
+        verified.insert("row".to_owned(), Value::Object(row));
+        Ok(verified)
     }
 
     /// Wakes this node's outbox worker, if it has one.
@@ -217,6 +255,23 @@ impl Shared {
         ))
     }
 
+    /// `GET …/me/deliveries/{id}`: how a workflow run the caller started is doing (status,
+    /// attempts, next try, last error; never its payload). 404 for any other delivery, so a
+    /// caller learns nothing of others'.
+    pub(super) async fn get_my_delivery(&self, call: Call<'_>) -> Answer {
+        let principal = call.principal()?;
+        let delivery = self
+            .storage
+            .delivery(call.param("id"))
+            .await?
+            .filter(|delivery| triggered_by(delivery).as_deref() == Some(principal.user.as_str()))
+            .ok_or(ApiError::NotFound)?;
+        Ok(json_response(
+            StatusCode::OK,
+            &DeliveryProgressView::from(&delivery),
+        ))
+    }
+
     /// `POST …/deliveries/{id}/retry`: a dead letter retried by hand, **202**.
     pub(super) async fn retry_delivery(&self, call: Call<'_>) -> Answer {
         let delivery = self.retried_delivery(call.param("id"), call.origin).await?;
@@ -263,6 +318,16 @@ impl Shared {
         }
         Err(crate::storage::StorageError::Conflict.into())
     }
+}
+
+/// Who started a workflow delivery (its body's `triggered_by`, written by [`workflow_body`]);
+/// `None` for a review request.
+fn triggered_by(delivery: &Delivery) -> Option<String> {
+    if !matches!(delivery.target, Target::Workflow { .. }) {
+        return None;
+    }
+    let body: Value = serde_json::from_str(&delivery.body).ok()?;
+    body.get("triggered_by")?.as_str().map(str::to_owned)
 }
 
 /// The workflow's inputs, by key: each mapping's value from the clicked row's column, or from

@@ -666,6 +666,45 @@ pub(crate) struct DeliveryView<'a> {
     delivered_at: Option<String>,
 }
 
+/// How a workflow run the caller started is doing (`GET …/me/deliveries/{id}`): a delivery
+/// without its payload, which holds row values.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "DeliveryProgress", deny_unknown_fields)]
+pub(crate) struct DeliveryProgressView<'a> {
+    /// `dlv_…`.
+    id: &'a str,
+    workflow_id: Option<&'a str>,
+    #[schemars(schema_with = "delivery_status")]
+    status: &'static str,
+    /// Attempts started so far.
+    attempts: u32,
+    /// The next attempt while pending (the end of its lease while delivering).
+    #[schemars(schema_with = "timestamp_or_null")]
+    due_at: Option<String>,
+    /// Why the last attempt failed.
+    last_error: Option<&'a str>,
+    #[schemars(schema_with = "timestamp")]
+    updated_at: String,
+    #[schemars(schema_with = "timestamp_or_null")]
+    delivered_at: Option<String>,
+}
+
+impl<'a> From<&'a crate::model::Delivery> for DeliveryProgressView<'a> {
+    fn from(delivery: &'a crate::model::Delivery) -> Self {
+        let view = DeliveryView::from(delivery);
+        Self {
+            id: view.id,
+            workflow_id: view.workflow_id,
+            status: view.status,
+            attempts: view.attempts,
+            due_at: view.due_at,
+            last_error: view.last_error,
+            updated_at: view.updated_at,
+            delivered_at: view.delivered_at,
+        }
+    }
+}
+
 impl<'a> From<&'a crate::model::Delivery> for DeliveryView<'a> {
     fn from(delivery: &'a crate::model::Delivery) -> Self {
         let (workflow_id, channel) = match &delivery.target {

@@ -265,6 +265,7 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     GET ME "/me", Anyone, No, Nothing, "getMe" => get_me;
     GET ME "/me/databases", Querier, No, Nothing, "listMyDatabases" => list_my_databases;
     GET ME "/me/databases/{id}/schema", Querier, No, Nothing, "getMySchema" => get_my_schema;
+    GET ME "/me/deliveries/{id}", Querier, No, Nothing, "getMyDelivery" => get_my_delivery;
     GET QUERIES "/queries", Querier, No, Nothing, "listQueries" => list_queries;
     POST QUERIES "/queries", Querier, Record, Nothing, "createQuery" => create_query;
     GET QUERIES "/queries/{id}", Querier, No, Nothing, "getQuery" => get_query;
@@ -276,9 +277,9 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     GET CONSOLE "/deliveries", Full, No, Nothing, "listDeliveries" => list_deliveries;
     GET CONSOLE "/deliveries/{id}", Full, No, Nothing, "getDelivery" => get_delivery;
     POST CONSOLE "/deliveries/{id}/retry", Full, Record, Nothing, "retryDelivery" => retry_delivery;
-    GET DASHBOARDS "/dashboards", Full, No, Nothing, "listDashboards" => list_dashboards;
+    GET DASHBOARDS "/dashboards", Querier, No, Nothing, "listDashboards" => list_dashboards;
     POST DASHBOARDS "/dashboards", Full, Record, Nothing, "createDashboard" => create_dashboard;
-    GET DASHBOARDS "/dashboards/{id}", Full, No, Nothing, "getDashboard" => get_dashboard;
+    GET DASHBOARDS "/dashboards/{id}", Querier, No, Nothing, "getDashboard" => get_dashboard;
     PUT DASHBOARDS "/dashboards/{id}", Full, Record, Dashboard, "updateDashboard" => update_dashboard;
     PATCH DASHBOARDS_COMPAT "/dashboards/{id}", Full, Record, Dashboard, "patchDashboard" => update_dashboard;
     DELETE DASHBOARDS "/dashboards/{id}", Full, Record, Dashboard, "deleteDashboard" => delete_dashboard;
@@ -600,7 +601,15 @@ mod tests {
             );
             assert!(permits("/v1/dashboards/d/panels/p/run", Method::POST));
             assert!(!permits("/api/v1/console/databases", Method::GET));
-            assert!(!permits("/v1/dashboards", Method::GET));
+            // Dashboards are viewed by principals (each handler decides which); only full
+            // scope edits them.
+            assert!(permits("/v1/dashboards", Method::GET));
+            assert!(permits("/v1/dashboards/d", Method::GET));
+            assert!(!permits("/v1/dashboards", Method::POST));
+            assert!(!permits("/v1/dashboards/d", Method::PUT));
+            assert!(!permits("/v1/dashboards/d", Method::DELETE));
+            assert!(permits("/api/v1/console/me/deliveries/dlv_1", Method::GET));
+            assert!(!permits("/api/v1/console/deliveries/dlv_1", Method::GET));
             assert!(!permits("/api/v1/console/audit", Method::GET));
         }
     }

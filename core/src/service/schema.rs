@@ -132,6 +132,7 @@ impl Shared {
                 record,
                 protection,
                 shorter_timeout: None,
+                row_stamp: None,
             })
             .await?;
         let mut tables: Vec<Value> = Vec::new();

@@ -61,11 +61,13 @@ pub fn dashboard_from_body(
     r.finish().into_result(dashboard)
 }
 
-/// The panel and action ids of the stored dashboard that a request may keep, each once.
+/// The panel and action ids of the stored dashboard that a request may keep, each once, and
+/// the stored actions of each panel.
 #[derive(Default)]
 struct StoredIds {
     panels: HashSet<String>,
     actions: HashSet<String>,
+    panel_actions: std::collections::HashMap<String, Vec<Action>>,
 }
 
 impl StoredIds {
@@ -73,11 +75,22 @@ impl StoredIds {
         let mut ids = Self::default();
         for panel in stored.map(|d| d.panels.as_slice()).unwrap_or_default() {
             ids.panels.insert(panel.id.as_str().to_owned());
+            ids.panel_actions
+                .insert(panel.id.as_str().to_owned(), panel.actions.clone());
             for action in &panel.actions {
                 ids.actions.insert(action.id.as_str().to_owned());
             }
         }
         ids
+    }
+
+    /// The stored actions of panel `id` that no earlier item took, now taken.
+    fn kept_actions(&mut self, id: &str) -> Vec<Action> {
+        let stored = self.panel_actions.remove(id).unwrap_or_default();
+        stored
+            .into_iter()
+            .filter(|action| self.actions.remove(action.id.as_str()))
+            .collect()
     }
 
     /// The item's `id` (a string, or "is invalid") when it is stored and not taken yet by an
@@ -94,26 +107,33 @@ fn panels(
     errors: &mut ValidationErrors,
 ) -> Option<Vec<Panel>> {
     Items::read(items, |_, r| {
-        let id = StoredIds::take(&mut ids.panels, r)
-            .map(PanelId::from_stored)
-            .unwrap_or_else(PanelId::generate);
-        panel(id, r, ids)
+        let (id, kept) = match StoredIds::take(&mut ids.panels, r) {
+            Some(id) => (PanelId::from_stored(id), true),
+            None => (PanelId::generate(), false),
+        };
+        panel(id, kept, r, ids)
     })
     .finish(errors, "panels")
 }
 
-fn panel(id: PanelId, r: &mut Reader<'_>, ids: &mut StoredIds) -> Option<Panel> {
+/// A panel of the body, with `id`, a stored panel's when `kept`. A kept panel without an
+/// `actions` key keeps its stored actions (a client that never sends actions, such as the
+/// DevHub Terraform provider's update, doesn't erase those made elsewhere); `null` and `[]`
+/// still empty them.
+fn panel(id: PanelId, kept: bool, r: &mut Reader<'_>, ids: &mut StoredIds) -> Option<Panel> {
     let title = r.required_text("title", true, NAME);
     let inputs = r
         .objects("inputs")
         .flatten()
         .map(|items| inputs(&items, r.errors()))
         .unwrap_or(Some(Vec::new()));
-    let actions = r
-        .objects("actions")
-        .flatten()
-        .map(|items| actions(&items, ids, r.errors()))
-        .unwrap_or(Some(Vec::new()));
+    let actions = match r.objects("actions") {
+        None if kept => Some(ids.kept_actions(id.as_str())),
+        None => Some(Vec::new()),
+        Some(items) => items
+            .map(|items| actions(&items, ids, r.errors()))
+            .unwrap_or(Some(Vec::new())),
+    };
     let details = match r.object("details") {
         Some(Some(details)) => {
             let mut d = Reader::new(details);

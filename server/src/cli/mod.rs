@@ -471,6 +471,12 @@ pub struct ServeArgs {
     )]
     pub workflow_url: Option<String>,
 
+    /// Accept a row action's trigger that brings the clicked row's values itself, without the
+    /// row token a panel run gave (a row the caller claims): only for clients made before row
+    /// tokens. Off by default; logged at start (docs/workflows.md, "Row tokens").
+    #[arg(long, env = "DBCONSOLE_ALLOW_UNVERIFIED_ROWS")]
+    pub allow_unverified_rows: bool,
+
     /// The shared secret (at least 16 bytes) workflow requests are signed with: the
     /// `Dbconsole-Signature` header's HMAC-SHA256 (never logged).
     #[arg(

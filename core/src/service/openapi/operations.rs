@@ -458,6 +458,13 @@ pub(crate) fn get_delivery(op: Operation, _: &Names) -> Operation {
         .errors(&[401, 403, 404, 503])
 }
 
+pub(crate) fn get_my_delivery(op: Operation, _: &Names) -> Operation {
+    op.summary("How a workflow run the caller started is doing: status, attempts, next try, last error; never its payload (404 for anyone else's)")
+        .params(vec![delivery_id()])
+        .ok(json_content(schema_ref("DeliveryProgress")))
+        .errors(&[401, 403, 404, 503])
+}
+
 pub(crate) fn retry_delivery(op: Operation, _: &Names) -> Operation {
     op.summary("Retry a dead letter: pending again, with every attempt")
         .params(vec![delivery_id()])

@@ -2,8 +2,8 @@
 //! names, bounds from the validation constants) and the components every operation refers to.
 
 use super::super::render::{
-    AuditEventView, DashboardView, DataProtectionView, DatabaseView, DeliveryView, MeView,
-    PageView, PermissionsView, QueryView, QueryableDatabaseView,
+    AuditEventView, DashboardView, DataProtectionView, DatabaseView, DeliveryProgressView,
+    DeliveryView, MeView, PageView, PermissionsView, QueryView, QueryableDatabaseView,
 };
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -494,13 +494,15 @@ pub(super) fn schemas() -> Value {
         })),
         "RunInput": run_input,
         "TriggerInput": object(&[], json!({
-            "row": described(json!({ "type": ["object", "null"] }), "The clicked row: column name → value. A mapping with a `column` takes its value from here."),
+            "row_token": described(json!({ "type": ["string", "null"] }), "The clicked row's token, from the panel run that returned it (`row_tokens`): the row's values come from it. Needed when the action passes a column on (docs/workflows.md, \"Row tokens\")."),
+            "row": described(json!({ "type": ["object", "null"] }), "The clicked row as the caller claims it (column name → value): accepted only by a server started with --allow-unverified-rows, and never beside a row_token."),
             "prompted": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean", "null"] } }), "What the user typed: workflow input key → value, for the mappings with `prompt_user`; no other key."),
         })),
         "ReviewInput": review_input,
         "PanelRunInput": object(&[], json!({
             "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for every input the panel declares, and no other."),
             "limit": { "type": ["integer", "null"], "minimum": 1 },
+            "row_tokens": described(json!({ "type": ["boolean", "null"] }), "Whether each row comes with its token, for a row action's trigger: only for a panel with an action that starts a workflow, and not as CSV (docs/workflows.md, \"Row tokens\")."),
         })),
         "RunResult": object(&["columns", "rows", "row_count", "truncated", "duration_ms"], json!({
             "columns": list(object(&["name", "type"], json!({
@@ -513,6 +515,7 @@ pub(super) fn schemas() -> Value {
             "truncated": { "type": "boolean" },
             "duration_ms": integer(0, u64::MAX, false),
             "error": described(closed(json!({ "detail": { "type": "string" } })), "Present when the run failed after its first rows."),
+            "row_tokens": described(list(json!({ "type": ["string", "null"] }), false), "A panel run's row tokens, one per row in order, when asked for (`row_tokens`); in NDJSON each row's line is followed by a `{\"row_token\": …}` line."),
         })),
     });
     if let Some(schemas) = schemas.as_object_mut() {
@@ -535,6 +538,7 @@ fn views() -> Map<String, Value> {
     generator.subschema_for::<PageView<AuditEventView<'static>>>();
     generator.subschema_for::<PageView<QueryView<'static>>>();
     generator.subschema_for::<PageView<DeliveryView<'static>>>();
+    generator.subschema_for::<DeliveryProgressView<'static>>();
     generator.subschema_for::<PermissionsView<'static>>();
     generator.subschema_for::<MeView<'static>>();
     generator.subschema_for::<PageView<QueryableDatabaseView<'static>>>();

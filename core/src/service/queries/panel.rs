@@ -9,9 +9,9 @@ use crate::run::Format;
 use crate::run::statement::{self, Dialect};
 use crate::validate::{ValidationErrors, panel_inputs, row_limit};
 
-use super::super::Shared;
 use super::super::error::ApiError;
 use super::super::response::ResponseBody;
+use super::super::{Shared, row_tokens};
 use super::Record;
 use super::admission::Guarded;
 use super::start::Run;
@@ -135,6 +135,7 @@ impl Shared {
             credential_id,
         } = &panel.details;
         let inputs = panel_inputs(panel, &body)?;
+        let row_stamp = self.row_stamp_for(panel, &body, format, principal, origin)?;
         let limit = row_limit(&body, self.max_rows)
             .map_err(|why| ValidationErrors::single("limit", why))?;
         let (guarded, credential, max_rows) =
@@ -163,7 +164,50 @@ impl Shared {
             record,
             protection,
             shorter_timeout: None,
+            row_stamp,
         })
         .await
+    }
+
+    /// The stamp of a panel run's rows, when its body asks for row tokens (`"row_tokens":
+    /// true`): 422 when it is not a boolean, when no action of the panel starts a workflow, or
+    /// for a CSV result (which carries none).
+    fn row_stamp_for(
+        &self,
+        panel: &crate::model::Panel,
+        body: &serde_json::Map<String, Value>,
+        format: Format,
+        principal: &Principal,
+        origin: &Origin,
+    ) -> Result<Option<std::sync::Arc<dyn crate::run::RowStamp>>, ApiError> {
+        let field = "row_tokens";
+        let wanted = match body.get(field) {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(wanted)) => *wanted,
+            Some(_) => return Err(ValidationErrors::single(field, "must be a boolean").into()),
+        };
+        if !wanted {
+            return Ok(None);
+        }
+        if !row_tokens::triggerable(panel) {
+            return Err(ValidationErrors::single(
+                field,
+                "the panel has no action that starts a workflow: its rows need no token",
+            )
+            .into());
+        }
+        if format == Format::Csv {
+            return Err(ValidationErrors::single(
+                field,
+                "a CSV result carries no row tokens: ask for JSON or NDJSON",
+            )
+            .into());
+        }
+        Ok(Some(row_tokens::PanelRows::stamp(
+            &self.sealer,
+            panel,
+            row_tokens::holder(principal, origin),
+            self.row_tokens.life,
+        )))
     }
 }

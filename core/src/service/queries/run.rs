@@ -143,6 +143,7 @@ impl Shared {
             record,
             protection,
             shorter_timeout,
+            row_stamp: None,
         })
         .await
     }

@@ -51,6 +51,8 @@ pub(in crate::service) struct Run {
     pub(in crate::service) protection: Option<Arc<Protection>>,
     /// A shorter timeout the caller asked for ([`RunJob::shorter`]).
     pub(in crate::service) shorter_timeout: Option<Duration>,
+    /// What stamps each row with its token (a panel run asked for row tokens).
+    pub(in crate::service) row_stamp: Option<Arc<dyn crate::run::RowStamp>>,
 }
 
 impl Shared {
@@ -102,6 +104,7 @@ impl Shared {
             record,
             protection,
             shorter_timeout,
+            row_stamp,
         } = run;
         let adapter = db.adapter;
         let timeout = credential
@@ -141,6 +144,9 @@ impl Shared {
             u64::from(max_rows),
             self.memory.limits(),
         );
+        if let Some(stamp) = row_stamp {
+            sink.stamp_rows(stamp);
+        }
         let storage = Arc::clone(&self.storage);
         let measured = self.metrics;
         let facts = RunFacts {

@@ -98,6 +98,7 @@ impl Shared {
                 record,
                 protection,
                 shorter_timeout: None,
+                row_stamp: None,
             })
             .await?;
         match answer["error"]["detail"].as_str() {

@@ -1,0 +1,635 @@
+//! Cases of the HTTP suite: dashboards as their viewers use them. Who sees which dashboard
+//! (docs/api.md, "Dashboards"); how a workflow run one started is doing; and row tokens
+//! (docs/workflows.md, "Row tokens"). A panel run asked for
+//! row tokens returns one per row (beside the rows in JSON, after each row in NDJSON, never in
+//! CSV); a trigger takes the clicked row's values from its token, exactly as the run encoded
+//! them, and refuses, storing nothing, a token that was made up, changed, made for another
+//! caller or panel, made before the panel changed, or expired, and a row without a token
+//! unless the server accepts unverified rows.
+//!
+//! The panel runs through [`RowsRunner`], a stand-in for a database that answers two rows of
+//! values that are easy to get wrong (`-0`, an integer beyond 2^53, bytes, JSON, Unicode): the
+//! rules are the service's, whatever runs the statement.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dbconsole_core::Storage;
+use dbconsole_core::model::{Adapter, Principal};
+use dbconsole_core::run::{Column, QueryRunner, RowSink, RunError, RunJob, Runners};
+use dbconsole_core::service::{OutboxTargets, RowTokenOptions};
+use http::Method;
+use serde_json::{Value, json};
+
+use crate::TestConsole;
+
+const DELIVERIES: &str = "/api/v1/console/deliveries";
+
+/// A runner that answers two rows: `id`, `amount` (a float, `-0` in the second), `big` (beyond
+/// 2^53), `blob` (bytes), `doc` (JSON) and `name` (Unicode with quotes and a newline).
+#[derive(Debug, Default)]
+pub struct RowsRunner;
+
+fn column(name: &str, type_name: &str, base64: bool) -> Column {
+    Column {
+        name: name.to_owned(),
+        type_name: type_name.to_owned(),
+        base64,
+    }
+}
+
+#[async_trait::async_trait]
+impl QueryRunner for RowsRunner {
+    async fn run(&self, _job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
+        sink.columns(&[
+            column("id", "int8", false),
+            column("amount", "float8", false),
+            column("big", "int8", false),
+            column("blob", "bytea", true),
+            column("doc", "jsonb", false),
+            column("name", "text", false),
+        ]);
+        for (id, amount) in [(41_i64, 12.5_f64), (42, -0.0)] {
+            let Some(row) = sink.row() else { break };
+            row.int(id);
+            row.float(amount);
+            row.int(i64::MAX - id);
+            row.bytes(&[0, 0xff, id as u8]);
+            row.json(r#"{"a": [1, 2.5, "x"], "b": null}"#);
+            row.text("Zoë \"ß\" 🦀\n<b>bold</b>");
+            sink.end_row().await.map_err(|_| RunError::Cancelled)?;
+        }
+        sink.flush().await.map_err(|_| RunError::Cancelled)
+    }
+
+    fn evict(&self, _database_id: &str) {}
+}
+
+/// The console over `storage` with a [`RowsRunner`], starting workflows, with `options`.
+fn token_console(storage: Arc<dyn Storage>, options: RowTokenOptions) -> TestConsole {
+    TestConsole::builder(storage)
+        .runners(Runners::none().with(Adapter::Postgres, Arc::new(RowsRunner)))
+        .trust_principal(true)
+        .outbox(OutboxTargets {
+            workflows: true,
+            ..OutboxTargets::default()
+        })
+        .row_tokens(options)
+        .build()
+}
+
+fn ann() -> Principal {
+    Principal::member("ann@example.com")
+}
+
+/// A dashboard of two panels over a new database, each with action `pay` passing on every
+/// column of the row and a prompted `note`, and a label-only action.
+async fn new_dashboard(console: &TestConsole) -> Value {
+    let db = console
+        .api
+        .create_database(&json!({
+            "name": format!("Tokens {}", dbconsole_core::model::DeliveryId::generate()),
+            "adapter": "postgres",
+            "hostname": "db.internal",
+            "database": "orders",
+            "credentials": [{"username": "reader", "password": "pw-tokens"}],
+        }))
+        .await;
+    let panel = |title: &str| {
+        json!({
+            "title": title,
+            "details": {"__type__": "query", "query": "SELECT 1", "credential_id": db["credentials"][0]["id"]},
+            "actions": [
+                {"label": "Pay", "workflow_id": "pay", "input_mappings": [
+                    {"workflow_input_key": "order", "column": "id"},
+                    {"workflow_input_key": "amount", "column": "amount"},
+                    {"workflow_input_key": "big", "column": "big"},
+                    {"workflow_input_key": "blob", "column": "blob"},
+                    {"workflow_input_key": "doc", "column": "doc"},
+                    {"workflow_input_key": "name", "column": "name"},
+                    {"workflow_input_key": "note", "prompt_user": true, "prompt": "Note"},
+                ]},
+                {"label": "Label only", "input_mappings": []},
+            ],
+        })
+    };
+    console
+        .api
+        .dash(
+            Method::POST,
+            crate::DASHBOARDS,
+            Some(&json!({"name": "Tokens", "restricted_access": false, "panels": [panel("A"), panel("B")]})),
+        )
+        .await
+        .expect(200)
+        .json()
+}
+
+fn run_path(dashboard: &Value, panel: usize) -> String {
+    format!(
+        "/v1/dashboards/{}/panels/{}/run",
+        dashboard["id"].as_str().unwrap(),
+        dashboard["panels"][panel]["id"].as_str().unwrap()
+    )
+}
+
+fn trigger_path(dashboard: &Value, panel: usize) -> String {
+    format!(
+        "/v1/dashboards/{}/panels/{}/actions/{}/trigger",
+        dashboard["id"].as_str().unwrap(),
+        dashboard["panels"][panel]["id"].as_str().unwrap(),
+        dashboard["panels"][panel]["actions"][0]["id"]
+            .as_str()
+            .unwrap()
+    )
+}
+
+/// A JSON run of panel `panel` as `who` with row tokens: the result document.
+async fn run(console: &TestConsole, who: &Principal, dashboard: &Value, panel: usize) -> Value {
+    console
+        .as_(
+            who,
+            Method::POST,
+            &run_path(dashboard, panel),
+            Some(json!({"row_tokens": true})),
+            None,
+        )
+        .await
+        .expect(200)
+        .json()
+}
+
+async fn delivery_count(console: &TestConsole) -> usize {
+    console
+        .api
+        .db(Method::GET, DELIVERIES, None)
+        .await
+        .expect(200)
+        .json()["data"]
+        .as_array()
+        .expect("a page")
+        .len()
+}
+
+/// A run's row tokens come one per row; a trigger with one starts the workflow with that row's
+/// values exactly as the run encoded them (`-0`, a big integer as a string, base64, JSON,
+/// Unicode) and the typed value; NDJSON carries a token after each row, CSV none.
+pub async fn a_row_token_carries_the_row_the_panel_returned(storage: Arc<dyn Storage>) {
+    let console = token_console(storage, RowTokenOptions::default());
+    let dashboard = new_dashboard(&console).await;
+    let result = run(&console, &ann(), &dashboard, 0).await;
+    let rows = result["rows"].as_array().unwrap();
+    let tokens = result["row_tokens"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(tokens.len(), 2);
+    assert_ne!(tokens[0], tokens[1]);
+    let answer = console
+        .as_(
+            &ann(),
+            Method::POST,
+            &trigger_path(&dashboard, 0),
+            Some(json!({"row_token": tokens[1], "prompted": {"note": "late"}})),
+            None,
+        )
+        .await
+        .expect(202);
+    let inputs = &answer.json()["payload"]["inputs"];
+    let second = &rows[1];
+    assert_eq!(
+        *inputs,
+        json!({
+            "order": second[0], "amount": second[1], "big": second[2], "blob": second[3],
+            "doc": second[4], "name": second[5], "note": "late",
+        })
+    );
+    assert_eq!(inputs["order"], 42);
+    assert_eq!(inputs["big"], json!((i64::MAX - 42).to_string()));
+    assert_eq!(inputs["blob"], "AP8q");
+    assert_eq!(inputs["doc"], json!({"a": [1, 2.5, "x"], "b": null}));
+    assert_eq!(inputs["name"], "Zoë \"ß\" 🦀\n<b>bold</b>");
+    assert!(
+        inputs["amount"].as_f64().unwrap() == 0.0
+            && inputs["amount"].as_f64().unwrap().is_sign_negative(),
+        "-0 stays -0: {inputs}"
+    );
+    // NDJSON: a token line after each row line.
+    let ask = json!({"row_tokens": true});
+    let ndjson = console
+        .send(
+            Method::POST,
+            &run_path(&dashboard, 0),
+            Some(ann()),
+            Some("application/x-ndjson"),
+            Some(&ask),
+        )
+        .await
+        .expect(200)
+        .text();
+    let lines: Vec<Value> = ndjson
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 6, "{ndjson}");
+    assert!(lines[1].is_array() && lines[3].is_array());
+    assert!(lines[2]["row_token"].is_string() && lines[4]["row_token"].is_string());
+    // CSV carries none: asking for them is a clear 422.
+    console
+        .send(
+            Method::POST,
+            &run_path(&dashboard, 0),
+            Some(ann()),
+            Some("text/csv"),
+            Some(&ask),
+        )
+        .await
+        .expect(422);
+    // `row_tokens` is a boolean.
+    let errors = console
+        .as_(
+            &ann(),
+            Method::POST,
+            &run_path(&dashboard, 0),
+            Some(json!({"row_tokens": "yes"})),
+            None,
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(errors["errors"]["row_tokens"].is_array(), "{errors}");
+    assert_eq!(delivery_count(&console).await, 1);
+}
+
+/// Every token that does not hold is refused with 422 on `row_token` and stores nothing: made
+/// up, changed, another caller's, another panel's, made before the panel changed, expired;
+/// so is a row without a token, and a row beside a token.
+pub async fn row_tokens_that_do_not_hold_are_refused(storage: Arc<dyn Storage>) {
+    let console = token_console(Arc::clone(&storage), RowTokenOptions::default());
+    let dashboard = new_dashboard(&console).await;
+    let token = run(&console, &ann(), &dashboard, 0).await["row_tokens"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = |panel: usize, body: Value, field: &'static str| {
+        let console = &console;
+        let path = trigger_path(&dashboard, panel);
+        async move {
+            let answer = console
+                .as_(&ann(), Method::POST, &path, Some(body), None)
+                .await
+                .expect(422)
+                .json();
+            let why = answer["errors"][field][0]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            assert!(!why.is_empty(), "{answer}");
+            why
+        }
+    };
+    let note = json!({"note": "x"});
+    // Made up, and changed (each byte of the token matters).
+    refused(
+        0,
+        json!({"row_token": "not-a-token", "prompted": note}),
+        "row_token",
+    )
+    .await;
+    let mut changed = token.clone().into_bytes();
+    let middle = changed.len() / 2;
+    changed[middle] = if changed[middle] == b'A' { b'B' } else { b'A' };
+    let changed = String::from_utf8(changed).unwrap();
+    refused(
+        0,
+        json!({"row_token": changed, "prompted": note}),
+        "row_token",
+    )
+    .await;
+    refused(0, json!({"row_token": 7, "prompted": note}), "row_token").await;
+    // Another panel's action, even one that looks the same.
+    let why = refused(
+        1,
+        json!({"row_token": token, "prompted": note}),
+        "row_token",
+    )
+    .await;
+    assert!(why.contains("another panel"), "{why}");
+    // A row without its token, and a row beside a token.
+    let why = refused(
+        0,
+        json!({"row": {"id": 1, "amount": 1, "big": 1, "blob": "", "doc": 1, "name": "x"}, "prompted": note}),
+        "row_token",
+    )
+    .await;
+    assert!(why.contains("row_tokens"), "{why}");
+    refused(
+        0,
+        json!({"row_token": token, "row": {"id": 999}, "prompted": note}),
+        "row",
+    )
+    .await;
+    // Another caller's.
+    let bob = Principal::member("bob@example.com");
+    let answer = console
+        .as_(
+            &bob,
+            Method::POST,
+            &trigger_path(&dashboard, 0),
+            Some(json!({"row_token": token, "prompted": note})),
+            None,
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        answer["errors"]["row_token"][0]
+            .as_str()
+            .unwrap()
+            .contains("another caller"),
+        "{answer}"
+    );
+    // The same user under another case is the same user.
+    console
+        .as_(
+            &Principal::member("ANN@example.com"),
+            Method::POST,
+            &trigger_path(&dashboard, 0),
+            Some(json!({"row_token": token, "prompted": note})),
+            None,
+        )
+        .await
+        .expect(202);
+    // Renaming the dashboard leaves its panels' tokens working; changing the panel does not.
+    console
+        .api
+        .dash(
+            Method::PUT,
+            &format!(
+                "{}/{}",
+                crate::DASHBOARDS,
+                dashboard["id"].as_str().unwrap()
+            ),
+            Some(&json!({"name": "Tokens, renamed"})),
+        )
+        .await
+        .expect(200);
+    console
+        .as_(
+            &ann(),
+            Method::POST,
+            &trigger_path(&dashboard, 0),
+            Some(json!({"row_token": token, "prompted": note})),
+            None,
+        )
+        .await
+        .expect(202);
+    let mut panels = dashboard["panels"].clone();
+    panels[0]["details"]["query"] = json!("SELECT 2");
+    console
+        .api
+        .dash(
+            Method::PUT,
+            &format!(
+                "{}/{}",
+                crate::DASHBOARDS,
+                dashboard["id"].as_str().unwrap()
+            ),
+            Some(&json!({"panels": panels})),
+        )
+        .await
+        .expect(200);
+    let why = refused(
+        0,
+        json!({"row_token": token, "prompted": note}),
+        "row_token",
+    )
+    .await;
+    assert!(why.contains("panel changed"), "{why}");
+    assert_eq!(delivery_count(&console).await, 2, "only the two that held");
+
+    // Expired: a console whose tokens live no time at all.
+    let brief = token_console(
+        storage,
+        RowTokenOptions {
+            life: Duration::ZERO,
+            ..RowTokenOptions::default()
+        },
+    );
+    let token = run(&brief, &ann(), &dashboard, 1).await["row_tokens"][0].clone();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let answer = brief
+        .as_(
+            &ann(),
+            Method::POST,
+            &trigger_path(&dashboard, 1),
+            Some(json!({"row_token": token, "prompted": note})),
+            None,
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        answer["errors"]["row_token"][0]
+            .as_str()
+            .unwrap()
+            .contains("expired"),
+        "{answer}"
+    );
+    assert_eq!(delivery_count(&console).await, 2);
+}
+
+/// Members see unrestricted dashboards and the restricted ones whose every panel's database
+/// they may query, in the list and by id (403 otherwise); super admins and full-scope keys see
+/// all; editing stays with full scope.
+pub async fn members_see_the_dashboards_they_may_query(storage: Arc<dyn Storage>) {
+    let console = token_console(storage, RowTokenOptions::default());
+    let open = new_dashboard(&console).await;
+    let closed_db = console
+        .api
+        .create_database(&json!({
+            "name": format!("Closed {}", dbconsole_core::model::DeliveryId::generate()),
+            "adapter": "postgres",
+            "hostname": "db.internal",
+            "database": "orders",
+            "restrict_access": true,
+            "credentials": [{"username": "reader", "password": "pw-closed"}],
+        }))
+        .await;
+    let panel = json!({
+        "title": "Closed",
+        "details": {"__type__": "query", "query": "SELECT 1", "credential_id": closed_db["credentials"][0]["id"]},
+    });
+    let restricted = console
+        .api
+        .dash(
+            Method::POST,
+            crate::DASHBOARDS,
+            Some(&json!({"name": "Restricted", "restricted_access": true, "panels": [panel]})),
+        )
+        .await
+        .expect(200)
+        .json();
+    let ids = |page: Value| -> Vec<String> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let list = |who: Principal| {
+        let console = &console;
+        async move {
+            console
+                .as_(&who, Method::GET, crate::DASHBOARDS, None, None)
+                .await
+                .expect(200)
+                .json()
+        }
+    };
+    let by_id = |who: Principal, dashboard: &Value| {
+        let console = &console;
+        let path = format!(
+            "{}/{}",
+            crate::DASHBOARDS,
+            dashboard["id"].as_str().unwrap()
+        );
+        async move { console.as_(&who, Method::GET, &path, None, None).await }
+    };
+    let open_id = open["id"].as_str().unwrap().to_owned();
+    let restricted_id = restricted["id"].as_str().unwrap().to_owned();
+    assert_eq!(ids(list(ann()).await), std::slice::from_ref(&open_id));
+    assert_eq!(by_id(ann(), &open).await.expect(200).json(), open);
+    let refused = by_id(ann(), &restricted).await.expect(403);
+    assert!(
+        refused.text().contains("restricts access"),
+        "{}",
+        refused.text()
+    );
+    // A grant on the panel's database opens the dashboard.
+    console
+        .api
+        .db(
+            Method::PUT,
+            &format!("{}/{}/permissions", crate::DATABASES, closed_db["id"].as_str().unwrap()),
+            Some(&json!({"permissions": [{"subject_kind": "user", "subject": "ann@example.com", "access": "query"}]})),
+        )
+        .await
+        .expect(200);
+    let mut both = vec![open_id.clone(), restricted_id.clone()];
+    both.sort();
+    assert_eq!(ids(list(ann()).await), both);
+    by_id(ann(), &restricted).await.expect(200);
+    let admin = Principal::member("root@example.com").role(dbconsole_core::model::Role::SuperAdmin);
+    assert_eq!(ids(list(admin).await), both);
+    let bob = Principal::member("bob@example.com");
+    assert_eq!(ids(list(bob.clone()).await), [open_id]);
+    by_id(bob.clone(), &restricted).await.expect(403);
+    // A member edits nothing.
+    let path = format!("{}/{}", crate::DASHBOARDS, open["id"].as_str().unwrap());
+    console
+        .as_(
+            &bob,
+            Method::PUT,
+            &path,
+            Some(json!({"name": "Mine"})),
+            None,
+        )
+        .await
+        .expect(403);
+    console
+        .as_(&bob, Method::DELETE, &path, None, None)
+        .await
+        .expect(403);
+}
+
+/// Whoever started a workflow run follows it (status, attempts, next try, last error), never
+/// its payload; anyone else's is 404.
+pub async fn the_caller_follows_the_workflow_it_started(storage: Arc<dyn Storage>) {
+    let console = token_console(storage, RowTokenOptions::default());
+    let dashboard = new_dashboard(&console).await;
+    let token = run(&console, &ann(), &dashboard, 0).await["row_tokens"][0].clone();
+    let started = console
+        .as_(
+            &ann(),
+            Method::POST,
+            &trigger_path(&dashboard, 0),
+            Some(json!({"row_token": token, "prompted": {"note": "x"}})),
+            None,
+        )
+        .await
+        .expect(202)
+        .json();
+    let path = format!(
+        "/api/v1/console/me/deliveries/{}",
+        started["id"].as_str().unwrap()
+    );
+    let progress = console
+        .as_(&ann(), Method::GET, &path, None, None)
+        .await
+        .expect(200)
+        .json();
+    let mut keys: Vec<&str> = progress
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "attempts",
+            "delivered_at",
+            "due_at",
+            "id",
+            "last_error",
+            "status",
+            "updated_at",
+            "workflow_id"
+        ]
+    );
+    assert_eq!(progress["status"], "pending");
+    assert_eq!(progress["workflow_id"], "pay");
+    assert!(
+        !progress.to_string().contains("Zo"),
+        "no row value: {progress}"
+    );
+    console
+        .as_(
+            &Principal::member("bob@example.com"),
+            Method::GET,
+            &path,
+            None,
+            None,
+        )
+        .await
+        .expect(404);
+    console
+        .as_(
+            &ann(),
+            Method::GET,
+            "/api/v1/console/me/deliveries/dlv_missing",
+            None,
+            None,
+        )
+        .await
+        .expect(404);
+}
+
+/// Expands to one test per case of viewing dashboards and acting on their rows, over fresh
+/// stores made by `$storage`.
+#[macro_export]
+macro_rules! row_action_tests {
+    ($storage:expr) => {
+        $crate::suite_cases!(
+            row_actions,
+            $storage,
+            [
+                members_see_the_dashboards_they_may_query,
+                the_caller_follows_the_workflow_it_started,
+                a_row_token_carries_the_row_the_panel_returned,
+                row_tokens_that_do_not_hold_are_refused,
+            ]
+        );
+    };
+}
