@@ -138,3 +138,44 @@ export interface Page<T> {
   data: T[];
   next: string | null;
 }
+
+export interface InputMapping {
+  workflow_input_key: string;
+  column: string | null;
+  prompt_user: boolean;
+  prompt: string | null;
+}
+
+export interface Action {
+  id: string;
+  label: string | null;
+  workflow_id: string | null;
+  input_mappings: InputMapping[];
+}
+
+export interface Panel {
+  id: string;
+  title: string;
+  inputs: { key: string; description: string }[];
+  actions: Action[];
+  details: { __type__: "query"; query: string; credential_id: string };
+}
+
+export interface Dashboard {
+  id: string;
+  name: string;
+  restricted_access: boolean;
+  panels: Panel[];
+}
+
+/** How a workflow run the caller started is doing (`GET /api/v1/console/me/deliveries/{id}`). */
+export interface DeliveryProgress {
+  id: string;
+  workflow_id: string | null;
+  status: "pending" | "delivering" | "delivered" | "dead";
+  attempts: number;
+  due_at: string | null;
+  last_error: string | null;
+  updated_at: string;
+  delivered_at: string | null;
+}

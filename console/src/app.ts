@@ -136,6 +136,7 @@ export class App {
         me.may.query && item("", "Query"),
         me.may.query && item("history", "History"),
         me.may.review && item("reviews", "Reviews"),
+        (me.may.query || me.may.manage_dashboards) && item("dashboards", "Dashboards"),
         me.may.manage_databases && item("databases", "Databases"),
       ),
       h(

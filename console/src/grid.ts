@@ -9,7 +9,7 @@ import {
   observeElementOffset,
   observeElementRect,
 } from "@tanstack/virtual-core";
-import { h, isolated, visible } from "./dom";
+import { h, isolated, replace, visible } from "./dom";
 import type { Column } from "./ndjson";
 
 /** Values longer than this are cut in the grid. */
@@ -30,6 +30,14 @@ export function rowTsv(row: unknown[]): string {
   return row.map((v) => (valueText(v) ?? "").replace(/[\t\r\n]/g, " ")).join("\t");
 }
 
+/** A last column of controls on each row (a dashboard panel's row action buttons). */
+export interface RowControls {
+  /** The column's header. */
+  label: string;
+  /** The controls of row `index`, made each time the row is painted. */
+  render: (index: number) => Node;
+}
+
 export class Grid {
   readonly element: HTMLElement;
   private readonly scroller: HTMLElement;
@@ -44,7 +52,10 @@ export class Grid {
   private readonly dialogTitle: HTMLElement;
   private readonly dialogValue: HTMLElement;
 
-  constructor(label: string) {
+  constructor(
+    label: string,
+    private readonly controls?: RowControls,
+  ) {
     this.header = h("div", { class: "grid-row grid-header", attrs: { role: "row", "aria-rowindex": 1 } });
     this.spacer = h("div", { class: "grid-spacer" });
     this.scroller = h("div", { class: "grid-scroll" }, this.spacer);
@@ -99,10 +110,12 @@ export class Grid {
     this.element.hidden = columns.length === 0;
     this.columns = columns;
     this.rows = [];
-    const template = `3rem repeat(${Math.max(columns.length, 1)}, minmax(8rem, 1fr))`;
+    const controls = this.controls && columns.length > 0 ? " minmax(10rem, max-content)" : "";
+    const template = `3rem repeat(${Math.max(columns.length, 1)}, minmax(8rem, 1fr))${controls}`;
     this.header.style.gridTemplateColumns = template;
     this.spacer.style.setProperty("--grid-columns", template);
-    this.header.replaceChildren(
+    replace(
+      this.header,
       h("div", { class: "grid-cell row-number", attrs: { role: "columnheader", "aria-colindex": 1 } }, "#"),
       ...columns.map((column, index) =>
         h(
@@ -112,8 +125,11 @@ export class Grid {
           h("span", { class: column.type === "masked" ? "type masked" : "type" }, column.type === "masked" ? "masked" : visible(column.type)),
         ),
       ),
+      this.controls &&
+        columns.length > 0 &&
+        h("div", { class: "grid-cell", attrs: { role: "columnheader", "aria-colindex": columns.length + 2 } }, this.controls.label),
     );
-    this.element.setAttribute("aria-colcount", String(columns.length + 1));
+    this.element.setAttribute("aria-colcount", String(columns.length + (this.controls ? 2 : 1)));
     this.update();
   }
 
@@ -121,6 +137,11 @@ export class Grid {
   add(rows: unknown[][]): void {
     for (const row of rows) this.rows.push(row);
     this.update();
+  }
+
+  /** Paints the visible rows again (their controls changed). */
+  refresh(): void {
+    this.schedule();
   }
 
   get rowCount(): number {
@@ -148,6 +169,9 @@ export class Grid {
   }
 
   private paint(): void {
+    // A repaint makes new elements: the control that had the focus hands it to its successor.
+    const active = document.activeElement;
+    const focusKey = active instanceof HTMLElement && this.spacer.contains(active) ? active.dataset.focusKey : undefined;
     this.spacer.style.height = `${this.virtualizer.getTotalSize()}px`;
     const template = this.header.style.gridTemplateColumns;
     const items = this.virtualizer.getVirtualItems();
@@ -171,12 +195,23 @@ export class Grid {
             ),
           ),
           ...this.columns.map((column, index) => this.cell(row[index], column, index, item.index)),
+          this.controls &&
+            h(
+              "div",
+              { class: "grid-cell row-controls", attrs: { role: "gridcell", "aria-colindex": this.columns.length + 2 } },
+              this.controls.render(item.index),
+            ),
         );
         element.style.gridTemplateColumns = template;
         element.style.transform = `translateY(${item.start}px)`;
         return element;
       }),
     );
+    if (focusKey) {
+      for (const candidate of this.spacer.querySelectorAll<HTMLElement>("[data-focus-key]")) {
+        if (candidate.dataset.focusKey === focusKey) candidate.focus();
+      }
+    }
   }
 
   private cell(value: unknown, column: Column, index: number, row: number): HTMLElement {

@@ -3,6 +3,7 @@
 import "./style.css";
 import { App } from "./app";
 import { h } from "./dom";
+import { dashboardScreen, dashboardsScreen } from "./dashboards";
 import { databaseScreen, databasesScreen } from "./databases";
 import { historyScreen, queryPage, reviewsScreen } from "./queries";
 import { queryScreen } from "./query";
@@ -25,6 +26,8 @@ async function start(): Promise<void> {
     .add(/^history$/, (a) => historyScreen(a))
     .add(/^reviews$/, (a) => reviewsScreen(a))
     .add(/^queries\/([A-Za-z0-9_]+)$/, (a, [id]) => queryPage(a, id ?? ""))
+    .add(/^dashboards$/, (a) => dashboardsScreen(a))
+    .add(/^dashboards\/([A-Za-z0-9_]+)$/, (a, [id]) => dashboardScreen(a, id ?? ""))
     .add(/^databases$/, (a) => databasesScreen(a))
     .add(/^databases\/new$/, (a) => databaseScreen(a, null))
     .add(/^databases\/([A-Za-z0-9_]+)$/, (a, [id]) => databaseScreen(a, id ?? null));

@@ -1,5 +1,6 @@
 // Reading a run's NDJSON answer as it arrives: a line of columns, a line per row, a last line
-// with the outcome (or an error after rows, which never looks like success).
+// with the outcome (or an error after rows, which never looks like success); a panel run asked
+// for row tokens has a token line after each row.
 
 export interface Column {
   name: string;
@@ -17,6 +18,7 @@ export interface Outcome {
 export type Line =
   | { kind: "columns"; columns: Column[] }
   | { kind: "row"; row: unknown[] }
+  | { kind: "token"; token: string | null }
   | { kind: "end"; outcome: Outcome };
 
 /** Splits text that arrives in chunks into whole lines; the rest waits for the next chunk. */
@@ -45,6 +47,8 @@ export function parseLine(line: string): Line {
   if (value && typeof value === "object") {
     const object = value as Record<string, unknown>;
     if (Array.isArray(object.columns)) return { kind: "columns", columns: object.columns as Column[] };
+    // A panel run's row token: it belongs to the row line before it.
+    if ("row_token" in object) return { kind: "token", token: typeof object.row_token === "string" ? object.row_token : null };
     if ("row_count" in object || "error" in object) return { kind: "end", outcome: object as unknown as Outcome };
   }
   throw new Error(`unexpected line in the result: ${line.slice(0, 80)}`);

@@ -272,7 +272,7 @@ export async function queryScreen(app: App): Promise<Screen> {
         for (const line of lines) {
           if (line.kind === "columns") grid.reset(line.columns);
           else if (line.kind === "row") rows.push(line.row);
-          else outcome = line.outcome;
+          else if (line.kind === "end") outcome = line.outcome;
         }
         if (rows.length) grid.add(rows);
         summary.textContent = `${grid.rowCount.toLocaleString("en")} rows so far…`;
