@@ -313,7 +313,8 @@ class PanelView {
         this.error.textContent = end.error.detail;
         this.summary.textContent = `${this.rows.length.toLocaleString("en")} rows before the error`;
       } else {
-        this.summary.textContent = `${end.row_count.toLocaleString("en")} rows in ${ms.toLocaleString("en")} ms`;
+        const rows = end.row_count === 1 ? "1 row" : `${end.row_count.toLocaleString("en")} rows`;
+        this.summary.textContent = `${rows} in ${ms.toLocaleString("en")} ms`;
         if (end.truncated) {
           this.notice.textContent = `Truncated at ${end.row_count.toLocaleString("en")} rows: the panel's query returned more.`;
           this.notice.hidden = false;
@@ -389,7 +390,7 @@ class PanelView {
     const prompted = promptedMappings(action);
     let values: Record<string, string> = {};
     if (prompted.length > 0) {
-      const typed = await this.ask(action, opener);
+      const typed = await this.ask(index, action, opener);
       if (!typed) return;
       values = typed;
     }
@@ -401,7 +402,7 @@ class PanelView {
    * input key when the prompt is blank). Resolves with the typed values on Submit, null on
    * Cancel or Escape; the focus goes back to the button.
    */
-  private ask(action: Action, opener: HTMLButtonElement): Promise<Record<string, string> | null> {
+  private ask(index: number, action: Action, opener: HTMLButtonElement): Promise<Record<string, string> | null> {
     const focusKey = opener.dataset.focusKey;
     return new Promise((resolve) => {
       const titleId = uid("prompt");
@@ -424,11 +425,12 @@ class PanelView {
           },
         },
         h("h2", { attrs: { id: titleId } }, isolated(actionLabel(action))),
+        h("p", { class: "hint" }, `Starts workflow `, isolated(action.workflow_id ?? ""), ` for row ${index + 1} of `, isolated(this.panel.title), "."),
         ...controls.map(({ mapping, control }) => field(promptLabel(mapping), control)),
         h(
           "div",
           { class: "actions" },
-          h("button", { attrs: { type: "submit" } }, "Submit"),
+          h("button", { class: "primary", attrs: { type: "submit" } }, "Submit"),
           h("button", { attrs: { type: "button" }, on: { click: () => dialog.close() } }, "Cancel"),
         ),
       );
