@@ -411,4 +411,103 @@ describe("dashboards", { concurrency: false }, () => {
     await assertClean(page, "the keyboard");
     await admin.context.close();
   });
+
+  let editor;
+  it("builds a dashboard in the editor: a panel, its input, a test run, a row action chosen from its columns", async () => {
+    editor = await signedIn(server.userKey("editor@example.com", { role: "super-admin", scope: "full" }));
+    const { page } = editor;
+    await page.goto("/console/dashboards");
+    await page.getByRole("link", { name: "New dashboard" }).click();
+    await page.getByRole("heading", { level: 1, name: "New dashboard" }).waitFor();
+    await page.getByLabel("Name", { exact: true }).fill("Built in the browser");
+    await page.getByRole("button", { name: "Add a panel" }).click();
+    const box = page.locator("section.edit-panel").first();
+    await box.getByLabel("Title", { exact: true }).fill("Numbers");
+    await box.getByLabel("Runs as", { exact: true }).selectOption({ label: `E2E Dash Postgres — ${PG.username}` });
+    const sql = box.getByRole("textbox", { name: /^Query of panel/ });
+    await sql.click();
+    await sql.pressSequentially("SELECT n AS id, ${upto}::text AS upto FROM generate_series(1, 3) AS n", { delay: 0 });
+    await page.keyboard.press("Escape");
+    await box.locator(".cm-input").first().waitFor();
+    await box.getByText(/names inputs the panel does not declare: upto/).waitFor();
+    await box.getByRole("button", { name: "Add an input" }).click();
+    assert.equal(await box.getByLabel("Key", { exact: true }).inputValue(), "upto", "the undeclared input is offered");
+    await box.getByLabel("Description", { exact: true }).fill("How far");
+    await box.getByLabel("Test value", { exact: true }).fill("3");
+    await box.getByRole("button", { name: "Test run" }).click();
+    await eventually(async () => /Test run|rror|:/.test((await box.locator(".test-result").textContent()) ?? ""), 10_000, "the test run's answer");
+    assert.match((await box.locator(".test-result").textContent()) ?? "", /Test run: 3 row/);
+    await box.getByRole("button", { name: "Add a row action" }).click();
+    await box.getByLabel("Button label", { exact: true }).fill("Ping");
+    await box.getByLabel("Workflow id", { exact: true }).fill("ping");
+    await box.getByRole("button", { name: "Add a mapping" }).click();
+    await box.getByLabel("Workflow input key", { exact: true }).fill("number");
+    await box.getByLabel("Column of the clicked row", { exact: true }).fill("id");
+    const options = await box.locator("datalist option").evaluateAll((list) => list.map((o) => o.getAttribute("value")));
+    assert.deepEqual(options, ["id", "upto"], "the test run's columns are offered");
+    await screenshot(page, "dashboard-editor");
+    await assertAccessible(page, "the dashboard editor");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("heading", { level: 1, name: "Built in the browser" }).waitFor();
+    const numbers = panel(page, "Numbers");
+    await numbers.getByLabel("upto", { exact: true }).fill("2");
+    await numbers.getByRole("button", { name: "Run" }).click();
+    await row(numbers, 3).waitFor();
+    assert.equal(await numbers.getByRole("button", { name: /^Ping/ }).count(), 3);
+    const before = receiver.received.length;
+    await row(numbers, 2).getByRole("button", { name: /^Ping/ }).click();
+    const got = await eventually(() => receivedFor("ping", before)[0], 10_000, "the ping workflow");
+    assert.deepEqual(got.body.inputs, { number: 2 });
+    await assertClean(page, "the editor");
+  });
+
+  it("saves with If-Match: a change made meanwhile is shown and nothing is overwritten", async () => {
+    const { page } = editor;
+    const listed = await server.api("GET", "/api/v1/dashboards?name_prefix=Built");
+    const built = listed.body.data[0];
+    await page.getByRole("link", { name: "Edit" }).click();
+    await page.getByRole("heading", { level: 1, name: "Edit dashboard" }).waitFor();
+    // Someone else renames it meanwhile.
+    const other = await server.api("PUT", `/api/v1/dashboards/${built.id}`, { name: "Renamed elsewhere" });
+    assert.equal(other.status, 200);
+    await page.getByLabel("Name", { exact: true }).fill("Mine");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("alert").getByText(/Nothing was saved\. Changed by someone else/).waitFor();
+    const after = await server.api("GET", `/api/v1/dashboards/${built.id}`);
+    assert.equal(after.body.name, "Renamed elsewhere", "their change stands");
+    assert.deepEqual(after.body.panels, built.panels);
+    await assertClean(page, "a conflicting save", [401, 403, 412, 422]);
+  });
+
+  it("reorders by keyboard, and deletes behind a confirmation", async () => {
+    const { page } = editor;
+    await page.goto("/console/dashboards/new");
+    await page.getByLabel("Name", { exact: true }).fill("Two panels");
+    for (const title of ["First", "Second"]) {
+      await page.getByRole("button", { name: "Add a panel" }).click();
+      const box = page.locator("section.edit-panel").last();
+      await box.getByLabel("Title", { exact: true }).fill(title);
+      await box.getByLabel("Runs as", { exact: true }).selectOption({ label: `E2E Dash Postgres — ${PG.username}` });
+      const sql = box.getByRole("textbox", { name: /^Query of panel/ });
+      await sql.click();
+      await sql.pressSequentially(`SELECT '${title}' AS t`, { delay: 0 });
+      await page.keyboard.press("Escape");
+    }
+    await page.getByRole("button", { name: "Move panel 2 up" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("heading", { level: 1, name: "Two panels" }).waitFor();
+    const titles = await page.locator("section.panel .panel-head h2").allTextContents();
+    assert.deepEqual(titles, ["Second", "First"]);
+    await page.getByRole("button", { name: "Delete…" }).click();
+    const dialog = page.getByRole("dialog");
+    await dialog.getByText(/can't be undone/).waitFor();
+    await dialog.getByRole("button", { name: "Keep it" }).click();
+    await page.getByRole("button", { name: "Delete…" }).click();
+    await page.getByRole("dialog").getByRole("button", { name: "Delete for good" }).click();
+    await page.getByRole("heading", { level: 1, name: "Dashboards" }).waitFor();
+    assert.equal(await page.getByRole("link", { name: "Two panels" }).count(), 0);
+    await assertClean(page, "reorder and delete");
+    await editor.context.close();
+  });
 });

@@ -8,9 +8,32 @@ export class ApiError extends Error {
     readonly status: number,
     message: string,
     readonly fields: Record<string, string[]> = {},
+    /** The error body as the server sent it (nested field errors included). */
+    readonly body: unknown = null,
   ) {
     super(message);
   }
+}
+
+/** Every field error of an error body with its path (`panels[1].title: can't be blank`). */
+export function fieldProblems(body: unknown): string[] {
+  const errors = (body as { errors?: unknown } | null)?.errors;
+  const out: string[] = [];
+  const walk = (value: unknown, path: string) => {
+    if (typeof value === "string") out.push(path ? `${path}: ${value}` : value);
+    else if (Array.isArray(value)) {
+      if (value.every((v) => typeof v === "string")) {
+        for (const v of value) out.push(path ? `${path}: ${String(v)}` : String(v));
+      } else value.forEach((v, i) => walk(v, `${path}[${i + 1}]`));
+    } else if (value && typeof value === "object") {
+      for (const [key, v] of Object.entries(value)) {
+        if (key === "detail" || key === "hint") continue;
+        walk(v, path ? `${path}.${key}` : key);
+      }
+    }
+  };
+  walk(errors, "");
+  return out;
 }
 
 /** The message an error body carries: its detail, hint or the first field error. */
@@ -62,9 +85,42 @@ export async function read<T>(response: Response): Promise<T> {
   if (!response.ok) {
     const { message, fields } = errorMessage(response.status, parsed);
     if (response.status === 401) window.dispatchEvent(new CustomEvent("dbconsole:signed-out"));
-    throw new ApiError(response.status, message, fields);
+    throw new ApiError(response.status, message, fields, parsed);
   }
   return parsed as T;
+}
+
+const CHANGED_ELSEWHERE = "Changed by someone else since you opened it: reload to see their change, then make yours again.";
+
+/** An error as a person reads it; a 412 says someone else changed the record. */
+export function problem(error: unknown): string {
+  if (error instanceof ApiError && error.status === 412) return CHANGED_ELSEWHERE;
+  return error instanceof ApiError ? error.message : error instanceof Error ? error.message : String(error);
+}
+
+/** A request that answers JSON and its ETag. */
+export async function withEtag<T>(method: string, path: string, body?: unknown, ifMatch?: string): Promise<{ value: T; etag: string }> {
+  const requestHeaders = headers(body !== undefined);
+  if (ifMatch) requestHeaders.set("if-match", ifMatch);
+  const response = await fetch(path, {
+    method,
+    headers: requestHeaders,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+    cache: "no-store",
+  });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = text;
+  }
+  if (!response.ok) {
+    const { message, fields } = errorMessage(response.status, parsed);
+    throw new ApiError(response.status, message, fields, parsed);
+  }
+  return { value: parsed as T, etag: response.headers.get("etag") ?? "" };
 }
 
 export interface Me {

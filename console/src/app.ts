@@ -12,8 +12,9 @@ export interface Screen {
   element: HTMLElement;
   /** Called when the screen leaves the page. */
   leave?: () => void;
-  /** Whether leaving would lose work (a query running): the router asks first. */
-  busy?: () => boolean;
+  /** Whether leaving would lose work (a query running, unsaved changes): the router asks first,
+   * with this question when it is text. */
+  busy?: () => boolean | string;
 }
 
 export type Route = (app: App, params: string[]) => Screen | Promise<Screen>;
@@ -81,7 +82,8 @@ export class App {
   }
 
   async go(path: string, replaceState = false): Promise<void> {
-    if (this.current?.busy?.() && !window.confirm("A query is still running. Leave and cancel it?")) return;
+    const busy = this.current?.busy?.();
+    if (busy && !window.confirm(typeof busy === "string" ? busy : "A query is still running. Leave and cancel it?")) return;
     const url = BASE + path;
     if (replaceState) history.replaceState(null, "", url);
     else history.pushState(null, "", url);

@@ -19,6 +19,7 @@ import {
   type Panel,
 } from "./api";
 import type { App, Screen } from "./app";
+import { dashboardBody, draftOf } from "./dashboard-editor";
 import { field, h, isolated, replace, table, uid } from "./dom";
 import { Grid } from "./grid";
 import { readNdjson, type Column, type Outcome } from "./ndjson";
@@ -65,6 +66,7 @@ export async function dashboardsScreen(app: App): Promise<Screen> {
     "section",
     { class: "dashboards" },
     h("h1", {}, "Dashboards"),
+    app.me?.may.manage_dashboards && h("p", {}, app.link("dashboards/new", "New dashboard")),
     all.length === 0
       ? h("p", {}, "No dashboard to show: none exists yet, or the restricted ones query databases you may not query.")
       : table("Dashboards you may see", ["Name", "Panels", "Access"], rows),
@@ -122,6 +124,7 @@ export async function dashboardScreen(app: App, id: string): Promise<Screen> {
       h("h1", {}, isolated(dashboard.name)),
       dashboard.restricted_access && h("span", { class: "badge" }, "restricted"),
       field("Auto-refresh", refresh),
+      app.me?.may.manage_dashboards && editorTools(app, dashboard),
     ),
     dashboard.panels.length === 0 && h("p", {}, "This dashboard has no panels yet."),
     ...views.map((view) => view.element),
@@ -141,6 +144,73 @@ export async function dashboardScreen(app: App, id: string): Promise<Screen> {
       for (const view of views) view.destroy();
     },
   };
+}
+
+/** Edit, duplicate, export as JSON, and delete (behind a confirmation), for those who manage dashboards. */
+function editorTools(app: App, dashboard: Dashboard): HTMLElement {
+  const titleId = uid("delete-dashboard");
+  const error = h("p", { class: "error", attrs: { role: "alert" } });
+  const dialog = h(
+    "dialog",
+    { attrs: { "aria-labelledby": titleId } },
+    h("h2", { attrs: { id: titleId } }, "Delete ", isolated(dashboard.name), "?"),
+    h("p", {}, `This deletes the dashboard with its ${dashboard.panels.length} panel(s) and their row actions. It can't be undone; the queries and workflow runs it started stay in the audit log.`),
+    error,
+    h(
+      "div",
+      { class: "actions" },
+      h(
+        "button",
+        {
+          class: "danger",
+          attrs: { type: "button" },
+          on: {
+            click: () => {
+              void call("DELETE", `${DASHBOARDS}/${encodeURIComponent(dashboard.id)}`)
+                .then(() => {
+                  dialog.close();
+                  return app.go("dashboards", true);
+                })
+                .catch((e: unknown) => {
+                  error.textContent = e instanceof Error ? e.message : String(e);
+                });
+            },
+          },
+        },
+        "Delete for good",
+      ),
+      h("button", { attrs: { type: "button" }, on: { click: () => dialog.close() } }, "Keep it"),
+    ),
+  );
+  const duplicate = async () => {
+    const body = dashboardBody(draftOf(dashboard), false);
+    body.name = `${dashboard.name} (copy)`;
+    try {
+      const made = await call<Dashboard>("POST", DASHBOARDS, body);
+      await app.go(`dashboards/${encodeURIComponent(made.id)}/edit`);
+    } catch (e) {
+      error.textContent = e instanceof Error ? e.message : String(e);
+    }
+  };
+  const exportJson = () => {
+    const blob = new Blob([JSON.stringify(dashboard, null, 2)], { type: "application/json" });
+    const url = URL.createObjectURL(blob);
+    const link = h("a", { attrs: { href: url, download: `${dashboard.id}.json` } });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
+  };
+  return h(
+    "div",
+    { class: "editor-tools" },
+    app.link(`dashboards/${encodeURIComponent(dashboard.id)}/edit`, "Edit"),
+    h("button", { attrs: { type: "button" }, on: { click: () => void duplicate() } }, "Duplicate"),
+    h("button", { attrs: { type: "button" }, on: { click: exportJson } }, "Export JSON"),
+    h("button", { class: "danger", attrs: { type: "button" }, on: { click: () => dialog.showModal() } }, "Delete…"),
+    error,
+    dialog,
+  );
 }
 
 /** A row's workflow runs, as the row shows them. */

@@ -5,7 +5,7 @@
 // its permissions and data protection, each saved with If-Match so that two admins never
 // silently overwrite each other.
 
-import { ApiError, call, errorMessage, headers, type Page } from "./api";
+import { call, errorMessage, headers, problem, withEtag, type Page } from "./api";
 import type { App, Screen } from "./app";
 import { field, h, isolated, replace, table, uid, visible } from "./dom";
 
@@ -39,39 +39,6 @@ export interface Database {
   ai_max_rows: number;
   connection_parameters: { name: string; value: string }[];
   credentials: Credential[];
-}
-
-const CHANGED_ELSEWHERE = "Changed by someone else since you opened it: reload to see their change, then make yours again.";
-
-/** An error as a person reads it; a 412 says someone else changed the record. */
-function problem(error: unknown): string {
-  if (error instanceof ApiError && error.status === 412) return CHANGED_ELSEWHERE;
-  return error instanceof ApiError ? error.message : error instanceof Error ? error.message : String(error);
-}
-
-/** A request that answers JSON and its ETag. */
-async function withEtag<T>(method: string, path: string, body?: unknown, ifMatch?: string): Promise<{ value: T; etag: string }> {
-  const requestHeaders = headers(body !== undefined);
-  if (ifMatch) requestHeaders.set("if-match", ifMatch);
-  const response = await fetch(path, {
-    method,
-    headers: requestHeaders,
-    body: body === undefined ? undefined : JSON.stringify(body),
-    credentials: "same-origin",
-    cache: "no-store",
-  });
-  const text = await response.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : null;
-  } catch {
-    parsed = text;
-  }
-  if (!response.ok) {
-    const { message, fields } = errorMessage(response.status, parsed);
-    throw new ApiError(response.status, message, fields);
-  }
-  return { value: parsed as T, etag: response.headers.get("etag") ?? "" };
 }
 
 /** A check-connection answer: `ok`, or the driver's message (plain text). */

@@ -8,7 +8,19 @@ import { MSSQL, MySQL, PLSQL, PostgreSQL, StandardSQL, sql, type SQLDialect } fr
 import { HighlightStyle, bracketMatching, syntaxHighlighting } from "@codemirror/language";
 import { tags } from "@lezer/highlight";
 import { Compartment, EditorState, Prec } from "@codemirror/state";
-import { EditorView, drawSelection, highlightActiveLine, keymap, lineNumbers, placeholder } from "@codemirror/view";
+import {
+  Decoration,
+  EditorView,
+  MatchDecorator,
+  ViewPlugin,
+  drawSelection,
+  highlightActiveLine,
+  keymap,
+  lineNumbers,
+  placeholder,
+  type DecorationSet,
+  type ViewUpdate,
+} from "@codemirror/view";
 import type { Span } from "./statement";
 
 /** Token colours with at least 4.5:1 contrast on white (and on the active line). */
@@ -68,11 +80,37 @@ export function completionOf(adapter: string, tables: Table[]): Completion {
   return several && preferred && schemas.has(preferred) ? { schema, defaultSchema: preferred } : { schema };
 }
 
+/** A panel's input placeholders, `${key}`, marked in the text (class `cm-input`). */
+const inputMarks = new MatchDecorator({
+  regexp: /\$\{[A-Za-z0-9_.-]+\}/g,
+  decoration: Decoration.mark({ class: "cm-input", attributes: { title: "A panel input: bound as a parameter" } }),
+});
+
+const markInputs = ViewPlugin.fromClass(
+  class {
+    decorations: DecorationSet;
+    constructor(view: EditorView) {
+      this.decorations = inputMarks.createDeco(view);
+    }
+    update(update: ViewUpdate) {
+      this.decorations = inputMarks.updateDeco(update, this.decorations);
+    }
+  },
+  { decorations: (plugin) => plugin.decorations },
+);
+
+export interface EditorOptions {
+  /** The editor's accessible name ("SQL editor"). */
+  label?: string;
+  /** Whether `${key}` placeholders are marked (a panel's query). */
+  inputs?: boolean;
+}
+
 export class SqlEditor {
   readonly view: EditorView;
   private readonly language = new Compartment();
 
-  constructor(parent: HTMLElement, doc: string, onRun: () => void, onChange: (text: string) => void) {
+  constructor(parent: HTMLElement, doc: string, onRun: () => void, onChange: (text: string) => void, options: EditorOptions = {}) {
     this.view = new EditorView({
       parent,
       state: EditorState.create({
@@ -91,7 +129,8 @@ export class SqlEditor {
           placeholder("select …"),
           Prec.highest(keymap.of([{ key: "Mod-Enter", run: () => (onRun(), true) }])),
           keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap, ...completionKeymap]),
-          EditorView.contentAttributes.of({ "aria-label": "SQL editor", "aria-multiline": "true" }),
+          EditorView.contentAttributes.of({ "aria-label": options.label ?? "SQL editor", "aria-multiline": "true" }),
+          options.inputs ? markInputs : [],
           EditorView.updateListener.of((update) => {
             if (update.docChanged) onChange(update.state.doc.toString());
           }),

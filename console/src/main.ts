@@ -3,6 +3,7 @@
 import "./style.css";
 import { App } from "./app";
 import { h } from "./dom";
+import { dashboardEditor } from "./dashboard-editor";
 import { dashboardScreen, dashboardsScreen } from "./dashboards";
 import { databaseScreen, databasesScreen } from "./databases";
 import { historyScreen, queryPage, reviewsScreen } from "./queries";
@@ -27,6 +28,8 @@ async function start(): Promise<void> {
     .add(/^reviews$/, (a) => reviewsScreen(a))
     .add(/^queries\/([A-Za-z0-9_]+)$/, (a, [id]) => queryPage(a, id ?? ""))
     .add(/^dashboards$/, (a) => dashboardsScreen(a))
+    .add(/^dashboards\/new$/, (a) => dashboardEditor(a, null))
+    .add(/^dashboards\/([A-Za-z0-9_]+)\/edit$/, (a, [id]) => dashboardEditor(a, id ?? null))
     .add(/^dashboards\/([A-Za-z0-9_]+)$/, (a, [id]) => dashboardScreen(a, id ?? ""))
     .add(/^databases$/, (a) => databasesScreen(a))
     .add(/^databases\/new$/, (a) => databaseScreen(a, null))

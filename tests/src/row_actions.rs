@@ -616,6 +616,132 @@ pub async fn the_caller_follows_the_workflow_it_started(storage: Arc<dyn Storage
         .expect(404);
 }
 
+/// An editor runs a panel that is not saved under every rule of a saved one's run, audited on
+/// its database; a member may not, a bad panel is 422 under `panel`, a credential that needs
+/// reviews is 422, and a test run gives no row tokens.
+pub async fn an_editor_test_runs_an_unsaved_panel(storage: Arc<dyn Storage>) {
+    let console = token_console(storage, RowTokenOptions::default());
+    let db = console
+        .api
+        .create_database(&json!({
+            "name": format!("Test runs {}", dbconsole_core::model::DeliveryId::generate()),
+            "adapter": "postgres",
+            "hostname": "db.internal",
+            "database": "orders",
+            "credentials": [
+                {"username": "reader", "password": "pw-test-run"},
+                {"username": "writer", "password": "pw-test-run", "reviews_required": 1},
+            ],
+        }))
+        .await;
+    let path = "/v1/dashboards/test-run";
+    let editor =
+        Principal::member("root@example.com").role(dbconsole_core::model::Role::SuperAdmin);
+    let panel = |credential: &Value| {
+        json!({
+            "title": "Draft",
+            "inputs": [{"key": "since", "description": ""}],
+            "details": {"__type__": "query", "query": "SELECT * FROM orders WHERE day > ${since}", "credential_id": credential},
+        })
+    };
+    let reader = &db["credentials"][0]["id"];
+    let ran = console
+        .as_(
+            &editor,
+            Method::POST,
+            path,
+            Some(json!({"panel": panel(reader), "inputs": {"since": "2026-01-01"}, "row_tokens": true})),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(ran["rows"].as_array().unwrap().len(), 2);
+    assert!(
+        ran.get("row_tokens").is_none(),
+        "no tokens from a test run: {ran}"
+    );
+    // Every rule of a run: the inputs, a credential without reviews, a valid panel.
+    let refused = console
+        .as_(
+            &editor,
+            Method::POST,
+            path,
+            Some(json!({"panel": panel(reader)})),
+            None,
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(refused["errors"]["inputs.since"].is_array(), "{refused}");
+    console
+        .as_(
+            &editor,
+            Method::POST,
+            path,
+            Some(json!({"panel": panel(&db["credentials"][1]["id"]), "inputs": {"since": "x"}})),
+            None,
+        )
+        .await
+        .expect(422);
+    let mut blank = panel(reader);
+    blank["title"] = json!(" ");
+    let invalid = console
+        .as_(
+            &editor,
+            Method::POST,
+            path,
+            Some(json!({"panel": blank})),
+            None,
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(invalid["errors"]["panel"]["title"].is_array(), "{invalid}");
+    console
+        .as_(
+            &editor,
+            Method::POST,
+            path,
+            Some(json!({"panel": "x"})),
+            None,
+        )
+        .await
+        .expect(422);
+    // Editors only.
+    console
+        .as_(
+            &ann(),
+            Method::POST,
+            path,
+            Some(json!({"panel": panel(reader), "inputs": {"since": "x"}})),
+            None,
+        )
+        .await
+        .expect(403);
+    // Audited on the database.
+    let events = console
+        .api
+        .db(
+            Method::GET,
+            &format!(
+                "/api/v1/console/audit?resource={}",
+                db["id"].as_str().unwrap()
+            ),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let actions: Vec<&str> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert!(actions.contains(&"panel.test_run"), "{actions:?}");
+}
+
 /// Expands to one test per case of viewing dashboards and acting on their rows, over fresh
 /// stores made by `$storage`.
 #[macro_export]
@@ -627,6 +753,7 @@ macro_rules! row_action_tests {
             [
                 members_see_the_dashboards_they_may_query,
                 the_caller_follows_the_workflow_it_started,
+                an_editor_test_runs_an_unsaved_panel,
                 a_row_token_carries_the_row_the_panel_returned,
                 row_tokens_that_do_not_hold_are_refused,
             ]

@@ -38,6 +38,9 @@ pub enum AuditAction {
     QueryRun,
     /// `POST /v1/dashboards/{id}/panels/{panel_id}/run`: a panel ran (with [`RunFacts`]).
     PanelRun,
+    /// `POST /v1/dashboards/test-run`: an editor ran a panel that is not saved (with
+    /// [`RunFacts`]; on the panel's database).
+    PanelTestRun,
     /// `POST …/queries/{id}/reviews`: a reviewer approved or rejected a query.
     QueryReview,
     /// `POST …/queries/{id}/run` with `bypass_review`: a super admin ran their own query
@@ -76,6 +79,7 @@ wire_enum!(AuditAction, [
     QueryCreate => "query.create",
     QueryRun => "query.run",
     PanelRun => "panel.run",
+    PanelTestRun => "panel.test_run",
     QueryReview => "query.review",
     QueryReviewBypass => "query.review_bypass",
     AgentCall => "agent.call",
@@ -97,6 +101,7 @@ impl AuditAction {
             | AuditAction::AccessUpdate
             | AuditAction::AgentCall
             | AuditAction::SchemaRead
+            | AuditAction::PanelTestRun
             | AuditAction::ProtectionCheck => ResourceKind::Database,
             AuditAction::DashboardCreate
             | AuditAction::DashboardUpdate

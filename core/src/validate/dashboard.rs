@@ -61,6 +61,23 @@ pub fn dashboard_from_body(
     r.finish().into_result(dashboard)
 }
 
+/// A panel as a dashboard's body would give it, new (its ids, if any, are not kept): what a test
+/// run of an unsaved panel runs. Every field error at once.
+pub fn panel_from_body(body: &Map<String, Value>) -> Result<Panel, ValidationErrors> {
+    let mut r = Reader::new(body);
+    let panel = panel(
+        PanelId::generate(),
+        false,
+        &mut r,
+        &mut StoredIds::default(),
+    );
+    let errors = r.finish();
+    match panel {
+        Some(panel) if errors.is_empty() => Ok(panel),
+        _ => Err(errors),
+    }
+}
+
 /// The panel and action ids of the stored dashboard that a request may keep, each once, and
 /// the stored actions of each panel.
 #[derive(Default)]

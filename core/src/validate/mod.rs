@@ -12,7 +12,7 @@ mod reader;
 mod text;
 
 pub use access::{data_protection_from_body, permissions_from_body};
-pub use dashboard::dashboard_from_body;
+pub use dashboard::{dashboard_from_body, panel_from_body};
 pub(crate) use database::blank_database;
 pub use database::{
     DEFAULT_AI_MAX_ROWS, DatabaseBody, SetupRequest, apply_setup, database_from_body, parse_setup,

@@ -504,6 +504,11 @@ pub(super) fn schemas() -> Value {
             "limit": { "type": ["integer", "null"], "minimum": 1 },
             "row_tokens": described(json!({ "type": ["boolean", "null"] }), "Whether each row comes with its token, for a row action's trigger: only for a panel with an action that starts a workflow, and not as CSV (docs/workflows.md, \"Row tokens\")."),
         })),
+        "PanelTestRunInput": object(&["panel"], json!({
+            "panel": described(json!({ "type": "object" }), "A panel as a dashboard's body gives it (title, inputs, actions, details); its errors are reported under `panel`."),
+            "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for every input the panel declares, and no other."),
+            "limit": { "type": ["integer", "null"], "minimum": 1 },
+        })),
         "RunResult": object(&["columns", "rows", "row_count", "truncated", "duration_ms"], json!({
             "columns": list(object(&["name", "type"], json!({
                 "name": { "type": "string" },

@@ -83,6 +83,15 @@ impl Shared {
     }
 
     /// `POST …/dashboards/{id}/panels/{panel_id}/run`: its rows, streamed.
+    /// `POST /v1/dashboards/test-run`: an unsaved panel, run by its editor.
+    pub(in crate::service) async fn test_run_panel(&self, mut call: Call<'_>) -> Answer {
+        let principal = call.principal()?.clone();
+        let format = Format::from_accept(call.accept());
+        let body = call.json(self).await?;
+        self.run_unsaved_panel(&principal, body, format, call.origin)
+            .await
+    }
+
     pub(in crate::service) async fn run_panel(&self, mut call: Call<'_>) -> Answer {
         let principal = call.principal()?.clone();
         let format = Format::from_accept(call.accept());

@@ -19,6 +19,8 @@ pub(in crate::service) enum Record {
         panel_id: String,
         origin: Origin,
     },
+    /// A panel that is not saved, run by its editor: the audit event alone, on its database.
+    PanelTest { database_id: String, origin: Origin },
     /// A tool call of an AI agent that ran a statement of its own (`describe_tables`): the
     /// audit event alone.
     Agent {
@@ -68,6 +70,19 @@ pub(super) async fn record_outcome(
                 AuditAction::PanelRun,
                 &dashboard_id,
                 vec![format!("panels[{panel_id}]")],
+            );
+            event.run = Some(facts);
+            storage.append_log(event.into()).await
+        }
+        Record::PanelTest {
+            database_id,
+            origin,
+        } => {
+            let mut event = AuditEvent::new(
+                &origin.without_idempotency(),
+                AuditAction::PanelTestRun,
+                &database_id,
+                Vec::new(),
             );
             event.run = Some(facts);
             storage.append_log(event.into()).await

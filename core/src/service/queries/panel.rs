@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::model::{Credential, Dashboard, Database, Origin, PanelDetails, Principal};
 use crate::run::Format;
 use crate::run::statement::{self, Dialect};
-use crate::validate::{ValidationErrors, panel_inputs, row_limit};
+use crate::validate::{ValidationErrors, panel_from_body, panel_inputs, row_limit};
 
 use super::super::error::ApiError;
 use super::super::response::ResponseBody;
@@ -130,24 +130,68 @@ impl Shared {
     ) -> Result<Response<ResponseBody>, ApiError> {
         let (dashboard, panel) = self.dashboard_panel(dashboard_id, panel_id).await?;
         let panel = &dashboard.panels[panel];
+        let row_stamp = self.row_stamp_for(panel, &body, format, principal, origin)?;
+        let record = |_: &Database| Record::Panel {
+            dashboard_id: dashboard.id.as_str().to_owned(),
+            panel_id: panel.id.as_str().to_owned(),
+            origin: origin.clone(),
+        };
+        self.run_panel_as(principal, panel, &body, format, row_stamp, record)
+            .await
+    }
+
+    /// `POST /v1/dashboards/test-run`: a panel that is not saved (`{"panel": {...}, "inputs",
+    /// "limit"}`), run by its editor under every rule of a saved panel's run (read-only, a
+    /// credential without reviews, access, data protection, an agent's limits), audited on its
+    /// database (`panel.test_run`). No row tokens: nothing can be triggered from it.
+    pub(in crate::service) async fn run_unsaved_panel(
+        &self,
+        principal: &Principal,
+        body: serde_json::Map<String, Value>,
+        format: Format,
+        origin: &Origin,
+    ) -> Result<Response<ResponseBody>, ApiError> {
+        let panel = match body.get("panel") {
+            Some(Value::Object(panel)) => panel_from_body(panel).map_err(|errors| {
+                let mut nested = ValidationErrors::new();
+                nested.add_nested("panel", errors);
+                nested
+            })?,
+            _ => return Err(ValidationErrors::single("panel", "must be an object").into()),
+        };
+        let record = |db: &Database| Record::PanelTest {
+            database_id: db.id.as_str().to_owned(),
+            origin: origin.clone(),
+        };
+        self.run_panel_as(principal, &panel, &body, format, None, record)
+            .await
+    }
+
+    /// Runs `panel` for `principal` with the run body's `inputs` and `limit`, as its
+    /// credential, read-only, under data protection; its outcome goes to `record`'s record of
+    /// the database it ran on.
+    async fn run_panel_as(
+        &self,
+        principal: &Principal,
+        panel: &crate::model::Panel,
+        body: &serde_json::Map<String, Value>,
+        format: Format,
+        row_stamp: Option<std::sync::Arc<dyn crate::run::RowStamp>>,
+        record: impl FnOnce(&Database) -> Record,
+    ) -> Result<Response<ResponseBody>, ApiError> {
         let PanelDetails::Query {
             query,
             credential_id,
         } = &panel.details;
-        let inputs = panel_inputs(panel, &body)?;
-        let row_stamp = self.row_stamp_for(panel, &body, format, principal, origin)?;
-        let limit = row_limit(&body, self.max_rows)
-            .map_err(|why| ValidationErrors::single("limit", why))?;
+        let inputs = panel_inputs(panel, body)?;
+        let limit =
+            row_limit(body, self.max_rows).map_err(|why| ValidationErrors::single("limit", why))?;
         let (guarded, credential, max_rows) =
             self.panel_access(principal, credential_id, limit).await?;
         let statement = statement::single(query, Dialect::of(guarded.db.adapter))
             .map_err(|why| ValidationErrors::single("query", why))?
             .to_owned();
-        let record = Record::Panel {
-            dashboard_id: dashboard.id.as_str().to_owned(),
-            panel_id: panel.id.as_str().to_owned(),
-            origin: origin.clone(),
-        };
+        let record = record(&guarded.db);
         let runner = self.runner_for(guarded.db.adapter)?;
         let protection = self
             .protection_for_run(&guarded, &*runner, &statement, true)

@@ -173,6 +173,7 @@ impl Shared {
             let kind = match record {
                 Record::Query { .. } => "query",
                 Record::Panel { .. } => "panel",
+                Record::PanelTest { .. } => "panel_test",
                 Record::Agent { .. } => "agent",
                 Record::Schema { .. } => "schema",
                 Record::ProtectionCheck { .. } => "protection_check",

@@ -1,0 +1,582 @@
+// Editing a dashboard (for those who manage dashboards): its name and access; its panels in
+// order (title, a credential that needs no review picked by database and username, the query in
+// the SQL editor with `${key}` inputs marked, the inputs), each with a test run that goes through
+// every rule of a saved panel's run; their row actions (label, workflow, mappings from a column
+// of the test run's result or typed, or prompted with a prompt). Panels, inputs, actions and
+// mappings move up and down by keyboard (buttons), panels also by drag. A save sends If-Match:
+// a change made meanwhile by someone else is shown as such and nothing is overwritten.
+
+import { ApiError, call, fieldProblems, headers, problem, read, withEtag, type Dashboard, type Page } from "./api";
+import type { App, Screen } from "./app";
+import { field, h, isolated, replace, uid } from "./dom";
+import { SqlEditor } from "./editor";
+import { valueText } from "./grid";
+
+export interface MappingDraft {
+  workflow_input_key: string;
+  column: string;
+  prompt_user: boolean;
+  prompt: string;
+}
+
+export interface ActionDraft {
+  id?: string;
+  label: string;
+  workflow_id: string;
+  input_mappings: MappingDraft[];
+}
+
+export interface PanelDraft {
+  id?: string;
+  title: string;
+  credential_id: string;
+  query: string;
+  inputs: { key: string; description: string }[];
+  actions: ActionDraft[];
+}
+
+export interface DashboardDraft {
+  name: string;
+  restricted_access: boolean;
+  panels: PanelDraft[];
+}
+
+/** A stored dashboard as the editor holds it. */
+export function draftOf(dashboard: Dashboard): DashboardDraft {
+  return {
+    name: dashboard.name,
+    restricted_access: dashboard.restricted_access,
+    panels: dashboard.panels.map((panel) => ({
+      id: panel.id,
+      title: panel.title,
+      credential_id: panel.details.credential_id,
+      query: panel.details.query,
+      inputs: panel.inputs.map((input) => ({ ...input })),
+      actions: panel.actions.map((action) => ({
+        id: action.id,
+        label: action.label ?? "",
+        workflow_id: action.workflow_id ?? "",
+        input_mappings: action.input_mappings.map((m) => ({
+          workflow_input_key: m.workflow_input_key,
+          column: m.column ?? "",
+          prompt_user: m.prompt_user,
+          prompt: m.prompt ?? "",
+        })),
+      })),
+    })),
+  };
+}
+
+/** The panel as the API takes it (ids kept only when `keepIds`). */
+export function panelBody(panel: PanelDraft, keepIds = true): Record<string, unknown> {
+  return {
+    ...(keepIds && panel.id ? { id: panel.id } : {}),
+    title: panel.title,
+    inputs: panel.inputs.map((input) => ({ key: input.key, description: input.description })),
+    actions: panel.actions.map((action) => ({
+      ...(keepIds && action.id ? { id: action.id } : {}),
+      label: action.label === "" ? null : action.label,
+      workflow_id: action.workflow_id === "" ? null : action.workflow_id,
+      input_mappings: action.input_mappings.map((m) =>
+        m.prompt_user
+          ? { workflow_input_key: m.workflow_input_key, prompt_user: true, prompt: m.prompt === "" ? null : m.prompt }
+          : { workflow_input_key: m.workflow_input_key, column: m.column },
+      ),
+    })),
+    details: { __type__: "query", query: panel.query, credential_id: panel.credential_id },
+  };
+}
+
+/** The dashboard as the API takes it. */
+export function dashboardBody(draft: DashboardDraft, keepIds = true): Record<string, unknown> {
+  return {
+    name: draft.name,
+    restricted_access: draft.restricted_access,
+    panels: draft.panels.map((panel) => panelBody(panel, keepIds)),
+  };
+}
+
+/** `list` with the item at `from` moved to `to` (both kept within the list). */
+export function moved<T>(list: T[], from: number, to: number): T[] {
+  const next = [...list];
+  if (from < 0 || from >= next.length) return next;
+  const [item] = next.splice(from, 1);
+  next.splice(Math.max(0, Math.min(to, next.length)), 0, item as T);
+  return next;
+}
+
+/** The keys the query names as `${key}`, in order, once each. */
+export function placeholders(query: string): string[] {
+  const keys: string[] = [];
+  for (const match of query.matchAll(/\$\{([A-Za-z0-9_.-]+)\}/g)) {
+    const key = match[1] ?? "";
+    if (!keys.includes(key)) keys.push(key);
+  }
+  return keys;
+}
+
+/** A credential a panel may run as: one that needs no review, named by database and username. */
+interface Choice {
+  id: string;
+  label: string;
+}
+
+interface StoredDatabase {
+  id: string;
+  name: string;
+  credentials: { id: string; username: string; reviews_required: number }[];
+}
+
+async function credentialChoices(): Promise<Choice[]> {
+  const choices: Choice[] = [];
+  let after: string | null = null;
+  do {
+    const query: string = after ? `&after=${encodeURIComponent(after)}` : "";
+    const page: Page<StoredDatabase> = await call<Page<StoredDatabase>>("GET", `/api/v1/console/databases?limit=500${query}`);
+    for (const db of page.data) {
+      for (const credential of db.credentials) {
+        if (credential.reviews_required === 0) choices.push({ id: credential.id, label: `${db.name} — ${credential.username}` });
+      }
+    }
+    after = page.next;
+  } while (after && choices.length < 20_000);
+  return choices.sort((a, b) => a.label.localeCompare(b.label));
+}
+
+function text(value: string, label: string, onInput: (value: string) => void, attrs: Record<string, string | boolean> = {}): HTMLElement {
+  const input = h("input", { attrs: { type: "text", autocomplete: "off", ...attrs } });
+  input.value = value;
+  input.addEventListener("input", () => onInput(input.value));
+  return field(label, input);
+}
+
+function check(checked: boolean, label: string, onChange: (value: boolean) => void): HTMLElement {
+  const id = uid("check");
+  const input = h("input", { attrs: { type: "checkbox", id } });
+  input.checked = checked;
+  input.addEventListener("change", () => onChange(input.checked));
+  return h("div", { class: "check" }, input, h("label", { attrs: { for: id } }, label));
+}
+
+/** Move up, move down and remove buttons for item `index` of `count`, named after `what`. */
+function itemTools(what: string, index: number, count: number, move: (to: number) => void, remove: () => void): HTMLElement {
+  return h(
+    "div",
+    { class: "item-tools" },
+    h("button", { attrs: { type: "button", disabled: index === 0, "aria-label": `Move ${what} up` }, on: { click: () => move(index - 1) } }, "↑"),
+    h("button", { attrs: { type: "button", disabled: index === count - 1, "aria-label": `Move ${what} down` }, on: { click: () => move(index + 1) } }, "↓"),
+    h("button", { class: "danger", attrs: { type: "button", "aria-label": `Remove ${what}` }, on: { click: remove } }, "Remove"),
+  );
+}
+
+export async function dashboardEditor(app: App, id: string | null): Promise<Screen> {
+  const [choices, stored] = await Promise.all([
+    credentialChoices(),
+    id ? withEtag<Dashboard>("GET", `/v1/dashboards/${encodeURIComponent(id)}`) : Promise.resolve(null),
+  ]);
+  let etag = stored?.etag ?? "";
+  let draft: DashboardDraft = stored ? draftOf(stored.value) : { name: "", restricted_access: false, panels: [] };
+  const editors = new Map<PanelDraft, { editor: SqlEditor; host: HTMLElement }>();
+  /** Each panel's test values and last test run's columns. */
+  const tests = new Map<PanelDraft, { values: Record<string, string>; columns: string[]; result: HTMLElement }>();
+  /** Each panel's note of the inputs its query names and does not declare, kept up to date. */
+  const notes = new Map<PanelDraft, HTMLElement>();
+  const problems = h("div", { class: "error", attrs: { role: "alert" } });
+  const panelsBox = h("div", { class: "edit-panels" });
+  const saved = h("p", { class: "saved", attrs: { role: "status" } });
+  let dragged: number | null = null;
+  let dirty = false;
+  const touched = () => {
+    dirty = true;
+    saved.textContent = "";
+  };
+
+  function editorOf(panel: PanelDraft): HTMLElement {
+    let entry = editors.get(panel);
+    if (!entry) {
+      const host = h("div", { class: "editor" });
+      const editor = new SqlEditor(
+        host,
+        panel.query,
+        () => void testRun(panel),
+        (value) => {
+          panel.query = value;
+          noteMissing(panel);
+          touched();
+        },
+        { label: `Query of panel ${panel.title || "(untitled)"}`, inputs: true },
+      );
+      entry = { editor, host };
+      editors.set(panel, entry);
+    }
+    return entry.host;
+  }
+
+  function noteOf(panel: PanelDraft): HTMLElement {
+    let note = notes.get(panel);
+    if (!note) {
+      note = h("p", { class: "notice", attrs: { role: "status" } });
+      notes.set(panel, note);
+    }
+    return note;
+  }
+
+  function missingOf(panel: PanelDraft): string[] {
+    return placeholders(panel.query).filter((key) => !panel.inputs.some((input) => input.key === key));
+  }
+
+  function noteMissing(panel: PanelDraft): void {
+    const missing = missingOf(panel);
+    const note = noteOf(panel);
+    note.hidden = missing.length === 0;
+    note.textContent = missing.length ? `The query names inputs the panel does not declare: ${missing.join(", ")}.` : "";
+  }
+
+  function testOf(panel: PanelDraft) {
+    let entry = tests.get(panel);
+    if (!entry) {
+      entry = { values: {}, columns: [], result: h("div", { class: "test-result" }) };
+      tests.set(panel, entry);
+    }
+    return entry;
+  }
+
+  async function testRun(panel: PanelDraft): Promise<void> {
+    const test = testOf(panel);
+    replace(test.result, h("p", { attrs: { role: "status" } }, "Running…"));
+    try {
+      const inputs: Record<string, string> = {};
+      for (const input of panel.inputs) inputs[input.key] = test.values[input.key] ?? "";
+      const response = await fetch("/v1/dashboards/test-run", {
+        method: "POST",
+        headers: headers(true),
+        body: JSON.stringify({ panel: panelBody(panel, false), inputs, limit: 20 }),
+        credentials: "same-origin",
+        cache: "no-store",
+      });
+      const result = await read<{ columns: { name: string; type: string }[]; rows: unknown[][]; row_count: number; truncated: boolean; error?: { detail: string } }>(response);
+      test.columns = result.columns.map((c) => c.name);
+      replace(
+        test.result,
+        h("p", { attrs: { role: "status" } }, `Test run: ${result.row_count} row(s)${result.truncated ? " (the first 20)" : ""}. Its columns can be chosen for the mappings.`),
+        result.error && h("p", { class: "error" }, result.error.detail),
+        h(
+          "table",
+          { class: "list test-rows" },
+          h("caption", { class: "sr-only" }, "Test run result"),
+          h("thead", {}, h("tr", {}, ...result.columns.map((c) => h("th", { attrs: { scope: "col" } }, isolated(c.name))))),
+          h("tbody", {}, ...result.rows.map((row) => h("tr", {}, ...row.map((value) => h("td", {}, value === null ? h("span", { class: "null" }, "NULL") : isolated(valueText(value) ?? "")))))),
+        ),
+      );
+      render();
+    } catch (error) {
+      const detail = error instanceof ApiError ? fieldProblems(error.body) : [];
+      replace(test.result, h("p", { class: "error", attrs: { role: "alert" } }, detail.length ? detail.join("\n") : problem(error)));
+    }
+  }
+
+  function mappingRow(panel: PanelDraft, action: ActionDraft, mapping: MappingDraft, index: number): HTMLElement {
+    const columns = testOf(panel).columns;
+    const listId = uid("columns");
+    const columnField = text(mapping.column, "Column of the clicked row", (v) => ((mapping.column = v), touched()), { list: listId });
+    return h(
+      "li",
+      { class: "mapping" },
+      text(mapping.workflow_input_key, "Workflow input key", (v) => ((mapping.workflow_input_key = v), touched())),
+      check(mapping.prompt_user, "Ask the user", (v) => {
+        mapping.prompt_user = v;
+        touched();
+        render();
+      }),
+      mapping.prompt_user
+        ? text(mapping.prompt, "Prompt (blank: the key)", (v) => ((mapping.prompt = v), touched()))
+        : h("div", {}, columnField, h("datalist", { attrs: { id: listId } }, ...columns.map((c) => h("option", { attrs: { value: c } })))),
+      itemTools(
+        `mapping ${index + 1}`,
+        index,
+        action.input_mappings.length,
+        (to) => {
+          action.input_mappings = moved(action.input_mappings, index, to);
+          touched();
+          render();
+        },
+        () => {
+          action.input_mappings.splice(index, 1);
+          touched();
+          render();
+        },
+      ),
+    );
+  }
+
+  function actionBox(panel: PanelDraft, action: ActionDraft, index: number): HTMLElement {
+    const name = action.label || action.workflow_id || `${index + 1}`;
+    return h(
+      "fieldset",
+      { class: "edit-action" },
+      h("legend", {}, "Action ", isolated(name)),
+      h(
+        "div",
+        { class: "row" },
+        text(action.label, "Button label", (v) => ((action.label = v), touched())),
+        text(action.workflow_id, "Workflow id", (v) => ((action.workflow_id = v), touched())),
+        itemTools(
+          `action ${index + 1}`,
+          index,
+          panel.actions.length,
+          (to) => {
+            panel.actions = moved(panel.actions, index, to);
+            touched();
+            render();
+          },
+          () => {
+            panel.actions.splice(index, 1);
+            touched();
+            render();
+          },
+        ),
+      ),
+      h("ol", { class: "mappings" }, ...action.input_mappings.map((m, i) => mappingRow(panel, action, m, i))),
+      h(
+        "button",
+        {
+          attrs: { type: "button" },
+          on: {
+            click: () => {
+              action.input_mappings.push({ workflow_input_key: "", column: "", prompt_user: false, prompt: "" });
+              touched();
+              render();
+            },
+          },
+        },
+        "Add a mapping",
+      ),
+    );
+  }
+
+  function panelBox(panel: PanelDraft, index: number): HTMLElement {
+    const count = draft.panels.length;
+    const credential = h("select", { attrs: { required: true } }, h("option", { attrs: { value: "" } }, "Choose a credential…"));
+    for (const choice of choices) credential.append(h("option", { attrs: { value: choice.id } }, choice.label));
+    if (panel.credential_id && !choices.some((c) => c.id === panel.credential_id)) {
+      credential.append(h("option", { attrs: { value: panel.credential_id } }, `${panel.credential_id} (not a credential without reviews)`));
+    }
+    credential.value = panel.credential_id;
+    credential.addEventListener("change", () => {
+      panel.credential_id = credential.value;
+      touched();
+    });
+    const test = testOf(panel);
+    noteMissing(panel);
+    const titleId = uid("edit-panel");
+    const section = h(
+      "section",
+      { class: "edit-panel", attrs: { "aria-labelledby": titleId, draggable: "true" } },
+      h(
+        "div",
+        { class: "panel-head" },
+        h("h2", { attrs: { id: titleId } }, `Panel ${index + 1}: `, isolated(panel.title || "(untitled)")),
+        itemTools(
+          `panel ${index + 1}`,
+          index,
+          count,
+          (to) => {
+            draft.panels = moved(draft.panels, index, to);
+            touched();
+            render();
+          },
+          () => {
+            draft.panels.splice(index, 1);
+            editors.get(panel)?.editor.view.destroy();
+            editors.delete(panel);
+            touched();
+            render();
+          },
+        ),
+      ),
+      h(
+        "div",
+        { class: "row" },
+        text(panel.title, "Title", (v) => ((panel.title = v), touched()), { required: true }),
+        field("Runs as", credential, "Credentials that need no review, by database and username"),
+      ),
+      h("div", { class: "field" }, h("span", { class: "label" }, "Query (inputs as ${key})"), editorOf(panel)),
+      noteOf(panel),
+      h("h3", {}, "Inputs"),
+      h(
+        "ol",
+        { class: "inputs" },
+        ...panel.inputs.map((input, i) =>
+          h(
+            "li",
+            { class: "row" },
+            text(input.key, "Key", (v) => ((input.key = v), touched())),
+            text(input.description, "Description", (v) => ((input.description = v), touched())),
+            text(test.values[input.key] ?? "", "Test value", (v) => (test.values[input.key] = v)),
+            itemTools(
+              `input ${i + 1}`,
+              i,
+              panel.inputs.length,
+              (to) => {
+                panel.inputs = moved(panel.inputs, i, to);
+                touched();
+                render();
+              },
+              () => {
+                panel.inputs.splice(i, 1);
+                touched();
+                render();
+              },
+            ),
+          ),
+        ),
+      ),
+      h(
+        "div",
+        { class: "row" },
+        h(
+          "button",
+          {
+            attrs: { type: "button" },
+            on: {
+              click: () => {
+                panel.inputs.push({ key: missingOf(panel)[0] ?? "", description: "" });
+                touched();
+                render();
+              },
+            },
+          },
+          "Add an input",
+        ),
+        h("button", { attrs: { type: "button" }, on: { click: () => void testRun(panel) } }, "Test run"),
+      ),
+      test.result,
+      h("h3", {}, "Row actions"),
+      ...panel.actions.map((action, i) => actionBox(panel, action, i)),
+      h(
+        "button",
+        {
+          attrs: { type: "button" },
+          on: {
+            click: () => {
+              panel.actions.push({ label: "", workflow_id: "", input_mappings: [] });
+              touched();
+              render();
+            },
+          },
+        },
+        "Add a row action",
+      ),
+    );
+    section.addEventListener("dragstart", (event) => {
+      if (!(event.target instanceof HTMLElement) || !event.target.classList.contains("edit-panel")) return;
+      dragged = index;
+      event.dataTransfer?.setData("text/plain", String(index));
+    });
+    section.addEventListener("dragover", (event) => {
+      if (dragged !== null) event.preventDefault();
+    });
+    section.addEventListener("drop", (event) => {
+      event.preventDefault();
+      if (dragged === null || dragged === index) return;
+      draft.panels = moved(draft.panels, dragged, index);
+      dragged = null;
+      touched();
+      render();
+    });
+    return section;
+  }
+
+  function render(): void {
+    replace(panelsBox, ...draft.panels.map((panel, index) => panelBox(panel, index)));
+  }
+
+  async function save(): Promise<void> {
+    replace(problems);
+    saved.textContent = "Saving…";
+    try {
+      const body = dashboardBody(draft);
+      if (stored && id) {
+        const answer = await withEtag<Dashboard>("PUT", `/v1/dashboards/${encodeURIComponent(id)}`, body, etag);
+        etag = answer.etag;
+        const next = draftOf(answer.value);
+        // Keep the editors and test runs of the panels: the saved draft has the ids now.
+        next.panels.forEach((panel, i) => {
+          const old = draft.panels[i];
+          if (!old) return;
+          Object.assign(old, panel);
+        });
+        draft = { ...next, panels: draft.panels.slice(0, next.panels.length) };
+        dirty = false;
+        saved.textContent = "Saved.";
+        render();
+      } else {
+        const created = await call<Dashboard>("POST", "/v1/dashboards", body);
+        dirty = false;
+        await app.go(`dashboards/${encodeURIComponent(created.id)}`);
+      }
+    } catch (error) {
+      saved.textContent = "";
+      const detail = error instanceof ApiError && error.status === 422 ? fieldProblems(error.body) : [];
+      replace(
+        problems,
+        h("p", {}, error instanceof ApiError && error.status === 412 ? `Nothing was saved. ${problem(error)}` : `Nothing was saved: ${problem(error)}`),
+        detail.length > 0 && h("ul", {}, ...detail.map((line) => h("li", {}, line))),
+      );
+      problems.focus();
+    }
+  }
+
+  const nameField = text(draft.name, "Name", (v) => ((draft.name = v), touched()), { required: true });
+  const element = h(
+    "section",
+    { class: "dashboard-editor" },
+    h("h1", {}, stored ? "Edit dashboard" : "New dashboard"),
+    problems,
+    h(
+      "div",
+      { class: "row" },
+      nameField,
+      check(draft.restricted_access, "Restricted: only super admins and those who may query every panel's database see it", (v) => {
+        draft.restricted_access = v;
+        touched();
+      }),
+    ),
+    panelsBox,
+    h(
+      "div",
+      { class: "row" },
+      h(
+        "button",
+        {
+          attrs: { type: "button" },
+          on: {
+            click: () => {
+              draft.panels.push({ title: "", credential_id: "", query: "", inputs: [], actions: [] });
+              touched();
+              render();
+            },
+          },
+        },
+        "Add a panel",
+      ),
+    ),
+    h(
+      "div",
+      { class: "row save-row" },
+      h("button", { class: "primary", attrs: { type: "button" }, on: { click: () => void save() } }, "Save"),
+      stored && id ? app.link(`dashboards/${encodeURIComponent(id)}`, "Back to the dashboard") : app.link("dashboards", "Back to the dashboards"),
+      saved,
+    ),
+  );
+  problems.tabIndex = -1;
+  render();
+  return {
+    title: stored ? `Edit ${stored.value.name}` : "New dashboard",
+    element,
+    busy: () => (dirty ? "Your changes to this dashboard are not saved. Leave without saving them?" : false),
+    leave: () => {
+      for (const { editor } of editors.values()) editor.view.destroy();
+    },
+  };
+}
