@@ -724,6 +724,7 @@ impl Storage for MemoryStorage {
             .rev()
             .map(|(_, event)| event)
             .filter(|event| query.resource.is_none_or(|id| event.resource_id == id))
+            .filter(|event| query.filter.matches(event))
             .take(query.limit)
             .cloned()
             .collect())

@@ -165,6 +165,9 @@ pub(crate) async fn list(
     let after = query
         .after
         .map(|after| after.split('\0').next().unwrap_or_default());
+    if !query.filter.is_empty() {
+        return list_filtered(store, query, after).await;
+    }
     match query.resource {
         Some(resource) => {
             let Some(resource) = key(resource) else {
@@ -182,6 +185,56 @@ pub(crate) async fn list(
                             WHERE $1::text IS NULL OR id < $1 ORDER BY id DESC LIMIT $2";
             let params: [&(dyn ToSql + Sync); 2] = [&after, &limit];
             store.all(sql, &params, event_of).await
+        }
+    }
+}
+
+/// Events read per round of a filtered listing.
+const FILTERED_BATCH: i64 = 500;
+
+/// A filtered page: the resources and the time bounds in SQL (through the indexes), the
+/// action and the actor on the decoded events, newest first, a batch at a time until the page
+/// is full or the trail ends.
+async fn list_filtered(
+    store: &PostgresStorage,
+    query: AuditQuery<'_>,
+    after: Option<&str>,
+) -> Result<Vec<AuditEvent>, StorageError> {
+    let mut resources: Option<Vec<String>> = query.filter.any_of.map(<[String]>::to_vec);
+    if let Some(resource) = query.resource {
+        resources = Some(match resources {
+            Some(ids) => ids.into_iter().filter(|id| id == resource).collect(),
+            None => vec![resource.to_owned()],
+        });
+    }
+    let resources: Option<Vec<String>> =
+        resources.map(|ids| ids.into_iter().filter(|id| key(id).is_some()).collect());
+    let since = query.filter.since.map(Timestamp::as_micros);
+    let until = query.filter.until.map(Timestamp::as_micros);
+    let mut cursor = after.map(str::to_owned);
+    let mut found = Vec::new();
+    loop {
+        let sql = "SELECT id, record FROM audit_events
+                        WHERE ($1::text[] IS NULL OR resource_id = ANY($1))
+                          AND ($2::bigint IS NULL OR at >= $2)
+                          AND ($3::bigint IS NULL OR at < $3)
+                          AND ($4::text IS NULL OR id < $4)
+                        ORDER BY id DESC LIMIT $5";
+        let params: [&(dyn ToSql + Sync); 5] =
+            [&resources, &since, &until, &cursor, &FILTERED_BATCH];
+        let batch = store.all(sql, &params, event_of).await?;
+        let read = batch.len();
+        cursor = batch.last().map(|event| event.id.to_string());
+        for event in batch {
+            if query.filter.matches(&event) {
+                found.push(event);
+                if found.len() == query.limit {
+                    return Ok(found);
+                }
+            }
+        }
+        if i64::try_from(read).unwrap_or(i64::MAX) < FILTERED_BATCH {
+            return Ok(found);
         }
     }
 }

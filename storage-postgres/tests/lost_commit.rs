@@ -155,6 +155,7 @@ async fn events_of(storage: &PostgresStorage, id: &str) -> Vec<AuditEvent> {
         resource: Some(id),
         after: None,
         limit: 10,
+        ..Default::default()
     };
     storage.list_audit(query).await.unwrap()
 }

@@ -74,7 +74,10 @@ pub(crate) fn list(
                 let (key, _) = entry.or_backend()?;
                 let (_, id) = key.value();
                 if let Some(bytes) = events.get(id).or_backend()? {
-                    found.push(record::decode_audit_event(id, bytes.value())?);
+                    let event = record::decode_audit_event(id, bytes.value())?;
+                    if query.filter.matches(&event) {
+                        found.push(event);
+                    }
                 }
                 if found.len() == query.limit {
                     break;
@@ -89,7 +92,10 @@ pub(crate) fn list(
             let range = events.range::<&str>((Bound::Unbounded, end)).or_backend()?;
             for entry in range.rev() {
                 let (key, value) = entry.or_backend()?;
-                found.push(record::decode_audit_event(key.value(), value.value())?);
+                let event = record::decode_audit_event(key.value(), value.value())?;
+                if query.filter.matches(&event) {
+                    found.push(event);
+                }
                 if found.len() == query.limit {
                     break;
                 }
@@ -146,6 +152,9 @@ pub(crate) async fn list_audit(
     let resource = query.resource.map(str::to_owned);
     let after = query.after.map(str::to_owned);
     let limit = query.limit;
+    let any_of = query.filter.any_of.map(<[String]>::to_vec);
+    let actor = query.filter.actor.map(str::to_owned);
+    let (action, since, until) = (query.filter.action, query.filter.since, query.filter.until);
     store
         .run(move |inner| {
             inner.read(|txn| {
@@ -153,6 +162,13 @@ pub(crate) async fn list_audit(
                     resource: resource.as_deref(),
                     after: after.as_deref(),
                     limit,
+                    filter: dbconsole_core::storage::AuditFilter {
+                        any_of: any_of.as_deref(),
+                        action,
+                        actor: actor.as_deref(),
+                        since,
+                        until,
+                    },
                 };
                 list(txn, query)
             })

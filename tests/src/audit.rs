@@ -427,6 +427,109 @@ pub async fn audit_pages_filters_and_cannot_be_changed(storage: Arc<dyn Storage>
 }
 
 /// Every case of this module, as tests over the store `$storage` makes.
+/// The trail filters on the server by database (its own events and its queries'), actor,
+/// action and time, all at once; a filter that is not one is 422.
+pub async fn audit_filters_by_database_actor_action_and_time(storage: Arc<dyn Storage>) {
+    let console = crate::TestConsole::builder(storage)
+        .trust_principal(true)
+        .build();
+    let mut ids = Vec::new();
+    for name in ["Filtered one", "Filtered two"] {
+        let db = console
+            .api
+            .create_database(&json!({
+                "name": name, "adapter": "postgres", "hostname": "db.internal", "database": "orders",
+                "credentials": [{"username": "reader", "password": "pw-filtered"}],
+            }))
+            .await;
+        ids.push((
+            db["id"].as_str().unwrap().to_owned(),
+            db["credentials"][0]["id"].as_str().unwrap().to_owned(),
+        ));
+    }
+    let ann = dbconsole_core::model::Principal::member("ann@example.com");
+    let query = console
+        .as_(
+            &ann,
+            Method::POST,
+            "/api/v1/console/queries",
+            Some(json!({"database_id": ids[0].0, "credential_id": ids[0].1, "query": "select 1"})),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let list = |filter: String| {
+        let console = &console;
+        async move {
+            console
+                .api
+                .db(Method::GET, &format!("{AUDIT}?{filter}"), None)
+                .await
+                .expect(200)
+                .json()["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|e| {
+                    (
+                        e["action"].as_str().unwrap().to_owned(),
+                        e["resource"]["id"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    let one = &ids[0].0;
+    let query_id = query["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        list(format!("database={one}")).await,
+        [
+            ("query.create".to_owned(), query_id.clone()),
+            ("database.create".to_owned(), one.clone())
+        ]
+    );
+    assert_eq!(
+        list("action=query.create".to_owned()).await,
+        [("query.create".to_owned(), query_id.clone())]
+    );
+    assert_eq!(
+        list("actor=ann%40example.com".to_owned()).await,
+        [("query.create".to_owned(), query_id)]
+    );
+    assert_eq!(list("action=database.create".to_owned()).await.len(), 2);
+    assert!(
+        list("since=2999-01-01T00:00:00Z".to_owned())
+            .await
+            .is_empty()
+    );
+    assert!(
+        list("until=2000-01-01T00:00:00Z".to_owned())
+            .await
+            .is_empty()
+    );
+    assert_eq!(
+        list(format!(
+            "database={one}&action=database.create&since=2000-01-01T00:00:00%2B02:00"
+        ))
+        .await
+        .len(),
+        1
+    );
+    let refused = console
+        .api
+        .db(
+            Method::GET,
+            &format!("{AUDIT}?action=nope&since=yesterday"),
+            None,
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(refused["errors"]["action"].is_array(), "{refused}");
+    assert!(refused["errors"]["since"].is_array(), "{refused}");
+}
+
 #[macro_export]
 macro_rules! audit_tests {
     ($storage:expr) => {
@@ -436,6 +539,7 @@ macro_rules! audit_tests {
             [
                 audit_lists_exactly_the_changes_made,
                 audit_pages_filters_and_cannot_be_changed,
+                audit_filters_by_database_actor_action_and_time,
             ]
         );
     };

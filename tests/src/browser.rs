@@ -214,6 +214,7 @@ pub async fn a_key_signs_a_browser_in_and_out(storage: Arc<dyn Storage>) {
             resource: None,
             after: None,
             limit: 100,
+            ..Default::default()
         })
         .await
         .expect("list_audit");

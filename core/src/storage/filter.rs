@@ -86,3 +86,37 @@ impl QueryFilter<'_> {
             && self.status.is_none_or(|status| query.status == status)
     }
 }
+
+/// Which events a page of the audit trail keeps, beyond its `resource` (all given ones apply).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AuditFilter<'a> {
+    /// Only the events of one of these records (a database and its queries, say).
+    pub any_of: Option<&'a [String]>,
+    /// Only events of this action.
+    pub action: Option<crate::model::AuditAction>,
+    /// Only events by this actor: its stored key's (or session's) id, or its name, exactly.
+    pub actor: Option<&'a str>,
+    /// Only events at or after this time.
+    pub since: Option<crate::model::Timestamp>,
+    /// Only events before this time.
+    pub until: Option<crate::model::Timestamp>,
+}
+
+impl AuditFilter<'_> {
+    /// Whether it keeps every event.
+    pub fn is_empty(&self) -> bool {
+        *self == AuditFilter::default()
+    }
+
+    /// Whether `event` is kept.
+    pub fn matches(&self, event: &crate::model::AuditEvent) -> bool {
+        self.any_of
+            .is_none_or(|ids| ids.iter().any(|id| *id == event.resource_id))
+            && self.action.is_none_or(|action| event.action == action)
+            && self.actor.is_none_or(|actor| {
+                event.actor.name == actor || event.actor.id.as_deref() == Some(actor)
+            })
+            && self.since.is_none_or(|since| event.at >= since)
+            && self.until.is_none_or(|until| event.at < until)
+    }
+}

@@ -63,7 +63,7 @@ use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
 
 pub use edits::{AccessEdit, DeleteCheck, Edits, MAX_ATTEMPTS, Retries};
-pub use filter::{DashboardFilter, DatabaseFilter, QueryFilter};
+pub use filter::{AuditFilter, DashboardFilter, DatabaseFilter, QueryFilter};
 #[cfg(any(test, feature = "testing"))]
 pub use forward::Counted;
 pub use rotate::{RotateError, Rotation, rotate};
@@ -102,7 +102,7 @@ impl From<AuditEvent> for WriteLog {
 }
 
 /// A page of the audit trail: see [`Storage::list_audit`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AuditQuery<'a> {
     /// Only the events of this record (`db_…`, `dash_…`, `key_…`).
     pub resource: Option<&'a str>,
@@ -110,6 +110,9 @@ pub struct AuditQuery<'a> {
     pub after: Option<&'a str>,
     /// At most this many.
     pub limit: usize,
+    /// Which events it keeps beyond `resource` ([`AuditFilter::matches`]); a page holds
+    /// `limit` kept events when so many exist, however many it had to pass over.
+    pub filter: AuditFilter<'a>,
 }
 
 /// How a database is addressed by the delete operations.

@@ -53,6 +53,54 @@ pub fn parse_audit_query(
     Ok((page, parameter(query, "resource")))
 }
 
+/// The filters of `GET …/audit` beyond `resource`, as given (empty values count as not given;
+/// an action that is not one, or a time that is not RFC 3339, is 422 on its parameter).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AuditFilterQuery {
+    /// `database=`: the database's events and its queries'.
+    pub database: Option<String>,
+    /// `actor=`: a key's (or session's) id, or an actor's name.
+    pub actor: Option<String>,
+    /// `action=`: one of the events' actions (`query.run`).
+    pub action: Option<crate::model::AuditAction>,
+    /// `since=`: at or after this time.
+    pub since: Option<crate::model::Timestamp>,
+    /// `until=`: before this time.
+    pub until: Option<crate::model::Timestamp>,
+}
+
+/// The audit filters of `query`, every error at once.
+pub fn parse_audit_filter(query: Option<&str>) -> Result<AuditFilterQuery, ValidationErrors> {
+    let mut errors = ValidationErrors::new();
+    let mut time = |name: &str| {
+        let value = parameter(query, name)?;
+        match chrono::DateTime::parse_from_rfc3339(&value) {
+            Ok(at) => Some(crate::model::Timestamp::from_micros(at.timestamp_micros())),
+            Err(_) => {
+                errors.add(name, "must be a time in RFC 3339 (2026-11-27T10:00:00Z)");
+                None
+            }
+        }
+    };
+    let since = time("since");
+    let until = time("until");
+    let action = match parameter(query, "action").map(|value| value.parse()) {
+        Some(Ok(action)) => Some(action),
+        Some(Err(message)) => {
+            errors.add("action", message);
+            None
+        }
+        None => None,
+    };
+    errors.into_result(AuditFilterQuery {
+        database: parameter(query, "database"),
+        actor: parameter(query, "actor"),
+        action,
+        since,
+        until,
+    })
+}
+
 /// The filters of `GET …/databases` as given (empty values count as not given, but for
 /// `adapter`, which must name one).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -20,9 +20,9 @@ pub use database::{
 pub use errors::{FieldErrors, ValidationErrors, message};
 pub use key_name::{KEY_NAME_MAX_CHARS, KeyNameError, check_key_name};
 pub use listing::{
-    DEFAULT_PAGE_SIZE, DashboardFilterQuery, DatabaseFilterQuery, MAX_PAGE_SIZE, PageQuery,
-    given_parameter, parse_audit_query, parse_dashboard_filter, parse_database_filter,
-    parse_named_parameter, parse_page_query,
+    AuditFilterQuery, DEFAULT_PAGE_SIZE, DashboardFilterQuery, DatabaseFilterQuery, MAX_PAGE_SIZE,
+    PageQuery, given_parameter, parse_audit_filter, parse_audit_query, parse_dashboard_filter,
+    parse_database_filter, parse_named_parameter, parse_page_query,
 };
 pub use query::{
     AskedBypass, DEFAULT_ROW_LIMIT, QueryDraft, REASON_MAX, bypass_of, panel_inputs, query_draft,

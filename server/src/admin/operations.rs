@@ -405,6 +405,7 @@ mod tests {
                 resource: Some(&key.id),
                 after: None,
                 limit: 10,
+                ..Default::default()
             })
             .await
             .unwrap();

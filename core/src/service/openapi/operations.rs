@@ -432,7 +432,35 @@ pub(crate) fn list_audit(op: Operation, _: &Names) -> Operation {
         "description": "Only the events of this record (`db_…`, `dash_…`, `key_…`).",
         "schema": { "type": "string" },
     }));
-    op.summary("The audit trail: one event per change, newest first")
+    params.push(filter_param(
+        "database",
+        "Only the events of this database and of its queries.",
+    ));
+    params.push(filter_param(
+        "actor",
+        "Only the events of this actor: a key's or session's id, or its name, exactly.",
+    ));
+    params.push(json!({
+        "name": "action", "in": "query", "required": false,
+        "description": "Only the events of this action; another value is 422.",
+        "schema": enum_schema(&names(&crate::model::AuditAction::ALL, crate::model::AuditAction::as_str), false),
+    }));
+    for (name, description) in [
+        (
+            "since",
+            "Only the events at or after this time (RFC 3339); another value is 422.",
+        ),
+        (
+            "until",
+            "Only the events before this time (RFC 3339); another value is 422.",
+        ),
+    ] {
+        params.push(json!({
+            "name": name, "in": "query", "required": false, "description": description,
+            "schema": { "type": "string", "format": "date-time" },
+        }));
+    }
+    op.summary("The audit trail: one event per change, newest first; filtered on the server by record, database, actor, action and time")
         .params(params)
         .ok(json_content(schema_ref("AuditEventPage")))
         .errors(&[401, 403, 422, 503])

@@ -29,6 +29,7 @@ async fn events(storage: &dyn Storage, id: &str) -> usize {
         resource: Some(id),
         after: None,
         limit: 100,
+        ..Default::default()
     };
     ok(storage.list_audit(query).await, "list_audit").len()
 }

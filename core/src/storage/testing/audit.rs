@@ -26,6 +26,7 @@ async fn trail(storage: &dyn Storage) -> Vec<AuditEvent> {
                 resource: None,
                 after: None,
                 limit: usize::MAX,
+                ..Default::default()
             })
             .await,
         "list_audit",
@@ -308,6 +309,7 @@ pub async fn audit_listing_pages_newest_first_by_resource(storage: Arc<dyn Stora
                         resource: resource.as_deref(),
                         after: after.as_deref(),
                         limit,
+                        ..Default::default()
                     })
                     .await,
                 "list_audit",
@@ -350,6 +352,170 @@ pub async fn audit_listing_pages_newest_first_by_resource(storage: Arc<dyn Stora
         Vec::new()
     );
     assert_eq!(page(None, None, 0).await, Vec::new());
+}
+
+/// A filter keeps the events of any of its records, of its action, by its actor (key id or
+/// name) and within its times, all at once; a filtered page is full when enough events match,
+/// however many it passes over, and pages on with `after`.
+pub async fn audit_listing_filters_by_records_action_actor_and_time(storage: Arc<dyn Storage>) {
+    use crate::model::{Actor, Origin};
+    use crate::storage::AuditFilter;
+    let base = Timestamp::now().as_micros() - 3_600_000_000;
+    let at = |i: i64| Timestamp::from_micros(base + i * 1_000_000);
+    let ann = Origin::of(Actor::named("ann@example.com"));
+    let bob = Origin::of(Actor {
+        id: Some("key_bob".to_owned()),
+        name: "bob@example.com".to_owned(),
+    });
+    // 40 events: resources cycle through a database, two of its queries and a dashboard;
+    // actors alternate; every third is a run.
+    let resources = [
+        "db_filtered",
+        "qry_filtered_1",
+        "qry_filtered_2",
+        "dash_filtered",
+    ];
+    for i in 0..40_i64 {
+        let origin = if i % 2 == 0 { &ann } else { &bob };
+        let action = if i % 3 == 0 {
+            AuditAction::QueryRun
+        } else {
+            AuditAction::DatabaseUpdate
+        };
+        let mut event = AuditEvent::new(origin, action, resources[(i % 4) as usize], Vec::new());
+        event.at = at(i);
+        ok(storage.append_log(event.into()).await, "append_log");
+    }
+    let all = trail(storage.as_ref()).await;
+    let list = |filter: AuditFilter<'static>, after: Option<String>, limit: usize| {
+        let storage = Arc::clone(&storage);
+        async move {
+            ok(
+                storage
+                    .list_audit(AuditQuery {
+                        resource: None,
+                        after: after.as_deref(),
+                        limit,
+                        filter,
+                    })
+                    .await,
+                "list_audit",
+            )
+        }
+    };
+    static DATABASE_AND_QUERIES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let of_database = DATABASE_AND_QUERIES
+        .get_or_init(|| {
+            vec![
+                "db_filtered".to_owned(),
+                "qry_filtered_1".to_owned(),
+                "qry_filtered_2".to_owned(),
+            ]
+        })
+        .as_slice();
+    let by_records = list(
+        AuditFilter {
+            any_of: Some(of_database),
+            ..AuditFilter::default()
+        },
+        None,
+        100,
+    )
+    .await;
+    assert_eq!(by_records.len(), 30);
+    assert!(by_records.iter().all(|e| e.resource_id != "dash_filtered"));
+    let expected: Vec<AuditEvent> = all
+        .iter()
+        .filter(|e| e.resource_id != "dash_filtered")
+        .cloned()
+        .collect();
+    assert_eq!(by_records, expected, "newest first");
+    let runs_by_bob = list(
+        AuditFilter {
+            action: Some(AuditAction::QueryRun),
+            actor: Some("key_bob"),
+            ..AuditFilter::default()
+        },
+        None,
+        100,
+    )
+    .await;
+    // Odd i that are multiples of 3: 3, 9, 15, 21, 27, 33, 39.
+    assert_eq!(runs_by_bob.len(), 7);
+    let by_name = list(
+        AuditFilter {
+            action: Some(AuditAction::QueryRun),
+            actor: Some("bob@example.com"),
+            ..AuditFilter::default()
+        },
+        None,
+        100,
+    )
+    .await;
+    assert_eq!(by_name, runs_by_bob, "an actor by its key id or its name");
+    // Time: [at(10), at(20)) holds ten events.
+    let window = list(
+        AuditFilter {
+            since: Some(at(10)),
+            until: Some(at(20)),
+            ..AuditFilter::default()
+        },
+        None,
+        100,
+    )
+    .await;
+    assert_eq!(window.len(), 10);
+    assert!(window.iter().all(|e| e.at >= at(10) && e.at < at(20)));
+    // Pages of a filter: each full, together the whole, in order.
+    let filter = AuditFilter {
+        any_of: Some(of_database),
+        actor: Some("ann@example.com"),
+        ..AuditFilter::default()
+    };
+    let whole = list(filter, None, 100).await;
+    assert_eq!(
+        whole.len(),
+        20,
+        "ann's (even i) are all on the database or its second query"
+    );
+    let mut paged = Vec::new();
+    let mut after = None;
+    loop {
+        let page = list(filter, after.clone(), 4).await;
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() == 4 || paged.len() + page.len() == whole.len());
+        after = Some(page.last().unwrap().id.as_str().to_owned());
+        paged.extend(page);
+    }
+    assert_eq!(paged, whole);
+    // With `resource` too, both apply.
+    let one = ok(
+        storage
+            .list_audit(AuditQuery {
+                resource: Some("qry_filtered_1"),
+                after: None,
+                limit: 100,
+                filter,
+            })
+            .await,
+        "list_audit",
+    );
+    assert!(
+        one.is_empty(),
+        "qry_filtered_1's events are all bob's (odd i)"
+    );
+    let nothing = list(
+        AuditFilter {
+            actor: Some("nobody"),
+            ..AuditFilter::default()
+        },
+        None,
+        10,
+    )
+    .await;
+    assert!(nothing.is_empty());
 }
 
 /// `prune_audit` removes the events beyond the retention, oldest first, and answers how many;

@@ -105,6 +105,7 @@ pub async fn deliveries_are_written_with_their_log_or_not_at_all(storage: Arc<dy
                 resource: None,
                 after: None,
                 limit: 100,
+                ..Default::default()
             })
             .await,
         "list_audit",
@@ -437,6 +438,7 @@ pub async fn delivery_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
                 resource: Some(one.id.as_str()),
                 after: None,
                 limit: 10,
+                ..Default::default()
             })
             .await,
         "list_audit",

@@ -220,6 +220,7 @@ macro_rules! storage_conformance_suite {
             audit::every_write_appends_one_event,
             audit::refused_writes_append_no_event,
             audit::audit_listing_pages_newest_first_by_resource,
+            audit::audit_listing_filters_by_records_action_actor_and_time,
             audit::prune_keeps_the_newest_events_within_retention,
             audit::racing_writes_each_leave_exactly_one_event,
             filters::database_filters_keep_exactly_the_matches,

@@ -304,6 +304,7 @@ pub async fn query_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
                 resource: Some(ready.id.as_str()),
                 after: None,
                 limit: 10,
+                ..Default::default()
             })
             .await,
         "list_audit",
@@ -362,6 +363,7 @@ pub async fn appended_events_keep_their_run_facts(storage: Arc<dyn Storage>) {
                 resource: Some("dash_01"),
                 after: None,
                 limit: 10,
+                ..Default::default()
             })
             .await,
         "list_audit",

@@ -124,6 +124,7 @@ pub async fn racing_reviewers_each_count_once(storage: Arc<dyn Storage>) {
                 resource: Some(&id),
                 after: None,
                 limit: 100,
+                ..Default::default()
             })
             .await,
         "list_audit",

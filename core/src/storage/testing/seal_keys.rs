@@ -35,6 +35,7 @@ async fn all_events(storage: &dyn Storage) -> Vec<AuditEvent> {
         resource: None,
         after: None,
         limit: 10_000,
+        ..Default::default()
     };
     ok(storage.list_audit(query).await, "list_audit")
 }

@@ -56,6 +56,7 @@ async fn events_of(storage: &dyn Storage, id: &str) -> usize {
                 resource: Some(id),
                 after: None,
                 limit: usize::MAX,
+                ..Default::default()
             })
             .await,
         "list_audit",

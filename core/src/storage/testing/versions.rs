@@ -19,6 +19,7 @@ async fn events_of(storage: &dyn Storage, id: &str) -> Vec<AuditEvent> {
         resource: Some(id),
         after: None,
         limit: 1000,
+        ..Default::default()
     };
     ok(storage.list_audit(query).await, "list_audit")
 }
