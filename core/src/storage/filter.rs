@@ -111,7 +111,7 @@ impl AuditFilter<'_> {
     /// Whether `event` is kept.
     pub fn matches(&self, event: &crate::model::AuditEvent) -> bool {
         self.any_of
-            .is_none_or(|ids| ids.iter().any(|id| *id == event.resource_id))
+            .is_none_or(|ids| ids.contains(&event.resource_id))
             && self.action.is_none_or(|action| event.action == action)
             && self.actor.is_none_or(|actor| {
                 event.actor.name == actor || event.actor.id.as_deref() == Some(actor)
