@@ -426,7 +426,6 @@ pub async fn audit_pages_filters_and_cannot_be_changed(storage: Arc<dyn Storage>
     assert_eq!(trail(&api).await, all, "nothing changed the trail");
 }
 
-/// Every case of this module, as tests over the store `$storage` makes.
 /// The trail filters on the server by database (its own events and its queries'), actor,
 /// action and time, all at once; a filter that is not one is 422.
 pub async fn audit_filters_by_database_actor_action_and_time(storage: Arc<dyn Storage>) {
@@ -530,6 +529,7 @@ pub async fn audit_filters_by_database_actor_action_and_time(storage: Arc<dyn St
     assert!(refused["errors"]["since"].is_array(), "{refused}");
 }
 
+/// Every case of this module, as tests over the store `$storage` makes.
 #[macro_export]
 macro_rules! audit_tests {
     ($storage:expr) => {
