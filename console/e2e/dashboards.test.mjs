@@ -195,6 +195,7 @@ describe("dashboards", { concurrency: false }, () => {
   });
 
   after(async () => {
+    await editor?.context.close();
     await browser?.close();
     await server?.stop();
     receiver?.http.close();
@@ -508,6 +509,34 @@ describe("dashboards", { concurrency: false }, () => {
     await page.getByRole("heading", { level: 1, name: "Dashboards" }).waitFor();
     assert.equal(await page.getByRole("link", { name: "Two panels" }).count(), 0);
     await assertClean(page, "reorder and delete");
-    await editor.context.close();
+  });
+
+  it("shows operators the audit log filtered on the server, and the outbox with a dead letter to retry", async () => {
+    const { page } = editor;
+    await page.getByRole("link", { name: "Audit" }).click();
+    await page.getByRole("heading", { level: 1, name: "Audit log" }).waitFor();
+    await page.getByLabel("Action").selectOption("action.trigger");
+    await page.getByRole("button", { name: "Filter" }).click();
+    const actions = await eventually(async () => {
+      const found = await page.locator("table.list tbody tr td:nth-child(2)").allTextContents();
+      return found.length > 0 && found.every((a) => a === "action.trigger") && found;
+    }, 10_000, "only the starts");
+    assert.ok(actions.length >= 4, `the starts so far (${actions.length})`);
+    assert.match(page.url(), /action=action\.trigger/);
+    await screenshot(page, "audit-log");
+    await assertAccessible(page, "the audit log");
+    await page.getByRole("link", { name: "Outbox" }).click();
+    await page.getByRole("heading", { level: 1, name: "Outbox" }).waitFor();
+    await page.getByLabel("Status").selectOption("dead");
+    const dead = page.locator("table.list tbody tr").filter({ hasText: "broken" });
+    await dead.first().waitFor();
+    await dead.first().getByText(/the workflow endpoint answered 500/).waitFor();
+    await screenshot(page, "outbox");
+    await assertAccessible(page, "the outbox");
+    await dead.first().getByRole("button", { name: /^Retry/ }).click();
+    await page.getByText("No delivery to show.").waitFor();
+    await page.getByLabel("Status").selectOption("");
+    await page.locator("table.list tbody tr").filter({ hasText: "broken" }).first().waitFor();
+    await assertClean(page, "operator screens");
   });
 });

@@ -140,6 +140,8 @@ export class App {
         me.may.review && item("reviews", "Reviews"),
         (me.may.query || me.may.manage_dashboards) && item("dashboards", "Dashboards"),
         me.may.manage_databases && item("databases", "Databases"),
+        me.may.read_audit && item("audit", "Audit"),
+        me.may.read_audit && item("outbox", "Outbox"),
       ),
       h(
         "div",

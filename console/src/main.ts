@@ -6,6 +6,7 @@ import { h } from "./dom";
 import { dashboardEditor } from "./dashboard-editor";
 import { dashboardScreen, dashboardsScreen } from "./dashboards";
 import { databaseScreen, databasesScreen } from "./databases";
+import { auditScreen, outboxScreen } from "./operations";
 import { historyScreen, queryPage, reviewsScreen } from "./queries";
 import { queryScreen } from "./query";
 import { exchangeLink, signInScreen, takeLinkToken } from "./signin";
@@ -31,6 +32,8 @@ async function start(): Promise<void> {
     .add(/^dashboards\/new$/, (a) => dashboardEditor(a, null))
     .add(/^dashboards\/([A-Za-z0-9_]+)\/edit$/, (a, [id]) => dashboardEditor(a, id ?? null))
     .add(/^dashboards\/([A-Za-z0-9_]+)$/, (a, [id]) => dashboardScreen(a, id ?? ""))
+    .add(/^audit$/, (a) => auditScreen(a))
+    .add(/^outbox$/, (a) => outboxScreen(a))
     .add(/^databases$/, (a) => databasesScreen(a))
     .add(/^databases\/new$/, (a) => databaseScreen(a, null))
     .add(/^databases\/([A-Za-z0-9_]+)$/, (a, [id]) => databaseScreen(a, id ?? null));
