@@ -341,13 +341,24 @@ describe("dashboards", { concurrency: false }, () => {
     await greeting.getByText("Whom to greet").waitFor();
     assert.equal(await greeting.locator('[role="row"]:not(.grid-header)').count(), 0, "not run before Run");
     await greeting.getByLabel("customer").fill("Ada");
-    await greeting.getByRole("button", { name: "Run" }).click();
+    await greeting.getByRole("button", { name: "Run", exact: true }).click();
     await row(greeting, 1).getByText("hello Ada").waitFor();
     assert.match(page.url(), /in\.[A-Za-z0-9_]+\.customer=Ada/);
     await page.reload();
     await row(panel(page, "Greeting"), 1).getByText("hello Ada").waitFor();
     assert.equal(await panel(page, "Greeting").getByLabel("customer").inputValue(), "Ada");
     await assertClean(page, "inputs in the URL");
+  });
+
+  it("runs a panel to CSV with its inputs, through a ticket the server streams", async () => {
+    const { page } = admin;
+    const greeting = panel(page, "Greeting");
+    const [download] = await Promise.all([page.waitForEvent("download"), greeting.getByRole("button", { name: "Run to CSV" }).click()]);
+    const path = await download.path();
+    const { readFileSync } = await import("node:fs");
+    assert.equal(readFileSync(path, "utf8"), "greeting\r\nhello Ada\r\n");
+    assert.doesNotMatch(download.url(), /row_token/);
+    await assertClean(page, "a panel's CSV");
   });
 
   it("shows a failing panel's error in place and leaves the others working", async () => {
@@ -378,7 +389,7 @@ describe("dashboards", { concurrency: false }, () => {
     await openDashboard(page, dash.hostile);
     const section = page.locator("section.panel");
     await section.locator("input[name=k]").fill(HOSTILE);
-    await section.getByRole("button", { name: "Run" }).click();
+    await section.getByRole("button", { name: "Run", exact: true }).click();
     await section.locator('[role="row"][aria-rowindex="2"]').waitFor();
     await section.locator('[role="row"][aria-rowindex="2"] button.row-action').click();
     await page.getByRole("dialog").waitFor();
@@ -452,7 +463,7 @@ describe("dashboards", { concurrency: false }, () => {
     await page.getByRole("heading", { level: 1, name: "Built in the browser" }).waitFor();
     const numbers = panel(page, "Numbers");
     await numbers.getByLabel("upto", { exact: true }).fill("2");
-    await numbers.getByRole("button", { name: "Run" }).click();
+    await numbers.getByRole("button", { name: "Run", exact: true }).click();
     await row(numbers, 3).waitFor();
     assert.equal(await numbers.getByRole("button", { name: /^Ping/ }).count(), 3);
     const before = receiver.received.length;

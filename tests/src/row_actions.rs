@@ -742,6 +742,86 @@ pub async fn an_editor_test_runs_an_unsaved_panel(storage: Arc<dyn Storage>) {
     assert!(actions.contains(&"panel.test_run"), "{actions:?}");
 }
 
+/// A panel's CSV downloads through a ticket (a URL that needs no other credential, for a
+/// minute), with the inputs asked for and no row token; asking is refused as a run would be.
+pub async fn a_panel_downloads_as_csv_through_a_ticket(storage: Arc<dyn Storage>) {
+    let console = token_console(storage, RowTokenOptions::default());
+    let dashboard = new_dashboard(&console).await;
+    let path = format!(
+        "/v1/dashboards/{}/panels/{}/download",
+        dashboard["id"].as_str().unwrap(),
+        dashboard["panels"][0]["id"].as_str().unwrap()
+    );
+    let asked = console
+        .as_(
+            &ann(),
+            Method::POST,
+            &path,
+            Some(json!({"row_tokens": true})),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let url = asked["url"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with("/api/v1/console/downloads/csv?ticket="),
+        "{url}"
+    );
+    let request = http::Request::builder()
+        .uri(url.as_str())
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    let csv = console.api.send(request).await.expect(200);
+    assert_eq!(
+        csv.header("content-disposition"),
+        Some(
+            format!(
+                "attachment; filename=\"{}.csv\"",
+                dashboard["panels"][0]["id"].as_str().unwrap()
+            )
+            .as_str()
+        )
+    );
+    let text = csv.text();
+    assert!(
+        text.starts_with("id,amount,big,blob,doc,name\r\n41,12.5,"),
+        "{text}"
+    );
+    assert!(!text.contains("row_token"), "{text}");
+    // The same link again works within its minute (a panel runs again and again).
+    let request = http::Request::builder()
+        .uri(url.as_str())
+        .body(http_body_util::Full::new(bytes::Bytes::new()))
+        .unwrap();
+    console.api.send(request).await.expect(200);
+    // Inputs the panel does not declare, and an unknown panel, are refused before any ticket.
+    console
+        .as_(
+            &ann(),
+            Method::POST,
+            &path,
+            Some(json!({"inputs": {"nope": 1}})),
+            None,
+        )
+        .await
+        .expect(422);
+    let missing = format!(
+        "/v1/dashboards/{}/panels/pl_missing/download",
+        dashboard["id"].as_str().unwrap()
+    );
+    console
+        .as_(&ann(), Method::POST, &missing, Some(json!({})), None)
+        .await
+        .expect(404);
+    let mut agent = ann();
+    agent.agent = true;
+    console
+        .as_(&agent, Method::POST, &path, Some(json!({})), None)
+        .await
+        .expect(403);
+}
+
 /// Expands to one test per case of viewing dashboards and acting on their rows, over fresh
 /// stores made by `$storage`.
 #[macro_export]
@@ -754,6 +834,7 @@ macro_rules! row_action_tests {
                 members_see_the_dashboards_they_may_query,
                 the_caller_follows_the_workflow_it_started,
                 an_editor_test_runs_an_unsaved_panel,
+                a_panel_downloads_as_csv_through_a_ticket,
                 a_row_token_carries_the_row_the_panel_returned,
                 row_tokens_that_do_not_hold_are_refused,
             ]

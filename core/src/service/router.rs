@@ -284,6 +284,7 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     PATCH DASHBOARDS_COMPAT "/dashboards/{id}", Full, Record, Dashboard, "patchDashboard" => update_dashboard;
     DELETE DASHBOARDS "/dashboards/{id}", Full, Record, Dashboard, "deleteDashboard" => delete_dashboard;
     POST DASHBOARDS "/dashboards/test-run", Full, No, Nothing, "testRunPanel" => test_run_panel;
+    POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/download", Querier, No, Nothing, "createPanelDownload" => create_panel_download;
     POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/run", Querier, No, Nothing, "runPanel" => run_panel;
     POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger", Querier, Record, Nothing, "triggerAction" => trigger_action;
     GET OPEN "/openapi.json", Anyone, No, Nothing, "getOpenapi" => openapi_document;

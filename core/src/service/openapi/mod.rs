@@ -465,7 +465,7 @@ mod tests {
         assert_eq!(documented_rows, rows);
         assert_eq!(
             paths.len(),
-            2 * 9 + 2 * 2 + 2 * 4 + 2 + 2 + 3 + 1 + 1 + 2 + 3 + 1 + 2 + 1 + 2 + 1 + 2
+            2 * 9 + 2 * 2 + 2 * 4 + 2 + 2 + 3 + 1 + 1 + 2 + 3 + 1 + 2 + 1 + 2 + 1 + 2 + 2
         );
     }
 

@@ -567,6 +567,17 @@ pub(crate) fn run_panel(op: Operation, _: &Names) -> Operation {
         .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
 }
 
+pub(crate) fn create_panel_download(op: Operation, _: &Names) -> Operation {
+    op.summary("A URL where the panel's result (with these inputs) downloads as CSV within a minute, for a browser (docs/console.md, \"The screens\"); refused as the panel's run would be")
+        .params(panel_params())
+        .body(schema_ref("PanelRunInput"))
+        .ok(json_content(json!({
+            "type": "object", "required": ["url"],
+            "properties": { "url": { "type": "string" } },
+        })))
+        .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+}
+
 pub(crate) fn test_run_panel(op: Operation, _: &Names) -> Operation {
     run(op.summary("Run a panel that is not saved, as its editor, under every rule of a saved panel's run (read-only, a credential without reviews, access, data protection): its rows, streamed; audited on its database"))
         .body(schema_ref("PanelTestRunInput"))

@@ -9,6 +9,10 @@
 //!   the ticket's principal, under every rule of a run, and streams the CSV as an attachment.
 //!   The ticket is single use because the query is: its one run is a compare-and-swap, so a
 //!   second download is 409. The ticket sits in the query string, which no request log writes.
+//! - `POST /v1/dashboards/{id}/panels/{panel_id}/download` with the panel's `inputs` does the
+//!   same for a dashboard panel: its ticket holds the dashboard, the panel and the inputs too, and
+//!   the download runs the panel (as many times as the link is followed within its minute: a
+//!   panel runs again and again anyway).
 
 use std::time::Duration;
 
@@ -43,6 +47,55 @@ fn ticket_text(query: &str, principal: &Principal, expires: Timestamp) -> String
         principal.role.as_str(),
         expires.as_micros()
     )
+}
+
+/// The text a panel's ticket seals: version, dashboard, panel, user, role, groups, expiry (µs),
+/// and the inputs as JSON (one line: JSON escapes its newlines).
+fn panel_ticket_text(
+    dashboard: &str,
+    panel: &str,
+    principal: &Principal,
+    expires: Timestamp,
+    inputs: &serde_json::Value,
+) -> String {
+    let groups = principal.groups.join("\u{1f}");
+    format!(
+        "p1\n{dashboard}\n{panel}\n{}\n{}\n{groups}\n{}\n{inputs}",
+        principal.user,
+        principal.role.as_str(),
+        expires.as_micros()
+    )
+}
+
+/// What a ticket downloads.
+#[derive(Debug, PartialEq)]
+enum Download {
+    /// A stored query's one run.
+    Query(String),
+    /// A dashboard panel, with these inputs.
+    Panel {
+        dashboard: String,
+        panel: String,
+        inputs: serde_json::Value,
+    },
+}
+
+/// What a ticket's text downloads, and for whom, while it lasts.
+fn read_any_ticket(text: &str, now: Timestamp) -> Option<(Download, Principal)> {
+    if let Some(rest) = text.strip_prefix("p1\n") {
+        let (head, inputs) = rest.rsplit_once('\n')?;
+        let (dashboard, head) = head.split_once('\n')?;
+        let (panel, head) = head.split_once('\n')?;
+        let (_, principal) = read_ticket(&format!("v1\n-\n{head}"), now)?;
+        let inputs: serde_json::Value = serde_json::from_str(inputs).ok()?;
+        let download = Download::Panel {
+            dashboard: dashboard.to_owned(),
+            panel: panel.to_owned(),
+            inputs,
+        };
+        return Some((download, principal));
+    }
+    read_ticket(text, now).map(|(query, principal)| (Download::Query(query), principal))
 }
 
 /// The query and principal of a ticket's text, while it lasts.
@@ -87,8 +140,45 @@ impl Shared {
             ));
         }
         let expires = Timestamp::now().plus(TICKET_LIFETIME);
-        let text = ticket_text(query.id.as_str(), &principal, expires);
-        let ticket = self.sealer.seal_token(&text, &place()).map_err(|error| {
+        self.ticket_url(&ticket_text(query.id.as_str(), &principal, expires))
+    }
+
+    /// `POST /v1/dashboards/{id}/panels/{panel_id}/download`: `{"url"}`, where the panel's CSV
+    /// (with the body's `inputs`) downloads within a minute. Refused (as its run would be) when
+    /// the caller may not run the panel, or the inputs don't fit it.
+    pub(in crate::service) async fn create_panel_download(&self, mut call: Call<'_>) -> Answer {
+        let principal = principal_of(call.caller)?.clone();
+        if principal.agent {
+            return Err(ApiError::Denied(
+                "AI agents read results through their own tools".to_owned(),
+            ));
+        }
+        let body = call.json(self).await?;
+        let (dashboard, index) = self
+            .dashboard_panel(call.param("id"), call.param("panel_id"))
+            .await?;
+        let panel = &dashboard.panels[index];
+        crate::validate::panel_inputs(panel, &body)?;
+        let crate::model::PanelDetails::Query { credential_id, .. } = &panel.details;
+        self.panel_access(&principal, credential_id, 1).await?;
+        let inputs = body
+            .get("inputs")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        let expires = Timestamp::now().plus(TICKET_LIFETIME);
+        let text = panel_ticket_text(
+            dashboard.id.as_str(),
+            panel.id.as_str(),
+            &principal,
+            expires,
+            &inputs,
+        );
+        self.ticket_url(&text)
+    }
+
+    /// The download URL of a ticket that seals `text`.
+    fn ticket_url(&self, text: &str) -> Answer {
+        let ticket = self.sealer.seal_token(text, &place()).map_err(|error| {
             tracing::error!(%error, "a download ticket could not be sealed");
             ApiError::Internal
         })?;
@@ -98,7 +188,8 @@ impl Shared {
         ))
     }
 
-    /// `GET /api/v1/console/downloads/csv?ticket=…`: the query's one run, as CSV, an attachment.
+    /// `GET /api/v1/console/downloads/csv?ticket=…`: the query's one run (or the panel's run),
+    /// as CSV, an attachment.
     pub(in crate::service) async fn download_csv(&self, call: Call<'_>) -> Answer {
         let gone = || {
             ApiError::Gone("the download link has expired or is not valid: ask again".to_owned())
@@ -114,19 +205,36 @@ impl Shared {
             .ok_or_else(gone)?;
         let opened = self.sealer.open_token(&ticket, &place()).ok_or_else(gone)?;
         let text = opened.expose_str().ok_or_else(gone)?;
-        let (query, principal) = read_ticket(text, Timestamp::now()).ok_or_else(gone)?;
+        let (download, principal) = read_any_ticket(text, Timestamp::now()).ok_or_else(gone)?;
         let mut origin = call.origin.clone();
         origin.actor = crate::model::Actor::named(principal.user.clone());
-        let mut response = self
-            .run_stored(
-                &principal,
-                &query,
-                &serde_json::Map::new(),
-                Format::Csv,
-                &origin,
-            )
-            .await?;
-        let disposition = format!("attachment; filename=\"{query}.csv\"");
+        let (mut response, name) = match download {
+            Download::Query(query) => {
+                let response = self
+                    .run_stored(
+                        &principal,
+                        &query,
+                        &serde_json::Map::new(),
+                        Format::Csv,
+                        &origin,
+                    )
+                    .await?;
+                (response, query)
+            }
+            Download::Panel {
+                dashboard,
+                panel,
+                inputs,
+            } => {
+                let mut body = serde_json::Map::new();
+                body.insert("inputs".to_owned(), inputs);
+                let response = self
+                    .run_dashboard_panel(&principal, &dashboard, &panel, body, Format::Csv, &origin)
+                    .await?;
+                (response, panel)
+            }
+        };
+        let disposition = format!("attachment; filename=\"{name}.csv\"");
         if let Ok(value) = HeaderValue::from_str(&disposition) {
             response
                 .headers_mut()
@@ -155,5 +263,32 @@ mod tests {
         );
         assert!(read_ticket(&format!("{text}\nmore"), now).is_none());
         assert!(read_ticket(&text.replacen("v1", "v2", 1), now).is_none());
+    }
+
+    #[test]
+    fn a_panel_ticket_reads_back_with_its_inputs() {
+        let ann = Principal::member("ann@example.com").groups(["a"]);
+        let now = Timestamp::now();
+        let inputs = json!({"since": "line\nbreak", "n": 3});
+        let text = panel_ticket_text("dash_1", "pl_1", &ann, now.plus(TICKET_LIFETIME), &inputs);
+        let (download, principal) = read_any_ticket(&text, now).expect("a live ticket");
+        assert_eq!(principal, ann);
+        assert_eq!(
+            download,
+            Download::Panel {
+                dashboard: "dash_1".to_owned(),
+                panel: "pl_1".to_owned(),
+                inputs,
+            }
+        );
+        assert!(
+            read_any_ticket(&text, now.plus(TICKET_LIFETIME)).is_none(),
+            "ended"
+        );
+        let query = ticket_text("qry_1", &ann, now.plus(TICKET_LIFETIME));
+        assert_eq!(
+            read_any_ticket(&query, now).map(|(d, _)| d),
+            Some(Download::Query("qry_1".to_owned()))
+        );
     }
 }
