@@ -129,13 +129,12 @@ export async function dashboardScreen(app: App, id: string): Promise<Screen> {
     dashboard.panels.length === 0 && h("p", {}, "This dashboard has no panels yet."),
     ...views.map((view) => view.element),
   );
+  // The panels' runs start now, side by side; their grids join the page on the next frame.
+  for (const view of views) if (view.ready()) void view.run();
   requestAnimationFrame(() => {
-    for (const view of views) {
-      view.mount();
-      if (view.ready()) void view.run();
-    }
-    schedule();
+    for (const view of views) view.mount();
   });
+  schedule();
   return {
     title: dashboard.name,
     element,

@@ -51,6 +51,7 @@ export class Grid {
   private readonly dialog: HTMLDialogElement;
   private readonly dialogTitle: HTMLElement;
   private readonly dialogValue: HTMLElement;
+  private reportRect: ((rect: { width: number; height: number }) => void) | null = null;
 
   constructor(
     label: string,
@@ -86,9 +87,17 @@ export class Grid {
       getScrollElement: () => this.scroller,
       estimateSize: () => ROW_HEIGHT,
       scrollToFn: elementScroll,
-      observeElementRect,
+      // The scroller's size, as the virtualizer's own observer reports it, and also read at each
+      // paint: a grid that just became visible paints its rows in that frame, not the next.
+      observeElementRect: (instance, report) => {
+        this.reportRect = report;
+        return observeElementRect(instance, report);
+      },
       observeElementOffset,
       overscan: 8,
+      // Until the scroller is measured, assume a viewport's worth: the first rows paint on the
+      // first frame rather than after a measurement.
+      initialRect: { width: 1024, height: 480 },
       onChange: () => this.schedule(),
     });
   }
@@ -98,6 +107,8 @@ export class Grid {
     this.unmount?.();
     this.unmount = this.virtualizer._didMount();
     this.virtualizer._willUpdate();
+    // Rows that arrived before the grid was in the page are painted now.
+    this.schedule();
   }
 
   destroy(): void {
@@ -133,10 +144,18 @@ export class Grid {
     this.update();
   }
 
-  /** Adds rows (one batch as it arrived). */
+  /** Adds rows (one batch as it arrived). The first batch of a result paints at once (when the
+   * grid is in the page): a person waits for it; later ones wait for the next frame. */
   add(rows: unknown[][]): void {
+    const first = this.rows.length === 0;
     for (const row of rows) this.rows.push(row);
     this.update();
+    if (first && rows.length > 0 && this.unmount && this.frame) {
+      cancelAnimationFrame(this.frame);
+      this.frame = 0;
+      this.virtualizer._willUpdate();
+      this.paint();
+    }
   }
 
   /** Paints the visible rows again (their controls changed). */
@@ -168,10 +187,17 @@ export class Grid {
     });
   }
 
+  /** Tells the virtualizer the scroller's size now (a layout read), when it has one. */
+  private measure(): void {
+    const height = this.scroller.clientHeight;
+    if (height > 0) this.reportRect?.({ width: this.scroller.clientWidth, height });
+  }
+
   private paint(): void {
     // A repaint makes new elements: the control that had the focus hands it to its successor.
     const active = document.activeElement;
     const focusKey = active instanceof HTMLElement && this.spacer.contains(active) ? active.dataset.focusKey : undefined;
+    this.measure();
     this.spacer.style.height = `${this.virtualizer.getTotalSize()}px`;
     const template = this.header.style.gridTemplateColumns;
     const items = this.virtualizer.getVirtualItems();
