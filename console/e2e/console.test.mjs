@@ -8,12 +8,13 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import {
   PG,
-  axeViolations,
+  assertAccessible,
+  assertClean,
+  signedIn as harnessSignedIn,
   eventually,
   launchBrowser,
   screenshot,
   startServer,
-  unexpectedConsoleErrors,
   watchedPage,
 } from "./harness.mjs";
 
@@ -41,19 +42,7 @@ const postgres = (name, extra = {}, credential = {}) => ({
 });
 
 /** A signed-in page (by link for the admin, by key for others), watched. */
-async function signedIn(how) {
-  const context = await browser.newContext({ baseURL: server.base });
-  const page = await watchedPage(context);
-  if (how === "admin") {
-    await page.goto(server.admin);
-  } else {
-    await page.goto("/console/");
-    await page.getByLabel("Key").fill(how);
-    await page.getByRole("button", { name: "Sign in" }).click();
-  }
-  await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
-  return { context, page };
-}
+const signedIn = (how) => harnessSignedIn(browser, server, how);
 
 async function pick(page, name) {
   await page.getByRole("button", { name: new RegExp(`^${name}`) }).first().click();
@@ -68,20 +57,7 @@ async function typeSql(page, sql) {
   await page.keyboard.press("Escape");
 }
 
-async function assertAccessible(page, what) {
-  const found = await axeViolations(page);
-  assert.deepEqual(found, [], `${what}: ${JSON.stringify(found, null, 1)}`);
-}
 
-/** Nothing a script or a policy violation would leave; the console errors since the last check
- * are only the refusals (`provoked` statuses) the test asked for. */
-async function assertClean(page, what, provoked = [401, 403]) {
-  assert.deepEqual(page.seen.dialogs, [], `${what}: no script ran (no dialog)`);
-  assert.deepEqual(await page.violations(), [], `${what}: no CSP violation`);
-  assert.deepEqual(page.seen.pageErrors, [], `${what}: no page error`);
-  assert.deepEqual(unexpectedConsoleErrors(page.seen, provoked), [], `${what}: no console error`);
-  page.seen.consoleErrors.length = 0;
-}
 
 describe("the console", { concurrency: false }, () => {
   before(async () => {
@@ -193,7 +169,7 @@ describe("the console", { concurrency: false }, () => {
     const { page } = admin;
     await typeSql(page, "select repeat('abc', 100) || 'END' as long");
     await page.keyboard.press("ControlOrMeta+Enter");
-    await page.getByText(/^1 rows in/).waitFor();
+    await page.getByText(/^1 row in/).waitFor();
     await page.getByRole("button", { name: "Show the whole value of long (303 characters)" }).click();
     const dialog = page.getByRole("dialog", { name: "Whole value of long" });
     await dialog.getByText(/abcabc.*END$/).waitFor();
@@ -267,7 +243,7 @@ describe("the console", { concurrency: false }, () => {
     await pick(page, "<img");
     await typeSql(page, `select '${HOSTILE}' as "${HOSTILE.replaceAll('"', "")}", E'\\u202Eevil\\u0007' as bidi`);
     await page.keyboard.press("ControlOrMeta+Enter");
-    await page.getByText(/^1 rows in/).waitFor();
+    await page.getByText(/^1 row in/).waitFor();
     await page.getByText("⟨U+202E⟩evil␇").waitFor();
     await typeSql(page, `select * from "${HOSTILE.replaceAll('"', "")}"`);
     await page.keyboard.press("ControlOrMeta+Enter");
@@ -326,7 +302,7 @@ describe("the console", { concurrency: false }, () => {
     await page.goto(queryUrl);
     await page.getByText(/approved at/).waitFor();
     await page.getByRole("button", { name: "Run in the editor" }).click();
-    await page.getByText(/^1 rows in/).waitFor();
+    await page.getByText(/^1 row in/).waitFor();
     await assertClean(page, "the review path");
     await assertClean(reviewer, "the reviewer's path");
     await bob.context.close();
@@ -341,7 +317,7 @@ describe("the console", { concurrency: false }, () => {
     await page.getByRole("link", { name: "Open the query" }).click();
     await page.getByLabel("Reason for the bypass").fill(`incident 42 ${HOSTILE}`);
     await page.getByRole("button", { name: "Bypass the review and run" }).click();
-    await page.getByText(/^1 rows in/).waitFor();
+    await page.getByText(/^1 row in/).waitFor();
     await page.getByRole("link", { name: "History" }).click();
     await page.getByRole("row").filter({ hasText: "urgent" }).first().getByRole("link", { name: "Open" }).click();
     await page.getByText(`incident 42 ${HOSTILE}`).waitFor();
@@ -473,7 +449,7 @@ describe("the console", { concurrency: false }, () => {
     // The editor has the focus after sign-in.
     await page.keyboard.type("select 7 as seven");
     await page.keyboard.press("ControlOrMeta+Enter");
-    await page.getByText(/^1 rows in/).waitFor();
+    await page.getByText(/^1 row in/).waitFor();
     const wrong = await browser.newContext({ baseURL: server.base });
     const refused = await watchedPage(wrong);
     await refused.goto("/console/");

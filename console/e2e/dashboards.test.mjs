@@ -13,13 +13,13 @@ import { createServer } from "node:http";
 import { after, before, describe, it } from "node:test";
 import {
   PG,
-  axeViolations,
+  assertAccessible,
+  assertClean as harnessAssertClean,
+  signedIn as harnessSignedIn,
   eventually,
   launchBrowser,
   screenshot,
   startServer,
-  unexpectedConsoleErrors,
-  watchedPage,
 } from "./harness.mjs";
 
 const HOSTILE = `<img src=x onerror=alert(1)></script><script>alert(2)</script>`;
@@ -72,32 +72,11 @@ async function created(method, path, body) {
 
 const query = (credential, sql) => ({ __type__: "query", query: sql, credential_id: credential });
 
-async function signedIn(how) {
-  const context = await browser.newContext({ baseURL: server.base });
-  const page = await watchedPage(context);
-  if (how === "admin") {
-    await page.goto(server.link);
-  } else {
-    await page.goto("/console/");
-    await page.getByLabel("Key").fill(how);
-    await page.getByRole("button", { name: "Sign in" }).click();
-  }
-  await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
-  return { context, page };
-}
+/** A signed-in page (by link for the admin, by key for others), watched. */
+const signedIn = (how) => harnessSignedIn(browser, server, how);
 
-async function assertClean(page, what, provoked = [401, 403, 422]) {
-  assert.deepEqual(page.seen.dialogs, [], `${what}: no script ran (no dialog)`);
-  assert.deepEqual(await page.violations(), [], `${what}: no CSP violation`);
-  assert.deepEqual(page.seen.pageErrors, [], `${what}: no page error`);
-  assert.deepEqual(unexpectedConsoleErrors(page.seen, provoked), [], `${what}: no console error`);
-  page.seen.consoleErrors.length = 0;
-}
+const assertClean = (page, what, provoked = [401, 403, 422]) => harnessAssertClean(page, what, provoked);
 
-async function assertAccessible(page, what) {
-  const found = await axeViolations(page);
-  assert.deepEqual(found, [], `${what}: ${JSON.stringify(found, null, 1)}`);
-}
 
 /** The panel section titled `title`. */
 function panel(page, title) {
@@ -158,6 +137,7 @@ describe("dashboards", { concurrency: false }, () => {
             { label: null, workflow_id: "notify", input_mappings: [{ workflow_input_key: "customer", column: "customer_name" }] },
             { label: "Label only", workflow_id: null, input_mappings: [] },
             { label: "Escalate", workflow_id: "broken", input_mappings: [{ workflow_input_key: "order_id", column: "id" }] },
+            { label: "Mail", workflow_id: "mail", input_mappings: [{ workflow_input_key: "to", column: "email" }] },
           ],
         },
         {
@@ -229,12 +209,16 @@ describe("dashboards", { concurrency: false }, () => {
     assert.ok(visibleRows > 3, `rows are painted (${visibleRows})`);
     for (let n = 1; n <= 3; n += 1) {
       const labels = await row(orders, n).locator("button.row-action").allTextContents();
-      assert.deepEqual(labels, ["Refund", "Start notify", "Label only", "Escalate"], `row ${n}`);
+      assert.deepEqual(labels, ["Refund", "Start notify", "Label only", "Escalate", "Mail"], `row ${n}`);
     }
     const labelOnly = row(orders, 1).getByRole("button", { name: /^Label only/ });
     assert.equal(await labelOnly.isDisabled(), true, "an action without a workflow is disabled");
     assert.match((await labelOnly.getAttribute("aria-label")) ?? "", /no workflow/);
     await orders.getByText(/Label only: This action has no workflow/).waitFor();
+    // A mapping on a column the result does not have (hidden) disables its action, saying why.
+    const mail = row(orders, 1).getByRole("button", { name: /^Mail/ });
+    assert.equal(await mail.isDisabled(), true);
+    await orders.getByText(/Mail: Its input to takes column email, which the result does not have/).waitFor();
     await screenshot(page, "dashboard-with-actions");
     await assertAccessible(page, "a dashboard with actions");
   });

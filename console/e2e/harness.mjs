@@ -2,6 +2,7 @@
 // data directory, a real PostgreSQL to query, and Debian's Chromium driven by playwright-core.
 // Nothing downloads a browser. A missing binary, browser or database fails the run loudly.
 
+import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -173,4 +174,34 @@ export async function eventually(check, ms = 10_000, what = "the condition") {
     if (Date.now() > until) throw new Error(`${what} did not hold within ${ms} ms (last: ${JSON.stringify(last)})`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** A watched page signed in: with the server's one-time link for `"admin"`, else with the key `how`. */
+export async function signedIn(browser, server, how) {
+  const context = await browser.newContext({ baseURL: server.base });
+  const page = await watchedPage(context);
+  if (how === "admin") {
+    await page.goto(server.admin ?? server.link);
+  } else {
+    await page.goto("/console/");
+    await page.getByLabel("Key").fill(how);
+    await page.getByRole("button", { name: "Sign in" }).click();
+  }
+  await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+  return { context, page };
+}
+
+export async function assertAccessible(page, what) {
+  const found = await axeViolations(page);
+  assert.deepEqual(found, [], `${what}: ${JSON.stringify(found, null, 1)}`);
+}
+
+/** Nothing a script or a policy violation would leave; the console errors since the last check
+ * are only the refusals (`provoked` statuses) the test asked for. */
+export async function assertClean(page, what, provoked = [401, 403]) {
+  assert.deepEqual(page.seen.dialogs, [], `${what}: no script ran (no dialog)`);
+  assert.deepEqual(await page.violations(), [], `${what}: no CSP violation`);
+  assert.deepEqual(page.seen.pageErrors, [], `${what}: no page error`);
+  assert.deepEqual(unexpectedConsoleErrors(page.seen, provoked), [], `${what}: no console error`);
+  page.seen.consoleErrors.length = 0;
 }

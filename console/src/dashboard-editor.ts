@@ -190,6 +190,14 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
     dirty = true;
     saved.textContent = "";
   };
+  /** A change to the draft's shape: made, noted, and the panels drawn again. */
+  const reshape =
+    (change: () => void): (() => void) =>
+    () => {
+      change();
+      touched();
+      render();
+    };
 
   function editorOf(panel: PanelDraft): HTMLElement {
     let entry = editors.get(panel);
@@ -295,16 +303,8 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
         `mapping ${index + 1}`,
         index,
         action.input_mappings.length,
-        (to) => {
-          action.input_mappings = moved(action.input_mappings, index, to);
-          touched();
-          render();
-        },
-        () => {
-          action.input_mappings.splice(index, 1);
-          touched();
-          render();
-        },
+        (to) => reshape(() => { action.input_mappings = moved(action.input_mappings, index, to); })(),
+        reshape(() => { action.input_mappings.splice(index, 1); }),
       ),
     );
   }
@@ -324,16 +324,8 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
           `action ${index + 1}`,
           index,
           panel.actions.length,
-          (to) => {
-            panel.actions = moved(panel.actions, index, to);
-            touched();
-            render();
-          },
-          () => {
-            panel.actions.splice(index, 1);
-            touched();
-            render();
-          },
+          (to) => reshape(() => { panel.actions = moved(panel.actions, index, to); })(),
+          reshape(() => { panel.actions.splice(index, 1); }),
         ),
       ),
       h("ol", { class: "mappings" }, ...action.input_mappings.map((m, i) => mappingRow(panel, action, m, i))),
@@ -342,11 +334,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
         {
           attrs: { type: "button" },
           on: {
-            click: () => {
-              action.input_mappings.push({ workflow_input_key: "", column: "", prompt_user: false, prompt: "" });
-              touched();
-              render();
-            },
+            click: reshape(() => { action.input_mappings.push({ workflow_input_key: "", column: "", prompt_user: false, prompt: "" }); }),
           },
         },
         "Add a mapping",
@@ -380,18 +368,12 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
           `panel ${index + 1}`,
           index,
           count,
-          (to) => {
-            draft.panels = moved(draft.panels, index, to);
-            touched();
-            render();
-          },
-          () => {
+          (to) => reshape(() => { draft.panels = moved(draft.panels, index, to); })(),
+          reshape(() => {
             draft.panels.splice(index, 1);
             editors.get(panel)?.editor.view.destroy();
             editors.delete(panel);
-            touched();
-            render();
-          },
+          }),
         ),
       ),
       h(
@@ -417,16 +399,8 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
               `input ${i + 1}`,
               i,
               panel.inputs.length,
-              (to) => {
-                panel.inputs = moved(panel.inputs, i, to);
-                touched();
-                render();
-              },
-              () => {
-                panel.inputs.splice(i, 1);
-                touched();
-                render();
-              },
+              (to) => reshape(() => { panel.inputs = moved(panel.inputs, i, to); })(),
+              reshape(() => { panel.inputs.splice(i, 1); }),
             ),
           ),
         ),
@@ -439,11 +413,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
           {
             attrs: { type: "button" },
             on: {
-              click: () => {
-                panel.inputs.push({ key: missingOf(panel)[0] ?? "", description: "" });
-                touched();
-                render();
-              },
+              click: reshape(() => { panel.inputs.push({ key: missingOf(panel)[0] ?? "", description: "" }); }),
             },
           },
           "Add an input",
@@ -458,11 +428,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
         {
           attrs: { type: "button" },
           on: {
-            click: () => {
-              panel.actions.push({ label: "", workflow_id: "", input_mappings: [] });
-              touched();
-              render();
-            },
+            click: reshape(() => { panel.actions.push({ label: "", workflow_id: "", input_mappings: [] }); }),
           },
         },
         "Add a row action",
@@ -551,11 +517,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
         {
           attrs: { type: "button" },
           on: {
-            click: () => {
-              draft.panels.push({ title: "", credential_id: "", query: "", inputs: [], actions: [] });
-              touched();
-              render();
-            },
+            click: reshape(() => { draft.panels.push({ title: "", credential_id: "", query: "", inputs: [], actions: [] }); }),
           },
         },
         "Add a panel",

@@ -20,9 +20,9 @@ import {
 } from "./api";
 import type { App, Screen } from "./app";
 import { dashboardBody, draftOf } from "./dashboard-editor";
-import { field, h, isolated, replace, table, uid } from "./dom";
+import { dangerDialog, field, h, isolated, replace, table, uid } from "./dom";
 import { Grid } from "./grid";
-import { readNdjson, type Column, type Outcome } from "./ndjson";
+import { outcomeText, readNdjson, type Column, type Outcome } from "./ndjson";
 
 const DASHBOARDS = "/v1/dashboards";
 
@@ -147,39 +147,15 @@ export async function dashboardScreen(app: App, id: string): Promise<Screen> {
 
 /** Edit, duplicate, export as JSON, and delete (behind a confirmation), for those who manage dashboards. */
 function editorTools(app: App, dashboard: Dashboard): HTMLElement {
-  const titleId = uid("delete-dashboard");
   const error = h("p", { class: "error", attrs: { role: "alert" } });
-  const dialog = h(
-    "dialog",
-    { attrs: { "aria-labelledby": titleId } },
-    h("h2", { attrs: { id: titleId } }, "Delete ", isolated(dashboard.name), "?"),
-    h("p", {}, `This deletes the dashboard with its ${dashboard.panels.length} panel(s) and their row actions. It can't be undone; the queries and workflow runs it started stay in the audit log.`),
-    error,
-    h(
-      "div",
-      { class: "actions" },
-      h(
-        "button",
-        {
-          class: "danger",
-          attrs: { type: "button" },
-          on: {
-            click: () => {
-              void call("DELETE", `${DASHBOARDS}/${encodeURIComponent(dashboard.id)}`)
-                .then(() => {
-                  dialog.close();
-                  return app.go("dashboards", true);
-                })
-                .catch((e: unknown) => {
-                  error.textContent = e instanceof Error ? e.message : String(e);
-                });
-            },
-          },
-        },
-        "Delete for good",
-      ),
-      h("button", { attrs: { type: "button" }, on: { click: () => dialog.close() } }, "Keep it"),
-    ),
+  const dialog = dangerDialog(
+    ["Delete ", isolated(dashboard.name), "?"],
+    [`This deletes the dashboard with its ${dashboard.panels.length} panel(s) and their row actions. It can't be undone; the queries and workflow runs it started stay in the audit log.`],
+    "Delete for good",
+    async () => {
+      await call("DELETE", `${DASHBOARDS}/${encodeURIComponent(dashboard.id)}`);
+      await app.go("dashboards", true);
+    },
   );
   const duplicate = async () => {
     const body = dashboardBody(draftOf(dashboard), false);
@@ -375,21 +351,11 @@ class PanelView {
         if (rows.length) this.grid.add(rows);
         this.summary.textContent = `${this.rows.length.toLocaleString("en")} rows so far…`;
       });
-      const end = outcome as Outcome | null;
-      const ms = Math.round(performance.now() - started);
-      if (!end) {
-        this.error.textContent = "The result ended early: the connection was cut.";
-      } else if (end.error) {
-        this.error.textContent = end.error.detail;
-        this.summary.textContent = `${this.rows.length.toLocaleString("en")} rows before the error`;
-      } else {
-        const rows = end.row_count === 1 ? "1 row" : `${end.row_count.toLocaleString("en")} rows`;
-        this.summary.textContent = `${rows} in ${ms.toLocaleString("en")} ms`;
-        if (end.truncated) {
-          this.notice.textContent = `Truncated at ${end.row_count.toLocaleString("en")} rows: the panel's query returned more.`;
-          this.notice.hidden = false;
-        }
-      }
+      const told = outcomeText(outcome as Outcome | null, this.rows.length, Math.round(performance.now() - started), "the panel's query returned more.");
+      if (told.summary) this.summary.textContent = told.summary;
+      this.error.textContent = told.error;
+      this.notice.textContent = told.notice;
+      this.notice.hidden = !told.notice;
     } catch (e) {
       if (controller.signal.aborted) return;
       this.summary.textContent = "";

@@ -7,7 +7,7 @@
 
 import { call, errorMessage, headers, problem, withEtag, type Page } from "./api";
 import type { App, Screen } from "./app";
-import { field, h, isolated, replace, table, uid, visible } from "./dom";
+import { dangerDialog, field, h, isolated, replace, table, uid, visible } from "./dom";
 
 export const ADAPTERS = ["postgres", "mysql", "clickhouse", "sqlserver", "oracle"] as const;
 
@@ -573,44 +573,22 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
 /** Delete, behind a dialog that names the database and what goes with it. */
 function deleteSection(app: App, db: Database): HTMLElement {
   const titleId = uid("delete-title");
-  const error = h("p", { class: "error", attrs: { role: "alert" } });
-  const dialog = h(
-    "dialog",
-    { attrs: { "aria-labelledby": titleId } },
-    h("h2", { attrs: { id: titleId } }, "Delete ", isolated(db.name), "?"),
-    h(
-      "p",
-      {},
+  const dialog = dangerDialog(
+    ["Delete ", isolated(db.name), "?"],
+    [
       `This deletes the database with its ${db.credentials.length} credential(s) (`,
       ...db.credentials.flatMap((c, i) => [i ? ", " : "", isolated(c.username)]),
       "), its permissions and its data protection policies. Its queries stay in the history. This can't be undone.",
-    ),
-    error,
-    h(
-      "div",
-      { class: "actions" },
-      h(
-        "button",
-        {
-          class: "danger",
-          attrs: { type: "button" },
-          on: {
-            click: () => {
-              void call("DELETE", `/api/v1/console/databases/${encodeURIComponent(db.id)}`)
-                .then(() => {
-                  dialog.close();
-                  return app.go("databases", true);
-                })
-                .catch((e: unknown) => {
-                  error.textContent = problem(e);
-                });
-            },
-          },
-        },
-        "Delete for good",
-      ),
-      h("button", { attrs: { type: "button" }, on: { click: () => dialog.close() } }, "Keep it"),
-    ),
+    ],
+    "Delete for good",
+    async () => {
+      try {
+        await call("DELETE", `/api/v1/console/databases/${encodeURIComponent(db.id)}`);
+      } catch (e) {
+        throw new Error(problem(e), { cause: e });
+      }
+      await app.go("databases", true);
+    },
   );
   return h(
     "section",

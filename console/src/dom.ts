@@ -101,3 +101,43 @@ export function table(caption: string, head: string[], rows: HTMLElement[]): HTM
     h("tbody", {}, ...rows),
   );
 }
+
+/**
+ * A modal that asks before what can't be undone: a title, what it does, and the button that does
+ * it (`act`; its error is shown in the dialog, which then stays open). "Keep it" closes it.
+ */
+export function dangerDialog(title: Child[], text: Child[], confirm: string, act: () => Promise<void>): HTMLDialogElement {
+  const titleId = uid("danger-title");
+  const error = h("p", { class: "error", attrs: { role: "alert" } });
+  const dialog = h(
+    "dialog",
+    { attrs: { "aria-labelledby": titleId } },
+    h("h2", { attrs: { id: titleId } }, ...title),
+    h("p", {}, ...text),
+    error,
+    h(
+      "div",
+      { class: "actions" },
+      h(
+        "button",
+        {
+          class: "danger",
+          attrs: { type: "button" },
+          on: {
+            click: () => {
+              error.textContent = "";
+              act()
+                .then(() => dialog.close())
+                .catch((e: unknown) => {
+                  error.textContent = e instanceof Error ? e.message : String(e);
+                });
+            },
+          },
+        },
+        confirm,
+      ),
+      h("button", { attrs: { type: "button" }, on: { click: () => dialog.close() } }, "Keep it"),
+    ),
+  );
+  return dialog;
+}

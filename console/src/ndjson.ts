@@ -74,3 +74,16 @@ export async function readNdjson(
   const last = splitter.push(decoder.decode()).concat(splitter.finish());
   if (last.length > 0) onLines(last.map(parseLine));
 }
+
+/** What a run's end says to a person: the summary line, an error, and the truncation notice
+ * (empty when none). `end` is null when the answer was cut before its last line. */
+export function outcomeText(end: Outcome | null, rowsSoFar: number, ms: number, more: string): { summary: string; error: string; notice: string } {
+  if (!end) return { summary: "", error: "The result ended early: the connection was cut.", notice: "" };
+  if (end.error) return { summary: `${rowsSoFar.toLocaleString("en")} rows before the error`, error: end.error.detail, notice: "" };
+  const rows = end.row_count === 1 ? "1 row" : `${end.row_count.toLocaleString("en")} rows`;
+  return {
+    summary: `${rows} in ${ms.toLocaleString("en")} ms`,
+    error: "",
+    notice: end.truncated ? `Truncated at ${end.row_count.toLocaleString("en")} rows: ${more}` : "",
+  };
+}

@@ -8,7 +8,7 @@ import { loadDraft, saveDraft, type App, type Screen } from "./app";
 import { field, h, isolated, replace } from "./dom";
 import { SqlEditor, completionOf, type Table } from "./editor";
 import { Grid } from "./grid";
-import { readNdjson, type Outcome } from "./ndjson";
+import { outcomeText, readNdjson, type Outcome } from "./ndjson";
 import { runnableSpan } from "./statement";
 
 const PINS = "dbconsole.pins.";
@@ -277,20 +277,16 @@ export async function queryScreen(app: App): Promise<Screen> {
         if (rows.length) grid.add(rows);
         summary.textContent = `${grid.rowCount.toLocaleString("en")} rows so far…`;
       });
-      const end = outcome as Outcome | null;
-      const ms = Math.round(performance.now() - started);
-      if (!end) {
-        error.textContent = "The result ended early: the connection was cut.";
-      } else if (end.error) {
-        error.textContent = end.error.detail;
-        summary.textContent = `${grid.rowCount.toLocaleString("en")} rows before the error`;
-      } else {
-        summary.textContent = `${end.row_count.toLocaleString("en")} rows in ${ms.toLocaleString("en")} ms`;
-        if (end.truncated) {
-          notice.textContent = `Truncated at ${end.row_count.toLocaleString("en")} rows: the query returned more. Raise the row limit, or narrow the query.`;
-          notice.hidden = false;
-        }
-      }
+      const told = outcomeText(
+        outcome as Outcome | null,
+        grid.rowCount,
+        Math.round(performance.now() - started),
+        "the query returned more. Raise the row limit, or narrow the query.",
+      );
+      if (told.summary) summary.textContent = told.summary;
+      error.textContent = told.error;
+      notice.textContent = told.notice;
+      notice.hidden = !told.notice;
     } catch (e) {
       if (controller.signal.aborted) {
         summary.textContent = `Cancelled after ${grid.rowCount.toLocaleString("en")} rows.`;

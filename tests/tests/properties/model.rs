@@ -259,11 +259,14 @@ pub(crate) fn without_id(value: &Value) -> Value {
     value
 }
 
-/// The ids a dashboard holds now, that a request's panels and actions may name.
+/// The ids a dashboard holds now, that a request's panels and actions may name, and each
+/// panel's actions (their indexes in `actions`).
 #[derive(Default)]
 pub(crate) struct DashboardIds {
     pub(crate) panels: Vec<String>,
     pub(crate) actions: Vec<String>,
+    pub(crate) panel_actions: Vec<Vec<usize>>,
+    pub(crate) action_views: Vec<Value>,
 }
 
 impl DashboardIds {
@@ -271,9 +274,13 @@ impl DashboardIds {
         let mut ids = Self::default();
         for panel in dashboard["panels"].as_array().into_iter().flatten() {
             ids.panels.push(str_of(&panel["id"]).to_owned());
+            let mut own = Vec::new();
             for action in panel["actions"].as_array().into_iter().flatten() {
+                own.push(ids.actions.len());
                 ids.actions.push(str_of(&action["id"]).to_owned());
+                ids.action_views.push(without_id(action));
             }
+            ids.panel_actions.push(own);
         }
         ids
     }
@@ -336,7 +343,18 @@ pub(crate) fn resolve_panels(
             actions_kept.push(kept);
         }
         match (actions_sent.is_empty(), &panel.empty_actions) {
-            (true, Value::String(_)) => {}
+            (true, Value::String(_)) => {
+                // Left out: a stored panel keeps its stored actions that no earlier item took.
+                if let Some(kept) = &kept {
+                    let index = stored.panels.iter().position(|p| p == kept).unwrap_or(0);
+                    for &action in &stored.panel_actions[index] {
+                        if actions_taken.insert(action) {
+                            actions_view.push(stored.action_views[action].clone());
+                            actions_kept.push(Some(stored.actions[action].clone()));
+                        }
+                    }
+                }
+            }
             (true, empty) => send["actions"] = empty.clone(),
             (false, _) => send["actions"] = actions_sent.into(),
         }

@@ -38,19 +38,24 @@ fn place() -> Place {
     Place::from_parts(&["console", "download-ticket"])
 }
 
-/// The text a ticket seals: version, query, user, role, groups, expiry (µs).
-fn ticket_text(query: &str, principal: &Principal, expires: Timestamp) -> String {
+/// Who a ticket is for and until when: user, role, groups, expiry (µs), one a line.
+fn holder_lines(principal: &Principal, expires: Timestamp) -> String {
     let groups = principal.groups.join("\u{1f}");
     format!(
-        "v1\n{query}\n{}\n{}\n{groups}\n{}",
+        "{}\n{}\n{groups}\n{}",
         principal.user,
         principal.role.as_str(),
         expires.as_micros()
     )
 }
 
-/// The text a panel's ticket seals: version, dashboard, panel, user, role, groups, expiry (µs),
-/// and the inputs as JSON (one line: JSON escapes its newlines).
+/// The text a ticket seals: version, query, then the [`holder_lines`].
+fn ticket_text(query: &str, principal: &Principal, expires: Timestamp) -> String {
+    format!("v1\n{query}\n{}", holder_lines(principal, expires))
+}
+
+/// The text a panel's ticket seals: version, dashboard, panel, the [`holder_lines`], and the
+/// inputs as JSON (one line: JSON escapes its newlines).
 fn panel_ticket_text(
     dashboard: &str,
     panel: &str,
@@ -58,12 +63,9 @@ fn panel_ticket_text(
     expires: Timestamp,
     inputs: &serde_json::Value,
 ) -> String {
-    let groups = principal.groups.join("\u{1f}");
     format!(
-        "p1\n{dashboard}\n{panel}\n{}\n{}\n{groups}\n{}\n{inputs}",
-        principal.user,
-        principal.role.as_str(),
-        expires.as_micros()
+        "p1\n{dashboard}\n{panel}\n{}\n{inputs}",
+        holder_lines(principal, expires)
     )
 }
 
