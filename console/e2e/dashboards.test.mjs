@@ -319,6 +319,110 @@ describe("dashboards", { concurrency: false }, () => {
     await assertClean(page, "a changed token");
   });
 
+  it("refuses made-up, changed, foreign, stale and expired row tokens sent with the browser's own session, storing nothing", async () => {
+    const { page } = admin;
+    const before = receiver.received.length;
+    const deliveriesBefore = (await server.api("GET", "/api/v1/console/deliveries?limit=500")).body.data.length;
+    /** A request from the page itself: its session cookie and the console's header. */
+    const fromPage = (method, path, body) =>
+      page.evaluate(
+        async ({ method, path, body }) => {
+          const response = await fetch(path, {
+            method,
+            headers: { "x-dbconsole-request": "1", "content-type": "application/json" },
+            body: JSON.stringify(body),
+          });
+          return { status: response.status, body: await response.json() };
+        },
+        { method, path, body },
+      );
+    const orders = dash.orders;
+    const recent = orders.panels[0];
+    const notify = recent.actions[2];
+    const run = await fromPage("POST", `/v1/dashboards/${orders.id}/panels/${recent.id}/run`, { row_tokens: true });
+    assert.equal(run.status, 200);
+    const token = run.body.row_tokens[0];
+    const trigger = (dashboard, panel, action, rowToken) =>
+      fromPage("POST", `/v1/dashboards/${dashboard.id}/panels/${panel.id}/actions/${action.id}/trigger`, { row_token: rowToken, prompted: {} });
+    const refusedWith = async (answer, why) => {
+      assert.equal(answer.status, 422, JSON.stringify(answer.body));
+      assert.match(answer.body.errors.row_token.join(" "), why);
+    };
+    await refusedWith(await trigger(orders, recent, notify, "made-up"), /not a row token/);
+    await refusedWith(await trigger(orders, recent, notify, `${token.slice(0, 20)}${token[20] === "A" ? "B" : "A"}${token.slice(21)}`), /not a row token/);
+    // Another panel's: the hostile dashboard's prompted action checks the token it is given.
+    const hostilePanel = dash.hostile.panels[0];
+    const other = await fromPage("POST", `/v1/dashboards/${dash.hostile.id}/panels/${hostilePanel.id}/actions/${hostilePanel.actions[0].id}/trigger`, {
+      row_token: token,
+      prompted: { why: "x" },
+    });
+    await refusedWith(other, /another panel/);
+    // Another caller's: bob's token, from his own key.
+    const bobs = await server.api("POST", `/api/v1/dashboards/${orders.id}/panels/${recent.id}/run`, { row_tokens: true }, bobKey);
+    assert.equal(bobs.status, 200, JSON.stringify(bobs.body));
+    await refusedWith(await trigger(orders, recent, notify, bobs.body.row_tokens[0]), /another caller/);
+    // Stale: the panel changed since its run.
+    const panelCopy = JSON.parse(JSON.stringify(orders.panels[0]));
+    delete panelCopy.id;
+    for (const action of panelCopy.actions) delete action.id;
+    const copy = await created("POST", "/api/v1/dashboards", { name: "Stale tokens", restricted_access: false, panels: [panelCopy] });
+    const copied = copy.panels[0];
+    const fresh = await fromPage("POST", `/v1/dashboards/${copy.id}/panels/${copied.id}/run`, { row_tokens: true });
+    const edited = JSON.parse(JSON.stringify(copy.panels));
+    edited[0].details.query = `${edited[0].details.query} LIMIT 5`;
+    assert.equal((await server.api("PUT", `/api/v1/dashboards/${copy.id}`, { panels: edited })).status, 200);
+    await refusedWith(await trigger(copy, copied, copied.actions[2], fresh.body.row_tokens[0]), /panel changed/);
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(receiver.received.length, before, "nothing reached the workflow endpoint");
+    assert.equal((await server.api("GET", "/api/v1/console/deliveries?limit=500")).body.data.length, deliveriesBefore, "nothing stored");
+    await assertClean(page, "refused tokens");
+
+    // Expired: a server whose tokens live a second.
+    const brief = await startServer(["--row-token-life-secs", "1", "--workflow-url", receiver.url, "--workflow-secret", "e2e-workflow-secret-0123456789"]);
+    try {
+      const db = (await brief.api("POST", "/api/v1/console/databases", postgres("Brief"))).body;
+      const board = (
+        await brief.api("POST", "/api/v1/dashboards", {
+          name: "Brief",
+          restricted_access: false,
+          panels: [
+            {
+              title: "One",
+              details: query(db.credentials[0].id, "SELECT 1 AS id"),
+              actions: [{ label: "Go", workflow_id: "go", input_mappings: [{ workflow_input_key: "id", column: "id" }] }],
+            },
+          ],
+        })
+      ).body;
+      const context = await browser.newContext({ baseURL: brief.base });
+      const briefPage = await context.newPage();
+      await briefPage.goto(brief.link);
+      await briefPage.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+      const p = board.panels[0];
+      const made = await briefPage.evaluate(async (path) => {
+        const response = await fetch(path, { method: "POST", headers: { "x-dbconsole-request": "1", "content-type": "application/json" }, body: '{"row_tokens":true}' });
+        return response.json();
+      }, `/v1/dashboards/${board.id}/panels/${p.id}/run`);
+      await new Promise((r) => setTimeout(r, 2100));
+      const late = await briefPage.evaluate(
+        async ({ path, token }) => {
+          const response = await fetch(path, {
+            method: "POST",
+            headers: { "x-dbconsole-request": "1", "content-type": "application/json" },
+            body: JSON.stringify({ row_token: token, prompted: {} }),
+          });
+          return { status: response.status, body: await response.json() };
+        },
+        { path: `/v1/dashboards/${board.id}/panels/${p.id}/actions/${p.actions[0].id}/trigger`, token: made.row_tokens[0] },
+      );
+      await refusedWith(late, /expired/);
+      assert.equal((await brief.api("GET", "/api/v1/console/deliveries")).body.data.length, 0);
+      await context.close();
+    } finally {
+      await brief.stop();
+    }
+  });
+
   it("keeps inputs in the URL: a panel with inputs runs on Run, and on open when the URL fills them", async () => {
     const { page } = admin;
     const greeting = panel(page, "Greeting");

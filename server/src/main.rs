@@ -105,8 +105,8 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .audit_retention(args.audit_retention())
         .sessions(args.session_options())
         .row_tokens(dbconsole_core::service::RowTokenOptions {
+            life: std::time::Duration::from_secs(args.row_token_life_secs),
             unverified_rows: args.allow_unverified_rows,
-            ..Default::default()
         })
         .outbox(OutboxTargets {
             workflows: targets.workflow_url.is_some(),

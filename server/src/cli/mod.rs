@@ -471,6 +471,16 @@ pub struct ServeArgs {
     )]
     pub workflow_url: Option<String>,
 
+    /// Seconds a panel row's token works after its run (docs/workflows.md, "Row tokens"): a
+    /// click later than that runs the panel again first.
+    #[arg(
+        long,
+        env = "DBCONSOLE_ROW_TOKEN_LIFE_SECS",
+        default_value_t = 900,
+        value_parser = clap::value_parser!(u64).range(1..=86_400)
+    )]
+    pub row_token_life_secs: u64,
+
     /// Accept a row action's trigger that brings the clicked row's values itself, without the
     /// row token a panel run gave (a row the caller claims): only for clients made before row
     /// tokens. Off by default; logged at start (docs/workflows.md, "Row tokens").
