@@ -27,7 +27,8 @@ pub struct Phase {
     pub p99: Duration,
 }
 
-/// Reads one response: the status, and the body (by `content-length`).
+/// Reads one response: the status, and the body (by `content-length`, or chunked: a streamed
+/// run's answer).
 pub async fn read_response(reader: &mut BufReader<TcpStream>) -> std::io::Result<(u16, Vec<u8>)> {
     let mut line = String::new();
     reader.read_line(&mut line).await?;
@@ -37,21 +38,39 @@ pub async fn read_response(reader: &mut BufReader<TcpStream>) -> std::io::Result
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     let mut length = 0usize;
+    let mut chunked = false;
     loop {
         line.clear();
         reader.read_line(&mut line).await?;
         if line == "\r\n" || line.is_empty() {
             break;
         }
-        if let Some((name, value)) = line.split_once(':')
-            && name.eq_ignore_ascii_case("content-length")
-        {
-            length = value.trim().parse().unwrap_or(0);
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = value.trim().eq_ignore_ascii_case("chunked");
+            }
         }
     }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).await?;
-    Ok((status, body))
+    if !chunked {
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).await?;
+        return Ok((status, body));
+    }
+    let mut body = Vec::new();
+    loop {
+        line.clear();
+        reader.read_line(&mut line).await?;
+        let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or("0"), 16)
+            .map_err(|_| std::io::Error::other("a chunk size that is not hex"))?;
+        let mut chunk = vec![0; size + 2];
+        reader.read_exact(&mut chunk).await?;
+        if size == 0 {
+            return Ok((status, body));
+        }
+        body.extend_from_slice(&chunk[..size]);
+    }
 }
 
 /// `connections` keep-alive connections sending the requests of `requests` in turn for
