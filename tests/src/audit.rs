@@ -527,6 +527,16 @@ pub async fn audit_filters_by_database_actor_action_and_time(storage: Arc<dyn St
         .json();
     assert!(refused["errors"]["action"].is_array(), "{refused}");
     assert!(refused["errors"]["since"].is_array(), "{refused}");
+    let empty = console
+        .api
+        .db(Method::GET, &format!("{AUDIT}?until=&action="), None)
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        empty["errors"]["until"].is_array() && empty["errors"]["action"].is_array(),
+        "{empty}"
+    );
 }
 
 /// Every case of this module, as tests over the store `$storage` makes.

@@ -53,8 +53,9 @@ pub fn parse_audit_query(
     Ok((page, parameter(query, "resource")))
 }
 
-/// The filters of `GET …/audit` beyond `resource`, as given (empty values count as not given;
-/// an action that is not one, or a time that is not RFC 3339, is 422 on its parameter).
+/// The filters of `GET …/audit` beyond `resource`, as given (an empty `database` or `actor`
+/// counts as not given; an action that is not one, or a time that is not RFC 3339, empty
+/// included, is 422 on its parameter).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AuditFilterQuery {
     /// `database=`: the database's events and its queries'.
@@ -73,7 +74,7 @@ pub struct AuditFilterQuery {
 pub fn parse_audit_filter(query: Option<&str>) -> Result<AuditFilterQuery, ValidationErrors> {
     let mut errors = ValidationErrors::new();
     let mut time = |name: &str| {
-        let value = parameter(query, name)?;
+        let value = given_parameter(query, name)?;
         match chrono::DateTime::parse_from_rfc3339(&value) {
             Ok(at) => Some(crate::model::Timestamp::from_micros(at.timestamp_micros())),
             Err(_) => {
@@ -84,7 +85,7 @@ pub fn parse_audit_filter(query: Option<&str>) -> Result<AuditFilterQuery, Valid
     };
     let since = time("since");
     let until = time("until");
-    let action = match parameter(query, "action").map(|value| value.parse()) {
+    let action = match given_parameter(query, "action").map(|value| value.parse()) {
         Some(Ok(action)) => Some(action),
         Some(Err(message)) => {
             errors.add("action", message);

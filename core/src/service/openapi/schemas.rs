@@ -505,7 +505,7 @@ pub(super) fn schemas() -> Value {
             "row_tokens": described(json!({ "type": ["boolean", "null"] }), "Whether each row comes with its token, for a row action's trigger: only for a panel with an action that starts a workflow, and not as CSV (docs/workflows.md, \"Row tokens\")."),
         })),
         "PanelTestRunInput": object(&["panel"], json!({
-            "panel": described(json!({ "type": "object" }), "A panel as a dashboard's body gives it (title, inputs, actions, details); its errors are reported under `panel`."),
+            "panel": described(panel_input.clone(), "A panel as a dashboard's body gives it; its errors are reported under `panel`, and its credential must name a stored credential that needs no review."),
             "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for every input the panel declares, and no other."),
             "limit": { "type": ["integer", "null"], "minimum": 1 },
         })),
