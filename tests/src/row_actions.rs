@@ -820,6 +820,37 @@ pub async fn a_panel_downloads_as_csv_through_a_ticket(storage: Arc<dyn Storage>
         .expect(403);
 }
 
+/// A panel on a database behind a tunnel this server can't dial is 409, saying so: the server's
+/// configuration, not a failure of the database (no 5xx).
+pub async fn a_tunnel_this_server_cannot_dial_is_409(storage: Arc<dyn Storage>) {
+    let console = token_console(storage, RowTokenOptions::default());
+    let db = console
+        .api
+        .create_database(&json!({
+            "name": "Behind a tunnel", "adapter": "postgres", "hostname": "db.internal", "database": "orders",
+            "tunnel_id": "tun-private",
+            "credentials": [{"username": "reader", "password": "pw-tunnel"}],
+        }))
+        .await;
+    let editor =
+        Principal::member("root@example.com").role(dbconsole_core::model::Role::SuperAdmin);
+    let answer = console
+        .as_(
+            &editor,
+            Method::POST,
+            "/v1/dashboards/test-run",
+            Some(json!({"panel": {"title": "T", "details": {"__type__": "query", "query": "SELECT 1", "credential_id": db["credentials"][0]["id"]}}})),
+            None,
+        )
+        .await
+        .expect(409);
+    assert!(
+        answer.text().contains("no tunnel dialer"),
+        "{}",
+        answer.text()
+    );
+}
+
 /// Expands to one test per case of viewing dashboards and acting on their rows, over fresh
 /// stores made by `$storage`.
 #[macro_export]
@@ -833,6 +864,7 @@ macro_rules! row_action_tests {
                 the_caller_follows_the_workflow_it_started,
                 an_editor_test_runs_an_unsaved_panel,
                 a_panel_downloads_as_csv_through_a_ticket,
+                a_tunnel_this_server_cannot_dial_is_409,
                 a_row_token_carries_the_row_the_panel_returned,
                 row_tokens_that_do_not_hold_are_refused,
             ]

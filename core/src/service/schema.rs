@@ -204,7 +204,7 @@ impl Shared {
             origin: call.origin.clone(),
         };
         // The schema only helps the editor: a database that can't be reached (or a runner not
-        // built in) leaves it without completion, said in `unavailable`, and is asked again
+        // built in, or a tunnel this server can't dial) leaves it without completion, said in `unavailable`, and is asked again
         // next time (nothing is kept).
         match self.read_catalog(guarded, credential, record).await {
             Ok(answer) => {
@@ -214,7 +214,8 @@ impl Shared {
             Err(
                 ApiError::BadGateway(why)
                 | ApiError::GatewayTimeout(why)
-                | ApiError::NotImplemented(why),
+                | ApiError::NotImplemented(why)
+                | ApiError::Conflict(why),
             ) => Ok(json_response(
                 StatusCode::OK,
                 &json!({ "tables": [], "truncated": false, "unavailable": why }),

@@ -564,7 +564,7 @@ pub(crate) fn run_panel(op: Operation, _: &Names) -> Operation {
     run(op.summary("Run a panel's query with its inputs as bind parameters: its rows, streamed"))
         .params(panel_params())
         .body(schema_ref("PanelRunInput"))
-        .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+        .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
 }
 
 pub(crate) fn create_panel_download(op: Operation, _: &Names) -> Operation {
@@ -581,7 +581,7 @@ pub(crate) fn create_panel_download(op: Operation, _: &Names) -> Operation {
 pub(crate) fn test_run_panel(op: Operation, _: &Names) -> Operation {
     run(op.summary("Run a panel that is not saved, as its editor, under every rule of a saved panel's run (read-only, a credential without reviews, access, data protection): its rows, streamed; audited on its database"))
         .body(schema_ref("PanelTestRunInput"))
-        .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+        .errors(&[400, 401, 403, 408, 409, 413, 415, 422, 503])
 }
 
 pub(crate) fn trigger_action(op: Operation, _: &Names) -> Operation {

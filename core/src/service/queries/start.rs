@@ -106,6 +106,17 @@ impl Shared {
             shorter_timeout,
             row_stamp,
         } = run;
+        // A database behind a tunnel this server can't dial is the server's configuration, not
+        // a failure of the database: refused before anything runs.
+        if let Some(tunnel) = db.tunnel_id.as_deref()
+            && self.tunnel_dialer.is_none()
+        {
+            return Err(ApiError::Conflict(format!(
+                "database {} connects through tunnel \"{tunnel}\", and this server has no tunnel \
+                 dialer: it runs nothing on it (docs/api.md, \"Check connection\")",
+                db.id
+            )));
+        }
         let adapter = db.adapter;
         let timeout = credential
             .timeout
