@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use dbconsole_benches::fixtures::create_database_body;
 use dbconsole_benches::loopback::{
-    Phase, load, read_response, release_server, request_bytes, start_server,
+    Phase, load, read_response, release_server, request_bytes, start_server, user_key,
 };
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -93,24 +93,7 @@ async fn run() {
     let endpoint = endpoint(Arc::clone(&received)).await;
 
     // A person's key, made before the server starts.
-    let created = std::process::Command::new(&binary)
-        .args(["keys", "create", "--kind", "api-key", "--scope", "query"])
-        .args([
-            "--user",
-            "bench@example.com",
-            "--name",
-            "bench",
-            "--data-dir",
-        ])
-        .arg(&data)
-        .output()
-        .expect("dbconsole keys create");
-    assert!(created.status.success(), "{created:?}");
-    let user = String::from_utf8(created.stdout)
-        .unwrap()
-        .lines()
-        .find_map(|line| line.strip_prefix("secret:").map(|s| s.trim().to_owned()))
-        .expect("the key's secret");
+    let user = user_key(&binary, &data);
 
     let workflow_url = format!("http://{endpoint}/run/{{workflow_id}}");
     let env = [

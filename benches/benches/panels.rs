@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use dbconsole_benches::loopback::{
-    Phase, load, read_response, release_server, request_bytes, start_server,
+    Phase, load, read_response, release_server, request_bytes, start_server, user_key,
 };
 use tokio::io::{AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -93,24 +93,7 @@ async fn run() {
     let binary = release_server("benches/panels.sh");
     let dir = tempfile::tempdir().expect("a temporary directory");
     let data = dir.path().join("data");
-    let created = std::process::Command::new(&binary)
-        .args(["keys", "create", "--kind", "api-key", "--scope", "query"])
-        .args([
-            "--user",
-            "bench@example.com",
-            "--name",
-            "bench",
-            "--data-dir",
-        ])
-        .arg(&data)
-        .output()
-        .expect("dbconsole keys create");
-    assert!(created.status.success(), "{created:?}");
-    let user = String::from_utf8(created.stdout)
-        .unwrap()
-        .lines()
-        .find_map(|line| line.strip_prefix("secret:").map(|s| s.trim().to_owned()))
-        .expect("the key's secret");
+    let user = user_key(&binary, &data);
     let env = [
         ("DBCONSOLE_API_KEY", API_KEY),
         ("DBCONSOLE_ACCESS_TOKEN", TOKEN),

@@ -151,6 +151,33 @@ pub fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// A query-scope API key bound to `bench@example.com` in the store at `data`, made with
+/// `binary keys create` before the server starts: its secret.
+///
+/// # Panics
+///
+/// When the command fails or prints no secret.
+pub fn user_key(binary: &Path, data: &Path) -> String {
+    let created = std::process::Command::new(binary)
+        .args(["keys", "create", "--kind", "api-key", "--scope", "query"])
+        .args([
+            "--user",
+            "bench@example.com",
+            "--name",
+            "bench",
+            "--data-dir",
+        ])
+        .arg(data)
+        .output()
+        .expect("dbconsole keys create");
+    assert!(created.status.success(), "{created:?}");
+    String::from_utf8(created.stdout)
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("secret:").map(|s| s.trim().to_owned()))
+        .expect("the key's secret")
+}
+
 /// The release `dbconsole` binary of this workspace.
 ///
 /// # Panics
