@@ -21,8 +21,8 @@ import {
 import type { App, Screen } from "./app";
 import { dashboardBody, draftOf } from "./dashboard-editor";
 import { dangerDialog, field, h, isolated, replace, table, uid } from "./dom";
-import { Grid } from "./grid";
-import { outcomeText, readNdjson, type Column, type Outcome } from "./ndjson";
+import { Grid, streamInto } from "./grid";
+import { outcomeText, type Column } from "./ndjson";
 
 const DASHBOARDS = "/v1/dashboards";
 
@@ -208,7 +208,6 @@ class PanelView {
   private readonly lastRun = h("span", { class: "last-run" });
   private readonly disabledNote = h("ul", { class: "action-notes" });
   private columns: Column[] = [];
-  private rows: unknown[][] = [];
   private tokens: (string | null)[] = [];
   /** Which run the rows are of: a start answered after another run follows no old row. */
   private generation = 0;
@@ -310,7 +309,6 @@ class PanelView {
     this.running = controller;
     this.generation += 1;
     this.progress.clear();
-    this.rows = [];
     this.tokens = [];
     this.columns = [];
     this.error.textContent = "";
@@ -331,27 +329,18 @@ class PanelView {
         credentials: "same-origin",
         signal: controller.signal,
       });
-      if (!response.ok || !response.body) {
-        await read(response);
-        return;
-      }
-      let outcome: Outcome | null = null;
-      await readNdjson(response.body, (lines) => {
-        const rows: unknown[][] = [];
-        for (const line of lines) {
-          if (line.kind === "columns") {
-            this.columns = line.columns;
-            this.grid.reset(line.columns);
-            this.noteDisabled();
-          } else if (line.kind === "row") rows.push(line.row);
-          else if (line.kind === "token") this.tokens.push(line.token);
-          else outcome = line.outcome;
-        }
-        for (const row of rows) this.rows.push(row);
-        if (rows.length) this.grid.add(rows);
-        this.summary.textContent = `${this.rows.length.toLocaleString("en")} rows so far…`;
+      const outcome = await streamInto(response, this.grid, {
+        columns: (columns) => {
+          this.columns = columns;
+          this.noteDisabled();
+        },
+        token: (token) => this.tokens.push(token),
+        progress: (rows) => {
+          this.summary.textContent = `${rows.toLocaleString("en")} rows so far…`;
+        },
       });
-      const told = outcomeText(outcome as Outcome | null, this.rows.length, Math.round(performance.now() - started), "the panel's query returned more.");
+      if (!response.ok || !response.body) return;
+      const told = outcomeText(outcome, this.grid.rowCount, Math.round(performance.now() - started), "the panel's query returned more.");
       if (told.summary) this.summary.textContent = told.summary;
       this.error.textContent = told.error;
       this.notice.textContent = told.notice;

@@ -10,7 +10,8 @@ import {
   observeElementRect,
 } from "@tanstack/virtual-core";
 import { h, isolated, replace, visible } from "./dom";
-import type { Column } from "./ndjson";
+import { read } from "./api";
+import { readNdjson, type Column, type Outcome } from "./ndjson";
 
 /** Values longer than this are cut in the grid. */
 export const CUT_AT = 120;
@@ -291,4 +292,41 @@ export class Grid {
       this.element.dispatchEvent(new CustomEvent("grid:copy-failed", { bubbles: true }));
     }
   }
+}
+
+/** What a caller of [`streamInto`] hears of a run's answer besides its rows. */
+export interface StreamHooks {
+  /** The columns arrived (the grid was reset with them). */
+  columns?: (columns: Column[]) => void;
+  /** The token of the row before it (a panel run asked for row tokens). */
+  token?: (token: string | null) => void;
+  /** A batch of rows was added: how many the grid holds now. */
+  progress?: (rows: number) => void;
+}
+
+/**
+ * Reads a run's NDJSON answer into `grid` as it arrives (the columns, then each batch of rows)
+ * and answers its outcome, or null when the answer was cut before its last line. A refused
+ * answer throws its ApiError.
+ */
+export async function streamInto(response: Response, grid: Grid, hooks: StreamHooks = {}): Promise<Outcome | null> {
+  if (!response.ok || !response.body) {
+    await read(response);
+    return null;
+  }
+  let outcome: Outcome | null = null;
+  await readNdjson(response.body, (lines) => {
+    const rows: unknown[][] = [];
+    for (const line of lines) {
+      if (line.kind === "columns") {
+        grid.reset(line.columns);
+        hooks.columns?.(line.columns);
+      } else if (line.kind === "row") rows.push(line.row);
+      else if (line.kind === "token") hooks.token?.(line.token);
+      else outcome = line.outcome;
+    }
+    if (rows.length) grid.add(rows);
+    hooks.progress?.(grid.rowCount);
+  });
+  return outcome;
 }

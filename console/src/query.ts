@@ -3,12 +3,12 @@
 // into the grid, cancel (the server cancels the statement on the database when the request goes
 // away), or, for a credential that needs reviews, request one.
 
-import { ApiError, call, headers, read, type Page, type Query, type QueryableDatabase } from "./api";
+import { ApiError, call, headers, type Page, type Query, type QueryableDatabase } from "./api";
 import { loadDraft, saveDraft, type App, type Screen } from "./app";
 import { field, h, isolated, replace } from "./dom";
 import { SqlEditor, completionOf, type Table } from "./editor";
-import { Grid } from "./grid";
-import { outcomeText, readNdjson, type Outcome } from "./ndjson";
+import { Grid, streamInto } from "./grid";
+import { outcomeText } from "./ndjson";
 import { runnableSpan } from "./statement";
 
 const PINS = "dbconsole.pins.";
@@ -262,23 +262,14 @@ export async function queryScreen(app: App): Promise<Screen> {
         credentials: "same-origin",
         signal: controller.signal,
       });
-      if (!response.ok || !response.body) {
-        await read(response);
-        return;
-      }
-      let outcome: Outcome | null = null;
-      await readNdjson(response.body, (lines) => {
-        const rows: unknown[][] = [];
-        for (const line of lines) {
-          if (line.kind === "columns") grid.reset(line.columns);
-          else if (line.kind === "row") rows.push(line.row);
-          else if (line.kind === "end") outcome = line.outcome;
-        }
-        if (rows.length) grid.add(rows);
-        summary.textContent = `${grid.rowCount.toLocaleString("en")} rows so far…`;
+      const outcome = await streamInto(response, grid, {
+        progress: (rows) => {
+          summary.textContent = `${rows.toLocaleString("en")} rows so far…`;
+        },
       });
+      if (!response.ok || !response.body) return;
       const told = outcomeText(
-        outcome as Outcome | null,
+        outcome,
         grid.rowCount,
         Math.round(performance.now() - started),
         "the query returned more. Raise the row limit, or narrow the query.",

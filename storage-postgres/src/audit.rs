@@ -200,7 +200,8 @@ async fn list_filtered(
     query: AuditQuery<'_>,
     after: Option<&str>,
 ) -> Result<Vec<AuditEvent>, StorageError> {
-    let mut resources: Option<Vec<String>> = query.filter.any_of.map(<[String]>::to_vec);
+    let mut resources: Option<Vec<String>> =
+        query.filter.any_of.map(|ids| ids.iter().cloned().collect());
     if let Some(resource) = query.resource {
         resources = Some(match resources {
             Some(ids) => ids.into_iter().filter(|id| id == resource).collect(),

@@ -152,7 +152,7 @@ pub(crate) async fn list_audit(
     let resource = query.resource.map(str::to_owned);
     let after = query.after.map(str::to_owned);
     let limit = query.limit;
-    let any_of = query.filter.any_of.map(<[String]>::to_vec);
+    let any_of = query.filter.any_of.cloned();
     let actor = query.filter.actor.map(str::to_owned);
     let (action, since, until) = (query.filter.action, query.filter.since, query.filter.until);
     store
@@ -163,7 +163,7 @@ pub(crate) async fn list_audit(
                     after: after.as_deref(),
                     limit,
                     filter: dbconsole_core::storage::AuditFilter {
-                        any_of: any_of.as_deref(),
+                        any_of: any_of.as_ref(),
                         action,
                         actor: actor.as_deref(),
                         since,

@@ -2,6 +2,8 @@
 //! record, database (its own events and its queries'), actor, action and time (docs/api.md, "The
 //! audit trail").
 
+use std::collections::BTreeSet;
+
 use http::StatusCode;
 
 use super::call::Call;
@@ -32,7 +34,7 @@ impl Shared {
                 // One more tells whether a next page exists.
                 limit: page.limit + 1,
                 filter: AuditFilter {
-                    any_of: records.as_deref(),
+                    any_of: records.as_ref(),
                     action: filter.action,
                     actor: filter.actor.as_deref(),
                     since: filter.since,
@@ -46,8 +48,8 @@ impl Shared {
     }
 
     /// The records whose events are a database's: the database and each of its queries.
-    async fn database_records(&self, database: &str) -> Result<Vec<String>, ApiError> {
-        let mut records = vec![database.to_owned()];
+    async fn database_records(&self, database: &str) -> Result<BTreeSet<String>, ApiError> {
+        let mut records = BTreeSet::from([database.to_owned()]);
         let mut after: Option<String> = None;
         loop {
             let found = self

@@ -1,5 +1,7 @@
 //! Dashboard endpoints: list, create, retrieve, update, delete.
 
+use std::collections::HashMap;
+
 use http::StatusCode;
 
 use super::ApiError;
@@ -31,10 +33,13 @@ impl Shared {
     /// every dashboard; any principal an unrestricted one; a restricted one, super admins and
     /// principals who may query the database of every panel (a panel whose credential names no
     /// stored credential hides it). 403 for a caller of another scope without a principal.
+    /// `known` remembers, by credential id, whether the caller may query its database: a
+    /// listing reads each database and its access control once, however many panels use it.
     async fn may_see(
         &self,
         caller: Option<&Caller>,
         dashboard: &Dashboard,
+        known: &mut HashMap<String, bool>,
     ) -> Result<bool, ApiError> {
         if caller.is_some_and(|caller| caller.scope == Scope::Full) {
             return Ok(true);
@@ -45,10 +50,18 @@ impl Shared {
         }
         for panel in &dashboard.panels {
             let PanelDetails::Query { credential_id, .. } = &panel.details;
-            let Some(db) = self.database_of_credential(credential_id).await? else {
-                return Ok(false);
+            let may = match known.get(credential_id) {
+                Some(may) => *may,
+                None => {
+                    let may = match self.database_of_credential(credential_id).await? {
+                        Some(db) => self.may_query(principal, &db).await?,
+                        None => false,
+                    };
+                    known.insert(credential_id.clone(), may);
+                    may
+                }
             };
-            if !self.may_query(principal, &db).await? {
+            if !may {
                 return Ok(false);
             }
         }
@@ -69,8 +82,9 @@ impl Shared {
             .await?;
         let (items, next) = split_page(items, &query, |d| d.id.to_string());
         let mut data = Vec::with_capacity(items.len());
+        let mut known = HashMap::new();
         for dashboard in &items {
-            if self.may_see(call.caller, dashboard).await? {
+            if self.may_see(call.caller, dashboard, &mut known).await? {
                 data.push(DashboardView::from(dashboard));
             }
         }
@@ -126,7 +140,10 @@ impl Shared {
                 .dashboard(id)
                 .await?
                 .ok_or(ApiError::NotFound)?;
-            if !self.may_see(call.caller, &dashboard).await? {
+            if !self
+                .may_see(call.caller, &dashboard, &mut HashMap::new())
+                .await?
+            {
                 return Err(ApiError::Denied(format!(
                     "dashboard {id} restricts access: it is shown to super admins and to those \
                      who may query the database of each of its panels"

@@ -691,16 +691,19 @@ pub(crate) struct DeliveryProgressView<'a> {
 
 impl<'a> From<&'a crate::model::Delivery> for DeliveryProgressView<'a> {
     fn from(delivery: &'a crate::model::Delivery) -> Self {
-        let view = DeliveryView::from(delivery);
+        let workflow_id = match &delivery.target {
+            crate::model::Target::Workflow { workflow_id } => Some(workflow_id.as_str()),
+            crate::model::Target::Slack { .. } => None,
+        };
         Self {
-            id: view.id,
-            workflow_id: view.workflow_id,
-            status: view.status,
-            attempts: view.attempts,
-            due_at: view.due_at,
-            last_error: view.last_error,
-            updated_at: view.updated_at,
-            delivered_at: view.delivered_at,
+            id: delivery.id.as_str(),
+            workflow_id,
+            status: delivery.status.as_str(),
+            attempts: delivery.attempts,
+            due_at: delivery.due_at.map(|at| at.to_string()),
+            last_error: delivery.last_error.as_deref(),
+            updated_at: delivery.updated_at.to_string(),
+            delivered_at: delivery.delivered_at.map(|at| at.to_string()),
         }
     }
 }

@@ -90,8 +90,9 @@ impl QueryFilter<'_> {
 /// Which events a page of the audit trail keeps, beyond its `resource` (all given ones apply).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AuditFilter<'a> {
-    /// Only the events of one of these records (a database and its queries, say).
-    pub any_of: Option<&'a [String]>,
+    /// Only the events of one of these records (a database and its queries, say): a set, so
+    /// that each event is looked up, not compared with every record.
+    pub any_of: Option<&'a std::collections::BTreeSet<String>>,
     /// Only events of this action.
     pub action: Option<crate::model::AuditAction>,
     /// Only events by this actor: its stored key's (or session's) id, or its name, exactly.

@@ -82,7 +82,6 @@ impl Shared {
             .await
     }
 
-    /// `POST …/dashboards/{id}/panels/{panel_id}/run`: its rows, streamed.
     /// `POST /v1/dashboards/test-run`: an unsaved panel, run by its editor.
     pub(in crate::service) async fn test_run_panel(&self, mut call: Call<'_>) -> Answer {
         let principal = call.principal()?.clone();
@@ -92,6 +91,7 @@ impl Shared {
             .await
     }
 
+    /// `POST …/dashboards/{id}/panels/{panel_id}/run`: its rows, streamed.
     pub(in crate::service) async fn run_panel(&self, mut call: Call<'_>) -> Answer {
         let principal = call.principal()?.clone();
         let format = Format::from_accept(call.accept());

@@ -403,16 +403,13 @@ pub async fn audit_listing_filters_by_records_action_actor_and_time(storage: Arc
             )
         }
     };
-    static DATABASE_AND_QUERIES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    let of_database = DATABASE_AND_QUERIES
-        .get_or_init(|| {
-            vec![
-                "db_filtered".to_owned(),
-                "qry_filtered_1".to_owned(),
-                "qry_filtered_2".to_owned(),
-            ]
-        })
-        .as_slice();
+    static DATABASE_AND_QUERIES: std::sync::OnceLock<std::collections::BTreeSet<String>> =
+        std::sync::OnceLock::new();
+    let of_database = DATABASE_AND_QUERIES.get_or_init(|| {
+        ["db_filtered", "qry_filtered_1", "qry_filtered_2"]
+            .map(str::to_owned)
+            .into()
+    });
     let by_records = list(
         AuditFilter {
             any_of: Some(of_database),
