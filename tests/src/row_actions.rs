@@ -259,6 +259,27 @@ pub async fn a_row_token_carries_the_row_the_panel_returned(storage: Arc<dyn Sto
     assert_eq!(delivery_count(&console).await, 1);
 }
 
+/// A trigger `who` sends with `body` is refused with 422: the (non-empty) reason on `field`.
+async fn refusal(
+    console: &TestConsole,
+    who: &Principal,
+    path: &str,
+    body: Value,
+    field: &str,
+) -> String {
+    let answer = console
+        .as_(who, Method::POST, path, Some(body), None)
+        .await
+        .expect(422)
+        .json();
+    let why = answer["errors"][field][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!why.is_empty(), "{answer}");
+    why
+}
+
 /// Every token that does not hold is refused with 422 on `row_token` and stores nothing: made
 /// up, changed, another caller's, another panel's, made before the panel changed, expired;
 /// so is a row without a token, and a row beside a token.
@@ -270,21 +291,8 @@ pub async fn row_tokens_that_do_not_hold_are_refused(storage: Arc<dyn Storage>) 
         .unwrap()
         .to_owned();
     let refused = |panel: usize, body: Value, field: &'static str| {
-        let console = &console;
-        let path = trigger_path(&dashboard, panel);
-        async move {
-            let answer = console
-                .as_(&ann(), Method::POST, &path, Some(body), None)
-                .await
-                .expect(422)
-                .json();
-            let why = answer["errors"][field][0]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
-            assert!(!why.is_empty(), "{answer}");
-            why
-        }
+        let (console, path) = (&console, trigger_path(&dashboard, panel));
+        async move { refusal(console, &ann(), &path, body, field).await }
     };
     let note = json!({"note": "x"});
     // Made up, and changed (each byte of the token matters).
@@ -329,24 +337,16 @@ pub async fn row_tokens_that_do_not_hold_are_refused(storage: Arc<dyn Storage>) 
     .await;
     // Another caller's.
     let bob = Principal::member("bob@example.com");
-    let answer = console
-        .as_(
-            &bob,
-            Method::POST,
-            &trigger_path(&dashboard, 0),
-            Some(json!({"row_token": token, "prompted": note})),
-            None,
-        )
-        .await
-        .expect(422)
-        .json();
-    assert!(
-        answer["errors"]["row_token"][0]
-            .as_str()
-            .unwrap()
-            .contains("another caller"),
-        "{answer}"
-    );
+    let body = json!({"row_token": token, "prompted": note});
+    let why = refusal(
+        &console,
+        &bob,
+        &trigger_path(&dashboard, 0),
+        body,
+        "row_token",
+    )
+    .await;
+    assert!(why.contains("another caller"), "{why}");
     // The same user under another case is the same user.
     console
         .as_(
@@ -416,24 +416,16 @@ pub async fn row_tokens_that_do_not_hold_are_refused(storage: Arc<dyn Storage>) 
     );
     let token = run(&brief, &ann(), &dashboard, 1).await["row_tokens"][0].clone();
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    let answer = brief
-        .as_(
-            &ann(),
-            Method::POST,
-            &trigger_path(&dashboard, 1),
-            Some(json!({"row_token": token, "prompted": note})),
-            None,
-        )
-        .await
-        .expect(422)
-        .json();
-    assert!(
-        answer["errors"]["row_token"][0]
-            .as_str()
-            .unwrap()
-            .contains("expired"),
-        "{answer}"
-    );
+    let body = json!({"row_token": token, "prompted": note});
+    let why = refusal(
+        &brief,
+        &ann(),
+        &trigger_path(&dashboard, 1),
+        body,
+        "row_token",
+    )
+    .await;
+    assert!(why.contains("expired"), "{why}");
     assert_eq!(delivery_count(&console).await, 2);
 }
 
