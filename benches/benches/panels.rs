@@ -3,13 +3,21 @@
 //! `pgbench -M prepared` running a script of a panel's shape (`BEGIN READ ONLY; SELECT 1 AS one;
 //! ROLLBACK;`) at the same concurrency on the same PostgreSQL, measured in the same run.
 //!
+//! The same run also measures a one-row panel over a stored table on a database without
+//! policies, and the same panel on a database whose policy masks one of its columns (run as the
+//! protected role `dp_reader`, through its masking view): the protected ÷ unprotected ratio.
+//! With `BENCH_BEFORE=<another dbconsole binary>`, every figure is measured for that binary
+//! too, round by round in turn with the current one: before and after in one run.
+//!
 //! Run: `bash benches/panels.sh` (it builds the release server, then this bench). It needs the
-//! PostgreSQL of `.ci/db-servers-up.sh` (`BENCH_PG_HOST`, `BENCH_PG_PORT`, `BENCH_PG_DATABASE`,
-//! `BENCH_PG_USER`, `BENCH_PG_PASSWORD` change it) and `pgbench`. Each figure is the median of
-//! `LOAD_ROUNDS` (3) rounds of `LOAD_SECONDS` (5 s). A panel run is: the caller's key, the
-//! dashboard, the credential's database and its access control, a pooled session, the
-//! read-only transaction, the row encoded, and the run's audit event written durably.
+//! PostgreSQL of `.ci/db-servers-up.sh` (as `checker`, who owns `checkdb`, and its protected
+//! role `dp_reader`) and `pgbench`. Each figure is the median of `LOAD_ROUNDS` (3) rounds of
+//! `LOAD_SECONDS` (5 s). A panel run is: the caller's key, the dashboard, the credential's
+//! database and its access control, a pooled session, the read-only transaction, the row
+//! encoded, and the run's audit event written durably.
 
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use dbconsole_benches::loopback::{
@@ -22,8 +30,53 @@ const API_KEY: &str = "panels-bench-api-key";
 const TOKEN: &str = "panels-bench-access-token";
 const CLIENTS: usize = 4;
 
+/// The stored table both the unprotected and the protected panel read one row of.
+const TABLE: &str = "panels_bench_people";
+/// The protected role (`.ci/db-servers-up.sh`) and its masking schema for `public`.
+const READER: &str = "dp_reader";
+const MASKS: &str = "dp_reader_mask_public";
+
 fn env_or(name: &str, default: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+/// Runs `sql` as `checker` with `psql` (stops at the first error).
+fn psql(sql: &str) {
+    let output = std::process::Command::new("psql")
+        .args([
+            "-qAt",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "checker",
+        ])
+        .args(["-c", sql, "checkdb"])
+        .env("PGPASSWORD", "checkpw")
+        .output()
+        .expect("psql (apt install postgresql-client)");
+    assert!(
+        output.status.success(),
+        "psql failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The stored table, its masking view for `dp_reader` (its `email` masked), and the grants.
+fn create_table() {
+    psql(&format!(
+        "DROP VIEW IF EXISTS {MASKS}.{TABLE}; DROP TABLE IF EXISTS {TABLE};
+         CREATE TABLE {TABLE} (id int PRIMARY KEY, name text, email text);
+         INSERT INTO {TABLE} VALUES (1, 'Ada', 'ada@example.com');
+         GRANT SELECT ON {TABLE} TO dp_owner;
+         GRANT SELECT (id, name) ON {TABLE} TO {READER};
+         SET ROLE dp_owner;
+         CREATE VIEW {MASKS}.{TABLE} AS SELECT id, name,
+           CASE WHEN email IS NULL THEN NULL ELSE '****'::text END AS email FROM public.{TABLE};
+         RESET ROLE;
+         GRANT SELECT ON {MASKS}.{TABLE} TO {READER};"
+    ));
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -87,27 +140,33 @@ fn main() {
         .block_on(run());
 }
 
-async fn run() {
-    let seconds: u64 = env_or("LOAD_SECONDS", "5").parse().unwrap_or(5);
-    let rounds: usize = env_or("LOAD_ROUNDS", "3").parse().unwrap_or(3);
-    let binary = release_server("benches/panels.sh");
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    let data = dir.path().join("data");
-    let user = user_key(&binary, &data);
-    let env = [
-        ("DBCONSOLE_API_KEY", API_KEY),
-        ("DBCONSOLE_ACCESS_TOKEN", TOKEN),
-        ("RUST_LOG", "warn"),
-    ];
-    let (server, addr) = start_server(&binary, &data, &env).await;
+/// One server under test: its process and the three panels' run requests.
+struct Subject {
+    name: &'static str,
+    _dir: tempfile::TempDir,
+    _server: tokio::process::Child,
+    addr: std::net::SocketAddr,
+    /// `SELECT 1 AS one`, the plain panel, and the protected one.
+    runs: [Arc<Vec<Vec<u8>>>; 3],
+}
 
+/// Creates a database as `username` (with the data protection `policies`, when given) and a
+/// one-panel dashboard running `query` as its credential: the panel's run request, checked once.
+async fn panel(
+    addr: std::net::SocketAddr,
+    user: &str,
+    username: &str,
+    policies: Option<serde_json::Value>,
+    query: &str,
+    expect: &serde_json::Value,
+) -> Arc<Vec<Vec<u8>>> {
     let database = serde_json::json!({
-        "name": "Panels bench",
+        "name": format!("Panels bench as {username} {}", policies.is_some()),
         "adapter": "postgres",
-        "hostname": env_or("BENCH_PG_HOST", "127.0.0.1"),
-        "port": env_or("BENCH_PG_PORT", "5432").parse::<u16>().unwrap_or(5432),
-        "database": env_or("BENCH_PG_DATABASE", "checkdb"),
-        "credentials": [{"username": env_or("BENCH_PG_USER", "checker"), "password": env_or("BENCH_PG_PASSWORD", "checkpw")}],
+        "hostname": "127.0.0.1",
+        "port": 5432,
+        "database": "checkdb",
+        "credentials": [{"username": username, "password": "checkpw"}],
     })
     .to_string();
     let (status, db) = call(
@@ -121,12 +180,25 @@ async fn run() {
     )
     .await;
     assert_eq!(status, 200, "{db}");
+    if let Some(policies) = policies {
+        let path = format!(
+            "/api/v1/console/databases/{}/data-protection",
+            db["id"].as_str().unwrap()
+        );
+        let body = serde_json::json!({"policies": policies}).to_string();
+        let (status, answer) = call(
+            addr,
+            &request_bytes("PUT", &path, API_KEY, Some(body.as_bytes())),
+        )
+        .await;
+        assert_eq!(status, 200, "{answer}");
+    }
     let dashboard = serde_json::json!({
         "name": "Panels bench",
         "restricted_access": false,
         "panels": [{
             "title": "One",
-            "details": {"__type__": "query", "query": "SELECT 1 AS one", "credential_id": db["credentials"][0]["id"]},
+            "details": {"__type__": "query", "query": query, "credential_id": db["credentials"][0]["id"]},
         }],
     })
     .to_string();
@@ -146,39 +218,116 @@ async fn run() {
         dashboard["id"].as_str().unwrap(),
         dashboard["panels"][0]["id"].as_str().unwrap()
     );
-    let run = request_bytes("POST", &path, &user, Some(b"{}"));
+    let run = request_bytes("POST", &path, user, Some(b"{}"));
     let (status, first) = call(addr, &run).await;
     assert_eq!(status, 200, "{first}");
-    assert_eq!(first["rows"], serde_json::json!([[1]]));
-    let requests = std::sync::Arc::new(vec![run]);
+    assert_eq!(&first["rows"], expect, "{first}");
+    Arc::new(vec![run])
+}
+
+async fn subject(name: &'static str, binary: &Path) -> Subject {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let data = dir.path().join("data");
+    let user = user_key(binary, &data);
+    let env = [
+        ("DBCONSOLE_API_KEY", API_KEY),
+        ("DBCONSOLE_ACCESS_TOKEN", TOKEN),
+        ("RUST_LOG", "warn"),
+    ];
+    let (server, addr) = start_server(binary, &data, &env).await;
+    let people = format!("SELECT id, name, email FROM {TABLE} WHERE id = 1");
+    let one = panel(
+        addr,
+        &user,
+        "checker",
+        None,
+        "SELECT 1 AS one",
+        &serde_json::json!([[1]]),
+    )
+    .await;
+    let plain = panel(
+        addr,
+        &user,
+        "checker",
+        None,
+        &people,
+        &serde_json::json!([[1, "Ada", "ada@example.com"]]),
+    )
+    .await;
+    let policies = serde_json::json!([{"name": "pii", "columns": [{"column": format!("{TABLE}.email"), "action": "mask"}]}]);
+    let protected = panel(
+        addr,
+        &user,
+        READER,
+        Some(policies),
+        &people,
+        &serde_json::json!([[1, "Ada", "****"]]),
+    )
+    .await;
+    Subject {
+        name,
+        _dir: dir,
+        _server: server,
+        addr,
+        runs: [one, plain, protected],
+    }
+}
+
+fn median_of(phases: &[Phase], f: impl Fn(&Phase) -> f64) -> f64 {
+    median(phases.iter().map(f).collect())
+}
+
+async fn run() {
+    let seconds: u64 = env_or("LOAD_SECONDS", "5").parse().unwrap_or(5);
+    let rounds: usize = env_or("LOAD_ROUNDS", "3").parse().unwrap_or(3);
+    let binary = release_server("benches/panels.sh");
+    create_table();
+    let mut subjects = Vec::new();
+    if let Some(before) = std::env::var_os("BENCH_BEFORE") {
+        subjects.push(subject("before", &PathBuf::from(before)).await);
+    }
+    subjects.push(subject("after", &binary).await);
 
     let period = Duration::from_secs(seconds);
-    let mut panels: Vec<Phase> = Vec::new();
+    // By subject, by panel: each round's phase.
+    let mut measured: Vec<[Vec<Phase>; 3]> = subjects.iter().map(|_| Default::default()).collect();
     let mut baseline = Vec::new();
     for _ in 0..rounds {
-        panels.push(load(addr, CLIENTS, std::sync::Arc::clone(&requests), 200, period).await);
         baseline.push(
             tokio::task::spawn_blocking(move || pgbench(seconds))
                 .await
                 .expect("pgbench"),
         );
+        for (subject, phases) in subjects.iter().zip(&mut measured) {
+            for (runs, phases) in subject.runs.iter().zip(phases.iter_mut()) {
+                phases.push(load(subject.addr, CLIENTS, Arc::clone(runs), 200, period).await);
+            }
+        }
     }
-    let runs = median(panels.iter().map(|p| p.per_second).collect());
     let tps = median(baseline);
-    let p50 = median(
-        panels
-            .iter()
-            .map(|p| p.p50.as_secs_f64() * 1000.0)
-            .collect(),
-    );
-    let p99 = median(
-        panels
-            .iter()
-            .map(|p| p.p99.as_secs_f64() * 1000.0)
-            .collect(),
-    );
-    println!("panel runs, {CLIENTS} clients: {runs:.0}/s (p50 {p50:.2} ms, p99 {p99:.2} ms)");
     println!("pgbench -M prepared -c {CLIENTS}, BEGIN READ ONLY; SELECT 1; ROLLBACK: {tps:.0} tps");
-    println!("ratio: {:.2}x (goal 0.5x)", runs / tps);
-    drop(server);
+    for (subject, [one, plain, protected]) in subjects.iter().zip(&measured) {
+        let rate = |phases: &[Phase]| median_of(phases, |p| p.per_second);
+        let ms = |phases: &[Phase], f: fn(&Phase) -> Duration| {
+            median_of(phases, |p| f(p).as_secs_f64() * 1000.0)
+        };
+        let name = subject.name;
+        for (what, phases) in [("SELECT 1", one), (TABLE, plain), ("protected", protected)] {
+            println!(
+                "{name}: {what} panel runs, {CLIENTS} clients: {:.0}/s (p50 {:.2} ms, p99 {:.2} ms)",
+                rate(phases),
+                ms(phases, |p| p.p50),
+                ms(phases, |p| p.p99),
+            );
+        }
+        println!(
+            "{name}: SELECT 1 panel / pgbench: {:.2}x (goal 0.5x); protected / unprotected: {:.2}x (goal 0.8x)",
+            rate(one) / tps,
+            rate(protected) / rate(plain)
+        );
+    }
+    drop(subjects);
+    psql(&format!(
+        "DROP VIEW IF EXISTS {MASKS}.{TABLE}; DROP TABLE IF EXISTS {TABLE};"
+    ));
 }

@@ -83,6 +83,9 @@ pub struct Session {
     secrets: Vec<crate::model::Secret>,
     /// What a protected run verified of this session's role ([`verify::ensure`]).
     verified: Option<verify::Verified>,
+    /// What data protection does to each column of a kept statement, by text, under
+    /// `verified` (forgotten with it: a catalog that changed is read again).
+    treatments: HashMap<String, Arc<[Treatment]>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -102,6 +105,7 @@ impl Session {
         let statement = self.client.prepare(text).await?;
         if self.statements.len() >= STATEMENTS_KEPT {
             self.statements.clear();
+            self.treatments.clear();
         }
         self.statements.insert(text.to_owned(), statement.clone());
         Ok(statement)
@@ -161,6 +165,7 @@ impl managed::Manager for Manager {
             statements: HashMap::new(),
             secrets: target.secrets().cloned().collect(),
             verified: None,
+            treatments: HashMap::new(),
         })
     }
 
@@ -234,6 +239,7 @@ impl QueryRunner for PostgresRunner {
             Ok(()) if !read_only => {
                 // DISCARD ALL also deallocates the session's prepared statements.
                 session.statements.clear();
+                session.treatments.clear();
                 if session.client.batch_execute("DISCARD ALL").await.is_err() {
                     drop(Object::take(session));
                 }
@@ -596,9 +602,19 @@ async fn prepare<'a>(session: &mut Session, run: Run<'a>) -> Result<Prepared<'a>
         .map_err(|e| refused_by_privileges(&e, run.protection))?;
     let params = parameters(&statement, run.params)?;
     let treatments = match (run.protection, &masks) {
-        (Some(protection), Some(masks)) => {
-            Some(protect::treatments(session, &statement, protection, masks).await?)
-        }
+        (Some(protection), Some(masks)) => match session.treatments.get(run.text) {
+            Some(kept) => Some(Arc::clone(kept)),
+            None => {
+                let treatments: Arc<[Treatment]> =
+                    protect::treatments(session, &statement, protection, masks)
+                        .await?
+                        .into();
+                session
+                    .treatments
+                    .insert(run.text.to_owned(), Arc::clone(&treatments));
+                Some(treatments)
+            }
+        },
         _ => None,
     };
     let (columns, renders) = described(&statement, treatments.as_deref());

@@ -6,9 +6,12 @@
 //!
 //! The full check reads the catalog (a dozen joins); so a session keeps what it verified, with
 //! a fingerprint of everything the check depends on (relations, their columns, ACLs, owners,
-//! inheritance, view rules, functions, memberships, the role's attributes and settings), and
-//! each run compares the fingerprint (one query) and checks again whenever it changed or the
-//! policies did.
+//! inheritance, view rules, functions, memberships, the role's attributes and settings) and the
+//! snapshot it was read in, and checks again whenever the fingerprint or the policies changed.
+//! Each run first asks whether anything may have changed ([`UNCHANGED`], one prepared query):
+//! a snapshot equal to the verified one sees exactly the same committed transactions, hence
+//! the same catalog, and answers at once; any other snapshot (something was written anywhere
+//! since) has the fingerprint read again, in the same statement, and compared.
 
 use std::collections::HashMap;
 
@@ -33,19 +36,24 @@ pub(super) fn mask_schema(role: &str, schema: &str) -> String {
 pub(super) struct Verified {
     /// A digest of the policies' columns.
     policies: [u8; 32],
-    /// The catalog's fingerprint ([`FINGERPRINT`]) when it was verified.
+    /// The catalog's fingerprint ([`fingerprint!`]) when it was verified.
     fingerprint: String,
+    /// The snapshot (`txid_current_snapshot()`) of the latest check that found the catalog's
+    /// fingerprint unchanged: a run in an equal snapshot sees the same catalog.
+    snapshot: String,
     /// The verified masking views, by oid: the source table's schema and name.
     masks: HashMap<u32, (String, String)>,
 }
 
-/// Everything the verification reads, as one digest: each catalog row's identity and `xmin`
-/// (the transaction that wrote its current version, so any change to a row changes it: a
-/// grant, a redefined view or function, a new column, a membership), the role's attributes and
+/// Everything the verification reads, as one digest (a scalar subquery, so that a statement
+/// that may not need it reads nothing of it): each catalog row's identity and `xmin` (the
+/// transaction that wrote its current version, so any change to a row changes it: a grant, a
+/// redefined view or function, a new column, a membership), the role's attributes and
 /// settings, and who the session is. Temporary objects (each session's own) are left out, so
 /// that a session's own temporary tables don't make every other session verify again.
-const FINGERPRINT: &str = "\
-SELECT md5(concat_ws('|',
+macro_rules! fingerprint {
+    () => {
+        "(SELECT md5(concat_ws('|',
  (SELECT string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid) FROM pg_class
   WHERE relpersistence <> 't' AND (oid >= 16384 OR relacl IS NOT NULL)),
  (SELECT string_agg(a.attrelid::text || '.' || a.attnum::text || ':' || a.xmin::text, ',')
@@ -66,7 +74,22 @@ SELECT md5(concat_ws('|',
  (SELECT xmin::text FROM pg_database WHERE datname = current_database()),
  (SELECT string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid) FROM pg_foreign_server),
  (SELECT string_agg(concat_ws(',', umid, umuser), ';' ORDER BY umid) FROM pg_user_mappings),
- session_user, current_user))";
+ session_user, current_user)))"
+    };
+}
+
+/// The snapshot and the catalog's fingerprint, read in that snapshot (one statement).
+const CURRENT: &str = concat!("SELECT txid_current_snapshot()::text, ", fingerprint!());
+
+/// `$1` (the snapshot) when the catalog is what was verified: the snapshot equals the verified
+/// one (`$1`: nothing committed since, anywhere), or the fingerprint read in it equals the
+/// verified one (`$2`); NULL when it changed. The fingerprint is read only when the snapshots
+/// differ (PostgreSQL evaluates `OR` left to right, and a scalar subquery when first needed).
+const UNCHANGED: &str = concat!(
+    "SELECT CASE WHEN now.s = $1 OR ",
+    fingerprint!(),
+    " = $2 THEN now.s END FROM (SELECT txid_current_snapshot()::text AS s) AS now"
+);
 
 /// Every way the session's role could read a protected column, each with the statement that
 /// removes it (or NULL). The policies' columns are `$1`..`$4`: schema (NULL: any), table
@@ -229,31 +252,50 @@ GROUP BY n.nspname, c.relname, c.relrowsecurity";
 /// Checks that `session`'s role can't read a column `protection` protects (again only when the
 /// policies or the catalog changed since the session last verified it), and answers its
 /// verified masking views (by oid: the table each masks); refused, naming what to change, when
-/// it can.
+/// it can. A new verification forgets what the session kept of its statements' columns.
 pub(super) async fn ensure(
     session: &mut Session,
     protection: &Protection,
 ) -> Result<HashMap<u32, (String, String)>, RunError> {
     let policies = digest(protection);
-    let fingerprint = session
-        .client
-        .query_one(FINGERPRINT, &[])
-        .await
-        .map_err(|e| database_error(&e))?
-        .get::<_, String>(0);
     if let Some(verified) = &session.verified
         && verified.policies == policies
-        && verified.fingerprint == fingerprint
     {
-        return Ok(verified.masks.clone());
+        let (snapshot, fingerprint) = (verified.snapshot.clone(), verified.fingerprint.clone());
+        let unchanged = session
+            .prepare(UNCHANGED)
+            .await
+            .map_err(|e| database_error(&e))?;
+        let now: Option<String> = session
+            .client
+            .query_one(&unchanged, &[&snapshot, &fingerprint])
+            .await
+            .map_err(|e| database_error(&e))?
+            .get(0);
+        if let (Some(now), Some(verified)) = (now, session.verified.as_mut()) {
+            verified.snapshot = now;
+            return Ok(verified.masks.clone());
+        }
     }
     session.verified = None;
+    session.treatments.clear();
+    let current = session
+        .prepare(CURRENT)
+        .await
+        .map_err(|e| database_error(&e))?;
+    let row = session
+        .client
+        .query_one(&current, &[])
+        .await
+        .map_err(|e| database_error(&e))?;
+    let (snapshot, fingerprint): (String, String) = (row.get(0), row.get(1));
     let masks = verify(session, protection).await?;
-    // What was verified is what the fingerprint was before the check: a change made while it
-    // ran makes the next run check again.
+    // What was verified is what the catalog was before the check: a change made while it ran
+    // makes the next run check again.
     session.verified = Some(Verified {
         policies,
         fingerprint,
+        snapshot,
         masks: masks.clone(),
     });
     Ok(masks)
