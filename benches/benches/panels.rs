@@ -146,6 +146,8 @@ struct Subject {
     _dir: tempfile::TempDir,
     _server: tokio::process::Child,
     addr: std::net::SocketAddr,
+    /// Where its `/metrics` are.
+    metrics: std::net::SocketAddr,
     /// `SELECT 1 AS one`, the plain panel, and the protected one.
     runs: [Arc<Vec<Vec<u8>>>; 3],
 }
@@ -229,9 +231,14 @@ async fn subject(name: &'static str, binary: &Path) -> Subject {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let data = dir.path().join("data");
     let user = user_key(binary, &data);
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let listen = metrics.to_string();
     let env = [
         ("DBCONSOLE_API_KEY", API_KEY),
         ("DBCONSOLE_ACCESS_TOKEN", TOKEN),
+        ("DBCONSOLE_METRICS_LISTEN", listen.as_str()),
         ("RUST_LOG", "warn"),
     ];
     let (server, addr) = start_server(binary, &data, &env).await;
@@ -269,8 +276,69 @@ async fn subject(name: &'static str, binary: &Path) -> Subject {
         _dir: dir,
         _server: server,
         addr,
+        metrics,
         runs: [one, plain, protected],
     }
+}
+
+/// The value of each unlabelled line of `addr`'s `/metrics`.
+async fn metrics(addr: std::net::SocketAddr) -> std::collections::HashMap<String, f64> {
+    let stream = TcpStream::connect(addr).await.expect("connect");
+    let mut reader = BufReader::new(stream);
+    let request = b"GET /metrics HTTP/1.1\r\nhost: bench\r\nconnection: close\r\n\r\n";
+    reader.get_mut().write_all(request).await.expect("send");
+    let (_, body) = read_response(&mut reader).await.expect("the metrics");
+    String::from_utf8_lossy(&body)
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.contains('{'))
+        .filter_map(|line| {
+            let (name, value) = line.split_once(' ')?;
+            Some((name.to_owned(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// Run events written durably per second while `phase` ran, from the counter before and after.
+struct Events {
+    per_second: f64,
+    peak: f64,
+}
+
+async fn load_with_events(
+    subject: &Subject,
+    runs: &Arc<Vec<Vec<u8>>>,
+    period: Duration,
+) -> (Phase, Option<Events>) {
+    const WRITTEN: &str = "dbconsole_run_events_written_total";
+    let before = metrics(subject.metrics).await.get(WRITTEN).copied();
+    let started = std::time::Instant::now();
+    let phase = load(subject.addr, CLIENTS, Arc::clone(runs), 200, period).await;
+    // Until the backlog is written: the events of the phase's runs, durable.
+    let mut after = metrics(subject.metrics).await;
+    for _ in 0..100 {
+        if after
+            .get("dbconsole_run_events_backlog")
+            .copied()
+            .unwrap_or(0.0)
+            == 0.0
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        after = metrics(subject.metrics).await;
+    }
+    let took = started.elapsed().as_secs_f64();
+    let peak = after
+        .get("dbconsole_run_events_backlog_peak")
+        .copied()
+        .unwrap_or(0.0);
+    let events = before
+        .zip(after.get(WRITTEN).copied())
+        .map(|(before, written)| Events {
+            per_second: (written - before) / took,
+            peak,
+        });
+    (phase, events)
 }
 
 fn median_of(phases: &[Phase], f: impl Fn(&Phase) -> f64) -> f64 {
@@ -291,6 +359,7 @@ async fn run() {
     let period = Duration::from_secs(seconds);
     // By subject, by panel: each round's phase.
     let mut measured: Vec<[Vec<Phase>; 3]> = subjects.iter().map(|_| Default::default()).collect();
+    let mut written: Vec<Vec<(f64, Events)>> = subjects.iter().map(|_| Vec::new()).collect();
     let mut baseline = Vec::new();
     for _ in 0..rounds {
         baseline.push(
@@ -298,15 +367,20 @@ async fn run() {
                 .await
                 .expect("pgbench"),
         );
-        for (subject, phases) in subjects.iter().zip(&mut measured) {
+        for ((subject, phases), events) in subjects.iter().zip(&mut measured).zip(&mut written) {
             for (runs, phases) in subject.runs.iter().zip(phases.iter_mut()) {
-                phases.push(load(subject.addr, CLIENTS, Arc::clone(runs), 200, period).await);
+                let (phase, written) = load_with_events(subject, runs, period).await;
+                if let Some(written) = written {
+                    events.push((phase.per_second, written));
+                }
+                phases.push(phase);
             }
         }
     }
     let tps = median(baseline);
     println!("pgbench -M prepared -c {CLIENTS}, BEGIN READ ONLY; SELECT 1; ROLLBACK: {tps:.0} tps");
-    for (subject, [one, plain, protected]) in subjects.iter().zip(&measured) {
+    for ((subject, [one, plain, protected]), events) in subjects.iter().zip(&measured).zip(&written)
+    {
         let rate = |phases: &[Phase]| median_of(phases, |p| p.per_second);
         let ms = |phases: &[Phase], f: fn(&Phase) -> Duration| {
             median_of(phases, |p| f(p).as_secs_f64() * 1000.0)
@@ -325,6 +399,18 @@ async fn run() {
             rate(one) / tps,
             rate(protected) / rate(plain)
         );
+        if !events.is_empty() {
+            let keeping_up = events
+                .iter()
+                .map(|(runs, events)| events.per_second / runs)
+                .fold(f64::INFINITY, f64::min);
+            let peak = events.iter().map(|(_, e)| e.peak).fold(0.0, f64::max);
+            println!(
+                "{name}: durable run events per second / runs per second, lowest of the phases: \
+                 {keeping_up:.2} (the phase's time includes the wait for its backlog); backlog \
+                 peak {peak:.0} events (bound 1024)"
+            );
+        }
     }
     drop(subjects);
     psql(&format!(

@@ -10,6 +10,9 @@
 //! | `dbconsole_check_connection_duration_seconds` | histogram | `adapter` |
 //! | `dbconsole_storage_errors_total` | counter | `kind` (`unavailable`, `full`, `backend`) |
 //! | `dbconsole_delivery_attempts_total` | counter | `kind` (`workflow`, `slack`), `outcome` (`delivered`, `retry`, `dead`) |
+//! | `dbconsole_run_events_written_total` | counter | |
+//! | `dbconsole_run_events_backlog` | gauge | |
+//! | `dbconsole_run_events_backlog_peak` | gauge | |
 
 use std::time::Duration;
 
@@ -33,6 +36,24 @@ pub const QUERY_ROWS: &str = "dbconsole_query_rows_total";
 pub const DELIVERY_ATTEMPTS: &str = "dbconsole_delivery_attempts_total";
 /// Storage failures that reached a request, by kind.
 pub const STORAGE_ERRORS: &str = "dbconsole_storage_errors_total";
+
+/// Run events written durably (a panel's, an agent's, …: docs/operations.md, "Run events").
+pub const RUN_EVENTS_WRITTEN: &str = "dbconsole_run_events_written_total";
+/// Answered runs whose event is not durable yet.
+pub const RUN_EVENTS_BACKLOG: &str = "dbconsole_run_events_backlog";
+/// The largest backlog since the start.
+pub const RUN_EVENTS_BACKLOG_PEAK: &str = "dbconsole_run_events_backlog_peak";
+
+/// `written` run events made durable.
+pub(crate) fn record_run_events_written(written: u64) {
+    metrics::counter!(RUN_EVENTS_WRITTEN).increment(written);
+}
+
+/// The run events' backlog now, and its peak.
+pub(crate) fn record_run_events_backlog(backlog: usize, peak: usize) {
+    metrics::gauge!(RUN_EVENTS_BACKLOG).set(backlog as f64);
+    metrics::gauge!(RUN_EVENTS_BACKLOG_PEAK).set(peak as f64);
+}
 
 /// One request answered.
 pub fn record_request(route: &'static str, method: &Method, status: StatusCode, took: Duration) {

@@ -108,6 +108,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             life: std::time::Duration::from_secs(args.row_token_life_secs),
             unverified_rows: args.allow_unverified_rows,
         })
+        .run_events_bound(args.run_events_backlog as usize)
         .outbox(OutboxTargets {
             workflows: targets.workflow_url.is_some(),
             slack: targets.slack_token.is_some(),
@@ -218,6 +219,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     );
     tokio::spawn(worker.run(std::future::pending()));
     let (shutdown, force) = signal.stages();
+    let events = service.clone();
     dbconsole_server::serve_console(
         listener,
         service,
@@ -228,6 +230,17 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         force,
     )
     .await;
+    // The answered runs' audit events, written before the program ends.
+    if tokio::time::timeout(RUN_EVENTS_SETTLE, events.settle_run_events())
+        .await
+        .is_err()
+    {
+        let left = events.run_events().backlog;
+        tracing::error!(
+            left,
+            "the audit events of answered runs were not all written in time"
+        );
+    }
     #[cfg(unix)]
     if let Some(admin) = admin {
         admin.shutdown().await;
@@ -342,6 +355,9 @@ async fn prune_audit_hourly(service: ConsoleService) {
         }
     }
 }
+
+/// How long a stopping server waits for the audit events of the runs it answered.
+const RUN_EVENTS_SETTLE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How often the audit trail's retention is applied.
 const AUDIT_PRUNE_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);

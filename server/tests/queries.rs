@@ -7,9 +7,12 @@
 mod support;
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use dbconsole_tests::eventually;
+use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 use support::process::{HANG_GUARD, Server};
 use support::{Conn, create_key, postgres_admin, request, request_text};
@@ -481,4 +484,166 @@ async fn ten_million_rows_stream_with_the_server_memory_flat() {
         "the server grew by {growth} KiB while streaming 10 million rows"
     );
     server.stop().await;
+}
+
+/// A dashboard with one `SELECT 1` panel on the test PostgreSQL (as `checker`): the path of
+/// its run.
+async fn one_panel(server: &Server) -> (String, String) {
+    let database = json!({
+        "name": "run events",
+        "adapter": "postgres",
+        "hostname": "127.0.0.1",
+        "port": PORT,
+        "database": "checkdb",
+        "credentials": [{"username": "checker", "password": "checkpw"}],
+    })
+    .to_string();
+    let db = request(
+        server.addr,
+        "POST",
+        "/api/v1/console/databases",
+        &[("x-api-key", ADMIN_KEY)],
+        Some(&database),
+    )
+    .await;
+    assert_eq!(db.status, 200, "{}", db.body);
+    let dashboard = json!({
+        "name": "run events",
+        "restricted_access": false,
+        "panels": [{"title": "one", "details": {
+            "__type__": "query",
+            "query": "SELECT 1 AS one",
+            "credential_id": db.json()["credentials"][0]["id"],
+        }}],
+    })
+    .to_string();
+    let dashboard = request(
+        server.addr,
+        "POST",
+        "/api/v1/dashboards",
+        &[("x-api-key", ADMIN_KEY)],
+        Some(&dashboard),
+    )
+    .await;
+    assert_eq!(dashboard.status, 200, "{}", dashboard.body);
+    let dashboard = dashboard.json();
+    let id = dashboard["id"].as_str().unwrap().to_owned();
+    let path = format!(
+        "/api/v1/dashboards/{id}/panels/{}/run",
+        dashboard["panels"][0]["id"].as_str().unwrap()
+    );
+    (id, path)
+}
+
+/// The `panel.run` events of dashboard `id`, every page.
+async fn panel_run_events(server: &Server, id: &str) -> usize {
+    let (mut count, mut after) = (0, String::new());
+    loop {
+        let page = request(
+            server.addr,
+            "GET",
+            &format!("/api/v1/console/audit?resource={id}&action=panel.run&limit=100{after}"),
+            &[("x-api-key", ADMIN_KEY)],
+            None,
+        )
+        .await;
+        assert_eq!(page.status, 200, "{}", page.body);
+        let page = page.json();
+        count += page["data"].as_array().unwrap().len();
+        match page["next"].as_str() {
+            Some(next) => after = format!("&after={next}"),
+            None => return count,
+        }
+    }
+}
+
+/// A panel run's audit event is written after its answer (docs/operations.md, "Run events"):
+/// killed with SIGKILL under 16 clients running panels, with the backlog bound at 4, the server
+/// loses at most 4 events of runs it answered; stopped with SIGTERM, none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigkill_loses_at_most_the_backlog_of_answered_runs_events() {
+    const BOUND: u64 = 4;
+    const CLIENTS: usize = 16;
+    postgres_admin().await;
+    let data = tempfile::tempdir().unwrap();
+    let user_key = alice_key(data.path()).await;
+    for stop in [Signal::SIGKILL, Signal::SIGTERM] {
+        let server = start_with(data.path(), &["--run-events-backlog", "4"]).await;
+        let (id, path) = one_panel(&server).await;
+        let (answered, wrong) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let clients: Vec<_> = (0..CLIENTS)
+            .map(|_| {
+                let (addr, key, path) = (server.addr, user_key.clone(), path.clone());
+                let (answered, wrong) = (Arc::clone(&answered), Arc::clone(&wrong));
+                tokio::spawn(async move {
+                    // Until the server goes away: each run on one keep-alive connection.
+                    let Ok(stream) = tokio::net::TcpStream::connect(addr).await else {
+                        return;
+                    };
+                    let Ok((mut sender, connection)) =
+                        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                            .await
+                    else {
+                        return;
+                    };
+                    tokio::spawn(connection);
+                    loop {
+                        let request = http::Request::post(path.as_str())
+                            .header("x-api-key", key.as_str())
+                            .header("content-type", "application/json")
+                            .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
+                            .unwrap();
+                        let Ok(response) = sender.send_request(request).await else {
+                            return;
+                        };
+                        let status = response.status();
+                        let Ok(body) = http_body_util::BodyExt::collect(response.into_body()).await
+                        else {
+                            return;
+                        };
+                        let body = body.to_bytes();
+                        if status == 200 && body.windows(12).any(|w| w == b"\"rows\":[[1]]") {
+                            answered.fetch_add(1, Ordering::SeqCst);
+                        } else {
+                            wrong.fetch_add(1, Ordering::SeqCst);
+                            return;
+                        }
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let mut server = server;
+        server.signal(stop);
+        server.exit_status().await;
+        for client in clients {
+            let ended = tokio::time::timeout(HANG_GUARD, client).await;
+            assert!(ended.is_ok(), "a client still runs after the server ended");
+        }
+        assert_eq!(
+            wrong.load(Ordering::SeqCst),
+            0,
+            "every answer was the panel's row"
+        );
+        let answered = answered.load(Ordering::SeqCst);
+        assert!(answered > 100, "{answered} runs answered in 1.5 s");
+        let server = start(data.path()).await;
+        let events = panel_run_events(&server, &id).await as u64;
+        println!("{stop:?}: {answered} runs answered, {events} events after the restart");
+        let lost = answered.saturating_sub(events);
+        match stop {
+            Signal::SIGKILL => assert!(
+                lost <= BOUND,
+                "{lost} answered runs lack their event, over the backlog of {BOUND}"
+            ),
+            _ => assert_eq!(lost, 0, "a stop writes every answered run's event"),
+        }
+        // A run answered is never missing more than that; a run never answered may have its
+        // event (it was durable before the answer reached the client).
+        assert!(
+            events <= answered + CLIENTS as u64,
+            "{events} events, {answered} answered"
+        );
+        server.stop().await;
+    }
 }

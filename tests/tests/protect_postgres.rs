@@ -649,3 +649,199 @@ async fn protected_columns_never_leak_whatever_the_statement() {
         .await
         .unwrap();
 }
+
+/// What a protected panel keeps between runs (its session's verification, its statement's
+/// prepared columns) never outlives a change: after each change below, the same panel on the
+/// same pooled session is refused, never answering what its first run masked or was refused;
+/// after the change is undone it runs masked again. The changes: a masking view redefined to
+/// select the protected column, a column added, columns renamed so that the protected name is
+/// a column the role may read, a function
+/// replaced by one with its owner's rights, the policies, and the credential rotated to a role
+/// that can read the column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protected_panel_keeps_nothing_across_a_change() {
+    let postgres = postgres_admin().await;
+    let t = format!("dp_stale_{}", std::process::id());
+    postgres
+        .batch_execute(&format!(
+            "DROP VIEW IF EXISTS {MASKS}.{t}; DROP TABLE IF EXISTS {t} CASCADE;
+             CREATE TABLE {t} (id int PRIMARY KEY, email text, name text);
+             INSERT INTO {t} VALUES (1, 's3cr3t.alice@leak.test', 'Alice'), (2, NULL, 'Bob');
+             CREATE OR REPLACE FUNCTION {t}_leak() RETURNS text LANGUAGE sql SECURITY INVOKER AS
+               $$ SELECT email FROM public.{t} WHERE id = 1 $$;
+             GRANT SELECT (id, name) ON {t} TO {READER};
+             GRANT SELECT ON {t} TO dp_owner;
+             SET ROLE dp_owner;
+             CREATE VIEW {MASKS}.{t} AS SELECT id,
+               CASE WHEN email IS NULL THEN NULL ELSE '****'::text END AS email, name FROM public.{t};
+             RESET ROLE;
+             GRANT SELECT ON {MASKS}.{t} TO {READER};"
+        ))
+        .await
+        .unwrap();
+    let policies = |more: Option<&str>| {
+        let mut columns = vec![json!({"column": format!("{t}.email"), "action": "mask"})];
+        if let Some(column) = more {
+            columns.push(json!({"column": column, "action": "hide"}));
+        }
+        json!({"policies": [{"name": "pii", "columns": columns}]})
+    };
+    let fixture = Fixture::protected_as(
+        "postgres",
+        PORT,
+        &t,
+        json!([{"column": format!("{t}.email"), "action": "mask"}]),
+        READER,
+    )
+    .await;
+    let console = &fixture.console;
+    let panel = |query: String| {
+        json!({"title": "p", "details": {"__type__": "query", "query": query,
+            "credential_id": fixture.credential}})
+    };
+    let dashboard = console
+        .send(
+            http::Method::POST,
+            "/v1/dashboards",
+            Some(root()),
+            None,
+            Some(
+                &json!({"name": "kept", "restricted_access": false, "panels": [
+                    panel(format!("SELECT id, email, name FROM {t} ORDER BY id")),
+                    panel(format!("SELECT {t}_leak() AS leak")),
+                ]}),
+            ),
+        )
+        .await
+        .expect(200)
+        .json();
+    let run = |index: usize| {
+        let path = format!(
+            "/v1/dashboards/{}/panels/{}/run",
+            dashboard["id"].as_str().unwrap(),
+            dashboard["panels"][index]["id"].as_str().unwrap()
+        );
+        async move {
+            let answer = console
+                .send(
+                    http::Method::POST,
+                    &path,
+                    Some(alice()),
+                    None,
+                    Some(&json!({})),
+                )
+                .await;
+            assert!(leaks(&answer.text()).is_none(), "{}", answer.text());
+            answer
+        }
+    };
+    let masked = json!([[1, "****", "Alice"], [2, null, "Bob"]]);
+    let runs_masked = || async {
+        // Twice: the second run is the one that uses what the first kept.
+        for _ in 0..2 {
+            assert_eq!(run(0).await.expect(200).json()["rows"], masked);
+            let refused = run(1).await.expect(422).text();
+            assert!(refused.contains("data protection"), "{refused}");
+        }
+    };
+    runs_masked().await;
+    for (change, undo, says) in [
+        (
+            format!(
+                "SET ROLE dp_owner; CREATE OR REPLACE VIEW {MASKS}.{t} AS SELECT id, email, name \
+                 FROM public.{t}; RESET ROLE"
+            ),
+            format!(
+                "SET ROLE dp_owner; CREATE OR REPLACE VIEW {MASKS}.{t} AS SELECT id, CASE WHEN \
+                 email IS NULL THEN NULL ELSE '****'::text END AS email, name FROM public.{t}; \
+                 RESET ROLE"
+            ),
+            "not defined as dbconsole defines it",
+        ),
+        (
+            format!("ALTER TABLE {t} ADD COLUMN extra text"),
+            format!("ALTER TABLE {t} DROP COLUMN extra"),
+            "not defined as dbconsole defines it",
+        ),
+        // The protected name moves to a column the role may read.
+        (
+            format!(
+                "ALTER TABLE {t} RENAME COLUMN email TO mail; \
+                 ALTER TABLE {t} RENAME COLUMN name TO email"
+            ),
+            format!(
+                "ALTER TABLE {t} RENAME COLUMN email TO name; \
+                 ALTER TABLE {t} RENAME COLUMN mail TO email"
+            ),
+            "can read",
+        ),
+        (
+            format!(
+                "CREATE OR REPLACE FUNCTION {t}_leak() RETURNS text LANGUAGE sql SECURITY DEFINER \
+                 AS $$ SELECT email FROM public.{t} WHERE id = 1 $$"
+            ),
+            format!(
+                "CREATE OR REPLACE FUNCTION {t}_leak() RETURNS text LANGUAGE sql SECURITY INVOKER \
+                 AS $$ SELECT email FROM public.{t} WHERE id = 1 $$"
+            ),
+            "runs with the rights of",
+        ),
+    ] {
+        postgres
+            .batch_execute(&change)
+            .await
+            .unwrap_or_else(|e| panic!("{change}: {e}"));
+        for index in [0, 1] {
+            let text = run(index).await.expect(422).text();
+            assert!(text.contains(says), "after {change}, panel {index}: {text}");
+        }
+        postgres
+            .batch_execute(&undo)
+            .await
+            .unwrap_or_else(|e| panic!("{undo}: {e}"));
+        runs_masked().await;
+    }
+    // The policies: a column the role may read becomes hidden.
+    console
+        .protect(&fixture.db, &policies(Some(&format!("{t}.name"))))
+        .await;
+    let text = run(0).await.expect(422).text();
+    assert!(text.contains("can read"), "after the policy change: {text}");
+    console.protect(&fixture.db, &policies(None)).await;
+    runs_masked().await;
+    // The credential rotated to a role that can read the protected column (its owner).
+    let rotate = |username: &str| {
+        json!({"credentials": [{"id": fixture.credential, "username": username,
+            "password": "checkpw"}]})
+    };
+    let path = format!("/api/v1/console/databases/{}", fixture.db);
+    console
+        .send(
+            http::Method::PATCH,
+            &path,
+            None,
+            None,
+            Some(&rotate("checker")),
+        )
+        .await
+        .expect(200);
+    let text = run(0).await.expect(422).text();
+    assert!(text.contains("can read"), "after the rotation: {text}");
+    console
+        .send(
+            http::Method::PATCH,
+            &path,
+            None,
+            None,
+            Some(&rotate(READER)),
+        )
+        .await
+        .expect(200);
+    runs_masked().await;
+    postgres
+        .batch_execute(&format!(
+            "DROP VIEW {MASKS}.{t}; DROP TABLE {t} CASCADE; DROP FUNCTION {t}_leak()"
+        ))
+        .await
+        .unwrap();
+}

@@ -36,6 +36,7 @@ mod request_id;
 mod response;
 mod router;
 mod row_tokens;
+pub mod run_events;
 mod schema;
 
 pub use error::ApiError;
@@ -44,6 +45,7 @@ pub use queries::{DEFAULT_MAX_ROWS, DEFAULT_ROW_LIMIT, DEFAULT_STATEMENT_TIMEOUT
 pub use request_id::{REQUEST_ID_HEADER, REQUEST_ID_MAX, RequestId};
 pub use response::{BodyError, ResponseBody};
 pub use row_tokens::RowTokenOptions;
+pub use run_events::RunEventStats;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -119,6 +121,8 @@ struct Shared {
     schemas: schema::SchemaCache,
     /// How panel rows' tokens behave.
     row_tokens: RowTokenOptions,
+    /// The audit events of panel (and other event-only) runs, written off their way.
+    run_events: Arc<run_events::RunEvents>,
 }
 
 /// Builds a [`ConsoleService`].
@@ -165,6 +169,7 @@ impl ConsoleService {
                 session_touched: browser::Touched::default(),
                 schemas: schema::SchemaCache::default(),
                 row_tokens: RowTokenOptions::default(),
+                run_events: Arc::new(run_events::RunEvents::new(run_events::DEFAULT_BOUND, false)),
             },
         }
     }
@@ -182,6 +187,18 @@ impl ConsoleService {
     /// How the service's browser sessions behave.
     pub fn session_options(&self) -> &browser::SessionOptions {
         &self.shared.sessions
+    }
+
+    /// What the writer of run events (a panel's, an agent's, …) has done: written, failed,
+    /// the backlog of answered runs whose events are not durable yet, its peak and its bound.
+    pub fn run_events(&self) -> RunEventStats {
+        self.shared.run_events.stats()
+    }
+
+    /// Waits until the event of every answered run is durable (or its write failed, logged):
+    /// call it once the server stopped answering, before the program ends.
+    pub async fn settle_run_events(&self) {
+        self.shared.run_events.settle().await;
     }
 
     /// Deletes the audit events beyond the retention the service was built with (oldest
@@ -282,6 +299,18 @@ impl ConsoleServiceBuilder {
     /// turn it on when the program installs a recorder (default off: nothing is measured).
     pub fn metrics(mut self, on: bool) -> Self {
         self.shared.metrics = on;
+        self.shared.run_events = Arc::new(run_events::RunEvents::new(
+            self.shared.run_events.bound(),
+            on,
+        ));
+        self
+    }
+
+    /// The most answered runs (of panels, agents' tools, catalog reads, role checks) whose
+    /// audit events may not be durable yet (default [`run_events::DEFAULT_BOUND`], at least 1):
+    /// what a crash can lose. A run waits before its answer ends while the backlog is full.
+    pub fn run_events_bound(mut self, bound: usize) -> Self {
+        self.shared.run_events = Arc::new(run_events::RunEvents::new(bound, self.shared.metrics));
         self
     }
 

@@ -481,6 +481,17 @@ pub struct ServeArgs {
     )]
     pub row_token_life_secs: u64,
 
+    /// The most answered runs (of panels, AI agents' tools, catalog reads, role checks) whose
+    /// audit events are not yet durable: what a crash can lose (docs/operations.md, "Run
+    /// events"). A run's answer waits for a place while this many are being written.
+    #[arg(
+        long,
+        env = "DBCONSOLE_RUN_EVENTS_BACKLOG",
+        default_value_t = 1024,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub run_events_backlog: u32,
+
     /// Accept a row action's trigger that brings the clicked row's values itself, without the
     /// row token a panel run gave (a row the caller claims): only for clients made before row
     /// tokens. Off by default; logged at start (docs/workflows.md, "Row tokens").

@@ -38,96 +38,89 @@ pub(in crate::service) enum Record {
     },
 }
 
-/// Writes how a run ended: the query's outcome with its event, or a panel's event.
-pub(super) async fn record_outcome(
+/// Writes how a stored query's run ended: its status and run, with its audit event, in one
+/// change.
+pub(super) async fn record_query(
     storage: &dyn crate::storage::Storage,
-    record: Record,
+    query: Box<Query>,
+    origin: &Origin,
     facts: RunFacts,
     truncated: bool,
     error: Option<String>,
 ) -> Result<(), StorageError> {
-    match record {
-        Record::Query { query, origin } => {
-            let done = query.finished(&facts, truncated, error, Timestamp::now());
-            let mut event = AuditEvent::new(
-                &origin.without_idempotency(),
-                AuditAction::QueryRun,
-                done.id.as_str(),
-                Vec::new(),
-            );
-            event.run = Some(facts);
-            storage
-                .replace_query(done, query.updated_at, WriteLog::from(event))
-                .await
+    let done = query.finished(&facts, truncated, error, Timestamp::now());
+    let mut event = AuditEvent::new(
+        &origin.without_idempotency(),
+        AuditAction::QueryRun,
+        done.id.as_str(),
+        Vec::new(),
+    );
+    event.run = Some(facts);
+    storage
+        .replace_query(done, query.updated_at, WriteLog::from(event))
+        .await
+}
+
+impl Record {
+    /// The metrics' name of the kind of run.
+    pub(super) fn kind(&self) -> &'static str {
+        match self {
+            Record::Query { .. } => "query",
+            Record::Panel { .. } => "panel",
+            Record::PanelTest { .. } => "panel_test",
+            Record::Agent { .. } => "agent",
+            Record::Schema { .. } => "schema",
+            Record::ProtectionCheck { .. } => "protection_check",
         }
-        Record::Panel {
-            dashboard_id,
-            panel_id,
-            origin,
-        } => {
-            let mut event = AuditEvent::new(
-                &origin.without_idempotency(),
+    }
+
+    /// The audit event of a run that records nothing else, with its `facts`: every run but a
+    /// stored query's (`Err` gives the query back: [`record_query`]).
+    pub(super) fn event(self, facts: RunFacts) -> Result<AuditEvent, (Box<Query>, Origin)> {
+        let (origin, action, resource, changed) = match self {
+            Record::Query { query, origin } => return Err((query, origin)),
+            Record::Panel {
+                dashboard_id,
+                panel_id,
+                origin,
+            } => (
+                origin,
                 AuditAction::PanelRun,
-                &dashboard_id,
+                dashboard_id,
                 vec![format!("panels[{panel_id}]")],
-            );
-            event.run = Some(facts);
-            storage.append_log(event.into()).await
-        }
-        Record::PanelTest {
-            database_id,
-            origin,
-        } => {
-            let mut event = AuditEvent::new(
-                &origin.without_idempotency(),
-                AuditAction::PanelTestRun,
-                &database_id,
-                Vec::new(),
-            );
-            event.run = Some(facts);
-            storage.append_log(event.into()).await
-        }
-        Record::Agent {
-            database_id,
-            tool,
-            origin,
-        } => {
-            let mut event = AuditEvent::new(
-                &origin.without_idempotency(),
+            ),
+            Record::PanelTest {
+                database_id,
+                origin,
+            } => (origin, AuditAction::PanelTestRun, database_id, Vec::new()),
+            Record::Agent {
+                database_id,
+                tool,
+                origin,
+            } => (
+                origin,
                 AuditAction::AgentCall,
-                &database_id,
+                database_id,
                 vec![tool.to_owned()],
-            );
-            event.run = Some(facts);
-            storage.append_log(event.into()).await
-        }
-        Record::ProtectionCheck {
-            database_id,
-            credential_id,
-            origin,
-        } => {
-            let mut event = AuditEvent::new(
-                &origin.without_idempotency(),
+            ),
+            Record::ProtectionCheck {
+                database_id,
+                credential_id,
+                origin,
+            } => (
+                origin,
                 AuditAction::ProtectionCheck,
-                &database_id,
+                database_id,
                 vec![format!("credentials[{credential_id}]")],
-            );
-            event.run = Some(facts);
-            storage.append_log(event.into()).await
-        }
-        Record::Schema {
-            database_id,
-            origin,
-        } => {
-            let mut event = AuditEvent::new(
-                &origin.without_idempotency(),
-                AuditAction::SchemaRead,
-                &database_id,
-                Vec::new(),
-            );
-            event.run = Some(facts);
-            storage.append_log(event.into()).await
-        }
+            ),
+            Record::Schema {
+                database_id,
+                origin,
+            } => (origin, AuditAction::SchemaRead, database_id, Vec::new()),
+        };
+        let mut event = AuditEvent::new(&origin.without_idempotency(), action, &resource, changed);
+        event.run = Some(facts);
+        Ok(event)
     }
 }
 

@@ -24,7 +24,7 @@ use super::super::error::ApiError;
 use super::super::response::ResponseBody;
 use super::Record;
 use super::admission::Guarded;
-use super::outcome::{record_outcome, run_error};
+use super::outcome::{record_query, run_error};
 
 /// A run, ready to start: everything admission decided.
 #[derive(Debug)]
@@ -159,6 +159,7 @@ impl Shared {
             sink.stamp_rows(stamp);
         }
         let storage = Arc::clone(&self.storage);
+        let events = Arc::clone(&self.run_events);
         let measured = self.metrics;
         let facts = RunFacts {
             database_id: db.id.as_str().to_owned(),
@@ -181,15 +182,8 @@ impl Shared {
                 Err(RunError::TimedOut(_)) => RunOutcome::TimedOut,
                 Err(_) => RunOutcome::Failed,
             };
-            let kind = match record {
-                Record::Query { .. } => "query",
-                Record::Panel { .. } => "panel",
-                Record::PanelTest { .. } => "panel_test",
-                Record::Agent { .. } => "agent",
-                Record::Schema { .. } => "schema",
-                Record::ProtectionCheck { .. } => "protection_check",
-            };
             if measured {
+                let kind = record.kind();
                 metrics::record_run(adapter.as_str(), kind, run_outcome.as_str(), rows, took);
             }
             let facts = RunFacts {
@@ -200,24 +194,22 @@ impl Shared {
             };
             let error = outcome.as_ref().err().map(ToString::to_string);
             // A query's history holds its outcome before the client reads the end of its
-            // result; a panel's event is written after (it is on no one's way).
-            let record = match record {
-                query @ Record::Query { .. } => {
+            // result; any other run's event is written after, off its way, by the run events'
+            // writer (a slot taken first bounds the answered runs whose events aren't durable).
+            match record.event(facts.clone()) {
+                Ok(event) => {
+                    let slot = events.slot().await;
+                    sink.finish(&outcome, duration_ms).await;
+                    events.write(&storage, slot, event.into());
+                }
+                Err((query, origin)) => {
                     let written =
-                        record_outcome(&*storage, query, facts.clone(), truncated, error.clone())
-                            .await;
+                        record_query(&*storage, query, &origin, facts, truncated, error).await;
                     if let Err(error) = written {
                         tracing::error!(%error, "the outcome of a run could not be recorded");
                     }
-                    None
+                    sink.finish(&outcome, duration_ms).await;
                 }
-                panel => Some(panel),
-            };
-            sink.finish(&outcome, duration_ms).await;
-            if let Some(panel) = record
-                && let Err(error) = record_outcome(&*storage, panel, facts, truncated, error).await
-            {
-                tracing::error!(%error, "the outcome of a run could not be recorded");
             }
         });
         match start.await {
