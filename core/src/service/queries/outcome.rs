@@ -75,10 +75,10 @@ impl Record {
     }
 
     /// The audit event of a run that records nothing else, with its `facts`: every run but a
-    /// stored query's (`Err` gives the query back: [`record_query`]).
-    pub(super) fn event(self, facts: RunFacts) -> Result<AuditEvent, (Box<Query>, Origin)> {
+    /// stored query's (which is given back: [`record_query`]).
+    pub(super) fn event(self, facts: RunFacts) -> Recorded {
         let (origin, action, resource, changed) = match self {
-            Record::Query { query, origin } => return Err((query, origin)),
+            Record::Query { query, origin } => return Recorded::Query { query, origin },
             Record::Panel {
                 dashboard_id,
                 panel_id,
@@ -120,8 +120,16 @@ impl Record {
         };
         let mut event = AuditEvent::new(&origin.without_idempotency(), action, &resource, changed);
         event.run = Some(facts);
-        Ok(event)
+        Recorded::Event(Box::new(event))
     }
+}
+
+/// How a run's outcome is recorded ([`Record::event`]).
+pub(super) enum Recorded {
+    /// Its audit event alone.
+    Event(Box<AuditEvent>),
+    /// A stored query's outcome ([`record_query`]).
+    Query { query: Box<Query>, origin: Origin },
 }
 
 pub(super) fn run_error(error: RunError) -> ApiError {

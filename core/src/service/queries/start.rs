@@ -24,7 +24,7 @@ use super::super::error::ApiError;
 use super::super::response::ResponseBody;
 use super::Record;
 use super::admission::Guarded;
-use super::outcome::{record_query, run_error};
+use super::outcome::{Recorded, record_query, run_error};
 
 /// A run, ready to start: everything admission decided.
 #[derive(Debug)]
@@ -197,12 +197,12 @@ impl Shared {
             // result; any other run's event is written after, off its way, by the run events'
             // writer (a slot taken first bounds the answered runs whose events aren't durable).
             match record.event(facts.clone()) {
-                Ok(event) => {
+                Recorded::Event(event) => {
                     let slot = events.slot().await;
                     sink.finish(&outcome, duration_ms).await;
-                    events.write(&storage, slot, event.into());
+                    events.write(&storage, slot, (*event).into());
                 }
-                Err((query, origin)) => {
+                Recorded::Query { query, origin } => {
                     let written =
                         record_query(&*storage, query, &origin, facts, truncated, error).await;
                     if let Err(error) = written {
