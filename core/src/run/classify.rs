@@ -17,6 +17,7 @@
 //! The database enforces what it can as well: PostgreSQL's and MySQL's runs are in a read-only
 //! transaction, ClickHouse's with `readonly = 2`.
 
+use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{Query, Select, SetExpr, Statement, Visit as _, Visitor};
@@ -28,9 +29,42 @@ use sqlparser::parser::Parser;
 
 use super::statement::{Dialect, for_parsing};
 
+/// Statements whose answer [`read_only`] keeps (then it forgets them all and starts again).
+const KEPT: usize = 4096;
+
+/// What [`read_only`] answered, by dialect and text: a panel's statement is classified once,
+/// not at every run (the answer depends on nothing else).
+#[allow(clippy::type_complexity, reason = "a memo, read here only")]
+static KNOWN: std::sync::LazyLock<
+    std::sync::Mutex<HashMap<Dialect, HashMap<String, Result<(), String>>>>,
+> = std::sync::LazyLock::new(Default::default);
+
 /// `Ok` when `text` (one statement, a panel's `${key}` inputs still in it) only reads; `Err`
 /// says why not, as the end of a sentence that begins "… runs read-only: ".
 pub fn read_only(text: &str, dialect: Dialect) -> Result<(), String> {
+    let known = KNOWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .get(&dialect)
+        .and_then(|known| known.get(text))
+        .cloned();
+    if let Some(known) = known {
+        return known;
+    }
+    let answer = classified(text, dialect);
+    let mut kept = KNOWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let kept = kept.entry(dialect).or_default();
+    if kept.len() >= KEPT {
+        kept.clear();
+    }
+    kept.insert(text.to_owned(), answer.clone());
+    answer
+}
+
+/// [`read_only`], read by the parser.
+fn classified(text: &str, dialect: Dialect) -> Result<(), String> {
     let readable = for_parsing(text, dialect)?;
     let parsed: &dyn Parsed = match dialect {
         Dialect::Postgres => &PostgreSqlDialect {},

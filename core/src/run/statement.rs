@@ -10,7 +10,7 @@
 //!   could only be pasted in.
 
 /// The SQL dialect rules that change how text is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dialect {
     /// PostgreSQL: `$tag$…$tag$` strings, `E'…'` with backslash escapes, nested block comments.
     Postgres,

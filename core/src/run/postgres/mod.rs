@@ -481,25 +481,47 @@ async fn write_row(
 /// `ROLLBACK` are sent back to back (the server runs them in order: the rollback undoes any
 /// `SET` of the statement once its rows are sent); the rows are read as they come. At the cap
 /// the run stops reading and sets `truncated` (the caller cancels the statement and closes the
-/// session).
+/// session). On a protected database whose role this session already verified, the check that
+/// nothing changed since goes in the same transaction, ahead of the statement
+/// ([`verify::kept`]): when it fails, nothing of the statement ran, and the run verifies the
+/// role again (its own round trips) and starts over.
 async fn execute_panel(
     session: &mut Session,
     run: Run<'_>,
     sink: &mut RowSink,
     truncated: &mut bool,
 ) -> Result<(), RunError> {
+    let check = match run.protection {
+        // Only a statement this session prepared and described under its verification: its
+        // parse, too, waits for a role verified.
+        Some(protection)
+            if session.treatments.contains_key(run.text)
+                && session.statements.contains_key(run.text) =>
+        {
+            verify::kept(session, protection).await?
+        }
+        _ => None,
+    };
     let Prepared {
         statement,
         params,
         columns,
         renders,
-    } = prepare(session, run).await?;
+    } = prepare(session, run, check.is_none()).await?;
     // From here on, the session's rows are the statement's.
     sink.count_rows(Arc::clone(&session.ledger));
     let client = &session.client;
     let begin = client.batch_execute("BEGIN READ ONLY");
+    let checked = async {
+        match &check {
+            Some((unchanged, [snapshot, fingerprint])) => {
+                Some(client.query_one(unchanged, &[snapshot, fingerprint]).await)
+            }
+            None => None,
+        }
+    };
     let query = client.query_raw(&statement, params.iter().map(|p| p as &(dyn ToSql + Sync)));
-    let (begun, rows) = tokio::join!(begin, query);
+    let (begun, checked, rows) = tokio::join!(begin, checked, query);
     // Sent now, answered after the statement's last row.
     let mut rollback = Box::pin(client.batch_execute("ROLLBACK"));
     tokio::select! {
@@ -508,22 +530,45 @@ async fn execute_panel(
         () = std::future::ready(()) => {}
     }
     begun.map_err(|e| refused_by_privileges(&e, run.protection))?;
-    let rows = rows.map_err(|e| input_error(&e, run.params, run.protection))?;
-    tokio::pin!(rows);
-    while let Some(row) = rows.next().await {
-        let row = row.map_err(|e| refused_by_privileges(&e, run.protection))?;
-        if !write_row(&row, &columns, &renders, sink).await? {
-            *truncated = true;
-            return Ok(());
+    let verdict = checked.map(|checked| verify::verdict(checked.as_ref()));
+    if let Some(verify::Verdict::Changed) = verdict {
+        // Nothing of the statement ran (its transaction failed first): the session verifies
+        // its role again, or is refused, before the statement is sent again.
+        drop(rows);
+        rollback
+            .await
+            .map_err(|e| refused_by_privileges(&e, run.protection))?;
+        verify::forget(session);
+        return Box::pin(execute_panel(session, run, sink, truncated)).await;
+    }
+    let snapshot = match verdict {
+        Some(verify::Verdict::Unchanged(snapshot)) => Some(snapshot),
+        Some(verify::Verdict::Failed(error)) => return Err(error),
+        _ => None,
+    };
+    let read = async {
+        let rows = rows.map_err(|e| input_error(&e, run.params, run.protection))?;
+        tokio::pin!(rows);
+        while let Some(row) = rows.next().await {
+            let row = row.map_err(|e| refused_by_privileges(&e, run.protection))?;
+            if !write_row(&row, &columns, &renders, sink).await? {
+                *truncated = true;
+                return Ok(());
+            }
         }
+        if !sink.is_started() {
+            sink.columns(&columns);
+        }
+        sink.flush().await.map_err(|_| RunError::Cancelled)?;
+        rollback
+            .await
+            .map_err(|e| refused_by_privileges(&e, run.protection))
+    };
+    let outcome = read.await;
+    if let Some(snapshot) = snapshot {
+        verify::seen(session, snapshot);
     }
-    if !sink.is_started() {
-        sink.columns(&columns);
-    }
-    sink.flush().await.map_err(|_| RunError::Cancelled)?;
-    rollback
-        .await
-        .map_err(|e| refused_by_privileges(&e, run.protection))
+    outcome
 }
 
 /// A console query: in a transaction, through a portal read `wanted` rows at a time (a capped
@@ -534,7 +579,7 @@ async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Res
         params,
         columns,
         renders,
-    } = prepare(session, run).await?;
+    } = prepare(session, run, true).await?;
     // From here on, the session's rows are the statement's.
     sink.count_rows(Arc::clone(&session.ledger));
     let transaction = session
@@ -588,23 +633,28 @@ struct Prepared<'a> {
 }
 
 /// Prepares `run` (kept per session), checks its inputs, and, on a database with data
-/// protection, checks it before it runs.
-async fn prepare<'a>(session: &mut Session, run: Run<'a>) -> Result<Prepared<'a>, RunError> {
+/// protection, checks it before it runs (`verify`: its role is verified first; otherwise the
+/// caller checks, in the run's own transaction, that the session's verification still holds).
+async fn prepare<'a>(
+    session: &mut Session,
+    run: Run<'a>,
+    verify: bool,
+) -> Result<Prepared<'a>, RunError> {
     // On a protected database, nothing of the statement reaches the server before its role is
     // verified, not even its parse.
     let masks = match run.protection {
-        Some(protection) => Some(verify::ensure(session, protection).await?),
-        None => None,
+        Some(protection) if verify => Some(verify::ensure(session, protection).await?),
+        _ => None,
     };
     let statement = session
         .prepare(run.text)
         .await
         .map_err(|e| refused_by_privileges(&e, run.protection))?;
     let params = parameters(&statement, run.params)?;
-    let treatments = match (run.protection, &masks) {
-        (Some(protection), Some(masks)) => match session.treatments.get(run.text) {
-            Some(kept) => Some(Arc::clone(kept)),
-            None => {
+    let treatments = match run.protection {
+        Some(protection) => match (session.treatments.get(run.text), &masks) {
+            (Some(kept), _) => Some(Arc::clone(kept)),
+            (None, Some(masks)) => {
                 let treatments: Arc<[Treatment]> =
                     protect::treatments(session, &statement, protection, masks)
                         .await?
@@ -614,8 +664,13 @@ async fn prepare<'a>(session: &mut Session, run: Run<'a>) -> Result<Prepared<'a>
                     .insert(run.text.to_owned(), Arc::clone(&treatments));
                 Some(treatments)
             }
+            (None, None) => {
+                return Err(RunError::Database(
+                    "a protected statement's columns were not kept".to_owned(),
+                ));
+            }
         },
-        _ => None,
+        None => None,
     };
     let (columns, renders) = described(&statement, treatments.as_deref());
     Ok(Prepared {

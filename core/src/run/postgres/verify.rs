@@ -249,6 +249,79 @@ JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdroppe
 WHERE c.oid = $1::int8::oid
 GROUP BY n.nspname, c.relname, c.relrowsecurity";
 
+/// [`UNCHANGED`] sent in a panel's transaction, ahead of its statement: it fails (SQLSTATE
+/// 42704, naming [`CHANGED_SETTING`]) where [`UNCHANGED`] answers NULL, and then PostgreSQL
+/// refuses every later statement of the transaction before it is planned.
+const UNCHANGED_OR_FAIL: &str = concat!(
+    "SELECT CASE WHEN now.s = $1 OR ",
+    fingerprint!(),
+    " = $2 THEN now.s ELSE current_setting('dbconsole.catalog_changed') END \
+     FROM (SELECT txid_current_snapshot()::text AS s) AS now"
+);
+
+/// The setting [`UNCHANGED_OR_FAIL`] names when the catalog changed: it is never set.
+const CHANGED_SETTING: &str = "dbconsole.catalog_changed";
+
+/// What a protected panel's transaction sends ahead of its statement when the session already
+/// verified its role under `protection` ([`ensure`]): [`UNCHANGED_OR_FAIL`] and its parameters.
+/// `None` when the session must verify first.
+pub(super) async fn kept(
+    session: &mut Session,
+    protection: &Protection,
+) -> Result<Option<(tokio_postgres::Statement, [String; 2])>, RunError> {
+    let Some(verified) = &session.verified else {
+        return Ok(None);
+    };
+    if verified.policies != digest(protection) {
+        return Ok(None);
+    }
+    let params = [verified.snapshot.clone(), verified.fingerprint.clone()];
+    let statement = session
+        .prepare(UNCHANGED_OR_FAIL)
+        .await
+        .map_err(|e| database_error(&e))?;
+    Ok(Some((statement, params)))
+}
+
+/// What the check sent ahead of a statement ([`kept`]) answered.
+pub(super) enum Verdict {
+    /// The catalog is what was verified; the snapshot it was read in ([`seen`]).
+    Unchanged(String),
+    /// It changed: nothing of the statement ran ([`forget`], then verify again).
+    Changed,
+    /// The check itself failed.
+    Failed(RunError),
+}
+
+/// The [`Verdict`] of the check's `answer`.
+pub(super) fn verdict(answer: Result<&tokio_postgres::Row, &tokio_postgres::Error>) -> Verdict {
+    match answer {
+        Ok(row) => Verdict::Unchanged(row.get(0)),
+        Err(error)
+            if error.as_db_error().is_some_and(|db| {
+                db.code() == &tokio_postgres::error::SqlState::UNDEFINED_OBJECT
+                    && db.message().contains(CHANGED_SETTING)
+            }) =>
+        {
+            Verdict::Changed
+        }
+        Err(error) => Verdict::Failed(database_error(error)),
+    }
+}
+
+/// The session's verification held in `snapshot`: the next check compares with it.
+pub(super) fn seen(session: &mut Session, snapshot: String) {
+    if let Some(verified) = session.verified.as_mut() {
+        verified.snapshot = snapshot;
+    }
+}
+
+/// The session forgets what it verified (and its statements' columns, read under it).
+pub(super) fn forget(session: &mut Session) {
+    session.verified = None;
+    session.treatments.clear();
+}
+
 /// Checks that `session`'s role can't read a column `protection` protects (again only when the
 /// policies or the catalog changed since the session last verified it), and answers its
 /// verified masking views (by oid: the table each masks); refused, naming what to change, when
@@ -277,8 +350,7 @@ pub(super) async fn ensure(
             return Ok(verified.masks.clone());
         }
     }
-    session.verified = None;
-    session.treatments.clear();
+    forget(session);
     let current = session
         .prepare(CURRENT)
         .await
