@@ -11,6 +11,10 @@
 //    click that opens its page to the last panel's row painted, against the slowest single
 //    panel's API time to its first row (each panel run alone by fetch in the same page): the
 //    ratio (budget 2: the panels run side by side, not one after another).
+// 5. The same dashboard (instant panels) opened by 20 viewers at once, each a browser context of
+//    one Chromium: from each page's navigation to its last panel's row painted, p50 and p99 over
+//    every viewer of every round, against one viewer opening it alone; every panel must paint,
+//    and no answer may be a 503 (a pool turning a viewer away).
 //
 // It needs the debug (or DBCONSOLE_BIN) binary, Debian's Chromium and the PostgreSQL of
 // .ci/db-servers-up.sh, as the browser tests do. Results: target/console-bench.json.
@@ -105,6 +109,7 @@ async function dashboardRound(page, first, second, name, sql) {
   }
   const slowest = Math.max(...perPanel.map(median));
   return {
+    dashboard_id: dashboard.id,
     runs: RUNS,
     panels: 6,
     credentials: 2,
@@ -113,6 +118,62 @@ async function dashboardRound(page, first, second, name, sql) {
     page_last_panel_painted_ms_median: median(painted),
     ratio: median(painted) / slowest,
     budget_ratio: 2,
+  };
+}
+
+/**
+ * Section 5: `viewers` browser contexts (sharing the signed-in session of `state`) open the
+ * dashboard's page at once, `rounds` times; the same page opened by one viewer alone before.
+ */
+async function viewersBench(state, dashboardId, viewers = 20, rounds = 5) {
+  const contexts = await Promise.all(
+    Array.from({ length: viewers }, () => browser.newContext({ baseURL: server.base, storageState: state })),
+  );
+  const pages = await Promise.all(contexts.map((context) => context.newPage()));
+  let unavailable = 0;
+  let failed = 0;
+  for (const page of pages) {
+    page.on("response", (response) => {
+      if (response.status() === 503) unavailable += 1;
+    });
+  }
+  // From the navigation's start to the sixth panel's first row painted (or null after 30 s).
+  const open = async (page) => {
+    await page.goto(`/console/dashboards/${dashboardId}`, { waitUntil: "commit" });
+    return page
+      .waitForFunction(
+        () =>
+          document.querySelectorAll('section.panel [role="row"][aria-rowindex="2"]').length === 6 &&
+          performance.now(),
+        null,
+        { timeout: 30_000, polling: "raf" },
+      )
+      .then((handle) => handle.jsonValue())
+      .catch(() => {
+        failed += 1;
+        return null;
+      });
+  };
+  const alone = [];
+  for (let i = 0; i < RUNS; i++) alone.push(await open(pages[0]));
+  const together = [];
+  for (let round = 0; round < rounds; round++) together.push(...(await Promise.all(pages.map(open))));
+  await Promise.all(contexts.map((context) => context.close()));
+  const painted = (values) => values.filter((v) => v !== null).sort((a, b) => a - b);
+  const at = (values, q) => values[Math.min(values.length - 1, Math.floor(values.length * q))];
+  const one = painted(alone);
+  const many = painted(together);
+  return {
+    viewers,
+    rounds,
+    one_viewer_p50_ms: at(one, 0.5),
+    one_viewer_p99_ms: at(one, 0.99),
+    viewers_p50_ms: at(many, 0.5),
+    viewers_p99_ms: at(many, 0.99),
+    p50_ratio: at(many, 0.5) / at(one, 0.5),
+    p99_ratio: at(many, 0.99) / at(one, 0.99),
+    pages_not_painted: failed,
+    answers_503: unavailable,
   };
 }
 
@@ -276,7 +337,14 @@ try {
     })
   ).body;
   const dashboard = await dashboardBench(page, db, second);
-  const result = { bundle: bundle(), one_row: oneRow, stream_100k: stream, dashboard_6_panels: dashboard };
+  const viewers = await viewersBench(await context.storageState(), dashboard.instant_panels.dashboard_id);
+  const result = {
+    bundle: bundle(),
+    one_row: oneRow,
+    stream_100k: stream,
+    dashboard_6_panels: dashboard,
+    dashboard_20_viewers: viewers,
+  };
   writeFileSync(join(ROOT, "target/console-bench.json"), JSON.stringify(result, null, 2));
   console.log(JSON.stringify(result, null, 2));
 } finally {
