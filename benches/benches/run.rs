@@ -15,7 +15,7 @@
 //!   process, against the same query through a raw tokio-postgres client in this process.
 //!
 //! The service runs in this process behind hyper, with a layer that vouches for the principal
-//! (as an embedding application would). Run: `cargo bench -p dbconsole-benches --bench run`.
+//! (as an embedding application would), on the reference server's allocator (mimalloc). Run: `cargo bench -p dbconsole-benches --bench run`.
 
 use std::io::Read as _;
 use std::net::SocketAddr;
@@ -39,6 +39,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt as _;
+
+/// The reference server's allocator, so that the service here allocates as it does there.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const ROUNDS: usize = 3;
 const QUERY_1M: &str = "SELECT g, g * 2 AS twice, md5(g::text) AS hash, \
@@ -264,13 +268,16 @@ async fn stored_table() -> &'static str {
         .expect("pg_class")
         .get(0);
     if rows == 0 {
-        client
-            .batch_execute(&format!(
-                "DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} AS {QUERY_1M}; \
-                 VACUUM ANALYZE {TABLE}"
-            ))
-            .await
-            .expect("the stored table");
+        for statement in [
+            format!("DROP TABLE IF EXISTS {TABLE}"),
+            format!("CREATE TABLE {TABLE} AS {QUERY_1M}"),
+            format!("VACUUM ANALYZE {TABLE}"),
+        ] {
+            client
+                .batch_execute(&statement)
+                .await
+                .expect("the stored table");
+        }
     }
     TABLE
 }

@@ -175,8 +175,9 @@ pub(super) fn array_json(element: &Render, raw: &[u8]) -> Option<String> {
     values.into_iter().next()
 }
 
-/// PostgreSQL's epoch, 2000-01-01.
-pub(super) fn epoch() -> chrono::NaiveDateTime {
+/// PostgreSQL's epoch, 2000-01-01 (the tests compare with chrono's writing).
+#[cfg(test)]
+fn epoch() -> chrono::NaiveDateTime {
     chrono::NaiveDate::from_ymd_opt(2000, 1, 1)
         .and_then(|d| d.and_hms_opt(0, 0, 0))
         .unwrap_or_default()
@@ -186,15 +187,18 @@ pub(super) fn date(days: i32) -> String {
     match days {
         i32::MAX => "infinity".to_owned(),
         i32::MIN => "-infinity".to_owned(),
-        days => (epoch().date() + chrono::Duration::days(days.into()))
-            .format("%Y-%m-%d")
-            .to_string(),
+        days => {
+            let mut out = String::with_capacity(10);
+            write_date(&mut out, i64::from(days));
+            out
+        }
     }
 }
 
 pub(super) fn time(micros: i64) -> String {
-    let time = chrono::NaiveTime::MIN + chrono::Duration::microseconds(micros);
-    time.format("%H:%M:%S%.f").to_string()
+    let mut out = String::with_capacity(15);
+    write_time(&mut out, micros.rem_euclid(MICROS_PER_DAY));
+    out
 }
 
 pub(super) fn timestamp(micros: i64, zone: &str) -> String {
@@ -202,9 +206,84 @@ pub(super) fn timestamp(micros: i64, zone: &str) -> String {
         i64::MAX => "infinity".to_owned(),
         i64::MIN => "-infinity".to_owned(),
         micros => {
-            let at = epoch() + chrono::Duration::microseconds(micros);
-            format!("{}{zone}", at.format("%Y-%m-%dT%H:%M:%S%.f"))
+            let mut out = String::with_capacity(27 + zone.len());
+            write_date(&mut out, micros.div_euclid(MICROS_PER_DAY));
+            out.push('T');
+            write_time(&mut out, micros.rem_euclid(MICROS_PER_DAY));
+            out.push_str(zone);
+            out
         }
+    }
+}
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// `n` as at least `width` decimal digits, zero-padded.
+fn push_digits(out: &mut String, n: u64, width: usize) {
+    let digits = n.to_string();
+    for _ in digits.len()..width {
+        out.push('0');
+    }
+    out.push_str(&digits);
+}
+
+/// `n` (below 10^`width`) as exactly `width` digits, without allocating.
+fn push_fixed(out: &mut String, n: u32, width: u32) {
+    for place in (0..width).rev() {
+        let digit = (n / 10u32.pow(place)) % 10;
+        out.push(char::from(b'0' + digit as u8));
+    }
+}
+
+/// The day `days` after PostgreSQL's epoch (2000-01-01) as `%Y-%m-%d` (chrono's way: four
+/// digits, a sign before a year below 0 or above 9999), for every day PostgreSQL holds (the
+/// proleptic Gregorian calendar, by Howard Hinnant's `civil_from_days`).
+fn write_date(out: &mut String, days: i64) {
+    // Days since 0000-03-01.
+    let z = days + 10_957 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    match year {
+        0..=9999 => push_fixed(out, year as u32, 4),
+        10_000.. => {
+            out.push('+');
+            push_digits(out, year as u64, 4);
+        }
+        _ => {
+            out.push('-');
+            push_digits(out, year.unsigned_abs(), 4);
+        }
+    }
+    out.push('-');
+    push_fixed(out, month as u32, 2);
+    out.push('-');
+    push_fixed(out, day as u32, 2);
+}
+
+/// `micros` into a day (0 to 86,400,000,000) as chrono's `%H:%M:%S%.f`: the fraction left out
+/// when zero, else in 3 or 6 digits, as few as hold it.
+fn write_time(out: &mut String, micros: i64) {
+    let seconds = micros / 1_000_000;
+    let fraction = (micros % 1_000_000) as u32;
+    push_fixed(out, (seconds / 3_600) as u32, 2);
+    out.push(':');
+    push_fixed(out, (seconds / 60 % 60) as u32, 2);
+    out.push(':');
+    push_fixed(out, (seconds % 60) as u32, 2);
+    if fraction == 0 {
+        return;
+    }
+    out.push('.');
+    if fraction.is_multiple_of(1_000) {
+        push_fixed(out, fraction / 1_000, 3);
+    } else {
+        push_fixed(out, fraction, 6);
     }
 }
 
@@ -376,6 +455,43 @@ mod tests {
         assert_eq!(interval(&raw), "P1Y2M3DT1H2M3.5S");
         assert_eq!(interval(&[0; 16]), "PT0S");
         assert_eq!(timestamp(0, "Z"), "2000-01-01T00:00:00Z");
+        // Written as chrono's format strings write them, wherever the fast path applies.
+        for micros in [
+            0,
+            1,
+            1_000,
+            123_456,
+            1_500_000,
+            -1,
+            -86_400_000_001,
+            63_000_000_000_000_123,
+            -63_000_000_000_000_000,
+            -730_000_000_000_000_000,
+            -211_813_488_000_000_000,
+            8_000_000_000_000_000_000,
+        ] {
+            let at = epoch() + chrono::Duration::microseconds(micros);
+            assert_eq!(
+                timestamp(micros, "Z"),
+                format!("{}Z", at.format("%Y-%m-%dT%H:%M:%S%.f")),
+                "{micros}"
+            );
+            assert_eq!(time(micros.rem_euclid(86_400_000_000)), {
+                let t = chrono::NaiveTime::MIN
+                    + chrono::Duration::microseconds(micros.rem_euclid(86_400_000_000));
+                t.format("%H:%M:%S%.f").to_string()
+            });
+        }
+        // Beyond what chrono holds: PostgreSQL's last timestamp and day.
+        assert_eq!(
+            timestamp(9_223_371_331_199_999_999, ""),
+            "+294276-12-31T23:59:59.999999"
+        );
+        assert_eq!(date(2_145_031_948), "+5874897-12-31");
+        for days in [0, 1, -1, 3_000_000, -800_000, -730_500, 2_900_000, -2_451_545] {
+            let d = epoch().date() + chrono::Duration::days(days.into());
+            assert_eq!(date(days), d.format("%Y-%m-%d").to_string(), "{days}");
+        }
         assert_eq!(date(-1), "1999-12-31");
         assert_eq!(time(3_600_000_001), "01:00:00.000001");
     }

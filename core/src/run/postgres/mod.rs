@@ -52,7 +52,7 @@ use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
 
 /// How many rows one portal read asks for at most.
-const BATCH: u64 = 10_000;
+const BATCH: u64 = 100_000;
 
 /// Runs PostgreSQL queries.
 #[derive(Debug)]
