@@ -488,7 +488,9 @@ mod tests {
             "+294276-12-31T23:59:59.999999"
         );
         assert_eq!(date(2_145_031_948), "+5874897-12-31");
-        for days in [0, 1, -1, 3_000_000, -800_000, -730_500, 2_900_000, -2_451_545] {
+        for days in [
+            0, 1, -1, 3_000_000, -800_000, -730_500, 2_900_000, -2_451_545,
+        ] {
             let d = epoch().date() + chrono::Duration::days(days.into());
             assert_eq!(date(days), d.format("%Y-%m-%d").to_string(), "{days}");
         }
