@@ -322,20 +322,20 @@ impl<'p> Route<'p> {
     /// match, the one with a literal segment where the others have a parameter wins, first
     /// segment first (`/databases/setup` over `/databases/{id}`).
     pub(crate) fn recognize(path: &'p str) -> Option<Route<'p>> {
-        let mut best: Option<(Vec<bool>, &'static Endpoint, &'static Mount, Params<'p>)> = None;
+        let mut best: Option<(u64, &'static Endpoint, &'static Mount, Params<'p>)> = None;
         for endpoint in ROUTES {
             for mount in endpoint.mounts {
                 let Some(rest) = path.strip_prefix(mount.prefix) else {
                     continue;
                 };
-                let Some((literals, params)) = matches(endpoint.path, rest) else {
+                // Its shape first (no allocation); its parameters only when it would win.
+                let Some(literals) = shape(endpoint.path, rest) else {
                     continue;
                 };
-                let better = match &best {
-                    None => true,
-                    Some((known, ..)) => literals > *known,
-                };
-                if better {
+                if best.as_ref().is_some_and(|(known, ..)| literals <= *known) {
+                    continue;
+                }
+                if let Some(params) = params(endpoint.path, rest) {
                     best = Some((literals, endpoint, mount, params));
                 }
             }
@@ -383,28 +383,42 @@ impl<'p> Route<'p> {
     }
 }
 
-/// Whether `path` (below a mount) fits `template`: for each segment whether it is a literal
-/// (to rank matches), and the parameters.
-fn matches<'p>(template: &'static str, path: &'p str) -> Option<(Vec<bool>, Params<'p>)> {
-    let mut literals = Vec::new();
-    let mut params = Vec::new();
+/// Whether `path` (below a mount) fits `template`, without decoding anything: its literal
+/// segments as bits, the first segment highest (a match with a literal where another has a
+/// parameter, first segment first, ranks higher).
+fn shape(template: &'static str, path: &str) -> Option<u64> {
+    let mut literals = 0u64;
     let mut given = path.strip_prefix('/')?.split('/');
-    for part in template.strip_prefix('/')?.split('/') {
+    for (at, part) in template.strip_prefix('/')?.split('/').enumerate() {
         let segment = given.next()?;
-        match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
-            Some(name) => {
-                let decoded = percent_decode_str(segment).decode_utf8().ok()?;
-                if decoded.is_empty() {
-                    return None;
-                }
-                params.push((name, decoded));
-                literals.push(false);
+        if part.starts_with('{') {
+            if segment.is_empty() {
+                return None;
             }
-            None if part == segment => literals.push(true),
-            None => return None,
+        } else if part == segment {
+            literals |= 1 << (63 - at.min(63));
+        } else {
+            return None;
         }
     }
-    given.next().is_none().then_some((literals, Params(params)))
+    given.next().is_none().then_some(literals)
+}
+
+/// The parameters of `path` (which has `template`'s [`shape`]), percent-decoded: `None` when
+/// one is empty once decoded or not UTF-8.
+fn params<'p>(template: &'static str, path: &'p str) -> Option<Params<'p>> {
+    let mut params = Vec::new();
+    let given = path.strip_prefix('/')?.split('/');
+    for (part, segment) in template.strip_prefix('/')?.split('/').zip(given) {
+        if let Some(name) = part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+            let decoded = percent_decode_str(segment).decode_utf8().ok()?;
+            if decoded.is_empty() {
+                return None;
+            }
+            params.push((name, decoded));
+        }
+    }
+    Some(Params(params))
 }
 
 #[cfg(test)]
