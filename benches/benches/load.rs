@@ -206,6 +206,22 @@ async fn run() {
         Arc::new(vec![create]),
     );
     let (_bare_process, bare) = start_bare(&get_answer, dir.path()).await;
+    // Another binary (BENCH_BEFORE), measured round by round with this one.
+    let before = match std::env::var_os("BENCH_BEFORE") {
+        Some(path) => {
+            let (process, at) = start_server(
+                std::path::Path::new(&path),
+                &dir.path().join("data-before"),
+                &env,
+            )
+            .await;
+            let (get, _) = seed(at, &request_bytes("POST", DATABASES, API_KEY, Some(&body))).await;
+            Some((process, at, Arc::new(get)))
+        }
+        None => None,
+    };
+    let mut get_before = Vec::new();
+    let mut post_before = Vec::new();
     let rss_seeded = rss_kib(pid);
 
     let mut get_server = Vec::new();
@@ -228,6 +244,10 @@ async fn run() {
         );
         get_bare.push(load(bare, 32, Arc::clone(&get), 200, period).await);
         post_server.push(load(addr, 8, Arc::clone(&create), 200, period).await);
+        if let Some((_, at, get)) = &before {
+            get_before.push(load(*at, 32, Arc::clone(get), 200, period).await);
+            post_before.push(load(*at, 8, Arc::clone(&create), 200, period).await);
+        }
         let raw_dir = tempfile::tempdir().unwrap();
         let record = vec![7u8; 700];
         let raw_path = raw_dir.path().to_owned();
@@ -292,6 +312,19 @@ async fn run() {
         "raw redb: the same without two-phase commit",
         post_server.per_second / plain
     );
+    if !get_before.is_empty() {
+        let (get_before, post_before) = (median(get_before), median(post_before));
+        row(
+            "before (BENCH_BEFORE): GET by id (32 conns)",
+            &get_before,
+            Some(get_before.per_second / get_bare.per_second),
+        );
+        row(
+            "before (BENCH_BEFORE): POST create (8 conns)",
+            &post_before,
+            Some(post_before.per_second / raw),
+        );
+    }
     println!(
         "server RSS: {} KiB after seeding 1,000 databases, {} KiB at the end",
         rss_seeded, rss_after

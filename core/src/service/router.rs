@@ -322,32 +322,45 @@ impl<'p> Route<'p> {
     /// match, the one with a literal segment where the others have a parameter wins, first
     /// segment first (`/databases/setup` over `/databases/{id}`).
     pub(crate) fn recognize(path: &'p str) -> Option<Route<'p>> {
-        let mut best: Option<(u64, &'static Endpoint, &'static Mount, Params<'p>)> = None;
-        for endpoint in ROUTES {
-            for mount in endpoint.mounts {
-                let Some(rest) = path.strip_prefix(mount.prefix) else {
-                    continue;
-                };
-                // Its shape first (no allocation); its parameters only when it would win.
-                let Some(literals) = shape(endpoint.path, rest) else {
-                    continue;
-                };
-                if best.as_ref().is_some_and(|(known, ..)| literals <= *known) {
-                    continue;
+        let mut best: Option<(u64, &Shape, Params<'p>)> = None;
+        // The path below each mount prefix it starts with, split once.
+        let mut below: Vec<(&'static str, Option<Vec<&'p str>>)> = Vec::new();
+        for shape in SHAPES.iter() {
+            let segments = match below.iter().position(|(prefix, _)| *prefix == shape.prefix) {
+                Some(at) => &below[at].1,
+                None => {
+                    let split = path
+                        .strip_prefix(shape.prefix)
+                        .and_then(|rest| rest.strip_prefix('/'))
+                        .map(|rest| rest.split('/').collect());
+                    below.push((shape.prefix, split));
+                    &below[below.len() - 1].1
                 }
-                if let Some(params) = params(endpoint.path, rest) {
-                    best = Some((literals, endpoint, mount, params));
-                }
+            };
+            let Some(segments) = segments else {
+                continue;
+            };
+            // Its shape first (no allocation); its parameters only when it would win.
+            let Some(literals) = shape.fits(segments) else {
+                continue;
+            };
+            if best.as_ref().is_some_and(|(known, ..)| literals <= *known) {
+                continue;
+            }
+            if let Some(params) = shape.params(segments) {
+                best = Some((literals, shape, params));
             }
         }
-        let (_, found, mount, params) = best?;
+        let (_, found, params) = best?;
         let endpoints = ROUTES
             .iter()
-            .filter(|e| e.path == found.path && e.mounts.iter().any(|m| m.prefix == mount.prefix))
+            .filter(|e| {
+                e.path == found.path && e.mounts.iter().any(|m| m.prefix == found.mount.prefix)
+            })
             .collect();
         Some(Route {
             endpoints,
-            mount,
+            mount: found.mount,
             params,
         })
     }
@@ -383,42 +396,88 @@ impl<'p> Route<'p> {
     }
 }
 
-/// Whether `path` (below a mount) fits `template`, without decoding anything: its literal
-/// segments as bits, the first segment highest (a match with a literal where another has a
-/// parameter, first segment first, ranks higher).
-fn shape(template: &'static str, path: &str) -> Option<u64> {
-    let mut literals = 0u64;
-    let mut given = path.strip_prefix('/')?.split('/');
-    for (at, part) in template.strip_prefix('/')?.split('/').enumerate() {
-        let segment = given.next()?;
-        if part.starts_with('{') {
-            if segment.is_empty() {
-                return None;
-            }
-        } else if part == segment {
-            literals |= 1 << (63 - at.min(63));
-        } else {
-            return None;
-        }
-    }
-    given.next().is_none().then_some(literals)
+/// One path a request may name: a template below a mount prefix, split into its segments once
+/// (the first endpoint of `ROUTES` with that template and prefix gives its mount).
+struct Shape {
+    prefix: &'static str,
+    path: &'static str,
+    mount: &'static Mount,
+    /// Each segment: its literal, or `None` for a parameter.
+    segments: Vec<Option<&'static str>>,
+    /// The parameters' names, in order.
+    names: Vec<&'static str>,
 }
 
-/// The parameters of `path` (which has `template`'s [`shape`]), percent-decoded: `None` when
-/// one is empty once decoded or not UTF-8.
-fn params<'p>(template: &'static str, path: &'p str) -> Option<Params<'p>> {
-    let mut params = Vec::new();
-    let given = path.strip_prefix('/')?.split('/');
-    for (part, segment) in template.strip_prefix('/')?.split('/').zip(given) {
-        if let Some(name) = part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
-            let decoded = percent_decode_str(segment).decode_utf8().ok()?;
-            if decoded.is_empty() {
-                return None;
+/// Every distinct template and mount prefix of `ROUTES`, in their order.
+static SHAPES: std::sync::LazyLock<Vec<Shape>> = std::sync::LazyLock::new(|| {
+    let mut shapes: Vec<Shape> = Vec::new();
+    for endpoint in ROUTES {
+        for mount in endpoint.mounts {
+            if shapes
+                .iter()
+                .any(|s| s.prefix == mount.prefix && s.path == endpoint.path)
+            {
+                continue;
             }
-            params.push((name, decoded));
+            let mut segments = Vec::new();
+            let mut names = Vec::new();
+            for part in endpoint.path.trim_start_matches('/').split('/') {
+                match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
+                    Some(name) => {
+                        segments.push(None);
+                        names.push(name);
+                    }
+                    None => segments.push(Some(part)),
+                }
+            }
+            shapes.push(Shape {
+                prefix: mount.prefix,
+                path: endpoint.path,
+                mount,
+                segments,
+                names,
+            });
         }
     }
-    Some(Params(params))
+    shapes
+});
+
+impl Shape {
+    /// Whether a path of these `given` segments fits, without decoding anything: its literal
+    /// segments as bits, the first segment highest (a match with a literal where another has a
+    /// parameter, first segment first, ranks higher).
+    fn fits(&self, given: &[&str]) -> Option<u64> {
+        if given.len() != self.segments.len() {
+            return None;
+        }
+        let mut literals = 0u64;
+        for (at, (part, segment)) in self.segments.iter().zip(given).enumerate() {
+            match part {
+                None if segment.is_empty() => return None,
+                None => {}
+                Some(literal) if literal == segment => literals |= 1 << (63 - at.min(63)),
+                Some(_) => return None,
+            }
+        }
+        Some(literals)
+    }
+
+    /// The parameters of `given` (which [`Shape::fits`]), percent-decoded: `None` when one is
+    /// empty once decoded or not UTF-8.
+    fn params<'p>(&self, given: &[&'p str]) -> Option<Params<'p>> {
+        let mut params = Vec::with_capacity(self.names.len());
+        let mut names = self.names.iter();
+        for (part, segment) in self.segments.iter().zip(given) {
+            if part.is_none() {
+                let decoded = percent_decode_str(segment).decode_utf8().ok()?;
+                if decoded.is_empty() {
+                    return None;
+                }
+                params.push((*names.next()?, decoded));
+            }
+        }
+        Some(Params(params))
+    }
 }
 
 #[cfg(test)]
