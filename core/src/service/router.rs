@@ -310,7 +310,7 @@ impl<'p> Params<'p> {
 #[derive(Debug)]
 pub(crate) struct Route<'p> {
     /// The rows of the template, in table order.
-    pub(crate) endpoints: Vec<&'static Endpoint>,
+    pub(crate) endpoints: &'static [&'static Endpoint],
     /// The mount it was found under.
     pub(crate) mount: &'static Mount,
     /// Its parameters.
@@ -322,22 +322,19 @@ impl<'p> Route<'p> {
     /// match, the one with a literal segment where the others have a parameter wins, first
     /// segment first (`/databases/setup` over `/databases/{id}`).
     pub(crate) fn recognize(path: &'p str) -> Option<Route<'p>> {
+        let Shapes { prefixes, shapes }: &'static Shapes = &SHAPES;
+        // The path below each mount prefix, split once (`None`: it doesn't start with it).
+        let below: Vec<Option<Vec<&'p str>>> = prefixes
+            .iter()
+            .map(|prefix| {
+                path.strip_prefix(prefix)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .map(|rest| rest.split('/').collect())
+            })
+            .collect();
         let mut best: Option<(u64, &Shape, Params<'p>)> = None;
-        // The path below each mount prefix it starts with, split once.
-        let mut below: Vec<(&'static str, Option<Vec<&'p str>>)> = Vec::new();
-        for shape in SHAPES.iter() {
-            let segments = match below.iter().position(|(prefix, _)| *prefix == shape.prefix) {
-                Some(at) => &below[at].1,
-                None => {
-                    let split = path
-                        .strip_prefix(shape.prefix)
-                        .and_then(|rest| rest.strip_prefix('/'))
-                        .map(|rest| rest.split('/').collect());
-                    below.push((shape.prefix, split));
-                    &below[below.len() - 1].1
-                }
-            };
-            let Some(segments) = segments else {
+        for shape in shapes {
+            let Some(segments) = &below[shape.prefix] else {
                 continue;
             };
             // Its shape first (no allocation); its parameters only when it would win.
@@ -352,14 +349,8 @@ impl<'p> Route<'p> {
             }
         }
         let (_, found, params) = best?;
-        let endpoints = ROUTES
-            .iter()
-            .filter(|e| {
-                e.path == found.path && e.mounts.iter().any(|m| m.prefix == found.mount.prefix)
-            })
-            .collect();
         Some(Route {
-            endpoints,
+            endpoints: &found.endpoints,
             mount: found.mount,
             params,
         })
@@ -399,24 +390,40 @@ impl<'p> Route<'p> {
 /// One path a request may name: a template below a mount prefix, split into its segments once
 /// (the first endpoint of `ROUTES` with that template and prefix gives its mount).
 struct Shape {
-    prefix: &'static str,
-    path: &'static str,
+    /// Its mount prefix, as an index into [`Shapes::prefixes`].
+    prefix: usize,
     mount: &'static Mount,
     /// Each segment: its literal, or `None` for a parameter.
     segments: Vec<Option<&'static str>>,
     /// The parameters' names, in order.
     names: Vec<&'static str>,
+    /// Every endpoint (one per method) with this template below this prefix.
+    endpoints: Vec<&'static Endpoint>,
 }
 
-/// Every distinct template and mount prefix of `ROUTES`, in their order.
-static SHAPES: std::sync::LazyLock<Vec<Shape>> = std::sync::LazyLock::new(|| {
-    let mut shapes: Vec<Shape> = Vec::new();
+/// Every distinct mount prefix and every distinct template below each, in `ROUTES`' order.
+struct Shapes {
+    prefixes: Vec<&'static str>,
+    shapes: Vec<Shape>,
+}
+
+static SHAPES: std::sync::LazyLock<Shapes> = std::sync::LazyLock::new(|| {
+    let mut prefixes: Vec<&'static str> = Vec::new();
+    let mut shapes: Vec<(&'static str, Shape)> = Vec::new();
     for endpoint in ROUTES {
         for mount in endpoint.mounts {
-            if shapes
-                .iter()
-                .any(|s| s.prefix == mount.prefix && s.path == endpoint.path)
+            let prefix = match prefixes.iter().position(|p| *p == mount.prefix) {
+                Some(at) => at,
+                None => {
+                    prefixes.push(mount.prefix);
+                    prefixes.len() - 1
+                }
+            };
+            if let Some((_, shape)) = shapes
+                .iter_mut()
+                .find(|(path, s)| s.prefix == prefix && *path == endpoint.path)
             {
+                shape.endpoints.push(endpoint);
                 continue;
             }
             let mut segments = Vec::new();
@@ -430,16 +437,22 @@ static SHAPES: std::sync::LazyLock<Vec<Shape>> = std::sync::LazyLock::new(|| {
                     None => segments.push(Some(part)),
                 }
             }
-            shapes.push(Shape {
-                prefix: mount.prefix,
-                path: endpoint.path,
-                mount,
-                segments,
-                names,
-            });
+            shapes.push((
+                endpoint.path,
+                Shape {
+                    prefix,
+                    mount,
+                    segments,
+                    names,
+                    endpoints: vec![endpoint],
+                },
+            ));
         }
     }
-    shapes
+    Shapes {
+        prefixes,
+        shapes: shapes.into_iter().map(|(_, shape)| shape).collect(),
+    }
 });
 
 impl Shape {
