@@ -2,13 +2,13 @@
 //! agent's tool, a catalog read, a role check): durable, but off the run's way
 //! (docs/operations.md, "Run events").
 //!
-//! A run takes a slot before its answer ends ([`RunEvents::slot`]: it waits there while every
-//! slot is taken), ends its answer, then hands its event to one writer task, which gathers what
-//! comes within [`LINGER`] (at most [`BATCH`] events) and appends them together, so that a
-//! backend that commits concurrent writes as one (redb's writer, PostgreSQL's pool) makes one
-//! durable commit of many events. A slot is given back once its event is durable (or its write
-//! failed, logged). So at any moment at most [`RunEvents::bound`] answered runs lack their
-//! durable event: what a crash can lose.
+//! A run takes a slot before its answer ends (it waits there while every slot is taken), ends
+//! its answer, then hands its event to one writer task, which gathers what comes within
+//! [`LINGER`] (at most [`BATCH`] events) and appends them together, so that a backend that
+//! commits concurrent writes as one (redb's writer, PostgreSQL's pool) makes one durable commit
+//! of many events. A slot is given back once its event is durable (or its write failed, logged).
+//! So at any moment at most the bound (the server's `--run-events-backlog`, default
+//! [`DEFAULT_BOUND`]) of answered runs lack their durable event: what a crash can lose.
 
 use std::sync::Arc;
 use std::sync::OnceLock;
@@ -39,7 +39,7 @@ pub struct RunEventStats {
     pub backlog: usize,
     /// The largest `backlog` seen since the start.
     pub peak: usize,
-    /// The most there can be ([`RunEvents::bound`]).
+    /// The most there can be (the bound the service was built with).
     pub bound: usize,
 }
 
