@@ -248,10 +248,8 @@ fn psql(text: &str) -> (Duration, Duration) {
     )
 }
 
-/// The stored table of the 1-million-row result (`QUERY_1M`'s rows), made once (kept between
-/// runs: it is the same every time).
-async fn stored_table() -> &'static str {
-    const TABLE: &str = "run_bench_stored";
+/// A session on the test PostgreSQL as `checker`.
+async fn checker_client() -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(
         "host=127.0.0.1 port=5432 user=checker password=checkpw dbname=checkdb",
         tokio_postgres::NoTls,
@@ -259,6 +257,14 @@ async fn stored_table() -> &'static str {
     .await
     .expect("PostgreSQL on 127.0.0.1:5432 (sudo bash .ci/db-servers-up.sh)");
     tokio::spawn(connection);
+    client
+}
+
+/// The stored table of the 1-million-row result (`QUERY_1M`'s rows), made once (kept between
+/// runs: it is the same every time).
+async fn stored_table() -> &'static str {
+    const TABLE: &str = "run_bench_stored";
+    let client = checker_client().await;
     let rows: i64 = client
         .query_one(
             "SELECT count(*) FROM pg_class WHERE relname = $1 AND reltuples >= 1000000",
@@ -440,13 +446,7 @@ async fn bench() {
         started.elapsed()
     };
     panel_round().await;
-    let (client, connection) = tokio_postgres::connect(
-        "host=127.0.0.1 port=5432 user=checker password=checkpw dbname=checkdb",
-        tokio_postgres::NoTls,
-    )
-    .await
-    .expect("PostgreSQL on 127.0.0.1:5432 (sudo bash .ci/db-servers-up.sh)");
-    tokio::spawn(connection);
+    let client = checker_client().await;
     let raw_round = || async {
         let started = Instant::now();
         for _ in 0..PANEL_RUNS {

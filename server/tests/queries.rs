@@ -97,10 +97,10 @@ async fn active(client: &tokio_postgres::Client, marker: &str) -> bool {
     row.get::<_, i64>(0) > 0
 }
 
-/// Creates a database on the test PostgreSQL and a query on it as `user_key`; the query's id.
-async fn query(server: &Server, user_key: &str, statement: &str) -> String {
+/// Creates a database named `name` on the test PostgreSQL (as `checker`): its JSON.
+async fn checker_database(server: &Server, name: &str) -> Value {
     let database = json!({
-        "name": format!("queries {}", statement.len()),
+        "name": name,
         "adapter": "postgres",
         "hostname": "127.0.0.1",
         "port": PORT,
@@ -117,7 +117,12 @@ async fn query(server: &Server, user_key: &str, statement: &str) -> String {
     )
     .await;
     assert_eq!(created.status, 200, "{}", created.body);
-    let created = created.json();
+    created.json()
+}
+
+/// Creates a database on the test PostgreSQL and a query on it as `user_key`; the query's id.
+async fn query(server: &Server, user_key: &str, statement: &str) -> String {
+    let created = checker_database(server, &format!("queries {}", statement.len())).await;
     let body = json!({
         "database_id": created["id"],
         "credential_id": created["credentials"][0]["id"],
@@ -489,31 +494,14 @@ async fn ten_million_rows_stream_with_the_server_memory_flat() {
 /// A dashboard with one `SELECT 1` panel on the test PostgreSQL (as `checker`): the path of
 /// its run.
 async fn one_panel(server: &Server) -> (String, String) {
-    let database = json!({
-        "name": "run events",
-        "adapter": "postgres",
-        "hostname": "127.0.0.1",
-        "port": PORT,
-        "database": "checkdb",
-        "credentials": [{"username": "checker", "password": "checkpw"}],
-    })
-    .to_string();
-    let db = request(
-        server.addr,
-        "POST",
-        "/api/v1/console/databases",
-        &[("x-api-key", ADMIN_KEY)],
-        Some(&database),
-    )
-    .await;
-    assert_eq!(db.status, 200, "{}", db.body);
+    let db = checker_database(server, "run events").await;
     let dashboard = json!({
         "name": "run events",
         "restricted_access": false,
         "panels": [{"title": "one", "details": {
             "__type__": "query",
             "query": "SELECT 1 AS one",
-            "credential_id": db.json()["credentials"][0]["id"],
+            "credential_id": db["credentials"][0]["id"],
         }}],
     })
     .to_string();

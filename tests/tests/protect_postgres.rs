@@ -596,42 +596,22 @@ async fn protected_columns_never_leak_whatever_the_statement() {
 
     // Panels: a masked column comes back masked; an input probing it learns nothing.
     let console = &heir_fixture.console;
-    let panel = |query: String| {
-        json!({
-            "title": "p",
-            "inputs": [{"key": "v", "description": ""}],
-            "details": {"__type__": "query", "query": query, "credential_id": heir_fixture.credential},
-        })
-    };
-    let dashboard = console
-        .send(
-            http::Method::POST,
-            "/v1/dashboards",
-            Some(root()),
-            None,
-            Some(
-                &json!({"name": "protected panels", "restricted_access": false, "panels": [
-                    panel(format!("SELECT id, email FROM {t} WHERE id = ${{v}}")),
-                    panel(format!("SELECT id FROM {t} WHERE email = ${{v}}")),
-                    panel(format!("SELECT id FROM public.{t} WHERE ssn = ${{v}}")),
-                ]}),
-            ),
-        )
-        .await
-        .expect(200)
-        .json();
+    let dashboard = panels_dashboard(
+        console,
+        "protected panels",
+        &heir_fixture.credential,
+        &[
+            format!("SELECT id, email FROM {t} WHERE id = ${{v}}"),
+            format!("SELECT id FROM {t} WHERE email = ${{v}}"),
+            format!("SELECT id FROM public.{t} WHERE ssn = ${{v}}"),
+        ],
+        json!([{"key": "v", "description": ""}]),
+    )
+    .await;
     let run_panel = |index: usize, value: &str| {
-        let path = format!(
-            "/v1/dashboards/{}/panels/{}/run",
-            dashboard["id"].as_str().unwrap(),
-            dashboard["panels"][index]["id"].as_str().unwrap()
-        );
         let body = json!({"inputs": {"v": value}});
-        async move {
-            console
-                .send(http::Method::POST, &path, Some(alice()), None, Some(&body))
-                .await
-        }
+        let dashboard = &dashboard;
+        async move { run_panel(console, dashboard, index, &body).await }
     };
     let shown = run_panel(0, "2").await.expect(200);
     assert!(leaks(&shown.text()).is_none(), "{}", shown.text());
@@ -695,42 +675,21 @@ async fn a_protected_panel_keeps_nothing_across_a_change() {
     )
     .await;
     let console = &fixture.console;
-    let panel = |query: String| {
-        json!({"title": "p", "details": {"__type__": "query", "query": query,
-            "credential_id": fixture.credential}})
-    };
-    let dashboard = console
-        .send(
-            http::Method::POST,
-            "/v1/dashboards",
-            Some(root()),
-            None,
-            Some(
-                &json!({"name": "kept", "restricted_access": false, "panels": [
-                    panel(format!("SELECT id, email, name FROM {t} ORDER BY id")),
-                    panel(format!("SELECT {t}_leak() AS leak")),
-                ]}),
-            ),
-        )
-        .await
-        .expect(200)
-        .json();
+    let dashboard = panels_dashboard(
+        console,
+        "kept",
+        &fixture.credential,
+        &[
+            format!("SELECT id, email, name FROM {t} ORDER BY id"),
+            format!("SELECT {t}_leak() AS leak"),
+        ],
+        json!([]),
+    )
+    .await;
     let run = |index: usize| {
-        let path = format!(
-            "/v1/dashboards/{}/panels/{}/run",
-            dashboard["id"].as_str().unwrap(),
-            dashboard["panels"][index]["id"].as_str().unwrap()
-        );
+        let dashboard = &dashboard;
         async move {
-            let answer = console
-                .send(
-                    http::Method::POST,
-                    &path,
-                    Some(alice()),
-                    None,
-                    Some(&json!({})),
-                )
-                .await;
+            let answer = run_panel(console, dashboard, index, &json!({})).await;
             assert!(leaks(&answer.text()).is_none(), "{}", answer.text());
             answer
         }

@@ -86,3 +86,49 @@ pub(crate) fn ulid() -> String {
             .as_nanos()
     )
 }
+
+/// A dashboard named `name`, made by a super admin, with one panel per query of `queries`, each
+/// run as `credential` and taking `inputs`: its JSON.
+pub(crate) async fn panels_dashboard(
+    console: &TestConsole,
+    name: &str,
+    credential: &str,
+    queries: &[String],
+    inputs: serde_json::Value,
+) -> serde_json::Value {
+    let panels: Vec<serde_json::Value> = queries
+        .iter()
+        .map(|query| {
+            serde_json::json!({"title": "p", "inputs": inputs,
+                "details": {"__type__": "query", "query": query, "credential_id": credential}})
+        })
+        .collect();
+    console
+        .send(
+            http::Method::POST,
+            "/v1/dashboards",
+            Some(root()),
+            None,
+            Some(&serde_json::json!({"name": name, "restricted_access": false, "panels": panels})),
+        )
+        .await
+        .expect(200)
+        .json()
+}
+
+/// Runs panel `index` of `dashboard` as alice with `body`.
+pub(crate) async fn run_panel(
+    console: &TestConsole,
+    dashboard: &serde_json::Value,
+    index: usize,
+    body: &serde_json::Value,
+) -> dbconsole_tests::TestResponse {
+    let path = format!(
+        "/v1/dashboards/{}/panels/{}/run",
+        dashboard["id"].as_str().unwrap(),
+        dashboard["panels"][index]["id"].as_str().unwrap()
+    );
+    console
+        .send(http::Method::POST, &path, Some(alice()), None, Some(body))
+        .await
+}
