@@ -527,3 +527,218 @@ async fn panels_never_change_data_on_mariadb() {
     assert_eq!(read.json()["rows"], json!([[1, "one"], [2, "two"]]));
     server.query_drop(format!("DROP TABLE {t}")).await.unwrap();
 }
+
+/// Between two runs of the same protected panel, a change never lets the second read what the
+/// first was refused (MariaDB verifies the user at every checkout: nothing is kept to go stale):
+/// a view redefined to select the protected column with its definer's rights, a function with
+/// its definer's rights granted to the user, columns renamed so that the protected name is one
+/// the user may read, a policy change, and the credential rotated to a user that can read the
+/// column each refuse the panel until undone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_protected_panel_keeps_nothing_across_a_change() {
+    let mut server = admin().await;
+    // One name for every run: what an interrupted run left is cleared below.
+    let t = "dp_stale".to_owned();
+    let hosts = ["localhost", "127.0.0.1"];
+    let each_host = |statement: String| {
+        hosts
+            .iter()
+            .map(|host| statement.replace("{host}", host))
+            .collect::<Vec<_>>()
+    };
+    let mut setup = vec![
+        format!("DROP VIEW IF EXISTS {t}_v"),
+        format!("DROP FUNCTION IF EXISTS {t}_leak"),
+        format!("DROP TABLE IF EXISTS {t}"),
+        format!("CREATE TABLE {t} (id INT PRIMARY KEY, email VARCHAR(64), name VARCHAR(64))"),
+        format!("INSERT INTO {t} VALUES (1, 's3cr3t.alice@leak.test', 'Alice'), (2, NULL, 'Bob')"),
+        format!("CREATE SQL SECURITY INVOKER VIEW {t}_v AS SELECT id, name FROM {t}"),
+    ];
+    for grant in [
+        format!("GRANT SELECT (id, name) ON checkdb.{t} TO 'dp_reader'@'{{host}}'"),
+        format!("GRANT SELECT ON checkdb.{t}_v TO 'dp_reader'@'{{host}}'"),
+    ] {
+        setup.extend(each_host(grant));
+    }
+    // What an interrupted run of this test may have left (there may be nothing to revoke).
+    for host in hosts {
+        for what in [
+            format!("ALL PRIVILEGES ON checkdb.{t}"),
+            format!("ALL PRIVILEGES ON checkdb.{t}_v"),
+            format!("EXECUTE ON FUNCTION checkdb.{t}_leak"),
+        ] {
+            let _ = server
+                .query_drop(format!("REVOKE {what} FROM 'dp_reader'@'{host}'"))
+                .await;
+        }
+    }
+    for statement in setup {
+        server
+            .query_drop(&statement)
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+    let policies = |more: Option<String>| {
+        let mut columns = vec![json!({"column": format!("{t}.email"), "action": "mask"})];
+        if let Some(column) = more {
+            columns.push(json!({"column": column, "action": "hide"}));
+        }
+        json!({"policies": [{"name": "pii", "columns": columns}]})
+    };
+    let fixture = Fixture::protected_as(
+        "mysql",
+        PORT,
+        &t,
+        json!([{"column": format!("{t}.email"), "action": "mask"}]),
+        "dp_reader",
+    )
+    .await;
+    let console = &fixture.console;
+    let dashboard = panels_dashboard(
+        console,
+        "kept",
+        &fixture.credential,
+        &[
+            format!("SELECT id, name FROM {t}_v ORDER BY id"),
+            format!("SELECT id, email FROM {t}"),
+        ],
+        json!([]),
+    )
+    .await;
+    let run = |index: usize| {
+        let dashboard = &dashboard;
+        async move {
+            let answer = run_panel(console, dashboard, index, &json!({})).await;
+            assert!(leaks(&answer.text()).is_none(), "{}", answer.text());
+            answer
+        }
+    };
+    let runs = || async {
+        for _ in 0..2 {
+            assert_eq!(
+                run(0).await.expect(200).json()["rows"],
+                json!([[1, "Alice"], [2, "Bob"]])
+            );
+            // MariaDB's privileges refuse the protected column itself.
+            run(1).await.expect(422);
+        }
+    };
+    runs().await;
+    for (change, undo, says) in [
+        (
+            vec![format!(
+                "CREATE OR REPLACE SQL SECURITY DEFINER VIEW {t}_v AS SELECT id, email AS name \
+                 FROM {t}"
+            )],
+            vec![format!(
+                "CREATE OR REPLACE SQL SECURITY INVOKER VIEW {t}_v AS SELECT id, name FROM {t}"
+            )],
+            "definer's rights",
+        ),
+        (
+            [format!(
+                "CREATE FUNCTION {t}_leak() RETURNS VARCHAR(64) READS SQL DATA SQL SECURITY \
+                 DEFINER RETURN (SELECT email FROM {t} WHERE id = 1)"
+            )]
+            .into_iter()
+            .chain(each_host(format!(
+                "GRANT EXECUTE ON FUNCTION checkdb.{t}_leak TO 'dp_reader'@'{{host}}'"
+            )))
+            .collect(),
+            each_host(format!(
+                "REVOKE EXECUTE ON FUNCTION checkdb.{t}_leak FROM 'dp_reader'@'{{host}}'"
+            ))
+            .into_iter()
+            .chain([format!("DROP FUNCTION {t}_leak")])
+            .collect(),
+            "EXECUTE",
+        ),
+    ] {
+        for statement in &change {
+            server
+                .query_drop(statement)
+                .await
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+        for index in [0, 1] {
+            let text = run(index).await.expect(422).text();
+            assert!(
+                text.contains(says),
+                "after {change:?}, panel {index}: {text}"
+            );
+        }
+        for statement in &undo {
+            server
+                .query_drop(statement)
+                .await
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        }
+        runs().await;
+    }
+    // The protected name moves to the column the user may read: the user can read it.
+    let (away, back) = (
+        format!("ALTER TABLE {t} RENAME COLUMN email TO mail, RENAME COLUMN name TO email"),
+        format!("ALTER TABLE {t} RENAME COLUMN email TO name, RENAME COLUMN mail TO email"),
+    );
+    server
+        .query_drop(&away)
+        .await
+        .unwrap_or_else(|e| panic!("{away}: {e}"));
+    let answer = run(0).await;
+    assert_ne!(answer.status, 200, "after {away}: {}", answer.text());
+    server
+        .query_drop(&back)
+        .await
+        .unwrap_or_else(|e| panic!("{back}: {e}"));
+    runs().await;
+    // The policies: a column the user may read becomes hidden.
+    console
+        .protect(&fixture.db, &policies(Some(format!("{t}.name"))))
+        .await;
+    let text = run(0).await.expect(422).text();
+    assert!(text.contains("can read"), "after the policy change: {text}");
+    console.protect(&fixture.db, &policies(None)).await;
+    runs().await;
+    // The credential rotated to a user that can read the protected column.
+    let rotate = |username: &str| {
+        json!({"credentials": [{"id": fixture.credential, "username": username,
+            "password": PASSWORD}]})
+    };
+    let path = format!("/api/v1/console/databases/{}", fixture.db);
+    console
+        .send(
+            http::Method::PATCH,
+            &path,
+            None,
+            None,
+            Some(&rotate("checker")),
+        )
+        .await
+        .expect(200);
+    let text = run(0).await.expect(422).text();
+    assert!(text.contains("can read"), "after the rotation: {text}");
+    console
+        .send(
+            http::Method::PATCH,
+            &path,
+            None,
+            None,
+            Some(&rotate("dp_reader")),
+        )
+        .await
+        .expect(200);
+    runs().await;
+    let mut cleanup = each_host(format!(
+        "REVOKE ALL PRIVILEGES ON checkdb.{t} FROM 'dp_reader'@'{{host}}'"
+    ));
+    cleanup.extend(each_host(format!(
+        "REVOKE ALL PRIVILEGES ON checkdb.{t}_v FROM 'dp_reader'@'{{host}}'"
+    )));
+    cleanup.extend([format!("DROP VIEW {t}_v"), format!("DROP TABLE {t}")]);
+    for statement in cleanup {
+        server
+            .query_drop(&statement)
+            .await
+            .unwrap_or_else(|e| panic!("{statement}: {e}"));
+    }
+}
