@@ -299,10 +299,6 @@ impl ConsoleServiceBuilder {
     /// turn it on when the program installs a recorder (default off: nothing is measured).
     pub fn metrics(mut self, on: bool) -> Self {
         self.shared.metrics = on;
-        self.shared.run_events = Arc::new(run_events::RunEvents::new(
-            self.shared.run_events.bound(),
-            on,
-        ));
         self
     }
 
@@ -310,7 +306,7 @@ impl ConsoleServiceBuilder {
     /// audit events may not be durable yet (default [`run_events::DEFAULT_BOUND`], at least 1):
     /// what a crash can lose. A run waits before its answer ends while the backlog is full.
     pub fn run_events_bound(mut self, bound: usize) -> Self {
-        self.shared.run_events = Arc::new(run_events::RunEvents::new(bound, self.shared.metrics));
+        self.shared.run_events = Arc::new(run_events::RunEvents::new(bound, false));
         self
     }
 
@@ -395,7 +391,12 @@ impl ConsoleServiceBuilder {
     }
 
     /// The service.
-    pub fn build(self) -> ConsoleService {
+    pub fn build(mut self) -> ConsoleService {
+        // The run events' writer records metrics when the service does.
+        self.shared.run_events = Arc::new(run_events::RunEvents::new(
+            self.shared.run_events.bound(),
+            self.shared.metrics,
+        ));
         ConsoleService {
             shared: Arc::new(self.shared),
         }

@@ -81,16 +81,6 @@ macro_rules! fingerprint {
 /// The snapshot and the catalog's fingerprint, read in that snapshot (one statement).
 const CURRENT: &str = concat!("SELECT txid_current_snapshot()::text, ", fingerprint!());
 
-/// `$1` (the snapshot) when the catalog is what was verified: the snapshot equals the verified
-/// one (`$1`: nothing committed since, anywhere), or the fingerprint read in it equals the
-/// verified one (`$2`); NULL when it changed. The fingerprint is read only when the snapshots
-/// differ (PostgreSQL evaluates `OR` left to right, and a scalar subquery when first needed).
-const UNCHANGED: &str = concat!(
-    "SELECT CASE WHEN now.s = $1 OR ",
-    fingerprint!(),
-    " = $2 THEN now.s END FROM (SELECT txid_current_snapshot()::text AS s) AS now"
-);
-
 /// Every way the session's role could read a protected column, each with the statement that
 /// removes it (or NULL). The policies' columns are `$1`..`$4`: schema (NULL: any), table
 /// (NULL: any), column, policy. A row of kind `view` is a view the role may read that reads a
@@ -249,22 +239,25 @@ JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdroppe
 WHERE c.oid = $1::int8::oid
 GROUP BY n.nspname, c.relname, c.relrowsecurity";
 
-/// [`UNCHANGED`] sent in a panel's transaction, ahead of its statement: it fails (SQLSTATE
-/// 42704, naming [`CHANGED_SETTING`]) where [`UNCHANGED`] answers NULL, and then PostgreSQL
-/// refuses every later statement of the transaction before it is planned.
-const UNCHANGED_OR_FAIL: &str = concat!(
+/// `$1` (the snapshot) when the catalog is what was verified: the snapshot equals the verified
+/// one (`$1`: nothing committed since, anywhere), or the fingerprint read in it equals the
+/// verified one (`$2`). The fingerprint is read only when the snapshots differ (PostgreSQL
+/// evaluates `OR` left to right, and a scalar subquery when first needed). When the catalog
+/// changed it fails (SQLSTATE 42704, naming [`CHANGED_SETTING`]): sent in a panel's
+/// transaction ahead of its statement, PostgreSQL then refuses the statement before planning it.
+const UNCHANGED: &str = concat!(
     "SELECT CASE WHEN now.s = $1 OR ",
     fingerprint!(),
     " = $2 THEN now.s ELSE current_setting('dbconsole.catalog_changed') END \
      FROM (SELECT txid_current_snapshot()::text AS s) AS now"
 );
 
-/// The setting [`UNCHANGED_OR_FAIL`] names when the catalog changed: it is never set.
+/// The setting [`UNCHANGED`] names when the catalog changed: it is never set.
 const CHANGED_SETTING: &str = "dbconsole.catalog_changed";
 
-/// What a protected panel's transaction sends ahead of its statement when the session already
-/// verified its role under `protection` ([`ensure`]): [`UNCHANGED_OR_FAIL`] and its parameters.
-/// `None` when the session must verify first.
+/// The check that the session's verification under `protection` still holds
+/// ([`UNCHANGED`]) and its parameters: sent alone by [`ensure`], or in a panel's
+/// transaction ahead of its statement. `None` when the session must verify first.
 pub(super) async fn kept(
     session: &mut Session,
     protection: &Protection,
@@ -277,7 +270,7 @@ pub(super) async fn kept(
     }
     let params = [verified.snapshot.clone(), verified.fingerprint.clone()];
     let statement = session
-        .prepare(UNCHANGED_OR_FAIL)
+        .prepare(UNCHANGED)
         .await
         .map_err(|e| database_error(&e))?;
     Ok(Some((statement, params)))
@@ -330,24 +323,20 @@ pub(super) async fn ensure(
     session: &mut Session,
     protection: &Protection,
 ) -> Result<HashMap<u32, (String, String)>, RunError> {
-    let policies = digest(protection);
-    if let Some(verified) = &session.verified
-        && verified.policies == policies
-    {
-        let (snapshot, fingerprint) = (verified.snapshot.clone(), verified.fingerprint.clone());
-        let unchanged = session
-            .prepare(UNCHANGED)
-            .await
-            .map_err(|e| database_error(&e))?;
-        let now: Option<String> = session
+    if let Some((unchanged, [snapshot, fingerprint])) = kept(session, protection).await? {
+        let answer = session
             .client
             .query_one(&unchanged, &[&snapshot, &fingerprint])
-            .await
-            .map_err(|e| database_error(&e))?
-            .get(0);
-        if let (Some(now), Some(verified)) = (now, session.verified.as_mut()) {
-            verified.snapshot = now;
-            return Ok(verified.masks.clone());
+            .await;
+        match verdict(answer.as_ref()) {
+            Verdict::Unchanged(now) => {
+                seen(session, now);
+                if let Some(verified) = &session.verified {
+                    return Ok(verified.masks.clone());
+                }
+            }
+            Verdict::Changed => {}
+            Verdict::Failed(error) => return Err(error),
         }
     }
     forget(session);
@@ -365,7 +354,7 @@ pub(super) async fn ensure(
     // What was verified is what the catalog was before the check: a change made while it ran
     // makes the next run check again.
     session.verified = Some(Verified {
-        policies,
+        policies: digest(protection),
         fingerprint,
         snapshot,
         masks: masks.clone(),

@@ -78,7 +78,13 @@ impl Record {
     /// stored query's (which is given back: [`record_query`]).
     pub(super) fn event(self, facts: RunFacts) -> Recorded {
         let (origin, action, resource, changed) = match self {
-            Record::Query { query, origin } => return Recorded::Query { query, origin },
+            Record::Query { query, origin } => {
+                return Recorded::Query {
+                    query,
+                    origin,
+                    facts,
+                };
+            }
             Record::Panel {
                 dashboard_id,
                 panel_id,
@@ -120,16 +126,20 @@ impl Record {
         };
         let mut event = AuditEvent::new(&origin.without_idempotency(), action, &resource, changed);
         event.run = Some(facts);
-        Recorded::Event(Box::new(event))
+        Recorded::Event(event)
     }
 }
 
 /// How a run's outcome is recorded ([`Record::event`]).
 pub(super) enum Recorded {
     /// Its audit event alone.
-    Event(Box<AuditEvent>),
-    /// A stored query's outcome ([`record_query`]).
-    Query { query: Box<Query>, origin: Origin },
+    Event(AuditEvent),
+    /// A stored query's outcome ([`record_query`]), with its run's facts.
+    Query {
+        query: Box<Query>,
+        origin: Origin,
+        facts: RunFacts,
+    },
 }
 
 pub(super) fn run_error(error: RunError) -> ApiError {

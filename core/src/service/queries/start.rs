@@ -196,13 +196,17 @@ impl Shared {
             // A query's history holds its outcome before the client reads the end of its
             // result; any other run's event is written after, off its way, by the run events'
             // writer (a slot taken first bounds the answered runs whose events aren't durable).
-            match record.event(facts.clone()) {
+            match record.event(facts) {
                 Recorded::Event(event) => {
                     let slot = events.slot().await;
                     sink.finish(&outcome, duration_ms).await;
-                    events.write(&storage, slot, (*event).into());
+                    events.write(&storage, slot, event.into());
                 }
-                Recorded::Query { query, origin } => {
+                Recorded::Query {
+                    query,
+                    origin,
+                    facts,
+                } => {
                     let written =
                         record_query(&*storage, query, &origin, facts, truncated, error).await;
                     if let Err(error) = written {
