@@ -578,13 +578,6 @@ async fn a_protected_panel_keeps_nothing_across_a_change() {
             .await
             .unwrap_or_else(|e| panic!("{statement}: {e}"));
     }
-    let policies = |more: Option<String>| {
-        let mut columns = vec![json!({"column": format!("{t}.email"), "action": "mask"})];
-        if let Some(column) = more {
-            columns.push(json!({"column": column, "action": "hide"}));
-        }
-        json!({"policies": [{"name": "pii", "columns": columns}]})
-    };
     let fixture = Fixture::protected_as(
         "mysql",
         PORT,
@@ -692,41 +685,23 @@ async fn a_protected_panel_keeps_nothing_across_a_change() {
         .unwrap_or_else(|e| panic!("{back}: {e}"));
     runs().await;
     // The policies: a column the user may read becomes hidden.
-    console
-        .protect(&fixture.db, &policies(Some(format!("{t}.name"))))
+    fixture
+        .protect_columns(json!([
+            {"column": format!("{t}.email"), "action": "mask"},
+            {"column": format!("{t}.name"), "action": "hide"},
+        ]))
         .await;
     let text = run(0).await.expect(422).text();
     assert!(text.contains("can read"), "after the policy change: {text}");
-    console.protect(&fixture.db, &policies(None)).await;
+    fixture
+        .protect_columns(json!([{"column": format!("{t}.email"), "action": "mask"}]))
+        .await;
     runs().await;
     // The credential rotated to a user that can read the protected column.
-    let rotate = |username: &str| {
-        json!({"credentials": [{"id": fixture.credential, "username": username,
-            "password": PASSWORD}]})
-    };
-    let path = format!("/api/v1/console/databases/{}", fixture.db);
-    console
-        .send(
-            http::Method::PATCH,
-            &path,
-            None,
-            None,
-            Some(&rotate("checker")),
-        )
-        .await
-        .expect(200);
+    fixture.rotate_credential("checker").await;
     let text = run(0).await.expect(422).text();
     assert!(text.contains("can read"), "after the rotation: {text}");
-    console
-        .send(
-            http::Method::PATCH,
-            &path,
-            None,
-            None,
-            Some(&rotate("dp_reader")),
-        )
-        .await
-        .expect(200);
+    fixture.rotate_credential("dp_reader").await;
     runs().await;
     let mut cleanup = each_host(format!(
         "REVOKE ALL PRIVILEGES ON checkdb.{t} FROM 'dp_reader'@'{{host}}'"

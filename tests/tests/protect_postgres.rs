@@ -659,13 +659,6 @@ async fn a_protected_panel_keeps_nothing_across_a_change() {
         ))
         .await
         .unwrap();
-    let policies = |more: Option<&str>| {
-        let mut columns = vec![json!({"column": format!("{t}.email"), "action": "mask"})];
-        if let Some(column) = more {
-            columns.push(json!({"column": column, "action": "hide"}));
-        }
-        json!({"policies": [{"name": "pii", "columns": columns}]})
-    };
     let fixture = Fixture::protected_as(
         "postgres",
         PORT,
@@ -761,41 +754,23 @@ async fn a_protected_panel_keeps_nothing_across_a_change() {
         runs_masked().await;
     }
     // The policies: a column the role may read becomes hidden.
-    console
-        .protect(&fixture.db, &policies(Some(&format!("{t}.name"))))
+    fixture
+        .protect_columns(json!([
+            {"column": format!("{t}.email"), "action": "mask"},
+            {"column": format!("{t}.name"), "action": "hide"},
+        ]))
         .await;
     let text = run(0).await.expect(422).text();
     assert!(text.contains("can read"), "after the policy change: {text}");
-    console.protect(&fixture.db, &policies(None)).await;
+    fixture
+        .protect_columns(json!([{"column": format!("{t}.email"), "action": "mask"}]))
+        .await;
     runs_masked().await;
     // The credential rotated to a role that can read the protected column (its owner).
-    let rotate = |username: &str| {
-        json!({"credentials": [{"id": fixture.credential, "username": username,
-            "password": "checkpw"}]})
-    };
-    let path = format!("/api/v1/console/databases/{}", fixture.db);
-    console
-        .send(
-            http::Method::PATCH,
-            &path,
-            None,
-            None,
-            Some(&rotate("checker")),
-        )
-        .await
-        .expect(200);
+    fixture.rotate_credential("checker").await;
     let text = run(0).await.expect(422).text();
     assert!(text.contains("can read"), "after the rotation: {text}");
-    console
-        .send(
-            http::Method::PATCH,
-            &path,
-            None,
-            None,
-            Some(&rotate(READER)),
-        )
-        .await
-        .expect(200);
+    fixture.rotate_credential(READER).await;
     runs_masked().await;
     postgres
         .batch_execute(&format!(

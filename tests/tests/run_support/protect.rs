@@ -105,18 +105,42 @@ impl Fixture {
                 json!([{"username": username, "password": PASSWORD}]),
             )
             .await;
-        console
-            .protect(
-                &db,
-                &json!({"policies": [{"name": "pii", "columns": columns}]}),
-            )
-            .await;
-        Self {
+        let fixture = Self {
             console,
             db,
             credential: credentials[0].clone(),
             table: table.to_owned(),
-        }
+        };
+        fixture.protect_columns(columns).await;
+        fixture
+    }
+
+    /// Replaces the database's policies by the one policy `pii`, protecting `columns`
+    /// (`[{"column", "action"}]`).
+    pub(crate) async fn protect_columns(&self, columns: Value) {
+        self.console
+            .protect(
+                &self.db,
+                &json!({"policies": [{"name": "pii", "columns": columns}]}),
+            )
+            .await;
+    }
+
+    /// Rotates the credential to log in as `username` (password `checkpw`): the database's
+    /// pools are replaced.
+    pub(crate) async fn rotate_credential(&self, username: &str) {
+        let body = json!({"credentials": [{"id": self.credential, "username": username,
+            "password": PASSWORD}]});
+        self.console
+            .send(
+                http::Method::PATCH,
+                &format!("/api/v1/console/databases/{}", self.db),
+                None,
+                None,
+                Some(&body),
+            )
+            .await
+            .expect(200);
     }
 
     /// Makes every attempt; how many masked columns their JSON answers held (every value of
