@@ -28,7 +28,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use dbconsole_benches::fixtures::create_database_body;
 use dbconsole_benches::loopback::{
-    Phase, load, read_response, release_server, request_bytes, rss_kib, start_server,
+    Phase, load, read_response, read_response_with_head, release_server, request_bytes, rss_kib,
+    start_server,
 };
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -55,10 +56,23 @@ fn median(mut phases: Vec<Phase>) -> Phase {
 }
 
 /// The bare baseline: this bench's binary again, as a process of its own (as the server is),
-/// answering every request with the bytes of `body_file`.
-async fn start_bare(body: &[u8], dir: &std::path::Path) -> (Child, SocketAddr) {
+/// answering every request with `body` under the header lines `head` (those hyper writes
+/// itself left out: `content-length`, `date`).
+async fn start_bare(
+    head: &[(String, String)],
+    body: &[u8],
+    dir: &std::path::Path,
+) -> (Child, SocketAddr) {
     let body_file = dir.join("get-answer.json");
     std::fs::write(&body_file, body).expect("the answer's bytes written");
+    let head: String = head
+        .iter()
+        .filter(|(name, _)| {
+            !name.eq_ignore_ascii_case("content-length") && !name.eq_ignore_ascii_case("date")
+        })
+        .map(|(name, value)| format!("{name}: {value}\n"))
+        .collect();
+    std::fs::write(dir.join("get-answer.head"), head).expect("the answer's head written");
     let mut child = Command::new(std::env::current_exe().expect("this binary"))
         .env(BARE_BODY_VAR, &body_file)
         .stdout(std::process::Stdio::piped())
@@ -79,8 +93,8 @@ async fn start_bare(body: &[u8], dir: &std::path::Path) -> (Child, SocketAddr) {
 const BARE_BODY_VAR: &str = "LOAD_BENCH_BARE_BODY";
 
 /// The bare server: hyper's HTTP/1 on a multi-thread runtime (as the server's), answering the
-/// same status, content type and body to every request.
-async fn serve_bare(body: Bytes) {
+/// same status, header lines and body to every request.
+async fn serve_bare(head: http::HeaderMap, body: Bytes) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     println!("listening on {}", listener.local_addr().unwrap());
     {
@@ -89,16 +103,13 @@ async fn serve_bare(body: Bytes) {
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            let body = body.clone();
+            let (head, body) = (head.clone(), body.clone());
             tokio::spawn(async move {
                 let service = service_fn(move |_request| {
-                    let body = body.clone();
+                    let (head, body) = (head.clone(), body.clone());
                     async move {
                         let mut response = http::Response::new(Full::new(body));
-                        response.headers_mut().insert(
-                            http::header::CONTENT_TYPE,
-                            http::HeaderValue::from_static("application/json"),
-                        );
+                        *response.headers_mut() = head;
                         Ok::<_, std::convert::Infallible>(response)
                     }
                 });
@@ -142,12 +153,23 @@ fn raw_redb_commits(
 
 fn main() {
     if let Some(body_file) = std::env::var_os(BARE_BODY_VAR) {
-        let body = std::fs::read(body_file).expect("the answer's bytes");
+        let body = std::fs::read(&body_file).expect("the answer's bytes");
+        let lines =
+            std::fs::read_to_string(std::path::Path::new(&body_file).with_extension("head"))
+                .expect("the answer's head");
+        let mut head = http::HeaderMap::new();
+        for line in lines.lines() {
+            let (name, value) = line.split_once(": ").expect("a header line");
+            head.append(
+                http::HeaderName::from_bytes(name.as_bytes()).expect("a header name"),
+                http::HeaderValue::from_str(value).expect("a header value"),
+            );
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
             .expect("a tokio runtime");
-        runtime.block_on(serve_bare(Bytes::from(body)));
+        runtime.block_on(serve_bare(head, Bytes::from(body)));
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -159,8 +181,8 @@ fn main() {
 }
 
 /// Creates 1,000 databases through `addr` with the `create` request, one after the other; a
-/// `GET` request of each, and the answer of the last one.
-async fn seed(addr: SocketAddr, create: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
+/// `GET` request of each, and the header lines and body of the first one's answer.
+async fn seed(addr: SocketAddr, create: &[u8]) -> (Vec<Vec<u8>>, (Vec<(String, String)>, Vec<u8>)) {
     let stream = TcpStream::connect(addr).await.unwrap();
     let mut reader = BufReader::new(stream);
     let mut gets = Vec::new();
@@ -173,9 +195,9 @@ async fn seed(addr: SocketAddr, create: &[u8]) -> (Vec<Vec<u8>>, Vec<u8>) {
         gets.push(request_bytes("GET", &path, API_KEY, None));
     }
     reader.get_mut().write_all(&gets[0]).await.unwrap();
-    let (status, answer) = read_response(&mut reader).await.unwrap();
+    let (status, head, answer) = read_response_with_head(&mut reader, true).await.unwrap();
     assert_eq!(status, 200);
-    (gets, answer)
+    (gets, (head, answer))
 }
 
 async fn run() {
@@ -205,7 +227,7 @@ async fn run() {
         Arc::new(get_uncached),
         Arc::new(vec![create]),
     );
-    let (_bare_process, bare) = start_bare(&get_answer, dir.path()).await;
+    let (_bare_process, bare) = start_bare(&get_answer.0, &get_answer.1, dir.path()).await;
     // Another binary (BENCH_BEFORE), measured round by round with this one.
     let before = match std::env::var_os("BENCH_BEFORE") {
         Some(path) => {

@@ -30,6 +30,17 @@ pub struct Phase {
 /// Reads one response: the status, and the body (by `content-length`, or chunked: a streamed
 /// run's answer).
 pub async fn read_response(reader: &mut BufReader<TcpStream>) -> std::io::Result<(u16, Vec<u8>)> {
+    read_response_with_head(reader, false)
+        .await
+        .map(|(status, _, body)| (status, body))
+}
+
+/// [`read_response`], with the head's header lines (`name: value`, as sent) when `keep_head`.
+pub async fn read_response_with_head(
+    reader: &mut BufReader<TcpStream>,
+    keep_head: bool,
+) -> std::io::Result<(u16, Vec<(String, String)>, Vec<u8>)> {
+    let mut head = Vec::new();
     let mut line = String::new();
     reader.read_line(&mut line).await?;
     let status = line
@@ -46,6 +57,9 @@ pub async fn read_response(reader: &mut BufReader<TcpStream>) -> std::io::Result
             break;
         }
         if let Some((name, value)) = line.split_once(':') {
+            if keep_head {
+                head.push((name.to_owned(), value.trim().to_owned()));
+            }
             if name.eq_ignore_ascii_case("content-length") {
                 length = value.trim().parse().unwrap_or(0);
             } else if name.eq_ignore_ascii_case("transfer-encoding") {
@@ -56,7 +70,7 @@ pub async fn read_response(reader: &mut BufReader<TcpStream>) -> std::io::Result
     if !chunked {
         let mut body = vec![0; length];
         reader.read_exact(&mut body).await?;
-        return Ok((status, body));
+        return Ok((status, head, body));
     }
     let mut body = Vec::new();
     loop {
@@ -67,7 +81,7 @@ pub async fn read_response(reader: &mut BufReader<TcpStream>) -> std::io::Result
         let mut chunk = vec![0; size + 2];
         reader.read_exact(&mut chunk).await?;
         if size == 0 {
-            return Ok((status, body));
+            return Ok((status, head, body));
         }
         body.extend_from_slice(&chunk[..size]);
     }

@@ -230,10 +230,22 @@ struct App {
 /// Completes when `conn` is to be closed to make room while it has not sent a request head;
 /// never once it has.
 async fn evicted_while_pending(conn: &Conn) {
-    conn.evict.notified().await;
-    if conn.started.load(std::sync::atomic::Ordering::Acquire) {
-        std::future::pending::<()>().await;
-    }
+    use std::sync::atomic::Ordering;
+    let notified = conn.evict.notified();
+    tokio::pin!(notified);
+    // Once started, the signal is not even looked at (this is polled at every request).
+    poll_fn(|cx| {
+        if conn.started.load(Ordering::Acquire) {
+            return std::task::Poll::Pending;
+        }
+        match notified.as_mut().poll(cx) {
+            std::task::Poll::Ready(()) if !conn.started.load(Ordering::Acquire) => {
+                std::task::Poll::Ready(())
+            }
+            _ => std::task::Poll::Pending,
+        }
+    })
+    .await;
 }
 
 /// HTTP/1 on one connection (plain or TLS), answered by [`handle`]; its first request head
@@ -249,10 +261,13 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let conn = Arc::clone(conn);
+    // One `App` per connection, shared by its requests (a clone per request cost a GET more
+    // than a tenth of its time).
+    let app = Arc::new(app);
     http.serve_connection(
         io,
         service_fn(move |request| {
-            let app = app.clone();
+            let app = Arc::clone(&app);
             let conn = Arc::clone(&conn);
             let slots = Arc::clone(&slots);
             async move {
@@ -273,16 +288,19 @@ where
 /// One request: the health check, the docs, the MCP endpoint or the service, then the log
 /// line. The service answers with the request's id (the caller's `x-request-id`, or a new one)
 /// in `x-request-id`; the server's own routes get one here. The log line names it.
+///
+/// The rare routes' futures (MCP, OIDC) are boxed: this future is moved into hyper's
+/// connection once per request, and its size is its largest branch's.
 async fn handle(
-    app: App,
+    app: Arc<App>,
     request: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {
     let App {
-        mut service,
+        service,
         mcp,
         console,
         oidc,
-    } = app;
+    } = &*app;
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
@@ -293,7 +311,7 @@ async fn handle(
         request
             .headers_mut()
             .insert(REQUEST_ID_HEADER, id.header_value());
-        let mut response = mcp.handle(request).await;
+        let mut response = Box::pin(mcp.handle(request)).await;
         crate::metrics::record_own(
             crate::mcp::MCP_PATH,
             &method,
@@ -306,8 +324,8 @@ async fn handle(
         log_request(&response, &method, &path, started);
         return Ok(response);
     }
-    let oidc_answer = match &oidc {
-        Some(login) => login.answer(&service, &request).await,
+    let oidc_answer = match oidc {
+        Some(login) => Box::pin(login.answer(service, &request)).await,
         None => crate::oidc_login::disabled(&method, &path),
     };
     if let Some(mut response) = oidc_answer {
@@ -347,7 +365,7 @@ async fn handle(
         Some(route) => {
             let mut response = match route {
                 HEALTHZ => healthz(&method),
-                READYZ => readyz(&method, &service).await,
+                READYZ => Box::pin(readyz(&method, service)).await,
                 _ => crate::docs::answer(&method, &path)
                     .unwrap_or_else(|| ApiError::NotFound.into_response()),
             };
@@ -361,6 +379,7 @@ async fn handle(
             response
         }
         None => {
+            let mut service = service.clone();
             poll_fn(|cx| Service::<Request<Incoming>>::poll_ready(&mut service, cx)).await?;
             service.call(request).await?
         }

@@ -177,21 +177,25 @@ impl Shared {
     /// when it is missing) rendered as JSON by `render` with the `ETag` of its `version`, kept
     /// for the next `GET`. 304 when the request's `If-None-Match` names that `ETag` (400 when
     /// it is not entity tags).
-    pub(super) async fn read_through<T>(
+    pub(super) async fn read_through<T, R>(
         &self,
         key: CacheKey,
         headers: &HeaderMap,
-        read: impl Future<Output = Result<Option<T>, StorageError>>,
+        read: impl FnOnce() -> R,
         render: impl FnOnce(&T) -> serde_json::Result<Bytes>,
         version: impl FnOnce(&T) -> Timestamp,
-    ) -> Result<Response<ResponseBody>, ApiError> {
+    ) -> Result<Response<ResponseBody>, ApiError>
+    where
+        // Made only on a miss: a storage's read may allocate its future at once.
+        R: Future<Output = Result<Option<T>, StorageError>>,
+    {
         let if_none_match = IfNoneMatch::of(headers)?;
         let cache = self.read_cache.as_ref();
         let rendered = match cache.and_then(|cache| cache.get(&key)) {
             Some(rendered) => rendered,
             None => {
                 let ticket = cache.map(ReadCache::ticket);
-                let record = read.await?.ok_or(ApiError::NotFound)?;
+                let record = read().await?.ok_or(ApiError::NotFound)?;
                 let body = render(&record).map_err(|error| {
                     tracing::error!(%error, "response did not serialize");
                     ApiError::Internal

@@ -154,7 +154,7 @@ impl Shared {
         self.read_through(
             CacheKey::Dashboard(id.to_owned()),
             &call.headers,
-            self.storage.dashboard(id),
+            || self.storage.dashboard(id),
             |record| json_bytes(&DashboardView::from(record)),
             |record| record.updated_at,
         )

@@ -119,7 +119,7 @@ impl Shared {
         self.read_through(
             CacheKey::Database(id.to_owned()),
             &call.headers,
-            self.storage.database(id),
+            || self.storage.database(id),
             |record| json_bytes(&DatabaseView::from(record)),
             |record| record.updated_at,
         )

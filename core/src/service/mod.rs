@@ -484,31 +484,33 @@ impl Shared {
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let (parts, body) = request.into_parts();
-        let path = parts
-            .uri
+        let http::request::Parts {
+            method,
+            uri,
+            headers,
+            extensions,
+            ..
+        } = parts;
+        let path = uri
             .path()
             .strip_prefix(self.base_path.as_str())
             .filter(|rest| rest.starts_with('/'))
-            .ok_or(ApiError::NotFound)?
-            .to_owned();
-        let route = Route::recognize(&path).ok_or(ApiError::NotFound)?;
+            .ok_or(ApiError::NotFound)?;
+        let route = Route::recognize(path).ok_or(ApiError::NotFound)?;
         let vouched = self
             .trust_principal
-            .then(|| parts.extensions.get::<crate::model::Principal>().cloned())
+            .then(|| extensions.get::<crate::model::Principal>().cloned())
             .flatten();
         let caller = match vouched {
             Some(principal) => {
                 let caller = Caller::vouched(principal);
-                if !route.permits(&caller, &parts.method) {
+                if !route.permits(&caller, &method) {
                     return Err(ApiError::Forbidden);
                 }
                 Some(caller)
             }
             None if !route.credentials().required() => None,
-            None => Some(
-                self.authorize(&route, &parts.method, &parts.headers)
-                    .await?,
-            ),
+            None => Some(self.authorize(&route, &method, &headers).await?),
         };
         // One normal form of identity for whatever authenticated the request (a stored key, a
         // token's claims, the embedding program's principal): docs/api.md, "Who may do what".
@@ -524,29 +526,29 @@ impl Shared {
             request_id: Some(request_id.as_str().to_owned()),
             idempotency: None,
         };
-        let endpoint = route.endpoint(&parts.method);
+        let endpoint = route.endpoint(&method);
         let idempotency_key = match endpoint {
             Some(endpoint) if endpoint.idempotent != Idempotent::No => {
-                idempotency::key_of(&parts.headers)?
+                idempotency::key_of(&headers)?
             }
             _ => None,
         };
         let Some(endpoint) = endpoint else {
             return Err(ApiError::MethodNotAllowed(route.allowed_methods()));
         };
-        tracing::debug!(route = route.template(), method = %parts.method, "authorized");
+        tracing::debug!(route = route.template(), method = %method, "authorized");
         let written = CacheKey::written(endpoint.writes, &route.params);
         let call = Call {
-            method: parts.method,
-            headers: parts.headers,
-            query: parts.uri.query().map(str::to_owned),
+            method,
+            headers,
+            query: uri.query().map(str::to_owned),
             body: call::boxed(body),
             params: route.params,
             caller: caller.as_ref(),
             origin: &origin,
         };
         let answer = match idempotency_key {
-            Some(key) => self.idempotent(endpoint, call, &key, &path).await,
+            Some(key) => self.idempotent(endpoint, call, &key, path).await,
             None => (endpoint.handler)(self, call).await,
         };
         if let Some(key) = written {
@@ -742,11 +744,14 @@ pub(crate) fn split_page<T>(
     (items, next)
 }
 
+/// The header of an API key (parsed once: a lookup by `&str` parses the name every time).
+const X_API_KEY: header::HeaderName = header::HeaderName::from_static("x-api-key");
+
 /// The credentials a request presents, of either kind: `x-api-key`, and
 /// `Authorization: Bearer <token>`.
 fn presented_credentials(headers: &HeaderMap) -> impl Iterator<Item = (CredentialKind, &str)> {
     let api_key = headers
-        .get("x-api-key")
+        .get(X_API_KEY)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|v| !v.is_empty())

@@ -11,6 +11,7 @@ use std::pin::Pin;
 
 use http::Method;
 use percent_encoding::percent_decode_str;
+use smallvec::SmallVec;
 
 use super::Shared;
 use super::call::Call;
@@ -294,6 +295,12 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Params<'p>(Vec<(&'static str, Cow<'p, str>)>);
 
+/// The most segments a template has below its mount prefix.
+const MAX_SEGMENTS: usize = 8;
+
+/// The most segments of a path a route can have: a prefix's and a template's.
+const MAX_PATH_SEGMENTS: usize = MAX_SEGMENTS + 4;
+
 impl<'p> Params<'p> {
     /// The value of parameter `name` (empty when the template has none of that name, which the
     /// table's tests rule out).
@@ -322,30 +329,44 @@ impl<'p> Route<'p> {
     /// match, the one with a literal segment where the others have a parameter wins, first
     /// segment first (`/databases/setup` over `/databases/{id}`).
     pub(crate) fn recognize(path: &'p str) -> Option<Route<'p>> {
-        let Shapes { prefixes, shapes }: &'static Shapes = &SHAPES;
-        // The path below each mount prefix, split once (`None`: it doesn't start with it).
-        let below: Vec<Option<Vec<&'p str>>> = prefixes
-            .iter()
-            .map(|prefix| {
-                path.strip_prefix(prefix)
-                    .and_then(|rest| rest.strip_prefix('/'))
-                    .map(|rest| rest.split('/').collect())
-            })
-            .collect();
-        let mut best: Option<(u64, &Shape, Params<'p>)> = None;
-        for shape in shapes {
-            let Some(segments) = &below[shape.prefix] else {
-                continue;
-            };
-            // Its shape first (no allocation); its parameters only when it would win.
-            let Some(literals) = shape.fits(segments) else {
-                continue;
-            };
-            if best.as_ref().is_some_and(|(known, ..)| literals <= *known) {
+        let Shapes {
+            prefixes,
+            shapes,
+            by_prefix,
+        }: &'static Shapes = &SHAPES;
+        // The path split once, on the stack (a path of more segments than any prefix and
+        // template together fits no route); below a prefix is what follows its segments.
+        let mut all: SmallVec<[&'p str; MAX_PATH_SEGMENTS]> = SmallVec::new();
+        for segment in path.strip_prefix('/')?.split('/') {
+            if all.len() == MAX_PATH_SEGMENTS {
+                return None;
+            }
+            all.push(segment);
+        }
+        // The best so far: its rank (literals, then the earlier in the table), shape, params.
+        let mut best: Option<((u64, std::cmp::Reverse<usize>), &Shape, Params<'p>)> = None;
+        for (own, by_length) in prefixes.iter().zip(by_prefix) {
+            if !all.starts_with(own) {
                 continue;
             }
-            if let Some(params) = shape.params(segments) {
-                best = Some((literals, shape, params));
+            let segments = &all[own.len()..];
+            // Only the templates of as many segments, in table order.
+            let Some(candidates) = by_length.get(segments.len()) else {
+                continue;
+            };
+            for &at in candidates {
+                let shape = &shapes[at];
+                // Its shape first (no allocation); its parameters only when it would win.
+                let Some(literals) = shape.fits(segments) else {
+                    continue;
+                };
+                let rank = (literals, std::cmp::Reverse(at));
+                if best.as_ref().is_some_and(|(known, ..)| rank <= *known) {
+                    continue;
+                }
+                if let Some(params) = shape.params(segments) {
+                    best = Some((rank, shape, params));
+                }
             }
         }
         let (_, found, params) = best?;
@@ -403,8 +424,11 @@ struct Shape {
 
 /// Every distinct mount prefix and every distinct template below each, in `ROUTES`' order.
 struct Shapes {
-    prefixes: Vec<&'static str>,
+    /// Each prefix's segments (none for the root).
+    prefixes: Vec<Vec<&'static str>>,
     shapes: Vec<Shape>,
+    /// For each prefix, for each number of segments, the shapes below it (ascending indexes).
+    by_prefix: Vec<Vec<Vec<usize>>>,
 }
 
 static SHAPES: std::sync::LazyLock<Shapes> = std::sync::LazyLock::new(|| {
@@ -437,6 +461,11 @@ static SHAPES: std::sync::LazyLock<Shapes> = std::sync::LazyLock::new(|| {
                     None => segments.push(Some(part)),
                 }
             }
+            assert!(
+                segments.len() <= MAX_SEGMENTS,
+                "{} has more than MAX_SEGMENTS segments",
+                endpoint.path
+            );
             shapes.push((
                 endpoint.path,
                 Shape {
@@ -449,9 +478,22 @@ static SHAPES: std::sync::LazyLock<Shapes> = std::sync::LazyLock::new(|| {
             ));
         }
     }
+    let shapes: Vec<Shape> = shapes.into_iter().map(|(_, shape)| shape).collect();
+    let mut by_prefix = vec![vec![Vec::new(); MAX_SEGMENTS + 1]; prefixes.len()];
+    for (at, shape) in shapes.iter().enumerate() {
+        by_prefix[shape.prefix][shape.segments.len()].push(at);
+    }
     Shapes {
-        prefixes,
-        shapes: shapes.into_iter().map(|(_, shape)| shape).collect(),
+        by_prefix,
+        prefixes: prefixes
+            .iter()
+            .map(|prefix| {
+                let segments: Vec<_> = prefix.split('/').filter(|s| !s.is_empty()).collect();
+                assert!(segments.len() + MAX_SEGMENTS <= MAX_PATH_SEGMENTS);
+                segments
+            })
+            .collect(),
+        shapes,
     }
 });
 
