@@ -295,6 +295,10 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Params<'p>(Vec<(&'static str, Cow<'p, str>)>);
 
+/// How well a template fits a path: its literal segments as bits (see [`Shape::fits`]), then
+/// the earlier in the table.
+type Rank = (u64, std::cmp::Reverse<usize>);
+
 /// The most segments a template has below its mount prefix.
 const MAX_SEGMENTS: usize = 8;
 
@@ -344,7 +348,7 @@ impl<'p> Route<'p> {
             all.push(segment);
         }
         // The best so far: its rank (literals, then the earlier in the table), shape, params.
-        let mut best: Option<((u64, std::cmp::Reverse<usize>), &Shape, Params<'p>)> = None;
+        let mut best: Option<(Rank, &Shape, Params<'p>)> = None;
         for (own, by_length) in prefixes.iter().zip(by_prefix) {
             if !all.starts_with(own) {
                 continue;
