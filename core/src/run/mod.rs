@@ -376,6 +376,9 @@ pub struct RowSink {
     started: Option<oneshot::Sender<Result<(), RunError>>>,
     /// Whether the columns were written.
     headed: bool,
+    /// Whether the answer is a 200: a row was written (told to `started` with the first bytes
+    /// handed over, so that a result that fits one chunk is answered whole).
+    answered: bool,
     rows: u64,
     max_rows: u64,
     truncated: bool,
@@ -406,6 +409,7 @@ impl RowSink {
             chunks,
             started: Some(started),
             headed: false,
+            answered: false,
             rows: 0,
             max_rows,
             truncated: false,
@@ -479,28 +483,36 @@ impl RowSink {
             // This row and those before it are done with.
             ledger.taken(*taken, &mut self.charges);
         }
-        self.signal_start();
+        self.answered = true;
         if self.encoder.buffered() >= FLUSH_AT {
             self.flush().await.map_err(|_| RunError::Cancelled)?;
         }
         Ok(())
     }
 
-    /// Hands what is buffered to the response body.
+    /// Hands what is buffered to the response body (the first chunk, then the answer's
+    /// start: the body is never waited for before the response is).
     pub async fn flush(&mut self) -> Result<(), Gone> {
         if self.encoder.buffered() == 0 {
             return Ok(());
         }
+        let chunk = self.take_chunk();
+        let sent = self.chunks.send(Ok(chunk)).await.map_err(|_| Gone);
         self.signal_start();
-        let mut chunk = self.encoder.take();
-        if !self.charges.is_empty() {
-            // The rows' share of the memory of all runs is given back when the chunk is written.
-            chunk = Bytes::from_owner(memory::Charged {
-                bytes: chunk,
-                _charges: std::mem::take(&mut self.charges),
-            });
+        sent
+    }
+
+    /// What is buffered, as a chunk carrying its rows' memory charges.
+    fn take_chunk(&mut self) -> Bytes {
+        let chunk = self.encoder.take();
+        if self.charges.is_empty() {
+            return chunk;
         }
-        self.chunks.send(Ok(chunk)).await.map_err(|_| Gone)
+        // The rows' share of the memory of all runs is given back when the chunk is written.
+        Bytes::from_owner(memory::Charged {
+            bytes: chunk,
+            _charges: std::mem::take(&mut self.charges),
+        })
     }
 
     /// Resolves when the client is gone (the response body was dropped). Owns what it needs,
@@ -529,13 +541,14 @@ impl RowSink {
     /// start. After: writes the summary (with the error, for JSON and NDJSON) and, for a CSV
     /// that failed, cuts the body off with an error so that it can't pass for whole.
     pub(crate) async fn finish(mut self, outcome: &Result<(), RunError>, duration_ms: u64) {
-        if let Some(started) = self.started.take() {
+        if self.started.is_some() && !self.answered {
             if let Err(error) = outcome {
                 // Nothing was answered yet: the error is the answer (what was buffered goes).
-                let _ = started.send(Err(error.clone()));
+                if let Some(started) = self.started.take() {
+                    let _ = started.send(Err(error.clone()));
+                }
                 return;
             }
-            let _ = started.send(Ok(()));
             if !self.headed {
                 // Succeeded without columns (a runner that wrote none): an empty result.
                 self.encoder.columns(&[]);
@@ -546,6 +559,7 @@ impl RowSink {
             && let Some(error) = error
         {
             let _ = self.flush().await;
+            self.signal_start();
             let _ = self.chunks.send(Err(BodyError(error))).await;
             return;
         }
@@ -555,6 +569,18 @@ impl RowSink {
             duration_ms,
             error,
         });
-        let _ = self.flush().await;
+        // The last chunk, the body's end, then the answer's start when it was not told yet:
+        // a result that fits one chunk is then answered whole, in one write.
+        let last = (self.encoder.buffered() > 0).then(|| self.take_chunk());
+        let Self {
+            chunks, started, ..
+        } = self;
+        if let Some(chunk) = last {
+            let _ = chunks.send(Ok(chunk)).await;
+        }
+        drop(chunks);
+        if let Some(started) = started {
+            let _ = started.send(Ok(()));
+        }
     }
 }

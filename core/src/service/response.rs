@@ -22,7 +22,11 @@ pub struct ResponseBody {
 #[derive(Debug)]
 enum Kind {
     Full(Option<Bytes>),
-    Stream(mpsc::Receiver<Result<Bytes, BodyError>>),
+    /// What was already received, then the rest.
+    Stream(
+        std::collections::VecDeque<Result<Bytes, BodyError>>,
+        mpsc::Receiver<Result<Bytes, BodyError>>,
+    ),
 }
 
 impl ResponseBody {
@@ -33,13 +37,43 @@ impl ResponseBody {
         }
     }
 
-    /// A body made of what is sent on `chunks`, ending when every sender is gone.
-    pub(crate) fn stream(chunks: mpsc::Receiver<Result<Bytes, BodyError>>) -> Self {
+    /// A body made of what is sent on `chunks`, ending when every sender is gone; or, when the
+    /// result is already whole (every chunk sent, every sender gone, no error), those bytes:
+    /// with a `content-length`, in the response's one write, instead of a chunk and an end
+    /// written apart.
+    pub(crate) fn collected(mut chunks: mpsc::Receiver<Result<Bytes, BodyError>>) -> Self {
+        let mut received = std::collections::VecDeque::new();
+        loop {
+            match chunks.try_recv() {
+                Ok(Ok(chunk)) => received.push_back(Ok(chunk)),
+                Ok(Err(error)) => received.push_back(Err(error)),
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    let size: usize = received.iter().flatten().map(Bytes::len).sum();
+                    // One chunk is answered as it is (a large row's memory charge goes with
+                    // it); several are copied together only when small.
+                    let whole = received.iter().all(Result::is_ok)
+                        && (received.len() <= 1 || size <= COLLECTED_AT_MOST);
+                    if whole {
+                        let chunks: Vec<Bytes> = received.into_iter().flatten().collect();
+                        let bytes = match chunks.len() {
+                            1 => chunks.into_iter().next().unwrap_or_default(),
+                            _ => Bytes::from(chunks.concat()),
+                        };
+                        return Self::full(bytes);
+                    }
+                    break;
+                }
+            }
+        }
         Self {
-            kind: Kind::Stream(chunks),
+            kind: Kind::Stream(received, chunks),
         }
     }
 }
+
+/// The most bytes of several chunks [`ResponseBody::collected`] copies into one.
+const COLLECTED_AT_MOST: usize = 64 * 1024;
 
 impl Kind {
     fn normalized(self) -> Self {
@@ -74,9 +108,12 @@ impl http_body::Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         match &mut self.get_mut().kind {
             Kind::Full(bytes) => Poll::Ready(bytes.take().map(|bytes| Ok(Frame::data(bytes)))),
-            Kind::Stream(chunks) => chunks
-                .poll_recv(cx)
-                .map(|chunk| chunk.map(|chunk| chunk.map(Frame::data))),
+            Kind::Stream(received, chunks) => match received.pop_front() {
+                Some(chunk) => Poll::Ready(Some(chunk.map(Frame::data))),
+                None => chunks
+                    .poll_recv(cx)
+                    .map(|chunk| chunk.map(|chunk| chunk.map(Frame::data))),
+            },
         }
     }
 
@@ -87,7 +124,7 @@ impl http_body::Body for ResponseBody {
     fn size_hint(&self) -> SizeHint {
         match &self.kind {
             Kind::Full(bytes) => SizeHint::with_exact(bytes.as_ref().map_or(0, |b| b.len() as u64)),
-            Kind::Stream(_) => SizeHint::default(),
+            Kind::Stream(..) => SizeHint::default(),
         }
     }
 }

@@ -521,14 +521,21 @@ async fn execute_panel(
         }
     };
     let query = client.query_raw(&statement, params.iter().map(|p| p as &(dyn ToSql + Sync)));
-    let (begun, checked, rows) = tokio::join!(begin, checked, query);
-    // Sent now, answered after the statement's last row.
-    let mut rollback = Box::pin(client.batch_execute("ROLLBACK"));
-    tokio::select! {
-        biased;
-        _ = &mut rollback => {}
-        () = std::future::ready(()) => {}
-    }
+    // The whole transaction goes in one write: the ROLLBACK is sent (polled once) behind the
+    // statement, and answered after its last row (PostgreSQL answers in order). Waiting for
+    // it here would wait for rows no one reads yet.
+    let mut rollback = Box::pin(futures_util::future::maybe_done(
+        client.batch_execute("ROLLBACK"),
+    ));
+    let send_rollback = std::future::poll_fn(|cx| {
+        let _ = rollback.as_mut().poll(cx);
+        std::task::Poll::Ready(())
+    });
+    let (begun, checked, rows, ()) = tokio::join!(begin, checked, query, send_rollback);
+    let rollback = async move {
+        rollback.as_mut().await;
+        rollback.as_mut().take_output().unwrap_or_else(|| Ok(()))
+    };
     begun.map_err(|e| refused_by_privileges(&e, run.protection))?;
     let verdict = checked.map(|checked| verify::verdict(checked.as_ref()));
     if let Some(verify::Verdict::Changed) = verdict {

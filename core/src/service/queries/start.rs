@@ -218,7 +218,7 @@ impl Shared {
         });
         match start.await {
             Ok(Ok(())) => {
-                let mut response = Response::new(ResponseBody::stream(body));
+                let mut response = Response::new(ResponseBody::collected(body));
                 response.headers_mut().insert(
                     header::CONTENT_TYPE,
                     HeaderValue::from_static(format.content_type()),
