@@ -548,6 +548,15 @@ async fn execute_panel(
         verify::forget(session);
         return Box::pin(execute_panel(session, run, sink, truncated)).await;
     }
+    if let Some(verify::Verdict::Moved) = verdict {
+        // Nothing of the statement ran: it runs again behind the fingerprint's check.
+        drop(rows);
+        rollback
+            .await
+            .map_err(|e| refused_by_privileges(&e, run.protection))?;
+        verify::moved(session);
+        return Box::pin(execute_panel(session, run, sink, truncated)).await;
+    }
     let snapshot = match verdict {
         Some(verify::Verdict::Unchanged(snapshot)) => Some(snapshot),
         Some(verify::Verdict::Failed(error)) => return Err(error),

@@ -43,6 +43,9 @@ pub(super) struct Verified {
     snapshot: String,
     /// The verified masking views, by oid: the source table's schema and name.
     masks: HashMap<u32, (String, String)>,
+    /// Whether the last check found the snapshot as verified: the next check is then the
+    /// quiet one ([`SAME_SNAPSHOT`]).
+    quiet: bool,
 }
 
 /// Everything the verification reads, as one digest (a scalar subquery, so that a statement
@@ -255,6 +258,18 @@ const UNCHANGED: &str = concat!(
 /// The setting [`UNCHANGED`] names when the catalog changed: it is never set.
 const CHANGED_SETTING: &str = "dbconsole.catalog_changed";
 
+/// [`UNCHANGED`] for a session whose last check found the snapshot as verified (a quiet
+/// database): `$1` when the snapshot still is, else it fails naming [`MOVED_SETTING`], and the
+/// run checks again with [`UNCHANGED`]. Its plan holds none of the fingerprint's subqueries,
+/// which PostgreSQL sets up at every execution even when it reads none of them (that setup was
+/// most of a protected panel's cost on the database). `$2` is not read.
+const SAME_SNAPSHOT: &str = "\
+SELECT CASE WHEN now.s = $1 THEN now.s ELSE current_setting('dbconsole.snapshot_moved') END \
+FROM (SELECT txid_current_snapshot()::text AS s, $2::text AS unused) AS now";
+
+/// The setting [`SAME_SNAPSHOT`] names when the snapshot moved: it is never set.
+const MOVED_SETTING: &str = "dbconsole.snapshot_moved";
+
 /// The check that the session's verification under `protection` still holds
 /// ([`UNCHANGED`]) and its parameters: sent alone by [`ensure`], or in a panel's
 /// transaction ahead of its statement. `None` when the session must verify first.
@@ -269,8 +284,13 @@ pub(super) async fn kept(
         return Ok(None);
     }
     let params = [verified.snapshot.clone(), verified.fingerprint.clone()];
+    let check = if verified.quiet {
+        SAME_SNAPSHOT
+    } else {
+        UNCHANGED
+    };
     let statement = session
-        .prepare(UNCHANGED)
+        .prepare(check)
         .await
         .map_err(|e| database_error(&e))?;
     Ok(Some((statement, params)))
@@ -282,6 +302,9 @@ pub(super) enum Verdict {
     Unchanged(String),
     /// It changed: nothing of the statement ran ([`forget`], then verify again).
     Changed,
+    /// The snapshot moved since the quiet check ([`SAME_SNAPSHOT`]): nothing of the statement
+    /// ran ([`moved`], then check again with the fingerprint).
+    Moved,
     /// The check itself failed.
     Failed(RunError),
 }
@@ -298,14 +321,31 @@ pub(super) fn verdict(answer: Result<&tokio_postgres::Row, &tokio_postgres::Erro
         {
             Verdict::Changed
         }
+        Err(error)
+            if error.as_db_error().is_some_and(|db| {
+                db.code() == &tokio_postgres::error::SqlState::UNDEFINED_OBJECT
+                    && db.message().contains(MOVED_SETTING)
+            }) =>
+        {
+            Verdict::Moved
+        }
         Err(error) => Verdict::Failed(database_error(error)),
     }
 }
 
-/// The session's verification held in `snapshot`: the next check compares with it.
+/// The session's verification held in `snapshot`: the next check compares with it, the quiet
+/// way ([`SAME_SNAPSHOT`]) when the snapshot had not moved since the last check.
 pub(super) fn seen(session: &mut Session, snapshot: String) {
     if let Some(verified) = session.verified.as_mut() {
+        verified.quiet = verified.snapshot == snapshot;
         verified.snapshot = snapshot;
+    }
+}
+
+/// The snapshot moved since the session's quiet check: the next check reads the fingerprint.
+pub(super) fn moved(session: &mut Session) {
+    if let Some(verified) = session.verified.as_mut() {
+        verified.quiet = false;
     }
 }
 
@@ -323,7 +363,8 @@ pub(super) async fn ensure(
     session: &mut Session,
     protection: &Protection,
 ) -> Result<HashMap<u32, (String, String)>, RunError> {
-    if let Some((unchanged, [snapshot, fingerprint])) = kept(session, protection).await? {
+    // At most twice: the quiet check, then the fingerprint's when the snapshot moved.
+    while let Some((unchanged, [snapshot, fingerprint])) = kept(session, protection).await? {
         let answer = session
             .client
             .query_one(&unchanged, &[&snapshot, &fingerprint])
@@ -335,9 +376,14 @@ pub(super) async fn ensure(
                     return Ok(verified.masks.clone());
                 }
             }
+            Verdict::Moved => {
+                moved(session);
+                continue;
+            }
             Verdict::Changed => {}
             Verdict::Failed(error) => return Err(error),
         }
+        break;
     }
     forget(session);
     let current = session
@@ -358,6 +404,7 @@ pub(super) async fn ensure(
         fingerprint,
         snapshot,
         masks: masks.clone(),
+        quiet: true,
     });
     Ok(masks)
 }
