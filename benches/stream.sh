@@ -18,9 +18,11 @@ if [ "$("${PSQL[@]}" -c "SELECT count(*) FROM pg_class WHERE relname = 'run_benc
     -c "VACUUM ANALYZE run_bench_stored"
 fi
 work="$(mktemp -d)"
-pids=()
+# The servers' pids, in a file: `start` runs in a command substitution's subshell.
 cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  if [ -f "$work/pids" ]; then
+    while read -r pid; do kill "$pid" 2>/dev/null || true; done <"$work/pids"
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -32,7 +34,7 @@ start() {
   local key
   key="$("$binary" keys create --kind api-key --scope query --user bench@example.com --name bench --data-dir "$dir/data" | sed -n 's/^secret: *//p')"
   DBCONSOLE_API_KEY=stream-bench-api-key RUST_LOG=warn "$binary" serve --listen 127.0.0.1:0 --storage redb --max-rows 1000000 --data-dir "$dir/data" >"$dir/out" 2>/dev/null &
-  pids+=("$!")
+  echo "$!" >>"$work/pids"
   for _ in $(seq 100); do grep -q '^listening on ' "$dir/out" && break; sleep 0.1; done
   local addr
   addr="$(sed -n 's/^listening on //p' "$dir/out")"
