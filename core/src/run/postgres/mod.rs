@@ -538,23 +538,18 @@ async fn execute_panel(
     };
     begun.map_err(|e| refused_by_privileges(&e, run.protection))?;
     let verdict = checked.map(|checked| verify::verdict(checked.as_ref()));
-    if let Some(verify::Verdict::Changed) = verdict {
-        // Nothing of the statement ran (its transaction failed first): the session verifies
-        // its role again, or is refused, before the statement is sent again.
+    if let Some(again @ (verify::Verdict::Changed | verify::Verdict::Moved)) = &verdict {
+        // Nothing of the statement ran (its transaction failed first). Changed: the session
+        // verifies its role again, or is refused, before the statement is sent again. Moved:
+        // it runs again behind the fingerprint's check.
         drop(rows);
         rollback
             .await
             .map_err(|e| refused_by_privileges(&e, run.protection))?;
-        verify::forget(session);
-        return Box::pin(execute_panel(session, run, sink, truncated)).await;
-    }
-    if let Some(verify::Verdict::Moved) = verdict {
-        // Nothing of the statement ran: it runs again behind the fingerprint's check.
-        drop(rows);
-        rollback
-            .await
-            .map_err(|e| refused_by_privileges(&e, run.protection))?;
-        verify::moved(session);
+        match again {
+            verify::Verdict::Changed => verify::forget(session),
+            _ => verify::moved(session),
+        }
         return Box::pin(execute_panel(session, run, sink, truncated)).await;
     }
     let snapshot = match verdict {

@@ -311,25 +311,23 @@ pub(super) enum Verdict {
 
 /// The [`Verdict`] of the check's `answer`.
 pub(super) fn verdict(answer: Result<&tokio_postgres::Row, &tokio_postgres::Error>) -> Verdict {
-    match answer {
-        Ok(row) => Verdict::Unchanged(row.get(0)),
-        Err(error)
-            if error.as_db_error().is_some_and(|db| {
-                db.code() == &tokio_postgres::error::SqlState::UNDEFINED_OBJECT
-                    && db.message().contains(CHANGED_SETTING)
-            }) =>
-        {
-            Verdict::Changed
-        }
-        Err(error)
-            if error.as_db_error().is_some_and(|db| {
-                db.code() == &tokio_postgres::error::SqlState::UNDEFINED_OBJECT
-                    && db.message().contains(MOVED_SETTING)
-            }) =>
-        {
-            Verdict::Moved
-        }
-        Err(error) => Verdict::Failed(database_error(error)),
+    let error = match answer {
+        Ok(row) => return Verdict::Unchanged(row.get(0)),
+        Err(error) => error,
+    };
+    // The check fails naming the setting of what it found (neither is ever set).
+    let named = |setting: &str| {
+        error.as_db_error().is_some_and(|db| {
+            db.code() == &tokio_postgres::error::SqlState::UNDEFINED_OBJECT
+                && db.message().contains(setting)
+        })
+    };
+    if named(CHANGED_SETTING) {
+        Verdict::Changed
+    } else if named(MOVED_SETTING) {
+        Verdict::Moved
+    } else {
+        Verdict::Failed(database_error(error))
     }
 }
 
