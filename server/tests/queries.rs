@@ -1,6 +1,7 @@
 //! Queries through the real `dbconsole` binary on its default storage (redb) and a real
 //! PostgreSQL (`.ci/db-servers-up.sh`): a key bound to a user made by `dbconsole keys create
-//! --user … --scope query`, a result streamed to a client over HTTP/1 (chunked), and a client
+//! --user … --scope query`, a result streamed to a client over HTTP/1 (chunked; one smaller than
+//! a chunk answered whole, with a length), and a client
 //! that closes its connection while its statement runs, which cancels the statement on the
 //! database server within a second.
 
@@ -199,6 +200,24 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
     assert_eq!(lines[0], "g,md5");
     assert!(lines[100_000].starts_with("100000,"));
 
+    // A result smaller than a chunk is answered whole: its head goes with it, with a length.
+    let id = query(&server, &user_key, "SELECT 1 AS one").await;
+    let whole = request(
+        server.addr,
+        "POST",
+        &format!("/api/v1/console/queries/{id}/run"),
+        &[("x-api-key", &user_key)],
+        None,
+    )
+    .await;
+    assert_eq!(whole.status, 200, "{}", whole.body);
+    assert_eq!(whole.header("transfer-encoding"), None);
+    assert_eq!(
+        whole.header("content-length"),
+        Some(whole.body.len().to_string().as_str())
+    );
+    assert_eq!(whole.json()["rows"], json!([[1]]));
+
     let marker = format!("closed_{}", std::process::id());
     let id = query(
         &server,
@@ -251,7 +270,7 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
     .await;
     let error: &Value = &history["run"]["error"];
     assert!(error.as_str().unwrap().contains("went away"), "{history}");
-    // Both runs are counted, by how they ended, with their rows.
+    // The three runs are counted, by how they ended, with their rows.
     let text = metrics(&server).await;
     let line = |needle: &str| {
         text.lines()
@@ -262,7 +281,7 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
         text.lines()
             .any(|l| l.starts_with("dbconsole_query_runs_total")
                 && l.contains("outcome=\"succeeded\"")
-                && l.ends_with(" 1")),
+                && l.ends_with(" 2")),
         "{text}"
     );
     assert!(
@@ -274,7 +293,7 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
     );
     assert_eq!(
         line("dbconsole_query_rows_total"),
-        Some(100_000.0),
+        Some(100_001.0),
         "{text}"
     );
     server.stop().await;

@@ -485,14 +485,29 @@ impl RowSink {
         }
         self.answered = true;
         if self.encoder.buffered() >= FLUSH_AT {
-            self.flush().await.map_err(|_| RunError::Cancelled)?;
+            self.hand_over().await.map_err(|_| RunError::Cancelled)?;
         }
         Ok(())
     }
 
+    /// Hands what is buffered to the response body, except a first chunk smaller than
+    /// [`FLUSH_AT`]: that waits for [`RowSink::finish`], so that a small result is answered
+    /// whole (the end of the result is near: runners flush once their rows are read).
+    /// [`Gone`] when the client is.
+    pub async fn flush(&mut self) -> Result<(), Gone> {
+        if self.started.is_some() && self.encoder.buffered() < FLUSH_AT {
+            return if self.chunks.is_closed() {
+                Err(Gone)
+            } else {
+                Ok(())
+            };
+        }
+        self.hand_over().await
+    }
+
     /// Hands what is buffered to the response body (the first chunk, then the answer's
     /// start: the body is never waited for before the response is).
-    pub async fn flush(&mut self) -> Result<(), Gone> {
+    async fn hand_over(&mut self) -> Result<(), Gone> {
         if self.encoder.buffered() == 0 {
             return Ok(());
         }
@@ -558,7 +573,7 @@ impl RowSink {
         if self.encoder.format() == Format::Csv
             && let Some(error) = error
         {
-            let _ = self.flush().await;
+            let _ = self.hand_over().await;
             self.signal_start();
             let _ = self.chunks.send(Err(BodyError(error))).await;
             return;
