@@ -394,9 +394,9 @@ pub struct Gone;
 
 impl RowSink {
     /// A sink writing `format` into `chunks`, letting `max_rows` rows through, that tells
-    /// `started` when its first row is written, or its result ends (or the error that came
-    /// first: an error before any row, a value over the bounds in the first row, is the
-    /// answer's status, not a 200 with an error).
+    /// `started` when its first chunk is handed over, or its result ends (or the error that
+    /// came first: an error before any row, a value over the bounds in the first row, is the
+    /// answer's status, not a 200 with an error; an error after a row is the result's).
     pub(crate) fn new(
         format: Format,
         chunks: mpsc::Sender<Result<Bytes, BodyError>>,
