@@ -490,9 +490,9 @@ impl RowSink {
         Ok(())
     }
 
-    /// Hands what is buffered to the response body, except a first chunk smaller than
-    /// [`FLUSH_AT`]: that waits for [`RowSink::finish`], so that a small result is answered
-    /// whole (the end of the result is near: runners flush once their rows are read).
+    /// Hands what is buffered to the response body, except a first chunk smaller than a
+    /// chunk's size (32 KiB): that waits for the result's end, so that a small result is
+    /// answered whole (the end is near: runners flush once their rows are read).
     /// [`Gone`] when the client is.
     pub async fn flush(&mut self) -> Result<(), Gone> {
         if self.started.is_some() && self.encoder.buffered() < FLUSH_AT {
