@@ -143,6 +143,39 @@ impl Fixture {
             .expect(200);
     }
 
+    /// The staleness tests' last two changes between runs, each undone after: a policy that
+    /// also hides `{table}.name` (a column the credential may read), then the credential
+    /// rotated to `checker` (who may read the protected one). The panel `run(0)` is refused
+    /// after each ("can read"); `runs` checks the panels again once it is undone.
+    pub(crate) async fn policy_and_rotation_refuse<R, RF, S, SF>(
+        &self,
+        table: &str,
+        username: &str,
+        run: R,
+        runs: S,
+    ) where
+        R: Fn(usize) -> RF,
+        RF: std::future::Future<Output = dbconsole_tests::TestResponse>,
+        S: Fn() -> SF,
+        SF: std::future::Future<Output = ()>,
+    {
+        self.protect_columns(json!([
+            {"column": format!("{table}.email"), "action": "mask"},
+            {"column": format!("{table}.name"), "action": "hide"},
+        ]))
+        .await;
+        let text = run(0).await.expect(422).text();
+        assert!(text.contains("can read"), "after the policy change: {text}");
+        self.protect_columns(json!([{"column": format!("{table}.email"), "action": "mask"}]))
+            .await;
+        runs().await;
+        self.rotate_credential("checker").await;
+        let text = run(0).await.expect(422).text();
+        assert!(text.contains("can read"), "after the rotation: {text}");
+        self.rotate_credential(username).await;
+        runs().await;
+    }
+
     /// Makes every attempt; how many masked columns their JSON answers held (every value of
     /// each `****` or `null`).
     pub(crate) async fn attempt_all(&self, attempts: &[(String, Expect)]) -> usize {
