@@ -261,8 +261,8 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let conn = Arc::clone(conn);
-    // One `App` per connection, shared by its requests (a clone per request cost a GET more
-    // than a tenth of its time).
+    // One `App` per connection, shared by its requests (a clone per request cloned each of its
+    // parts, the MCP service's cancellation token among them).
     let app = Arc::new(app);
     http.serve_connection(
         io,

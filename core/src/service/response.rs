@@ -45,8 +45,7 @@ impl ResponseBody {
         let mut received = std::collections::VecDeque::new();
         loop {
             match chunks.try_recv() {
-                Ok(Ok(chunk)) => received.push_back(Ok(chunk)),
-                Ok(Err(error)) => received.push_back(Err(error)),
+                Ok(chunk) => received.push_back(chunk),
                 Err(mpsc::error::TryRecvError::Empty) => break,
                 Err(mpsc::error::TryRecvError::Disconnected) => {
                     let size: usize = received.iter().flatten().map(Bytes::len).sum();
