@@ -586,26 +586,13 @@ async fn a_protected_panel_keeps_nothing_across_a_change() {
         "dp_reader",
     )
     .await;
-    let console = &fixture.console;
-    let dashboard = panels_dashboard(
-        console,
-        "kept",
-        &fixture.credential,
-        &[
+    let dashboard = fixture
+        .panels(&[
             format!("SELECT id, name FROM {t}_v ORDER BY id"),
             format!("SELECT id, email FROM {t}"),
-        ],
-        json!([]),
-    )
-    .await;
-    let run = |index: usize| {
-        let dashboard = &dashboard;
-        async move {
-            let answer = run_panel(console, dashboard, index, &json!({})).await;
-            assert!(leaks(&answer.text()).is_none(), "{}", answer.text());
-            answer
-        }
-    };
+        ])
+        .await;
+    let run = |index: usize| fixture.run_unleaked(&dashboard, index);
     let runs = || async {
         for _ in 0..2 {
             assert_eq!(

@@ -667,26 +667,13 @@ async fn a_protected_panel_keeps_nothing_across_a_change() {
         READER,
     )
     .await;
-    let console = &fixture.console;
-    let dashboard = panels_dashboard(
-        console,
-        "kept",
-        &fixture.credential,
-        &[
+    let dashboard = fixture
+        .panels(&[
             format!("SELECT id, email, name FROM {t} ORDER BY id"),
             format!("SELECT {t}_leak() AS leak"),
-        ],
-        json!([]),
-    )
-    .await;
-    let run = |index: usize| {
-        let dashboard = &dashboard;
-        async move {
-            let answer = run_panel(console, dashboard, index, &json!({})).await;
-            assert!(leaks(&answer.text()).is_none(), "{}", answer.text());
-            answer
-        }
-    };
+        ])
+        .await;
+    let run = |index: usize| fixture.run_unleaked(&dashboard, index);
     let masked = json!([[1, "****", "Alice"], [2, null, "Bob"]]);
     let runs_masked = || async {
         // Twice: the second run is the one that uses what the first kept.

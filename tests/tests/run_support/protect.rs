@@ -143,6 +143,29 @@ impl Fixture {
             .expect(200);
     }
 
+    /// A dashboard of one panel per statement, as the fixture's credential (no inputs).
+    pub(crate) async fn panels(&self, statements: &[String]) -> Value {
+        super::panels_dashboard(
+            &self.console,
+            "kept",
+            &self.credential,
+            statements,
+            json!([]),
+        )
+        .await
+    }
+
+    /// Runs panel `index` of `dashboard`: an answer that holds no protected value.
+    pub(crate) async fn run_unleaked(
+        &self,
+        dashboard: &Value,
+        index: usize,
+    ) -> dbconsole_tests::TestResponse {
+        let answer = super::run_panel(&self.console, dashboard, index, &json!({})).await;
+        assert!(leaks(&answer.text()).is_none(), "{}", answer.text());
+        answer
+    }
+
     /// The staleness tests' last two changes between runs, each undone after: a policy that
     /// also hides `{table}.name` (a column the credential may read), then the credential
     /// rotated to `checker` (who may read the protected one). The panel `run(0)` is refused
