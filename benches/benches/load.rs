@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use dbconsole_benches::fixtures::create_database_body;
 use dbconsole_benches::loopback::{
-    Phase, load, read_response, read_response_with_head, release_server, request_bytes, rss_kib,
-    start_server,
+    Phase, load, load_costed, read_response, read_response_with_head, release_server,
+    request_bytes, rss_kib, start_server,
 };
 use http_body_util::Full;
 use hyper::server::conn::http1;
@@ -53,6 +53,13 @@ fn env_or(name: &str, default: u64) -> u64 {
 fn median(mut phases: Vec<Phase>) -> Phase {
     phases.sort_by(|a, b| a.per_second.total_cmp(&b.per_second));
     phases[phases.len() / 2].clone()
+}
+
+/// The median phase, and the median CPU time per answer (each on its own).
+fn median_costed(phases: Vec<(Phase, Duration)>) -> (Phase, Duration) {
+    let (phases, mut costs): (Vec<Phase>, Vec<Duration>) = phases.into_iter().unzip();
+    costs.sort();
+    (median(phases), costs[costs.len() / 2])
 }
 
 /// The bare baseline: this bench's binary again, as a process of its own (as the server is),
@@ -214,8 +221,9 @@ async fn run() {
     let (server, addr) = start_server(&binary, &dir.path().join("data"), &env).await;
     let pid = server.id().expect("running");
     let uncached_env = [env.as_slice(), &[("DBCONSOLE_READ_CACHE_MIB", "0")]].concat();
-    let (_uncached_server, uncached) =
+    let (uncached_server, uncached) =
         start_server(&binary, &dir.path().join("data-uncached"), &uncached_env).await;
+    let uncached_pid = uncached_server.id().expect("running");
 
     // Seed both, and take a GET answer's bytes for the bare server.
     let body = create_database_body();
@@ -227,7 +235,8 @@ async fn run() {
         Arc::new(get_uncached),
         Arc::new(vec![create]),
     );
-    let (_bare_process, bare) = start_bare(&get_answer.0, &get_answer.1, dir.path()).await;
+    let (bare_process, bare) = start_bare(&get_answer.0, &get_answer.1, dir.path()).await;
+    let bare_pid = bare_process.id().expect("running");
     // Another binary (BENCH_BEFORE), measured round by round with this one.
     let before = match std::env::var_os("BENCH_BEFORE") {
         Some(path) => {
@@ -238,7 +247,8 @@ async fn run() {
             )
             .await;
             let (get, _) = seed(at, &request_bytes("POST", DATABASES, API_KEY, Some(&body))).await;
-            Some((process, at, Arc::new(get)))
+            let pid = process.id().expect("running");
+            Some((process, pid, at, Arc::new(get)))
         }
         None => None,
     };
@@ -252,22 +262,25 @@ async fn run() {
     let mut post_server = Vec::new();
     let mut raw_commits = Vec::new();
     let mut raw_plain = Vec::new();
-    for _ in 0..rounds {
-        get_server.push(load(addr, 32, Arc::clone(&get), 200, period).await);
-        get_uncached.push(
-            load(
-                uncached,
-                32,
-                Arc::clone(&get_uncached_requests),
-                200,
-                period,
-            )
-            .await,
-        );
-        get_bare.push(load(bare, 32, Arc::clone(&get), 200, period).await);
+    for round in 0..rounds {
+        // The GET phases one after the other, in turn first and last (this machine's speed
+        // drifts over a run): the server, the baseline, the uncached server, the binary before.
+        let mut gets: Vec<(&mut Vec<(Phase, Duration)>, u32, SocketAddr, &Arc<Vec<Vec<u8>>>)> = vec![
+            (&mut get_server, pid, addr, &get),
+            (&mut get_bare, bare_pid, bare, &get),
+            (&mut get_uncached, uncached_pid, uncached, &get_uncached_requests),
+        ];
+        if let Some((_, before_pid, at, before_get)) = &before {
+            gets.push((&mut get_before, *before_pid, *at, before_get));
+        }
+        if round % 2 == 1 {
+            gets.reverse();
+        }
+        for (into, pid, at, requests) in gets {
+            into.push(load_costed(pid, at, 32, Arc::clone(requests), 200, period).await);
+        }
         post_server.push(load(addr, 8, Arc::clone(&create), 200, period).await);
-        if let Some((_, at, get)) = &before {
-            get_before.push(load(*at, 32, Arc::clone(get), 200, period).await);
+        if let Some((_, _, at, _)) = &before {
             post_before.push(load(*at, 8, Arc::clone(&create), 200, period).await);
         }
         let raw_dir = tempfile::tempdir().unwrap();
@@ -285,9 +298,9 @@ async fn run() {
     }
     let rss_after = rss_kib(pid);
     let (get_server, get_uncached, get_bare, post_server) = (
-        median(get_server),
-        median(get_uncached),
-        median(get_bare),
+        median_costed(get_server),
+        median_costed(get_uncached),
+        median_costed(get_bare),
         median(post_server),
     );
     raw_commits.sort_by(f64::total_cmp);
@@ -297,8 +310,8 @@ async fn run() {
 
     println!("\nend to end on loopback, median of {rounds} rounds of {period:?}:");
     println!(
-        "{:<44} {:>10} {:>10} {:>10} {:>8}",
-        "", "req/s", "p50", "p99", "ratio"
+        "{:<44} {:>10} {:>10} {:>10} {:>8} {:>12} {:>8}",
+        "", "req/s", "p50", "p99", "ratio", "CPU/answer", "ratio"
     );
     let row = |name: &str, phase: &Phase, ratio: Option<f64>| {
         println!(
@@ -309,17 +322,22 @@ async fn run() {
             ratio.map(|r| format!("{r:.2}")).unwrap_or_default()
         );
     };
-    row(
-        "GET by id, dbconsole on redb (32 conns)",
-        &get_server,
-        Some(get_server.per_second / get_bare.per_second),
-    );
-    row(
-        "GET by id, read cache off (32 conns)",
-        &get_uncached,
-        Some(get_uncached.per_second / get_bare.per_second),
-    );
-    row("GET, bare hyper, same bytes (32 conns)", &get_bare, None);
+    // A GET row also shows the server's CPU time per answer, and the baseline's over it (the
+    // cost ratio: steadier than the rate on a machine whose speed drifts).
+    let get_row = |name: &str, (phase, cost): &(Phase, Duration)| {
+        println!(
+            "{name:<44} {:>10.0} {:>10.2?} {:>10.2?} {:>8.2} {:>12.2?} {:>8.2}",
+            phase.per_second,
+            phase.p50,
+            phase.p99,
+            phase.per_second / get_bare.0.per_second,
+            cost,
+            get_bare.1.as_secs_f64() / cost.as_secs_f64().max(1e-12),
+        );
+    };
+    get_row("GET by id, dbconsole on redb (32 conns)", &get_server);
+    get_row("GET by id, read cache off (32 conns)", &get_uncached);
+    get_row("GET, bare hyper, same bytes (32 conns)", &get_bare);
     row(
         "POST create, durable (8 conns)",
         &post_server,
@@ -335,12 +353,8 @@ async fn run() {
         post_server.per_second / plain
     );
     if !get_before.is_empty() {
-        let (get_before, post_before) = (median(get_before), median(post_before));
-        row(
-            "before (BENCH_BEFORE): GET by id (32 conns)",
-            &get_before,
-            Some(get_before.per_second / get_bare.per_second),
-        );
+        let (get_before, post_before) = (median_costed(get_before), median(post_before));
+        get_row("before (BENCH_BEFORE): GET by id (32 conns)", &get_before);
         row(
             "before (BENCH_BEFORE): POST create (8 conns)",
             &post_before,

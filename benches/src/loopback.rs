@@ -152,6 +152,40 @@ pub fn request_bytes(method: &str, path: &str, api_key: &str, body: Option<&[u8]
     bytes
 }
 
+/// The CPU time process `pid` has used so far (user and system, all its threads), zero when
+/// unknown.
+pub fn cpu_time(pid: u32) -> Duration {
+    // `/proc/<pid>/stat`: after the command's closing parenthesis, fields 14 and 15 (utime,
+    // stime) are the 12th and 13th, in clock ticks (100 a second on Linux).
+    let ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let (_, rest) = stat.rsplit_once(')')?;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let user: u64 = fields.get(11)?.parse().ok()?;
+            let system: u64 = fields.get(12)?.parse().ok()?;
+            Some(user + system)
+        })
+        .unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+/// [`load`], and the CPU time process `pid` (the server measured) spent per answer meanwhile.
+pub async fn load_costed(
+    pid: u32,
+    addr: SocketAddr,
+    connections: usize,
+    requests: Arc<Vec<Vec<u8>>>,
+    expect: u16,
+    period: Duration,
+) -> (Phase, Duration) {
+    let before = cpu_time(pid);
+    let phase = load(addr, connections, requests, expect, period).await;
+    let spent = cpu_time(pid).saturating_sub(before);
+    let answers = (phase.per_second * period.as_secs_f64()).max(1.0);
+    (phase, spent.div_f64(answers))
+}
+
 /// The resident memory of process `pid` in KiB (`VmRSS`), 0 when unknown.
 pub fn rss_kib(pid: u32) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))

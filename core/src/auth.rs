@@ -100,6 +100,18 @@ impl StaticCredentials {
     }
 }
 
+impl StaticCredentials {
+    /// The caller `presented` is as a credential of `kind`, if it is one of these.
+    fn check(&self, kind: CredentialKind, presented: &str) -> Option<Caller> {
+        let (expected, name) = match kind {
+            CredentialKind::ApiKey => (self.api_key, STATIC_API_KEY),
+            CredentialKind::AccessToken => (self.access_token, STATIC_ACCESS_TOKEN),
+        };
+        let matches: bool = key_digest(presented.as_bytes()).ct_eq(&expected?).into();
+        matches.then(|| Caller::full(name))
+    }
+}
+
 #[async_trait]
 impl Authenticator for StaticCredentials {
     async fn authenticate(
@@ -107,15 +119,7 @@ impl Authenticator for StaticCredentials {
         kind: CredentialKind,
         presented: &str,
     ) -> Result<Option<Caller>, Box<dyn std::error::Error + Send + Sync>> {
-        let (expected, name) = match kind {
-            CredentialKind::ApiKey => (self.api_key, STATIC_API_KEY),
-            CredentialKind::AccessToken => (self.access_token, STATIC_ACCESS_TOKEN),
-        };
-        let Some(expected) = expected else {
-            return Ok(None);
-        };
-        let matches: bool = key_digest(presented.as_bytes()).ct_eq(&expected).into();
-        Ok(matches.then(|| Caller::full(name)))
+        Ok(self.check(kind, presented))
     }
 }
 
@@ -193,7 +197,7 @@ impl Authenticator for StoredCredentials {
         kind: CredentialKind,
         presented: &str,
     ) -> Result<Option<Caller>, Box<dyn std::error::Error + Send + Sync>> {
-        if let Some(caller) = self.fixed.authenticate(kind, presented).await? {
+        if let Some(caller) = self.fixed.check(kind, presented) {
             return Ok(Some(caller));
         }
         let Some(key) = self

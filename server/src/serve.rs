@@ -5,6 +5,7 @@ use std::convert::Infallible;
 use std::future::{Future, poll_fn};
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -13,7 +14,7 @@ use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -41,7 +42,9 @@ pub struct ServeLimits {
     /// oldest of them is closed to make room. They take no slot of `max_connections`, so that
     /// sockets that open and never finish a head can't crowd out callers that do.
     pub max_pending: usize,
-    /// How long a connection may take over a request head before it is closed.
+    /// How long a connection may go without sending a request head while none of its
+    /// requests is being answered (a slow head, or an idle keep-alive connection) before it is
+    /// closed: after between one and two of it.
     pub head_timeout: Duration,
     /// How long a shutdown waits for the requests in flight before it ends them.
     pub drain: Duration,
@@ -59,12 +62,83 @@ impl Default for ServeLimits {
 }
 
 /// A connection's state as the serving loop sees it: whether it sent a request head yet, its
-/// slot of `max_connections` once it did, and the signal that closes it while it has not.
+/// slot of `max_connections` once it did, the signal that closes it while it has not, and what
+/// [`stalled`] watches.
 #[derive(Debug, Default)]
 struct Conn {
     started: std::sync::atomic::AtomicBool,
     slot: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     evict: tokio::sync::Notify,
+    /// Request heads completed and answers ended, counted together.
+    progress: AtomicU64,
+    /// Requests whose answer has not ended (its body is still being sent).
+    answering: AtomicUsize,
+}
+
+/// Completes when `conn` made no progress (no request head completed, no answer ended) for a
+/// whole `period` while none of its requests was being answered: a client slow to send a
+/// request head, or a keep-alive connection left idle, is closed after between one and two
+/// periods, while an answer however long (a stream of rows) is never cut.
+///
+/// One timer per connection, armed once a period: hyper's own header read timeout arms and
+/// drops one per request, a measurable part of a cached `GET` (benches/README.md).
+async fn stalled(conn: &Conn, period: Duration) {
+    let mut seen = conn.progress.load(Ordering::Acquire);
+    loop {
+        tokio::time::sleep(period).await;
+        let now = conn.progress.load(Ordering::Acquire);
+        if now == seen && conn.answering.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        seen = now;
+    }
+}
+
+/// One request of a connection being answered, from its complete head until its answer's body
+/// is dropped (sent, or abandoned with the connection).
+#[derive(Debug)]
+struct Answering(Arc<Conn>);
+
+impl Answering {
+    fn start(conn: Arc<Conn>) -> Self {
+        conn.progress.fetch_add(1, Ordering::AcqRel);
+        conn.answering.fetch_add(1, Ordering::AcqRel);
+        Self(conn)
+    }
+}
+
+impl Drop for Answering {
+    fn drop(&mut self) {
+        self.0.answering.fetch_sub(1, Ordering::AcqRel);
+        self.0.progress.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// An answer's body, holding its request's [`Answering`] until hyper drops it.
+#[derive(Debug)]
+struct Tracked {
+    body: ResponseBody,
+    _answering: Answering,
+}
+
+impl hyper::body::Body for Tracked {
+    type Data = Bytes;
+    type Error = <ResponseBody as hyper::body::Body>::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Self::Error>>> {
+        std::pin::Pin::new(&mut self.get_mut().body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
 }
 
 /// The connections without a complete request head, oldest first.
@@ -76,7 +150,6 @@ struct Pending {
 impl Pending {
     /// Adds `conn`; when more than `budget` are pending, closes the oldest.
     fn admit(&self, conn: &Arc<Conn>, budget: usize) {
-        use std::sync::atomic::Ordering;
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         queue.retain(|weak| {
             weak.upgrade()
@@ -127,11 +200,10 @@ pub async fn serve_console<F, G>(
     G: Future<Output = ()>,
 {
     let graceful = GracefulShutdown::new();
-    let mut http = http1::Builder::new();
-    // The timer enables hyper's header read timeout, so a client that never finishes its
-    // request head cannot hold a connection (and the shutdown) forever.
-    http.timer(TokioTimer::new());
-    http.header_read_timeout(limits.head_timeout);
+    // No hyper timer, so no header read timeout of hyper's: [`stalled`] closes a connection
+    // whose client never finishes its request head, so that it can't hold it (and the
+    // shutdown) forever.
+    let http = http1::Builder::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let pending = Arc::new(Pending::default());
     let app = App {
@@ -183,9 +255,15 @@ pub async fn serve_console<F, G>(
                             }
                         };
                         let served = tokio::select! {
+                            // Its requests first: a head that arrives with the timer is served.
+                            biased;
                             served = serving => served,
                             () = evicted => {
                                 tracing::debug!("a connection without a request head was closed to make room");
+                                Ok(())
+                            }
+                            () = stalled(&conn, limits.head_timeout) => {
+                                tracing::debug!("a connection sent no request head in time: closed");
                                 Ok(())
                             }
                         };
@@ -230,7 +308,6 @@ struct App {
 /// Completes when `conn` is to be closed to make room while it has not sent a request head;
 /// never once it has.
 async fn evicted_while_pending(conn: &Conn) {
-    use std::sync::atomic::Ordering;
     let notified = conn.evict.notified();
     tokio::pin!(notified);
     // Once started, the signal is not even looked at (this is polled at every request).
@@ -268,18 +345,22 @@ where
         io,
         service_fn(move |request| {
             let app = Arc::clone(&app);
-            let conn = Arc::clone(&conn);
-            let slots = Arc::clone(&slots);
+            let answering = Answering::start(Arc::clone(&conn));
+            // The connection's first request takes its slot: at the cap, it waits for one (as a
+            // connection once waited in the backlog).
+            let first = (!conn.started.swap(true, Ordering::AcqRel))
+                .then(|| (Arc::clone(&conn), Arc::clone(&slots)));
             async move {
-                use std::sync::atomic::Ordering;
-                if !conn.started.swap(true, Ordering::AcqRel) {
-                    // At the cap, the request waits for a slot (as a connection once waited in
-                    // the backlog).
-                    if let Ok(slot) = slots.acquire_owned().await {
-                        *conn.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(slot);
-                    }
+                if let Some((conn, slots)) = first
+                    && let Ok(slot) = slots.acquire_owned().await
+                {
+                    *conn.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(slot);
                 }
-                handle(app, request).await
+                let response = handle(app, request).await?;
+                Ok::<_, Infallible>(response.map(|body| Tracked {
+                    body,
+                    _answering: answering,
+                }))
             }
         }),
     )
@@ -303,7 +384,9 @@ async fn handle(
     } = &*app;
     let started = Instant::now();
     let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    // The path outlives the request (the log line): the URI's clone shares its bytes.
+    let uri = request.uri().clone();
+    let path = uri.path();
     if path == crate::mcp::MCP_PATH {
         // One id for the answer, the log line and the audit events of the request.
         let id = RequestId::from_headers(request.headers());

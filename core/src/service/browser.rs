@@ -427,7 +427,7 @@ impl Shared {
                 .await?
                 .filter(|s| s.kind == SessionKind::Browser)
         {
-            let mut origin = call.origin.clone();
+            let mut origin = crate::model::Origin::clone(call.origin);
             origin.actor = Actor {
                 id: Some(session.id.as_str().to_owned()),
                 name: session.principal.user.clone(),

@@ -40,19 +40,53 @@ impl Rendered {
     }
 }
 
-/// What an entry is the rendering of.
+/// What an entry is the rendering of: a record's kind and id, owned (`String`, what a write
+/// invalidates) or borrowed (`&str`, what a read looks up, without an allocation).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum CacheKey {
+pub(crate) enum CacheKey<S = String> {
     /// A database by id.
-    Database(String),
+    Database(S),
     /// A dashboard by id.
-    Dashboard(String),
+    Dashboard(S),
 }
 
-impl CacheKey {
+impl<S: AsRef<str>> CacheKey<S> {
     fn id(&self) -> &str {
         match self {
-            Self::Database(id) | Self::Dashboard(id) => id,
+            Self::Database(id) | Self::Dashboard(id) => id.as_ref(),
+        }
+    }
+
+    /// Its entry's key: a letter for the kind, then the id.
+    fn text(&self) -> String {
+        let mut text = String::with_capacity(1 + self.id().len());
+        text.push(self.tag());
+        text.push_str(self.id());
+        text
+    }
+
+    fn tag(&self) -> char {
+        match self {
+            Self::Database(_) => 'd',
+            Self::Dashboard(_) => 'b',
+        }
+    }
+
+    /// `f` of its entry's key, put together on the stack when the id is short (ids are).
+    fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
+        let id = self.id();
+        let mut buffer = [0u8; 64];
+        match buffer.get_mut(1..=id.len()) {
+            Some(rest) => {
+                rest.copy_from_slice(id.as_bytes());
+                buffer[0] = self.tag() as u8;
+                // An ASCII letter, then a whole `str`: text, always.
+                match std::str::from_utf8(&buffer[..=id.len()]) {
+                    Ok(text) => f(text),
+                    Err(_) => f(&self.text()),
+                }
+            }
+            None => f(&self.text()),
         }
     }
 }
@@ -85,7 +119,8 @@ pub(crate) struct ReadCache {
 struct State {
     generation: u64,
     bytes: usize,
-    entries: LruCache<CacheKey, Rendered>,
+    /// By [`CacheKey::text`].
+    entries: LruCache<String, Rendered>,
 }
 
 /// Taken before a storage read; the read's answer is cached only if nothing was invalidated
@@ -113,8 +148,8 @@ impl ReadCache {
     }
 
     /// The cached rendering of `key`, if any.
-    pub(crate) fn get(&self, key: &CacheKey) -> Option<Rendered> {
-        self.state().entries.get(key).cloned()
+    pub(crate) fn get<S: AsRef<str>>(&self, key: &CacheKey<S>) -> Option<Rendered> {
+        key.with_text(|text| self.state().entries.get(text).cloned())
     }
 
     /// The ticket of a read about to start.
@@ -125,7 +160,8 @@ impl ReadCache {
     /// Keeps `body` as the rendering of `key`, read under `ticket`, unless something was
     /// invalidated since the ticket was taken (the read may have seen the record before a write
     /// that has been answered since) or it alone exceeds the budget.
-    pub(crate) fn insert(&self, ticket: Ticket, key: CacheKey, body: Rendered) {
+    pub(crate) fn insert<S: AsRef<str>>(&self, ticket: Ticket, key: &CacheKey<S>, body: Rendered) {
+        let key = key.text();
         let size = entry_size(&key, &body);
         if size > self.budget {
             return;
@@ -154,8 +190,9 @@ impl ReadCache {
         state.generation += 1;
         match key {
             Some(key) => {
-                if let Some(body) = state.entries.pop(key) {
-                    state.bytes -= entry_size(key, &body);
+                let key = key.text();
+                if let Some(body) = state.entries.pop(&key) {
+                    state.bytes -= entry_size(&key, &body);
                 }
             }
             None => {
@@ -179,7 +216,7 @@ impl Shared {
     /// it is not entity tags).
     pub(super) async fn read_through<T, R>(
         &self,
-        key: CacheKey,
+        key: CacheKey<&str>,
         headers: &HeaderMap,
         read: impl FnOnce() -> R,
         render: impl FnOnce(&T) -> serde_json::Result<Bytes>,
@@ -205,7 +242,7 @@ impl Shared {
                     etag: etag(version(&record)),
                 };
                 if let (Some(cache), Some(ticket)) = (cache, ticket) {
-                    cache.insert(ticket, key, rendered.clone());
+                    cache.insert(ticket, &key, rendered.clone());
                 }
                 rendered
             }
@@ -219,8 +256,8 @@ impl Shared {
     }
 }
 
-fn entry_size(key: &CacheKey, rendered: &Rendered) -> usize {
-    key.id().len() + rendered.size() + ENTRY_OVERHEAD
+fn entry_size(key: &str, rendered: &Rendered) -> usize {
+    key.len() + rendered.size() + ENTRY_OVERHEAD
 }
 
 #[cfg(test)]
@@ -243,15 +280,28 @@ mod tests {
     fn keeps_what_was_read_and_forgets_what_was_written() {
         let cache = ReadCache::new(1 << 20).unwrap();
         let ticket = cache.ticket();
-        cache.insert(ticket, db("a"), json(&b"{\"a\":1}"[..]));
-        cache.insert(ticket, CacheKey::Dashboard("a".into()), json(&b"{}"[..]));
+        cache.insert(ticket, &db("a"), json(&b"{\"a\":1}"[..]));
+        cache.insert(ticket, &CacheKey::Dashboard("a"), json(&b"{}"[..]));
         assert_eq!(cache.get(&db("a")).unwrap().body, &b"{\"a\":1}"[..]);
         cache.invalidate(Some(&db("a")));
         assert!(cache.get(&db("a")).is_none());
-        assert!(cache.get(&CacheKey::Dashboard("a".into())).is_some());
+        assert!(cache.get(&CacheKey::Dashboard("a")).is_some());
         cache.invalidate(None);
-        assert!(cache.get(&CacheKey::Dashboard("a".into())).is_none());
+        assert!(cache.get(&CacheKey::Dashboard("a")).is_none());
         assert_eq!(cache.bytes(), 0);
+    }
+
+    #[test]
+    fn a_borrowed_key_finds_what_its_owned_key_names_short_or_long() {
+        let cache = ReadCache::new(1 << 20).unwrap();
+        for id in ["db_01", &"x".repeat(200)] {
+            cache.insert(cache.ticket(), &CacheKey::Database(id), json(&b"{}"[..]));
+            assert!(cache.get(&CacheKey::Database(id)).is_some(), "{id}");
+            assert!(cache.get(&CacheKey::Database(id.to_owned())).is_some());
+            assert!(cache.get(&CacheKey::Dashboard(id)).is_none(), "kinds apart");
+            cache.invalidate(Some(&CacheKey::Database(id.to_owned())));
+            assert!(cache.get(&CacheKey::Database(id)).is_none(), "{id}");
+        }
     }
 
     #[test]
@@ -261,23 +311,23 @@ mod tests {
         // The write returns and invalidates while the read is in flight…
         cache.invalidate(Some(&db("a")));
         // …so what the read saw (possibly the record before the write) is dropped.
-        cache.insert(before_write, db("a"), json(&b"old"[..]));
+        cache.insert(before_write, &db("a"), json(&b"old"[..]));
         assert!(cache.get(&db("a")).is_none());
         // A read started after the write is kept.
-        cache.insert(cache.ticket(), db("a"), json(&b"new"[..]));
+        cache.insert(cache.ticket(), &db("a"), json(&b"new"[..]));
         assert_eq!(cache.get(&db("a")).unwrap().body, &b"new"[..]);
     }
 
     #[test]
     fn stays_within_its_budget_evicting_the_least_recently_used() {
         let body = json(vec![b'x'; 1000]);
-        let one = entry_size(&db("0"), &body);
+        let one = entry_size(&db("0").text(), &body);
         let cache = ReadCache::new(3 * one).unwrap();
         for id in ["0", "1", "2"] {
-            cache.insert(cache.ticket(), db(id), body.clone());
+            cache.insert(cache.ticket(), &db(id), body.clone());
         }
         assert!(cache.get(&db("0")).is_some()); // now the most recently used
-        cache.insert(cache.ticket(), db("3"), body.clone());
+        cache.insert(cache.ticket(), &db("3"), body.clone());
         assert!(
             cache.get(&db("1")).is_none(),
             "the least recently used goes"
@@ -287,7 +337,7 @@ mod tests {
         }
         assert_eq!(cache.bytes(), 3 * one);
         // An entry larger than the whole budget is not kept, and evicts nothing.
-        cache.insert(cache.ticket(), db("big"), json(vec![b'x'; 4 * one]));
+        cache.insert(cache.ticket(), &db("big"), json(vec![b'x'; 4 * one]));
         assert!(cache.get(&db("big")).is_none());
         assert_eq!(cache.bytes(), 3 * one);
         assert!(ReadCache::new(0).is_none());

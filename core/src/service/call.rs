@@ -26,16 +26,66 @@ pub(crate) type RequestBody = UnsyncBoxBody<Bytes, BodyFault>;
 #[error("{0}")]
 pub(crate) struct BodyFault(Box<dyn std::error::Error + Send + Sync>);
 
-/// Boxes `body` as a [`RequestBody`].
+/// Boxes `body` as a [`RequestBody`]; a body known to be empty (a `GET`'s) is not kept, and
+/// its box allocates nothing.
 pub(crate) fn boxed<B>(body: B) -> RequestBody
 where
     B: Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    if body.is_end_stream() {
+        return http_body_util::Empty::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+    }
     body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
         .map_err(|error| BodyFault(error.into()))
         .boxed_unsync()
+}
+
+/// The [`Origin`] of a call, made the first time a handler asks for it (most reads never do):
+/// who called (anonymous without a credential) and the request's id. Dereferences to it.
+#[derive(Debug)]
+pub(crate) struct LazyOrigin<'a> {
+    caller: Option<&'a Caller>,
+    request_id: &'a str,
+    made: std::sync::OnceLock<Origin>,
+}
+
+impl<'a> LazyOrigin<'a> {
+    /// The origin of a request of `request_id` by `caller`.
+    pub(crate) fn new(caller: Option<&'a Caller>, request_id: &'a str) -> Self {
+        Self {
+            caller,
+            request_id,
+            made: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// This origin, already made.
+    pub(crate) fn of(origin: Origin) -> Self {
+        Self {
+            caller: None,
+            request_id: "",
+            made: std::sync::OnceLock::from(origin),
+        }
+    }
+}
+
+impl std::ops::Deref for LazyOrigin<'_> {
+    type Target = Origin;
+
+    fn deref(&self) -> &Origin {
+        self.made.get_or_init(|| Origin {
+            actor: self.caller.map_or_else(
+                || crate::model::Actor::named("anonymous"),
+                |caller| caller.actor.clone(),
+            ),
+            request_id: Some(self.request_id.to_owned()),
+            idempotency: None,
+        })
+    }
 }
 
 /// One request in progress: what every handler needs.
@@ -52,8 +102,8 @@ pub(crate) struct Call<'a> {
     pub(crate) params: Params<'a>,
     /// Who called: `None` on a route that takes no credential.
     pub(crate) caller: Option<&'a Caller>,
-    /// The origin of what the call writes (its audit events).
-    pub(crate) origin: &'a Origin,
+    /// The origin of what the call writes (its audit events), made when first used.
+    pub(crate) origin: &'a LazyOrigin<'a>,
 }
 
 impl std::fmt::Debug for Call<'_> {

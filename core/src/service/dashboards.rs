@@ -152,7 +152,7 @@ impl Shared {
             return dashboard_response(&dashboard);
         }
         self.read_through(
-            CacheKey::Dashboard(id.to_owned()),
+            CacheKey::Dashboard(id),
             &call.headers,
             || self.storage.dashboard(id),
             |record| json_bytes(&DashboardView::from(record)),

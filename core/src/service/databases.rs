@@ -117,7 +117,7 @@ impl Shared {
     pub(super) async fn get_database(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
         self.read_through(
-            CacheKey::Database(id.to_owned()),
+            CacheKey::Database(id),
             &call.headers,
             || self.storage.database(id),
             |record| json_bytes(&DatabaseView::from(record)),

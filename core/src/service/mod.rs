@@ -518,14 +518,7 @@ impl Shared {
             caller.principal = caller.principal.map(crate::model::Principal::normalized);
             caller
         });
-        let origin = Origin {
-            actor: caller.as_ref().map_or_else(
-                || crate::model::Actor::named("anonymous"),
-                |c| c.actor.clone(),
-            ),
-            request_id: Some(request_id.as_str().to_owned()),
-            idempotency: None,
-        };
+        let origin = call::LazyOrigin::new(caller.as_ref(), request_id.as_str());
         let endpoint = route.endpoint(&method);
         let idempotency_key = match endpoint {
             Some(endpoint) if endpoint.idempotent != Idempotent::No => {
@@ -548,7 +541,8 @@ impl Shared {
             origin: &origin,
         };
         let answer = match idempotency_key {
-            Some(key) => self.idempotent(endpoint, call, &key, path).await,
+            // Rare, and its future is large: boxed, so every other request's stays small.
+            Some(key) => Box::pin(self.idempotent(endpoint, call, &key, path)).await,
             None => (endpoint.handler)(self, call).await,
         };
         if let Some(key) = written {
@@ -594,7 +588,7 @@ impl Shared {
         if let Some(stored) = self.storage.stored_answer(&key).await? {
             return idempotency::replay(&stored, &fingerprint);
         }
-        let mut origin = origin.clone();
+        let mut origin = Origin::clone(origin);
         origin.idempotency = Some(idempotency::idempotency(
             endpoint.idempotent,
             params.get("id"),
@@ -602,6 +596,7 @@ impl Shared {
             key.clone(),
             fingerprint,
         ));
+        let origin = call::LazyOrigin::of(origin);
         let call = Call {
             method,
             headers,
@@ -662,7 +657,7 @@ impl Shared {
         let accepted = route.credentials();
         // A browser's session counts only when the request presents no other credential.
         if presented_credentials(headers).next().is_none()
-            && let Some(caller) = self.session_caller(method, headers).await?
+            && let Some(caller) = Box::pin(self.session_caller(method, headers)).await?
         {
             return if route.permits(&caller, method) {
                 Ok(caller)

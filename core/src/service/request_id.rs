@@ -40,9 +40,14 @@ impl RequestId {
     /// A new id: a ULID in lower case.
     pub fn generate() -> Self {
         let mut text = [0u8; ulid::ULID_LEN];
-        let text = ulid::Ulid::new().array_to_str(&mut text);
+        ulid::Ulid::new().array_to_str(&mut text);
         text.make_ascii_lowercase();
-        Self(HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static("invalid")))
+        // Owned by its bytes from the start: cloning it (the answer's header, the log line)
+        // then only counts a reference, where a copied slice would be moved to the heap again.
+        Self(
+            HeaderValue::from_maybe_shared(bytes::Bytes::from_owner(text))
+                .unwrap_or_else(|_| HeaderValue::from_static("invalid")),
+        )
     }
 
     /// The id as text.

@@ -293,7 +293,14 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
 
 /// The path parameters of a recognized path, percent-decoded.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Params<'p>(Vec<(&'static str, Cow<'p, str>)>);
+pub(crate) struct Params<'p> {
+    // In place, without an allocation (a `SmallVec` would make `Call` invariant in `'p`).
+    len: usize,
+    items: [(&'static str, Cow<'p, str>); MAX_PARAMS],
+}
+
+/// The most parameters a template has (the table's tests check it).
+const MAX_PARAMS: usize = 3;
 
 /// How well a template fits a path: its literal segments as bits (see [`Shape::fits`]), then
 /// the earlier in the table.
@@ -309,10 +316,14 @@ impl<'p> Params<'p> {
     /// The value of parameter `name` (empty when the template has none of that name, which the
     /// table's tests rule out).
     pub(crate) fn get(&self, name: &str) -> &str {
-        self.0
-            .iter()
+        self.iter()
             .find(|(n, _)| *n == name)
             .map_or("", |(_, value)| value.as_ref())
+    }
+
+    /// The parameters, in the template's order.
+    fn iter(&self) -> impl Iterator<Item = &(&'static str, Cow<'p, str>)> {
+        self.items[..self.len].iter()
     }
 }
 
@@ -524,7 +535,7 @@ impl Shape {
     /// The parameters of `given` (which [`Shape::fits`]), percent-decoded: `None` when one is
     /// empty once decoded or not UTF-8.
     fn params<'p>(&self, given: &[&'p str]) -> Option<Params<'p>> {
-        let mut params = Vec::with_capacity(self.names.len());
+        let mut params = Params::default();
         let mut names = self.names.iter();
         for (part, segment) in self.segments.iter().zip(given) {
             if part.is_none() {
@@ -532,10 +543,12 @@ impl Shape {
                 if decoded.is_empty() {
                     return None;
                 }
-                params.push((*names.next()?, decoded));
+                let slot = params.items.get_mut(params.len)?;
+                *slot = (*names.next()?, decoded);
+                params.len += 1;
             }
         }
-        Some(Params(params))
+        Some(params)
     }
 }
 
@@ -548,7 +561,6 @@ mod tests {
         Route::recognize(path).map(|route| {
             let params = route
                 .params
-                .0
                 .iter()
                 .map(|(n, v)| (*n, v.to_string()))
                 .collect();
@@ -770,6 +782,11 @@ mod tests {
                 .filter(|p| p.starts_with('{'))
                 .collect();
             let count = names.len();
+            assert!(
+                count <= MAX_PARAMS,
+                "{}: its parameters would not fit without an allocation",
+                endpoint.path
+            );
             names.dedup();
             assert_eq!(names.len(), count, "{}", endpoint.path);
         }

@@ -201,7 +201,7 @@ impl Shared {
         }
         let record = Record::Schema {
             database_id: key.0.clone(),
-            origin: call.origin.clone(),
+            origin: crate::model::Origin::clone(call.origin),
         };
         // The schema only helps the editor: a database that can't be reached (or a runner not
         // built in, or a tunnel this server can't dial) leaves it without completion, said in `unavailable`, and is asked again

@@ -208,7 +208,7 @@ impl Shared {
         let opened = self.sealer.open_token(&ticket, &place()).ok_or_else(gone)?;
         let text = opened.expose_str().ok_or_else(gone)?;
         let (download, principal) = read_any_ticket(text, Timestamp::now()).ok_or_else(gone)?;
-        let mut origin = call.origin.clone();
+        let mut origin = crate::model::Origin::clone(call.origin);
         origin.actor = crate::model::Actor::named(principal.user.clone());
         let (mut response, name) = match download {
             Download::Query(query) => {
