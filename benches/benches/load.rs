@@ -12,7 +12,11 @@
 //! - `POST /databases` (each answered after its fsync), 8 connections, against a raw redb loop
 //!   that inserts the same record bytes with one durable commit each (the rate one writer gets
 //!   from redb; a single caller, as the store had one transaction per call);
-//! - p50/p99 latencies, and the server's resident memory (VmRSS) after each phase.
+//! - p50/p99 latencies, and the server's resident memory (VmRSS) after each phase;
+//! - for each GET phase, the server's CPU time per answer (user and system, from
+//!   `/proc/<pid>/stat`) and the bare server's over it. The GET phases run one after the other,
+//!   first to last in even rounds and last to first in odd ones, so that a drift of the
+//!   machine's speed over a run falls on all of them alike.
 //!
 //! The server logs at `warn` (no line per request); `LOAD_SERVER_LOG=info` measures it with its
 //! request log on.

@@ -19,6 +19,13 @@ const KEY: &str = "loop-test-key";
 
 /// The loop on a free port; send on the returned channel to shut it down.
 async fn start() -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
+    start_with(dbconsole_server::ServeLimits::default()).await
+}
+
+/// [`start`] within these limits.
+async fn start_with(
+    limits: dbconsole_server::ServeLimits,
+) -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let auth = StaticCredentials::new(Some(&Secret::from(KEY)), None);
@@ -32,7 +39,7 @@ async fn start() -> (SocketAddr, oneshot::Sender<()>, JoinHandle<()>) {
     let task = tokio::spawn(dbconsole_server::serve(
         listener,
         service,
-        dbconsole_server::ServeLimits::default(),
+        limits,
         None,
         async {
             let _ = stopped.await;
@@ -170,6 +177,82 @@ async fn a_flood_of_unfinished_heads_does_not_crowd_out_callers() {
     }
     let _ = release.send(());
     flood.await.unwrap();
+    stop.send(()).unwrap();
+    task.await.unwrap();
+}
+
+/// How long until the server closes `stream` (reads whatever it answers first), `None` when it
+/// is still open after `at_most`.
+async fn closed_within(stream: &mut tokio::net::TcpStream, at_most: Duration) -> Option<Duration> {
+    use tokio::io::AsyncReadExt as _;
+    let started = std::time::Instant::now();
+    let mut buffer = vec![0u8; 64 * 1024];
+    loop {
+        match tokio::time::timeout_at(
+            tokio::time::Instant::from_std(started + at_most),
+            stream.read(&mut buffer),
+        )
+        .await
+        {
+            Err(_) => return None,
+            Ok(Ok(0) | Err(_)) => return Some(started.elapsed()),
+            Ok(Ok(_)) => {}
+        }
+    }
+}
+
+/// A client that never finishes its request head, or leaves its keep-alive connection idle, is
+/// closed after between one and two head timeouts; a request whose body arrives slowly, over
+/// five of them, is answered all the same (it is being answered, not waiting for a head).
+#[tokio::test]
+async fn a_stalled_connection_is_closed_and_a_slow_answer_is_not() {
+    use tokio::io::AsyncWriteExt as _;
+    let head_timeout = Duration::from_millis(300);
+    let (addr, stop, task) = start_with(dbconsole_server::ServeLimits {
+        head_timeout,
+        ..Default::default()
+    })
+    .await;
+    let bounds = |elapsed: Option<Duration>, what: &str| {
+        let elapsed = elapsed.unwrap_or_else(|| panic!("{what}: still open after 5 s"));
+        assert!(
+            elapsed >= head_timeout - Duration::from_millis(50) && elapsed < Duration::from_secs(2),
+            "{what}: closed after {elapsed:?}"
+        );
+    };
+
+    let mut half = tokio::net::TcpStream::connect(addr).await.unwrap();
+    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: slow\r\n").await.unwrap();
+    bounds(closed_within(&mut half, Duration::from_secs(5)).await, "half a head");
+
+    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: idle\r\n\r\n").await.unwrap();
+    bounds(closed_within(&mut idle, Duration::from_secs(5)).await, "idle after an answer");
+
+    let body = database_body("pw");
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    slow.write_all(
+        format!(
+            "POST /api/v1/console/databases HTTP/1.1\r\nHost: slow\r\nx-api-key: {KEY}\r\n\
+             content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    let chunks: Vec<&[u8]> = body.as_bytes().chunks(body.len().div_ceil(10)).collect();
+    for chunk in chunks {
+        tokio::time::sleep(head_timeout / 2).await;
+        slow.write_all(chunk).await.unwrap();
+    }
+    let mut answer = Vec::new();
+    tokio::io::AsyncReadExt::read_to_end(&mut slow, &mut answer)
+        .await
+        .unwrap();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+
     stop.send(()).unwrap();
     task.await.unwrap();
 }
