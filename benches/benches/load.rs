@@ -59,6 +59,14 @@ fn median(mut phases: Vec<Phase>) -> Phase {
     phases[phases.len() / 2].clone()
 }
 
+/// A GET phase to run: where its results go, the server's process and address, the requests.
+type GetPhase<'a> = (
+    &'a mut Vec<(Phase, Duration)>,
+    u32,
+    SocketAddr,
+    &'a Arc<Vec<Vec<u8>>>,
+);
+
 /// The median phase, and the median CPU time per answer (each on its own).
 fn median_costed(phases: Vec<(Phase, Duration)>) -> (Phase, Duration) {
     let (phases, mut costs): (Vec<Phase>, Vec<Duration>) = phases.into_iter().unzip();
@@ -269,10 +277,15 @@ async fn run() {
     for round in 0..rounds {
         // The GET phases one after the other, in turn first and last (this machine's speed
         // drifts over a run): the server, the baseline, the uncached server, the binary before.
-        let mut gets: Vec<(&mut Vec<(Phase, Duration)>, u32, SocketAddr, &Arc<Vec<Vec<u8>>>)> = vec![
+        let mut gets: Vec<GetPhase<'_>> = vec![
             (&mut get_server, pid, addr, &get),
             (&mut get_bare, bare_pid, bare, &get),
-            (&mut get_uncached, uncached_pid, uncached, &get_uncached_requests),
+            (
+                &mut get_uncached,
+                uncached_pid,
+                uncached,
+                &get_uncached_requests,
+            ),
         ];
         if let Some((_, before_pid, at, before_get)) = &before {
             gets.push((&mut get_before, *before_pid, *at, before_get));

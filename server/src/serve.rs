@@ -404,12 +404,12 @@ async fn handle(
         response
             .headers_mut()
             .insert(REQUEST_ID_HEADER, id.header_value());
-        log_request(&response, &method, &path, started);
+        log_request(&response, &method, path, started);
         return Ok(response);
     }
     let oidc_answer = match oidc {
         Some(login) => Box::pin(login.answer(service, &request)).await,
-        None => crate::oidc_login::disabled(&method, &path),
+        None => crate::oidc_login::disabled(&method, path),
     };
     if let Some(mut response) = oidc_answer {
         let id = RequestId::from_headers(request.headers());
@@ -422,24 +422,24 @@ async fn handle(
             response.status(),
             started.elapsed(),
         );
-        log_request(&response, &method, &path, started);
+        log_request(&response, &method, path, started);
         return Ok(response);
     }
-    if let Some(page) = console.answer(&method, &path) {
+    if let Some(page) = console.answer(&method, path) {
         let id = RequestId::from_headers(request.headers());
         let mut response = page.map(ResponseBody::full);
         response
             .headers_mut()
             .insert(REQUEST_ID_HEADER, id.header_value());
         crate::metrics::record_own("/console/", &method, response.status(), started.elapsed());
-        log_request(&response, &method, &path, started);
+        log_request(&response, &method, path, started);
         return Ok(response);
     }
     let own_route = if path == HEALTHZ {
         Some(HEALTHZ)
     } else if path == READYZ {
         Some(READYZ)
-    } else if path.starts_with(crate::docs::DOCS) && crate::docs::answer(&method, &path).is_some() {
+    } else if path.starts_with(crate::docs::DOCS) && crate::docs::answer(&method, path).is_some() {
         Some(crate::docs::DOCS)
     } else {
         None
@@ -449,7 +449,7 @@ async fn handle(
             let mut response = match route {
                 HEALTHZ => healthz(&method),
                 READYZ => Box::pin(readyz(&method, service)).await,
-                _ => crate::docs::answer(&method, &path)
+                _ => crate::docs::answer(&method, path)
                     .unwrap_or_else(|| ApiError::NotFound.into_response()),
             };
             // The routes the server answers itself are measured here; the service measures
@@ -467,7 +467,7 @@ async fn handle(
             service.call(request).await?
         }
     };
-    log_request(&response, &method, &path, started);
+    log_request(&response, &method, path, started);
     Ok(response)
 }
 

@@ -222,12 +222,22 @@ async fn a_stalled_connection_is_closed_and_a_slow_answer_is_not() {
     };
 
     let mut half = tokio::net::TcpStream::connect(addr).await.unwrap();
-    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: slow\r\n").await.unwrap();
-    bounds(closed_within(&mut half, Duration::from_secs(5)).await, "half a head");
+    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: slow\r\n")
+        .await
+        .unwrap();
+    bounds(
+        closed_within(&mut half, Duration::from_secs(5)).await,
+        "half a head",
+    );
 
     let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
-    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: idle\r\n\r\n").await.unwrap();
-    bounds(closed_within(&mut idle, Duration::from_secs(5)).await, "idle after an answer");
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: idle\r\n\r\n")
+        .await
+        .unwrap();
+    bounds(
+        closed_within(&mut idle, Duration::from_secs(5)).await,
+        "idle after an answer",
+    );
 
     let body = database_body("pw");
     let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
