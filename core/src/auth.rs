@@ -98,9 +98,7 @@ impl StaticCredentials {
     pub fn is_empty(&self) -> bool {
         self.api_key.is_none() && self.access_token.is_none()
     }
-}
 
-impl StaticCredentials {
     /// The caller `presented` is as a credential of `kind`, if it is one of these.
     fn check(&self, kind: CredentialKind, presented: &str) -> Option<Caller> {
         let (expected, name) = match kind {

@@ -61,18 +61,24 @@ impl Default for ServeLimits {
     }
 }
 
-/// A connection's state as the serving loop sees it: whether it sent a request head yet, its
-/// slot of `max_connections` once it did, the signal that closes it while it has not, and what
-/// [`stalled`] watches.
+/// A connection's state as the serving loop sees it: its slot of `max_connections` once it
+/// sent a request head, the signal that closes it while it has not, and what [`stalled`]
+/// watches (which also tells whether it sent a head: [`Conn::started`]).
 #[derive(Debug, Default)]
 struct Conn {
-    started: std::sync::atomic::AtomicBool,
     slot: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
     evict: tokio::sync::Notify,
     /// Request heads completed and answers ended, counted together.
     progress: AtomicU64,
     /// Requests whose answer has not ended (its body is still being sent).
     answering: AtomicUsize,
+}
+
+impl Conn {
+    /// Whether it sent a complete request head (an answer ends only after one).
+    fn started(&self) -> bool {
+        self.progress.load(Ordering::Acquire) > 0
+    }
 }
 
 /// Completes when `conn` made no progress (no request head completed, no answer ended) for a
@@ -100,10 +106,11 @@ async fn stalled(conn: &Conn, period: Duration) {
 struct Answering(Arc<Conn>);
 
 impl Answering {
-    fn start(conn: Arc<Conn>) -> Self {
-        conn.progress.fetch_add(1, Ordering::AcqRel);
+    /// The request whose head just completed, and whether it is its connection's first.
+    fn start(conn: Arc<Conn>) -> (Self, bool) {
+        let first = conn.progress.fetch_add(1, Ordering::AcqRel) == 0;
         conn.answering.fetch_add(1, Ordering::AcqRel);
-        Self(conn)
+        (Self(conn), first)
     }
 }
 
@@ -151,10 +158,7 @@ impl Pending {
     /// Adds `conn`; when more than `budget` are pending, closes the oldest.
     fn admit(&self, conn: &Arc<Conn>, budget: usize) {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        queue.retain(|weak| {
-            weak.upgrade()
-                .is_some_and(|c| !c.started.load(Ordering::Acquire))
-        });
+        queue.retain(|weak| weak.upgrade().is_some_and(|c| !c.started()));
         queue.push_back(Arc::downgrade(conn));
         while queue.len() > budget.max(1) {
             if let Some(oldest) = queue.pop_front().and_then(|weak| weak.upgrade()) {
@@ -312,13 +316,11 @@ async fn evicted_while_pending(conn: &Conn) {
     tokio::pin!(notified);
     // Once started, the signal is not even looked at (this is polled at every request).
     poll_fn(|cx| {
-        if conn.started.load(Ordering::Acquire) {
+        if conn.started() {
             return std::task::Poll::Pending;
         }
         match notified.as_mut().poll(cx) {
-            std::task::Poll::Ready(()) if !conn.started.load(Ordering::Acquire) => {
-                std::task::Poll::Ready(())
-            }
+            std::task::Poll::Ready(()) if !conn.started() => std::task::Poll::Ready(()),
             _ => std::task::Poll::Pending,
         }
     })
@@ -345,11 +347,10 @@ where
         io,
         service_fn(move |request| {
             let app = Arc::clone(&app);
-            let answering = Answering::start(Arc::clone(&conn));
+            let (answering, first) = Answering::start(Arc::clone(&conn));
             // The connection's first request takes its slot: at the cap, it waits for one (as a
             // connection once waited in the backlog).
-            let first = (!conn.started.swap(true, Ordering::AcqRel))
-                .then(|| (Arc::clone(&conn), Arc::clone(&slots)));
+            let first = first.then(|| (Arc::clone(&conn), Arc::clone(&slots)));
             async move {
                 if let Some((conn, slots)) = first
                     && let Ok(slot) = slots.acquire_owned().await

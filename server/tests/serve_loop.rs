@@ -213,31 +213,24 @@ async fn a_stalled_connection_is_closed_and_a_slow_answer_is_not() {
         ..Default::default()
     })
     .await;
-    let bounds = |elapsed: Option<Duration>, what: &str| {
-        let elapsed = elapsed.unwrap_or_else(|| panic!("{what}: still open after 5 s"));
+    let stalls: [(&str, &[u8]); 2] = [
+        ("half a head", b"GET /healthz HTTP/1.1\r\nHost: slow\r\n"),
+        (
+            "idle after an answer",
+            b"GET /healthz HTTP/1.1\r\nHost: idle\r\n\r\n",
+        ),
+    ];
+    for (what, sent) in stalls {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(sent).await.unwrap();
+        let elapsed = closed_within(&mut stream, Duration::from_secs(5))
+            .await
+            .unwrap_or_else(|| panic!("{what}: still open after 5 s"));
         assert!(
             elapsed >= head_timeout - Duration::from_millis(50) && elapsed < Duration::from_secs(2),
             "{what}: closed after {elapsed:?}"
         );
-    };
-
-    let mut half = tokio::net::TcpStream::connect(addr).await.unwrap();
-    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: slow\r\n")
-        .await
-        .unwrap();
-    bounds(
-        closed_within(&mut half, Duration::from_secs(5)).await,
-        "half a head",
-    );
-
-    let mut idle = tokio::net::TcpStream::connect(addr).await.unwrap();
-    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: idle\r\n\r\n")
-        .await
-        .unwrap();
-    bounds(
-        closed_within(&mut idle, Duration::from_secs(5)).await,
-        "idle after an answer",
-    );
+    }
 
     let body = database_body("pw");
     let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();

@@ -76,17 +76,15 @@ impl<S: AsRef<str>> CacheKey<S> {
     fn with_text<R>(&self, f: impl FnOnce(&str) -> R) -> R {
         let id = self.id();
         let mut buffer = [0u8; 64];
-        match buffer.get_mut(1..=id.len()) {
-            Some(rest) => {
-                rest.copy_from_slice(id.as_bytes());
-                buffer[0] = self.tag() as u8;
-                // An ASCII letter, then a whole `str`: text, always.
-                match std::str::from_utf8(&buffer[..=id.len()]) {
-                    Ok(text) => f(text),
-                    Err(_) => f(&self.text()),
-                }
-            }
-            None => f(&self.text()),
+        let Some(rest) = buffer.get_mut(1..=id.len()) else {
+            return f(&self.text());
+        };
+        rest.copy_from_slice(id.as_bytes());
+        buffer[0] = self.tag() as u8;
+        // An ASCII letter, then a whole `str`: text, always (the other arm is never taken).
+        match std::str::from_utf8(&buffer[..=id.len()]) {
+            Ok(text) => f(text),
+            Err(_) => f(&self.text()),
         }
     }
 }
