@@ -27,16 +27,21 @@ pub(crate) async fn access_control(
     store: &RedbStorage,
     database_id: &str,
 ) -> Result<Option<AccessControl>, StorageError> {
-    let id = database_id.to_owned();
     store.read_now(|inner| {
-        inner.read(|txn| {
-            let databases = txn.open_table(DATABASES).or_backend()?;
-            if databases.get(id.as_str()).or_backend()?.is_none() {
-                return Ok(None);
-            }
-            let access = txn.open_table(ACCESS_CONTROL).or_backend()?;
-            Ok(Some(get_access(&access, &id)?.unwrap_or_default()))
-        })
+        inner.recent.get_or_read(
+            |recent| &mut recent.access,
+            database_id,
+            || {
+                inner.read(|txn| {
+                    let databases = txn.open_table(DATABASES).or_backend()?;
+                    if databases.get(database_id).or_backend()?.is_none() {
+                        return Ok(None);
+                    }
+                    let access = txn.open_table(ACCESS_CONTROL).or_backend()?;
+                    Ok(Some(get_access(&access, database_id)?.unwrap_or_default()))
+                })
+            },
+        )
     })
 }
 

@@ -141,7 +141,12 @@ pub(crate) fn prune(
 
 /// [`Storage::append_log`](dbconsole_core::storage::Storage::append_log).
 pub(crate) async fn append_log(store: &RedbStorage, log: WriteLog) -> Result<(), StorageError> {
-    store.write(move |_, txn| append(txn, &log)).await
+    // An event only: the records recently read stay as they are.
+    store
+        .write_changing(crate::recent::Changes::AuditOnly, move |_, txn| {
+            append(txn, &log)
+        })
+        .await
 }
 
 /// [`Storage::list_audit`](dbconsole_core::storage::Storage::list_audit).

@@ -9,6 +9,7 @@ use redb::WriteTransaction;
 
 use crate::RedbStorage;
 use crate::file::Inner;
+use crate::recent::Changes;
 
 impl RedbStorage {
     /// Runs a point read here, on the caller's thread: one short read transaction, served from
@@ -42,7 +43,22 @@ impl RedbStorage {
         T: Send + 'static,
         F: FnMut(&Inner, &WriteTransaction) -> Result<T, StorageError> + Send + 'static,
     {
-        match self.writer.submit(work).await {
+        self.write_changing(Changes::Records, work).await
+    }
+
+    /// [`write`](Self::write), saying what the job may change: [`Changes::AuditOnly`] leaves
+    /// the recently read records (module `recent`) in place. Only a job that writes nothing but
+    /// audit events may say so.
+    pub(crate) async fn write_changing<T, F>(
+        &self,
+        changes: Changes,
+        work: F,
+    ) -> Result<T, StorageError>
+    where
+        T: Send + 'static,
+        F: FnMut(&Inner, &WriteTransaction) -> Result<T, StorageError> + Send + 'static,
+    {
+        match self.writer.submit(changes, work).await {
             Ok(result) => result,
             Err(panic) => std::panic::resume_unwind(panic),
         }

@@ -36,13 +36,19 @@ pub(crate) async fn dashboard(
     id: &str,
 ) -> Result<Option<Dashboard>, StorageError> {
     store.read_now(|inner| {
-        inner.read(|txn| {
-            let dashboards = txn.open_table(DASHBOARDS).or_backend()?;
-            match dashboards.get(id).or_backend()? {
-                None => Ok(None),
-                Some(bytes) => Ok(Some(record::decode_dashboard(id, bytes.value())?)),
-            }
-        })
+        inner.recent.get_or_read(
+            |recent| &mut recent.dashboards,
+            id,
+            || {
+                inner.read(|txn| {
+                    let dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+                    match dashboards.get(id).or_backend()? {
+                        None => Ok(None),
+                        Some(bytes) => Ok(Some(record::decode_dashboard(id, bytes.value())?)),
+                    }
+                })
+            },
+        )
     })
 }
 

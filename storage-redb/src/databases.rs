@@ -93,10 +93,16 @@ pub(crate) async fn database(
     id: &str,
 ) -> Result<Option<Database>, StorageError> {
     store.read_now(|inner| {
-        inner.read(|txn| {
-            let databases = txn.open_table(DATABASES).or_backend()?;
-            inner.get_database(&databases, id)
-        })
+        inner.recent.get_or_read(
+            |recent| &mut recent.databases,
+            id,
+            || {
+                inner.read(|txn| {
+                    let databases = txn.open_table(DATABASES).or_backend()?;
+                    inner.get_database(&databases, id)
+                })
+            },
+        )
     })
 }
 

@@ -45,6 +45,8 @@ pub(crate) struct Inner {
     cache_bytes: usize,
     /// A write met an I/O failure and no commit has succeeded since: not ready.
     pub(crate) unready: AtomicBool,
+    /// Records recently read, decoded (module `recent`).
+    pub(crate) recent: crate::recent::Recent,
 }
 
 impl RedbStorage {
@@ -72,6 +74,7 @@ impl RedbStorage {
             path,
             cache_bytes,
             unready: AtomicBool::new(false),
+            recent: crate::recent::Recent::default(),
         });
         let writer = writer::Writer::start(Arc::clone(&inner)).map_err(OpenError::Thread)?;
         Ok(Self { inner, writer })
@@ -267,6 +270,8 @@ impl Inner {
         // Closing releases the file's lock, so that it can be opened again.
         drop(slot.take());
         self.open_into(&mut slot);
+        // What was read before is read again from the file as it was repaired.
+        self.recent.forget();
     }
 
     /// Opens the file when no handle is open (an earlier reopen failed); a reader that comes

@@ -62,6 +62,18 @@
 //! while writes go on; [`restore`] checks such a file (format, key) and puts it in place as a
 //! new data file. Secrets stay sealed in both; see the `backup` module's source for the steps.
 //!
+//! ## Recently read records
+//!
+//! A panel run reads its dashboard, its database and that database's access control, and a
+//! request with a stored key reads the key by its digest: each a read transaction, two or three
+//! table opens and a decode. The store keeps the last 512 records of
+//! each of these kinds it read, decoded, and answers them from memory until a write could have
+//! changed them. It cannot go stale: this store is its file's only writer, and every write job
+//! but an audit event's empties it after its commit and before its caller is answered, while a
+//! read keeps what it read only if no write emptied it meanwhile (module `recent`). The
+//! conformance case `reads_racing_writes_never_see_what_a_write_replaced` reads every kind while
+//! each is written.
+//!
 //! ## Memory
 //!
 //! redb keeps the pages it reads in a cache of its own, bounded by
@@ -166,7 +178,8 @@
 //!   keys), `queries.rs`, `deliveries.rs` (the outbox), `audit.rs` (and the writing of a
 //!   [`WriteLog`]), `answers.rs` (idempotency answers), `seal_keys.rs`: one aggregate each.
 //! - `file.rs`: the file checked at open, its handle, reopened after an I/O failure, and the
-//!   readiness probe; `calls.rs`: where a call runs; `writer.rs`: the writer (group commit).
+//!   readiness probe; `calls.rs`: where a call runs; `writer.rs`: the writer (group commit);
+//!   `recent.rs`: the recently read records.
 //! - `tables.rs`: the shared tables, redb's errors as storage errors, pages, counts; `error.rs`:
 //!   [`OpenError`]; `index.rs`: the listing indexes; `backup.rs`: [`RedbStorage::backup`] and
 //!   [`restore`]; `testing.rs`: the unit tests' fixtures.
@@ -187,6 +200,7 @@ mod file;
 mod index;
 mod keys;
 mod queries;
+mod recent;
 mod seal_keys;
 mod sessions;
 mod tables;

@@ -40,6 +40,7 @@ use redb::{Durability, WriteTransaction};
 
 use crate::error::Class;
 use crate::file::Inner;
+use crate::recent::Changes;
 
 /// The most jobs one transaction holds.
 pub(crate) const MAX_BATCH: usize = 256;
@@ -63,6 +64,9 @@ struct Job {
 /// and waits for it, so the data file is closed when the store is.
 pub(crate) struct Writer {
     jobs: Option<Sender<Job>>,
+    /// What the answers reach: the recently read records, forgotten before a job that may have
+    /// changed one is answered.
+    inner: Arc<Inner>,
     thread: Option<JoinHandle<()>>,
     /// Jobs submitted so far (what a test waits on to know a job is queued).
     submitted: std::sync::atomic::AtomicU64,
@@ -72,6 +76,7 @@ impl Writer {
     /// Starts the writer thread of `inner`'s database.
     pub(crate) fn start(inner: Arc<Inner>) -> std::io::Result<Self> {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let shared = Arc::clone(&inner);
         let thread = std::thread::Builder::new()
             .name("dbconsole-redb-writer".into())
             .spawn(move || {
@@ -112,6 +117,7 @@ impl Writer {
             })?;
         Ok(Self {
             jobs: Some(jobs),
+            inner: shared,
             thread: Some(thread),
             submitted: std::sync::atomic::AtomicU64::new(0),
         })
@@ -124,18 +130,25 @@ impl Writer {
     }
 
     /// Runs `work` in a write transaction of the writer; the answer comes after the commit
-    /// that holds its change.
-    pub(crate) async fn submit<T, F>(&self, mut work: F) -> Reply<T>
+    /// that holds its change, and after the recently read records are forgotten when `changes`
+    /// says it may have changed one.
+    pub(crate) async fn submit<T, F>(&self, changes: Changes, mut work: F) -> Reply<T>
     where
         T: Send + 'static,
         F: FnMut(&Inner, &WriteTransaction) -> Result<T, StorageError> + Send + 'static,
     {
         let (send, reply) = tokio::sync::oneshot::channel::<Reply<Value>>();
+        let notify = Notify {
+            forget: Forget((changes == Changes::Records).then(|| Arc::clone(&self.inner))),
+            send,
+        };
         let job = Job {
             work: Box::new(move |inner, txn| {
                 work(inner, txn).map(|value| Box::new(value) as Value)
             }),
             answer: Box::new(move |reply| {
+                let Notify { forget, send } = notify;
+                drop(forget);
                 let _ = send.send(reply);
             }),
         };
@@ -155,6 +168,24 @@ impl Writer {
             Ok(Ok(Err(error))) => Ok(Err(error)),
             Ok(Err(panic)) => Err(panic),
             Err(_) => not_written(),
+        }
+    }
+}
+
+/// A job's way back to its caller. Its fields drop in order: the records are forgotten before
+/// the caller hears of its job, answered or not (an answer dropped in a panic closes `send`).
+struct Notify {
+    forget: Forget,
+    send: tokio::sync::oneshot::Sender<Reply<Value>>,
+}
+
+/// Forgets the recently read records when dropped, if it holds them.
+struct Forget(Option<Arc<Inner>>);
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.take() {
+            inner.recent.forget();
         }
     }
 }

@@ -244,6 +244,7 @@ macro_rules! storage_conformance_suite {
             races::concurrent_access_control_updates_lose_nothing,
             races::delete_racing_inheritance_never_leaves_a_dangling_heir,
             races::racing_inheritances_never_make_a_cycle,
+            races::reads_racing_writes_never_see_what_a_write_replaced,
             versions::writes_at_a_stale_version_conflict_and_change_nothing,
             versions::racing_swaps_admit_one_and_losers_retry_onto_the_winner,
             answers::answers_are_stored_with_their_write_once_per_key,

@@ -758,3 +758,152 @@ pub async fn racing_inheritances_never_make_a_cycle(storage: Arc<dyn Storage>) {
         assert_eq!(links[loser], None, "{context}: the loser does not inherit");
     }
 }
+
+/// Reads racing writes never answer what a write replaced once it has answered: while four
+/// tasks keep reading a database, its dashboard, its access control and a caller key (filling
+/// any cache a backend keeps), every update is read back at once as written, and a revoked key
+/// and a deleted database read as gone.
+pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dyn Storage>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let database = plain_database("Read while written", None);
+    let id = database.id.as_str().to_owned();
+    ok(
+        storage.insert_database(database, origin()).await,
+        "insert_database",
+    );
+    let dashboard = plain_dashboard("Read while written");
+    let dashboard_id = dashboard.id.as_str().to_owned();
+    ok(
+        storage.insert_dashboard(dashboard, origin()).await,
+        "insert_dashboard",
+    );
+    let key = super::fixtures::caller_keys().remove(0);
+    let (key_id, digest) = (key.id.as_str().to_owned(), key.digest);
+    ok(
+        storage.insert_caller_key(key, origin()).await,
+        "insert_caller_key",
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (storage, stop) = (Arc::clone(&storage), Arc::clone(&stop));
+            let (id, dashboard_id) = (id.clone(), dashboard_id.clone());
+            tokio::spawn(async move {
+                let mut reads = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let _ = storage.database(&id).await;
+                    let _ = storage.dashboard(&dashboard_id).await;
+                    let _ = storage.access_control(&id).await;
+                    let _ = storage.caller_key_by_digest(&digest).await;
+                    reads += 1;
+                    tokio::task::yield_now().await;
+                }
+                reads
+            })
+        })
+        .collect();
+
+    for round in 1..=40u32 {
+        let context = format!("round {round}, with reads racing");
+        let name = format!("Read while written {round}");
+        let edited = ok(
+            storage
+                .update_database(
+                    &id,
+                    |db| {
+                        let mut db = db.clone();
+                        db.name.clone_from(&name);
+                        Ok(db)
+                    },
+                    origin(),
+                )
+                .await,
+            "update_database",
+        );
+        let read = found(storage.database(&id).await, "database after its update");
+        assert_same_database(&read, &edited, &context);
+        let edited = ok(
+            storage
+                .update_dashboard(
+                    &dashboard_id,
+                    |dashboard| {
+                        let mut dashboard = dashboard.clone();
+                        dashboard.name.clone_from(&name);
+                        Ok(dashboard)
+                    },
+                    origin(),
+                )
+                .await,
+            "update_dashboard",
+        );
+        let read = found(
+            storage.dashboard(&dashboard_id).await,
+            "dashboard after its update",
+        );
+        assert_eq!(read, edited, "{context}: the dashboard as updated");
+        let subject = format!("reader-{round}@example.com");
+        let edited = ok(
+            storage
+                .update_access_control(
+                    &id,
+                    |_| {
+                        Ok(AccessControl {
+                            permissions: vec![permission(
+                                SubjectKind::User,
+                                &subject,
+                                AccessLevel::Query,
+                            )],
+                            ..AccessControl::default()
+                        })
+                    },
+                    origin(),
+                )
+                .await,
+            "update_access_control",
+        );
+        let read = access_of(storage.as_ref(), &id, "after its update").await;
+        assert_eq!(read, edited, "{context}: the access control as updated");
+        let at = crate::model::Timestamp::from_micros(1_800_000_000_000_000 + i64::from(round));
+        ok(
+            storage.touch_caller_key(&key_id, at).await,
+            "touch_caller_key",
+        );
+        let read = found(
+            storage.caller_key_by_digest(&digest).await,
+            "caller_key_by_digest after a touch",
+        );
+        assert_eq!(
+            read.last_used_at,
+            Some(at),
+            "{context}: the key's last use as touched"
+        );
+    }
+    ok(
+        storage.delete_caller_key(&key_id, origin()).await,
+        "delete_caller_key",
+    );
+    absent(
+        storage.caller_key_by_digest(&digest).await,
+        "caller_key_by_digest of a revoked key, with reads racing",
+    );
+    ok(
+        storage
+            .delete_database(DatabaseKey::Id(&id), None, origin())
+            .await,
+        "delete_database",
+    );
+    absent(
+        storage.database(&id).await,
+        "database once deleted, with reads racing",
+    );
+    absent(
+        storage.access_control(&id).await,
+        "access_control of a deleted database, with reads racing",
+    );
+    stop.store(true, Ordering::Relaxed);
+    for reader in readers {
+        assert!(joined(reader).await > 0, "every reader read");
+    }
+}
