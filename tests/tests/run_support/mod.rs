@@ -44,7 +44,26 @@ pub(crate) fn bounded_console(max_value: usize, max_row: usize) -> TestConsole {
 
 /// [`run_console`] with these runners (`Runners::none()`: every run answers 501).
 pub(crate) fn run_console_with(runners: Runners) -> TestConsole {
-    TestConsole::builder(Arc::new(MemoryStorage::new()))
+    run_console_on(Arc::new(MemoryStorage::new()), runners)
+}
+
+/// [`run_console`] over the server's default store, redb (in memory), which answers the records
+/// it read recently from memory: what the data protection cases change between two runs must
+/// reach the second run through it.
+pub(crate) fn redb_run_console() -> TestConsole {
+    let storage = dbconsole_storage_redb::RedbStorage::in_memory(&dbconsole_tests::test_sealer())
+        .expect("an in-memory redb store");
+    run_console_on(
+        Arc::new(storage),
+        standard_runners(PoolLimits {
+            size: 2,
+            wait: Duration::from_millis(500),
+        }),
+    )
+}
+
+fn run_console_on(storage: Arc<dyn dbconsole_core::Storage>, runners: Runners) -> TestConsole {
+    TestConsole::builder(storage)
         .runners(runners)
         .trust_principal(true)
         .max_rows(1_000)

@@ -4,7 +4,7 @@
 use dbconsole_tests::TestConsole;
 use serde_json::{Value, json};
 
-use super::{PASSWORD, alice, run_console};
+use super::{PASSWORD, alice, redb_run_console};
 
 /// Text that appears in every protected value and nowhere else.
 pub(crate) const MARKERS: &[&str] = &["s3cr3t", "leak.test", "999-11"];
@@ -82,8 +82,9 @@ impl Fixture {
 }
 
 impl Fixture {
-    /// A new service and a database of `adapter` on `127.0.0.1:port` (as `checker`) whose
-    /// policy `pii` protects `columns` (`[{"column", "action"}]`), about `table`.
+    /// A new service (over redb, see [`redb_run_console`]) and a database of `adapter` on
+    /// `127.0.0.1:port` (as `checker`) whose policy `pii` protects `columns` (`[{"column",
+    /// "action"}]`), about `table`.
     pub(crate) async fn protected(adapter: &str, port: u16, table: &str, columns: Value) -> Self {
         Self::protected_as(adapter, port, table, columns, "checker").await
     }
@@ -96,7 +97,7 @@ impl Fixture {
         columns: Value,
         username: &str,
     ) -> Self {
-        let console = run_console();
+        let console = redb_run_console();
         let (db, credentials) = console
             .database(
                 adapter,
