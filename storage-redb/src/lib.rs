@@ -68,9 +68,11 @@
 //! request with a stored key reads the key by its digest: each a read transaction, two or three
 //! table opens and a decode. The store keeps the last 512 records of
 //! each of these kinds it read, decoded, and answers them from memory until a write could have
-//! changed them. It cannot go stale: this store is its file's only writer, and every write job
-//! but an audit event's empties it after its commit and before its caller is answered, while a
-//! read keeps what it read only if no write emptied it meanwhile (module `recent`). The
+//! changed them. It cannot go stale: this store is its file's only writer, a write becomes
+//! visible only when it commits, and every commit that holds a write job but an audit event's
+//! empties the cache as it begins, sends reads to the file while it runs and empties it again
+//! once it returned, before any caller is answered; a read keeps what it read only if no
+//! commit began or ended meanwhile (module `recent`). The
 //! conformance case `reads_racing_writes_never_see_what_a_write_replaced` reads every kind while
 //! each is written.
 //!

@@ -4,16 +4,18 @@
 //! transaction, two or three table opens and a decode each.
 //!
 //! **Why it cannot go stale.** This store is the only writer of its file (redb's file lock keeps
-//! any other process out) and every write is a job of the writer thread. The cache has a
-//! generation. A job that may change a record (every job but an audit event's, see
-//! [`Changes`]) advances it and empties the cache once its batch has committed or failed and
-//! *before* its caller is told (the answer carries a guard that does it, also when the answer is
-//! dropped unsent). A read takes the generation before its read transaction begins and keeps
-//! what it read only if the generation is still the same, checked under the same lock that
-//! advances it. So a read that began before a write's commit either finished before the write
-//! emptied the cache (its entry goes with the rest) or finds the generation advanced (its value
-//! is not kept); once a write is answered, no read returns what it replaced. A reopen after an
-//! I/O failure empties the cache too. Reads inside a write job never use it.
+//! any other process out), every write is a job of the writer thread, and a write becomes
+//! visible to readers only when its transaction commits. So the writer brackets every commit
+//! that holds a job that may change a record (every job but an audit event's, see [`Changes`])
+//! with [`Recent::committing`]: the cache is emptied as the commit begins, reads go to the file
+//! (neither answered from the cache nor filling it) while it runs, and it is emptied again once
+//! the commit has returned, failed or panicked, before any job of the batch is answered. A read
+//! takes the cache's generation before its read transaction begins and keeps what it read only
+//! if the generation is still the same (each bracket's ends advance it), checked under the lock
+//! that advances it. So no read is answered from the cache with a record older than what a
+//! read of the file could already see, and once a write is answered no read returns what it
+//! replaced. A reopen after an I/O failure empties the cache too. Reads inside a write job never
+//! use it.
 //!
 //! Each kind keeps at most [`CAPACITY`] records, the least recently used leaving first; a key
 //! that names nothing is not kept (a wrong API key is a guess, not a record).
@@ -47,6 +49,8 @@ pub(crate) struct Recent {
 
 pub(crate) struct State {
     generation: u64,
+    /// A commit that may change a kept record is under way: reads go to the file.
+    committing: bool,
     pub(crate) caller_keys: LruCache<[u8; 32], CallerKey>,
     pub(crate) databases: LruCache<String, Database>,
     pub(crate) dashboards: LruCache<String, Dashboard>,
@@ -59,6 +63,7 @@ impl Default for Recent {
         Self {
             state: Mutex::new(State {
                 generation: 0,
+                committing: false,
                 caller_keys: LruCache::new(capacity),
                 databases: LruCache::new(capacity),
                 dashboards: LruCache::new(capacity),
@@ -88,6 +93,10 @@ impl Recent {
     {
         let ticket = {
             let mut state = self.lock();
+            if state.committing {
+                drop(state);
+                return read();
+            }
             if let Some(found) = kind(&mut state).get(key) {
                 return Ok(Some(found.clone()));
             }
@@ -96,7 +105,7 @@ impl Recent {
         let read = read()?;
         if let Some(value) = &read {
             let mut state = self.lock();
-            if state.generation == ticket {
+            if state.generation == ticket && !state.committing {
                 kind(&mut state).put(key.to_owned(), value.clone());
             }
         }
@@ -105,12 +114,25 @@ impl Recent {
 
     /// Forgets every record, and every read in flight's right to keep what it read.
     pub(crate) fn forget(&self) {
-        let mut state = self.lock();
+        Self::forget_in(&mut self.lock());
+    }
+
+    fn forget_in(state: &mut State) {
         state.generation += 1;
         state.caller_keys.clear();
         state.databases.clear();
         state.dashboards.clear();
         state.access.clear();
+    }
+
+    /// A commit that may change kept records begins: every record is forgotten, and until the
+    /// guard is dropped (the commit returned, failed or panicked) reads neither answer from the
+    /// cache nor fill it, and a read that began before cannot keep what it read.
+    pub(crate) fn committing(&self) -> Committing<'_> {
+        let mut state = self.lock();
+        Self::forget_in(&mut state);
+        state.committing = true;
+        Committing { recent: self }
     }
 
     /// How many records are kept (tests).
@@ -121,6 +143,19 @@ impl Recent {
             + state.databases.len()
             + state.dashboards.len()
             + state.access.len()
+    }
+}
+
+/// A commit under way (see [`Recent::committing`]).
+pub(crate) struct Committing<'a> {
+    recent: &'a Recent,
+}
+
+impl Drop for Committing<'_> {
+    fn drop(&mut self) {
+        let mut state = self.recent.lock();
+        Recent::forget_in(&mut state);
+        state.committing = false;
     }
 }
 
@@ -173,6 +208,56 @@ mod tests {
             .get_or_read(databases, "db-1", || Ok(Some(sample("after the write"))))
             .unwrap();
         assert_eq!(after.unwrap().name, "after the write");
+    }
+
+    #[test]
+    fn while_a_commit_runs_reads_go_to_the_file_and_keep_nothing() {
+        let recent = Recent::default();
+        let read = |name: &str| {
+            recent
+                .get_or_read(databases, "db-1", || Ok(Some(sample(name))))
+                .unwrap()
+                .unwrap()
+                .name
+        };
+        assert_eq!(read("before"), "before");
+        let committing = recent.committing();
+        assert_eq!(read("during"), "during", "not the record kept from before");
+        assert_eq!(
+            read("during, later"),
+            "during, later",
+            "nor one read meanwhile"
+        );
+        assert_eq!(recent.len(), 0);
+        // A read whose transaction began during the commit and ends after it keeps nothing.
+        let straddling = recent
+            .get_or_read(databases, "db-1", || {
+                let _ = &committing;
+                Ok(Some(sample("straddling")))
+            })
+            .unwrap();
+        assert_eq!(straddling.unwrap().name, "straddling");
+        drop(committing);
+        assert_eq!(recent.len(), 0);
+        assert_eq!(read("after"), "after");
+        assert_eq!(
+            read("after, later"),
+            "after",
+            "kept again once the commit returned"
+        );
+    }
+
+    #[test]
+    fn a_read_that_began_before_a_commit_and_ended_after_it_is_not_kept() {
+        let recent = Recent::default();
+        let raced = recent
+            .get_or_read(databases, "db-1", || {
+                drop(recent.committing());
+                Ok(Some(sample("before the commit")))
+            })
+            .unwrap();
+        assert_eq!(raced.unwrap().name, "before the commit");
+        assert_eq!(recent.len(), 0);
     }
 
     #[test]

@@ -54,19 +54,18 @@ type Work = Box<dyn FnMut(&Inner, &WriteTransaction) -> Result<Value, StorageErr
 /// Where a job's answer goes.
 type Answer = Box<dyn FnOnce(Reply<Value>) + Send>;
 
-/// One write: its work (which may run more than once) and where its answer goes.
+/// One write: its work (which may run more than once), where its answer goes, and whether it
+/// may change a recently read record.
 struct Job {
     work: Work,
     answer: Answer,
+    changes: Changes,
 }
 
 /// The handle to a store's writer thread. Dropping it lets the thread finish the jobs it has
 /// and waits for it, so the data file is closed when the store is.
 pub(crate) struct Writer {
     jobs: Option<Sender<Job>>,
-    /// What the answers reach: the recently read records, forgotten before a job that may have
-    /// changed one is answered.
-    inner: Arc<Inner>,
     thread: Option<JoinHandle<()>>,
     /// Jobs submitted so far (what a test waits on to know a job is queued).
     submitted: std::sync::atomic::AtomicU64,
@@ -76,7 +75,6 @@ impl Writer {
     /// Starts the writer thread of `inner`'s database.
     pub(crate) fn start(inner: Arc<Inner>) -> std::io::Result<Self> {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
-        let shared = Arc::clone(&inner);
         let thread = std::thread::Builder::new()
             .name("dbconsole-redb-writer".into())
             .spawn(move || {
@@ -117,7 +115,6 @@ impl Writer {
             })?;
         Ok(Self {
             jobs: Some(jobs),
-            inner: shared,
             thread: Some(thread),
             submitted: std::sync::atomic::AtomicU64::new(0),
         })
@@ -130,27 +127,22 @@ impl Writer {
     }
 
     /// Runs `work` in a write transaction of the writer; the answer comes after the commit
-    /// that holds its change, and after the recently read records are forgotten when `changes`
-    /// says it may have changed one.
+    /// that holds its change. `changes` says whether it may change a record the store keeps
+    /// among the recently read ones (module `recent`).
     pub(crate) async fn submit<T, F>(&self, changes: Changes, mut work: F) -> Reply<T>
     where
         T: Send + 'static,
         F: FnMut(&Inner, &WriteTransaction) -> Result<T, StorageError> + Send + 'static,
     {
         let (send, reply) = tokio::sync::oneshot::channel::<Reply<Value>>();
-        let notify = Notify {
-            forget: Forget((changes == Changes::Records).then(|| Arc::clone(&self.inner))),
-            send,
-        };
         let job = Job {
             work: Box::new(move |inner, txn| {
                 work(inner, txn).map(|value| Box::new(value) as Value)
             }),
             answer: Box::new(move |reply| {
-                let Notify { forget, send } = notify;
-                drop(forget);
                 let _ = send.send(reply);
             }),
+            changes,
         };
         let not_written = || Ok(Err(StorageError::backend(NotWritten)));
         self.submitted.fetch_add(1, Ordering::AcqRel);
@@ -168,24 +160,6 @@ impl Writer {
             Ok(Ok(Err(error))) => Ok(Err(error)),
             Ok(Err(panic)) => Err(panic),
             Err(_) => not_written(),
-        }
-    }
-}
-
-/// A job's way back to its caller. Its fields drop in order: the records are forgotten before
-/// the caller hears of its job, answered or not (an answer dropped in a panic closes `send`).
-struct Notify {
-    forget: Forget,
-    send: tokio::sync::oneshot::Sender<Reply<Value>>,
-}
-
-/// Forgets the recently read records when dropped, if it holds them.
-struct Forget(Option<Arc<Inner>>);
-
-impl Drop for Forget {
-    fn drop(&mut self) {
-        if let Some(inner) = self.0.take() {
-            inner.recent.forget();
         }
     }
 }
@@ -408,6 +382,13 @@ fn batch(inner: &Inner, db: &redb::Database, first: Job, queue: &Receiver<Job>) 
         });
         return (io_failed, outbox);
     }
+    // While the commit makes the batch's changes visible, no read answers from (or fills) the
+    // recently read records; they start afresh once it returned, before any answer goes out.
+    let _committing = answers
+        .accepted
+        .iter()
+        .any(|(job, _)| job.changes == Changes::Records)
+        .then(|| inner.recent.committing());
     match txn.commit() {
         Ok(()) => {
             inner.unready.store(false, Ordering::Release);
