@@ -27,22 +27,18 @@ pub(crate) async fn access_control(
     store: &RedbStorage,
     database_id: &str,
 ) -> Result<Option<AccessControl>, StorageError> {
-    store.read_now(|inner| {
-        inner.recent.get_or_read(
-            |recent| &mut recent.access,
-            database_id,
-            || {
-                inner.read(|txn| {
-                    let databases = txn.open_table(DATABASES).or_backend()?;
-                    if databases.get(database_id).or_backend()?.is_none() {
-                        return Ok(None);
-                    }
-                    let access = txn.open_table(ACCESS_CONTROL).or_backend()?;
-                    Ok(Some(get_access(&access, database_id)?.unwrap_or_default()))
-                })
-            },
-        )
-    })
+    store.read_recent(
+        |recent| &mut recent.access,
+        database_id,
+        |txn| {
+            let databases = txn.open_table(DATABASES).or_backend()?;
+            if databases.get(database_id).or_backend()?.is_none() {
+                return Ok(None);
+            }
+            let access = txn.open_table(ACCESS_CONTROL).or_backend()?;
+            Ok(Some(get_access(&access, database_id)?.unwrap_or_default()))
+        },
+    )
 }
 
 /// [`Storage::replace_access_control`](dbconsole_core::storage::Storage::replace_access_control).

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 
 use dbconsole_core::storage::StorageError;
-use redb::WriteTransaction;
+use redb::{ReadTransaction, WriteTransaction};
 
 use crate::RedbStorage;
 use crate::file::Inner;
-use crate::recent::Changes;
+use crate::recent::{self, Changes};
 
 impl RedbStorage {
     /// Runs a point read here, on the caller's thread: one short read transaction, served from
@@ -33,6 +33,23 @@ impl RedbStorage {
             }
             _ => work(&self.inner),
         }
+    }
+
+    /// A point read of a record the store keeps among the recently read ones (module `recent`):
+    /// from them, or by `work` in a read transaction here ([`read_now`](Self::read_now)), kept
+    /// when no commit came in between.
+    pub(crate) fn read_recent<K, Q, V>(
+        &self,
+        kind: fn(&mut recent::State) -> &mut lru::LruCache<K, V>,
+        key: &Q,
+        work: impl FnOnce(&ReadTransaction) -> Result<Option<V>, StorageError>,
+    ) -> Result<Option<V>, StorageError>
+    where
+        K: std::borrow::Borrow<Q> + std::hash::Hash + Eq,
+        Q: ToOwned<Owned = K> + std::hash::Hash + Eq + ?Sized,
+        V: Clone,
+    {
+        self.read_now(|inner| inner.recent.get_or_read(kind, key, || inner.read(work)))
     }
 
     /// Runs `work` in a write transaction of the writer thread (group commit, see `writer.rs`);

@@ -35,21 +35,17 @@ pub(crate) async fn dashboard(
     store: &RedbStorage,
     id: &str,
 ) -> Result<Option<Dashboard>, StorageError> {
-    store.read_now(|inner| {
-        inner.recent.get_or_read(
-            |recent| &mut recent.dashboards,
-            id,
-            || {
-                inner.read(|txn| {
-                    let dashboards = txn.open_table(DASHBOARDS).or_backend()?;
-                    match dashboards.get(id).or_backend()? {
-                        None => Ok(None),
-                        Some(bytes) => Ok(Some(record::decode_dashboard(id, bytes.value())?)),
-                    }
-                })
-            },
-        )
-    })
+    store.read_recent(
+        |recent| &mut recent.dashboards,
+        id,
+        |txn| {
+            let dashboards = txn.open_table(DASHBOARDS).or_backend()?;
+            match dashboards.get(id).or_backend()? {
+                None => Ok(None),
+                Some(bytes) => Ok(Some(record::decode_dashboard(id, bytes.value())?)),
+            }
+        },
+    )
 }
 
 /// [`Storage::list_dashboards`](dbconsole_core::storage::Storage::list_dashboards).

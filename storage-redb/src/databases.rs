@@ -92,18 +92,14 @@ pub(crate) async fn database(
     store: &RedbStorage,
     id: &str,
 ) -> Result<Option<Database>, StorageError> {
-    store.read_now(|inner| {
-        inner.recent.get_or_read(
-            |recent| &mut recent.databases,
-            id,
-            || {
-                inner.read(|txn| {
-                    let databases = txn.open_table(DATABASES).or_backend()?;
-                    inner.get_database(&databases, id)
-                })
-            },
-        )
-    })
+    store.read_recent(
+        |recent| &mut recent.databases,
+        id,
+        |txn| {
+            let databases = txn.open_table(DATABASES).or_backend()?;
+            store.inner.get_database(&databases, id)
+        },
+    )
 }
 
 /// [`Storage::database_by_api_id`](dbconsole_core::storage::Storage::database_by_api_id).

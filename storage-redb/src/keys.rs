@@ -53,27 +53,21 @@ pub(crate) async fn caller_key_by_digest(
     store: &RedbStorage,
     digest: &[u8; 32],
 ) -> Result<Option<CallerKey>, StorageError> {
-    store.read_now(|inner| {
-        inner.recent.get_or_read(
-            |recent| &mut recent.caller_keys,
-            digest,
-            || {
-                inner.read(|txn| {
-                    let digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
-                    let Some(id) = digests.get(digest).or_backend()? else {
-                        return Ok(None);
-                    };
-                    let keys = txn.open_table(CALLER_KEYS).or_backend()?;
-                    match keys.get(id.value()).or_backend()? {
-                        None => Ok(None),
-                        Some(bytes) => {
-                            Ok(Some(record::decode_caller_key(id.value(), bytes.value())?))
-                        }
-                    }
-                })
-            },
-        )
-    })
+    store.read_recent(
+        |recent| &mut recent.caller_keys,
+        digest,
+        |txn| {
+            let digests = txn.open_table(CALLER_KEY_DIGESTS).or_backend()?;
+            let Some(id) = digests.get(digest).or_backend()? else {
+                return Ok(None);
+            };
+            let keys = txn.open_table(CALLER_KEYS).or_backend()?;
+            match keys.get(id.value()).or_backend()? {
+                None => Ok(None),
+                Some(bytes) => Ok(Some(record::decode_caller_key(id.value(), bytes.value())?)),
+            }
+        },
+    )
 }
 
 /// [`Storage::list_caller_keys`](dbconsole_core::storage::Storage::list_caller_keys).
