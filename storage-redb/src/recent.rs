@@ -232,12 +232,11 @@ mod tests {
         // A read whose transaction began during the commit and ends after it keeps nothing.
         let straddling = recent
             .get_or_read(databases, "db-1", || {
-                let _ = &committing;
+                drop(committing);
                 Ok(Some(sample("straddling")))
             })
             .unwrap();
         assert_eq!(straddling.unwrap().name, "straddling");
-        drop(committing);
         assert_eq!(recent.len(), 0);
         assert_eq!(read("after"), "after");
         assert_eq!(

@@ -20,19 +20,21 @@ pub(crate) const QUERIES: &str = "/api/v1/console/queries";
 /// The console the run tests drive, over a fresh memory store: every runner compiled in (pools
 /// of 2 sessions that wait 500 ms for one), trusted principals, at most 1,000 rows a run.
 pub(crate) fn run_console() -> TestConsole {
-    run_console_with(standard_runners(PoolLimits {
+    run_console_with(test_runners())
+}
+
+/// Every runner compiled in, with pools of 2 sessions that wait 500 ms for one.
+fn test_runners() -> Runners {
+    standard_runners(PoolLimits {
         size: 2,
         wait: Duration::from_millis(500),
-    }))
+    })
 }
 
 /// [`run_console`] with these bounds of a value's and a row's bytes (and the default budget).
 pub(crate) fn bounded_console(max_value: usize, max_row: usize) -> TestConsole {
     TestConsole::builder(Arc::new(MemoryStorage::new()))
-        .runners(standard_runners(PoolLimits {
-            size: 2,
-            wait: Duration::from_millis(500),
-        }))
+        .runners(test_runners())
         .trust_principal(true)
         .value_limits(dbconsole_core::run::encode::ValueLimits {
             max_value,
@@ -53,13 +55,7 @@ pub(crate) fn run_console_with(runners: Runners) -> TestConsole {
 pub(crate) fn redb_run_console() -> TestConsole {
     let storage = dbconsole_storage_redb::RedbStorage::in_memory(&dbconsole_tests::test_sealer())
         .expect("an in-memory redb store");
-    run_console_on(
-        Arc::new(storage),
-        standard_runners(PoolLimits {
-            size: 2,
-            wait: Duration::from_millis(500),
-        }),
-    )
+    run_console_on(Arc::new(storage), test_runners())
 }
 
 fn run_console_on(storage: Arc<dyn dbconsole_core::Storage>, runners: Runners) -> TestConsole {
