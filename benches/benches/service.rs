@@ -20,7 +20,7 @@ use dbconsole_benches::fixtures::{
 };
 use dbconsole_benches::{
     DASHBOARDS, DATABASES, dashboard_request, database_request, report, service, service_on,
-    status_of,
+    service_with_read_cache, status_of,
 };
 use dbconsole_core::model::{SealedSecret, TlsField};
 use dbconsole_core::seal::{Place, Sealer};
@@ -37,11 +37,12 @@ const PANELS: usize = 10;
 const ACTIONS: usize = 3;
 
 /// Every benchmark of this target, as `(group, bench)`, for the ratio table.
-const BENCHES: [(&str, &str); 9] = [
+const BENCHES: [(&str, &str); 10] = [
     ("baseline", "unknown_route_404"),
     ("baseline", "json_parse_body"),
     ("databases", "create"),
     ("databases", "retrieve"),
+    ("databases", "retrieve_cached"),
     ("databases", "update"),
     ("dashboards", "create_10x3"),
     ("dashboards", "retrieve_10x3"),
@@ -95,6 +96,20 @@ fn databases(c: &mut Criterion, runtime: &Runtime) {
         b.to_async(runtime).iter(|| async {
             let request = database_request(Method::GET, &path, None);
             assert_eq!(status_of(&store.service, request).await, StatusCode::OK);
+        })
+    });
+    // The same with the read cache on, as the server runs by default: a GET after the first
+    // answers the rendered record.
+    let cached = service_with_read_cache();
+    let cached_store = runtime.block_on(seeded_on(cached, 10, 0, PANELS, ACTIONS));
+    let cached_path = format!("{DATABASES}/{}", cached_store.database_id);
+    group.bench_function("retrieve_cached", |b| {
+        b.to_async(runtime).iter(|| async {
+            let request = database_request(Method::GET, &cached_path, None);
+            assert_eq!(
+                status_of(&cached_store.service, request).await,
+                StatusCode::OK
+            );
         })
     });
     let body = update_database_body();
@@ -186,7 +201,9 @@ fn redb(c: &mut Criterion, runtime: &Runtime) {
 
 fn main() {
     let started = SystemTime::now();
+    // Timers on: a request body is read under a deadline.
     let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
         .build()
         .expect("a tokio runtime");
     let mut criterion = Criterion::default().configure_from_args();

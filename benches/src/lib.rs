@@ -42,11 +42,23 @@ pub fn service() -> ConsoleService {
 /// A service over this store, sealing with this sealer (the one a durable store was opened
 /// with).
 pub fn service_on(storage: Arc<dyn Storage>, sealer: Sealer) -> ConsoleService {
+    builder_on(storage, sealer).build()
+}
+
+/// An in-memory service with the server's default read cache (8 MiB of rendered records).
+pub fn service_with_read_cache() -> ConsoleService {
+    let sealer = Sealer::ephemeral().expect("a random key");
+    builder_on(Arc::new(MemoryStorage::new()), sealer)
+        .read_cache(8 << 20)
+        .build()
+}
+
+fn builder_on(storage: Arc<dyn Storage>, sealer: Sealer) -> dbconsole_core::ConsoleServiceBuilder {
     let auth = StaticCredentials::new(
         Some(&Secret::from(API_KEY)),
         Some(&Secret::from(ACCESS_TOKEN)),
     );
-    ConsoleService::builder(storage, Arc::new(auth), sealer).build()
+    ConsoleService::builder(storage, Arc::new(auth), sealer)
 }
 
 /// A request to a database route (`x-api-key`), with a JSON body when one is given.

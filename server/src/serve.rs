@@ -62,12 +62,11 @@ impl Default for ServeLimits {
 }
 
 /// A connection's state as the serving loop sees it: its slot of `max_connections` once it
-/// sent a request head, the signal that closes it while it has not, and what [`stalled`]
-/// watches (which also tells whether it sent a head: [`Conn::started`]).
+/// sent a request head, and what the [`Reaper`] watches (which also tells whether it sent a
+/// head: [`Conn::started`]).
 #[derive(Debug, Default)]
 struct Conn {
     slot: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
-    evict: tokio::sync::Notify,
     /// Request heads completed and answers ended, counted together.
     progress: AtomicU64,
     /// Requests whose answer has not ended (its body is still being sent).
@@ -81,22 +80,74 @@ impl Conn {
     }
 }
 
-/// Completes when `conn` made no progress (no request head completed, no answer ended) for a
-/// whole `period` while none of its requests was being answered: a client slow to send a
-/// request head, or a keep-alive connection left idle, is closed after between one and two
+/// A connection's task, as the [`Reaper`] and [`Pending`] see it: its state while it runs, and
+/// how to end it.
+#[derive(Debug)]
+struct Handle {
+    conn: std::sync::Weak<Conn>,
+    abort: tokio::task::AbortHandle,
+}
+
+/// Closes the connections that made no progress (no request head completed, no answer ended)
+/// for a whole period while none of their requests was being answered: a client slow to send
+/// a request head, or a keep-alive connection left idle, is closed after between one and two
 /// periods, while an answer however long (a stream of rows) is never cut.
 ///
-/// One timer per connection, armed once a period: hyper's own header read timeout arms and
-/// drops one per request, a measurable part of a cached `GET` (benches/README.md).
-async fn stalled(conn: &Conn, period: Duration) {
-    let mut seen = conn.progress.load(Ordering::Acquire);
-    loop {
-        tokio::time::sleep(period).await;
-        let now = conn.progress.load(Ordering::Acquire);
-        if now == seen && conn.answering.load(Ordering::Acquire) == 0 {
-            return;
+/// One task and one timer for all the connections, looking at each once a period: a timer per
+/// connection, polled with it at every request (or hyper's header read timeout, armed and
+/// dropped at every request), was a measurable part of a cached `GET` (benches/README.md).
+#[derive(Debug, Default)]
+struct Reaper {
+    /// Every connection's task, with its progress when last looked at (`None`: not yet).
+    watched: std::sync::Mutex<std::collections::HashMap<u64, (Handle, Option<u64>)>>,
+    next: AtomicU64,
+    /// How many were live when last counted.
+    live: AtomicUsize,
+}
+
+impl Reaper {
+    fn watch(&self, handle: Handle) {
+        let key = self.next.fetch_add(1, Ordering::Relaxed);
+        let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        // Ended connections are forgotten at each sweep, and here when many short ones ended
+        // in between: the map stays within twice the live connections and a little.
+        if watched.len() >= 2 * self.live.load(Ordering::Relaxed) + 1024 {
+            watched.retain(|_, (handle, _)| handle.conn.strong_count() > 0);
+            self.live.store(watched.len(), Ordering::Relaxed);
         }
-        seen = now;
+        watched.insert(key, (handle, None));
+    }
+
+    /// Looks at every connection once: forgets those that ended, closes those that made no
+    /// progress since the last look while answering nothing.
+    fn sweep(&self) {
+        let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
+        watched.retain(|_, (handle, seen)| {
+            let Some(conn) = handle.conn.upgrade() else {
+                return false;
+            };
+            let now = conn.progress.load(Ordering::Acquire);
+            if *seen == Some(now) && conn.answering.load(Ordering::Acquire) == 0 {
+                tracing::debug!("a connection sent no request head in time: closed");
+                handle.abort.abort();
+                return false;
+            }
+            *seen = Some(now);
+            true
+        });
+        self.live.store(watched.len(), Ordering::Relaxed);
+    }
+
+    /// Sweeps once a `period`, until dropped.
+    async fn run(&self, period: Duration) {
+        let mut ticks = tokio::time::interval(period);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The first tick completes at once.
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            self.sweep();
+        }
     }
 }
 
@@ -151,18 +202,22 @@ impl hyper::body::Body for Tracked {
 /// The connections without a complete request head, oldest first.
 #[derive(Debug, Default)]
 struct Pending {
-    queue: std::sync::Mutex<std::collections::VecDeque<std::sync::Weak<Conn>>>,
+    queue: std::sync::Mutex<std::collections::VecDeque<Handle>>,
 }
 
 impl Pending {
-    /// Adds `conn`; when more than `budget` are pending, closes the oldest.
-    fn admit(&self, conn: &Arc<Conn>, budget: usize) {
+    /// Adds `handle`; when more than `budget` are pending, closes the oldest.
+    fn admit(&self, handle: Handle, budget: usize) {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        queue.retain(|weak| weak.upgrade().is_some_and(|c| !c.started()));
-        queue.push_back(Arc::downgrade(conn));
+        queue.retain(|pending| pending.conn.upgrade().is_some_and(|c| !c.started()));
+        queue.push_back(handle);
         while queue.len() > budget.max(1) {
-            if let Some(oldest) = queue.pop_front().and_then(|weak| weak.upgrade()) {
-                oldest.evict.notify_one();
+            // One that sent its head meanwhile is being answered: it stays.
+            if let Some(oldest) = queue.pop_front()
+                && oldest.conn.upgrade().is_some_and(|c| !c.started())
+            {
+                tracing::debug!("a connection without a request head was closed to make room");
+                oldest.abort.abort();
             }
         }
     }
@@ -204,12 +259,15 @@ pub async fn serve_console<F, G>(
     G: Future<Output = ()>,
 {
     let graceful = GracefulShutdown::new();
-    // No hyper timer, so no header read timeout of hyper's: [`stalled`] closes a connection
-    // whose client never finishes its request head, so that it can't hold it (and the
-    // shutdown) forever.
+    // No hyper timer, so no header read timeout of hyper's: the [`Reaper`] closes a
+    // connection whose client never finishes its request head, so that it can't hold it (and
+    // the shutdown) forever. It runs with this loop, and on while the shutdown drains.
     let http = http1::Builder::new();
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let pending = Arc::new(Pending::default());
+    let pending = Pending::default();
+    let reaper = Reaper::default();
+    let reaping = reaper.run(limits.head_timeout);
+    tokio::pin!(reaping);
     let app = App {
         mcp: crate::mcp::Mcp::new(service.clone()),
         service,
@@ -224,21 +282,21 @@ pub async fn serve_console<F, G>(
         tokio::select! {
             biased;
             () = &mut shutdown => break,
+            () = &mut reaping => unreachable!("the reaper runs until dropped"),
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => {
                     if let Err(error) = stream.set_nodelay(true) {
                         tracing::debug!(%error, "could not set TCP_NODELAY");
                     }
                     let conn = Arc::new(Conn::default());
-                    pending.admit(&conn, limits.max_pending);
+                    let weak = Arc::downgrade(&conn);
                     let app = app.clone();
                     let watcher = graceful.watcher();
                     let tls = tls.clone();
                     let http = http.clone();
                     let slots = Arc::clone(&slots);
-                    tokio::spawn(async move {
-                        let evicted = evicted_while_pending(&conn);
-                        let serving = async {
+                    let task = tokio::spawn(async move {
+                        let served = async {
                             match tls {
                                 None => watcher.watch(serve_with(&http, TokioIo::new(stream), app, &conn, slots)).await,
                                 Some(acceptor) => {
@@ -257,24 +315,18 @@ pub async fn serve_console<F, G>(
                                     }
                                 }
                             }
-                        };
-                        let served = tokio::select! {
-                            // Its requests first: a head that arrives with the timer is served.
-                            biased;
-                            served = serving => served,
-                            () = evicted => {
-                                tracing::debug!("a connection without a request head was closed to make room");
-                                Ok(())
-                            }
-                            () = stalled(&conn, limits.head_timeout) => {
-                                tracing::debug!("a connection sent no request head in time: closed");
-                                Ok(())
-                            }
-                        };
+                        }
+                        .await;
                         if let Err(error) = served {
                             tracing::debug!(%error, "connection ended with an error");
                         }
                     });
+                    let handle = || Handle {
+                        conn: weak.clone(),
+                        abort: task.abort_handle(),
+                    };
+                    reaper.watch(handle());
+                    pending.admit(handle(), limits.max_pending);
                 }
                 Err(error) => {
                     tracing::warn!(%error, "accepting a connection failed");
@@ -290,6 +342,7 @@ pub async fn serve_console<F, G>(
     );
     tokio::select! {
         () = graceful.shutdown() => tracing::info!("shutdown complete"),
+        () = &mut reaping => unreachable!("the reaper runs until dropped"),
         () = tokio::time::sleep(limits.drain) => {
             tracing::warn!("requests still in flight after the drain time: ending them");
         }
@@ -307,24 +360,6 @@ struct App {
     mcp: crate::mcp::Mcp,
     console: dbconsole_console_assets::ConsolePages,
     oidc: Option<Arc<crate::oidc_login::OidcLogin>>,
-}
-
-/// Completes when `conn` is to be closed to make room while it has not sent a request head;
-/// never once it has.
-async fn evicted_while_pending(conn: &Conn) {
-    let notified = conn.evict.notified();
-    tokio::pin!(notified);
-    // Once started, the signal is not even looked at (this is polled at every request).
-    poll_fn(|cx| {
-        if conn.started() {
-            return std::task::Poll::Pending;
-        }
-        match notified.as_mut().poll(cx) {
-            std::task::Poll::Ready(()) if !conn.started() => std::task::Poll::Ready(()),
-            _ => std::task::Poll::Pending,
-        }
-    })
-    .await;
 }
 
 /// HTTP/1 on one connection (plain or TLS), answered by [`handle`]; its first request head
