@@ -39,6 +39,11 @@ bash scripts/build-console
 
 echo "=== cargo test --workspace"
 cargo test --workspace --locked
+
+# Each in-process benchmark once, as a test (criterion's test mode): a bench that stopped
+# working fails here rather than on the day someone measures.
+echo "=== cargo test --bench service (each benchmark once)"
+cargo test -p dbconsole-benches --bench service --locked
 echo "=== contract tests"
 bash tests/contract/run.sh
 echo "=== console: unit tests"

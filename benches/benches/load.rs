@@ -23,7 +23,10 @@
 //!
 //! The load generator is this process: a minimal HTTP/1.1 client per connection (write the
 //! request, read the head, read `content-length` bytes), so its cost is the same for the
-//! server and the baseline.
+//! server and the baseline. The GET of one id is measured a second time with `wrk` (one
+//! thread, 32 connections; `benches/load.sh` needs it), the client an outsider would use, on
+//! both servers in the same rounds: a client that costs less leaves more of the two cores to
+//! the server, and the two clients tell how much the ratio owes to the client.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,6 +69,60 @@ type GetPhase<'a> = (
     SocketAddr,
     &'a Arc<Vec<Vec<u8>>>,
 );
+
+/// `wrk -t1 -c32` for `period` on `url` with the API key, and `pid`'s CPU time per answer;
+/// `None` when `wrk` is not installed.
+async fn wrk_costed(pid: u32, url: &str, period: Duration) -> Option<(Phase, Duration)> {
+    let before = dbconsole_benches::loopback::cpu_time(pid);
+    let output = Command::new("wrk")
+        .args(["-t1", "-c32", "--latency"])
+        .arg(format!("-d{}s", period.as_secs().max(1)))
+        .args(["-H", &format!("x-api-key: {API_KEY}"), url])
+        .output()
+        .await
+        .ok()?;
+    let spent = dbconsole_benches::loopback::cpu_time(pid).saturating_sub(before);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && !text.contains("Non-2xx"),
+        "wrk on {url}: {text}"
+    );
+    let field = |label: &str| {
+        text.lines()
+            .find_map(|line| {
+                line.trim()
+                    .strip_prefix(label)
+                    .map(str::trim)
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| panic!("wrk printed no {label:?}: {text}"))
+    };
+    let latency = |text: String| {
+        let (number, unit) = text.split_at(
+            text.find(|c: char| c.is_ascii_alphabetic())
+                .unwrap_or(text.len()),
+        );
+        let number: f64 = number
+            .parse()
+            .unwrap_or_else(|_| panic!("a latency: {text}"));
+        Duration::from_secs_f64(match unit {
+            "us" => number / 1e6,
+            "ms" => number / 1e3,
+            "s" => number,
+            other => panic!("a latency unit: {other}"),
+        })
+    };
+    let per_second: f64 = field("Requests/sec:").parse().expect("a rate");
+    let answers = (per_second * period.as_secs_f64()).max(1.0);
+    Some((
+        Phase {
+            per_second,
+            p50: latency(field("50%")),
+            p99: latency(field("99%")),
+        },
+        spent.div_f64(answers),
+    ))
+}
 
 /// The median phase, and the median CPU time per answer (each on its own).
 fn median_costed(phases: Vec<(Phase, Duration)>) -> (Phase, Duration) {
@@ -272,6 +329,12 @@ async fn run() {
     let mut get_uncached = Vec::new();
     let mut get_bare = Vec::new();
     let mut post_server = Vec::new();
+    let (mut wrk_server, mut wrk_bare, mut wrk_before) = (Vec::new(), Vec::new(), Vec::new());
+    // The path of a store's first GET request (each store has its own ids).
+    let path_of = |requests: &[Vec<u8>]| {
+        let line = String::from_utf8_lossy(&requests[0]);
+        line.split(' ').nth(1).expect("a request line").to_owned()
+    };
     let mut raw_commits = Vec::new();
     let mut raw_plain = Vec::new();
     for round in 0..rounds {
@@ -295,6 +358,22 @@ async fn run() {
         }
         for (into, pid, at, requests) in gets {
             into.push(load_costed(pid, at, 32, Arc::clone(requests), 200, period).await);
+        }
+        // The same GET of one id through `wrk`, on the server and the bare one, in turn first.
+        let mut wrk_phases = vec![
+            (&mut wrk_server, pid, addr, path_of(&get)),
+            (&mut wrk_bare, bare_pid, bare, path_of(&get)),
+        ];
+        if let Some((_, before_pid, at, before_get)) = &before {
+            wrk_phases.push((&mut wrk_before, *before_pid, *at, path_of(before_get)));
+        }
+        if round % 2 == 1 {
+            wrk_phases.reverse();
+        }
+        for (into, pid, at, path) in wrk_phases {
+            if let Some(phase) = wrk_costed(pid, &format!("http://{at}{path}"), period).await {
+                into.push(phase);
+            }
         }
         post_server.push(load(addr, 8, Arc::clone(&create), 200, period).await);
         if let Some((_, _, at, _)) = &before {
@@ -355,6 +434,34 @@ async fn run() {
     get_row("GET by id, dbconsole on redb (32 conns)", &get_server);
     get_row("GET by id, read cache off (32 conns)", &get_uncached);
     get_row("GET, bare hyper, same bytes (32 conns)", &get_bare);
+    if wrk_server.is_empty() || wrk_bare.is_empty() {
+        println!("GET through wrk: not measured (wrk is not installed: apt-get install wrk)");
+    } else {
+        let (server, bare) = (median_costed(wrk_server), median_costed(wrk_bare));
+        let before = (!wrk_before.is_empty()).then(|| median_costed(wrk_before));
+        let rows = [
+            ("GET of one id, wrk (32 conns)", Some(&server)),
+            ("GET, bare hyper, wrk (32 conns)", Some(&bare)),
+            (
+                "before (BENCH_BEFORE): GET, wrk (32 conns)",
+                before.as_ref(),
+            ),
+        ];
+        for (name, (phase, cost)) in rows
+            .into_iter()
+            .filter_map(|(name, measured)| Some((name, measured?)))
+        {
+            println!(
+                "{name:<44} {:>10.0} {:>10.2?} {:>10.2?} {:>8.2} {:>12.2?} {:>8.2}",
+                phase.per_second,
+                phase.p50,
+                phase.p99,
+                phase.per_second / bare.0.per_second,
+                cost,
+                bare.1.as_secs_f64() / cost.as_secs_f64().max(1e-12),
+            );
+        }
+    }
     row(
         "POST create, durable (8 conns)",
         &post_server,

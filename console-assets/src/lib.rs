@@ -63,13 +63,21 @@ impl ConsolePages {
         Built::get("index.html").is_some()
     }
 
+    /// Whether `path` is the console's: [`ConsolePages::answer`] answers it, whatever the
+    /// method.
+    pub fn owns(path: &str) -> bool {
+        path == "/" || path == "/console" || path.starts_with(PREFIX)
+    }
+
     /// The answer to a request for `path` with `method`, or `None` when the path is not the
     /// console's (the API answers it).
     pub fn answer(&self, method: &Method, path: &str) -> Option<Response<Bytes>> {
-        if path == "/" || path == "/console" {
-            return Some(redirect(PREFIX));
+        if !Self::owns(path) {
+            return None;
         }
-        let rest = path.strip_prefix(PREFIX)?;
+        let Some(rest) = path.strip_prefix(PREFIX) else {
+            return Some(redirect(PREFIX));
+        };
         if method != Method::GET && method != Method::HEAD {
             let mut response = plain(StatusCode::METHOD_NOT_ALLOWED, "405 Method Not Allowed\n");
             response

@@ -4,6 +4,7 @@
 use std::convert::Infallible;
 use std::future::{Future, poll_fn};
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -381,18 +382,37 @@ where
     http.serve_connection(
         io,
         service_fn(move |request| {
-            let app = Arc::clone(&app);
             let (answering, first) = Answering::start(Arc::clone(&conn));
             // The connection's first request takes its slot: at the cap, it waits for one (as a
-            // connection once waited in the backlog).
-            let first = first.then(|| (Arc::clone(&conn), Arc::clone(&slots)));
+            // connection once waited in the backlog). Nothing of the request is looked at
+            // before: the futures below do their work when polled.
+            let first = first.then(|| Box::pin(take_slot(Arc::clone(&conn), Arc::clone(&slots))));
+            let answer = answer(&app, request);
             async move {
-                if let Some((conn, slots)) = first
-                    && let Ok(slot) = slots.acquire_owned().await
-                {
-                    *conn.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(slot);
+                if let Some(first) = first {
+                    first.await;
                 }
-                let response = handle(app, request).await?;
+                let response = match answer {
+                    Answer::Service(call, logged) => {
+                        let response = match call.await {
+                            Ok(response) => response,
+                            Err(never) => match never {},
+                        };
+                        if let Some(logged) = logged {
+                            log_request(
+                                &response,
+                                &logged.method,
+                                logged.uri.path(),
+                                logged.started,
+                            );
+                        }
+                        response
+                    }
+                    Answer::Server(handling) => match handling.await {
+                        Ok(response) => response,
+                        Err(never) => match never {},
+                    },
+                };
                 Ok::<_, Infallible>(response.map(|body| Tracked {
                     body,
                     _answering: answering,
@@ -400,6 +420,56 @@ where
             }
         }),
     )
+}
+
+/// Takes a slot of `slots` for `conn`, waiting for one at the cap.
+async fn take_slot(conn: Arc<Conn>, slots: Arc<Semaphore>) {
+    if let Ok(slot) = slots.acquire_owned().await {
+        *conn.slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(slot);
+    }
+}
+
+/// How a request is answered: by the service (the API: nearly every request), with what its
+/// log line needs when the request log is on, or by [`handle`] (the server's own routes, and
+/// every request when browsers sign in through OIDC).
+///
+/// The service's call is its own boxed future, so a request of the API is moved into hyper's
+/// connection as a few words, not as the largest branch of [`handle`].
+enum Answer {
+    Service(dbconsole_core::service::ResponseFuture, Option<Logged>),
+    Server(Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>),
+}
+
+/// What a request's log line needs from it.
+struct Logged {
+    method: Method,
+    uri: http::Uri,
+    started: Instant,
+}
+
+/// Whether the server answers `path` itself ([`handle`]) rather than the service: what this
+/// says `false` of, [`handle`] hands to the service.
+fn serves_itself(path: &str) -> bool {
+    path == crate::mcp::MCP_PATH
+        || path == crate::oidc_login::OIDC_PATH
+        || path == HEALTHZ
+        || path == READYZ
+        || path.starts_with(crate::docs::DOCS)
+        || dbconsole_console_assets::ConsolePages::owns(path)
+}
+
+/// The [`Answer`] to `request`.
+fn answer(app: &Arc<App>, request: Request<Incoming>) -> Answer {
+    if app.oidc.is_some() || serves_itself(request.uri().path()) {
+        return Answer::Server(Box::pin(handle(Arc::clone(app), request)));
+    }
+    let logged =
+        tracing::enabled!(target: "dbconsole::request", tracing::Level::INFO).then(|| Logged {
+            method: request.method().clone(),
+            uri: request.uri().clone(),
+            started: Instant::now(),
+        });
+    Answer::Service(app.service.respond(request), logged)
 }
 
 /// One request: the health check, the docs, the MCP endpoint or the service, then the log

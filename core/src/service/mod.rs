@@ -422,6 +422,19 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
+        self.respond(request)
+    }
+}
+
+impl ConsoleService {
+    /// The answer to `request`: what [`tower_service::Service::call`] answers, without the
+    /// `&mut` (the service is always ready).
+    pub fn respond<B>(&self, request: Request<B>) -> ResponseFuture
+    where
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
         use tracing::Instrument as _;
 
         let shared = Arc::clone(&self.shared);
