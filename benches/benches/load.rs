@@ -124,6 +124,21 @@ async fn wrk_costed(pid: u32, url: &str, period: Duration) -> Option<(Phase, Dur
     ))
 }
 
+/// A GET row: the rate, latencies, the rate over `baseline`'s, the server's CPU time per answer
+/// and the baseline's over it (the cost ratio: steadier than the rate on a machine whose speed
+/// drifts).
+fn costed_row(name: &str, (phase, cost): &(Phase, Duration), baseline: &(Phase, Duration)) {
+    println!(
+        "{name:<44} {:>10.0} {:>10.2?} {:>10.2?} {:>8.2} {:>12.2?} {:>8.2}",
+        phase.per_second,
+        phase.p50,
+        phase.p99,
+        phase.per_second / baseline.0.per_second,
+        cost,
+        baseline.1.as_secs_f64() / cost.as_secs_f64().max(1e-12),
+    );
+}
+
 /// The median phase, and the median CPU time per answer (each on its own).
 fn median_costed(phases: Vec<(Phase, Duration)>) -> (Phase, Duration) {
     let (phases, mut costs): (Vec<Phase>, Vec<Duration>) = phases.into_iter().unzip();
@@ -418,19 +433,7 @@ async fn run() {
             ratio.map(|r| format!("{r:.2}")).unwrap_or_default()
         );
     };
-    // A GET row also shows the server's CPU time per answer, and the baseline's over it (the
-    // cost ratio: steadier than the rate on a machine whose speed drifts).
-    let get_row = |name: &str, (phase, cost): &(Phase, Duration)| {
-        println!(
-            "{name:<44} {:>10.0} {:>10.2?} {:>10.2?} {:>8.2} {:>12.2?} {:>8.2}",
-            phase.per_second,
-            phase.p50,
-            phase.p99,
-            phase.per_second / get_bare.0.per_second,
-            cost,
-            get_bare.1.as_secs_f64() / cost.as_secs_f64().max(1e-12),
-        );
-    };
+    let get_row = |name: &str, measured: &(Phase, Duration)| costed_row(name, measured, &get_bare);
     get_row("GET by id, dbconsole on redb (32 conns)", &get_server);
     get_row("GET by id, read cache off (32 conns)", &get_uncached);
     get_row("GET, bare hyper, same bytes (32 conns)", &get_bare);
@@ -447,19 +450,10 @@ async fn run() {
                 before.as_ref(),
             ),
         ];
-        for (name, (phase, cost)) in rows
-            .into_iter()
-            .filter_map(|(name, measured)| Some((name, measured?)))
-        {
-            println!(
-                "{name:<44} {:>10.0} {:>10.2?} {:>10.2?} {:>8.2} {:>12.2?} {:>8.2}",
-                phase.per_second,
-                phase.p50,
-                phase.p99,
-                phase.per_second / bare.0.per_second,
-                cost,
-                bare.1.as_secs_f64() / cost.as_secs_f64().max(1e-12),
-            );
+        for (name, measured) in rows {
+            if let Some(measured) = measured {
+                costed_row(name, measured, &bare);
+            }
         }
     }
     row(
