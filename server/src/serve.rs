@@ -696,3 +696,86 @@ impl ShutdownSignal {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A watched connection whose task waits forever, and the task's handle.
+    fn watched(reaper: &Reaper) -> (Arc<Conn>, tokio::task::JoinHandle<()>) {
+        let conn = Arc::new(Conn::default());
+        let held = Arc::clone(&conn);
+        let task = tokio::spawn(async move {
+            let _held = held;
+            std::future::pending::<()>().await;
+        });
+        reaper.watch(Handle {
+            conn: Arc::downgrade(&conn),
+            abort: task.abort_handle(),
+        });
+        (conn, task)
+    }
+
+    /// Lets the runtime run what an abort scheduled.
+    async fn settle() {
+        for _ in 0..8 {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_sweep_closes_only_what_made_no_progress_since_the_last_while_answering_nothing() {
+        let reaper = Reaper::default();
+        let (idle, idle_task) = watched(&reaper);
+        let (busy, busy_task) = watched(&reaper);
+        let (answering, answering_task) = watched(&reaper);
+        let answer = Answering::start(Arc::clone(&answering)).0;
+        // The first look only takes note.
+        reaper.sweep();
+        settle().await;
+        assert!(!idle_task.is_finished());
+        // Then: one made progress (a head completed), one is answering a request.
+        drop(Answering::start(Arc::clone(&busy)));
+        reaper.sweep();
+        settle().await;
+        assert!(idle_task.await.unwrap_err().is_cancelled());
+        assert!(!busy_task.is_finished());
+        assert!(!answering_task.is_finished());
+        // The busy one went quiet for a whole period: closed; the answer is never cut.
+        reaper.sweep();
+        assert!(busy_task.await.unwrap_err().is_cancelled());
+        reaper.sweep();
+        settle().await;
+        assert!(!answering_task.is_finished());
+        drop(answer);
+        reaper.sweep();
+        reaper.sweep();
+        assert!(answering_task.await.unwrap_err().is_cancelled());
+        // Closed or ended connections are forgotten.
+        assert!(reaper.watched.lock().unwrap().is_empty());
+        drop((idle, busy, answering));
+    }
+
+    #[tokio::test]
+    async fn too_many_pending_close_the_oldest_not_yet_started() {
+        let reaper = Reaper::default();
+        let pending = Pending::default();
+        let (first, first_task) = watched(&reaper);
+        let (second, second_task) = watched(&reaper);
+        let (third, third_task) = watched(&reaper);
+        let handle = |conn: &Arc<Conn>, task: &tokio::task::JoinHandle<()>| Handle {
+            conn: Arc::downgrade(conn),
+            abort: task.abort_handle(),
+        };
+        pending.admit(handle(&first, &first_task), 2);
+        pending.admit(handle(&second, &second_task), 2);
+        // The first sends its head: it is being answered, so the next to go is the second.
+        drop(Answering::start(Arc::clone(&first)));
+        pending.admit(handle(&third, &third_task), 1);
+        assert!(second_task.await.unwrap_err().is_cancelled());
+        settle().await;
+        assert!(!first_task.is_finished());
+        assert!(!third_task.is_finished());
+        drop((first, second, third));
+    }
+}
