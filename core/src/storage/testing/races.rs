@@ -786,24 +786,33 @@ pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dy
     );
 
     let stop = Arc::new(AtomicBool::new(false));
+    // How many readers read once: the writes start when all have, so that they race.
+    let reading = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let readers: Vec<_> = (0..4)
         .map(|_| {
             let (storage, stop) = (Arc::clone(&storage), Arc::clone(&stop));
+            let reading = Arc::clone(&reading);
             let (id, dashboard_id) = (id.clone(), dashboard_id.clone());
             tokio::spawn(async move {
                 let mut reads = 0u64;
-                while !stop.load(Ordering::Relaxed) {
+                while reads == 0 || !stop.load(Ordering::Relaxed) {
                     let _ = storage.database(&id).await;
                     let _ = storage.dashboard(&dashboard_id).await;
                     let _ = storage.access_control(&id).await;
                     let _ = storage.caller_key_by_digest(&digest).await;
                     reads += 1;
+                    if reads == 1 {
+                        reading.fetch_add(1, Ordering::Relaxed);
+                    }
                     tokio::task::yield_now().await;
                 }
                 reads
             })
         })
         .collect();
+    while reading.load(Ordering::Relaxed) < readers.len() {
+        tokio::task::yield_now().await;
+    }
 
     for round in 1..=40u32 {
         let context = format!("round {round}, with reads racing");
