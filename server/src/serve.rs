@@ -2,7 +2,7 @@
 //! [`ConsoleService`], log one line per request, and shut down gracefully.
 
 use std::convert::Infallible;
-use std::future::{Future, poll_fn};
+use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -20,7 +20,6 @@ use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
-use tower_service::Service;
 
 /// The path of the health check (liveness: the process answers).
 pub const HEALTHZ: &str = "/healthz";
@@ -99,31 +98,37 @@ struct Handle {
 /// dropped at every request), was a measurable part of a cached `GET` (benches/README.md).
 #[derive(Debug, Default)]
 struct Reaper {
+    watched: std::sync::Mutex<Watched>,
+}
+
+/// The connections a [`Reaper`] watches.
+#[derive(Debug, Default)]
+struct Watched {
     /// Every connection's task, with its progress when last looked at (`None`: not yet).
-    watched: std::sync::Mutex<std::collections::HashMap<u64, (Handle, Option<u64>)>>,
-    next: AtomicU64,
+    tasks: Vec<(Handle, Option<u64>)>,
     /// How many were live when last counted.
-    live: AtomicUsize,
+    live: usize,
 }
 
 impl Reaper {
     fn watch(&self, handle: Handle) {
-        let key = self.next.fetch_add(1, Ordering::Relaxed);
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
         // Ended connections are forgotten at each sweep, and here when many short ones ended
-        // in between: the map stays within twice the live connections and a little.
-        if watched.len() >= 2 * self.live.load(Ordering::Relaxed) + 1024 {
-            watched.retain(|_, (handle, _)| handle.conn.strong_count() > 0);
-            self.live.store(watched.len(), Ordering::Relaxed);
+        // in between: the list stays within twice the live connections and a little.
+        if watched.tasks.len() >= 2 * watched.live + 1024 {
+            watched
+                .tasks
+                .retain(|(handle, _)| handle.conn.strong_count() > 0);
+            watched.live = watched.tasks.len();
         }
-        watched.insert(key, (handle, None));
+        watched.tasks.push((handle, None));
     }
 
     /// Looks at every connection once: forgets those that ended, closes those that made no
     /// progress since the last look while answering nothing.
     fn sweep(&self) {
         let mut watched = self.watched.lock().unwrap_or_else(|p| p.into_inner());
-        watched.retain(|_, (handle, seen)| {
+        watched.tasks.retain_mut(|(handle, seen)| {
             let Some(conn) = handle.conn.upgrade() else {
                 return false;
             };
@@ -136,7 +141,7 @@ impl Reaper {
             *seen = Some(now);
             true
         });
-        self.live.store(watched.len(), Ordering::Relaxed);
+        watched.live = watched.tasks.len();
     }
 
     /// Sweeps once a `period`, until dropped.
@@ -394,10 +399,7 @@ where
                 }
                 let response = match answer {
                     Answer::Service(call, logged) => {
-                        let response = match call.await {
-                            Ok(response) => response,
-                            Err(never) => match never {},
-                        };
+                        let Ok(response) = call.await;
                         if let Some(logged) = logged {
                             log_request(
                                 &response,
@@ -408,10 +410,10 @@ where
                         }
                         response
                     }
-                    Answer::Server(handling) => match handling.await {
-                        Ok(response) => response,
-                        Err(never) => match never {},
-                    },
+                    Answer::Server(handling) => {
+                        let Ok(response) = handling.await;
+                        response
+                    }
                 };
                 Ok::<_, Infallible>(response.map(|body| Tracked {
                     body,
@@ -567,11 +569,7 @@ async fn handle(
                 .insert(REQUEST_ID_HEADER, id.header_value());
             response
         }
-        None => {
-            let mut service = service.clone();
-            poll_fn(|cx| Service::<Request<Incoming>>::poll_ready(&mut service, cx)).await?;
-            service.call(request).await?
-        }
+        None => service.respond(request).await?,
     };
     log_request(&response, &method, path, started);
     Ok(response)
@@ -752,7 +750,7 @@ mod tests {
         reaper.sweep();
         assert!(answering_task.await.unwrap_err().is_cancelled());
         // Closed or ended connections are forgotten.
-        assert!(reaper.watched.lock().unwrap().is_empty());
+        assert!(reaper.watched.lock().unwrap().tasks.is_empty());
         drop((idle, busy, answering));
     }
 

@@ -795,7 +795,7 @@ pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dy
             let (id, dashboard_id) = (id.clone(), dashboard_id.clone());
             tokio::spawn(async move {
                 let mut reads = 0u64;
-                while reads == 0 || !stop.load(Ordering::Relaxed) {
+                while !stop.load(Ordering::Relaxed) {
                     let _ = storage.database(&id).await;
                     let _ = storage.dashboard(&dashboard_id).await;
                     let _ = storage.access_control(&id).await;
