@@ -60,6 +60,13 @@ pub trait Authenticator: Send + Sync + Debug + 'static {
         kind: CredentialKind,
         presented: &str,
     ) -> Result<Option<Caller>, Box<dyn std::error::Error + Send + Sync>>;
+
+    /// What [`Authenticator::authenticate`] would answer, when it can be told at once without
+    /// waiting (a configured credential): `Some(answer)`, or `None` to ask `authenticate`. The
+    /// service asks this first; the default never knows.
+    fn authenticate_now(&self, _kind: CredentialKind, _presented: &str) -> Option<Option<Caller>> {
+        None
+    }
 }
 
 /// Static full-access credentials, for example from the environment. Only SHA-256 digests are
@@ -118,6 +125,10 @@ impl Authenticator for StaticCredentials {
         presented: &str,
     ) -> Result<Option<Caller>, Box<dyn std::error::Error + Send + Sync>> {
         Ok(self.check(kind, presented))
+    }
+
+    fn authenticate_now(&self, kind: CredentialKind, presented: &str) -> Option<Option<Caller>> {
+        Some(self.check(kind, presented))
     }
 }
 
@@ -221,6 +232,11 @@ impl Authenticator for StoredCredentials {
         }
         Ok(Some(caller))
     }
+
+    fn authenticate_now(&self, kind: CredentialKind, presented: &str) -> Option<Option<Caller>> {
+        // A configured credential is known at once; any other needs the storage.
+        self.fixed.check(kind, presented).map(Some)
+    }
 }
 
 #[cfg(test)]
@@ -244,6 +260,18 @@ mod tests {
             Some(Caller::full(STATIC_ACCESS_TOKEN))
         );
         assert_eq!(check(CredentialKind::AccessToken, "").await, None);
+        // Known at once, and the same answer.
+        for (kind, value) in [
+            (CredentialKind::ApiKey, "key"),
+            (CredentialKind::ApiKey, "tok"),
+            (CredentialKind::AccessToken, "tok"),
+            (CredentialKind::AccessToken, ""),
+        ] {
+            assert_eq!(
+                auth.authenticate_now(kind, value),
+                Some(check(kind, value).await)
+            );
+        }
         assert_eq!(
             format!("{auth:?}"),
             r#"StaticCredentials { api_key: Some("[REDACTED]"), access_token: Some("[REDACTED]") }"#

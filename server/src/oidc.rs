@@ -308,4 +308,12 @@ impl Authenticator for OidcAuthenticator {
             }
         }
     }
+
+    fn authenticate_now(&self, kind: CredentialKind, presented: &str) -> Option<Option<Caller>> {
+        // A token is checked against the issuer's keys; anything else is the inner one's.
+        if kind == CredentialKind::AccessToken && looks_like_jwt(presented) {
+            return None;
+        }
+        self.inner.authenticate_now(kind, presented)
+    }
 }

@@ -15,7 +15,7 @@ use dbconsole_core::storage::Edits as _;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use dbconsole_core::auth::{StoredCredentials, mint_caller_key};
+use dbconsole_core::auth::{Authenticator as _, StoredCredentials, mint_caller_key};
 use dbconsole_core::{ConsoleService, CredentialKind, Scope, StaticCredentials, Storage};
 use http::{Method, header};
 use http_body_util::Full;
@@ -1511,12 +1511,28 @@ pub async fn access_stored_credentials_keep_static_ones(storage: Arc<dyn Storage
         Some(&dbconsole_core::Secret::from(API_KEY)),
         Some(&dbconsole_core::Secret::from(crate::ACCESS_TOKEN)),
     );
-    let auth = StoredCredentials::new(storage.clone(), fixed);
+    let auth = Arc::new(StoredCredentials::new(storage.clone(), fixed));
     let api = Api {
-        service: ConsoleService::builder(storage.clone(), Arc::new(auth), crate::test_sealer())
+        service: ConsoleService::builder(storage.clone(), auth.clone(), crate::test_sealer())
             .build(),
     };
     let (_, setup_key) = stored_key(&storage, CredentialKind::ApiKey, Scope::Setup, "tf").await;
+    // A static credential is known at once; a stored key or an unknown one needs the storage.
+    assert_eq!(
+        auth.authenticate_now(CredentialKind::ApiKey, API_KEY),
+        Some(Some(dbconsole_core::auth::Caller::full(
+            dbconsole_core::auth::STATIC_API_KEY
+        )))
+    );
+    assert_eq!(
+        auth.authenticate_now(CredentialKind::AccessToken, API_KEY),
+        None
+    );
+    assert_eq!(
+        auth.authenticate_now(CredentialKind::ApiKey, &setup_key),
+        None
+    );
+    assert_eq!(auth.authenticate_now(CredentialKind::ApiKey, "nope"), None);
     api.db(Method::GET, DATABASES, None).await.expect(200);
     api.dash(Method::GET, crate::DASHBOARDS, None)
         .await

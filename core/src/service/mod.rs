@@ -648,6 +648,9 @@ impl Shared {
         kind: CredentialKind,
         secret: &str,
     ) -> Result<Option<Caller>, ApiError> {
+        if let Some(known) = self.authenticator.authenticate_now(kind, secret) {
+            return Ok(known);
+        }
         self.authenticator
             .authenticate(kind, secret)
             .await
@@ -668,8 +671,11 @@ impl Shared {
         headers: &HeaderMap,
     ) -> Result<Caller, ApiError> {
         let accepted = route.credentials();
+        // The credential headers, read once.
+        let credentials = presented_credentials(headers);
+        let credentials = credentials.iter().flatten().copied();
         // A browser's session counts only when the request presents no other credential.
-        if presented_credentials(headers).next().is_none()
+        if credentials.clone().next().is_none()
             && let Some(caller) = Box::pin(self.session_caller(method, headers)).await?
         {
             return if route.permits(&caller, method) {
@@ -683,8 +689,10 @@ impl Shared {
         let mut caller = None;
         let mut presented = false;
         let mut invalid = false;
-        for (kind, secret) in presented_credentials(headers) {
+        let mut other = false;
+        for (kind, secret) in credentials {
             presented |= accepted.accepts(kind);
+            other |= !accepted.accepts(kind);
             let found = self.authenticate(kind, secret).await?;
             match found {
                 Some(found) if accepted.accepts(kind) => {
@@ -697,15 +705,11 @@ impl Shared {
         if invalid {
             caller = None;
         }
-        let unauthorized = || {
-            let other = presented_credentials(headers).any(|(kind, _)| !accepted.accepts(kind));
-            ApiError::Unauthorized {
+        match caller {
+            None => Err(ApiError::Unauthorized {
                 bearer: accepted.takes_bearer(),
                 hint: accepted.hint(presented, other),
-            }
-        };
-        match caller {
-            None => Err(unauthorized()),
+            }),
             Some(caller) if route.permits(&caller, method) => Ok(caller),
             Some(_) => Err(ApiError::Forbidden),
         }
@@ -757,7 +761,7 @@ const X_API_KEY: header::HeaderName = header::HeaderName::from_static("x-api-key
 
 /// The credentials a request presents, of either kind: `x-api-key`, and
 /// `Authorization: Bearer <token>`.
-fn presented_credentials(headers: &HeaderMap) -> impl Iterator<Item = (CredentialKind, &str)> {
+fn presented_credentials(headers: &HeaderMap) -> [Option<(CredentialKind, &str)>; 2] {
     let api_key = headers
         .get(X_API_KEY)
         .and_then(|v| v.to_str().ok())
@@ -773,5 +777,5 @@ fn presented_credentials(headers: &HeaderMap) -> impl Iterator<Item = (Credentia
         })
         .filter(|v| !v.is_empty())
         .map(|v| (CredentialKind::AccessToken, v));
-    [api_key, bearer].into_iter().flatten()
+    [api_key, bearer]
 }

@@ -539,7 +539,12 @@ impl Shape {
         let mut names = self.names.iter();
         for (part, segment) in self.segments.iter().zip(given) {
             if part.is_none() {
-                let decoded = percent_decode_str(segment).decode_utf8().ok()?;
+                // A segment without `%` is its own decoding (and a `&str`, so UTF-8).
+                let decoded = if segment.contains('%') {
+                    percent_decode_str(segment).decode_utf8().ok()?
+                } else {
+                    Cow::Borrowed(*segment)
+                };
                 if decoded.is_empty() {
                     return None;
                 }
