@@ -109,7 +109,8 @@
 //! filtered by `RUST_LOG` (default `info`): startup (address, storage), one line per request
 //! (method, path without the query string, status, duration in milliseconds; never a body, a
 //! header value or a secret), one line per admin-socket key operation (operation, result, key
-//! id, kind, scope), and shutdown.
+//! id, kind, scope), and shutdown. Lines are written, in order, by a thread of their own: a
+//! request does not wait for standard error (docs/operations.md, "Logs").
 //!
 //! **Health.** `GET /healthz` answers 200 `ok` without credentials; the server answers it before
 //! the API service sees the request.
@@ -147,14 +148,23 @@ pub use serve::{ServeLimits, ShutdownSignal, serve, serve_console};
 
 /// Sends `tracing` output to standard error, filtered by `RUST_LOG` (default `info`): lines of
 /// text without colours unless standard error is a terminal, or one JSON object per line.
-pub fn init_tracing(format: cli::LogFormat) {
+///
+/// Lines are formatted on the thread that logs them and written by a thread of their own, in
+/// order, each batch in one write (a request's line costs it no system call). None is dropped:
+/// when 128k lines wait, logging waits. Keep the guard until the program ends: dropping it
+/// writes what waits.
+pub fn init_tracing(format: cli::LogFormat) -> LogGuard {
     use std::io::IsTerminal;
     use tracing_subscriber::EnvFilter;
 
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("dbconsole-log")
+        .finish(std::io::BufWriter::new(std::io::stderr()));
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(writer);
     match format {
         cli::LogFormat::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),
         cli::LogFormat::Json => builder
@@ -163,4 +173,14 @@ pub fn init_tracing(format: cli::LogFormat) {
             .with_span_list(false)
             .init(),
     }
+    LogGuard(guard)
 }
+
+/// Keeps the log's writing thread: dropping it writes the lines still waiting
+/// ([`init_tracing`]).
+#[must_use = "dropping the guard stops the log's writing thread"]
+#[derive(Debug)]
+pub struct LogGuard(
+    #[expect(dead_code, reason = "held for its drop, which writes what waits")]
+    tracing_appender::non_blocking::WorkerGuard,
+);

@@ -34,7 +34,7 @@ fn main() -> ExitCode {
         std::env::var_os(name).is_some()
     })
     .unwrap_or_else(|error| error.exit());
-    dbconsole_server::init_tracing(log_format);
+    let log = dbconsole_server::init_tracing(log_format);
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -46,6 +46,8 @@ fn main() -> ExitCode {
             Command::Backup(args) => runtime.block_on(back_up(args)),
             Command::Restore(args) => restore(&args),
         });
+    // What the log holds is written before the last word.
+    drop(log);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

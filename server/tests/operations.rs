@@ -97,6 +97,50 @@ async fn request_ids_come_back_and_name_every_log_line_of_their_request() {
     );
 }
 
+/// The log's own writing thread loses nothing: every request of a burst from several clients
+/// at once has its line once the server has stopped, and each client's lines come in the
+/// order of its requests.
+#[tokio::test]
+async fn every_request_of_a_burst_has_its_log_line_in_order() {
+    const CONNECTIONS: usize = 8;
+    const EACH: usize = 250;
+    let server = Server::start_with(
+        &[configured().as_slice(), &[("RUST_LOG", "info")]].concat(),
+        &["--log-format", "json", "serve", "--listen", "127.0.0.1:0"],
+    )
+    .await;
+    let addr = server.addr;
+    let clients = (0..CONNECTIONS).map(|client| {
+        tokio::spawn(async move {
+            for at in 0..EACH {
+                let id = format!("burst-{client}-{at}");
+                let answer = request(addr, "GET", "/healthz", &[("x-request-id", &id)], None).await;
+                assert_eq!(answer.status, 200);
+            }
+        })
+    });
+    for client in clients.collect::<Vec<_>>() {
+        client.await.expect("a client");
+    }
+    let (status, _, stderr) = server.stop().await;
+    assert!(status.success());
+    let ids: Vec<String> = json_lines(&stderr)
+        .iter()
+        .filter(|line| line["target"] == "dbconsole::request")
+        .filter_map(|line| line["fields"]["request_id"].as_str().map(str::to_owned))
+        .filter(|id| id.starts_with("burst-"))
+        .collect();
+    assert_eq!(ids.len(), CONNECTIONS * EACH, "lines lost or repeated");
+    for client in 0..CONNECTIONS {
+        let prefix = format!("burst-{client}-");
+        let order: Vec<usize> = ids
+            .iter()
+            .filter_map(|id| id.strip_prefix(&prefix)?.parse().ok())
+            .collect();
+        assert_eq!(order, (0..EACH).collect::<Vec<_>>(), "client {client}");
+    }
+}
+
 /// Nothing a client sent as a secret, nor the server's own key, appears in any log line, at
 /// the debug level, in either format.
 #[tokio::test]
