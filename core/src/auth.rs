@@ -106,14 +106,28 @@ impl StaticCredentials {
         self.api_key.is_none() && self.access_token.is_none()
     }
 
-    /// The caller `presented` is as a credential of `kind`, if it is one of these.
+    /// The caller `presented` is as a credential of `kind`, if it is one of these (its digest
+    /// is computed only when a credential of that kind is configured).
     fn check(&self, kind: CredentialKind, presented: &str) -> Option<Caller> {
-        let (expected, name) = match kind {
-            CredentialKind::ApiKey => (self.api_key, STATIC_API_KEY),
-            CredentialKind::AccessToken => (self.access_token, STATIC_ACCESS_TOKEN),
-        };
-        let matches: bool = key_digest(presented.as_bytes()).ct_eq(&expected?).into();
+        self.expected(kind)?;
+        self.check_digest(kind, &key_digest(presented.as_bytes()))
+    }
+
+    /// [`StaticCredentials::check`] of a credential whose digest is `digest`.
+    fn check_digest(&self, kind: CredentialKind, digest: &[u8; 32]) -> Option<Caller> {
+        let (expected, name) = self.expected(kind)?;
+        let matches: bool = digest.ct_eq(&expected).into();
         matches.then(|| Caller::full(name))
+    }
+
+    /// The configured digest of `kind`, and the name of its caller.
+    fn expected(&self, kind: CredentialKind) -> Option<([u8; 32], &'static str)> {
+        match kind {
+            CredentialKind::ApiKey => self.api_key.map(|digest| (digest, STATIC_API_KEY)),
+            CredentialKind::AccessToken => self
+                .access_token
+                .map(|digest| (digest, STATIC_ACCESS_TOKEN)),
+        }
     }
 }
 
@@ -206,14 +220,12 @@ impl Authenticator for StoredCredentials {
         kind: CredentialKind,
         presented: &str,
     ) -> Result<Option<Caller>, Box<dyn std::error::Error + Send + Sync>> {
-        if let Some(caller) = self.fixed.check(kind, presented) {
+        // One digest for both: the configured credentials' check and the stored keys' lookup.
+        let digest = key_digest(presented.as_bytes());
+        if let Some(caller) = self.fixed.check_digest(kind, &digest) {
             return Ok(Some(caller));
         }
-        let Some(key) = self
-            .storage
-            .caller_key_by_digest(&key_digest(presented.as_bytes()))
-            .await?
-        else {
+        let Some(key) = self.storage.caller_key_by_digest(&digest).await? else {
             return Ok(None);
         };
         if key.kind != kind {
