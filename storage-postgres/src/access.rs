@@ -10,10 +10,10 @@ use dbconsole_core::storage::{StorageError, WriteLog, record, rules};
 use deadpool_postgres::Object;
 
 use crate::PostgresStorage;
-use crate::audit::append;
 use crate::fault::{Failure, classify};
 use crate::retry::{InFlight, begin, commit, serializable};
 use crate::sql::{bytes, key, text};
+use crate::write_log::append;
 
 /// The chain of `inherits_from` from one database: each database on it with what it inherits
 /// from (null: nothing, or no access control yet), bounded against a stored loop.

@@ -1,24 +1,20 @@
-//! The audit trail (table `audit_events`, migration 2) and the writing of a [`WriteLog`]: every
-//! change's event, with the answer of an idempotent write and the new deliveries, in the
-//! transaction of the change ([`append`]), or in the one statement that inserts a record
-//! ([`PostgresStorage::insert`]). Also the listing and the pruning of the trail.
+//! The audit trail (table `audit_events`, migration 2): an event's row ([`EventRow`],
+//! [`INSERT_EVENT`]), which `write_log` writes in the transaction of the change it records, or
+//! in the one statement that inserts a record; and the listing and the pruning of the trail.
 
-use dbconsole_core::model::{AuditEvent, Delivery, Retention, StoredAnswer, Timestamp};
-use dbconsole_core::storage::{AuditQuery, StorageError, WriteLog, audit, record};
+use dbconsole_core::model::{AuditEvent, Retention, Timestamp};
+use dbconsole_core::storage::{AuditQuery, StorageError, audit, record};
 use deadpool_postgres::Object;
 use tokio_postgres::Row;
-use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use crate::PostgresStorage;
-use crate::answers::put_answer;
-use crate::deliveries;
-use crate::fault::{Failure, classify};
-use crate::retry::{InFlight, begin, commit, commit_known, serializable};
+use crate::fault::Failure;
+use crate::retry::{begin, serializable};
 use crate::sql::{bytes, key, text};
 
 /// An audit event as its row's parameters: id, resource id, time, record.
-struct EventRow {
+pub(crate) struct EventRow {
     id: String,
     resource_id: String,
     at: i64,
@@ -26,7 +22,8 @@ struct EventRow {
 }
 
 impl EventRow {
-    fn of(event: &AuditEvent) -> Result<Self, StorageError> {
+    /// `event`'s row, its record encoded.
+    pub(crate) fn of(event: &AuditEvent) -> Result<Self, StorageError> {
         Ok(Self {
             id: event.id.as_str().to_owned(),
             resource_id: event.resource_id.clone(),
@@ -35,125 +32,21 @@ impl EventRow {
         })
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 4] {
+    /// The row's parameters, in the order of [`INSERT_EVENT`].
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 4] {
         [&self.id, &self.resource_id, &self.at, &self.record]
     }
 }
 
-const INSERT_EVENT: &str =
+/// Inserts an event's row: [`EventRow::params`].
+pub(crate) const INSERT_EVENT: &str =
     "INSERT INTO audit_events (id, resource_id, at, record) VALUES ($1, $2, $3, $4)";
-
-/// Appends `event` in `txn`, the transaction of the change it records.
-/// Appends a write's log in its transaction: its event, and its answer if any
-/// ([`StorageError::AnswerExists`] when its key has one already).
-pub(crate) async fn append(
-    txn: &deadpool_postgres::Transaction<'_>,
-    log: &WriteLog,
-) -> Result<(), Failure> {
-    let row = EventRow::of(&log.event)?;
-    let insert = txn.prepare_cached(INSERT_EVENT).await?;
-    txn.execute(&insert, &row.params()).await?;
-    if let Some(answer) = &log.answer {
-        put_answer(txn, answer).await?;
-    }
-    deliveries::put_new(txn, &log.outbox).await
-}
 
 fn event_of(row: &Row) -> Result<AuditEvent, StorageError> {
     Ok(record::decode_audit_event(
         &text(row, "id")?,
         &bytes(row, "record")?,
     )?)
-}
-
-impl PostgresStorage {
-    /// Inserts a record with `insert` (an `INSERT` of `params.len()` parameters) and its audit
-    /// `event`, in one statement of one transaction: both or neither. A unique key taken is
-    /// [`StorageError::AlreadyExists`].
-    pub(crate) async fn insert(
-        &self,
-        insert: &str,
-        params: &[&(dyn ToSql + Sync)],
-        log: &WriteLog,
-    ) -> Result<(), StorageError> {
-        let n = params.len();
-        // One statement writes the record and its event and answers the transaction's id (for
-        // `commit_known`), saving a round trip.
-        let sql = format!(
-            "WITH written AS ({insert} RETURNING 1),
-                  logged AS (INSERT INTO audit_events (id, resource_id, at, record)
-                             SELECT ${}, ${}, ${}, ${} FROM written RETURNING 1)
-             SELECT txid_current() FROM logged",
-            n + 1,
-            n + 2,
-            n + 3,
-            n + 4
-        );
-        let logged = EventRow::of(&log.event)?;
-        let mut all: Vec<&(dyn ToSql + Sync)> = params.to_vec();
-        all.extend(logged.params());
-        serializable!(self, |client, in_flight| Self::try_insert(
-            client,
-            &sql,
-            &all,
-            log.answer.as_ref(),
-            &log.outbox,
-            log.event.id.as_str(),
-            &in_flight
-        )
-        .await)
-    }
-
-    async fn try_insert(
-        client: &mut Object,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-        answer: Option<&StoredAnswer>,
-        outbox: &[Delivery],
-        event: &str,
-        in_flight: &InFlight,
-    ) -> Result<(), Failure> {
-        // Read committed is enough: what an insert must not break, unique ids, digests and
-        // api_ids, the constraints guard.
-        let txn = client.transaction().await?;
-        let insert = txn.prepare_cached(sql).await?;
-        let xid: i64 = match txn.query_one(&insert, params).await {
-            Ok(row) => row.try_get(0).map_err(classify)?,
-            Err(error) if error.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
-                return Err(StorageError::AlreadyExists.into());
-            }
-            Err(error) => return Err(error.into()),
-        };
-        if let Some(answer) = answer {
-            put_answer(&txn, answer).await?;
-        }
-        deliveries::put_new(&txn, outbox).await?;
-        commit_known(txn, xid, event, in_flight).await
-    }
-}
-
-/// [`Storage::append_log`](dbconsole_core::storage::Storage::append_log).
-pub(crate) async fn append_log(store: &PostgresStorage, log: WriteLog) -> Result<(), StorageError> {
-    if log.answer.is_none() && log.outbox.is_empty() {
-        // One statement that commits by itself.
-        let row = EventRow::of(&log.event)?;
-        let params = row.params();
-        return store.rows(INSERT_EVENT, &params).await.map(|_| ());
-    }
-    serializable!(store, |client, in_flight| try_append(
-        client, &log, &in_flight
-    )
-    .await)
-}
-
-async fn try_append(
-    client: &mut Object,
-    log: &WriteLog,
-    in_flight: &InFlight,
-) -> Result<(), Failure> {
-    let txn = begin(client).await?;
-    append(&txn, log).await?;
-    commit(txn, log.event.id.as_str(), in_flight).await
 }
 
 /// [`Storage::list_audit`](dbconsole_core::storage::Storage::list_audit).

@@ -8,10 +8,10 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::PostgresStorage;
-use crate::audit::append;
 use crate::fault::Failure;
 use crate::retry::{InFlight, begin, commit, serializable};
 use crate::sql::{Filtered, bytes, key, text};
+use crate::write_log::append;
 
 const INSERT_DASHBOARD: &str = "INSERT INTO dashboards (id, record, name) VALUES ($1, $2, $3)";
 const UPDATE_DASHBOARD: &str = "UPDATE dashboards SET record = $2, name = $3 WHERE id = $1";

@@ -12,11 +12,11 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::PostgresStorage;
-use crate::audit::append;
 use crate::fault::Failure;
 use crate::retry::{InFlight, begin, commit, serializable};
 use crate::seal_keys::seal_key_ids;
 use crate::sql::{Filtered, bytes, key, text};
+use crate::write_log::append;
 
 const INSERT_DATABASE: &str =
     "INSERT INTO databases (id, api_id, record, adapter, grp, tunnel_id, name, seal_keys)

@@ -3,14 +3,12 @@
 //! nodes claiming at once each get other deliveries and none waits for another's.
 
 use dbconsole_core::model::{Delivery, DeliveryStatus, TargetKind, Timestamp};
-use dbconsole_core::storage::{Page, StorageError, WriteLog, record};
+use dbconsole_core::storage::{Page, StorageError, record};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::PostgresStorage;
-use crate::audit::append;
 use crate::fault::{Failure, classify};
-use crate::retry::{InFlight, commit, serializable};
 use crate::sql::{after_bound, key};
 
 const INSERT: &str = "INSERT INTO deliveries (id, status, due_at, version, record, kind) \
@@ -170,25 +168,6 @@ impl PostgresStorage {
         self.all(&sql, &params, delivery_of).await
     }
 
-    /// [`Storage::replace_delivery`](dbconsole_core::storage::Storage::replace_delivery): in a
-    /// serializable transaction that writes the log, whose event settles a commit cut off
-    /// midway.
-    pub(crate) async fn replace_delivery_at(
-        &self,
-        delivery: Delivery,
-        expected: Timestamp,
-        log: WriteLog,
-    ) -> Result<(), StorageError> {
-        if key(delivery.id.as_str()).is_none() {
-            return Err(StorageError::NotFound);
-        }
-        let bytes = record::encode_delivery(&delivery)?;
-        serializable!(self, |client, in_flight| Self::try_replace_delivery(
-            client, &delivery, &bytes, expected, &log, &in_flight
-        )
-        .await)
-    }
-
     /// [`Storage::swap_delivery`](dbconsole_core::storage::Storage::swap_delivery): one
     /// statement that commits by itself (a worker's outcome writes no event).
     pub(crate) async fn swap_delivery_at(
@@ -226,44 +205,43 @@ impl PostgresStorage {
             (_, false) => Err(StorageError::NotFound),
         }
     }
+}
 
-    async fn try_replace_delivery(
-        client: &mut deadpool_postgres::Object,
-        delivery: &Delivery,
-        bytes: &[u8],
-        expected: Timestamp,
-        log: &WriteLog,
-        in_flight: &InFlight,
-    ) -> Result<(), Failure> {
-        let txn = crate::retry::begin(client).await?;
-        let swap = txn.prepare_cached(SWAP).await?;
-        let id = delivery.id.as_str();
-        let changed = txn
-            .execute(
-                &swap,
-                &[
-                    &id,
-                    &delivery.status.as_str(),
-                    &claimable_at(delivery),
-                    &delivery.updated_at.as_micros(),
-                    &bytes,
-                    &expected.as_micros(),
-                ],
-            )
-            .await?;
-        if changed == 0 {
-            let exists = txn
-                .query_opt("SELECT 1 FROM deliveries WHERE id = $1", &[&id])
-                .await?
-                .is_some();
-            return Err(if exists {
-                StorageError::Conflict
-            } else {
-                StorageError::NotFound
-            }
-            .into());
+/// Swaps `delivery` (its record encoded as `bytes`) in for the one at version `expected`, in
+/// `txn`: [`StorageError::Conflict`] when it is at another version, [`StorageError::NotFound`]
+/// when there is none.
+pub(crate) async fn swap_in(
+    txn: &deadpool_postgres::Transaction<'_>,
+    delivery: &Delivery,
+    bytes: &[u8],
+    expected: Timestamp,
+) -> Result<(), Failure> {
+    let swap = txn.prepare_cached(SWAP).await?;
+    let id = delivery.id.as_str();
+    let changed = txn
+        .execute(
+            &swap,
+            &[
+                &id,
+                &delivery.status.as_str(),
+                &claimable_at(delivery),
+                &delivery.updated_at.as_micros(),
+                &bytes,
+                &expected.as_micros(),
+            ],
+        )
+        .await?;
+    if changed == 0 {
+        let exists = txn
+            .query_opt("SELECT 1 FROM deliveries WHERE id = $1", &[&id])
+            .await?
+            .is_some();
+        return Err(if exists {
+            StorageError::Conflict
+        } else {
+            StorageError::NotFound
         }
-        append(&txn, log).await?;
-        commit(txn, log.event.id.as_str(), in_flight).await
+        .into());
     }
+    Ok(())
 }

@@ -7,10 +7,10 @@ use deadpool_postgres::Object;
 use tokio_postgres::Row;
 
 use crate::PostgresStorage;
-use crate::audit::append;
 use crate::fault::Failure;
 use crate::retry::{InFlight, begin, commit, serializable};
 use crate::sql::{bytes, key, text};
+use crate::write_log::append;
 
 fn caller_key_of(row: &Row) -> Result<CallerKey, StorageError> {
     Ok(record::decode_caller_key(

@@ -85,7 +85,7 @@
 //! ## Layout
 //!
 //! - `lib.rs`: [`PostgresStorage`], [`PostgresStorage::connect`], and the [`Storage`] impl,
-//!   each method one call into the file of its aggregate.
+//!   each method one call into the file of its aggregate (or into `write_log.rs`).
 //! - `fault.rs`: what a PostgreSQL error is: a conflict to run again, a seal key that changed,
 //!   [`StorageError::Unavailable`], or a backend failure.
 //! - `retry.rs`: the time bound, connections from the pool, the `serializable!` loop that runs
@@ -95,7 +95,9 @@
 //! - `databases.rs`, `dashboards.rs`, `access.rs` (access control), `keys.rs` (callers' keys),
 //!   `queries.rs`, `deliveries.rs` (the outbox), `answers.rs` (idempotency answers),
 //!   `seal_keys.rs`: one aggregate each, with its SQL and its transactions.
-//! - `audit.rs`: the audit trail, and the writing of a [`WriteLog`] with its change.
+//! - `audit.rs`: the audit trail.
+//! - `write_log.rs`: the writing of a [`WriteLog`] (its event, answer and new deliveries) with
+//!   its change, alone (`append_log`), or with a delivery's swap (`replace_delivery_at`).
 //! - `migrate.rs` (the migrations), `options.rs`, `testing.rs` (feature `testing`).
 
 mod access;
@@ -115,6 +117,7 @@ mod sessions;
 mod sql;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod write_log;
 
 use std::fmt;
 use std::time::Duration;
@@ -292,9 +295,9 @@ impl Storage for PostgresStorage {
         queries::swap(self, query, expected).await
     }
 
-    // The audit trail: audit.rs.
+    // The audit trail: audit.rs, and write_log.rs for a log alone.
     async fn append_log(&self, log: WriteLog) -> Result<(), StorageError> {
-        audit::append_log(self, log).await
+        write_log::append_log(self, log).await
     }
     async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError> {
         audit::list(self, query).await
@@ -303,7 +306,7 @@ impl Storage for PostgresStorage {
         audit::prune(self, retention, now).await
     }
 
-    // The outbox: deliveries.rs.
+    // The outbox: deliveries.rs, and write_log.rs for a swap with a log.
     async fn claim_deliveries(
         &self,
         now: Timestamp,

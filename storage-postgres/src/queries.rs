@@ -9,10 +9,10 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::PostgresStorage;
-use crate::audit::append;
 use crate::fault::{Failure, classify};
 use crate::retry::{InFlight, begin, commit, serializable};
 use crate::sql::{after_bound, bytes, key, text};
+use crate::write_log::append;
 
 fn query_of(row: &Row) -> Result<Query, StorageError> {
     Ok(record::decode_query(

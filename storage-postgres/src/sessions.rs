@@ -9,10 +9,10 @@ use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 
 use crate::PostgresStorage;
-use crate::audit::append;
 use crate::fault::{Failure, classify};
 use crate::retry::{InFlight, begin, commit, serializable};
 use crate::sql::{bytes, key, text};
+use crate::write_log::append;
 
 fn session_of(row: &Row) -> Result<Session, StorageError> {
     Ok(record::decode_session(

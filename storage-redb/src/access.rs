@@ -9,7 +9,7 @@ use dbconsole_core::storage::{StorageError, WriteLog, record, rules};
 use redb::ReadableTable;
 
 use crate::tables::{ACCESS_CONTROL, DATABASES, INHERITED_BY, OrBackend};
-use crate::{RedbStorage, audit};
+use crate::{RedbStorage, write_log};
 
 /// The access control stored for database `id` (`None`: none was written, i.e. the default).
 pub(crate) fn get_access(
@@ -80,7 +80,7 @@ pub(crate) async fn replace_access_control(
             }
             let bytes = record::encode_access_control(&id, &updated)?;
             access.insert(id.as_str(), bytes.as_slice()).or_backend()?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }

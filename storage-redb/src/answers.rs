@@ -1,5 +1,5 @@
 //! The answers of idempotent writes (docs/api.md, "Retrying a write safely"): stored by
-//! [`crate::audit::append`] in the transaction of the write they answer, read by key, and
+//! [`crate::write_log::append`] in the transaction of the write they answer, read by key, and
 //! pruned by age through an index by time.
 //!
 //! | table | key → value |

@@ -1,7 +1,7 @@
 //! The audit trail in the data file: events by id (ids sort by time) and an index of each
-//! record's events. Every write appends its event with [`append`] in its own transaction (what
-//! the event says is `dbconsole_core::storage::audit`'s to decide); [`list`] reads newest
-//! first; only [`prune`] removes events.
+//! record's events. Every write puts its event with [`put`] in its own transaction, as part of
+//! its log (`write_log`; what the event says is `dbconsole_core::storage::audit`'s to decide);
+//! [`list`] reads newest first; only [`prune`] removes events.
 //!
 //! | table | key → value |
 //! |---|---|
@@ -11,7 +11,7 @@
 use std::ops::Bound;
 
 use dbconsole_core::model::{AuditEvent, Retention, Timestamp};
-use dbconsole_core::storage::{AuditQuery, StorageError, WriteLog, record};
+use dbconsole_core::storage::{AuditQuery, StorageError, record};
 use redb::{
     ReadTransaction, ReadableTable, ReadableTableMetadata, TableDefinition, WriteTransaction,
 };
@@ -28,17 +28,8 @@ pub(crate) const BY_RESOURCE: TableDefinition<'static, (&str, &str), ()> =
 /// range in [`BY_RESOURCE`].
 const EVENT_ID_MAX: &str = "evt_~";
 
-/// Appends a write's log in `txn`, the transaction of the change it records: its answer, if
-/// any ([`StorageError::AnswerExists`] refuses the write when its key has one), its new
-/// deliveries, and its event.
-pub(crate) fn append(txn: &WriteTransaction, log: &WriteLog) -> Result<(), StorageError> {
-    if let Some(answer) = &log.answer {
-        crate::answers::put(txn, answer)?;
-    }
-    for delivery in &log.outbox {
-        crate::deliveries::put(txn, delivery, None)?;
-    }
-    let event = &log.event;
+/// Puts `event` and its index entry in `txn`, the transaction of the change it records.
+pub(crate) fn put(txn: &WriteTransaction, event: &AuditEvent) -> Result<(), StorageError> {
     let mut events = txn.open_table(EVENTS).or_backend()?;
     let mut index = txn.open_table(BY_RESOURCE).or_backend()?;
     let id = event.id.as_str();
@@ -137,16 +128,6 @@ pub(crate) fn prune(
             .or_backend()?;
     }
     Ok(doomed.len() as u64)
-}
-
-/// [`Storage::append_log`](dbconsole_core::storage::Storage::append_log).
-pub(crate) async fn append_log(store: &RedbStorage, log: WriteLog) -> Result<(), StorageError> {
-    // An event only: the records recently read stay as they are.
-    store
-        .write_changing(crate::recent::Changes::AuditOnly, move |_, txn| {
-            append(txn, &log)
-        })
-        .await
 }
 
 /// [`Storage::list_audit`](dbconsole_core::storage::Storage::list_audit).

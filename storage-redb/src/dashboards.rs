@@ -7,7 +7,7 @@ use dbconsole_core::storage::{DashboardFilter, Page, StorageError, WriteLog, rec
 use redb::ReadableTable;
 
 use crate::tables::{DASHBOARDS, OrBackend, page};
-use crate::{RedbStorage, audit, index};
+use crate::{RedbStorage, index, write_log};
 
 /// [`Storage::create_dashboard`](dbconsole_core::storage::Storage::create_dashboard).
 pub(crate) async fn create_dashboard(
@@ -25,7 +25,7 @@ pub(crate) async fn create_dashboard(
             let bytes = record::encode_dashboard(&dashboard)?;
             dashboards.insert(id, bytes.as_slice()).or_backend()?;
             index::reindex_dashboard(txn, None, Some(&dashboard))?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }
@@ -96,7 +96,7 @@ pub(crate) async fn replace_dashboard(
             let bytes = record::encode_dashboard(&dashboard)?;
             dashboards.insert(id, bytes.as_slice()).or_backend()?;
             index::reindex_dashboard(txn, Some(&stored), Some(&dashboard))?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }
@@ -119,7 +119,7 @@ pub(crate) async fn remove_dashboard(
             rules::check_version(&stored.updated_at, &expected)?;
             dashboards.remove(id.as_str()).or_backend()?;
             index::reindex_dashboard(txn, Some(&stored), None)?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }

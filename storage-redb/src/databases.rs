@@ -17,7 +17,7 @@ use crate::seal_keys::seal_keys_of;
 use crate::tables::{
     ACCESS_CONTROL, DATABASE_API_IDS, DATABASES, INHERITED_BY, META, OrBackend, page,
 };
-use crate::{RedbStorage, audit, index};
+use crate::{RedbStorage, index, write_log};
 
 type BytesTable<'txn> = Table<'txn, &'static str, &'static [u8]>;
 
@@ -82,7 +82,7 @@ pub(crate) async fn create_database(
             rules::check_sealed(&database, &seal_keys_of(&meta)?)?;
             inner.put_database(&mut databases, &mut api_ids, &database)?;
             index::reindex_database(txn, None, Some(&database))?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }
@@ -179,7 +179,7 @@ pub(crate) async fn replace_database(
             rules::check_sealed(&database, &seal_keys_of(&meta)?)?;
             inner.put_database(&mut databases, &mut api_ids, &database)?;
             index::reindex_database(txn, Some(&stored), Some(&database))?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }
@@ -243,7 +243,7 @@ pub(crate) async fn remove_database(
             }
             inherited_by.remove_all(id.as_str()).or_backend()?;
             index::reindex_database(txn, Some(&removed), None)?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }

@@ -5,11 +5,11 @@
 //! it, in its transaction.
 
 use dbconsole_core::model::{Delivery, DeliveryStatus, TargetKind, Timestamp};
-use dbconsole_core::storage::{Page, StorageError, WriteLog, record, rules};
+use dbconsole_core::storage::{Page, StorageError, record, rules};
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
+use crate::RedbStorage;
 use crate::tables::OrBackend;
-use crate::{RedbStorage, audit};
 
 pub(crate) const DELIVERIES: TableDefinition<'static, &str, &[u8]> =
     TableDefinition::new("deliveries");
@@ -218,22 +218,14 @@ pub(crate) async fn list_deliveries(
         .await
 }
 
-/// [`Storage::replace_delivery`](dbconsole_core::storage::Storage::replace_delivery) with
-/// `log`, and [`Storage::swap_delivery`](dbconsole_core::storage::Storage::swap_delivery)
-/// without: the same compare-and-swap, appending the log in its transaction when there is one.
-pub(crate) async fn replace_delivery(
+/// [`Storage::swap_delivery`](dbconsole_core::storage::Storage::swap_delivery): the
+/// compare-and-swap alone (with a log, module `write_log` does it).
+pub(crate) async fn swap_delivery(
     store: &RedbStorage,
     delivery: Delivery,
     expected: Timestamp,
-    log: Option<WriteLog>,
 ) -> Result<(), StorageError> {
     store
-        .write(move |_, txn| {
-            put(txn, &delivery, Some(expected))?;
-            match &log {
-                Some(log) => audit::append(txn, log),
-                None => Ok(()),
-            }
-        })
+        .write(move |_, txn| put(txn, &delivery, Some(expected)))
         .await
 }

@@ -7,7 +7,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{PoisonError, RwLock};
 
 use dbconsole_core::seal::{SealKeyError, SealKeys, Sealer};
 use dbconsole_core::storage::{StorageError, record};
@@ -21,9 +21,7 @@ use crate::tables::{
     ACCESS_CONTROL, CALLER_KEY_DIGESTS, CALLER_KEYS, DASHBOARDS, DATABASE_API_IDS, DATABASES,
     INHERITED_BY, META, OrBackend,
 };
-use crate::{
-    FORMAT_VERSION, OpenError, RedbStorage, answers, audit, deliveries, index, queries, writer,
-};
+use crate::{FORMAT_VERSION, OpenError, RedbStorage, answers, audit, deliveries, index, queries};
 
 const META_FORMAT_VERSION: &str = "format_version";
 const META_KEY_CHECK: &str = "key_check";
@@ -49,36 +47,24 @@ pub(crate) struct Inner {
     pub(crate) recent: crate::recent::Recent,
 }
 
-impl RedbStorage {
-    pub(crate) fn initialise(
-        db: redb::Database,
-        sealer: &Sealer,
-        path: Option<PathBuf>,
-        cache_bytes: usize,
-    ) -> Result<Self, OpenError> {
-        let mut txn = db.begin_write().map_err(redb::Error::from)?;
-        txn.set_durability(Durability::Immediate)
-            .map_err(redb::Error::from)?;
-        txn.set_two_phase_commit(true);
-        match check_or_write_meta(&txn, sealer) {
-            Ok(()) => txn.commit().map_err(redb::Error::from)?,
-            Err(error) => {
-                if let Err(abort) = txn.abort() {
-                    tracing::warn!(error = %abort, "aborting the open transaction failed");
-                }
-                return Err(error);
+/// Checks the format version and the seal keys of the open `db`, or initialises a new file,
+/// and creates any missing table, in one durable write transaction (see [`OpenError`] for
+/// what is refused).
+pub(crate) fn check_at_open(db: &redb::Database, sealer: &Sealer) -> Result<(), OpenError> {
+    let mut txn = db.begin_write().map_err(redb::Error::from)?;
+    txn.set_durability(Durability::Immediate)
+        .map_err(redb::Error::from)?;
+    txn.set_two_phase_commit(true);
+    match check_or_write_meta(&txn, sealer) {
+        Ok(()) => txn.commit().map_err(redb::Error::from)?,
+        Err(error) => {
+            if let Err(abort) = txn.abort() {
+                tracing::warn!(error = %abort, "aborting the open transaction failed");
             }
+            return Err(error);
         }
-        let inner = Arc::new(Inner {
-            db: RwLock::new(Some(db)),
-            path,
-            cache_bytes,
-            unready: AtomicBool::new(false),
-            recent: crate::recent::Recent::default(),
-        });
-        let writer = writer::Writer::start(Arc::clone(&inner)).map_err(OpenError::Thread)?;
-        Ok(Self { inner, writer })
     }
+    Ok(())
 }
 
 /// Creates an empty file with mode 0600 unless one exists (redb then initialises it), so the
@@ -214,6 +200,17 @@ fn redb_storage(error: redb::StorageError) -> OpenError {
 struct Reopening;
 
 impl Inner {
+    /// The handle of `db`, just opened and checked (`path` is `None` in memory).
+    pub(crate) fn new(db: redb::Database, path: Option<PathBuf>, cache_bytes: usize) -> Self {
+        Self {
+            db: RwLock::new(Some(db)),
+            path,
+            cache_bytes,
+            unready: AtomicBool::new(false),
+            recent: crate::recent::Recent::default(),
+        }
+    }
+
     pub(crate) fn read<T>(
         &self,
         work: impl FnOnce(&ReadTransaction) -> Result<T, StorageError>,

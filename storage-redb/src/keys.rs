@@ -7,7 +7,7 @@ use dbconsole_core::storage::{Page, StorageError, WriteLog, record};
 use redb::ReadableTable;
 
 use crate::tables::{CALLER_KEY_DIGESTS, CALLER_KEYS, OrBackend, page};
-use crate::{RedbStorage, audit};
+use crate::{RedbStorage, write_log};
 
 /// [`Storage::create_caller_key`](dbconsole_core::storage::Storage::create_caller_key).
 pub(crate) async fn create_caller_key(
@@ -27,7 +27,7 @@ pub(crate) async fn create_caller_key(
             let bytes = record::encode_caller_key(&key)?;
             keys.insert(id, bytes.as_slice()).or_backend()?;
             digests.insert(&key.digest, id).or_backend()?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }
@@ -126,7 +126,7 @@ pub(crate) async fn remove_caller_key(
                 Some(bytes) => record::decode_caller_key(&id, bytes.value())?,
             };
             digests.remove(&removed.digest).or_backend()?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }

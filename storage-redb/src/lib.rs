@@ -152,7 +152,7 @@
 //! `meta` table's own shape never changes.
 //!
 //! ```no_run
-//! use std::path::Path;
+//! use std::path::{Path, PathBuf};
 //! use std::sync::Arc;
 //! use dbconsole_core::{ConsoleService, Keyring, Sealer, StaticCredentials};
 //! use dbconsole_storage_redb::RedbStorage;
@@ -174,11 +174,14 @@
 //!
 //! ## Layout
 //!
-//! - `lib.rs`: [`RedbStorage`], opening its file, and the [`Storage`] impl, each method one call
-//!   to the function of the same name in its aggregate's file.
+//! - `lib.rs`: [`RedbStorage`], opening its file (checked by `file.rs`) and starting its writer,
+//!   and the [`Storage`] impl, each method one call to the function of the same name in its
+//!   aggregate's file (or in `write_log.rs`).
 //! - `databases.rs`, `dashboards.rs`, `access.rs` (with `inherited_by`), `keys.rs` (callers'
-//!   keys), `queries.rs`, `deliveries.rs` (the outbox), `audit.rs` (and the writing of a
-//!   [`WriteLog`]), `answers.rs` (idempotency answers), `seal_keys.rs`: one aggregate each.
+//!   keys), `queries.rs`, `deliveries.rs` (the outbox), `audit.rs`, `answers.rs` (idempotency
+//!   answers), `seal_keys.rs`: one aggregate each.
+//! - `write_log.rs`: the writing of a [`WriteLog`] (its answer, new deliveries and event) in the
+//!   transaction of a write, alone (`append_log`), or with a delivery's swap (`replace_delivery`).
 //! - `file.rs`: the file checked at open, its handle, reopened after an I/O failure, and the
 //!   readiness probe; `calls.rs`: where a call runs; `writer.rs`: the writer (group commit);
 //!   `recent.rs`: the recently read records.
@@ -208,11 +211,12 @@ mod sessions;
 mod tables;
 #[cfg(test)]
 mod testing;
+mod write_log;
 mod writer;
 
 use std::fmt;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -306,6 +310,19 @@ impl RedbStorage {
     /// The data file, or `None` in memory.
     pub fn path(&self) -> Option<&Path> {
         self.inner.path.as_deref()
+    }
+
+    /// Checks or initialises the open `db` (`file::check_at_open`), then starts its writer.
+    fn initialise(
+        db: redb::Database,
+        sealer: &Sealer,
+        path: Option<PathBuf>,
+        cache_bytes: usize,
+    ) -> Result<Self, OpenError> {
+        file::check_at_open(&db, sealer)?;
+        let inner = Arc::new(Inner::new(db, path, cache_bytes));
+        let writer = writer::Writer::start(Arc::clone(&inner)).map_err(OpenError::Thread)?;
+        Ok(Self { inner, writer })
     }
 }
 
@@ -473,9 +490,9 @@ impl Storage for RedbStorage {
         queries::replace_query(self, query, expected, None).await
     }
 
-    // The audit trail: audit.rs.
+    // The audit trail: audit.rs, and write_log.rs for a log alone.
     async fn append_log(&self, log: WriteLog) -> Result<(), StorageError> {
-        audit::append_log(self, log).await
+        write_log::append_log(self, log).await
     }
     async fn list_audit(&self, query: AuditQuery<'_>) -> Result<Vec<AuditEvent>, StorageError> {
         audit::list_audit(self, query).await
@@ -484,7 +501,7 @@ impl Storage for RedbStorage {
         audit::prune_audit(self, retention, now).await
     }
 
-    // The outbox: deliveries.rs.
+    // The outbox: deliveries.rs, and write_log.rs for a swap with a log.
     async fn claim_deliveries(
         &self,
         now: Timestamp,
@@ -510,14 +527,14 @@ impl Storage for RedbStorage {
         expected: Timestamp,
         log: WriteLog,
     ) -> Result<(), StorageError> {
-        deliveries::replace_delivery(self, delivery, expected, Some(log)).await
+        write_log::replace_delivery(self, delivery, expected, log).await
     }
     async fn swap_delivery(
         &self,
         delivery: Delivery,
         expected: Timestamp,
     ) -> Result<(), StorageError> {
-        deliveries::replace_delivery(self, delivery, expected, None).await
+        deliveries::swap_delivery(self, delivery, expected).await
     }
 
     // Idempotency answers: answers.rs.

@@ -8,7 +8,7 @@ use dbconsole_core::storage::{Page, QueryFilter, StorageError, WriteLog, record,
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 use crate::tables::OrBackend;
-use crate::{RedbStorage, audit};
+use crate::{RedbStorage, write_log};
 
 pub(crate) const QUERIES: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("queries");
 pub(crate) const QUERIES_BY: TableDefinition<'static, (&str, &str), ()> =
@@ -166,7 +166,7 @@ pub(crate) async fn create_query(
     store
         .write(move |_, txn| {
             put(txn, &query, None)?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }
@@ -218,7 +218,7 @@ pub(crate) async fn replace_query(
         .write(move |_, txn| {
             put(txn, &query, Some(expected))?;
             match &log {
-                Some(log) => audit::append(txn, log),
+                Some(log) => write_log::append(txn, log),
                 None => Ok(()),
             }
         })

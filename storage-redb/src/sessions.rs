@@ -7,7 +7,7 @@ use dbconsole_core::storage::{Page, StorageError, WriteLog, record};
 use redb::{ReadableTable, TableDefinition};
 
 use crate::tables::{OrBackend, page};
-use crate::{RedbStorage, audit};
+use crate::{RedbStorage, write_log};
 
 pub(crate) const SESSIONS: TableDefinition<'static, &str, &[u8]> = TableDefinition::new("sessions");
 pub(crate) const SESSION_DIGESTS: TableDefinition<'static, &[u8; 32], &str> =
@@ -40,7 +40,7 @@ pub(crate) async fn create_session(
             let bytes = record::encode_session(&session)?;
             sessions.insert(id, bytes.as_slice()).or_backend()?;
             digests.insert(&session.digest, id).or_backend()?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }
@@ -124,7 +124,7 @@ pub(crate) async fn remove_session(
                 Some(bytes) => record::decode_session(&id, bytes.value())?,
             };
             digests.remove(&removed.digest).or_backend()?;
-            audit::append(txn, &log)
+            write_log::append(txn, &log)
         })
         .await
 }
