@@ -10,15 +10,16 @@ use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
 use sha2::{Digest as _, Sha256};
 
-use super::Shared;
+use super::call::Answer;
 use super::call::Call;
 use super::conditional::IfMatch;
 use super::error::ApiError;
 use super::render::{DataProtectionView, PermissionsView};
 use super::response::json_response;
-use super::router::Answer;
 use crate::model::AccessControl;
-use crate::storage::{AccessEdit, Edits, StorageError};
+use std::sync::Arc;
+
+use crate::storage::{AccessEdit, Edits, Storage, StorageError};
 use crate::validate::{data_protection_from_body, permissions_from_body};
 
 /// The opaque text of a document's `ETag`: the first 16 bytes of the SHA-256 of its JSON, in hex.
@@ -28,7 +29,7 @@ pub(super) fn digest_of(view: &impl Serialize) -> String {
 }
 
 /// `view` as a 200 answer with its `ETag`.
-fn tagged(view: &impl Serialize) -> http::Response<super::ResponseBody> {
+fn tagged(view: &impl Serialize) -> http::Response<super::response::ResponseBody> {
     let mut response = json_response(StatusCode::OK, view);
     if let Ok(etag) = HeaderValue::try_from(format!("\"{}\"", digest_of(view))) {
         response.headers_mut().insert(header::ETAG, etag);
@@ -36,18 +37,25 @@ fn tagged(view: &impl Serialize) -> http::Response<super::ResponseBody> {
     response
 }
 
-impl Shared {
+/// What these routes read: the storage alone.
+#[derive(Debug)]
+pub(crate) struct Access {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+}
+
+impl Access {
     /// `GET …/databases/{id}/permissions`.
-    pub(super) async fn get_permissions(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn get_permissions(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
         let access = self.read_access(id).await?;
         Ok(tagged(&PermissionsView::new(id, &access)))
     }
 
     /// `PUT …/databases/{id}/permissions`: the whole list, replaced.
-    pub(super) async fn put_permissions(&self, mut call: Call<'_>) -> Answer {
+    pub(crate) async fn put_permissions(&self, mut call: Call<'_>) -> Answer {
         let condition = IfMatch::of(&call.headers)?;
-        let body = call.json(self).await?;
+        let body = call.json().await?;
         let id = call.param("id");
         let database_id = id.to_owned();
         // Validated inside the edit, like a PATCH: a missing database is 404 before any 422.
@@ -68,16 +76,16 @@ impl Shared {
     }
 
     /// `GET …/databases/{id}/data-protection`.
-    pub(super) async fn get_data_protection(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn get_data_protection(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
         let access = self.read_access(id).await?;
         Ok(tagged(&DataProtectionView::new(id, &access)))
     }
 
     /// `PUT …/databases/{id}/data-protection`: the policies and `inherits_from`, replaced.
-    pub(super) async fn put_data_protection(&self, mut call: Call<'_>) -> Answer {
+    pub(crate) async fn put_data_protection(&self, mut call: Call<'_>) -> Answer {
         let condition = IfMatch::of(&call.headers)?;
-        let body = call.json(self).await?;
+        let body = call.json().await?;
         let id = call.param("id");
         let database_id = id.to_owned();
         let edit: AccessEdit = Box::new(move |stored: &AccessControl| {

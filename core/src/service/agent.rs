@@ -7,25 +7,24 @@
 //! audited: listing and describing as `agent.call` events, a query as its `query.create` and
 //! `query.run` events.
 
-use bytes::Bytes;
-use http::StatusCode;
-use http_body_util::BodyExt as _;
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
+use super::admission::Admission;
 use super::error::ApiError;
-use super::queries::{Record, principal_of};
-use super::router::Route;
-use super::{ConsoleService, RequestId, Shared};
-use crate::auth::Caller;
+use super::launch::{Launcher, Record, collected};
+use super::queries::Queries;
+use super::runs::Runs;
+use super::schema::Schema;
 use crate::model::{
     Actor, AuditAction, AuditEvent, Credential, Database, Origin, Principal, QueryStatus,
 };
 use crate::run::Format;
-use crate::storage::{DatabaseFilter, Page};
+use crate::storage::{DatabaseFilter, Page, Storage};
 use crate::validate::ValidationErrors;
 
-/// The most columns `describe_tables` answers.
-pub const DESCRIBE_MAX_COLUMNS: u32 = 5_000;
+pub use super::schema::DESCRIBE_MAX_COLUMNS;
 
 /// An AI agent, authenticated: the principal it acts for (marked as an agent) and who it is in
 /// the audit trail.
@@ -37,12 +36,22 @@ pub struct AgentCaller {
 }
 
 impl AgentCaller {
+    /// The agent acting for `principal` (marked as an agent by the caller), as `actor`, in
+    /// request `request_id`.
+    pub(crate) fn new(principal: Principal, actor: Actor, request_id: String) -> Self {
+        Self {
+            principal,
+            actor,
+            request_id,
+        }
+    }
+
     /// The principal it acts for (always an agent).
     pub fn principal(&self) -> &Principal {
         &self.principal
     }
 
-    fn origin(&self) -> Origin {
+    pub(crate) fn origin(&self) -> Origin {
         Origin {
             actor: self.actor.clone(),
             request_id: Some(self.request_id.clone()),
@@ -66,46 +75,30 @@ pub enum AgentAnswer {
     },
 }
 
-impl ConsoleService {
-    /// The agent a request to the MCP endpoint comes from, authenticated as the query routes
-    /// authenticate (an API key or Bearer token bound to a user, or a principal the embedding
-    /// program vouches for): 401 without a valid credential, 403 for one without a user or of
-    /// a scope that reaches no query route.
-    pub async fn agent_caller(
-        &self,
-        parts: &http::request::Parts,
-    ) -> Result<AgentCaller, ApiError> {
-        let shared = &self.shared;
-        let vouched = shared
-            .trust_principal
-            .then(|| parts.extensions.get::<Principal>().cloned())
-            .flatten();
-        let caller = match vouched {
-            Some(principal) => Caller::vouched(principal),
-            None => {
-                // The query routes' credentials and rules: those of storing a query. A browser's
-                // session cookie never counts here: agents present keys or tokens.
-                let route =
-                    Route::recognize("/api/v1/console/queries").ok_or(ApiError::Internal)?;
-                let mut headers = parts.headers.clone();
-                headers.remove(http::header::COOKIE);
-                shared
-                    .authorize(&route, &http::Method::POST, &headers)
-                    .await?
-            }
-        };
-        let mut principal = principal_of(Some(&caller))?.clone();
-        principal.agent = true;
-        Ok(AgentCaller {
-            principal,
-            actor: caller.actor,
-            request_id: RequestId::from_headers(&parts.headers).as_str().to_owned(),
-        })
-    }
+/// What the agents' tools read: the storage, admission, the launcher, the query history and
+/// runs their queries go through, the schema, and the most rows a run may return.
+#[derive(Debug)]
+pub(crate) struct Agents {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Who may query which database.
+    pub(crate) admission: Admission,
+    /// Starts runs (and says first what would refuse one).
+    pub(crate) launcher: Launcher,
+    /// Stores an agent's queries.
+    pub(crate) queries: Queries,
+    /// Runs them.
+    pub(crate) runs: Runs,
+    /// Reads a database's catalog.
+    pub(crate) schema: Schema,
+    /// The most rows a run may return.
+    pub(crate) max_rows: u32,
+}
 
+impl Agents {
     /// The databases `agent` may query: `ai_enabled`, open to it, with at least one
     /// `ai_allowed` credential (only those are listed). One `agent.call` event.
-    pub async fn agent_databases(&self, agent: &AgentCaller) -> Result<Value, ApiError> {
+    pub(crate) async fn agent_databases(&self, agent: &AgentCaller) -> Result<Value, ApiError> {
         let listed = self.databases_for(agent).await;
         self.audit_refusal(agent, "list_databases", "*", &listed)
             .await;
@@ -113,11 +106,10 @@ impl ConsoleService {
     }
 
     async fn databases_for(&self, agent: &AgentCaller) -> Result<Value, ApiError> {
-        let shared = &self.shared;
         let mut listed = Vec::new();
         let mut after: Option<String> = None;
         loop {
-            let page = shared
+            let page = self
                 .storage
                 .list_databases(
                     Page {
@@ -144,7 +136,7 @@ impl ConsoleService {
                     .collect();
                 if !db.ai_enabled
                     || credentials.is_empty()
-                    || !shared.may_query(&agent.principal, &db).await?
+                    || !self.admission.may_query(&agent.principal, &db).await?
                 {
                     continue;
                 }
@@ -164,14 +156,14 @@ impl ConsoleService {
             "*",
             vec!["list_databases".to_owned()],
         );
-        shared.storage.append_log(event.into()).await?;
+        self.storage.append_log(event.into()).await?;
         Ok(json!({ "databases": listed }))
     }
 
     /// The tables and columns of database `database_id` as credential `credential_id` (or its
     /// first `ai_allowed` one) sees them, read-only, at most [`DESCRIBE_MAX_COLUMNS`] columns.
     /// One `agent.call` event with the run's facts.
-    pub async fn agent_describe(
+    pub(crate) async fn agent_describe(
         &self,
         agent: &AgentCaller,
         database_id: &str,
@@ -189,8 +181,7 @@ impl ConsoleService {
         database_id: &str,
         credential_id: Option<&str>,
     ) -> Result<Value, ApiError> {
-        let shared = &self.shared;
-        let (db, credential) = shared.agent_target(database_id, credential_id).await?;
+        let (db, credential) = self.agent_target(database_id, credential_id).await?;
         if credential.reviews_required > 0 {
             return Err(ValidationErrors::single(
                 "credential_id",
@@ -201,14 +192,17 @@ impl ConsoleService {
         }
         // The AI rules decide whether it may look; the catalog is not data, so `ai_max_rows`
         // does not cap it (docs/queries.md, "AI agents (MCP)").
-        let guarded = shared.guarded(db).await?;
+        let guarded = self.admission.guarded(db).await?;
         guarded.admit(&agent.principal, &credential, DESCRIBE_MAX_COLUMNS)?;
         let record = Record::Agent {
             database_id: guarded.db.id.as_str().to_owned(),
             tool: "describe_tables",
             origin: agent.origin(),
         };
-        let tables = shared.read_catalog(guarded, credential, record).await?;
+        let tables = self
+            .schema
+            .read_catalog(guarded, credential, record)
+            .await?;
         let mut answer = tables;
         answer["database_id"] = json!(database_id);
         Ok(answer)
@@ -217,7 +211,7 @@ impl ConsoleService {
     /// Stores and runs `sql` (one statement) on database `database_id` as credential
     /// `credential_id` (or its first `ai_allowed` one), for `agent`: the rows (at most the
     /// database's `ai_max_rows`), or the query's id when it needs reviews first.
-    pub async fn agent_query(
+    pub(crate) async fn agent_query(
         &self,
         agent: &AgentCaller,
         database_id: &str,
@@ -241,12 +235,11 @@ impl ConsoleService {
         sql: &str,
         limit: Option<u32>,
     ) -> Result<AgentAnswer, ApiError> {
-        let shared = &self.shared;
-        let (db, credential) = shared.agent_target(database_id, credential_id).await?;
+        let (db, credential) = self.agent_target(database_id, credential_id).await?;
         // What would refuse the run refuses it before the query is stored.
-        let runner = shared.runner_for(db.adapter)?;
-        let guarded = shared.guarded(db).await?;
-        shared
+        let runner = self.launcher.runner_for(db.adapter)?;
+        let guarded = self.admission.guarded(db).await?;
+        self.launcher
             .protection_for_run(&guarded, &*runner, sql, true)
             .await?;
         let db = guarded.db;
@@ -255,9 +248,12 @@ impl ConsoleService {
         body.insert("credential_id".to_owned(), json!(credential.id.as_str()));
         body.insert("query".to_owned(), json!(sql));
         let limit = limit.unwrap_or(db.ai_max_rows).min(db.ai_max_rows).max(1);
-        body.insert("limit".to_owned(), json!(limit.min(shared.max_rows)));
+        body.insert("limit".to_owned(), json!(limit.min(self.max_rows)));
         let origin = agent.origin();
-        let query = shared.store_query(&agent.principal, body, &origin).await?;
+        let query = self
+            .queries
+            .store_query(&agent.principal, body, &origin)
+            .await?;
         let id = query.id.as_str().to_owned();
         if query.status == QueryStatus::AwaitingReview {
             return Ok(AgentAnswer::AwaitingReview {
@@ -265,7 +261,8 @@ impl ConsoleService {
                 required: credential.reviews_required,
             });
         }
-        let response = shared
+        let response = self
+            .runs
             .run_stored(&agent.principal, &id, &Map::new(), Format::Json, &origin)
             .await?;
         Ok(AgentAnswer::Rows(with_query_id(
@@ -277,7 +274,11 @@ impl ConsoleService {
     /// Runs query `query_id` (one the agent's user wrote, typically one that waited for its
     /// reviews) for `agent`: read-only, at most its database's `ai_max_rows` rows, once; 409
     /// while it still lacks approvals.
-    pub async fn agent_run(&self, agent: &AgentCaller, query_id: &str) -> Result<String, ApiError> {
+    pub(crate) async fn agent_run(
+        &self,
+        agent: &AgentCaller,
+        query_id: &str,
+    ) -> Result<String, ApiError> {
         let ran = self.run_for(agent, query_id).await;
         self.audit_refusal(agent, "run_reviewed_query", query_id, &ran)
             .await;
@@ -313,21 +314,21 @@ impl ConsoleService {
             if plausible { resource } else { "*" },
             vec![tool.to_owned(), format!("refused {}", status.as_u16())],
         );
-        if let Err(error) = self.shared.storage.append_log(event.into()).await {
+        if let Err(error) = self.storage.append_log(event.into()).await {
             tracing::warn!(%error, tool, "a refused agent call could not be audited");
         }
     }
 
     async fn run_for(&self, agent: &AgentCaller, query_id: &str) -> Result<String, ApiError> {
-        let shared = &self.shared;
-        let query = shared
+        let query = self
             .storage
             .query(query_id)
             .await?
             .filter(|query| crate::model::identity::same(&query.author, &agent.principal.user))
             .ok_or(ApiError::NotFound)?;
         let origin = agent.origin();
-        let response = shared
+        let response = self
+            .runs
             .run_stored(
                 &agent.principal,
                 query.id.as_str(),
@@ -340,7 +341,7 @@ impl ConsoleService {
     }
 }
 
-impl Shared {
+impl Agents {
     /// Database `database_id` and the credential an agent names, or its first `ai_allowed`
     /// one: 422 when either is unknown (whether the agent may use them is
     /// `Guarded::admit`'s question).
@@ -378,22 +379,4 @@ fn with_query_id(id: &str, result: &[u8]) -> String {
     let rest = String::from_utf8_lossy(result);
     let rest = rest.trim_start().strip_prefix('{').unwrap_or(&rest);
     format!("{{\"query_id\":{},{rest}", Value::from(id))
-}
-
-/// A run's whole JSON answer. An error after the first rows is in its `error` member.
-pub(super) async fn collected(
-    response: http::Response<super::ResponseBody>,
-) -> Result<Bytes, ApiError> {
-    let status = response.status();
-    let bytes: Bytes = response
-        .into_body()
-        .collect()
-        .await
-        .map(|collected| collected.to_bytes())
-        .map_err(|error| ApiError::BadGateway(format!("the result was cut off: {error}")))?;
-    if status != StatusCode::OK {
-        tracing::error!(%status, "a run answered without an error and without 200");
-        return Err(ApiError::Internal);
-    }
-    Ok(bytes)
 }

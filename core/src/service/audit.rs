@@ -6,20 +6,30 @@ use std::collections::BTreeSet;
 
 use http::StatusCode;
 
+use super::call::Answer;
 use super::call::Call;
+use super::call::{both, split_page};
+use super::error::ApiError;
 use super::render::{AuditEventView, PageView};
 use super::response::json_response;
-use super::router::Answer;
-use super::{ApiError, Shared, both, split_page};
-use crate::storage::{AuditFilter, AuditQuery, Page, QueryFilter};
+use std::sync::Arc;
+
+use crate::storage::{AuditFilter, AuditQuery, Page, QueryFilter, Storage};
 use crate::validate::{parse_audit_filter, parse_audit_query};
 
 /// The most queries of one database whose events a `database=` filter follows.
 const DATABASE_QUERIES_MAX: usize = 100_000;
 
-impl Shared {
+/// What these routes read: the storage alone.
+#[derive(Debug)]
+pub(crate) struct Audit {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+}
+
+impl Audit {
     /// `GET …/audit`.
-    pub(super) async fn list_audit(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn list_audit(&self, call: Call<'_>) -> Answer {
         let query = call.query.as_deref();
         let ((page, resource), filter) = both(parse_audit_query(query), parse_audit_filter(query))?;
         let records = match &filter.database {

@@ -2,13 +2,52 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf as _, Bytes};
 use http::{HeaderMap, header};
+use http_body::Body;
+use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Map, Value};
 
-use super::call::RequestBody;
 use super::error::ApiError;
+
+/// A request body of any type, boxed once so that handlers are plain functions.
+pub(crate) type RequestBody = UnsyncBoxBody<Bytes, BodyFault>;
+
+/// Why a request body could not be read (the transport's error), as one named type: a boxed
+/// `dyn Error` as the body's error type trips the compiler's check that handlers' futures are
+/// `Send`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct BodyFault(Box<dyn std::error::Error + Send + Sync>);
+
+/// Boxes `body` as a [`RequestBody`]; a body known to be empty (a `GET`'s) is not kept, and
+/// its box allocates nothing.
+pub(crate) fn boxed<B>(body: B) -> RequestBody
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if body.is_end_stream() {
+        return http_body_util::Empty::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+    }
+    body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
+        .map_err(|error| BodyFault(error.into()))
+        .boxed_unsync()
+}
+
+/// How much of a request body is read, and for how long: the service's body limit (413 beyond)
+/// and body timeout (408 beyond).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BodyLimits {
+    /// The most bytes read.
+    pub(crate) limit: usize,
+    /// How long the body may take to arrive once the head has.
+    pub(crate) timeout: Duration,
+}
 
 /// Whether a content type is JSON (`application/json`, `application/*+json`, any parameters).
 fn is_json(content_type: &str) -> bool {

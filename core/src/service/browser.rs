@@ -16,22 +16,22 @@
 //!   last use is written at most once a minute, off the request path.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 
-use super::Shared;
+use super::call::Answer;
 use super::call::Call;
+use super::callers::Callers;
 use super::error::ApiError;
 use super::response::json_response;
-use super::router::Answer;
 use crate::auth::Caller;
 use crate::model::{
     Actor, AuditAction, AuditEvent, CredentialKind, KeyId, Scope, Session, SessionKind,
     SignInMethod, Timestamp, key_digest,
 };
-use crate::storage::StorageError;
+use crate::storage::{Storage, StorageError};
 
 /// The request header without which a session cookie counts for nothing.
 pub const CSRF_HEADER: &str = "x-dbconsole-request";
@@ -156,7 +156,21 @@ fn changes_state(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-impl Shared {
+/// What the browser routes read: the storage, who a key is, how sessions behave, and when this
+/// node last recorded each session's use.
+#[derive(Debug)]
+pub(crate) struct Browser {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Who a key signing in is.
+    pub(crate) callers: Callers,
+    /// How browser sessions behave.
+    pub(crate) sessions: SessionOptions,
+    /// When this node last wrote each session's last use.
+    pub(crate) session_touched: Touched,
+}
+
+impl Browser {
     /// 403 unless the request carries [`CSRF_HEADER`] and, when `method` changes state, an
     /// `Origin` equal to the console's.
     fn check_same_origin(&self, method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
@@ -252,7 +266,7 @@ impl Shared {
 
     /// Stores `session` (replacing `replacing`, and the browser's current session when it has
     /// one) and answers the caller's view with the cookie.
-    async fn start_session(
+    pub(crate) async fn start_session(
         &self,
         headers: &HeaderMap,
         request_origin: &crate::model::Origin,
@@ -319,9 +333,9 @@ impl Shared {
     }
 
     /// `POST …/sign-in`: `{"key": "…"}`, a key bound to a user (not an agent's).
-    pub(super) async fn sign_in(&self, mut call: Call<'_>) -> Answer {
+    pub(crate) async fn sign_in(&self, mut call: Call<'_>) -> Answer {
         self.check_same_origin(&call.method, &call.headers)?;
-        let body = call.json(self).await?;
+        let body = call.json().await?;
         let key = body
             .get("key")
             .and_then(|v| v.as_str())
@@ -340,7 +354,7 @@ impl Shared {
         };
         let mut found = None;
         for kind in [CredentialKind::ApiKey, CredentialKind::AccessToken] {
-            let caller = self.authenticate(kind, &key).await?;
+            let caller = self.callers.authenticate(kind, &key).await?;
             if caller.is_some() {
                 found = caller;
                 break;
@@ -374,9 +388,9 @@ impl Shared {
     }
 
     /// `POST …/sign-in/link`: `{"token": "…"}`, a one-time sign-in link's token.
-    pub(super) async fn exchange_sign_in_link(&self, mut call: Call<'_>) -> Answer {
+    pub(crate) async fn exchange_sign_in_link(&self, mut call: Call<'_>) -> Answer {
         self.check_same_origin(&call.method, &call.headers)?;
-        let body = call.json(self).await?;
+        let body = call.json().await?;
         let token = body
             .get("token")
             .and_then(|v| v.as_str())
@@ -418,7 +432,7 @@ impl Shared {
 
     /// `POST …/sign-out`: ends the browser's session (when it has a live one) and clears the
     /// cookie; 204 either way.
-    pub(super) async fn sign_out(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn sign_out(&self, call: Call<'_>) -> Answer {
         self.check_same_origin(&call.method, &call.headers)?;
         if let Some(value) = cookie(&call.headers, self.sessions.cookie_name())
             && let Some(session) = self
@@ -447,7 +461,8 @@ impl Shared {
                 Err(error) => return Err(error.into()),
             }
         }
-        let mut response = http::Response::new(super::ResponseBody::full(bytes::Bytes::new()));
+        let mut response =
+            http::Response::new(super::response::ResponseBody::full(bytes::Bytes::new()));
         *response.status_mut() = StatusCode::NO_CONTENT;
         if let Some(cookie) = self.sessions.set_cookie("", Duration::ZERO) {
             response.headers_mut().insert(header::SET_COOKIE, cookie);

@@ -19,11 +19,10 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use lru::LruCache;
 
-use super::Shared;
 use super::conditional::{IfNoneMatch, etag, not_modified_response};
 use super::error::ApiError;
+use super::params::Params;
 use super::response::{ResponseBody, json_bytes_response};
-use super::router::{Params, Writes};
 use crate::model::Timestamp;
 use crate::storage::StorageError;
 
@@ -101,6 +100,20 @@ impl CacheKey {
             Writes::SomeDatabase => Some(None),
         }
     }
+}
+
+/// What an endpoint may change in the read cache (and in the query pools), once answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Writes {
+    /// Nothing that is cached: reads, creates (a new id), sub-resources (not part of a
+    /// record's rendering).
+    Nothing,
+    /// The database of its `{id}`.
+    Database,
+    /// The dashboard of its `{id}`.
+    Dashboard,
+    /// Databases not known by id (setup and removal by `api_id`).
+    SomeDatabase,
 }
 
 /// Bytes an entry is counted for beyond its body and id: the key, the list links, the `Bytes`.
@@ -207,51 +220,48 @@ impl ReadCache {
     }
 }
 
-impl Shared {
-    /// `GET` of one record: the cached rendering, or the record `read` from the storage (404
-    /// when it is missing) rendered as JSON by `render` with the `ETag` of its `version`, kept
-    /// for the next `GET`. 304 when the request's `If-None-Match` names that `ETag` (400 when
-    /// it is not entity tags).
-    pub(super) async fn read_through<T, R>(
-        &self,
-        key: CacheKey<&str>,
-        headers: &HeaderMap,
-        read: impl FnOnce() -> R,
-        render: impl FnOnce(&T) -> serde_json::Result<Bytes>,
-        version: impl FnOnce(&T) -> Timestamp,
-    ) -> Result<Response<ResponseBody>, ApiError>
-    where
-        // Made only on a miss: a storage's read may allocate its future at once.
-        R: Future<Output = Result<Option<T>, StorageError>>,
-    {
-        let if_none_match = IfNoneMatch::of(headers)?;
-        let cache = self.read_cache.as_ref();
-        let rendered = match cache.and_then(|cache| cache.get(&key)) {
-            Some(rendered) => rendered,
-            None => {
-                let ticket = cache.map(ReadCache::ticket);
-                let record = read().await?.ok_or(ApiError::NotFound)?;
-                let body = render(&record).map_err(|error| {
-                    tracing::error!(%error, "response did not serialize");
-                    ApiError::Internal
-                })?;
-                let rendered = Rendered {
-                    body,
-                    etag: etag(version(&record)),
-                };
-                if let (Some(cache), Some(ticket)) = (cache, ticket) {
-                    cache.insert(ticket, &key, rendered.clone());
-                }
-                rendered
+/// `GET` of one record: the cached rendering, or the record `read` from the storage (404
+/// when it is missing) rendered as JSON by `render` with the `ETag` of its `version`, kept
+/// for the next `GET`. 304 when the request's `If-None-Match` names that `ETag` (400 when
+/// it is not entity tags).
+pub(crate) async fn read_through<T, R>(
+    cache: Option<&ReadCache>,
+    key: CacheKey<&str>,
+    headers: &HeaderMap,
+    read: impl FnOnce() -> R,
+    render: impl FnOnce(&T) -> serde_json::Result<Bytes>,
+    version: impl FnOnce(&T) -> Timestamp,
+) -> Result<Response<ResponseBody>, ApiError>
+where
+    // Made only on a miss: a storage's read may allocate its future at once.
+    R: Future<Output = Result<Option<T>, StorageError>>,
+{
+    let if_none_match = IfNoneMatch::of(headers)?;
+    let rendered = match cache.and_then(|cache| cache.get(&key)) {
+        Some(rendered) => rendered,
+        None => {
+            let ticket = cache.map(ReadCache::ticket);
+            let record = read().await?.ok_or(ApiError::NotFound)?;
+            let body = render(&record).map_err(|error| {
+                tracing::error!(%error, "response did not serialize");
+                ApiError::Internal
+            })?;
+            let rendered = Rendered {
+                body,
+                etag: etag(version(&record)),
+            };
+            if let (Some(cache), Some(ticket)) = (cache, ticket) {
+                cache.insert(ticket, &key, rendered.clone());
             }
-        };
-        if if_none_match.is_some_and(|condition| condition.matches(&rendered.etag)) {
-            return Ok(not_modified_response(rendered.etag));
+            rendered
         }
-        let mut response = json_bytes_response(StatusCode::OK, rendered.body);
-        response.headers_mut().insert(header::ETAG, rendered.etag);
-        Ok(response)
+    };
+    if if_none_match.is_some_and(|condition| condition.matches(&rendered.etag)) {
+        return Ok(not_modified_response(rendered.etag));
     }
+    let mut response = json_bytes_response(StatusCode::OK, rendered.body);
+    response.headers_mut().insert(header::ETAG, rendered.etag);
+    Ok(response)
 }
 
 fn entry_size(key: &str, rendered: &Rendered) -> usize {

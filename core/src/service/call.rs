@@ -1,48 +1,21 @@
 //! [`Call`]: one request on its way through a handler, whatever the route: the method, headers,
-//! query and body, the path's parameters, who called and the audit origin.
+//! query and body, the path's parameters, who called and the audit origin; and what every
+//! handler answers ([`Answer`]), with the paging helpers the listing handlers share.
 
-use bytes::{Buf as _, Bytes};
 use http::{HeaderMap, Method};
-use http_body::Body;
-use http_body_util::BodyExt as _;
-use http_body_util::combinators::UnsyncBoxBody;
 use serde_json::{Map, Value};
 
-use super::Shared;
-use super::body;
+use super::body::{self, BodyLimits, RequestBody};
 use super::error::ApiError;
-use super::router::Params;
+use super::params::Params;
+use super::response::ResponseBody;
 use crate::auth::Caller;
 use crate::model::{Origin, Principal};
+use crate::storage::Page;
 use crate::validate::{PageQuery, ValidationErrors, parse_page_query};
 
-/// A request body of any type, boxed once so that handlers are plain functions.
-pub(crate) type RequestBody = UnsyncBoxBody<Bytes, BodyFault>;
-
-/// Why a request body could not be read (the transport's error), as one named type: a boxed
-/// `dyn Error` as the body's error type trips the compiler's check that handlers' futures are
-/// `Send`.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub(crate) struct BodyFault(Box<dyn std::error::Error + Send + Sync>);
-
-/// Boxes `body` as a [`RequestBody`]; a body known to be empty (a `GET`'s) is not kept, and
-/// its box allocates nothing.
-pub(crate) fn boxed<B>(body: B) -> RequestBody
-where
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if body.is_end_stream() {
-        return http_body_util::Empty::new()
-            .map_err(|never| match never {})
-            .boxed_unsync();
-    }
-    body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
-        .map_err(|error| BodyFault(error.into()))
-        .boxed_unsync()
-}
+/// What a handler answers.
+pub(crate) type Answer = Result<http::Response<ResponseBody>, ApiError>;
 
 /// The [`Origin`] of a call, made the first time a handler asks for it (most reads never do):
 /// who called (anonymous without a credential) and the request's id. Dereferences to it.
@@ -104,6 +77,8 @@ pub(crate) struct Call<'a> {
     pub(crate) caller: Option<&'a Caller>,
     /// The origin of what the call writes (its audit events), made when first used.
     pub(crate) origin: &'a LazyOrigin<'a>,
+    /// How much of the body is read, and for how long.
+    pub(crate) limits: BodyLimits,
 }
 
 impl std::fmt::Debug for Call<'_> {
@@ -123,17 +98,17 @@ impl Call<'_> {
 
     /// The principal of the caller: 403 without one (the query routes need a user).
     pub(crate) fn principal(&self) -> Result<&Principal, ApiError> {
-        super::queries::principal_of(self.caller)
+        principal_of(self.caller)
     }
 
-    /// The body as a JSON object (400/413/415 otherwise), read within `shared`'s body timeout
-    /// (408 otherwise).
-    pub(crate) async fn json(&mut self, shared: &Shared) -> Result<Map<String, Value>, ApiError> {
+    /// The body as a JSON object (400/413/415 otherwise), read within the body timeout (408
+    /// otherwise).
+    pub(crate) async fn json(&mut self) -> Result<Map<String, Value>, ApiError> {
         let bytes = body::read(
             &self.headers,
             std::mem::take(&mut self.body),
-            shared.body_limit,
-            shared.body_timeout,
+            self.limits.limit,
+            self.limits.timeout,
         )
         .await?;
         let parsed = body::json_object(&bytes);
@@ -142,15 +117,12 @@ impl Call<'_> {
     }
 
     /// The body as an optional JSON object: an empty body is an empty object.
-    pub(crate) async fn optional_json(
-        &mut self,
-        shared: &Shared,
-    ) -> Result<Map<String, Value>, ApiError> {
+    pub(crate) async fn optional_json(&mut self) -> Result<Map<String, Value>, ApiError> {
         body::read_optional_object(
             &self.headers,
             std::mem::take(&mut self.body),
-            shared.body_limit,
-            shared.body_timeout,
+            self.limits.limit,
+            self.limits.timeout,
         )
         .await
     }
@@ -166,4 +138,57 @@ impl Call<'_> {
             .get(http::header::ACCEPT)
             .and_then(|v| v.to_str().ok())
     }
+}
+
+/// The principal of a caller of the query routes: 403 without one (or without a caller).
+pub(crate) fn principal_of(caller: Option<&Caller>) -> Result<&Principal, ApiError> {
+    caller
+        .and_then(|caller| caller.principal.as_ref())
+        .ok_or_else(|| {
+            ApiError::Denied(
+                "running queries needs a user: a key or token bound to one (dbconsole keys create \
+                 --user …), or a principal the embedding program vouches for"
+                    .to_owned(),
+            )
+        })
+}
+
+/// The page request that lets [`split_page`] know whether a next page exists: one record
+/// more than the limit.
+pub(crate) fn page_request(query: &PageQuery) -> Page<'_> {
+    Page {
+        after: query.after.as_deref(),
+        limit: query.limit + 1,
+    }
+}
+
+/// Both results, or the errors of both (422).
+pub(crate) fn both<A, B>(
+    a: Result<A, ValidationErrors>,
+    b: Result<B, ValidationErrors>,
+) -> Result<(A, B), ApiError> {
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(mut errors), Err(more)) => {
+            errors.merge(more);
+            Err(ApiError::Invalid(errors))
+        }
+        (Err(errors), _) | (_, Err(errors)) => Err(ApiError::Invalid(errors)),
+    }
+}
+
+/// Cuts what [`page_request`] fetched down to one page, and the id the next page starts after
+/// (`None` when nothing follows).
+pub(crate) fn split_page<T>(
+    mut items: Vec<T>,
+    query: &PageQuery,
+    id_of: impl Fn(&T) -> String,
+) -> (Vec<T>, Option<String>) {
+    let next = if items.len() > query.limit {
+        items.truncate(query.limit);
+        items.last().map(id_of)
+    } else {
+        None
+    };
+    (items, next)
 }

@@ -1,27 +1,49 @@
 //! Check-connection, answered in plain text: of a stored database
 //! (`GET …/databases/{id}/check-connection/{username}`), and before saving, of a database in the
 //! body (`POST …/databases/check-connection`) or of a stored one with the body's changes
-//! (`POST …/databases/{id}/check-connection`). All three run [`Shared::check_credential`].
+//! (`POST …/databases/{id}/check-connection`). All three run [`CheckConnection::check_credential`].
 
 use http::{Response, StatusCode};
 use serde_json::Value;
 
-use super::Shared;
+use super::call::Answer;
 use super::call::Call;
 use super::error::ApiError;
 use super::response::{ResponseBody, text_response};
-use super::router::Answer;
-use crate::check::{CheckTarget, not_built_message, scrub_message, tunnel};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::check::{CheckTarget, Checkers, TunnelDialer, not_built_message, scrub_message, tunnel};
 use crate::metrics;
 use crate::model::{Credential, Database, Timestamp};
+use crate::seal::Sealer;
+use crate::storage::Storage;
 use crate::validate::{DatabaseBody, ValidationErrors, database_from_body, message};
 
 /// The 422 message when `username` names no credential of the database checked.
 pub(crate) const NO_SUCH_CREDENTIAL: &str = "does not name a credential of this database";
 
-impl Shared {
+/// What check-connection reads: the storage, the sealer that opens the secrets, the checkers,
+/// the tunnel dialer, the default timeout and whether checks are measured.
+#[derive(Debug)]
+pub(crate) struct CheckConnection {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Opens (and, for a body's secrets, seals) the credentials' secrets.
+    pub(crate) sealer: Sealer,
+    /// One checker per adapter.
+    pub(crate) checkers: Checkers,
+    /// How a database behind a tunnel is reached.
+    pub(crate) tunnel_dialer: Option<Arc<dyn TunnelDialer>>,
+    /// The timeout when the credential sets none.
+    pub(crate) check_timeout: Duration,
+    /// Whether checks are measured.
+    pub(crate) metrics: bool,
+}
+
+impl CheckConnection {
     /// `GET …/databases/{id}/check-connection/{username}`.
-    pub(super) async fn check_connection(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn check_connection(&self, call: Call<'_>) -> Answer {
         let (id, username) = (call.param("id"), call.param("username"));
         let not_found = || text_response(StatusCode::NOT_FOUND, "not found".to_owned());
         let Some(db) = self.storage.database(id).await? else {
@@ -34,13 +56,13 @@ impl Shared {
     }
 
     /// `POST …/databases/check-connection`: a database described in the body, unsaved.
-    pub(super) async fn check_unsaved(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn check_unsaved(&self, call: Call<'_>) -> Answer {
         self.check_body(None, call).await
     }
 
     /// `POST …/databases/{id}/check-connection`: the stored database with the body's changes
     /// merged over it, unsaved.
-    pub(super) async fn check_edited(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn check_edited(&self, call: Call<'_>) -> Answer {
         let id = call.param("id").to_owned();
         self.check_body(Some(&id), call).await
     }
@@ -51,7 +73,7 @@ impl Shared {
     /// first). Nothing is stored; the secrets of the body are
     /// sealed and opened exactly as those of a stored database are.
     async fn check_body(&self, stored: Option<&str>, mut call: Call<'_>) -> Answer {
-        let body = DatabaseBody::from(call.json(self).await?);
+        let body = DatabaseBody::from(call.json().await?);
         let base = match stored {
             Some(id) => Some(self.storage.database(id).await?.ok_or(ApiError::NotFound)?),
             None => None,

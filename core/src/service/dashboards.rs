@@ -4,17 +4,20 @@ use std::collections::HashMap;
 
 use http::StatusCode;
 
-use super::ApiError;
-use super::cache::CacheKey;
+use std::sync::Arc;
+
+use super::admission::Admission;
+use super::cache::{CacheKey, ReadCache, read_through};
+use super::call::Answer;
 use super::call::Call;
+use super::call::{page_request, split_page};
 use super::conditional::{IfMatch, tagged};
+use super::error::ApiError;
 use super::render::{DashboardView, PageView};
 use super::response::{json_bytes, json_response};
-use super::router::Answer;
-use super::{Shared, page_request, split_page};
 use crate::auth::Caller;
 use crate::model::{Dashboard, PanelDetails, Role, Scope, Timestamp};
-use crate::storage::{DashboardFilter, Edits};
+use crate::storage::{DashboardFilter, Edits, Storage};
 use crate::validate::{dashboard_from_body, parse_dashboard_filter};
 
 /// A dashboard's answer, with its version.
@@ -28,7 +31,19 @@ fn dashboard_response(dashboard: &Dashboard) -> Answer {
 /// "Dashboards").
 pub(crate) const NOTICE: &str = "dbconsole-notice";
 
-impl Shared {
+/// What the dashboard routes read: the storage, the read cache of rendered dashboards, and
+/// admission (who may see a restricted dashboard).
+#[derive(Debug)]
+pub(crate) struct Dashboards {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// The rendered dashboards of recent reads.
+    pub(crate) read_cache: Option<Arc<ReadCache>>,
+    /// Who may query the databases of the panels.
+    pub(crate) admission: Admission,
+}
+
+impl Dashboards {
     /// Whether `caller` may see `dashboard` (docs/api.md, "Dashboards"): a full-scope caller sees
     /// every dashboard; any principal an unrestricted one; a restricted one, super admins and
     /// principals who may query the database of every panel (a panel whose credential names no
@@ -44,7 +59,7 @@ impl Shared {
         if caller.is_some_and(|caller| caller.scope == Scope::Full) {
             return Ok(true);
         }
-        let principal = super::queries::principal_of(caller)?;
+        let principal = super::call::principal_of(caller)?;
         if !dashboard.restricted_access || principal.role == Role::SuperAdmin {
             return Ok(true);
         }
@@ -53,8 +68,8 @@ impl Shared {
             let may = match known.get(credential_id) {
                 Some(may) => *may,
                 None => {
-                    let may = match self.database_of_credential(credential_id).await? {
-                        Some(db) => self.may_query(principal, &db).await?,
+                    let may = match self.admission.database_of_credential(credential_id).await? {
+                        Some(db) => self.admission.may_query(principal, &db).await?,
                         None => false,
                     };
                     known.insert(credential_id.clone(), may);
@@ -70,7 +85,7 @@ impl Shared {
 
     /// `GET /v1/dashboards`: a page, by id, filtered; of the dashboards the caller may see (a
     /// page may then hold fewer than `limit`; its `next` is still right).
-    pub(super) async fn list_dashboards(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn list_dashboards(&self, call: Call<'_>) -> Answer {
         let query = call.page_query()?;
         let filter = parse_dashboard_filter(call.query.as_deref());
         let filter = DashboardFilter {
@@ -92,8 +107,8 @@ impl Shared {
     }
 
     /// `POST /v1/dashboards`.
-    pub(super) async fn create_dashboard(&self, mut call: Call<'_>) -> Answer {
-        let body = call.json(self).await?;
+    pub(crate) async fn create_dashboard(&self, mut call: Call<'_>) -> Answer {
+        let body = call.json().await?;
         let dashboard = dashboard_from_body(None, &body, Timestamp::now())?;
         self.storage
             .insert_dashboard(dashboard.clone(), call.origin)
@@ -112,7 +127,7 @@ impl Shared {
         let mut restricted = Vec::new();
         for panel in &dashboard.panels {
             let crate::model::PanelDetails::Query { credential_id, .. } = &panel.details;
-            if let Some(db) = self.database_of_credential(credential_id).await?
+            if let Some(db) = self.admission.database_of_credential(credential_id).await?
                 && db.restrict_access
             {
                 restricted.push(format!("{} ({})", panel.id, db.id));
@@ -132,7 +147,7 @@ impl Shared {
 
     /// `GET /v1/dashboards/{id}`, through the read cache for a full-scope caller; 403 for a
     /// restricted dashboard the caller may not see.
-    pub(super) async fn get_dashboard(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn get_dashboard(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
         if call.caller.is_none_or(|caller| caller.scope != Scope::Full) {
             let dashboard = self
@@ -151,7 +166,8 @@ impl Shared {
             }
             return dashboard_response(&dashboard);
         }
-        self.read_through(
+        read_through(
+            self.read_cache.as_deref(),
             CacheKey::Dashboard(id),
             &call.headers,
             || self.storage.dashboard(id),
@@ -162,9 +178,9 @@ impl Shared {
     }
 
     /// `PUT /v1/dashboards/{id}` (and `PATCH` on the compatibility path): fields left out stay.
-    pub(super) async fn update_dashboard(&self, mut call: Call<'_>) -> Answer {
+    pub(crate) async fn update_dashboard(&self, mut call: Call<'_>) -> Answer {
         let condition = IfMatch::of(&call.headers)?;
-        let body = call.json(self).await?;
+        let body = call.json().await?;
         let edit = move |stored: &Dashboard| {
             if let Some(condition) = &condition {
                 condition.check(stored.updated_at)?;
@@ -180,7 +196,7 @@ impl Shared {
     }
 
     /// `DELETE /v1/dashboards/{id}`: answers the deleted dashboard.
-    pub(super) async fn delete_dashboard(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn delete_dashboard(&self, call: Call<'_>) -> Answer {
         let check =
             IfMatch::delete_check(IfMatch::of(&call.headers)?, |d: &Dashboard| d.updated_at);
         let deleted = self

@@ -2,16 +2,19 @@
 
 use http::{Response, StatusCode};
 
-use super::cache::CacheKey;
+use super::cache::{CacheKey, ReadCache, read_through};
+use super::call::Answer;
 use super::call::Call;
+use super::call::{both, page_request, split_page};
 use super::conditional::{IfMatch, tagged};
 use super::error::ApiError;
 use super::render::{DatabaseView, PageView};
 use super::response::{ResponseBody, json_bytes, json_response};
-use super::router::Answer;
-use super::{Shared, both, page_request, split_page};
+use std::sync::Arc;
+
 use crate::model::{Database, Timestamp};
-use crate::storage::{DatabaseFilter, DatabaseKey, DeleteCheck, Edits, Page, StorageError};
+use crate::seal::Sealer;
+use crate::storage::{DatabaseFilter, DatabaseKey, DeleteCheck, Edits, Storage, StorageError};
 use crate::validate::{
     DatabaseBody, apply_setup, database_from_body, parse_database_filter, parse_setup,
 };
@@ -28,28 +31,19 @@ fn delete_check(headers: &http::HeaderMap) -> Result<Option<DeleteCheck<Database
     ))
 }
 
-/// Databases read per storage page by the routes that walk them all.
-pub(super) const WALK_PAGE: usize = 500;
+/// What the database routes read: the storage, the sealer of the credentials' secrets, and the
+/// read cache of rendered databases.
+#[derive(Debug)]
+pub(crate) struct Databases {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Seals the secrets of what arrives.
+    pub(crate) sealer: Sealer,
+    /// The rendered databases of recent reads.
+    pub(crate) read_cache: Option<Arc<ReadCache>>,
+}
 
-impl Shared {
-    /// The next [`WALK_PAGE`] databases by id after `after` (the first ones without it), for
-    /// the routes that walk them all; fewer than a page: the last.
-    pub(super) async fn databases_after(
-        &self,
-        after: Option<&str>,
-    ) -> Result<Vec<Database>, ApiError> {
-        Ok(self
-            .storage
-            .list_databases(
-                Page {
-                    after,
-                    limit: WALK_PAGE,
-                },
-                DatabaseFilter::default(),
-            )
-            .await?)
-    }
-
+impl Databases {
     /// Whether a database write refused because another node rotated the seal key should be
     /// made again: then this node seals under the store's current key from now on (docs/operations.md,
     /// "Rotating the secret key"). A node that lacks that key says so in its log, and the
@@ -78,7 +72,7 @@ impl Shared {
     }
 
     /// `GET …/databases`: a page, by id, filtered.
-    pub(super) async fn list_databases(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn list_databases(&self, call: Call<'_>) -> Answer {
         let query = call.page_query();
         let filter = parse_database_filter(call.query.as_deref());
         let (query, filter) = both(query, filter)?;
@@ -99,8 +93,8 @@ impl Shared {
     }
 
     /// `POST …/databases`.
-    pub(super) async fn create_database(&self, mut call: Call<'_>) -> Answer {
-        let body = DatabaseBody::from(call.json(self).await?);
+    pub(crate) async fn create_database(&self, mut call: Call<'_>) -> Answer {
+        let body = DatabaseBody::from(call.json().await?);
         let mut attempts = 0;
         let db = loop {
             let db = database_from_body(None, &body, Timestamp::now(), &self.sealer)?;
@@ -114,9 +108,10 @@ impl Shared {
     }
 
     /// `GET …/databases/{id}`, through the read cache.
-    pub(super) async fn get_database(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn get_database(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
-        self.read_through(
+        read_through(
+            self.read_cache.as_deref(),
             CacheKey::Database(id),
             &call.headers,
             || self.storage.database(id),
@@ -127,9 +122,9 @@ impl Shared {
     }
 
     /// `PATCH …/databases/{id}`: fields left out stay.
-    pub(super) async fn update_database(&self, mut call: Call<'_>) -> Answer {
+    pub(crate) async fn update_database(&self, mut call: Call<'_>) -> Answer {
         let condition = IfMatch::of(&call.headers)?;
-        let body = DatabaseBody::from(call.json(self).await?);
+        let body = DatabaseBody::from(call.json().await?);
         let sealer = self.sealer.clone();
         let mut edit = move |stored: &Database| {
             if let Some(condition) = &condition {
@@ -154,7 +149,7 @@ impl Shared {
     }
 
     /// `DELETE …/databases/{id}`: answers the deleted database.
-    pub(super) async fn delete_database(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn delete_database(&self, call: Call<'_>) -> Answer {
         let check = delete_check(&call.headers)?;
         let deleted = self
             .storage
@@ -164,9 +159,9 @@ impl Shared {
     }
 
     /// `PUT …/databases/setup`: create or update by `api_id`.
-    pub(super) async fn setup_database(&self, mut call: Call<'_>) -> Answer {
+    pub(crate) async fn setup_database(&self, mut call: Call<'_>) -> Answer {
         let condition = IfMatch::of(&call.headers)?;
-        let setup = parse_setup(call.json(self).await?)?;
+        let setup = parse_setup(call.json().await?)?;
         let api_id = setup.api_id.clone();
         let sealer = self.sealer.clone();
         let mut upsert = move |stored: Option<&Database>| {
@@ -194,7 +189,7 @@ impl Shared {
     }
 
     /// `DELETE …/databases/remove/{api_id}`: answers the deleted database.
-    pub(super) async fn remove_database(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn remove_database(&self, call: Call<'_>) -> Answer {
         let check = delete_check(&call.headers)?;
         let deleted = self
             .storage

@@ -17,9 +17,21 @@ use super::conditional::etag;
 use super::error::ApiError;
 use super::render::{DashboardView, DataProtectionView, DatabaseView, PermissionsView};
 use super::response::{ResponseBody, json_bytes, json_bytes_response};
-use super::router::Idempotent;
 use crate::model::{Actor, Idempotency, RenderAnswer, StoredAnswer, Written};
 use crate::validate::ValidationErrors;
+
+/// Whether an endpoint takes an `Idempotency-Key`, and what its stored answer renders.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Idempotent {
+    /// It writes nothing a retry could repeat (reads, checks), or streams its answer (runs).
+    No,
+    /// A write answered with the record it wrote.
+    Record,
+    /// A write of a database's permissions, answered with them.
+    Permissions,
+    /// A write of a database's data protection, answered with it.
+    DataProtection,
+}
 
 /// The request header.
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");

@@ -4,39 +4,46 @@
 
 use http::StatusCode;
 
-use super::Shared;
-use super::call::Call;
-use super::queries::principal_of;
+use super::admission::{Admission, WALK_PAGE};
+use super::call::Answer;
+use super::call::{Call, principal_of};
 use super::render::{MayView, MeView, PageView, QueryableDatabaseView};
 use super::response::json_response;
-use super::router::{Answer, Who};
+use super::who::Who;
 use crate::auth::Caller;
 use crate::model::{Role, Scope};
 
-impl Shared {
+/// What the caller's own view reads: admission (the databases it may query).
+#[derive(Debug)]
+pub(crate) struct Me {
+    /// Who may query which database.
+    pub(crate) admission: Admission,
+}
+
+impl Me {
     /// `GET …/me`.
-    pub(super) async fn get_me(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn get_me(&self, call: Call<'_>) -> Answer {
         // The route's mount takes a credential: without one the router answered 401.
-        let caller = call.caller.ok_or(super::ApiError::Forbidden)?;
+        let caller = call.caller.ok_or(super::error::ApiError::Forbidden)?;
         Ok(json_response(StatusCode::OK, &me_view(caller)))
     }
 
     /// `GET …/me/databases`: every database the caller may query, by id, each with the
     /// credentials it may run as (an AI agent: `ai_enabled` databases and `ai_allowed`
     /// credentials only); restricted ones only where a permission names the user or a group.
-    pub(super) async fn list_my_databases(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn list_my_databases(&self, call: Call<'_>) -> Answer {
         let principal = principal_of(call.caller)?;
         let mut all = Vec::new();
         let mut after: Option<String> = None;
         loop {
-            let page = self.databases_after(after.as_deref()).await?;
-            let full = page.len() == super::databases::WALK_PAGE;
+            let page = self.admission.databases_after(after.as_deref()).await?;
+            let full = page.len() == WALK_PAGE;
             after = page.last().map(|db| db.id.to_string());
             for db in page {
                 if principal.agent && !db.ai_enabled {
                     continue;
                 }
-                if self.may_query(principal, &db).await? {
+                if self.admission.may_query(principal, &db).await? {
                     all.push(db);
                 }
             }
@@ -56,7 +63,7 @@ impl Shared {
 }
 
 /// Who `caller` is and what it may do: `GET …/me`'s answer, and a sign-in's.
-pub(super) fn me_view(caller: &Caller) -> MeView<'_> {
+pub(crate) fn me_view(caller: &Caller) -> MeView<'_> {
     let principal = caller.principal.as_ref();
     let querier = Who::Querier.permits(caller) && principal.is_some();
     let super_admin = principal.is_some_and(|p| p.role == Role::SuperAdmin);

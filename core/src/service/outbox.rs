@@ -1,19 +1,25 @@
 //! Row action triggers and the outbox routes (docs/workflows.md, "Workflows and notifications").
 
+use std::sync::Arc;
+
 use http::StatusCode;
 use serde_json::{Map, Value};
 
+use super::admission::Admission;
+use super::call::Answer;
 use super::call::Call;
+use super::call::split_page;
+use super::error::ApiError;
 use super::render::{DeliveryProgressView, DeliveryView, PageView};
 use super::response::json_response;
-use super::router::Answer;
-use super::{ApiError, Shared, split_page};
+use super::row_tokens::RowTokenOptions;
 use crate::model::{
     Action, AuditAction, AuditEvent, Database, Delivery, DeliveryStatus, Origin, Panel,
     PanelDetails, Principal, Target, Timestamp, Written,
 };
 use crate::outbox::{review_request_body, workflow_body};
-use crate::storage::{Page, WriteLog};
+use crate::seal::Sealer;
+use crate::storage::{Page, Storage, WriteLog};
 use crate::validate::ValidationErrors;
 
 /// Which outbox deliveries this service makes: a workflow endpoint and a Slack bot token are
@@ -31,12 +37,68 @@ pub struct OutboxTargets {
     pub console_url: Option<String>,
 }
 
-impl Shared {
+impl OutboxTargets {
+    /// Wakes this node's outbox worker, if it has one.
+    pub(crate) fn wake(&self) {
+        if let Some(wake) = &self.wake {
+            wake.wake();
+        }
+    }
+
+    /// The Slack message owed when a new query waits for reviews: `None` when the server sends
+    /// none, the database names no channel, or the query needs no review.
+    pub(crate) fn review_request(
+        &self,
+        db: &Database,
+        query: &crate::model::Query,
+        reviews_required: u32,
+    ) -> Option<Delivery> {
+        let channel = db.slack_channel.as_deref()?.trim();
+        if !self.slack || channel.is_empty() || reviews_required == 0 {
+            return None;
+        }
+        let body = review_request_body(
+            channel,
+            &query.author,
+            &db.name,
+            db.id.as_str(),
+            reviews_required,
+            query.id.as_str(),
+            self.console_url.as_deref(),
+        );
+        Some(Delivery::new(
+            Target::Slack {
+                channel: channel.to_owned(),
+            },
+            body,
+            query.id.as_str(),
+            query.inserted_at,
+        ))
+    }
+}
+
+/// What the outbox routes read: the storage, the sealer that opens row tokens, what the
+/// server delivers, how row tokens behave, and admission (who may run a panel).
+#[derive(Debug)]
+pub(crate) struct Outbox {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Opens row tokens.
+    pub(crate) sealer: Sealer,
+    /// What the service puts in the outbox.
+    pub(crate) outbox: OutboxTargets,
+    /// How panel rows' tokens behave.
+    pub(crate) row_tokens: RowTokenOptions,
+    /// Who may run a panel.
+    pub(crate) admission: Admission,
+}
+
+impl Outbox {
     /// `POST …/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger`: **202** with the
     /// delivery it put in the outbox.
-    pub(super) async fn trigger_action(&self, mut call: Call<'_>) -> Answer {
+    pub(crate) async fn trigger_action(&self, mut call: Call<'_>) -> Answer {
         let principal = call.principal()?.clone();
-        let body = call.json(self).await?;
+        let body = call.json().await?;
         let delivery = self
             .trigger(
                 &principal,
@@ -64,7 +126,10 @@ impl Shared {
         body: &Map<String, Value>,
         origin: &Origin,
     ) -> Result<Delivery, ApiError> {
-        let (dashboard, panel) = self.dashboard_panel(dashboard_id, panel_id).await?;
+        let (dashboard, panel) = self
+            .admission
+            .dashboard_panel(dashboard_id, panel_id)
+            .await?;
         let panel: &Panel = &dashboard.panels[panel];
         let action: &Action = panel
             .actions
@@ -81,7 +146,9 @@ impl Shared {
             ));
         }
         // Whoever may not run the panel may not act on its rows.
-        self.panel_access(principal, credential_id, 1).await?;
+        self.admission
+            .panel_access(principal, credential_id, 1)
+            .await?;
         let Some(workflow_id) = super::row_tokens::starts_workflow(action) else {
             return Err(ApiError::Conflict(format!(
                 "action {action_id} names no workflow: it starts no workflow (an action with \
@@ -132,7 +199,7 @@ impl Shared {
             outbox: vec![delivery.clone()],
         };
         self.storage.append_log(log).await?;
-        self.wake_outbox();
+        self.outbox.wake();
         Ok(delivery)
     }
 
@@ -182,46 +249,8 @@ impl Shared {
         Ok(verified)
     }
 
-    /// Wakes this node's outbox worker, if it has one.
-    pub(super) fn wake_outbox(&self) {
-        if let Some(wake) = &self.outbox.wake {
-            wake.wake();
-        }
-    }
-
-    /// The Slack message owed when a new query waits for reviews: `None` when the server sends
-    /// none, the database names no channel, or the query needs no review.
-    pub(super) fn review_request(
-        &self,
-        db: &Database,
-        query: &crate::model::Query,
-        reviews_required: u32,
-    ) -> Option<Delivery> {
-        let channel = db.slack_channel.as_deref()?.trim();
-        if !self.outbox.slack || channel.is_empty() || reviews_required == 0 {
-            return None;
-        }
-        let body = review_request_body(
-            channel,
-            &query.author,
-            &db.name,
-            db.id.as_str(),
-            reviews_required,
-            query.id.as_str(),
-            self.outbox.console_url.as_deref(),
-        );
-        Some(Delivery::new(
-            Target::Slack {
-                channel: channel.to_owned(),
-            },
-            body,
-            query.id.as_str(),
-            query.inserted_at,
-        ))
-    }
-
     /// `GET …/deliveries`: the outbox, newest first, by `status`.
-    pub(super) async fn list_deliveries(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn list_deliveries(&self, call: Call<'_>) -> Answer {
         let query = call.query.as_deref();
         let page = crate::validate::parse_page_query(query)?;
         // An empty `status=` names no status either: 422, as any other that is not one.
@@ -243,7 +272,7 @@ impl Shared {
     }
 
     /// `GET …/deliveries/{id}`.
-    pub(super) async fn get_delivery(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn get_delivery(&self, call: Call<'_>) -> Answer {
         let delivery = self
             .storage
             .delivery(call.param("id"))
@@ -258,7 +287,7 @@ impl Shared {
     /// `GET …/me/deliveries/{id}`: how a workflow run the caller started is doing (status,
     /// attempts, next try, last error; never its payload). 404 for any other delivery, so a
     /// caller learns nothing of others'.
-    pub(super) async fn get_my_delivery(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn get_my_delivery(&self, call: Call<'_>) -> Answer {
         let principal = call.principal()?;
         let delivery = self
             .storage
@@ -273,7 +302,7 @@ impl Shared {
     }
 
     /// `POST …/deliveries/{id}/retry`: a dead letter retried by hand, **202**.
-    pub(super) async fn retry_delivery(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn retry_delivery(&self, call: Call<'_>) -> Answer {
         let delivery = self.retried_delivery(call.param("id"), call.origin).await?;
         Ok(json_response(
             StatusCode::ACCEPTED,
@@ -309,7 +338,7 @@ impl Shared {
                 .await
             {
                 Ok(()) => {
-                    self.wake_outbox();
+                    self.outbox.wake();
                     return Ok(retried);
                 }
                 Err(crate::storage::StorageError::Conflict) => continue,

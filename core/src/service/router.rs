@@ -1,306 +1,17 @@
-//! Routing: one table of the API's endpoints ([`ROUTES`]), each row naming its method, where it
-//! is mounted, its path template, who may call it, whether it takes an `Idempotency-Key`, what
-//! it may change in the read cache, and its handler. Recognition (404), the methods a path
-//! answers (405 with `Allow`), the metrics label and the OpenAPI document's paths all come
-//! from the table: adding an endpoint is one row and one function, as `route(path, post(h))` is
-//! in axum. Routing is pure, and tested here without I/O.
+//! Recognition: the route of a path in the table ([`ROUTES`]), its parameters (404 for an
+//! unknown path), the methods it answers (405 with `Allow`), its metrics label and who may call
+//! it. Routing is pure, and tested here without I/O.
 
 use std::borrow::Cow;
-use std::future::Future;
-use std::pin::Pin;
 
 use http::Method;
 use percent_encoding::percent_decode_str;
 use smallvec::SmallVec;
 
-use super::Shared;
-use super::call::Call;
-use super::error::ApiError;
-use super::openapi::{Describe, operations};
-use super::response::ResponseBody;
+use super::params::Params;
+use super::routes::{Endpoint, ROUTES};
+use super::who::{Credentials, Mount};
 use crate::auth::Caller;
-use crate::model::{CredentialKind, Scope};
-
-/// What a handler answers.
-pub(crate) type Answer = Result<http::Response<ResponseBody>, ApiError>;
-
-/// An endpoint's handler: an `async fn(&Shared, Call<'_>) -> Answer`, boxed by [`handler!`].
-pub(crate) type Handler =
-    for<'a> fn(&'a Shared, Call<'a>) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
-
-/// The [`Handler`] of an `async fn` method of [`Shared`].
-macro_rules! handler {
-    ($name:ident) => {
-        |shared, call| Box::pin(Shared::$name(shared, call))
-    };
-}
-
-/// The caller credentials a route takes: a set of kinds, possibly empty.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Credentials(u8);
-
-impl Credentials {
-    /// None at all: the route is open (the OpenAPI document; later the console's pages and
-    /// sign-in).
-    pub(crate) const NONE: Self = Self(0);
-    /// `x-api-key`.
-    pub(crate) const API_KEY: Self = Self(1);
-    /// `Authorization: Bearer`.
-    pub(crate) const BEARER: Self = Self(2);
-    /// Either of the two.
-    pub(crate) const EITHER: Self = Self(1 | 2);
-
-    /// Whether it takes any credential.
-    pub(crate) fn required(self) -> bool {
-        self != Self::NONE
-    }
-
-    /// Whether a 401 carries `www-authenticate: Bearer`.
-    pub(crate) fn takes_bearer(self) -> bool {
-        self.0 & Self::BEARER.0 != 0
-    }
-
-    /// Whether a presented credential of this kind is looked at.
-    pub(crate) fn accepts(self, kind: CredentialKind) -> bool {
-        let bit = match kind {
-            CredentialKind::ApiKey => Self::API_KEY.0,
-            CredentialKind::AccessToken => Self::BEARER.0,
-        };
-        self.0 & bit != 0
-    }
-
-    /// What a 401 says the route takes, and why what was presented did not do: `presented` is
-    /// whether a credential the route takes was sent, `other` whether one it does not take was.
-    pub(crate) fn hint(self, presented: bool, other: bool) -> &'static str {
-        match (self, presented, other) {
-            (Self::API_KEY, true, _) => "the API key (x-api-key) is not valid",
-            (Self::API_KEY, false, true) => {
-                "this route takes an API key in the x-api-key header, not an access token"
-            }
-            (Self::API_KEY, false, false) => "this route takes an API key in the x-api-key header",
-            (Self::BEARER, true, _) => "the access token (Authorization: Bearer) is not valid",
-            (Self::BEARER, false, true) => {
-                "this route takes an access token (Authorization: Bearer <token>), not an API key"
-            }
-            (Self::BEARER, false, false) => {
-                "this route takes an access token (Authorization: Bearer <token>)"
-            }
-            (_, true, _) => "the credential is not valid",
-            (_, false, _) => {
-                "this route takes an API key in the x-api-key header or an access token (Authorization: Bearer <token>)"
-            }
-        }
-    }
-}
-
-/// Who may call an endpoint: a predicate over the caller's scope and principal. (Whether a
-/// principal may act on a given record, such as the author of a query, is its handler's
-/// question: it needs the record.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Who {
-    /// Anyone, authenticated or not.
-    Anyone,
-    /// A full-scope caller.
-    Full,
-    /// A full- or setup-scope caller (declarative setup and removal).
-    Setup,
-    /// A full-, query- or agent-scope caller: the routes that run queries (their handlers
-    /// need a principal, and say so).
-    Querier,
-}
-
-impl Who {
-    /// Whether `caller` may call the endpoint.
-    pub(crate) fn permits(self, caller: &Caller) -> bool {
-        match self {
-            Who::Anyone => true,
-            Who::Full => caller.scope == Scope::Full,
-            Who::Setup => matches!(caller.scope, Scope::Full | Scope::Setup),
-            Who::Querier => matches!(caller.scope, Scope::Full | Scope::Query | Scope::Agent),
-        }
-    }
-
-    /// Whether `caller` may learn which methods a path of such endpoints answers (before a
-    /// 405): setup scope reaches only the setup calls themselves.
-    fn reaches(self, caller: &Caller) -> bool {
-        match self {
-            Who::Setup => caller.scope == Scope::Full,
-            other => other.permits(caller),
-        }
-    }
-}
-
-/// Whether an endpoint takes an `Idempotency-Key`, and what its stored answer renders.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Idempotent {
-    /// It writes nothing a retry could repeat (reads, checks), or streams its answer (runs).
-    No,
-    /// A write answered with the record it wrote.
-    Record,
-    /// A write of a database's permissions, answered with them.
-    Permissions,
-    /// A write of a database's data protection, answered with it.
-    DataProtection,
-}
-
-/// What an endpoint may change in the read cache (and in the query pools), once answered.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Writes {
-    /// Nothing that is cached: reads, creates (a new id), sub-resources (not part of a
-    /// record's rendering).
-    Nothing,
-    /// The database of its `{id}`.
-    Database,
-    /// The dashboard of its `{id}`.
-    Dashboard,
-    /// Databases not known by id (setup and removal by `api_id`).
-    SomeDatabase,
-}
-
-/// Where an endpoint is mounted: a path prefix and the credentials it takes there.
-#[derive(Debug)]
-pub(crate) struct Mount {
-    /// Prefixed to the endpoint's path template.
-    pub(crate) prefix: &'static str,
-    /// What a caller presents there.
-    pub(crate) credentials: Credentials,
-    /// Whether it is a compatibility path (the Terraform provider's).
-    pub(crate) compat: bool,
-}
-
-/// One row of the route table.
-#[derive(Debug)]
-pub(crate) struct Endpoint {
-    /// The method.
-    pub(crate) method: Method,
-    /// Where it is mounted; the first is its own path, the others compatibility paths.
-    pub(crate) mounts: &'static [Mount],
-    /// Its path below a mount, with `{name}` parameters: also its metrics label.
-    pub(crate) path: &'static str,
-    /// Who may call it.
-    pub(crate) who: Who,
-    /// Whether it takes an `Idempotency-Key`.
-    pub(crate) idempotent: Idempotent,
-    /// What it may change in the read cache.
-    pub(crate) writes: Writes,
-    /// Its OpenAPI operation id (a compatibility path's adds `Compat`).
-    pub(crate) operation: &'static str,
-    /// The rest of its OpenAPI operation.
-    pub(crate) describe: Describe,
-    /// What answers it.
-    pub(crate) handler: Handler,
-}
-
-const fn mount(prefix: &'static str, credentials: Credentials, compat: bool) -> Mount {
-    Mount {
-        prefix,
-        credentials,
-        compat,
-    }
-}
-
-/// The database routes: `x-api-key`, under the console's prefix and the Terraform provider's.
-const DATABASES: &[Mount] = &[
-    mount("/api/v1/console", Credentials::API_KEY, false),
-    mount("/api/v1/querydesk", Credentials::API_KEY, true),
-];
-/// The query routes: either credential, under the same two prefixes.
-const QUERIES: &[Mount] = &[
-    mount("/api/v1/console", Credentials::EITHER, false),
-    mount("/api/v1/querydesk", Credentials::EITHER, true),
-];
-/// The console's own routes (audit, outbox): `x-api-key`, no compatibility path.
-const CONSOLE: &[Mount] = &[mount("/api/v1/console", Credentials::API_KEY, false)];
-/// The caller's own view: either credential, under the console's prefix only.
-const ME: &[Mount] = &[mount("/api/v1/console", Credentials::EITHER, false)];
-/// The dashboard routes: `Bearer` on their own path, either credential on the provider's.
-const DASHBOARDS: &[Mount] = &[
-    mount("/v1", Credentials::BEARER, false),
-    mount("/api/v1", Credentials::EITHER, true),
-];
-/// `PATCH` for a dashboard's update, on the provider's path only.
-const DASHBOARDS_COMPAT: &[Mount] = &[mount("/api/v1", Credentials::EITHER, true)];
-/// Signing a browser in and out: no credential (the handlers check the browser's header and
-/// origin), under the console's prefix only.
-const BROWSER: &[Mount] = &[mount("/api/v1/console", Credentials::NONE, false)];
-/// Open documents at the root.
-const OPEN: &[Mount] = &[mount("", Credentials::NONE, false)];
-
-macro_rules! routes {
-    ($($method:ident $mounts:ident $path:literal, $who:ident, $idem:ident, $writes:ident, $op:literal => $handler:ident;)*) => {
-        &[$(Endpoint {
-            method: Method::$method,
-            mounts: $mounts,
-            path: $path,
-            who: Who::$who,
-            idempotent: Idempotent::$idem,
-            writes: Writes::$writes,
-            operation: $op,
-            describe: operations::$handler,
-            handler: handler!($handler),
-        }),*]
-    };
-}
-
-/// Every endpoint of the API: method, mounts, path; who may call; idempotency; cache; OpenAPI
-/// operation id; handler.
-pub(crate) static ROUTES: &[Endpoint] = routes! {
-    GET DATABASES "/databases", Full, No, Nothing, "listDatabases" => list_databases;
-    POST DATABASES "/databases", Full, Record, Nothing, "createDatabase" => create_database;
-    PUT DATABASES "/databases/setup", Setup, Record, SomeDatabase, "setupDatabase" => setup_database;
-    POST DATABASES "/databases/check-connection", Full, No, Nothing, "checkUnsavedConnection" => check_unsaved;
-    DELETE DATABASES "/databases/remove/{api_id}", Setup, Record, SomeDatabase, "removeDatabase" => remove_database;
-    GET DATABASES "/databases/{id}", Full, No, Nothing, "getDatabase" => get_database;
-    PATCH DATABASES "/databases/{id}", Full, Record, Database, "updateDatabase" => update_database;
-    DELETE DATABASES "/databases/{id}", Full, Record, Database, "deleteDatabase" => delete_database;
-    GET DATABASES "/databases/{id}/permissions", Full, No, Nothing, "getPermissions" => get_permissions;
-    PUT DATABASES "/databases/{id}/permissions", Full, Permissions, Nothing, "putPermissions" => put_permissions;
-    GET DATABASES "/databases/{id}/data-protection", Full, No, Nothing, "getDataProtection" => get_data_protection;
-    PUT DATABASES "/databases/{id}/data-protection", Full, DataProtection, Nothing, "putDataProtection" => put_data_protection;
-    GET DATABASES "/databases/{id}/data-protection/status", Full, No, Nothing, "getDataProtectionStatus" => get_data_protection_status;
-    POST DATABASES "/databases/{id}/check-connection", Full, No, Nothing, "checkEditedConnection" => check_edited;
-    GET DATABASES "/databases/{id}/check-connection/{username}", Full, No, Nothing, "checkConnection" => check_connection;
-    POST BROWSER "/sign-in", Anyone, No, Nothing, "signIn" => sign_in;
-    POST BROWSER "/sign-in/link", Anyone, No, Nothing, "exchangeSignInLink" => exchange_sign_in_link;
-    POST BROWSER "/sign-out", Anyone, No, Nothing, "signOut" => sign_out;
-    GET ME "/me", Anyone, No, Nothing, "getMe" => get_me;
-    GET ME "/me/databases", Querier, No, Nothing, "listMyDatabases" => list_my_databases;
-    GET ME "/me/databases/{id}/schema", Querier, No, Nothing, "getMySchema" => get_my_schema;
-    GET ME "/me/deliveries/{id}", Querier, No, Nothing, "getMyDelivery" => get_my_delivery;
-    GET QUERIES "/queries", Querier, No, Nothing, "listQueries" => list_queries;
-    POST QUERIES "/queries", Querier, Record, Nothing, "createQuery" => create_query;
-    GET QUERIES "/queries/{id}", Querier, No, Nothing, "getQuery" => get_query;
-    POST QUERIES "/queries/{id}/run", Querier, No, Nothing, "runQuery" => run_query;
-    POST QUERIES "/queries/{id}/download", Querier, No, Nothing, "createDownload" => create_download;
-    GET BROWSER "/downloads/csv", Anyone, No, Nothing, "downloadCsv" => download_csv;
-    POST QUERIES "/queries/{id}/reviews", Querier, No, Nothing, "reviewQuery" => review_query;
-    GET CONSOLE "/audit", Full, No, Nothing, "listAuditEvents" => list_audit;
-    GET CONSOLE "/deliveries", Full, No, Nothing, "listDeliveries" => list_deliveries;
-    GET CONSOLE "/deliveries/{id}", Full, No, Nothing, "getDelivery" => get_delivery;
-    POST CONSOLE "/deliveries/{id}/retry", Full, Record, Nothing, "retryDelivery" => retry_delivery;
-    GET DASHBOARDS "/dashboards", Querier, No, Nothing, "listDashboards" => list_dashboards;
-    POST DASHBOARDS "/dashboards", Full, Record, Nothing, "createDashboard" => create_dashboard;
-    GET DASHBOARDS "/dashboards/{id}", Querier, No, Nothing, "getDashboard" => get_dashboard;
-    PUT DASHBOARDS "/dashboards/{id}", Full, Record, Dashboard, "updateDashboard" => update_dashboard;
-    PATCH DASHBOARDS_COMPAT "/dashboards/{id}", Full, Record, Dashboard, "patchDashboard" => update_dashboard;
-    DELETE DASHBOARDS "/dashboards/{id}", Full, Record, Dashboard, "deleteDashboard" => delete_dashboard;
-    POST DASHBOARDS "/dashboards/test-run", Full, No, Nothing, "testRunPanel" => test_run_panel;
-    POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/download", Querier, No, Nothing, "createPanelDownload" => create_panel_download;
-    POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/run", Querier, No, Nothing, "runPanel" => run_panel;
-    POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger", Querier, Record, Nothing, "triggerAction" => trigger_action;
-    GET OPEN "/openapi.json", Anyone, No, Nothing, "getOpenapi" => openapi_document;
-};
-
-/// The path parameters of a recognized path, percent-decoded.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Params<'p> {
-    // In place, without an allocation (a `SmallVec` would make `Call` invariant in `'p`).
-    len: usize,
-    items: [(&'static str, Cow<'p, str>); MAX_PARAMS],
-}
-
-/// The most parameters a template has (the table's tests check it).
-const MAX_PARAMS: usize = 3;
 
 /// How well a template fits a path: its literal segments as bits (see [`Shape::fits`]), then
 /// the earlier in the table.
@@ -311,21 +22,6 @@ const MAX_SEGMENTS: usize = 8;
 
 /// The most segments of a path a route can have: a prefix's and a template's.
 const MAX_PATH_SEGMENTS: usize = MAX_SEGMENTS + 4;
-
-impl<'p> Params<'p> {
-    /// The value of parameter `name` (empty when the template has none of that name, which the
-    /// table's tests rule out).
-    pub(crate) fn get(&self, name: &str) -> &str {
-        self.iter()
-            .find(|(n, _)| *n == name)
-            .map_or("", |(_, value)| value.as_ref())
-    }
-
-    /// The parameters, in the template's order.
-    fn iter(&self) -> impl Iterator<Item = &(&'static str, Cow<'p, str>)> {
-        self.items[..self.len].iter()
-    }
-}
 
 /// A path the table knows: the endpoints of its template at its mount (one per method), and
 /// its parameters.
@@ -548,9 +244,7 @@ impl Shape {
                 if decoded.is_empty() {
                     return None;
                 }
-                let slot = params.items.get_mut(params.len)?;
-                *slot = (*names.next()?, decoded);
-                params.len += 1;
+                params.push(names.next()?, decoded)?;
             }
         }
         Some(params)
@@ -560,7 +254,8 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Principal;
+    use crate::model::{CredentialKind, Principal, Scope};
+    use crate::service::params::MAX_PARAMS;
 
     fn found(path: &str) -> Option<(&'static str, Vec<(&'static str, String)>)> {
         Route::recognize(path).map(|route| {

@@ -51,7 +51,7 @@ pub(in crate::service) struct Slot {
 
 /// The queue of run events and its writer.
 #[derive(Debug)]
-pub(in crate::service) struct RunEvents {
+pub(crate) struct RunEvents {
     slots: Arc<Semaphore>,
     bound: usize,
     sender: OnceLock<mpsc::UnboundedSender<(WriteLog, Slot)>>,

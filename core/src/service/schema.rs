@@ -11,22 +11,25 @@
 //! empty schema with why (`unavailable`): the editor then completes keywords only.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use serde_json::{Value, json};
 
-use super::Shared;
-use super::agent::DESCRIBE_MAX_COLUMNS;
+use super::admission::{Admission, Guarded};
+use super::call::Answer;
 use super::call::Call;
 use super::error::ApiError;
-use super::queries::{Guarded, Record, Run};
+use super::launch::{Launcher, Record, Run};
 use super::response::json_response;
-use super::router::Answer;
 use crate::model::{Adapter, Credential};
 use crate::run::Format;
+use crate::storage::Storage;
 use crate::validate::ValidationErrors;
+
+/// The most columns a schema (and an agent's `describe_tables`) answers.
+pub const DESCRIBE_MAX_COLUMNS: u32 = 5_000;
 
 /// How long the console's schema answers are kept.
 pub(super) const SCHEMA_TTL: Duration = Duration::from_secs(60);
@@ -96,11 +99,25 @@ impl SchemaCache {
     }
 }
 
-impl Shared {
+/// What the schema reads: the storage, admission, the launcher its catalog runs go through,
+/// and the answers kept.
+#[derive(Clone, Debug)]
+pub(crate) struct Schema {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Who may query which database.
+    pub(crate) admission: Admission,
+    /// Runs the catalog statement.
+    pub(crate) launcher: Launcher,
+    /// The console's schema answers, kept a minute.
+    pub(crate) schemas: Arc<SchemaCache>,
+}
+
+impl Schema {
     /// Reads `guarded`'s catalog as `credential` (admitted by the caller), recording the run
     /// with `record`: `{"tables": [{"schema", "table", "columns": [{"name", "type",
     /// "nullable"}]}], "truncated"}`.
-    pub(super) async fn read_catalog(
+    pub(crate) async fn read_catalog(
         &self,
         guarded: Guarded,
         credential: Credential,
@@ -115,11 +132,13 @@ impl Shared {
             .into());
         }
         let statement = catalog(guarded.db.adapter).to_owned();
-        let runner = self.runner_for(guarded.db.adapter)?;
+        let runner = self.launcher.runner_for(guarded.db.adapter)?;
         let protection = self
+            .launcher
             .protection_for_run(&guarded, &*runner, &statement, true)
             .await?;
         let result = self
+            .launcher
             .run_collected(Run {
                 runner,
                 db: guarded.db,
@@ -158,7 +177,7 @@ impl Shared {
 
     /// `GET …/me/databases/{id}/schema?credential_id=`: the tables and columns the caller
     /// would see as the credential (its database's default one when not named).
-    pub(super) async fn get_my_schema(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn get_my_schema(&self, call: Call<'_>) -> Answer {
         let principal = call.principal()?;
         let db = self
             .storage
@@ -185,7 +204,7 @@ impl Shared {
                 "names no credential of this database",
             ))
         })?;
-        let guarded = self.guarded(db).await?;
+        let guarded = self.admission.guarded(db).await?;
         if !guarded.admits(principal) {
             // As for a query: one who may not query the database learns nothing of it.
             return Err(ApiError::NotFound);

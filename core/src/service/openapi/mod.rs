@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 pub(crate) use operations::{Describe, Names};
 use schemas::{components, enum_schema, error_response, names};
 
-use super::router::{Credentials, Idempotent, ROUTES};
+use super::who::{Credentials, Mount};
 use crate::model::{AccessLevel, Adapter, ColumnAction, SubjectKind};
 use crate::validate::{
     CERTIFICATE_MAX, DEFAULT_AI_MAX_ROWS, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NAME_MAX, PASSWORD_MAX,
@@ -67,12 +67,29 @@ fn family(path: &str) -> Option<&'static str> {
     }
 }
 
+/// What the document reads of a row of the route table.
+#[derive(Debug)]
+pub(crate) struct Documented<'a> {
+    /// Its method.
+    pub(crate) method: &'a http::Method,
+    /// Where it is mounted.
+    pub(crate) mounts: &'a [Mount],
+    /// Its path below a mount.
+    pub(crate) path: &'a str,
+    /// Its operation id.
+    pub(crate) operation: &'a str,
+    /// The rest of its operation.
+    pub(crate) describe: Describe,
+    /// Whether it takes an `Idempotency-Key`.
+    pub(crate) idempotent: bool,
+}
+
 /// The whole document, for a service mounted at `base_path` (`""` for the root): one
 /// operation per row of the route table and mount, its id, tags, security and
 /// `Idempotency-Key` from the row, the rest from the row's [`operations`] function.
-pub(crate) fn document(base_path: &str) -> Value {
+pub(crate) fn document<'a>(base_path: &str, rows: impl Iterator<Item = Documented<'a>>) -> Value {
     let mut paths = Map::new();
-    for endpoint in ROUTES {
+    for endpoint in rows {
         for mount in endpoint.mounts {
             let names = Names {
                 compat: mount.compat,
@@ -87,7 +104,7 @@ pub(crate) fn document(base_path: &str) -> Value {
                 Auth::of(mount.credentials),
             );
             let mut operation = (endpoint.describe)(base, &names);
-            if endpoint.idempotent != Idempotent::No {
+            if endpoint.idempotent {
                 operation = operation.idempotent();
             }
             let item = paths
@@ -336,160 +353,4 @@ fn json_content(schema: Value) -> Value {
 
 fn text_content(example: &str) -> Value {
     json!({ "text/plain; charset=utf-8": { "schema": { "type": "string" }, "example": example } })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::model::QueryStatus;
-    use crate::service::router::Route;
-
-    /// Every path and method of the document is the router's, and every route of the router is
-    /// in the document: a path template with its parameters filled in is recognized as a route
-    /// that allows exactly the document's methods.
-    /// The `Database` schema's properties are exactly the keys a database answer has.
-    #[test]
-    fn the_database_schema_is_the_answer() {
-        let body = serde_json::json!({
-            "name": "Orders", "adapter": "postgres", "hostname": "db.internal",
-            "database": "orders", "credentials": [{"username": "reader", "password": "pw"}],
-        });
-        let sealer = crate::seal::Sealer::ephemeral().unwrap();
-        let db = crate::validate::database_from_body(
-            None,
-            &body.as_object().unwrap().clone().into(),
-            crate::model::Timestamp::now(),
-            &sealer,
-        )
-        .unwrap();
-        let answer = serde_json::to_value(super::super::render::DatabaseView::from(&db)).unwrap();
-        let mut answered: Vec<&String> = answer.as_object().unwrap().keys().collect();
-        let document = document("");
-        let schema = &document["components"]["schemas"]["Database"]["properties"];
-        let mut documented: Vec<&String> = schema.as_object().unwrap().keys().collect();
-        answered.sort();
-        documented.sort();
-        assert_eq!(answered, documented);
-    }
-
-    /// The `Query` schema's properties are exactly the keys a query answer has, before and
-    /// after its run.
-    #[test]
-    fn the_query_schema_is_the_answer() {
-        let now = crate::model::Timestamp::now();
-        let mut query = crate::model::Query {
-            id: crate::model::QueryId::generate(),
-            database_id: "db_1".to_owned(),
-            credential_id: "crd_1".to_owned(),
-            query: "SELECT 1".to_owned(),
-            limit: 10,
-            author: "a@example.com".to_owned(),
-            by_agent: false,
-            target: None,
-            status: QueryStatus::Ready,
-            reviews: Vec::new(),
-            bypass: None,
-            run: None,
-            inserted_at: now,
-            updated_at: now,
-        };
-        let document = document("");
-        let schema = &document["components"]["schemas"]["Query"];
-        let documented = |schema: &Value| {
-            let mut keys: Vec<String> = schema["properties"]
-                .as_object()
-                .unwrap()
-                .keys()
-                .cloned()
-                .collect();
-            keys.sort();
-            keys
-        };
-        let answered = |value: &Value| {
-            let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
-            keys.sort();
-            keys
-        };
-        let view = serde_json::to_value(super::super::render::QueryView::from(&query)).unwrap();
-        assert_eq!(answered(&view), documented(schema));
-        query.run = Some(crate::model::QueryRun {
-            run_by: "a@example.com".to_owned(),
-            started_at: now,
-            finished_at: Some(now),
-            row_count: 1,
-            truncated: false,
-            duration_ms: 2,
-            error: None,
-        });
-        let view = serde_json::to_value(super::super::render::QueryView::from(&query)).unwrap();
-        let run = serde_json::to_string(&schema["properties"]["run"]).unwrap();
-        assert!(run.contains("#/components/schemas/QueryRun"), "{run}");
-        assert_eq!(
-            answered(&view["run"]),
-            documented(&document["components"]["schemas"]["QueryRun"])
-        );
-    }
-
-    #[test]
-    fn the_document_is_the_router() {
-        let document = document("");
-        let paths = document["paths"].as_object().unwrap();
-        let mut documented_rows = 0;
-        for (template, item) in paths {
-            let path = template
-                .replace("{id}", "db_01arz3ndektsv4rrffq69g5fav")
-                .replace("{api_id}", "ext-1")
-                .replace("{username}", "reader")
-                .replace("{panel_id}", "pl_1")
-                .replace("{action_id}", "act_1");
-            let route =
-                Route::recognize(&path).unwrap_or_else(|| panic!("{template} is not a route"));
-            let mut documented: Vec<String> = item
-                .as_object()
-                .unwrap()
-                .keys()
-                .map(|m| m.to_uppercase())
-                .collect();
-            documented.sort();
-            let mut allowed: Vec<String> = route
-                .allowed_methods()
-                .iter()
-                .map(|m| m.to_string())
-                .collect();
-            allowed.sort();
-            assert_eq!(documented, allowed, "{template}");
-            documented_rows += documented.len();
-        }
-        // Every row at every mount, once.
-        let rows: usize = ROUTES.iter().map(|e| e.mounts.len()).sum();
-        assert_eq!(documented_rows, rows);
-        assert_eq!(
-            paths.len(),
-            2 * 9 + 2 * 2 + 2 * 4 + 2 + 2 + 3 + 1 + 1 + 2 + 3 + 1 + 2 + 1 + 2 + 1 + 2 + 2
-        );
-    }
-
-    #[test]
-    fn operation_ids_are_unique_and_links_point_at_them() {
-        let document = document("/console");
-        assert_eq!(document["servers"][0]["url"], "/console");
-        let mut ids = std::collections::HashSet::new();
-        let mut links = Vec::new();
-        for item in document["paths"].as_object().unwrap().values() {
-            for operation in item.as_object().unwrap().values() {
-                assert!(ids.insert(operation["operationId"].as_str().unwrap().to_owned()));
-                if let Some(found) = operation["responses"]["200"]["links"].as_object() {
-                    links.extend(
-                        found
-                            .values()
-                            .map(|l| l["operationId"].as_str().unwrap().to_owned()),
-                    );
-                }
-            }
-        }
-        assert!(!links.is_empty());
-        for link in links {
-            assert!(ids.contains(&link), "link to {link}");
-        }
-    }
 }

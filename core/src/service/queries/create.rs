@@ -10,13 +10,13 @@ use crate::run::statement::{self, Dialect};
 use crate::storage::WriteLog;
 use crate::validate::{QueryDraft, query_draft};
 
-use super::super::Shared;
+use super::super::admission::admit;
 use super::super::error::ApiError;
-use super::admission::admit;
+use super::Queries;
 
-impl Shared {
+impl Queries {
     /// Stores the query `body` describes, by `principal`.
-    pub(in crate::service) async fn store_query(
+    pub(crate) async fn store_query(
         &self,
         principal: &Principal,
         body: serde_json::Map<String, Value>,
@@ -61,7 +61,7 @@ impl Shared {
             return Err(ApiError::Invalid(errors));
         }
         // An agent's query keeps the agent's cap, whoever runs it later.
-        let grants = self.grants_for(principal, &db).await?;
+        let grants = self.admission.grants_for(principal, &db).await?;
         let limit = admit(principal, &db, grants.as_ref(), &credential, limit)?;
         let now = Timestamp::now();
         let query = Query {
@@ -95,6 +95,7 @@ impl Shared {
         // A query that waits for reviews asks for them in its database's Slack channel, through
         // the outbox, in the same change (docs/workflows.md, "Workflows and notifications").
         let outbox: Vec<_> = self
+            .outbox
             .review_request(&db, &query, credential.reviews_required)
             .into_iter()
             .collect();
@@ -106,7 +107,7 @@ impl Shared {
         };
         self.storage.create_query(query.clone(), log).await?;
         if notify {
-            self.wake_outbox();
+            self.outbox.wake();
         }
         Ok(query)
     }

@@ -9,12 +9,13 @@ use crate::model::{Principal, QueryStatus};
 use crate::storage::QueryFilter;
 use crate::validate::ValidationErrors;
 
+use super::super::call::{page_request, split_page};
 use super::super::error::ApiError;
 use super::super::render::{PageView, QueryView};
 use super::super::response::{ResponseBody, json_response};
-use super::super::{Shared, page_request, split_page};
+use super::Queries;
 
-impl Shared {
+impl Queries {
     pub(super) async fn query_history(
         &self,
         principal: &Principal,
@@ -76,7 +77,7 @@ impl Shared {
                     *known
                 } else {
                     let may = match self.storage.database(&query.database_id).await? {
-                        Some(db) => self.may_review(principal, &db).await?,
+                        Some(db) => self.admission.may_review(principal, &db).await?,
                         None => false,
                     };
                     reviews.insert(query.database_id.clone(), may);
@@ -92,7 +93,7 @@ impl Shared {
                 *known
             } else {
                 let sees = match self.storage.database(&query.database_id).await? {
-                    Some(db) => self.may_query(principal, &db).await?,
+                    Some(db) => self.admission.may_query(principal, &db).await?,
                     None => false,
                 };
                 allowed.insert(query.database_id.clone(), sees);

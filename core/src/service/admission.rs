@@ -7,30 +7,45 @@
 //! ([`Guarded`]): the grants decide admission and the policies start the data protection chain,
 //! from the same read.
 
-use crate::auth::Caller;
-use crate::model::{AccessControl, Credential, Database, Principal, Query, Role};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use super::super::Shared;
-use super::super::error::ApiError;
+use crate::model::{AccessControl, Credential, Dashboard, Database, Principal, Query, Role};
+use crate::storage::{DatabaseFilter, Page, Storage};
+use crate::validate::ValidationErrors;
+
+use super::error::ApiError;
+
+/// Databases read per storage page by the routes that walk them all.
+pub(crate) const WALK_PAGE: usize = 500;
+
+/// What admission reads: the storage, and the database of each panel credential found so far.
+#[derive(Clone, Debug)]
+pub(crate) struct Admission {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Credential id → the id of its database, as panel runs found them.
+    credential_index: Arc<Mutex<HashMap<String, String>>>,
+}
 
 /// A database with its access control (its grants and policies), read once.
 #[derive(Debug)]
-pub(in crate::service) struct Guarded {
+pub(crate) struct Guarded {
     /// The database.
-    pub(in crate::service) db: Database,
+    pub(crate) db: Database,
     /// Its access control, when it has any.
-    pub(in crate::service) access: Option<AccessControl>,
+    pub(crate) access: Option<AccessControl>,
 }
 
 impl Guarded {
     /// Whether `principal` may query it.
-    pub(in crate::service) fn admits(&self, principal: &Principal) -> bool {
+    pub(crate) fn admits(&self, principal: &Principal) -> bool {
         principal.may_query(&self.db, self.access.as_ref())
     }
 
     /// 403 unless `principal` may query it as `credential`, with the AI limits of an agent; the
     /// most rows `principal` may get of `limit`.
-    pub(in crate::service) fn admit(
+    pub(crate) fn admit(
         &self,
         principal: &Principal,
         credential: &Credential,
@@ -42,7 +57,7 @@ impl Guarded {
 
 /// 403 unless `principal` may query `db` (whose access control is `access`) as `credential`,
 /// with the AI limits of an agent; the most rows `principal` may get of `limit`.
-pub(super) fn admit(
+pub(crate) fn admit(
     principal: &Principal,
     db: &Database,
     access: Option<&AccessControl>,
@@ -74,29 +89,42 @@ pub(super) fn admit(
     Ok(limit)
 }
 
-/// The principal of a caller of the query routes: 403 without one (or without a caller).
-pub(in crate::service) fn principal_of(caller: Option<&Caller>) -> Result<&Principal, ApiError> {
-    caller
-        .and_then(|caller| caller.principal.as_ref())
-        .ok_or_else(|| {
-            ApiError::Denied(
-                "running queries needs a user: a key or token bound to one (dbconsole keys create \
-                 --user …), or a principal the embedding program vouches for"
-                    .to_owned(),
-            )
-        })
-}
+impl Admission {
+    /// Admission over `storage`.
+    pub(crate) fn new(storage: Arc<dyn Storage>) -> Self {
+        Self {
+            storage,
+            credential_index: Arc::default(),
+        }
+    }
 
-impl Shared {
+    /// The next [`WALK_PAGE`] databases by id after `after` (the first ones without it), for
+    /// the routes that walk them all; fewer than a page: the last.
+    pub(crate) async fn databases_after(
+        &self,
+        after: Option<&str>,
+    ) -> Result<Vec<Database>, ApiError> {
+        Ok(self
+            .storage
+            .list_databases(
+                Page {
+                    after,
+                    limit: WALK_PAGE,
+                },
+                DatabaseFilter::default(),
+            )
+            .await?)
+    }
+
     /// `db` with its access control.
-    pub(in crate::service) async fn guarded(&self, db: Database) -> Result<Guarded, ApiError> {
+    pub(crate) async fn guarded(&self, db: Database) -> Result<Guarded, ApiError> {
         let access = self.storage.access_control(db.id.as_str()).await?;
         Ok(Guarded { db, access })
     }
 
     /// `db`'s access control when `principal`'s access to it depends on it (a member on a
     /// restricted database), read then only.
-    pub(super) async fn grants_for(
+    pub(crate) async fn grants_for(
         &self,
         principal: &Principal,
         db: &Database,
@@ -109,7 +137,7 @@ impl Shared {
 
     /// Whether `principal` may query `db` (docs/api.md, "Who may do what"); the access control is
     /// read only when the database restricts access.
-    pub(in crate::service) async fn may_query(
+    pub(crate) async fn may_query(
         &self,
         principal: &Principal,
         db: &Database,
@@ -119,7 +147,7 @@ impl Shared {
     }
 
     /// Whether `principal` may review queries on `db` (docs/queries.md, "Reviews").
-    pub(super) async fn may_review(
+    pub(crate) async fn may_review(
         &self,
         principal: &Principal,
         db: &Database,
@@ -133,7 +161,7 @@ impl Shared {
 
     /// The query `id` if `principal` may see it (its author, a super admin, or one who may
     /// query its database); 404 otherwise.
-    pub(super) async fn visible_query(
+    pub(crate) async fn visible_query(
         &self,
         principal: &Principal,
         id: &str,
@@ -151,7 +179,7 @@ impl Shared {
     /// The query `id` if `principal` may see it (404 otherwise), with its database as it is
     /// now (`None` when deleted) and the database's access control: one read of each, for a
     /// run or a review to decide from.
-    pub(super) async fn query_in_reach(
+    pub(crate) async fn query_in_reach(
         &self,
         principal: &Principal,
         id: &str,
@@ -168,11 +196,112 @@ impl Shared {
         }
         Ok((query, guarded))
     }
+    /// The database a panel's `credential_id` belongs to (credential ids are unique across
+    /// databases), remembered once found.
+    pub(crate) async fn database_of_credential(
+        &self,
+        credential_id: &str,
+    ) -> Result<Option<Database>, ApiError> {
+        let known = self
+            .credential_index
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(credential_id)
+            .cloned();
+        if let Some(id) = known
+            && let Some(db) = self.storage.database(&id).await?
+            && db
+                .credentials
+                .iter()
+                .any(|c| c.id.as_str() == credential_id)
+        {
+            return Ok(Some(db));
+        }
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.databases_after(after.as_deref()).await?;
+            let Some(last) = page.last() else {
+                return Ok(None);
+            };
+            after = Some(last.id.as_str().to_owned());
+            if let Some(db) = page.into_iter().find(|db| {
+                db.credentials
+                    .iter()
+                    .any(|c| c.id.as_str() == credential_id)
+            }) {
+                self.credential_index
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(credential_id.to_owned(), db.id.as_str().to_owned());
+                return Ok(Some(db));
+            }
+        }
+    }
+
+    /// The database and credential a panel runs as (`credential_id`), and the
+    /// most rows it may give `principal` of `limit`: 422 when the credential is gone or needs
+    /// reviews, 403 when `principal` may not run it (docs/queries.md, "Running queries"). The database
+    /// comes with its access control, read once for admission and data protection.
+    pub(crate) async fn panel_access(
+        &self,
+        principal: &Principal,
+        credential_id: &str,
+        limit: u32,
+    ) -> Result<(Guarded, Credential, u32), ApiError> {
+        let db = self
+            .database_of_credential(credential_id)
+            .await?
+            .ok_or_else(|| {
+                ValidationErrors::single(
+                    "credential_id",
+                    format!("the panel's credential {credential_id} names no stored credential"),
+                )
+            })?;
+        let credential = db
+            .credentials
+            .iter()
+            .find(|c| c.id.as_str() == credential_id)
+            .cloned()
+            .ok_or(ApiError::NotFound)?;
+        if credential.reviews_required > 0 {
+            return Err(ValidationErrors::single(
+                "credential_id",
+                "the panel's credential requires reviews: panels run only as credentials with \
+                 reviews_required 0",
+            )
+            .into());
+        }
+        // A panel runs only for those who may query its database, whatever the dashboard's
+        // flag (which decides who sees the dashboard); an agent keeps to the AI limits.
+        let guarded = self.guarded(db).await?;
+        let max_rows = guarded.admit(principal, &credential, limit)?;
+        Ok((guarded, credential, max_rows))
+    }
+
+    /// Dashboard `dashboard_id` and the index of its panel `panel_id`: 404 when either is
+    /// missing.
+    pub(crate) async fn dashboard_panel(
+        &self,
+        dashboard_id: &str,
+        panel_id: &str,
+    ) -> Result<(Dashboard, usize), ApiError> {
+        let dashboard = self
+            .storage
+            .dashboard(dashboard_id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let panel = dashboard
+            .panels
+            .iter()
+            .position(|p| p.id.as_str() == panel_id)
+            .ok_or(ApiError::NotFound)?;
+        Ok((dashboard, panel))
+    }
 }
 
 /// The query's database and credential as they are now: 409 when either was deleted (the
 /// request is sound; the query can no longer be reviewed or run).
-pub(super) fn target_of(
+pub(crate) fn target_of(
     query: &Query,
     guarded: Option<Guarded>,
 ) -> Result<(Guarded, Credential), ApiError> {

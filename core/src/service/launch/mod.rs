@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http::{HeaderValue, Response, header};
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
+use http_body_util::BodyExt as _;
 use sha2::{Digest as _, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
@@ -19,48 +21,78 @@ use crate::run::{
 };
 use crate::validate::ValidationErrors;
 
-use super::super::Shared;
-use super::super::error::ApiError;
-use super::super::response::ResponseBody;
-use super::Record;
 use super::admission::Guarded;
-use super::outcome::{Recorded, record_query, run_error};
+use super::error::ApiError;
+use super::response::ResponseBody;
+use super::run_events::RunEvents;
+use crate::check::TunnelDialer;
+use crate::run::Runners;
+use crate::run::memory::RunMemory;
+use crate::seal::Sealer;
+use crate::storage::Storage;
+
+mod outcome;
+
+use outcome::Recorded;
+pub(crate) use outcome::{Record, record_query, run_error};
+
+/// What a run needs, whoever starts it (a query, a panel, an agent's tool, a catalog read, a
+/// role check): the runners, what opens the secrets and the tunnels, the limits, and where its
+/// outcome goes.
+#[derive(Clone, Debug)]
+pub(crate) struct Launcher {
+    /// The storage, where a run's outcome is recorded.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Opens a credential's secrets when a connection opens.
+    pub(crate) sealer: Sealer,
+    /// One runner per adapter.
+    pub(crate) runners: Runners,
+    /// How a database behind a tunnel is reached.
+    pub(crate) tunnel_dialer: Option<Arc<dyn TunnelDialer>>,
+    /// The connect timeout.
+    pub(crate) check_timeout: Duration,
+    /// The statement timeout when the credential sets none.
+    pub(crate) statement_timeout: Duration,
+    /// The budget of all runs' large rows.
+    pub(crate) memory: Arc<RunMemory>,
+    /// The writer of run events.
+    pub(crate) run_events: Arc<RunEvents>,
+    /// Whether runs are measured.
+    pub(crate) metrics: bool,
+}
 
 /// A run, ready to start: everything admission decided.
 #[derive(Debug)]
-pub(in crate::service) struct Run {
-    /// The adapter's runner ([`Shared::runner_for`]).
-    pub(in crate::service) runner: Arc<dyn QueryRunner>,
+pub(crate) struct Run {
+    /// The adapter's runner ([`Launcher::runner_for`]).
+    pub(crate) runner: Arc<dyn QueryRunner>,
     /// The database, as admission read it.
-    pub(in crate::service) db: Database,
+    pub(crate) db: Database,
     /// The credential it runs as.
-    pub(in crate::service) credential: Credential,
+    pub(crate) credential: Credential,
     /// The one statement.
-    pub(in crate::service) statement: String,
+    pub(crate) statement: String,
     /// A panel's inputs, bound as parameters.
-    pub(in crate::service) inputs: Option<Inputs>,
+    pub(crate) inputs: Option<Inputs>,
     /// The most rows sent.
-    pub(in crate::service) max_rows: u32,
+    pub(crate) max_rows: u32,
     /// Whether it runs in a read-only transaction.
-    pub(in crate::service) read_only: bool,
+    pub(crate) read_only: bool,
     /// How its rows are encoded.
-    pub(in crate::service) format: Format,
+    pub(crate) format: Format,
     /// Where its outcome is recorded.
-    pub(in crate::service) record: Record,
-    /// The data protection it is checked against ([`Shared::protection_for_run`]).
-    pub(in crate::service) protection: Option<Arc<Protection>>,
+    pub(crate) record: Record,
+    /// The data protection it is checked against ([`Launcher::protection_for_run`]).
+    pub(crate) protection: Option<Arc<Protection>>,
     /// A shorter timeout the caller asked for ([`RunJob::shorter`]).
-    pub(in crate::service) shorter_timeout: Option<Duration>,
+    pub(crate) shorter_timeout: Option<Duration>,
     /// What stamps each row with its token (a panel run asked for row tokens).
-    pub(in crate::service) row_stamp: Option<Arc<dyn crate::run::RowStamp>>,
+    pub(crate) row_stamp: Option<Arc<dyn crate::run::RowStamp>>,
 }
 
-impl Shared {
+impl Launcher {
     /// The runner of `adapter`: 501 when it is not built in.
-    pub(in crate::service) fn runner_for(
-        &self,
-        adapter: Adapter,
-    ) -> Result<Arc<dyn QueryRunner>, ApiError> {
+    pub(crate) fn runner_for(&self, adapter: Adapter) -> Result<Arc<dyn QueryRunner>, ApiError> {
         self.runners
             .get(adapter)
             .cloned()
@@ -69,17 +101,14 @@ impl Shared {
 
     /// Runs `run` (in JSON) to its end and answers its result document: for the service's own
     /// statements (a catalog read, a role check), whose rows it reads itself.
-    pub(in crate::service) async fn run_collected(
-        &self,
-        run: Run,
-    ) -> Result<serde_json::Value, ApiError> {
+    pub(crate) async fn run_collected(&self, run: Run) -> Result<serde_json::Value, ApiError> {
         let response = self
             .start_run(Run {
                 format: Format::Json,
                 ..run
             })
             .await?;
-        let body = super::super::agent::collected(response).await?;
+        let body = collected(response).await?;
         serde_json::from_slice(&body).map_err(|error| {
             tracing::error!(%error, "a run's result could not be read back");
             ApiError::BadGateway("the database's answer could not be read".to_owned())
@@ -88,10 +117,7 @@ impl Shared {
 
     /// Spawns the run and answers as soon as it knows how: the first rows (200, streamed), or
     /// the error that came before them.
-    pub(in crate::service) async fn start_run(
-        &self,
-        run: Run,
-    ) -> Result<Response<ResponseBody>, ApiError> {
+    pub(crate) async fn start_run(&self, run: Run) -> Result<Response<ResponseBody>, ApiError> {
         let Run {
             runner,
             db,
@@ -237,7 +263,7 @@ impl Shared {
     /// no policies), once the statement is admitted: 422 when `runner` can't protect its results,
     /// and 422 when the run is read-only (`read_only`, or a database with policies) and the
     /// statement is not read to be a query ([`crate::run::classify`]).
-    pub(in crate::service) async fn protection_for_run(
+    pub(crate) async fn protection_for_run(
         &self,
         guarded: &Guarded,
         runner: &dyn QueryRunner,
@@ -273,7 +299,7 @@ impl Shared {
     /// The columns `guarded`'s data protection protects: its own policies (as read with it) and
     /// those of every database it inherits from, the whole chain (docs/data-protection.md, "Data protection");
     /// `None` when there are none.
-    pub(in crate::service) async fn protection_of(
+    pub(crate) async fn protection_of(
         &self,
         guarded: &Guarded,
     ) -> Result<Option<Arc<Protection>>, ApiError> {
@@ -301,4 +327,20 @@ impl Shared {
         );
         Ok((!protection.is_empty()).then(|| Arc::new(protection)))
     }
+}
+
+/// A run's whole JSON answer. An error after the first rows is in its `error` member.
+pub(crate) async fn collected(response: http::Response<ResponseBody>) -> Result<Bytes, ApiError> {
+    let status = response.status();
+    let bytes: Bytes = response
+        .into_body()
+        .collect()
+        .await
+        .map(|collected| collected.to_bytes())
+        .map_err(|error| ApiError::BadGateway(format!("the result was cut off: {error}")))?;
+    if status != StatusCode::OK {
+        tracing::error!(%status, "a run answered without an error and without 200");
+        return Err(ApiError::Internal);
+    }
+    Ok(bytes)
 }

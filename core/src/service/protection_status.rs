@@ -11,26 +11,40 @@ use serde_json::{Value, json};
 
 use crate::run::Format;
 
-use super::super::Shared;
-use super::super::call::Call;
-use super::super::error::ApiError;
-use super::super::response::json_response;
-use super::super::router::Answer;
-use super::{Record, Run};
+use std::sync::Arc;
+
+use super::admission::{Admission, Guarded};
+use super::call::{Answer, Call};
+use super::error::ApiError;
+use super::launch::{Launcher, Record, Run};
+use super::response::json_response;
+use crate::storage::Storage;
+
+/// What the status reads: the storage, admission (the database with its access control) and
+/// the launcher each credential's probe runs through.
+#[derive(Debug)]
+pub(crate) struct ProtectionStatus {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Reads the database with its access control.
+    pub(crate) admission: Admission,
+    /// Runs the probes.
+    pub(crate) launcher: Launcher,
+}
 
 /// The statement each credential runs.
 const PROBE: &str = "SELECT 1";
 
-impl Shared {
+impl ProtectionStatus {
     /// `GET …/databases/{id}/data-protection/status`.
-    pub(in crate::service) async fn get_data_protection_status(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn get_data_protection_status(&self, call: Call<'_>) -> Answer {
         let db = self
             .storage
             .database(call.param("id"))
             .await?
             .ok_or(ApiError::NotFound)?;
-        let guarded = self.guarded(db).await?;
-        if self.protection_of(&guarded).await?.is_none() {
+        let guarded = self.admission.guarded(db).await?;
+        if self.launcher.protection_of(&guarded).await?.is_none() {
             return Ok(json_response(
                 StatusCode::OK,
                 &json!({ "database_id": guarded.db.id.as_str(), "protected": false, "credentials": [] }),
@@ -72,12 +86,13 @@ impl Shared {
     /// Runs [`PROBE`] as `credential` under the database's data protection.
     async fn probe(
         &self,
-        guarded: &super::Guarded,
+        guarded: &Guarded,
         credential: crate::model::Credential,
         origin: &crate::model::Origin,
     ) -> Result<(), ApiError> {
-        let runner = self.runner_for(guarded.db.adapter)?;
+        let runner = self.launcher.runner_for(guarded.db.adapter)?;
         let protection = self
+            .launcher
             .protection_for_run(guarded, &*runner, PROBE, true)
             .await?;
         let record = Record::ProtectionCheck {
@@ -86,6 +101,7 @@ impl Shared {
             origin: origin.clone(),
         };
         let answer = self
+            .launcher
             .run_collected(Run {
                 runner,
                 db: guarded.db.clone(),

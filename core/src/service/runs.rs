@@ -14,15 +14,37 @@ use crate::run::statement::{self, Dialect};
 use crate::storage::{Edits as _, WriteLog};
 use crate::validate::{AskedBypass, ValidationErrors, bypass_of, run_timeout_of};
 
-use super::super::Shared;
-use super::super::error::ApiError;
-use super::super::response::ResponseBody;
-use super::Record;
-use super::admission::target_of;
-use super::start::Run;
+use std::sync::Arc;
 
-impl Shared {
-    pub(in crate::service) async fn run_stored(
+use super::admission::{Admission, target_of};
+use super::call::{Answer, Call};
+use super::error::ApiError;
+use super::launch::{Launcher, Record, Run};
+use super::response::ResponseBody;
+use crate::storage::Storage;
+
+/// What running a stored query reads: the storage (its claim), admission and the launcher.
+#[derive(Clone, Debug)]
+pub(crate) struct Runs {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Who may see and run the query.
+    pub(crate) admission: Admission,
+    /// Starts the run.
+    pub(crate) launcher: Launcher,
+}
+
+impl Runs {
+    /// `POST …/queries/{id}/run`: its rows, streamed.
+    pub(crate) async fn run_query(&self, mut call: Call<'_>) -> Answer {
+        let principal = call.principal()?.clone();
+        let format = Format::from_accept(call.accept());
+        let body = call.optional_json().await?;
+        self.run_stored(&principal, call.param("id"), &body, format, call.origin)
+            .await
+    }
+
+    pub(crate) async fn run_stored(
         &self,
         principal: &Principal,
         id: &str,
@@ -30,7 +52,7 @@ impl Shared {
         format: Format,
         origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError> {
-        let (query, guarded) = self.query_in_reach(principal, id).await?;
+        let (query, guarded) = self.admission.query_in_reach(principal, id).await?;
         // 404 before 422: an unknown query is unknown whatever the body says.
         let bypass = bypass_of(body)?;
         let shorter_timeout = run_timeout_of(body)?;
@@ -82,7 +104,7 @@ impl Shared {
         // What could refuse the run comes before the claim, so that a refused run leaves the
         // query as it was (but for its status, which follows a raised requirement: docs/queries.md,
         // "Reviews").
-        let runner = self.runner_for(db.adapter)?;
+        let runner = self.launcher.runner_for(db.adapter)?;
         let statement = statement::single(&query.query, Dialect::of(db.adapter))
             .map_err(|why| ValidationErrors::single("query", why))?
             .to_owned();
@@ -93,6 +115,7 @@ impl Shared {
         // An AI agent's query runs read-only, as a panel does, whoever runs it.
         let read_only = principal.agent || query.by_agent;
         let protection = self
+            .launcher
             .protection_for_run(&guarded, &*runner, &statement, read_only)
             .await?;
         // The claim: of two runs, one moves the query to running and the other conflicts; a
@@ -131,21 +154,39 @@ impl Shared {
             query: Box::new(running),
             origin: origin.clone(),
         };
-        self.start_run(Run {
-            runner,
-            db: guarded.db,
-            credential,
-            statement,
-            inputs: None,
-            max_rows,
-            read_only,
-            format,
-            record,
-            protection,
-            shorter_timeout,
-            row_stamp: None,
-        })
-        .await
+        self.launcher
+            .start_run(Run {
+                runner,
+                db: guarded.db,
+                credential,
+                statement,
+                inputs: None,
+                max_rows,
+                read_only,
+                format,
+                record,
+                protection,
+                shorter_timeout,
+                row_stamp: None,
+            })
+            .await
+    }
+
+    /// Moves a `ready` query whose credential now requires more approvals than it has back to
+    /// `awaiting_review` (docs/queries.md, "Reviews").
+    pub(crate) async fn mark_awaiting(&self, id: &str, required: u32) {
+        let marked = self
+            .storage
+            .update_query(id, |stored| {
+                match stored.awaiting_again(required, Timestamp::now()) {
+                    Some(waiting) => Ok((waiting, None)),
+                    None => Err(()),
+                }
+            })
+            .await;
+        if let Err(error) = marked {
+            tracing::warn!(%error, "a query's status could not follow its raised requirement");
+        }
     }
 }
 

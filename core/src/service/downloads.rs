@@ -23,15 +23,30 @@ use crate::model::{Principal, Role, Timestamp};
 use crate::run::Format;
 use crate::seal::Place;
 
-use super::super::Shared;
-use super::super::call::Call;
-use super::super::error::ApiError;
-use super::super::response::json_response;
-use super::super::router::Answer;
-use super::admission::principal_of;
+use super::admission::Admission;
+use super::call::{Answer, Call, principal_of};
+use super::error::ApiError;
+use super::panels::Panels;
+use super::response::json_response;
+use super::runs::Runs;
+use crate::seal::Sealer;
+
+/// What downloads read: the sealer of their tickets, admission, and the runs of queries and
+/// panels their CSV comes from.
+#[derive(Debug)]
+pub(crate) struct Downloads {
+    /// Seals and opens the tickets.
+    pub(crate) sealer: Sealer,
+    /// Who may run what.
+    pub(crate) admission: Admission,
+    /// Runs a stored query.
+    pub(crate) runs: Runs,
+    /// Runs a panel.
+    pub(crate) panels: Panels,
+}
 
 /// How long a download URL works.
-pub(in crate::service) const TICKET_LIFETIME: Duration = Duration::from_secs(60);
+pub(crate) const TICKET_LIFETIME: Duration = Duration::from_secs(60);
 
 /// Where the tickets' seals are bound (their additional data).
 fn place() -> Place {
@@ -123,17 +138,20 @@ fn read_ticket(text: &str, now: Timestamp) -> Option<(String, Principal)> {
     Some((query, principal))
 }
 
-impl Shared {
+impl Downloads {
     /// `POST …/queries/{id}/download`: `{"url"}`, where the query's CSV downloads once within a
     /// minute. Refused (as its run would be) when the caller may not run it now.
-    pub(in crate::service) async fn create_download(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn create_download(&self, call: Call<'_>) -> Answer {
         let principal = principal_of(call.caller)?.clone();
         if principal.agent {
             return Err(ApiError::Denied(
                 "AI agents read results through their own tools".to_owned(),
             ));
         }
-        let (query, _) = self.query_in_reach(&principal, call.param("id")).await?;
+        let (query, _) = self
+            .admission
+            .query_in_reach(&principal, call.param("id"))
+            .await?;
         if !crate::model::identity::same(&query.author, &principal.user)
             && principal.role != Role::SuperAdmin
         {
@@ -148,21 +166,24 @@ impl Shared {
     /// `POST /v1/dashboards/{id}/panels/{panel_id}/download`: `{"url"}`, where the panel's CSV
     /// (with the body's `inputs`) downloads within a minute. Refused (as its run would be) when
     /// the caller may not run the panel, or the inputs don't fit it.
-    pub(in crate::service) async fn create_panel_download(&self, mut call: Call<'_>) -> Answer {
+    pub(crate) async fn create_panel_download(&self, mut call: Call<'_>) -> Answer {
         let principal = principal_of(call.caller)?.clone();
         if principal.agent {
             return Err(ApiError::Denied(
                 "AI agents read results through their own tools".to_owned(),
             ));
         }
-        let body = call.json(self).await?;
+        let body = call.json().await?;
         let (dashboard, index) = self
+            .admission
             .dashboard_panel(call.param("id"), call.param("panel_id"))
             .await?;
         let panel = &dashboard.panels[index];
         crate::validate::panel_inputs(panel, &body)?;
         let crate::model::PanelDetails::Query { credential_id, .. } = &panel.details;
-        self.panel_access(&principal, credential_id, 1).await?;
+        self.admission
+            .panel_access(&principal, credential_id, 1)
+            .await?;
         let inputs = body
             .get("inputs")
             .cloned()
@@ -192,7 +213,7 @@ impl Shared {
 
     /// `GET /api/v1/console/downloads/csv?ticket=…`: the query's one run (or the panel's run),
     /// as CSV, an attachment.
-    pub(in crate::service) async fn download_csv(&self, call: Call<'_>) -> Answer {
+    pub(crate) async fn download_csv(&self, call: Call<'_>) -> Answer {
         let gone = || {
             ApiError::Gone("the download link has expired or is not valid: ask again".to_owned())
         };
@@ -213,6 +234,7 @@ impl Shared {
         let (mut response, name) = match download {
             Download::Query(query) => {
                 let response = self
+                    .runs
                     .run_stored(
                         &principal,
                         &query,
@@ -231,6 +253,7 @@ impl Shared {
                 let mut body = serde_json::Map::new();
                 body.insert("inputs".to_owned(), inputs);
                 let response = self
+                    .panels
                     .run_dashboard_panel(&principal, &dashboard, &panel, body, Format::Csv, &origin)
                     .await?;
                 (response, panel)

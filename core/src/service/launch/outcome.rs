@@ -10,7 +10,7 @@ use super::super::error::ApiError;
 
 /// What ends a run: where its outcome is recorded.
 #[derive(Debug)]
-pub(in crate::service) enum Record {
+pub(crate) enum Record {
     /// A stored query: its status and run, with the audit event.
     Query { query: Box<Query>, origin: Origin },
     /// A panel: the audit event alone.
@@ -40,7 +40,7 @@ pub(in crate::service) enum Record {
 
 /// Writes how a stored query's run ended: its status and run, with its audit event, in one
 /// change.
-pub(super) async fn record_query(
+pub(crate) async fn record_query(
     storage: &dyn crate::storage::Storage,
     query: Box<Query>,
     origin: &Origin,
@@ -63,7 +63,7 @@ pub(super) async fn record_query(
 
 impl Record {
     /// The metrics' name of the kind of run.
-    pub(super) fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Record::Query { .. } => "query",
             Record::Panel { .. } => "panel",
@@ -76,7 +76,7 @@ impl Record {
 
     /// The audit event of a run that records nothing else, with its `facts`: every run but a
     /// stored query's (which is given back: [`record_query`]).
-    pub(super) fn event(self, facts: RunFacts) -> Recorded {
+    pub(crate) fn event(self, facts: RunFacts) -> Recorded {
         let (origin, action, resource, changed) = match self {
             Record::Query { query, origin } => {
                 return Recorded::Query {
@@ -131,7 +131,7 @@ impl Record {
 }
 
 /// How a run's outcome is recorded ([`Record::event`]).
-pub(super) enum Recorded {
+pub(crate) enum Recorded {
     /// Its audit event alone.
     Event(AuditEvent),
     /// A stored query's outcome ([`record_query`]), with its run's facts.
@@ -142,7 +142,7 @@ pub(super) enum Recorded {
     },
 }
 
-pub(super) fn run_error(error: RunError) -> ApiError {
+pub(crate) fn run_error(error: RunError) -> ApiError {
     match error {
         RunError::Input { field, message } => ValidationErrors::single(&field, message).into(),
         RunError::Database(message) => ValidationErrors::single("query", message).into(),

@@ -8,14 +8,34 @@ use crate::model::{AuditAction, AuditEvent, Origin, Principal, Review, ReviewRef
 use crate::storage::{Edits as _, WriteLog};
 use crate::validate::review_of;
 
-use super::super::Shared;
-use super::super::error::ApiError;
-use super::super::render::QueryView;
-use super::super::response::{ResponseBody, json_response};
-use super::admission::{Guarded, target_of};
+use std::sync::Arc;
 
-impl Shared {
-    pub(super) async fn review(
+use super::admission::{Admission, Guarded, target_of};
+use super::call::{Answer, Call};
+use super::error::ApiError;
+use super::render::QueryView;
+use super::response::{ResponseBody, json_response};
+use crate::storage::Storage;
+
+/// What a review reads: the storage and admission (who may review the query).
+#[derive(Debug)]
+pub(crate) struct Reviews {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Who may see and review the query.
+    pub(crate) admission: Admission,
+}
+
+impl Reviews {
+    /// `POST …/queries/{id}/reviews`: approve or reject.
+    pub(crate) async fn review_query(&self, mut call: Call<'_>) -> Answer {
+        let principal = call.principal()?.clone();
+        let body = call.json().await?;
+        self.review(&principal, call.param("id"), body, call.origin)
+            .await
+    }
+
+    pub(crate) async fn review(
         &self,
         principal: &Principal,
         id: &str,
@@ -23,7 +43,7 @@ impl Shared {
         origin: &Origin,
     ) -> Result<Response<ResponseBody>, ApiError> {
         // 404 before 422: an unknown query is unknown whatever the body says.
-        let (query, guarded) = self.query_in_reach(principal, id).await?;
+        let (query, guarded) = self.admission.query_in_reach(principal, id).await?;
         let (decision, comment) = review_of(&body)?;
         if principal.agent {
             return Err(ApiError::Denied(
@@ -66,23 +86,6 @@ impl Shared {
             Ok(query) => Ok(json_response(StatusCode::OK, &QueryView::from(&query))),
             Err(refusal @ ReviewRefusal::OwnQuery) => Err(ApiError::Denied(refusal.to_string())),
             Err(refusal) => Err(ApiError::Conflict(refusal.to_string())),
-        }
-    }
-
-    /// Moves a `ready` query whose credential now requires more approvals than it has back to
-    /// `awaiting_review` (docs/queries.md, "Reviews").
-    pub(super) async fn mark_awaiting(&self, id: &str, required: u32) {
-        let marked = self
-            .storage
-            .update_query(id, |stored| {
-                match stored.awaiting_again(required, Timestamp::now()) {
-                    Some(waiting) => Ok((waiting, None)),
-                    None => Err(()),
-                }
-            })
-            .await;
-        if let Err(error) = marked {
-            tracing::warn!(%error, "a query's status could not follow its raised requirement");
         }
     }
 }
