@@ -142,12 +142,12 @@ fn add_seal_key(
 /// `list` and `revoke` need an existing data file; `create` creates one (and the key file)
 /// when missing, so keys can be made before the first `serve`.
 pub async fn run(args: KeysArgs, secret_key: Option<&str>) -> Result<AdminReply, AdminError> {
-    let location = args.database.location(&args.data_dir);
+    let location = args.store.location();
     let request = match Keys::from(args.command) {
         Keys::Request(request) => request,
-        Keys::AddSealKey => return add_seal_key(&args.data_dir, secret_key),
+        Keys::AddSealKey => return add_seal_key(&args.store.data_dir, secret_key),
     };
-    run_request(args.storage, &location, secret_key, request).await
+    run_request(args.store.storage, &location, secret_key, request).await
 }
 
 /// Runs `dbconsole sessions …` as [`run`] runs `keys`: through the admin socket of a server on
@@ -156,7 +156,7 @@ pub async fn run_sessions(
     args: SessionsArgs,
     secret_key: Option<&str>,
 ) -> Result<AdminReply, AdminError> {
-    let location = args.database.location(&args.data_dir);
+    let location = args.store.location();
     let request = match args.command {
         SessionsCommand::List => AdminRequest::Sessions,
         SessionsCommand::Revoke { id, user } => AdminRequest::RevokeSessions { id, user },
@@ -168,7 +168,7 @@ pub async fn run_sessions(
             role: role.map(|role| role.as_str().to_owned()),
         },
     };
-    run_request(args.storage, &location, secret_key, request).await
+    run_request(args.store.storage, &location, secret_key, request).await
 }
 
 async fn run_request(

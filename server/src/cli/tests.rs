@@ -1,8 +1,15 @@
 //! The flags as people type them: parsed, defaulted and refused.
 
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{CommandFactory, Parser};
+use dbconsole_core::{CredentialKind, Scope};
+
+use super::serve::SERVE_AFTER_HELP;
 use super::*;
+use crate::backend::StorageKind;
 use crate::credentials::{ACCESS_TOKEN_VAR, API_KEY_VAR};
-use clap::CommandFactory;
 
 fn serve_args(args: &[&str]) -> Result<ServeArgs, clap::Error> {
     let cli = Cli::try_parse_from(["dbconsole", "serve"].iter().chain(args))?;
@@ -139,18 +146,18 @@ fn keys_subcommands_parse() {
         "/srv/data",
     ])
     .unwrap();
-    assert_eq!(args.data_dir, PathBuf::from("/srv/data"));
+    assert_eq!(args.store.data_dir, PathBuf::from("/srv/data"));
     let KeysCommand::Create(create) = args.command else {
         panic!("{args:?}");
     };
     assert_eq!(create.kind, CredentialKind::AccessToken);
     assert_eq!(create.scope, Scope::Setup);
-    assert_eq!(args.storage, StorageKind::Redb);
+    assert_eq!(args.store.storage, StorageKind::Redb);
     assert_eq!(create.name, "ci");
 
     // `--data-dir` may also come before the subcommand.
     let args = keys_args(&["--data-dir", "/srv/other", "revoke", "key_01"]).unwrap();
-    assert_eq!(args.data_dir, PathBuf::from("/srv/other"));
+    assert_eq!(args.store.data_dir, PathBuf::from("/srv/other"));
     assert!(matches!(args.command, KeysCommand::Revoke { id } if id == "key_01"));
     assert!(matches!(
         keys_args(&["list"]).unwrap().command,
@@ -181,7 +188,7 @@ fn keys_subcommands_parse() {
         &["--storage", "memory", "list"],
         &["list", "--storage", "memory"],
     ] {
-        assert_eq!(keys_args(args).unwrap().storage, StorageKind::Memory);
+        assert_eq!(keys_args(args).unwrap().store.storage, StorageKind::Memory);
     }
 }
 
