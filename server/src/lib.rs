@@ -135,7 +135,6 @@ pub mod docs;
 pub mod mcp;
 pub mod metrics;
 pub mod oidc;
-pub mod oidc_login;
 pub mod serve;
 pub mod tls;
 
@@ -144,7 +143,7 @@ pub use cli::{
     Cli, Command, KeysArgs, KeysCommand, LogFormat, ServeArgs, SessionsArgs, SessionsCommand,
 };
 pub use credentials::EnvCredentials;
-pub use serve::{ServeLimits, ShutdownSignal, serve, serve_console};
+pub use serve::{ServeLimits, ShutdownSignal, serve};
 
 /// Sends `tracing` output to standard error, filtered by `RUST_LOG` (default `info`): lines of
 /// text without colours unless standard error is a terminal, or one JSON object per line.

@@ -75,19 +75,18 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     );
     let mut login = None;
     if let Some(options) = args.oidc() {
-        let oidc = Arc::new(
-            dbconsole_server::oidc::OidcAuthenticator::new(authenticator, options)
-                .map_err(Error::Oidc)?,
-        );
+        let issuer = Arc::new(dbconsole_server::oidc::HttpsIssuer::new().map_err(Error::Oidc)?);
+        let oidc = Arc::new(dbconsole_server::oidc::OidcAuthenticator::new(
+            authenticator,
+            options,
+            issuer,
+        ));
         if let Some(client) = args.oidc_client() {
-            login = Some(Arc::new(
-                dbconsole_server::oidc_login::OidcLogin::new(
-                    Arc::clone(&oidc),
-                    client,
-                    args.public_url.clone(),
-                )
-                .map_err(Error::Oidc)?,
-            ));
+            login = Some(Arc::new(dbconsole_server::oidc::OidcLogin::new(
+                Arc::clone(&oidc),
+                client,
+                args.public_url.clone(),
+            )));
         }
         authenticator = oidc;
     }
@@ -116,8 +115,12 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             slack: targets.slack_token.is_some(),
             wake: Some(wake.clone()),
             console_url: args.public_url.clone(),
-        })
-        .build();
+        });
+    let service = match login {
+        Some(login) => service.oidc_login(login),
+        None => service,
+    }
+    .build();
     let transport = dbconsole_server::deliver::HttpTransport::new(targets).map_err(Error::Oidc)?;
 
     let tls = match (&args.tls_cert, &args.tls_key) {
@@ -222,16 +225,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     tokio::spawn(worker.run(std::future::pending()));
     let (shutdown, force) = signal.stages();
     let events = service.clone();
-    dbconsole_server::serve_console(
-        listener,
-        service,
-        login,
-        args.limits(),
-        tls,
-        shutdown,
-        force,
-    )
-    .await;
+    dbconsole_server::serve(listener, service, args.limits(), tls, shutdown, force).await;
     // The answered runs' audit events, written before the program ends.
     if tokio::time::timeout(RUN_EVENTS_SETTLE, events.settle_run_events())
         .await

@@ -247,23 +247,6 @@ pub async fn serve<F, G>(
     F: Future<Output = ()>,
     G: Future<Output = ()>,
 {
-    serve_console(listener, service, None, limits, tls, shutdown, force).await;
-}
-
-/// [`serve`], with browsers signing in through the OIDC issuer when `oidc` is given
-/// ([`crate::oidc_login`]).
-pub async fn serve_console<F, G>(
-    listener: TcpListener,
-    service: ConsoleService,
-    oidc: Option<Arc<crate::oidc_login::OidcLogin>>,
-    limits: ServeLimits,
-    tls: Option<TlsAcceptor>,
-    shutdown: F,
-    force: G,
-) where
-    F: Future<Output = ()>,
-    G: Future<Output = ()>,
-{
     let graceful = GracefulShutdown::new();
     // No hyper timer, so no header read timeout of hyper's: the [`Reaper`] closes a
     // connection whose client never finishes its request head, so that it can't hold it (and
@@ -278,7 +261,6 @@ pub async fn serve_console<F, G>(
         mcp: crate::mcp::Mcp::new(service.clone()),
         service,
         console: dbconsole_console_assets::ConsolePages::new(),
-        oidc,
     };
     tokio::pin!(shutdown);
     loop {
@@ -365,7 +347,6 @@ struct App {
     service: ConsoleService,
     mcp: crate::mcp::Mcp,
     console: dbconsole_console_assets::ConsolePages,
-    oidc: Option<Arc<crate::oidc_login::OidcLogin>>,
 }
 
 /// HTTP/1 on one connection (plain or TLS), answered by [`handle`]; its first request head
@@ -453,7 +434,6 @@ struct Logged {
 /// says `false` of, [`handle`] hands to the service.
 fn serves_itself(path: &str) -> bool {
     path == crate::mcp::MCP_PATH
-        || path == crate::oidc_login::OIDC_PATH
         || path == HEALTHZ
         || path == READYZ
         || path.starts_with(crate::docs::DOCS)
@@ -462,7 +442,7 @@ fn serves_itself(path: &str) -> bool {
 
 /// The [`Answer`] to `request`.
 fn answer(app: &Arc<App>, request: Request<Incoming>) -> Answer {
-    if app.oidc.is_some() || serves_itself(request.uri().path()) {
+    if serves_itself(request.uri().path()) {
         return Answer::Server(Box::pin(handle(Arc::clone(app), request)));
     }
     let logged =
@@ -478,7 +458,7 @@ fn answer(app: &Arc<App>, request: Request<Incoming>) -> Answer {
 /// line. The service answers with the request's id (the caller's `x-request-id`, or a new one)
 /// in `x-request-id`; the server's own routes get one here. The log line names it.
 ///
-/// The rare routes' futures (MCP, OIDC) are boxed: this future is moved into hyper's
+/// The rare routes' futures (MCP) are boxed: this future is moved into hyper's
 /// connection once per request, and its size is its largest branch's.
 async fn handle(
     app: Arc<App>,
@@ -488,7 +468,6 @@ async fn handle(
         service,
         mcp,
         console,
-        oidc,
     } = &*app;
     let started = Instant::now();
     let method = request.method().clone();
@@ -512,24 +491,6 @@ async fn handle(
         response
             .headers_mut()
             .insert(REQUEST_ID_HEADER, id.header_value());
-        log_request(&response, &method, path, started);
-        return Ok(response);
-    }
-    let oidc_answer = match oidc {
-        Some(login) => Box::pin(login.answer(service, &request)).await,
-        None => crate::oidc_login::disabled(&method, path),
-    };
-    if let Some(mut response) = oidc_answer {
-        let id = RequestId::from_headers(request.headers());
-        response
-            .headers_mut()
-            .insert(REQUEST_ID_HEADER, id.header_value());
-        crate::metrics::record_own(
-            crate::oidc_login::OIDC_PATH,
-            &method,
-            response.status(),
-            started.elapsed(),
-        );
         log_request(&response, &method, path, started);
         return Ok(response);
     }

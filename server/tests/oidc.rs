@@ -15,7 +15,7 @@ use bytes::Bytes;
 use dbconsole_core::auth::{Authenticator, StaticCredentials};
 use dbconsole_core::model::{CredentialKind, Role, Scope, Secret};
 use dbconsole_core::{ConsoleService, Sealer};
-use dbconsole_server::oidc::{OidcAuthenticator, OidcOptions};
+use dbconsole_server::oidc::{HttpsIssuer, OidcAuthenticator, OidcOptions};
 use dbconsole_storage_memory::MemoryStorage;
 use http_body_util::{BodyExt as _, Full};
 use hyper::server::conn::http1;
@@ -127,7 +127,11 @@ fn claims(issuer: &str, extra: Value) -> Value {
 
 fn authenticator(issuer: &str) -> OidcAuthenticator {
     let fixed = StaticCredentials::new(Some(&Secret::from(STATIC_KEY)), None);
-    OidcAuthenticator::new(Arc::new(fixed), options(issuer)).expect("an authenticator")
+    OidcAuthenticator::new(
+        Arc::new(fixed),
+        options(issuer),
+        Arc::new(HttpsIssuer::new().expect("the machine's roots")),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,8 +1,10 @@
-//! Browsers signing in through OIDC ([`OidcLogin`]): the authorization code flow with PKCE,
-//! `state` and `nonce` against a stand-in issuer served by the test, which implements the
-//! authorization and token endpoints and checks the PKCE verifier itself. Then the refusals: a
-//! callback whose state or cookie is not the browser's, an ID token with another nonce or
-//! audience, an agent's identity; and a return path that would leave the console.
+//! Browsers signing in through OIDC (the service's `…/oidc` routes, with [`OidcLogin`]'s
+//! client): the authorization code flow with PKCE, `state` and `nonce` against a stand-in
+//! issuer served by the test over HTTP (reached through the server's own issuer client), which
+//! implements the authorization and token endpoints and checks the PKCE verifier itself. Then
+//! the refusals: a callback whose state or cookie is not the browser's, an ID token with another
+//! nonce or audience, an agent's identity; a return path that would leave the console; an OIDC
+//! sign-in ending the browser's previous session; and an issuer that can't be reached.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -15,8 +17,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use dbconsole_core::auth::StaticCredentials;
 use dbconsole_core::{ConsoleService, Sealer};
-use dbconsole_server::oidc::{OidcAuthenticator, OidcOptions};
-use dbconsole_server::oidc_login::{OidcClient, OidcLogin};
+use dbconsole_server::oidc::{HttpsIssuer, OidcAuthenticator, OidcClient, OidcLogin, OidcOptions};
 use dbconsole_storage_memory::MemoryStorage;
 use http_body_util::{BodyExt as _, Full};
 use hyper::server::conn::http1;
@@ -210,7 +211,19 @@ async fn issuer() -> Issuer {
 struct Fixture {
     issuer: Issuer,
     service: ConsoleService,
-    login: OidcLogin,
+}
+
+impl Fixture {
+    /// The service's answer to `request`.
+    async fn answer(
+        &self,
+        request: http::Request<()>,
+    ) -> http::Response<dbconsole_core::ResponseBody> {
+        let (parts, ()) = request.into_parts();
+        let request = http::Request::from_parts(parts, Full::new(Bytes::new()));
+        let mut service = self.service.clone();
+        service.call(request).await.unwrap()
+    }
 }
 
 fn fixture(issuer: Issuer) -> Fixture {
@@ -224,25 +237,29 @@ fn fixture(issuer: Issuer) -> Fixture {
         agent_claim: Some("dbconsole_agent".to_owned()),
         min_refresh: Duration::ZERO,
     };
-    let verifier =
-        Arc::new(OidcAuthenticator::new(Arc::new(StaticCredentials::default()), options).unwrap());
-    let service = ConsoleService::builder(
-        Arc::new(MemoryStorage::new()),
-        Arc::clone(&verifier) as Arc<dyn dbconsole_core::Authenticator>,
-        Sealer::ephemeral().unwrap(),
-    )
-    .build();
+    let verifier = Arc::new(OidcAuthenticator::new(
+        Arc::new(StaticCredentials::default()),
+        options,
+        Arc::new(HttpsIssuer::new().unwrap()),
+    ));
     let client = OidcClient {
         client_id: CLIENT_ID.to_owned(),
         client_secret: Some(dbconsole_core::Secret::from(CLIENT_SECRET)),
         scopes: "email profile groups".to_owned(),
     };
-    let login = OidcLogin::new(verifier, client, Some("http://console.test".to_owned())).unwrap();
-    Fixture {
-        issuer,
-        service,
-        login,
-    }
+    let login = OidcLogin::new(
+        Arc::clone(&verifier),
+        client,
+        Some("http://console.test".to_owned()),
+    );
+    let service = ConsoleService::builder(
+        Arc::new(MemoryStorage::new()),
+        verifier as Arc<dyn dbconsole_core::Authenticator>,
+        Sealer::ephemeral().unwrap(),
+    )
+    .oidc_login(Arc::new(login))
+    .build();
+    Fixture { issuer, service }
 }
 
 fn get(uri: &str, cookie: Option<&str>) -> http::Request<()> {
@@ -286,16 +303,11 @@ async fn sign_in(
     cookie_of: impl Fn(&str) -> Option<String>,
 ) -> http::Response<dbconsole_core::ResponseBody> {
     let started = f
-        .login
-        .answer(
-            &f.service,
-            &get(
-                &format!("/api/v1/console/oidc/start?return_to={return_to}"),
-                None,
-            ),
-        )
-        .await
-        .unwrap();
+        .answer(get(
+            &format!("/api/v1/console/oidc/start?return_to={return_to}"),
+            None,
+        ))
+        .await;
     assert_eq!(started.status(), 302, "start redirects to the issuer");
     let to_issuer = header(&started, "location");
     assert!(
@@ -317,20 +329,13 @@ async fn sign_in(
         .strip_prefix("http://console.test")
         .expect("back to the public URL")
         .to_owned();
-    f.login
-        .answer(&f.service, &get(&callback, cookie_of(&pair).as_deref()))
-        .await
-        .unwrap()
+    f.answer(get(&callback, cookie_of(&pair).as_deref())).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_browser_signs_in_through_the_issuer_with_pkce_state_and_nonce() {
     let f = fixture(issuer().await);
-    let enabled = f
-        .login
-        .answer(&f.service, &get("/api/v1/console/oidc", None))
-        .await
-        .unwrap();
+    let enabled = f.answer(get("/api/v1/console/oidc", None)).await;
     assert_eq!(enabled.status(), 200);
 
     let done = sign_in(&f, "/console/queries/qry_1", |pair| Some(pair.to_owned())).await;
@@ -391,27 +396,18 @@ async fn callbacks_that_are_not_the_browsers_flow_are_refused() {
     .await;
     assert_eq!(refused.status(), 400);
     // Another state than the browser's.
-    let started = f
-        .login
-        .answer(&f.service, &get("/api/v1/console/oidc/start", None))
-        .await
-        .unwrap();
+    let started = f.answer(get("/api/v1/console/oidc/start", None)).await;
     let pair = header(&started, "set-cookie")
         .split(';')
         .next()
         .unwrap()
         .to_owned();
     let wrong_state = f
-        .login
-        .answer(
-            &f.service,
-            &get(
-                "/api/v1/console/oidc/callback?code=code-0&state=forged",
-                Some(&pair),
-            ),
-        )
-        .await
-        .unwrap();
+        .answer(get(
+            "/api/v1/console/oidc/callback?code=code-0&state=forged",
+            Some(&pair),
+        ))
+        .await;
     assert_eq!(wrong_state.status(), 400);
     // An ID token with another nonce, another audience, or an agent's.
     for behaviour in [
@@ -445,4 +441,160 @@ async fn callbacks_that_are_not_the_browsers_flow_are_refused() {
             .is_empty(),
         "no session stored"
     );
+}
+
+/// The `name=value` pair of the session cookie an answer sets.
+fn session_pair(response: &http::Response<dbconsole_core::ResponseBody>) -> String {
+    let cookies = header(response, "set-cookie");
+    cookies
+        .lines()
+        .find(|c| c.starts_with("dbconsole_session=dbc_ses_"))
+        .unwrap_or_else(|| panic!("a session cookie: {cookies}"))
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// `GET …/me` with a session cookie: its status.
+async fn me_status(f: &Fixture, pair: &str) -> u16 {
+    let request = http::Request::get("/api/v1/console/me")
+        .header("cookie", pair)
+        .header("x-dbconsole-request", "1")
+        .body(())
+        .unwrap();
+    f.answer(request).await.status().as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oidc_sign_in_ends_the_browsers_previous_session() {
+    let f = fixture(issuer().await);
+    let first = sign_in(&f, "/console/", |pair| Some(pair.to_owned())).await;
+    assert_eq!(first.status(), 302);
+    let old = session_pair(&first);
+    assert_eq!(me_status(&f, &old).await, 200, "the first session is live");
+    // The same browser signs in again: it brings its session cookie to the callback.
+    let second = sign_in(&f, "/console/", |pair| Some(format!("{pair}; {old}"))).await;
+    assert_eq!(second.status(), 302);
+    let new = session_pair(&second);
+    assert_ne!(old, new, "a sign-in always gets a new session");
+    assert_eq!(me_status(&f, &new).await, 200, "the new session is live");
+    assert_eq!(me_status(&f, &old).await, 401, "the old session ended");
+    let sessions = f.service.storage().list_sessions().await.unwrap();
+    assert_eq!(sessions.len(), 1, "one session left: {sessions:?}");
+    // One `session.create` per sign-in, and the old session's end, in the audit trail.
+    let events = f
+        .service
+        .storage()
+        .list_audit(dbconsole_core::storage::AuditQuery {
+            resource: None,
+            after: None,
+            limit: 100,
+            filter: dbconsole_core::storage::AuditFilter::default(),
+        })
+        .await
+        .unwrap();
+    let actions: Vec<String> = events.iter().map(|e| e.action.to_string()).collect();
+    assert_eq!(
+        actions.iter().filter(|a| *a == "session.create").count(),
+        2,
+        "{actions:?}"
+    );
+    let revoked: Vec<_> = events
+        .iter()
+        .filter(|e| e.action.to_string() == "session.revoke")
+        .collect();
+    assert_eq!(revoked.len(), 1, "{actions:?}");
+    assert_eq!(revoked[0].changes, vec!["replaced".to_owned()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_oidc_routes_are_routes_of_the_table() {
+    let f = fixture(issuer().await);
+    // A method a route does not answer: 405 with the methods it does.
+    let (parts, ()) = http::Request::post("/api/v1/console/oidc/start")
+        .header("host", "console.test")
+        .body(())
+        .unwrap()
+        .into_parts();
+    let mut service = f.service.clone();
+    let refused = service
+        .call(http::Request::from_parts(parts, Full::new(Bytes::new())))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 405);
+    assert_eq!(header(&refused, "allow"), "GET");
+    // In the OpenAPI document, with their operation ids.
+    let document = f.answer(get("/openapi.json", None)).await;
+    let document: Value =
+        serde_json::from_slice(&document.into_body().collect().await.unwrap().to_bytes()).unwrap();
+    for (path, id) in [
+        ("/api/v1/console/oidc", "getOidc"),
+        ("/api/v1/console/oidc/start", "startOidc"),
+        ("/api/v1/console/oidc/callback", "oidcCallback"),
+    ] {
+        assert_eq!(
+            document["paths"][path]["get"]["operationId"], id,
+            "{path} in the document"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_issuer_leaves_every_other_route_answering() {
+    // An issuer on a port nobody listens on.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let f = fixture(Issuer {
+        base,
+        behaviour: Arc::default(),
+        codes: Arc::default(),
+    });
+    let enabled = f.answer(get("/api/v1/console/oidc", None)).await;
+    assert_eq!(
+        enabled.status(),
+        200,
+        "the sign-in page still learns OIDC is on"
+    );
+    let start = f.answer(get("/api/v1/console/oidc/start", None)).await;
+    assert_eq!(start.status(), 503, "start: the issuer can't be reached");
+    let callback = f
+        .answer(get("/api/v1/console/oidc/callback?code=c&state=s", None))
+        .await;
+    assert_eq!(
+        callback.status(),
+        400,
+        "no flow of this browser: refused before any call"
+    );
+    let document = f.answer(get("/openapi.json", None)).await;
+    assert_eq!(document.status(), 200, "other routes answer");
+    let me = f.answer(get("/api/v1/console/me", None)).await;
+    assert_eq!(me.status(), 401, "and ask for a credential as ever");
+}
+
+#[tokio::test]
+async fn without_oidc_the_sign_in_page_learns_it_is_off() {
+    let service = ConsoleService::builder(
+        Arc::new(MemoryStorage::new()),
+        Arc::new(StaticCredentials::default()),
+        Sealer::ephemeral().unwrap(),
+    )
+    .build();
+    let mut service = service;
+    let mut call = |uri: &str| {
+        let request = http::Request::get(uri)
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        service.call(request)
+    };
+    let enabled = call("/api/v1/console/oidc").await.unwrap();
+    assert_eq!(enabled.status(), 200);
+    let body = enabled.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(
+        serde_json::from_slice::<Value>(&body).unwrap(),
+        json!({"enabled": false})
+    );
+    let start = call("/api/v1/console/oidc/start").await.unwrap();
+    assert_eq!(start.status(), 404);
 }

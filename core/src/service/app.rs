@@ -18,6 +18,7 @@ use super::databases::Databases;
 use super::document::Document;
 use super::downloads::Downloads;
 use super::me::Me;
+use super::oidc::Oidc;
 use super::outbox::Outbox;
 use super::panels::Panels;
 use super::protection_status::ProtectionStatus;
@@ -67,6 +68,8 @@ pub(crate) struct App {
     pub(crate) protection_status: ProtectionStatus,
     /// `…/sign-in`, `…/sign-out`, and the session a cookie names.
     pub(crate) browser: Browser,
+    /// `…/oidc`, `…/oidc/start`, `…/oidc/callback`: signing in through the issuer.
+    pub(crate) oidc: Oidc,
     /// `…/me`, `…/me/databases`.
     pub(crate) me: Me,
     /// `…/me/databases/{id}/schema`.

@@ -158,7 +158,7 @@ fn changes_state(method: &Method) -> bool {
 
 /// What the browser routes read: the storage, who a key is, how sessions behave, and when this
 /// node last recorded each session's use.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Browser {
     /// The storage.
     pub(crate) storage: Arc<dyn Storage>,
@@ -167,7 +167,7 @@ pub(crate) struct Browser {
     /// How browser sessions behave.
     pub(crate) sessions: SessionOptions,
     /// When this node last wrote each session's last use.
-    pub(crate) session_touched: Touched,
+    pub(crate) session_touched: Arc<Touched>,
 }
 
 impl Browser {
@@ -264,8 +264,10 @@ impl Browser {
         }))
     }
 
-    /// Stores `session` (replacing `replacing`, and the browser's current session when it has
-    /// one) and answers the caller's view with the cookie.
+    /// The one road every sign-in (a key, a one-time link, the OIDC code flow) ends on: stores
+    /// `session` with its `session.create` event (replacing the link `replacing`), ends the
+    /// session the browser came with (a sign-in always gets a new id), and answers who signed
+    /// in with the cookie that carries the new session.
     pub(crate) async fn start_session(
         &self,
         headers: &HeaderMap,
@@ -273,7 +275,7 @@ impl Browser {
         session: Session,
         secret: &crate::model::Secret,
         replacing: Option<&str>,
-    ) -> Answer {
+    ) -> Result<(Caller, Option<HeaderValue>), ApiError> {
         let current = match cookie(headers, self.sessions.cookie_name()) {
             Some(value) => self.live_session(value).await?,
             None => None,
@@ -322,11 +324,17 @@ impl Browser {
                 Err(error) => return Err(error.into()),
             }
         }
-        let mut response = json_response(StatusCode::OK, &super::me::me_view(&caller));
-        if let Some(cookie) = self.sessions.set_cookie(
+        let cookie = self.sessions.set_cookie(
             secret.expose_str().unwrap_or_default(),
             self.sessions.max_age,
-        ) {
+        );
+        Ok((caller, cookie))
+    }
+
+    /// A sign-in's answer: who signed in, with the session's cookie.
+    fn signed_in((caller, cookie): (Caller, Option<HeaderValue>)) -> Answer {
+        let mut response = json_response(StatusCode::OK, &super::me::me_view(&caller));
+        if let Some(cookie) = cookie {
             response.headers_mut().insert(header::SET_COOKIE, cookie);
         }
         Ok(response)
@@ -383,8 +391,10 @@ impl Browser {
             self.sessions.max_age,
         );
         session.key_id = caller.actor.id.clone().map(KeyId::from_stored);
-        self.start_session(&call.headers, call.origin, session, &secret, None)
-            .await
+        Self::signed_in(
+            self.start_session(&call.headers, call.origin, session, &secret, None)
+                .await?,
+        )
     }
 
     /// `POST …/sign-in/link`: `{"token": "…"}`, a one-time sign-in link's token.
@@ -420,14 +430,16 @@ impl Browser {
             SignInMethod::Link,
             self.sessions.max_age,
         );
-        self.start_session(
-            &call.headers,
-            call.origin,
-            session,
-            &secret,
-            Some(link.id.as_str()),
+        Self::signed_in(
+            self.start_session(
+                &call.headers,
+                call.origin,
+                session,
+                &secret,
+                Some(link.id.as_str()),
+            )
+            .await?,
         )
-        .await
     }
 
     /// `POST …/sign-out`: ends the browser's session (when it has a live one) and clears the

@@ -10,7 +10,7 @@ use super::agent::Agents;
 use super::app::App;
 use super::audit::Audit;
 use super::body::BodyLimits;
-use super::browser::{self, Browser, Touched};
+use super::browser::{self, Browser};
 use super::cache::ReadCache;
 use super::callers::Callers;
 use super::check_connection::CheckConnection;
@@ -20,6 +20,7 @@ use super::document::Document;
 use super::downloads::Downloads;
 use super::launch::Launcher;
 use super::me::Me;
+use super::oidc::Oidc;
 use super::outbox::{Outbox, OutboxTargets};
 use super::panels::Panels;
 use super::pipeline::ConsoleService;
@@ -32,6 +33,7 @@ use super::run_events;
 use super::runs::Runs;
 use super::schema::Schema;
 use crate::auth::Authenticator;
+use crate::auth::oidc::OidcLogin;
 use crate::check::{Checkers, TunnelDialer};
 use crate::model::Retention;
 use crate::seal::Sealer;
@@ -79,6 +81,8 @@ struct Settings {
     row_tokens: RowTokenOptions,
     /// The audit events of panel (and other event-only) runs, written off their way.
     run_events: Arc<run_events::RunEvents>,
+    /// The client browsers sign in as through the OIDC issuer, when there is one.
+    oidc_login: Option<Arc<OidcLogin>>,
 }
 
 /// Builds a [`ConsoleService`].
@@ -122,6 +126,7 @@ impl ConsoleService {
                 sessions: browser::SessionOptions::default(),
                 row_tokens: RowTokenOptions::default(),
                 run_events: Arc::new(run_events::RunEvents::new(run_events::DEFAULT_BOUND, false)),
+                oidc_login: None,
             },
         }
     }
@@ -287,6 +292,13 @@ impl ConsoleServiceBuilder {
         self
     }
 
+    /// Lets browsers sign in through the OIDC issuer as `login`'s client (default: off, and
+    /// `GET …/oidc` answers `{"enabled": false}`): docs/console.md, "Signing in".
+    pub fn oidc_login(mut self, login: Arc<OidcLogin>) -> Self {
+        self.settings.oidc_login = Some(login);
+        self
+    }
+
     /// The service.
     pub fn build(self) -> ConsoleService {
         let Settings {
@@ -311,6 +323,7 @@ impl ConsoleServiceBuilder {
             sessions,
             row_tokens,
             run_events,
+            oidc_login,
         } = self.settings;
         // The run events' writer records metrics when the service does.
         let run_events = Arc::new(run_events::RunEvents::new(run_events.bound(), metrics));
@@ -352,6 +365,12 @@ impl ConsoleServiceBuilder {
             launcher: launcher.clone(),
             schemas: Arc::default(),
         };
+        let browser = Browser {
+            storage: Arc::clone(&storage),
+            callers: callers.clone(),
+            sessions,
+            session_touched: Arc::default(),
+        };
         let app = App {
             databases: Databases {
                 storage: Arc::clone(&storage),
@@ -374,12 +393,12 @@ impl ConsoleServiceBuilder {
                 admission: admission.clone(),
                 launcher: launcher.clone(),
             },
-            browser: Browser {
-                storage: Arc::clone(&storage),
-                callers: callers.clone(),
-                sessions,
-                session_touched: Touched::default(),
+            oidc: Oidc {
+                login: oidc_login,
+                sealer: sealer.clone(),
+                browser: browser.clone(),
             },
+            browser,
             me: Me {
                 admission: admission.clone(),
             },

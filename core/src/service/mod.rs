@@ -43,6 +43,7 @@ mod error;
 pub mod idempotency;
 mod launch;
 mod me;
+mod oidc;
 mod openapi;
 mod outbox;
 mod panels;

@@ -287,6 +287,46 @@ pub(crate) fn sign_out(op: Operation, _: &Names) -> Operation {
         .errors(&[403, 503])
 }
 
+pub(crate) fn get_oidc(op: Operation, _: &Names) -> Operation {
+    op.summary("Whether a browser may sign in through the OIDC issuer (for the sign-in page)")
+        .ok(json_content(json!({
+            "type": "object",
+            "required": ["enabled"],
+            "properties": { "enabled": { "type": "boolean" } },
+        })))
+}
+
+pub(crate) fn start_oidc(op: Operation, _: &Names) -> Operation {
+    op.summary("Start signing a browser in through the OIDC issuer: a redirect to its authorization endpoint (PKCE S256, state and nonce sealed in a cookie scoped to the flow)")
+        .params(vec![filter_param(
+            "return_to",
+            "Where the browser lands once signed in: a path below /console/ (anything else: /console/).",
+        )])
+        .response(
+            302,
+            json!({ "description": "To the issuer's authorization endpoint, with the flow's cookie." }),
+        )
+        .errors(&[404, 503])
+}
+
+pub(crate) fn oidc_callback(op: Operation, _: &Names) -> Operation {
+    op.summary("Where the issuer sends the browser back: the code is exchanged, the ID token checked, a session started (the browser's previous one ends), and the browser sent to its return path")
+        .params(vec![
+            filter_param("code", "The issuer's authorization code."),
+            filter_param("state", "The flow's state, as the start sent it."),
+            filter_param("error", "The issuer's error, when it refused."),
+        ])
+        .response(
+            302,
+            json!({ "description": "Signed in: to the return path, with the session cookie." }),
+        )
+        .response(
+            400,
+            json!({ "description": "The sign-in did not complete, and why (a text page).", "content": text_content("The sign-in did not complete: …") }),
+        )
+        .errors(&[404, 503])
+}
+
 pub(crate) fn get_me(op: Operation, _: &Names) -> Operation {
     op.summary("Who the caller is and what its credential lets it do")
         .ok(json_content(schema_ref("Me")))
