@@ -1,0 +1,99 @@
+//! A database's access control, as its two routes answer it: its permissions
+//! ([`PermissionsView`]) and its data protection policies ([`DataProtectionView`]).
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::fields::{access_level, column_action, subject_kind};
+use crate::model::AccessControl;
+
+/// `GET|PUT …/permissions`: `{"database_id", "permissions": [{"subject_kind", "subject",
+/// "access"}]}`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Permissions", deny_unknown_fields)]
+pub(crate) struct PermissionsView<'a> {
+    database_id: &'a str,
+    permissions: Vec<PermissionView<'a>>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Permission", deny_unknown_fields)]
+struct PermissionView<'a> {
+    #[schemars(schema_with = "subject_kind")]
+    subject_kind: &'static str,
+    subject: &'a str,
+    #[schemars(schema_with = "access_level")]
+    access: &'static str,
+}
+
+impl<'a> PermissionsView<'a> {
+    /// The permissions of `access`, the access control of database `database_id`.
+    pub(crate) fn new(database_id: &'a str, access: &'a AccessControl) -> Self {
+        Self {
+            database_id,
+            permissions: access
+                .permissions
+                .iter()
+                .map(|p| PermissionView {
+                    subject_kind: p.subject_kind.as_str(),
+                    subject: &p.subject,
+                    access: p.access.as_str(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `GET|PUT …/data-protection`: `{"database_id", "inherits_from", "policies": [{"name",
+/// "description", "columns": [{"column", "action"}]}]}`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "DataProtection", deny_unknown_fields)]
+pub(crate) struct DataProtectionView<'a> {
+    database_id: &'a str,
+    inherits_from: Option<&'a str>,
+    policies: Vec<PolicyView<'a>>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Policy", deny_unknown_fields)]
+struct PolicyView<'a> {
+    name: &'a str,
+    description: Option<&'a str>,
+    columns: Vec<ColumnView<'a>>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "ColumnRule", deny_unknown_fields)]
+struct ColumnView<'a> {
+    column: &'a str,
+    #[schemars(schema_with = "column_action")]
+    action: &'static str,
+}
+
+impl<'a> DataProtectionView<'a> {
+    /// The data protection document of `access`, the access control of database
+    /// `database_id`.
+    pub(crate) fn new(database_id: &'a str, access: &'a AccessControl) -> Self {
+        let document = &access.data_protection;
+        Self {
+            database_id,
+            inherits_from: document.inherits_from.as_deref(),
+            policies: document
+                .policies
+                .iter()
+                .map(|p| PolicyView {
+                    name: &p.name,
+                    description: p.description.as_deref(),
+                    columns: p
+                        .columns
+                        .iter()
+                        .map(|c| ColumnView {
+                            column: &c.column,
+                            action: c.action.as_str(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}

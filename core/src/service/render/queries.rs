@@ -1,0 +1,116 @@
+//! A query of the history as the query routes answer it: [`QueryView`], with its reviews, its
+//! bypass and its run.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use super::fields::{decision, query_status, timestamp, timestamp_or_null};
+
+/// A query: `{"id", "database_id", "credential_id", "query", "limit", "author", "status",
+/// "run", "inserted_at", "updated_at"}`; `run` is null until it starts.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Query", deny_unknown_fields)]
+pub(crate) struct QueryView<'a> {
+    /// `qry_…`: ordered by creation; pass as `after` to page on (newest first).
+    id: &'a str,
+    database_id: &'a str,
+    credential_id: &'a str,
+    query: &'a str,
+    #[schemars(range(min = 1))]
+    limit: u32,
+    author: &'a str,
+    /// Whether an AI agent wrote it: it then runs read-only and capped, whoever runs it.
+    by_agent: bool,
+    #[schemars(schema_with = "query_status")]
+    status: &'static str,
+    /// How many reviewers approved.
+    approvals: u32,
+    reviews: Vec<ReviewView<'a>>,
+    /// A super admin ran their own query without the approvals it lacked.
+    bypass: Option<BypassView<'a>>,
+    run: Option<QueryRunView<'a>>,
+    #[schemars(schema_with = "timestamp")]
+    inserted_at: String,
+    #[schemars(schema_with = "timestamp")]
+    updated_at: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Review", deny_unknown_fields)]
+struct ReviewView<'a> {
+    reviewer: &'a str,
+    #[schemars(schema_with = "decision")]
+    decision: &'static str,
+    comment: Option<&'a str>,
+    #[schemars(schema_with = "timestamp")]
+    reviewed_at: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Bypass", deny_unknown_fields)]
+struct BypassView<'a> {
+    by: &'a str,
+    #[schemars(schema_with = "timestamp")]
+    at: String,
+    reason: &'a str,
+    approvals: u32,
+    required: u32,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "QueryRun", deny_unknown_fields)]
+struct QueryRunView<'a> {
+    run_by: &'a str,
+    #[schemars(schema_with = "timestamp")]
+    started_at: String,
+    #[schemars(schema_with = "timestamp_or_null")]
+    finished_at: Option<String>,
+    row_count: u64,
+    truncated: bool,
+    duration_ms: u64,
+    error: Option<&'a str>,
+}
+
+impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
+    fn from(query: &'a crate::model::Query) -> Self {
+        Self {
+            id: query.id.as_str(),
+            database_id: &query.database_id,
+            credential_id: &query.credential_id,
+            query: &query.query,
+            limit: query.limit,
+            author: &query.author,
+            by_agent: query.by_agent,
+            status: query.status.as_str(),
+            approvals: query.approvals(),
+            reviews: query
+                .reviews
+                .iter()
+                .map(|review| ReviewView {
+                    reviewer: &review.reviewer,
+                    decision: review.decision.as_str(),
+                    comment: review.comment.as_deref(),
+                    reviewed_at: review.at.to_string(),
+                })
+                .collect(),
+            bypass: query.bypass.as_ref().map(|bypass| BypassView {
+                by: &bypass.by,
+                at: bypass.at.to_string(),
+                reason: &bypass.reason,
+                approvals: bypass.approvals,
+                required: bypass.required,
+            }),
+            run: query.run.as_ref().map(|run| QueryRunView {
+                run_by: &run.run_by,
+                started_at: run.started_at.to_string(),
+                finished_at: run.finished_at.map(|at| at.to_string()),
+                row_count: run.row_count,
+                truncated: run.truncated,
+                duration_ms: run.duration_ms,
+                error: run.error.as_deref(),
+            }),
+            inserted_at: query.inserted_at.to_string(),
+            updated_at: query.updated_at.to_string(),
+        }
+    }
+}
