@@ -57,6 +57,10 @@ impl CountingRunner {
 
 #[async_trait::async_trait]
 impl QueryRunner for CountingRunner {
+    fn catalog(&self) -> &'static str {
+        "SELECT 1"
+    }
+
     async fn run(&self, job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
         let ran = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
         self.last_max_rows.store(job.max_rows, Ordering::SeqCst);

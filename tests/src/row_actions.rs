@@ -40,6 +40,10 @@ fn column(name: &str, type_name: &str, base64: bool) -> Column {
 
 #[async_trait::async_trait]
 impl QueryRunner for RowsRunner {
+    fn catalog(&self) -> &'static str {
+        "SELECT 1"
+    }
+
     async fn run(&self, _job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
         sink.columns(&[
             column("id", "int8", false),

@@ -279,6 +279,12 @@ pub trait QueryRunner: Send + Sync + Debug + 'static {
     /// Drops the pools of database `id` (it changed or was deleted).
     fn evict(&self, database_id: &str);
 
+    /// The statement that lists the database's columns, one row each: schema, table, column,
+    /// type, nullable (`YES`, `Y` or `1` when nullable). Run like any other statement (as the
+    /// credential, read-only, under data protection) for the console's schema and an agent's
+    /// `describe_tables`.
+    fn catalog(&self) -> &'static str;
+
     /// Whether it checks a statement against the [`RunJob::protection`] it is given (docs/data-protection.md,
     /// "Data protection"); a database with policies runs nothing through a runner that does not.
     fn protects(&self) -> bool {

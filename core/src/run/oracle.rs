@@ -129,8 +129,17 @@ enum Cell {
     Bytes(Vec<u8>),
 }
 
+/// The statement that lists the database's columns (the schema of the console's editor and
+/// of an agent's `describe_tables`): schema, table, column, type, nullable.
+const CATALOG: &str = "SELECT USER, table_name, column_name, data_type, nullable FROM user_tab_columns \
+     ORDER BY table_name, column_id";
+
 #[async_trait]
 impl QueryRunner for OracleRunner {
+    fn catalog(&self) -> &'static str {
+        CATALOG
+    }
+
     async fn run(&self, job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
         let read_only = job.pool.read_only;
         let pool = self.pools.get(&job.pool, job.version, || Manager {

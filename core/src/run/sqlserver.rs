@@ -98,8 +98,17 @@ impl managed::Manager for Manager {
     }
 }
 
+/// The statement that lists the database's columns (the schema of the console's editor and
+/// of an agent's `describe_tables`): schema, table, column, type, nullable.
+const CATALOG: &str = "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE \
+     FROM INFORMATION_SCHEMA.COLUMNS ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION";
+
 #[async_trait]
 impl QueryRunner for SqlserverRunner {
+    fn catalog(&self) -> &'static str {
+        CATALOG
+    }
+
     async fn run(&self, job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
         let read_only = job.pool.read_only;
         let pool = self.pools.get(&job.pool, job.version, || Manager {

@@ -23,7 +23,7 @@ use super::call::Call;
 use super::error::ApiError;
 use super::launch::{Launcher, Record, Run};
 use super::response::json_response;
-use crate::model::{Adapter, Credential};
+use crate::model::Credential;
 use crate::run::Format;
 use crate::storage::Storage;
 use crate::validate::ValidationErrors;
@@ -36,37 +36,6 @@ pub(super) const SCHEMA_TTL: Duration = Duration::from_secs(60);
 
 /// How many schema answers are kept at most (the oldest go first).
 const SCHEMA_ENTRIES: usize = 256;
-
-/// The statement that lists a database's columns: schema, table, column, type, nullable.
-pub(super) fn catalog(adapter: Adapter) -> &'static str {
-    match adapter {
-        Adapter::Postgres => {
-            "SELECT table_schema, table_name, column_name, data_type, is_nullable \
-             FROM information_schema.columns \
-             WHERE table_schema NOT IN ('pg_catalog', 'information_schema') \
-             ORDER BY table_schema, table_name, ordinal_position"
-        }
-        Adapter::Mysql => {
-            "SELECT table_schema, table_name, column_name, column_type, is_nullable \
-             FROM information_schema.columns WHERE table_schema = DATABASE() \
-             ORDER BY table_name, ordinal_position"
-        }
-        // Table by table, each in definition order (`position` is newer than ClickHouse 19).
-        Adapter::Clickhouse => {
-            "SELECT database, table, name, type, \
-             if(startsWith(type, 'Nullable'), 'YES', 'NO') \
-             FROM system.columns WHERE database = currentDatabase()"
-        }
-        Adapter::Sqlserver => {
-            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, DATA_TYPE, IS_NULLABLE \
-             FROM INFORMATION_SCHEMA.COLUMNS ORDER BY TABLE_SCHEMA, TABLE_NAME, ORDINAL_POSITION"
-        }
-        Adapter::Oracle => {
-            "SELECT USER, table_name, column_name, data_type, nullable FROM user_tab_columns \
-             ORDER BY table_name, column_id"
-        }
-    }
-}
 
 /// What a schema answer is kept under: database id, its version (µs), credential id.
 type SchemaKey = (String, i64, String);
@@ -131,8 +100,8 @@ impl Schema {
             )
             .into());
         }
-        let statement = catalog(guarded.db.adapter).to_owned();
         let runner = self.launcher.runner_for(guarded.db.adapter)?;
+        let statement = runner.catalog().to_owned();
         let protection = self
             .launcher
             .protection_for_run(&guarded, &*runner, &statement, true)

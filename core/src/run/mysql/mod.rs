@@ -134,8 +134,18 @@ impl managed::Manager for Manager {
     }
 }
 
+/// The statement that lists the database's columns (the schema of the console's editor and
+/// of an agent's `describe_tables`): schema, table, column, type, nullable.
+const CATALOG: &str = "SELECT table_schema, table_name, column_name, column_type, is_nullable \
+     FROM information_schema.columns WHERE table_schema = DATABASE() \
+     ORDER BY table_name, ordinal_position";
+
 #[async_trait]
 impl QueryRunner for MysqlRunner {
+    fn catalog(&self) -> &'static str {
+        CATALOG
+    }
+
     async fn run(&self, job: RunJob, sink: &mut RowSink) -> Result<(), RunError> {
         let read_only = job.pool.read_only;
         let pool = self.pools.get(&job.pool, job.version, || Manager {
