@@ -759,20 +759,142 @@ pub async fn racing_inheritances_never_make_a_cycle(storage: Arc<dyn Storage>) {
     }
 }
 
+/// What the writes of [`reads_racing_writes_never_see_what_a_write_replaced`] have answered,
+/// as its readers see it: for each kind, the round of the last write that answered (0: none
+/// yet), and whether the delete of the database and of the key has begun (a read may find
+/// nothing) and answered (a read begun after must find nothing).
+#[derive(Default)]
+struct Answered {
+    database: std::sync::atomic::AtomicU32,
+    dashboard: std::sync::atomic::AtomicU32,
+    access: std::sync::atomic::AtomicU32,
+    key: std::sync::atomic::AtomicU32,
+    database_deleting: std::sync::atomic::AtomicBool,
+    database_deleted: std::sync::atomic::AtomicBool,
+    key_deleting: std::sync::atomic::AtomicBool,
+    key_deleted: std::sync::atomic::AtomicBool,
+}
+
+/// How many rounds of writes [`reads_racing_writes_never_see_what_a_write_replaced`] makes.
+const READ_ROUNDS: u32 = 40;
+/// The first name of the database and the dashboard of that case; round `r` names them
+/// `"{READ_NAME} {r}"`.
+const READ_NAME: &str = "Read while written";
+/// The key's last use as round `r` touches it: this plus `r` microseconds.
+const TOUCHED: i64 = 1_800_000_000_000_000;
+
+/// The round whose write gave `name` (0: the name inserted), if any did.
+fn round_of_name(name: &str) -> Option<u32> {
+    if name == READ_NAME {
+        return Some(0);
+    }
+    let round: u32 = name
+        .strip_prefix(READ_NAME)?
+        .strip_prefix(' ')?
+        .parse()
+        .ok()?;
+    (1..=READ_ROUNDS).contains(&round).then_some(round)
+}
+
+/// What one reader found of one kind, read after read: the state of each read (the round of
+/// the write that made it, `None` once gone) and every distinct record it read, with its
+/// round, to compare with what that round's write produced once every write is done.
+struct Track<T> {
+    what: &'static str,
+    last: Option<Option<u32>>,
+    kept: Vec<(u32, T)>,
+}
+
+impl<T: PartialEq> Track<T> {
+    fn new(what: &'static str) -> Self {
+        Self {
+            what,
+            last: None,
+            kept: Vec::new(),
+        }
+    }
+
+    /// One read: `found` (its `round`), begun after the write of round `floor` had answered,
+    /// and, when `deleted` (the delete had answered before the read began), after the delete;
+    /// `deleting`: the delete had begun when the read returned.
+    #[track_caller]
+    fn read(&mut self, floor: u32, deleted: bool, deleting: bool, found: Option<(u32, T)>) {
+        let what = self.what;
+        let state = found.as_ref().map(|(round, _)| *round);
+        match state {
+            None => assert!(
+                deleting,
+                "a reader found no {what} while it was neither deleted nor being deleted"
+            ),
+            Some(round) => {
+                assert!(
+                    !deleted,
+                    "a reader read the {what} of round {round} after its delete had answered"
+                );
+                assert!(
+                    round >= floor,
+                    "a reader read the {what} of round {round}, begun after the write of round \
+                     {floor} had answered: what a write replaced"
+                );
+            }
+        }
+        // Gone comes after every round: a reader never goes back.
+        let rank = |state: Option<u32>| state.unwrap_or(u32::MAX);
+        if let Some(last) = self.last {
+            assert!(
+                rank(state) >= rank(last),
+                "a reader read the {what} as {state:?} (round; None: gone) after it had read it \
+                 as {last:?}"
+            );
+        }
+        self.last = Some(state);
+        if let Some((round, record)) = found
+            && self.kept.last().is_none_or(|(_, kept)| *kept != record)
+        {
+            self.kept.push((round, record));
+        }
+    }
+}
+
+/// What one reader of [`reads_racing_writes_never_see_what_a_write_replaced`] found.
+struct Reads {
+    count: u64,
+    databases: Track<Database>,
+    dashboards: Track<Dashboard>,
+    access: Track<AccessControl>,
+    keys: Track<crate::model::CallerKey>,
+}
+
+/// Asserts that every record of `track` is the one its round's write produced (`written`,
+/// by round).
+#[track_caller]
+fn assert_written<T>(track: &Track<T>, written: &[T], same: impl Fn(&T, &T, &str)) {
+    for (round, record) in &track.kept {
+        let context = format!(
+            "the {} a reader read as round {round}: what that round's write produced",
+            track.what
+        );
+        same(record, &written[*round as usize], &context);
+    }
+}
+
 /// Reads racing writes never answer what a write replaced once it has answered: while four
 /// tasks keep reading a database, its dashboard, its access control and a caller key (filling
 /// any cache a backend keeps), every update is read back at once as written, and a revoked key
-/// and a deleted database read as gone.
+/// and a deleted database read as gone. Each reader's reads are checked too: every record it
+/// read is one a write produced (or the one inserted), never older than the last write that
+/// had answered when the read began nor than what that reader read before, and gone only once
+/// its delete had begun (and always once it had answered).
 pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dyn Storage>) {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    let database = plain_database("Read while written", None);
+    let database = plain_database(READ_NAME, None);
     let id = database.id.as_str().to_owned();
     ok(
         storage.insert_database(database, origin()).await,
         "insert_database",
     );
-    let dashboard = plain_dashboard("Read while written");
+    let dashboard = plain_dashboard(READ_NAME);
     let dashboard_id = dashboard.id.as_str().to_owned();
     ok(
         storage.insert_dashboard(dashboard, origin()).await,
@@ -784,25 +906,105 @@ pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dy
         storage.insert_caller_key(key, origin()).await,
         "insert_caller_key",
     );
+    // What each write produced, by round; round 0 is what was inserted.
+    let mut databases = vec![found(storage.database(&id).await, "database as inserted")];
+    let mut dashboards = vec![found(
+        storage.dashboard(&dashboard_id).await,
+        "dashboard as inserted",
+    )];
+    let mut accesses = vec![access_of(storage.as_ref(), &id, "as inserted").await];
+    let mut keys = vec![found(
+        storage.caller_key_by_digest(&digest).await,
+        "caller key as inserted",
+    )];
+    let inserted_use = keys[0].last_used_at;
+    let key_round = move |key: &crate::model::CallerKey| match key.last_used_at {
+        at if at == inserted_use => 0,
+        Some(at) => u32::try_from(at.as_micros() - TOUCHED)
+            .ok()
+            .filter(|round| (1..=READ_ROUNDS).contains(round))
+            .unwrap_or_else(|| panic!("a reader read a key last used at {at}: no write did")),
+        None => panic!("a reader read a key with no last use: no write did"),
+    };
+    let access_round = |access: &AccessControl| match access.permissions.as_slice() {
+        [permission] => permission
+            .subject
+            .strip_prefix("reader-")
+            .and_then(|rest| rest.strip_suffix("@example.com"))
+            .and_then(|round| round.parse().ok())
+            .unwrap_or(0),
+        _ => 0,
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(Answered::default());
     // How many readers read once: the writes start when all have, so that they race.
     let reading = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let readers: Vec<_> = (0..4)
         .map(|_| {
             let (storage, stop) = (Arc::clone(&storage), Arc::clone(&stop));
-            let reading = Arc::clone(&reading);
+            let (reading, answered) = (Arc::clone(&reading), Arc::clone(&answered));
             let (id, dashboard_id) = (id.clone(), dashboard_id.clone());
             tokio::spawn(async move {
-                let mut reads = 0u64;
-                while !stop.load(Ordering::Relaxed) {
-                    let _ = storage.database(&id).await;
-                    let _ = storage.dashboard(&dashboard_id).await;
-                    let _ = storage.access_control(&id).await;
-                    let _ = storage.caller_key_by_digest(&digest).await;
-                    reads += 1;
-                    if reads == 1 {
-                        reading.fetch_add(1, Ordering::Relaxed);
+                let mut reads = Reads {
+                    count: 0,
+                    databases: Track::new("database"),
+                    dashboards: Track::new("dashboard"),
+                    access: Track::new("access control"),
+                    keys: Track::new("caller key"),
+                };
+                let name_round = |name: &str, what: &str| {
+                    round_of_name(name).unwrap_or_else(|| {
+                        panic!("a reader read a {what} named {name:?}: no write did")
+                    })
+                };
+                while !stop.load(Ordering::SeqCst) {
+                    let (floor, deleted) = (
+                        answered.database.load(Ordering::SeqCst),
+                        answered.database_deleted.load(Ordering::SeqCst),
+                    );
+                    let read = ok(storage.database(&id).await, "database, racing writes");
+                    let deleting = answered.database_deleting.load(Ordering::SeqCst);
+                    let read = read.map(|db| (name_round(&db.name, "database"), db));
+                    reads.databases.read(floor, deleted, deleting, read);
+
+                    let floor = answered.dashboard.load(Ordering::SeqCst);
+                    let read = found(
+                        storage.dashboard(&dashboard_id).await,
+                        "dashboard, racing writes",
+                    );
+                    let round = name_round(&read.name, "dashboard");
+                    reads
+                        .dashboards
+                        .read(floor, false, false, Some((round, read)));
+
+                    let (floor, deleted) = (
+                        answered.access.load(Ordering::SeqCst),
+                        answered.database_deleted.load(Ordering::SeqCst),
+                    );
+                    let read = ok(
+                        storage.access_control(&id).await,
+                        "access_control, racing writes",
+                    );
+                    let deleting = answered.database_deleting.load(Ordering::SeqCst);
+                    let read = read.map(|access| (access_round(&access), access));
+                    reads.access.read(floor, deleted, deleting, read);
+
+                    let (floor, deleted) = (
+                        answered.key.load(Ordering::SeqCst),
+                        answered.key_deleted.load(Ordering::SeqCst),
+                    );
+                    let read = ok(
+                        storage.caller_key_by_digest(&digest).await,
+                        "caller_key_by_digest, racing writes",
+                    );
+                    let deleting = answered.key_deleting.load(Ordering::SeqCst);
+                    let read = read.map(|key| (key_round(&key), key));
+                    reads.keys.read(floor, deleted, deleting, read);
+
+                    reads.count += 1;
+                    if reads.count == 1 {
+                        reading.fetch_add(1, Ordering::SeqCst);
                     }
                     tokio::task::yield_now().await;
                 }
@@ -810,13 +1012,13 @@ pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dy
             })
         })
         .collect();
-    while reading.load(Ordering::Relaxed) < readers.len() {
+    while reading.load(Ordering::SeqCst) < readers.len() {
         tokio::task::yield_now().await;
     }
 
-    for round in 1..=40u32 {
+    for round in 1..=READ_ROUNDS {
         let context = format!("round {round}, with reads racing");
-        let name = format!("Read while written {round}");
+        let name = format!("{READ_NAME} {round}");
         let edited = ok(
             storage
                 .update_database(
@@ -831,8 +1033,10 @@ pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dy
                 .await,
             "update_database",
         );
+        answered.database.store(round, Ordering::SeqCst);
         let read = found(storage.database(&id).await, "database after its update");
         assert_same_database(&read, &edited, &context);
+        databases.push(edited);
         let edited = ok(
             storage
                 .update_dashboard(
@@ -847,11 +1051,13 @@ pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dy
                 .await,
             "update_dashboard",
         );
+        answered.dashboard.store(round, Ordering::SeqCst);
         let read = found(
             storage.dashboard(&dashboard_id).await,
             "dashboard after its update",
         );
         assert_eq!(read, edited, "{context}: the dashboard as updated");
+        dashboards.push(edited);
         let subject = format!("reader-{round}@example.com");
         let edited = ok(
             storage
@@ -872,13 +1078,16 @@ pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dy
                 .await,
             "update_access_control",
         );
+        answered.access.store(round, Ordering::SeqCst);
         let read = access_of(storage.as_ref(), &id, "after its update").await;
         assert_eq!(read, edited, "{context}: the access control as updated");
-        let at = crate::model::Timestamp::from_micros(1_800_000_000_000_000 + i64::from(round));
+        accesses.push(edited);
+        let at = crate::model::Timestamp::from_micros(TOUCHED + i64::from(round));
         ok(
             storage.touch_caller_key(&key_id, at).await,
             "touch_caller_key",
         );
+        answered.key.store(round, Ordering::SeqCst);
         let read = found(
             storage.caller_key_by_digest(&digest).await,
             "caller_key_by_digest after a touch",
@@ -888,21 +1097,26 @@ pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dy
             Some(at),
             "{context}: the key's last use as touched"
         );
+        keys.push(read);
     }
+    answered.key_deleting.store(true, Ordering::SeqCst);
     ok(
         storage.delete_caller_key(&key_id, origin()).await,
         "delete_caller_key",
     );
+    answered.key_deleted.store(true, Ordering::SeqCst);
     absent(
         storage.caller_key_by_digest(&digest).await,
         "caller_key_by_digest of a revoked key, with reads racing",
     );
+    answered.database_deleting.store(true, Ordering::SeqCst);
     ok(
         storage
             .delete_database(DatabaseKey::Id(&id), None, origin())
             .await,
         "delete_database",
     );
+    answered.database_deleted.store(true, Ordering::SeqCst);
     absent(
         storage.database(&id).await,
         "database once deleted, with reads racing",
@@ -911,8 +1125,22 @@ pub async fn reads_racing_writes_never_see_what_a_write_replaced(storage: Arc<dy
         storage.access_control(&id).await,
         "access_control of a deleted database, with reads racing",
     );
-    stop.store(true, Ordering::Relaxed);
+    stop.store(true, Ordering::SeqCst);
     for reader in readers {
-        assert!(joined(reader).await > 0, "every reader read");
+        let reads = joined(reader).await;
+        assert!(reads.count > 0, "every reader read");
+        assert_written(&reads.databases, &databases, |a, b, context| {
+            assert_same_database(a, b, context);
+        });
+        let same = |a: &Dashboard, b: &Dashboard, context: &str| assert_eq!(a, b, "{context}");
+        assert_written(&reads.dashboards, &dashboards, same);
+        let same = |a: &AccessControl, b: &AccessControl, context: &str| {
+            assert_eq!(a, b, "{context}");
+        };
+        assert_written(&reads.access, &accesses, same);
+        let same = |a: &crate::model::CallerKey, b: &crate::model::CallerKey, context: &str| {
+            assert!(a == b, "{context}: {a:?} is not {b:?}");
+        };
+        assert_written(&reads.keys, &keys, same);
     }
 }
