@@ -1,7 +1,7 @@
 //! Browsers (docs/console.md, "Signing in"): sign-in with a user-bound key or a one-time link,
 //! the session cookie and its flags, the header and origin a cookie needs, sign-out, the key's
-//! revocation ending its sessions, and the cookie ignored beside another credential; on every
-//! backend.
+//! revocation ending its sessions, an expired or idle session's cookie refused, and the cookie
+//! ignored beside another credential; on every backend.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,7 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use dbconsole_core::auth::StoredCredentials;
 use dbconsole_core::model::{
-    CredentialKind, Principal, Role, Scope, Session, SessionKind, SignInMethod, mint_caller_key,
+    AuditAction, AuditEvent, CredentialKind, Principal, Role, Scope, Secret, Session, SessionKind,
+    SignInMethod, Timestamp, mint_caller_key,
 };
 use dbconsole_core::service::browser::{CSRF_HEADER, SessionOptions};
 use dbconsole_core::storage::{AuditQuery, Edits as _};
@@ -18,7 +19,10 @@ use http::{Method, Request, header};
 use http_body_util::Full;
 use serde_json::{Value, json};
 
-use crate::{Api, TestResponse, test_credentials, test_sealer};
+use crate::{
+    Api, DATABASES, TestResponse, assert_unauthorized_body, minimal_database, test_credentials,
+    test_sealer,
+};
 
 const SIGN_IN: &str = "/api/v1/console/sign-in";
 const LINK: &str = "/api/v1/console/sign-in/link";
@@ -112,6 +116,27 @@ fn set_cookie(response: &TestResponse) -> (String, String) {
 async fn sign_in(api: &Api, browser: &Browser<'_>, key: &str) -> TestResponse {
     api.answer(browser.request(Method::POST, SIGN_IN, Some(&json!({"key": key}))))
         .await
+}
+
+/// Stores `session` as a sign-in would (with its `session.create` event).
+async fn store_session(storage: &Arc<dyn Storage>, session: Session) {
+    let id = session.id.as_str().to_owned();
+    let event = AuditEvent::new(
+        dbconsole_core::storage::testing::origin(),
+        AuditAction::SessionCreate,
+        &id,
+        Vec::new(),
+    );
+    storage
+        .create_session(session, None, event.into())
+        .await
+        .expect("create_session");
+}
+
+/// The time `ago` before `now`.
+fn before(now: Timestamp, ago: Duration) -> Timestamp {
+    let micros = i64::try_from(ago.as_micros()).expect("a short duration");
+    Timestamp::from_micros(now.as_micros() - micros)
 }
 
 /// A user-bound key signs a browser in: 200 with the caller's view and an `HttpOnly`,
@@ -297,17 +322,7 @@ pub async fn a_sign_in_link_works_once(storage: Arc<dyn Storage>) {
     let (mut old, old_token) = mint(Duration::from_secs(900));
     old.expires_at = old.created_at;
     for session in [link, old] {
-        let id = session.id.as_str().to_owned();
-        let event = dbconsole_core::model::AuditEvent::new(
-            dbconsole_core::storage::testing::origin(),
-            dbconsole_core::model::AuditAction::SessionCreate,
-            &id,
-            Vec::new(),
-        );
-        storage
-            .create_session(session, None, event.into())
-            .await
-            .expect("create_session");
+        store_session(&storage, session).await;
     }
     let token = token.expose_str().expect("utf-8").to_owned();
     let exchange = |token: String| {
@@ -391,6 +406,108 @@ pub async fn sessions_follow_their_key_and_yield_to_headers(storage: Arc<dyn Sto
         .expect(401);
 }
 
+/// A session whose maximum age has passed, and one last seen longer ago than the idle time,
+/// are no callers: their cookie (with the header, and the console's origin on a write) is 401
+/// "the session has ended" on a read (`GET …/me`) and on a write (which stores nothing), though
+/// both are still stored (not pruned yet). A live session of the same user, stored the same
+/// way, reads and writes.
+pub async fn an_expired_or_idle_session_is_no_caller(storage: Arc<dyn Storage>) {
+    let idle = Duration::from_secs(600);
+    let options = SessionOptions {
+        idle,
+        ..SessionOptions::default()
+    };
+    let max_age = options.max_age;
+    let api = api(Arc::clone(&storage), options);
+    let root = Principal::member("root@example.com").role(Role::SuperAdmin);
+    let mint = || {
+        Session::mint(
+            SessionKind::Browser,
+            root.clone(),
+            Scope::Full,
+            SignInMethod::Key,
+            max_age,
+        )
+    };
+    let now = Timestamp::now();
+    // Expired: created longer ago than the maximum age, used a moment ago.
+    let (mut expired, expired_secret) = mint();
+    expired.created_at = before(now, max_age + Duration::from_secs(60));
+    expired.expires_at = before(now, Duration::from_secs(60));
+    expired.last_seen_at = before(now, Duration::from_secs(1));
+    // Idle: far from its end, but last seen longer ago than the idle time.
+    let (mut idle_one, idle_secret) = mint();
+    idle_one.created_at = before(now, idle * 2);
+    idle_one.last_seen_at = before(now, idle + Duration::from_secs(60));
+    idle_one.expires_at = idle_one.created_at.plus(max_age);
+    let (live, live_secret) = mint();
+    let ended = [
+        ("expired", expired.digest, expired_secret),
+        ("idle", idle_one.digest, idle_secret),
+    ];
+    for session in [expired, idle_one, live] {
+        store_session(&storage, session).await;
+    }
+    let browser_with = |secret: &Secret| Browser {
+        cookie: Some(format!(
+            "dbconsole_session={}",
+            secret.expose_str().expect("utf-8")
+        )),
+        ..Browser::console()
+    };
+
+    for (what, digest, secret) in &ended {
+        let browser = browser_with(secret);
+        let refused = [
+            api.answer(browser.request(Method::GET, ME, None)).await,
+            api.answer(browser.request(Method::POST, DATABASES, Some(&minimal_database())))
+                .await,
+        ];
+        for answer in refused {
+            assert_eq!(
+                answer.status.as_u16(),
+                401,
+                "the {what} session is no caller: {}",
+                answer.text()
+            );
+            assert_unauthorized_body(&answer);
+            assert_eq!(
+                answer.json()["errors"]["hint"],
+                json!("the session has ended: sign in again"),
+                "the {what} session"
+            );
+            assert_eq!(answer.header("set-cookie"), None, "the {what} session");
+        }
+        assert!(
+            storage
+                .session_by_digest(digest)
+                .await
+                .expect("session_by_digest")
+                .is_some(),
+            "the {what} session is still stored: its time, not its absence, refused it"
+        );
+    }
+    let live = browser_with(&live_secret);
+    let listed = api
+        .answer(live.request(Method::GET, DATABASES, None))
+        .await
+        .expect(200);
+    assert_eq!(
+        listed.json()["data"],
+        json!([]),
+        "no refused write stored a database"
+    );
+    // The control: a live session, stored the same way, is the caller.
+    let me = api
+        .answer(live.request(Method::GET, ME, None))
+        .await
+        .expect(200);
+    assert_eq!(me.json()["user"], json!("root@example.com"));
+    api.answer(live.request(Method::POST, DATABASES, Some(&minimal_database())))
+        .await
+        .expect(200);
+}
+
 /// Every case of this module, as tests over the store `$storage` makes.
 #[macro_export]
 macro_rules! browser_tests {
@@ -403,6 +520,7 @@ macro_rules! browser_tests {
                 refused_sign_ins_store_nothing,
                 a_sign_in_link_works_once,
                 sessions_follow_their_key_and_yield_to_headers,
+                an_expired_or_idle_session_is_no_caller,
             ]
         );
     };
