@@ -23,8 +23,10 @@ cargo build --locked -p dbconsole-server
 bin=target/debug/dbconsole
 work="$(mktemp -d)"
 server_pid=""
+issuer_pid=""
 cleanup() {
   if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$issuer_pid" ]; then kill "$issuer_pid" 2>/dev/null || true; wait "$issuer_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -39,14 +41,25 @@ create_key() {
 api_key="$(create_key api-key)"
 token="$(create_key access-token)"
 [ -n "$api_key" ] && [ -n "$token" ] || { echo "dbconsole keys create gave no secret" >&2; exit 1; }
+# The address a process prints as `listening on ADDRESS` into file $1, once it does (within
+# ten seconds; empty otherwise).
+listening() {
+  for _ in $(seq 100); do
+    grep -q '^listening on ' "$1" 2>/dev/null && break
+    sleep 0.1
+  done
+  sed -n 's/^listening on //p' "$1"
+}
+# A stand-in OIDC issuer (issuer.py), so that the OIDC routes answer as they do with one.
+"$venv/bin/python" tests/contract/issuer.py >"$work/issuer" &
+issuer_pid=$!
+issuer="$(listening "$work/issuer")"
+[ -n "$issuer" ] || { echo "the stand-in issuer did not start" >&2; exit 1; }
 RUST_LOG=warn "$bin" serve --storage redb --data-dir "$data" \
+  --oidc-issuer "$issuer" --oidc-audience contract --oidc-client-id contract-console \
   --listen 127.0.0.1:0 >"$work/stdout" 2>"$work/stderr" &
 server_pid=$!
-for _ in $(seq 100); do
-  grep -q '^listening on ' "$work/stdout" 2>/dev/null && break
-  sleep 0.1
-done
-address="$(sed -n 's/^listening on //p' "$work/stdout")"
+address="$(listening "$work/stdout")"
 [ -n "$address" ] || { echo "the server did not start:" >&2; cat "$work/stderr" >&2; exit 1; }
 base="http://$address"
 
@@ -64,6 +77,19 @@ if [ "$checked" != ok ]; then
   echo "the contract database does not connect ($checked): start the test servers with \`sudo bash .ci/db-servers-up.sh\`" >&2
   exit 1
 fi
+
+echo "=== the OIDC routes, against the stand-in issuer"
+expect() { # what, wanted, got
+  if [ "$2" != "$3" ]; then echo "$1: wanted $2, got $3" >&2; exit 1; fi
+  echo "$1: $3"
+}
+expect "GET …/oidc" '{"enabled":true}' "$(curl -s "$base/api/v1/console/oidc")"
+started="$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' "$base/api/v1/console/oidc/start?return_to=/console/queries")"
+expect "GET …/oidc/start" "302 $issuer/authorize?" "${started%%\?*}?"
+expect "GET …/oidc/callback of no flow" 400 \
+  "$(curl -s -o /dev/null -w '%{http_code}' "$base/api/v1/console/oidc/callback?code=c&state=s")"
+expect "POST …/oidc/start" "405 GET" \
+  "$(curl -s -o /dev/null -X POST -w '%{http_code} %header{allow}' "$base/api/v1/console/oidc/start")"
 
 echo "=== openapi-spec-validator"
 curl -sf "$base/openapi.json" -o "$work/openapi.json"

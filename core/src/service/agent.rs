@@ -96,8 +96,7 @@ pub(crate) struct Agents {
 }
 
 impl Agents {
-    /// The databases `agent` may query: `ai_enabled`, open to it, with at least one
-    /// `ai_allowed` credential (only those are listed). One `agent.call` event.
+    /// `list_databases`: [`ConsoleService::agent_databases`](super::ConsoleService::agent_databases).
     pub(crate) async fn agent_databases(&self, agent: &AgentCaller) -> Result<Value, ApiError> {
         let listed = self.databases_for(agent).await;
         self.audit_refusal(agent, "list_databases", "*", &listed)
@@ -160,9 +159,7 @@ impl Agents {
         Ok(json!({ "databases": listed }))
     }
 
-    /// The tables and columns of database `database_id` as credential `credential_id` (or its
-    /// first `ai_allowed` one) sees them, read-only, at most [`DESCRIBE_MAX_COLUMNS`] columns.
-    /// One `agent.call` event with the run's facts.
+    /// `describe_tables`: [`ConsoleService::agent_describe`](super::ConsoleService::agent_describe).
     pub(crate) async fn agent_describe(
         &self,
         agent: &AgentCaller,
@@ -208,9 +205,7 @@ impl Agents {
         Ok(answer)
     }
 
-    /// Stores and runs `sql` (one statement) on database `database_id` as credential
-    /// `credential_id` (or its first `ai_allowed` one), for `agent`: the rows (at most the
-    /// database's `ai_max_rows`), or the query's id when it needs reviews first.
+    /// `run_query`: [`ConsoleService::agent_query`](super::ConsoleService::agent_query).
     pub(crate) async fn agent_query(
         &self,
         agent: &AgentCaller,
@@ -271,9 +266,7 @@ impl Agents {
         )))
     }
 
-    /// Runs query `query_id` (one the agent's user wrote, typically one that waited for its
-    /// reviews) for `agent`: read-only, at most its database's `ai_max_rows` rows, once; 409
-    /// while it still lacks approvals.
+    /// `run_reviewed_query`: [`ConsoleService::agent_run`](super::ConsoleService::agent_run).
     pub(crate) async fn agent_run(
         &self,
         agent: &AgentCaller,

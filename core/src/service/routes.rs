@@ -288,6 +288,8 @@ mod tests {
         assert_eq!(
             paths.len(),
             2 * 9 + 2 * 2 + 2 * 4 + 2 + 2 + 3 + 1 + 1 + 2 + 3 + 1 + 2 + 1 + 2 + 1 + 2 + 2
+                // The OIDC sign-in: …/oidc, …/oidc/start, …/oidc/callback.
+                + 3
         );
     }
 

@@ -7,9 +7,6 @@ use serde::Serialize;
 use super::fields::{audit_action, resource_kind, run_outcome, timestamp};
 use crate::model::AuditEvent;
 
-// The doc comment's first line is the page's (`PageView`, in `mod.rs`), there since before the
-// views were split; it stays, being the description the served document gives `AuditEvent`.
-/// One page of a listing: `{"data": [...], "next": "<id>" | null}`.
 /// An audit event as `GET …/audit` lists it.
 #[derive(Serialize, JsonSchema)]
 #[schemars(rename = "AuditEvent", deny_unknown_fields)]

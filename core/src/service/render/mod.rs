@@ -27,8 +27,7 @@ pub(crate) use deliveries::{DeliveryProgressView, DeliveryView};
 pub(crate) use me::{MayView, MeView, QueryableDatabaseView};
 pub(crate) use queries::QueryView;
 
-// One page of a listing: `{"data": [...], "next": "<id>" | null}`. (A comment, not a doc
-// comment: that would become the schema's description, and the document has none for it.)
+/// One page of a listing: `{"data": [...], "next": "<id>" | null}`.
 #[derive(Serialize, JsonSchema)]
 #[schemars(rename = "{T}Page", deny_unknown_fields)]
 pub(crate) struct PageView<T> {
