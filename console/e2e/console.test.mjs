@@ -1,12 +1,16 @@
 // The console in a real browser against the real server (redb) and a real PostgreSQL: sign in
 // (link, key), run, cap notice, cancel (seen leaving pg_stat_activity), hostile content that
 // runs no script, review by another user, the author's disabled approve, a super admin's bypass
-// with a reason, CSRF refusals, sign-out; axe-core on each screen; screenshots under
+// with a reason, CSRF refusals (and a same-origin write allowed), sign-out, a session ended on
+// the server sending the page to the Sign in screen; axe-core on each screen; screenshots under
 // target/console-screenshots.
 
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
+  BINARY,
   PG,
   assertAccessible,
   assertClean,
@@ -406,6 +410,10 @@ describe("the console", { concurrency: false }, () => {
       });
     assert.equal((await write("http://evil.example")).status, 403);
     assert.equal((await write(null)).status, 403);
+    // The control: the same write from the console's own origin is the admin's.
+    const same = await write(server.base);
+    assert.equal(same.status, 200, "a same-origin write with the header is allowed");
+    assert.match((await same.json()).id, /^qry_/);
     const preflight = await fetch(`${server.base}/api/v1/console/me`, { method: "OPTIONS", headers: { origin: "http://evil.example", "access-control-request-method": "GET" } });
     assert.equal(preflight.headers.get("access-control-allow-origin"), null, "no CORS grant");
   });
@@ -422,6 +430,27 @@ describe("the console", { concurrency: false }, () => {
     const after = await fetch(`${server.base}/api/v1/console/me`, { headers: { cookie: `${cookie.name}=${cookie.value}`, "x-dbconsole-request": "1" } });
     assert.equal(after.status, 401, "the old cookie is refused");
     await assertClean(page, "sign-out");
+    await context.close();
+  });
+
+  it("shows the Sign in screen at the next request once the session has ended on the server", async () => {
+    const user = "carol@example.com";
+    const key = server.userKey(user);
+    const { page, context } = await signedIn(key);
+    // The server ends the session, as it ends an idle or expired one: the browser keeps its
+    // cookie, which the server refuses from now on (401, "the session has ended").
+    const ended = spawnSync(BINARY, ["sessions", "revoke", "--user", user, "--data-dir", join(server.dataDir, "data")], { encoding: "utf8" });
+    assert.equal(ended.status, 0, `sessions revoke: ${ended.stdout}${ended.stderr}`);
+    assert.ok((await context.cookies()).some((c) => c.name === "dbconsole_session"), "the browser still holds the cookie");
+    await page.getByRole("link", { name: "History" }).click();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    await page.getByRole("button", { name: "Sign in" }).waitFor();
+    await assertClean(page, "a session ended on the server", [401]);
+    // Signing in again works from there.
+    await page.getByLabel("Key").fill(key);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+    await assertClean(page, "signed in again", [401]);
     await context.close();
   });
 

@@ -108,7 +108,14 @@ export class App {
       const match = pattern.exec(path);
       if (!match) continue;
       this.current?.leave?.();
-      const screen = await route(this, match.slice(1).map(decodeURIComponent));
+      let screen: Screen;
+      try {
+        screen = await route(this, match.slice(1).map(decodeURIComponent));
+      } catch (error) {
+        // A 401 while the screen loaded signed the app out: the sign-in screen is on its way.
+        if (!this.me) return;
+        throw error;
+      }
       this.current = screen;
       document.title = `${screen.title} · dbconsole`;
       replace(this.main, screen.element);
