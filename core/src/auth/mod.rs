@@ -195,7 +195,7 @@ impl StoredCredentials {
         let at = Timestamp::now();
         runtime.spawn(async move {
             match storage.touch_caller_key(id.as_str(), at).await {
-                Ok(()) | Err(crate::StorageError::NotFound) => {}
+                Ok(()) | Err(crate::storage::StorageError::NotFound) => {}
                 Err(error) => tracing::warn!(%error, "could not record the use of a key"),
             }
         });

@@ -3,7 +3,7 @@
 //! A request goes through the same steps in the same order whatever the route: recognize the
 //! path (unknown: 404), authenticate (401) and check the scope (403), check the method (405),
 //! then the handler of the route family, which reads the body (400/413/415), validates it (422)
-//! and asks the [`Storage`](crate::Storage). Every error becomes its status in [`ApiError`]
+//! and asks the [`Storage`](crate::storage::Storage). Every error becomes its status in [`ApiError`]
 //! (module `error`), so the service never fails: `Error = Infallible`.
 //!
 //! The rooms, from the ground up: the request's parts (`body`, `params`, `call`, `error`,
