@@ -11,11 +11,46 @@
 mod run_support;
 
 use mysql_async::prelude::Queryable as _;
-use run_support::protect::{Expect, Fixture, leaks};
+use run_support::protect::{Expect, Fixture, assert_known_secrets};
 use run_support::*;
 use serde_json::json;
 
 const PORT: u16 = 3306;
+
+/// Everything `tables` hold, as the admin reads it: each one's definition and every row (all
+/// its columns, in key order), to compare before and after what must change nothing.
+async fn contents(server: &mut mysql_async::Conn, tables: &[String]) -> Vec<String> {
+    let mut contents = Vec::new();
+    for table in tables {
+        let created: Vec<(String, String)> = server
+            .query(format!("SHOW CREATE TABLE {table}"))
+            .await
+            .unwrap_or_else(|error| panic!("SHOW CREATE TABLE {table}: {error}"));
+        contents.extend(created.into_iter().map(|(_, definition)| definition));
+        let rows: Vec<mysql_async::Row> = server
+            .query(format!("SELECT * FROM {table} ORDER BY 1"))
+            .await
+            .unwrap_or_else(|error| panic!("SELECT * FROM {table}: {error}"));
+        // Each value whole, as SQL (a value's `Debug` cuts long bytes short).
+        contents.extend(rows.into_iter().map(|row| {
+            let values: Vec<String> = row.unwrap().iter().map(|v| v.as_sql(false)).collect();
+            values.join(", ")
+        }));
+    }
+    contents
+}
+
+/// The tables and views named `{t}…`, and everything table `t` holds ([`contents`]).
+async fn state(server: &mut mysql_async::Conn, t: &str) -> (Vec<(String, String)>, Vec<String>) {
+    let tables: Vec<(String, String)> = server
+        .query(format!(
+            "SELECT table_name, table_type FROM information_schema.tables \
+             WHERE table_schema = 'checkdb' AND table_name LIKE '{t}%' ORDER BY 1"
+        ))
+        .await
+        .unwrap();
+    (tables, contents(server, &[t.to_owned()]).await)
+}
 
 async fn admin() -> mysql_async::Conn {
     mysql_async::Conn::new(
@@ -62,6 +97,13 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             panic!("{statement}: {error}");
         });
     }
+    let seeded: Vec<Option<String>> = server
+        .query(format!(
+            "SELECT email FROM {t} UNION ALL SELECT ssn FROM {t}"
+        ))
+        .await
+        .unwrap();
+    assert_known_secrets(&seeded.into_iter().flatten().collect::<Vec<_>>());
     for host in ["localhost", "127.0.0.1"] {
         // What an interrupted run may have left (there may be nothing to revoke).
         let _ = server
@@ -287,9 +329,53 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
     // what it refused either runs (reading only what the user may) or is refused, and what reads
     // only unprotected columns runs.
     let _ = NoLeak;
+    // What is refused whatever it reads, and how: a write (the service runs a protected database
+    // read-only, and sends only queries), and what reads the protected column with its
+    // definer's rights (a function, a TEMPTABLE view), which MariaDB refuses the user.
+    // (Quoted as the JSON answer quotes it.)
+    let leaked = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+    let denied = [
+        (
+            format!("UPDATE {t} SET id = NULL WHERE id IN (1)"),
+            "runs read-only: only queries are sent (SELECT, WITH, VALUES, SHOW, DESCRIBE, \
+             EXPLAIN), and this statement is a UPDATE statement",
+        ),
+        (
+            format!("INSERT INTO {t} VALUES (99, 'x', 'y', 'z')"),
+            "runs read-only: only queries are sent (SELECT, WITH, VALUES, SHOW, DESCRIBE, \
+             EXPLAIN), and this statement is a INSERT INTO statement",
+        ),
+        (
+            format!("SELECT {t}_leak()"),
+            leaked(format!(
+                "execute command denied to user 'dp_reader'@'localhost' for routine \
+                 'checkdb.{t}_leak'"
+            )),
+        ),
+        (
+            format!("SELECT * FROM {t}_tv"),
+            leaked(format!(
+                "data protection policy \\\"pii\\\" on {t}.email, checkdb.{t}.ssn: the \
+                 server refused it (ERROR 1142: SELECT command denied to user \
+                 'dp_reader'@'localhost' for table `checkdb`.`{t}_tv`)"
+            )),
+        ),
+    ];
+    for (sql, _) in &denied {
+        assert!(
+            attempts
+                .iter()
+                .any(|(attempt, expect)| attempt == sql && *expect == Refused),
+            "{sql} is an attempt of the table, listed as refused"
+        );
+    }
+    let before = contents(&mut server, std::slice::from_ref(&t)).await;
     let expected: Vec<(String, Expect)> = attempts
         .into_iter()
         .map(|(sql, expect)| {
+            if let Some((_, says)) = denied.iter().find(|(denied, _)| *denied == sql) {
+                return (sql, Expect::Denied(says));
+            }
             let expect = match expect {
                 Runs(columns)
                     if columns.is_empty() || columns.iter().any(|c| ["email", "e"].contains(c)) =>
@@ -313,12 +399,16 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
         )
         .await;
     assert_eq!(result["rows"], json!([[1, "Alice"]]));
-    // Nothing was changed, and no variable holds a protected value.
-    let rows: Vec<(i32, Option<String>)> = server
-        .query(format!("SELECT id, ssn FROM {t} ORDER BY id"))
-        .await
-        .unwrap();
-    assert_eq!(rows.len(), 3);
+    // Nothing was changed: the table holds what it held, row for row, and no file was written.
+    assert_eq!(
+        contents(&mut server, std::slice::from_ref(&t)).await,
+        before,
+        "the table after the attempts"
+    );
+    assert_eq!(before.len(), 4, "its definition and its 3 rows: {before:?}");
+    for file in [format!("/tmp/{t}.out"), format!("/tmp/{t}.out2")] {
+        assert!(!std::path::Path::new(&file).exists(), "{file} was written");
+    }
 
     // A user that can read a protected column runs nothing, and is told what to change.
     let unverified = Fixture::protected(
@@ -407,7 +497,7 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             .await;
         let text = answer.expect(422).text();
         assert!(text.contains(says), "after {change}: {text}");
-        assert!(leaks(&text).is_none(), "{text}");
+        assert_eq!(fixture.leaks(&text), None, "{text}");
         for host in ["localhost", "127.0.0.1"] {
             let undo = undo.replace("'localhost'", &format!("'{host}'"));
             server
@@ -445,6 +535,18 @@ async fn panels_never_change_data_on_mariadb() {
     ] {
         server.query_drop(&statement).await.unwrap();
     }
+    let before = state(&mut server, &t).await;
+    assert_eq!(
+        before.0,
+        [(t.clone(), "BASE TABLE".to_owned())],
+        "the one table"
+    );
+    assert_eq!(
+        before.1.len(),
+        3,
+        "its definition and its 2 rows: {:?}",
+        before.1
+    );
     let console = run_console();
     let (db, credentials) = console
         .database(
@@ -517,12 +619,12 @@ async fn panels_never_change_data_on_mariadb() {
             "{statement}: {}",
             answer.text()
         );
-        let rows: Vec<(i32, String)> = server
-            .query(format!("SELECT id, name FROM {t} ORDER BY id"))
-            .await
-            .unwrap_or_else(|error| panic!("after {statement}: {error}"));
-        assert_eq!(rows.len(), 2, "after {statement}");
+        assert_eq!(state(&mut server, &t).await, before, "after {statement}");
     }
+    assert!(
+        !std::path::Path::new(&format!("/tmp/{t}.out")).exists(),
+        "INTO OUTFILE wrote its file"
+    );
     let read = run(writes.len()).await.expect(200);
     assert_eq!(read.json()["rows"], json!([[1, "one"], [2, "two"]]));
     server.query_drop(format!("DROP TABLE {t}")).await.unwrap();
@@ -578,6 +680,11 @@ async fn a_protected_panel_keeps_nothing_across_a_change() {
             .await
             .unwrap_or_else(|e| panic!("{statement}: {e}"));
     }
+    let seeded: Vec<Option<String>> = server
+        .query(format!("SELECT email FROM {t}"))
+        .await
+        .unwrap();
+    assert_known_secrets(&seeded.into_iter().flatten().collect::<Vec<_>>());
     let fixture = Fixture::protected_as(
         "mysql",
         PORT,
