@@ -3,7 +3,7 @@
 //! --user … --scope query`, a result streamed to a client over HTTP/1 (chunked; one smaller than
 //! a chunk answered whole, with a length), and a client
 //! that closes its connection while its statement runs, which cancels the statement on the
-//! database server within a second.
+//! database server (seen running there first, then gone; how long the cancel took is printed).
 
 mod support;
 
@@ -21,6 +21,10 @@ use tokio::io::AsyncReadExt as _;
 
 const ADMIN_KEY: &str = "queries-test-admin-key-0123456789";
 const PORT: u16 = 5432;
+/// The most a test waits for what the server or PostgreSQL does (a statement to start or to
+/// end, a history to be written): generous, so that a busy machine never fails a test that is
+/// right. How long a cancel takes is a figure for the benches, printed here, not asserted.
+const DEADLINE: Duration = Duration::from_secs(30);
 
 async fn start(dir: &Path) -> Server {
     start_with(dir, &[]).await
@@ -234,14 +238,14 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
         false,
     ))
     .await;
-    eventually(Duration::from_secs(10), "the statement starts", || async {
+    eventually(DEADLINE, "the statement starts", || async {
         active(&postgres, &marker).await.then_some(())
     })
     .await;
     drop(conn);
     let closed = Instant::now();
     eventually(
-        Duration::from_secs(1),
+        DEADLINE,
         "the statement ends on the server once its client closed",
         || async { (!active(&postgres, &marker).await).then_some(()) },
     )
@@ -251,22 +255,18 @@ async fn a_result_streams_and_a_closed_connection_cancels_the_statement() {
         closed.elapsed()
     );
     // The history says how it ended.
-    let history = eventually(
-        Duration::from_secs(5),
-        "the history says the run failed",
-        || async {
-            let history = request(
-                server.addr,
-                "GET",
-                &format!("/api/v1/console/queries/{id}"),
-                &[("x-api-key", &user_key)],
-                None,
-            )
-            .await
-            .json();
-            (history["status"] == "failed").then_some(history)
-        },
-    )
+    let history = eventually(DEADLINE, "the history says the run failed", || async {
+        let history = request(
+            server.addr,
+            "GET",
+            &format!("/api/v1/console/queries/{id}"),
+            &[("x-api-key", &user_key)],
+            None,
+        )
+        .await
+        .json();
+        (history["status"] == "failed").then_some(history)
+    })
     .await;
     let error: &Value = &history["run"]["error"];
     assert!(error.as_str().unwrap().contains("went away"), "{history}");
@@ -304,17 +304,35 @@ fn rss_kib(pid: u32) -> u64 {
     status_kib(pid, "VmRSS:")
 }
 
-/// A size line of a process's `/proc/<pid>/status` (`VmRSS:`, `VmHWM:` for its peak), in KiB.
+/// A size line of a process's `/proc/<pid>/status` (`VmRSS:`, `VmHWM:` for its peak), in KiB;
+/// a status that can't be read, or has no such line, fails the test (a bound measured on
+/// nothing holds for anything).
 fn status_kib(pid: u32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix(field))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{path}: {error}"));
+    let value = status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .unwrap_or_else(|| panic!("no {field} line in {path}: {status}"));
+    value
+        .trim()
+        .strip_suffix("kB")
+        .and_then(|kib| kib.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{path}: {field}{value} is not a size in kB"))
+}
+
+/// Resets the peak resident set (`VmHWM`) of a process to its resident set now (`5` to
+/// `/proc/<pid>/clear_refs`), so that the peak read after is the peak of what came after; its
+/// resident set now, in KiB.
+fn reset_peak_kib(pid: u32) -> u64 {
+    let path = format!("/proc/{pid}/clear_refs");
+    std::fs::write(&path, "5").unwrap_or_else(|error| panic!("{path}: {error}"));
+    let (rss, peak) = (rss_kib(pid), status_kib(pid, "VmHWM:"));
+    assert!(
+        peak <= rss + 1024,
+        "the peak ({peak} KiB) is reset to the resident set ({rss} KiB)"
+    );
+    rss
 }
 
 /// Sends the run of query `id` as `key` (with `headers`) on a new connection, closed after the
@@ -414,7 +432,7 @@ async fn huge_values_at_once_stay_within_the_memory_bounds() {
         for statement in &statements {
             ids.push(query(&server, &user_key, statement).await);
         }
-        let before = rss_kib(pid);
+        let before = reset_peak_kib(pid);
         let runs: Vec<_> = ids
             .iter()
             .map(|id| {
@@ -471,10 +489,10 @@ async fn ten_million_rows_stream_with_the_server_memory_flat() {
         "SELECT g FROM generate_series(1, 10000000) g",
     )
     .await;
-    let before = rss_kib(pid);
+    let before = reset_peak_kib(pid);
     let mut stream = start_run(server.addr, &user_key, &id, &[("accept", "text/csv")]).await;
     let mut buffer = vec![0u8; 256 * 1024];
-    let (mut bytes, mut peak, mut newlines) = (0u64, before, 0u64);
+    let (mut bytes, mut newlines) = (0u64, 0u64);
     let mut head = Vec::new();
     loop {
         let read = tokio::time::timeout(HANG_GUARD, stream.read(&mut buffer))
@@ -489,10 +507,9 @@ async fn ten_million_rows_stream_with_the_server_memory_flat() {
             head.extend_from_slice(&buffer[..read.min(2048 - head.len())]);
         }
         newlines += buffer[..read].iter().filter(|b| **b == b'\n').count() as u64;
-        if bytes % (8 * 1024 * 1024) < read as u64 {
-            peak = peak.max(rss_kib(pid));
-        }
     }
+    // The peak of the whole stream, however short it lasted.
+    let peak = status_kib(pid, "VmHWM:");
     // The head's lines, the chunk sizes' lines, the header line and 10 million rows.
     assert!(
         newlines > 10_000_000,
@@ -542,9 +559,9 @@ async fn one_panel(server: &Server) -> (String, String) {
     (id, path)
 }
 
-/// The `panel.run` events of dashboard `id`, every page.
-async fn panel_run_events(server: &Server, id: &str) -> usize {
-    let (mut count, mut after) = (0, String::new());
+/// The request ids of the `panel.run` events of dashboard `id`, every page.
+async fn panel_run_events(server: &Server, id: &str) -> Vec<String> {
+    let (mut ids, mut after) = (Vec::new(), String::new());
     loop {
         let page = request(
             server.addr,
@@ -556,10 +573,13 @@ async fn panel_run_events(server: &Server, id: &str) -> usize {
         .await;
         assert_eq!(page.status, 200, "{}", page.body);
         let page = page.json();
-        count += page["data"].as_array().unwrap().len();
+        for event in page["data"].as_array().unwrap() {
+            let request_id = event["request_id"].as_str();
+            ids.push(request_id.unwrap_or_else(|| panic!("{event}")).to_owned());
+        }
         match page["next"].as_str() {
             Some(next) => after = format!("&after={next}"),
-            None => return count,
+            None => return ids,
         }
     }
 }
@@ -567,10 +587,15 @@ async fn panel_run_events(server: &Server, id: &str) -> usize {
 /// A panel run's audit event is written after its answer (docs/operations.md, "Run events"):
 /// killed with SIGKILL under 16 clients running panels (after 300 answers), with the backlog
 /// bound at 4, the server loses at most 4 events of runs it answered; stopped with SIGTERM,
-/// none.
+/// none. Each run is told apart by its `x-request-id`, which its event keeps: the runs counted
+/// lost are the answered ones whose own event is missing (an event of a run whose answer never
+/// reached its client makes up for none of them).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sigkill_loses_at_most_the_backlog_of_answered_runs_events() {
-    const BOUND: u64 = 4;
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+
+    const BOUND: usize = 4;
     const CLIENTS: usize = 16;
     postgres_admin().await;
     let data = tempfile::tempdir().unwrap();
@@ -578,11 +603,15 @@ async fn a_sigkill_loses_at_most_the_backlog_of_answered_runs_events() {
     for stop in [Signal::SIGKILL, Signal::SIGTERM] {
         let server = start_with(data.path(), &["--run-events-backlog", "4"]).await;
         let (id, path) = one_panel(&server).await;
-        let (answered, wrong) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        // The request ids sent, and those whose answer (the panel's row) the client read.
+        let sent = Arc::new(Mutex::new(BTreeSet::new()));
+        let answered = Arc::new(Mutex::new(BTreeSet::new()));
+        let wrong = Arc::new(AtomicU64::new(0));
         let clients: Vec<_> = (0..CLIENTS)
-            .map(|_| {
+            .map(|client| {
                 let (addr, key, path) = (server.addr, user_key.clone(), path.clone());
-                let (answered, wrong) = (Arc::clone(&answered), Arc::clone(&wrong));
+                let (sent, answered) = (Arc::clone(&sent), Arc::clone(&answered));
+                let wrong = Arc::clone(&wrong);
                 tokio::spawn(async move {
                     // Until the server goes away: each run on one keep-alive connection.
                     let Ok(stream) = tokio::net::TcpStream::connect(addr).await else {
@@ -595,9 +624,12 @@ async fn a_sigkill_loses_at_most_the_backlog_of_answered_runs_events() {
                         return;
                     };
                     tokio::spawn(connection);
-                    loop {
+                    for run in 0u64.. {
+                        let request_id = format!("{stop:?}-{client}-{run}");
+                        sent.lock().unwrap().insert(request_id.clone());
                         let request = http::Request::post(path.as_str())
                             .header("x-api-key", key.as_str())
+                            .header("x-request-id", request_id.as_str())
                             .header("content-type", "application/json")
                             .body(http_body_util::Full::new(bytes::Bytes::from_static(b"{}")))
                             .unwrap();
@@ -611,7 +643,7 @@ async fn a_sigkill_loses_at_most_the_backlog_of_answered_runs_events() {
                         };
                         let body = body.to_bytes();
                         if status == 200 && body.windows(12).any(|w| w == b"\"rows\":[[1]]") {
-                            answered.fetch_add(1, Ordering::SeqCst);
+                            answered.lock().unwrap().insert(request_id);
                         } else {
                             wrong.fetch_add(1, Ordering::SeqCst);
                             return;
@@ -621,10 +653,12 @@ async fn a_sigkill_loses_at_most_the_backlog_of_answered_runs_events() {
             })
             .collect();
         // Until enough runs were answered (the machine may be busy with other tests).
-        let started = Instant::now();
-        while answered.load(Ordering::SeqCst) < 300 && started.elapsed() < Duration::from_secs(20) {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        eventually(
+            Duration::from_secs(120),
+            "300 panel runs answered",
+            || async { (answered.lock().unwrap().len() >= 300).then_some(()) },
+        )
+        .await;
         let mut server = server;
         server.signal(stop);
         server.exit_status().await;
@@ -637,24 +671,40 @@ async fn a_sigkill_loses_at_most_the_backlog_of_answered_runs_events() {
             0,
             "every answer was the panel's row"
         );
-        let answered = answered.load(Ordering::SeqCst);
-        assert!(answered > 0, "no run was answered in 20 s");
+        let sent = std::mem::take(&mut *sent.lock().unwrap());
+        let answered = std::mem::take(&mut *answered.lock().unwrap());
         let server = start(data.path()).await;
-        let events = panel_run_events(&server, &id).await as u64;
-        println!("{stop:?}: {answered} runs answered, {events} events after the restart");
-        let lost = answered.saturating_sub(events);
+        let events = panel_run_events(&server, &id).await;
+        let evented: BTreeSet<&str> = events.iter().map(String::as_str).collect();
+        assert_eq!(evented.len(), events.len(), "one event a run: {events:?}");
+        println!(
+            "{stop:?}: {} runs answered, {} events after the restart",
+            answered.len(),
+            events.len()
+        );
+        let lost: Vec<&String> = answered
+            .iter()
+            .filter(|id| !evented.contains(id.as_str()))
+            .collect();
         match stop {
             Signal::SIGKILL => assert!(
-                lost <= BOUND,
-                "{lost} answered runs lack their event, over the backlog of {BOUND}"
+                lost.len() <= BOUND,
+                "{} answered runs lack their event, over the backlog of {BOUND}: {lost:?}",
+                lost.len()
             ),
-            _ => assert_eq!(lost, 0, "a stop writes every answered run's event"),
+            _ => assert!(
+                lost.is_empty(),
+                "a stop writes every answered run's event: {lost:?}"
+            ),
         }
-        // A run answered is never missing more than that; a run never answered may have its
-        // event (it was durable before the answer reached the client).
+        // Every event is of a run sent; those of runs never answered are of the runs in
+        // flight when the server stopped, one a client at most.
+        let unsent: Vec<&&str> = evented.iter().filter(|id| !sent.contains(**id)).collect();
+        assert!(unsent.is_empty(), "events of runs never sent: {unsent:?}");
+        let unanswered = evented.iter().filter(|id| !answered.contains(**id)).count();
         assert!(
-            events <= answered + CLIENTS as u64,
-            "{events} events, {answered} answered"
+            unanswered <= CLIENTS,
+            "{unanswered} events of runs never answered, over one a client"
         );
         server.stop().await;
     }
