@@ -403,7 +403,7 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
         })
     };
     eventually(
-        std::time::Duration::from_secs(5),
+        std::time::Duration::from_secs(30),
         &format!("describe_tables is an agent.call event on the database: {events:?}"),
         || async { describe_recorded().await.then_some(()) },
     )

@@ -258,7 +258,8 @@ type Tail = Arc<Mutex<VecDeque<String>>>;
 
 const TAIL_LINES: usize = 300;
 
-fn collect_tail(pipe: impl AsyncRead + Unpin + Send + 'static, tail: Tail) {
+/// Keeps the last [`TAIL_LINES`] lines of `pipe` in `tail`; the reader ends at the pipe's end.
+fn collect_tail(pipe: impl AsyncRead + Unpin + Send + 'static, tail: Tail) -> JoinHandle<()> {
     tokio::spawn(async move {
         let mut lines = BufReader::new(pipe).lines();
         while let Ok(Some(line)) = lines.next_line().await {
@@ -268,7 +269,7 @@ fn collect_tail(pipe: impl AsyncRead + Unpin + Send + 'static, tail: Tail) {
             }
             tail.push_back(line);
         }
-    });
+    })
 }
 
 /// One `dbconsole serve --storage postgres` process (killed when dropped).
@@ -306,7 +307,7 @@ impl Node {
         .spawn()
         .expect("spawn dbconsole");
         let log: Tail = Arc::default();
-        collect_tail(child.stderr.take().unwrap(), Arc::clone(&log));
+        let log_read = collect_tail(child.stderr.take().unwrap(), Arc::clone(&log));
         let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
         let waited = tokio::time::timeout(Duration::from_secs(30), async {
             while let Ok(Some(line)) = stdout.next_line().await {
@@ -320,7 +321,10 @@ impl Node {
         let addr = match waited {
             Ok(Some(addr)) => addr,
             failed => {
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                // The whole log: the process ended (or is ended now), and its log is read to
+                // its end.
+                let _ = child.start_kill();
+                let _ = tokio::time::timeout(HANG_GUARD, log_read).await;
                 panic!(
                     "dbconsole did not print `listening on` ({}); its log:\n{}",
                     if failed.is_err() {

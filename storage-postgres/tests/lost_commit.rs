@@ -45,27 +45,43 @@ async fn connection(client: TcpStream, upstream: SocketAddr, switches: Switches)
     let Ok(server) = TcpStream::connect(upstream).await else {
         return;
     };
-    let (mut client_read, mut client_write) = client.into_split();
+    let (mut client_read, client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
-    let cut = Arc::new(AtomicBool::new(false));
-    let answers = {
-        let cut = Arc::clone(&cut);
-        tokio::spawn(async move {
-            let mut buffer = vec![0u8; 16 * 1024];
-            loop {
-                let read = match server_read.read(&mut buffer).await {
-                    Ok(0) | Err(_) => return,
-                    Ok(read) => read,
-                };
-                if cut.load(Ordering::SeqCst) {
-                    return;
-                }
-                if client_write.write_all(&buffer[..read]).await.is_err() {
-                    return;
+    // PostgreSQL's answers go to the client until the cut; then the client's side closes at
+    // once, and PostgreSQL's answers are read (not relayed) until the one to the COMMIT: it has
+    // committed (or rolled back), and the task ends.
+    let (cut, mut cut_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut cut = Some(cut);
+    let answers = tokio::spawn(async move {
+        let mut client_write = Some(client_write);
+        let mut buffer = vec![0u8; 16 * 1024];
+        loop {
+            tokio::select! {
+                _ = &mut cut_rx, if client_write.is_some() => client_write = None,
+                read = server_read.read(&mut buffer) => {
+                    let read = match read {
+                        Ok(0) | Err(_) => return,
+                        Ok(read) => &buffer[..read],
+                    };
+                    match &mut client_write {
+                        Some(client) => {
+                            if client.write_all(read).await.is_err() {
+                                return;
+                            }
+                        }
+                        None => {
+                            if [&b"COMMIT\0"[..], b"ROLLBACK\0"]
+                                .iter()
+                                .any(|tag| read.windows(tag.len()).any(|w| w == *tag))
+                            {
+                                return;
+                            }
+                        }
+                    }
                 }
             }
-        })
-    };
+        }
+    });
     let mut buffer = vec![0u8; 16 * 1024];
     loop {
         let read = match client_read.read(&mut buffer).await {
@@ -76,12 +92,13 @@ async fn connection(client: TcpStream, upstream: SocketAddr, switches: Switches)
         if is_commit(chunk) {
             match switches.at_commit.swap(PASS, Ordering::SeqCst) {
                 CUT_AFTER => {
-                    cut.store(true, Ordering::SeqCst);
-                    answers.abort();
+                    if let Some(cut) = cut.take() {
+                        let _ = cut.send(());
+                    }
                     let _ = server_write.write_all(chunk).await;
-                    // Keep PostgreSQL's side open while it commits; the client's side closes
-                    // now, with the answer never relayed.
-                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    // PostgreSQL's side stays open until it has answered the COMMIT; the
+                    // client's side is closed, the answer never relayed.
+                    let _ = tokio::time::timeout(Duration::from_secs(30), answers).await;
                     return;
                 }
                 CUT_BEFORE => {
@@ -232,11 +249,15 @@ async fn a_commit_whose_outcome_cannot_be_asked_may_have_been_saved() {
     );
     switches.refuse.store(false, Ordering::SeqCst);
     // It was saved: the answer did not say otherwise.
-    let renamed = loop {
-        match storage.database(database.id.as_str()).await {
-            Ok(found) => break found.unwrap(),
-            Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+    let renamed = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match storage.database(database.id.as_str()).await {
+                Ok(found) => break found.unwrap(),
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
         }
-    };
+    })
+    .await
+    .expect("the store reads again once the link is back");
     assert_eq!(renamed.name, "Renamed");
 }

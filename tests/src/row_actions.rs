@@ -419,7 +419,16 @@ pub async fn row_tokens_that_do_not_hold_are_refused(storage: Arc<dyn Storage>) 
         },
     );
     let token = run(&brief, &ann(), &dashboard, 1).await["row_tokens"][0].clone();
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // A token's expiry is a whole second (the one it was made in, with no life): it has expired
+    // once the clock, read as the service reads it, is past the second read after it was made.
+    let seconds = || dbconsole_core::model::Timestamp::now().as_micros() / 1_000_000;
+    let made = seconds();
+    crate::eventually(
+        Duration::from_secs(30),
+        "the clock passes the token's expiry",
+        || async { (seconds() > made).then_some(()) },
+    )
+    .await;
     let body = json!({"row_token": token, "prompted": note});
     let why = refusal(
         &brief,

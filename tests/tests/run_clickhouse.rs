@@ -6,7 +6,6 @@
 mod run_support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use dbconsole_tests::eventually;
 use run_support::*;
@@ -14,8 +13,11 @@ use serde_json::{Value, json};
 
 const PORT: u16 = 8123;
 
+/// The `checker` account, with a timeout of [`OUTLIVES`] (not the default 30 s, as long as
+/// [`DEADLINE`]): a statement a test waits to see end on the server is ended by what the test
+/// checks (a cancel, a shorter timeout, the row cap), never by the credential's timeout.
 fn checker() -> Value {
-    json!([{"username": "checker", "password": PASSWORD}])
+    json!([{"username": "checker", "password": PASSWORD, "timeout": OUTLIVES}])
 }
 
 fn admin() -> clickhouse::Client {
@@ -45,9 +47,10 @@ async fn running(client: &clickhouse::Client, marker: &str) -> bool {
     count > 0
 }
 
-async fn gone_within(client: &clickhouse::Client, marker: &str, within: Duration) {
+/// Waits (at most [`DEADLINE`]) for no statement holding `marker` to run on the server.
+async fn gone(client: &clickhouse::Client, marker: &str) {
     eventually(
-        within,
+        DEADLINE,
         &format!("the statement {marker} ends on the server"),
         || async { (!running(client, marker).await).then_some(()) },
     )
@@ -107,7 +110,7 @@ async fn results_keep_their_types_and_the_cap_holds() {
     let result = answer.expect(200).json();
     assert_eq!(result["row_count"], 10);
     assert_eq!(result["truncated"], true);
-    gone_within(&server, &marker, Duration::from_secs(1)).await;
+    gone(&server, &marker).await;
 
     let (_, answer) = console
         .query(&alice(), &db, &credentials[0], "SELEC 1", None, None)
@@ -135,18 +138,19 @@ async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
         )
         .await;
     let marker = format!("timeout_{}", ulid());
-    let (_, answer) = console
-        .query(
-            &alice(),
-            &db,
-            &credentials[0],
-            &format!("SELECT count() AS {marker} FROM system.numbers"),
-            None,
-            None,
-        )
-        .await;
+    let run = {
+        let (console, db, credential) = (Arc::clone(&console), db.clone(), credentials[0].clone());
+        let statement = format!("SELECT count() AS {marker} FROM system.numbers");
+        tokio::spawn(async move {
+            console
+                .query(&alice(), &db, &credential, &statement, None, None)
+                .await
+        })
+    };
+    // The statement runs on the server, then the timeout ends it there.
+    let (_, answer) = seen_running_then(run, &marker, || running(&server, &marker)).await;
     answer.expect(504);
-    gone_within(&server, &marker, Duration::from_secs(1)).await;
+    gone(&server, &marker).await;
 
     let (db, credentials) = console
         .database(
@@ -173,12 +177,12 @@ async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
         let console = Arc::clone(&console);
         tokio::spawn(async move { console.run(&alice(), &id, None).await })
     };
-    eventually(Duration::from_secs(10), "the statement starts", || async {
+    eventually(DEADLINE, "the statement starts", || async {
         running(&server, &marker).await.then_some(())
     })
     .await;
     run.abort();
-    gone_within(&server, &marker, Duration::from_secs(1)).await;
+    gone(&server, &marker).await;
 }
 
 /// `describe_tables` (the MCP endpoint's tool) lists a table's columns with their ClickHouse

@@ -6,7 +6,6 @@
 mod run_support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use dbconsole_tests::eventually;
 use mysql_async::prelude::Queryable as _;
@@ -15,8 +14,11 @@ use serde_json::{Value, json};
 
 const PORT: u16 = 3306;
 
+/// The `checker` account, with a timeout of [`OUTLIVES`] (not the default 30 s, as long as
+/// [`DEADLINE`]): a statement a test waits to see end on the server is ended by what the test
+/// checks (a cancel, a shorter timeout, the row cap), never by the credential's timeout.
 fn checker() -> Value {
-    json!([{"username": "checker", "password": PASSWORD}])
+    json!([{"username": "checker", "password": PASSWORD, "timeout": OUTLIVES}])
 }
 
 /// A direct connection, to look at the server from outside dbconsole.
@@ -49,9 +51,9 @@ async fn running(conn: &mut mysql_async::Conn, marker: &str) -> bool {
     count.unwrap_or(0) > 0
 }
 
-/// Waits up to `within` for a statement holding `marker` to run on the server (`runs`), or to
-/// be gone from it.
-async fn until_running(conn: &mut mysql_async::Conn, marker: &str, runs: bool, within: Duration) {
+/// Waits (at most [`DEADLINE`]) for a statement holding `marker` to run on the server
+/// (`runs`), or to be gone from it.
+async fn until_running(conn: &mut mysql_async::Conn, marker: &str, runs: bool) {
     let what = if runs {
         format!("the statement {marker} runs on the server")
     } else {
@@ -59,14 +61,14 @@ async fn until_running(conn: &mut mysql_async::Conn, marker: &str, runs: bool, w
     };
     // One check at a time borrows the connection.
     let conn = tokio::sync::Mutex::new(conn);
-    eventually(within, &what, || async {
+    eventually(DEADLINE, &what, || async {
         (running(&mut **conn.lock().await, marker).await == runs).then_some(())
     })
     .await;
 }
 
-async fn gone_within(conn: &mut mysql_async::Conn, marker: &str, within: Duration) {
-    until_running(conn, marker, false, within).await;
+async fn gone(conn: &mut mysql_async::Conn, marker: &str) {
+    until_running(conn, marker, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,14 +108,14 @@ async fn results_keep_their_types_and_the_cap_holds() {
             &alice(),
             &db,
             &credentials[0],
-            &format!("SELECT seq AS {marker} FROM seq_1_to_50000000"),
+            &format!("SELECT seq AS {marker} FROM seq_1_to_50000000000"),
             Some(10),
             Some("text/csv"),
         )
         .await;
     let csv = answer.expect(200).text();
     assert_eq!(csv.lines().count(), 11, "{csv}");
-    gone_within(&mut server, &marker, Duration::from_secs(1)).await;
+    gone(&mut server, &marker).await;
 
     let several = console
         .create_query(&alice(), &db, &credentials[0], "SELECT 1; SELECT 2", None)
@@ -154,18 +156,26 @@ async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
         )
         .await;
     let marker = format!("timeout_{}", ulid());
-    let (_, answer) = console
-        .query(
-            &alice(),
-            &db,
-            &credentials[0],
-            &format!("SELECT SLEEP(30) AS {marker} FROM seq_1_to_2"),
-            None,
-            None,
-        )
-        .await;
+    let run = {
+        let (console, db, credential) = (Arc::clone(&console), db.clone(), credentials[0].clone());
+        let statement = format!("SELECT SLEEP({OUTLIVES}) AS {marker} FROM seq_1_to_2");
+        tokio::spawn(async move {
+            console
+                .query(&alice(), &db, &credential, &statement, None, None)
+                .await
+        })
+    };
+    // The statement runs on the server, then the timeout ends it there.
+    let (_, answer) = {
+        // One check at a time borrows the connection.
+        let conn = tokio::sync::Mutex::new(&mut server);
+        seen_running_then(run, &marker, || async {
+            running(&mut **conn.lock().await, &marker).await
+        })
+        .await
+    };
     answer.expect(504);
-    gone_within(&mut server, &marker, Duration::from_secs(1)).await;
+    gone(&mut server, &marker).await;
 
     let (db, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
     let marker = format!("cancel_{}", ulid());
@@ -174,7 +184,7 @@ async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
             &alice(),
             &db,
             &credentials[0],
-            &format!("SELECT SLEEP(600) AS {marker}"),
+            &format!("SELECT SLEEP({OUTLIVES}) AS {marker}"),
             None,
         )
         .await
@@ -185,9 +195,9 @@ async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
         let console = Arc::clone(&console);
         tokio::spawn(async move { console.run(&alice(), &id, None).await })
     };
-    until_running(&mut server, &marker, true, Duration::from_secs(10)).await;
+    until_running(&mut server, &marker, true).await;
     run.abort();
-    gone_within(&mut server, &marker, Duration::from_secs(1)).await;
+    gone(&mut server, &marker).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

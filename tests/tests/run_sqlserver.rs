@@ -2,24 +2,25 @@
 //! against the TDS stand-in of the check tests, a batch runs and answers its (empty) result, a
 //! wrong password is a 502 that says why and no secret, and the timeout and the cancel close
 //! the connection (what ends a statement on SQL Server, since tiberius sends no attention
-//! signal): the stand-in sees its client go within a second. Parameters and values are covered
-//! by the runner's unit tests.
+//! signal): the stand-in receives the statement, then sees its client go. Parameters and
+//! values are covered by the runner's unit tests.
 
 mod check_support;
 mod run_support;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
 
 use check_support::mock_tds::{CLOSED_WHILE_WAITING, WAITFOR_RECEIVED, mock_sql_server};
 use dbconsole_tests::eventually;
 use run_support::*;
 use serde_json::json;
 
-async fn closed_within(before: usize, within: Duration) {
+/// Waits (at most [`DEADLINE`]) for the stand-in to see one more client close its connection
+/// while it held a `WAITFOR` batch than `before`.
+async fn closed(before: usize) {
     eventually(
-        within,
+        DEADLINE,
         "the stand-in sees its client close the connection",
         || async { (CLOSED_WHILE_WAITING.load(Ordering::SeqCst) > before).then_some(()) },
     )
@@ -56,7 +57,7 @@ async fn batches_run_and_the_timeout_and_cancel_close_the_connection() {
     assert!(!text.contains("Wr0ng-Pa55word-7731"), "{text}");
 
     let before = CLOSED_WHILE_WAITING.load(Ordering::SeqCst);
-    let started = Instant::now();
+    let received = WAITFOR_RECEIVED.load(Ordering::SeqCst);
     let (_, answer) = console
         .query(
             &alice(),
@@ -68,8 +69,14 @@ async fn batches_run_and_the_timeout_and_cancel_close_the_connection() {
         )
         .await;
     answer.expect(504);
-    assert!(started.elapsed() < Duration::from_secs(3));
-    closed_within(before, Duration::from_secs(1)).await;
+    // The statement was on the server (the stand-in counts what it received, and holds it until
+    // its client goes), and the timeout closed its connection.
+    assert_eq!(
+        WAITFOR_RECEIVED.load(Ordering::SeqCst),
+        received + 1,
+        "the stand-in received the statement"
+    );
+    closed(before).await;
 
     let before = CLOSED_WHILE_WAITING.load(Ordering::SeqCst);
     let received = WAITFOR_RECEIVED.load(Ordering::SeqCst);
@@ -78,7 +85,8 @@ async fn batches_run_and_the_timeout_and_cancel_close_the_connection() {
             "sqlserver",
             server.port(),
             json!({}),
-            json!([{"username": "checker", "password": PASSWORD}]),
+            // Ended by the cancel within the deadline, never by a timeout.
+            json!([{"username": "checker", "password": PASSWORD, "timeout": OUTLIVES}]),
         )
         .await;
     let created = console
@@ -98,12 +106,10 @@ async fn batches_run_and_the_timeout_and_cancel_close_the_connection() {
         tokio::spawn(async move { console.run(&alice(), &id, None).await })
     };
     // The client goes away once its statement is on the server.
-    eventually(
-        Duration::from_secs(10),
-        "the stand-in receives the statement",
-        || async { (WAITFOR_RECEIVED.load(Ordering::SeqCst) > received).then_some(()) },
-    )
+    eventually(DEADLINE, "the stand-in receives the statement", || async {
+        (WAITFOR_RECEIVED.load(Ordering::SeqCst) > received).then_some(())
+    })
     .await;
     run.abort();
-    closed_within(before, Duration::from_secs(1)).await;
+    closed(before).await;
 }

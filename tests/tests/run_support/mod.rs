@@ -17,6 +17,48 @@ use dbconsole_tests::TestConsole;
 pub(crate) const PASSWORD: &str = "checkpw";
 pub(crate) const QUERIES: &str = "/api/v1/console/queries";
 
+/// The most a run test waits for what a database server or the service does (a statement to
+/// start or to end, an event to be written): generous, so that a busy machine never fails a
+/// test that is right. How long these take is a figure for the benches
+/// (`benches/benches/run.rs`), not something a test asserts.
+pub(crate) const DEADLINE: Duration = Duration::from_secs(30);
+
+/// How long (seconds) a statement that a test waits to see end on the server would run
+/// otherwise, and the timeout of the credential it runs as: far beyond [`DEADLINE`], so that
+/// only what the test checks (a cancel, a timeout, the row cap) ends it within the deadline.
+pub(crate) const OUTLIVES: u32 = 600;
+
+/// Awaits the spawned run `answer` once `running` has seen its statement run on the database
+/// server (polled every 10 ms): fails when the run answers first (its statement was never
+/// seen there: a timeout or a cancel of a statement that did not run proves nothing), or when
+/// it is not seen within [`DEADLINE`].
+pub(crate) async fn seen_running_then<T, F, Fut>(
+    answer: tokio::task::JoinHandle<T>,
+    what: &str,
+    mut running: F,
+) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = tokio::time::Instant::now();
+    loop {
+        if running().await {
+            break;
+        }
+        assert!(
+            !answer.is_finished(),
+            "{what}: the run answered before its statement was seen running on the server"
+        );
+        assert!(
+            started.elapsed() < DEADLINE,
+            "{what}: not seen running on the server within {DEADLINE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    answer.await.expect("the run's task")
+}
+
 /// The console the run tests drive, over a fresh memory store: every runner compiled in (pools
 /// of 2 sessions that wait 500 ms for one), trusted principals, at most 1,000 rows a run.
 pub(crate) fn run_console() -> TestConsole {
