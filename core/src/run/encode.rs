@@ -147,6 +147,20 @@ pub struct Encoder {
     oversized: Option<String>,
     /// The row tokens to write, when asked for.
     stamping: Option<Stamping>,
+    /// The rows as values instead of bytes, for a run the service reads itself
+    /// ([`Encoder::collecting`]).
+    values: Option<Box<Values>>,
+}
+
+/// A result kept as values: its columns, its rows, and the row being written.
+#[derive(Debug, Default)]
+pub struct Values {
+    /// The columns.
+    pub columns: Vec<Column>,
+    /// The rows, each a value per column, typed as the JSON result types them.
+    pub rows: Vec<Vec<serde_json::Value>>,
+    /// The row being written.
+    row: Vec<serde_json::Value>,
 }
 
 impl Encoder {
@@ -167,6 +181,34 @@ impl Encoder {
             row_bytes: 0,
             oversized: None,
             stamping: None,
+            values: None,
+        }
+    }
+
+    /// An encoder that keeps the result as values ([`Encoder::take_values`]) rather than
+    /// writing bytes, typed as the JSON result types them: for the service's own statements (a
+    /// catalog read, a role check), whose rows it reads itself.
+    pub fn collecting(limits: ValueLimits) -> Self {
+        let mut encoder = Self::with_limits(Format::Json, limits);
+        encoder.buffer = BytesMut::new();
+        encoder.values = Some(Box::default());
+        encoder
+    }
+
+    /// The result kept so far by a [`Encoder::collecting`] encoder (`None` for another).
+    pub fn take_values(&mut self) -> Option<Values> {
+        self.values.take().map(|values| *values)
+    }
+
+    /// Keeps `value` as the next cell, when the encoder collects values: then nothing is
+    /// written.
+    fn kept(&mut self, value: impl FnOnce() -> serde_json::Value) -> bool {
+        match &mut self.values {
+            Some(values) => {
+                values.row.push(value());
+                true
+            }
+            None => false,
         }
     }
 
@@ -183,6 +225,9 @@ impl Encoder {
 
     /// Takes back the row begun last, written or not: the result ends before it.
     pub fn abandon_row(&mut self) {
+        if let Some(values) = &mut self.values {
+            values.row.clear();
+        }
         let (start, any_row) = self.row_start;
         self.buffer.truncate(start.min(self.buffer.len()));
         self.any_row = any_row;
@@ -233,6 +278,10 @@ impl Encoder {
 
     /// Writes the head of the result: the columns.
     pub fn columns(&mut self, columns: &[Column]) {
+        if let Some(values) = &mut self.values {
+            values.columns = columns.to_vec();
+            return;
+        }
         if let Some(stamping) = &mut self.stamping {
             stamping.columns = columns.iter().map(|c| c.name.clone()).collect();
         }
@@ -275,6 +324,11 @@ impl Encoder {
         self.first_cell = true;
         self.row_bytes = 0;
         self.row_start = (self.buffer.len(), self.any_row);
+        if let Some(values) = &mut self.values {
+            values.row.clear();
+            self.any_row = true;
+            return;
+        }
         match self.format {
             Format::Json => {
                 if self.any_row {
@@ -290,6 +344,11 @@ impl Encoder {
 
     /// Ends a row.
     pub fn end_row(&mut self) {
+        if let Some(values) = &mut self.values {
+            let row = std::mem::take(&mut values.row);
+            values.rows.push(row);
+            return;
+        }
         match self.format {
             Format::Json => self.buffer.put_u8(b']'),
             Format::Ndjson => self.buffer.put_slice(b"]\n"),
@@ -324,6 +383,9 @@ impl Encoder {
 
     /// A NULL.
     pub fn null(&mut self) {
+        if self.kept(|| serde_json::Value::Null) {
+            return;
+        }
         self.separator();
         if self.format != Format::Csv {
             self.buffer.put_slice(b"null");
@@ -332,6 +394,9 @@ impl Encoder {
 
     /// A boolean.
     pub fn bool(&mut self, value: bool) {
+        if self.kept(|| serde_json::Value::Bool(value)) {
+            return;
+        }
         self.separator();
         self.buffer
             .put_slice(if value { b"true" } else { b"false" });
@@ -339,6 +404,15 @@ impl Encoder {
 
     /// A signed integer: a JSON string beyond ±2^53.
     pub fn int(&mut self, value: i64) {
+        if self.kept(|| {
+            if value.unsigned_abs() > EXACT_JSON_INTEGER {
+                serde_json::Value::String(value.to_string())
+            } else {
+                serde_json::Value::from(value)
+            }
+        }) {
+            return;
+        }
         self.separator();
         let mut digits = itoa::Buffer::new();
         let text = digits.format(value);
@@ -353,6 +427,15 @@ impl Encoder {
 
     /// An unsigned integer: a JSON string beyond 2^53.
     pub fn uint(&mut self, value: u64) {
+        if self.kept(|| {
+            if value > EXACT_JSON_INTEGER {
+                serde_json::Value::String(value.to_string())
+            } else {
+                serde_json::Value::from(value)
+            }
+        }) {
+            return;
+        }
         self.separator();
         let mut digits = itoa::Buffer::new();
         let text = digits.format(value);
@@ -368,6 +451,9 @@ impl Encoder {
     /// A float: `NaN` and the infinities are strings in JSON.
     pub fn float(&mut self, value: f64) {
         if value.is_finite() {
+            if self.kept(|| serde_json::Value::from(value)) {
+                return;
+            }
             self.separator();
             let mut digits = ryu::Buffer::new();
             self.buffer
@@ -386,6 +472,9 @@ impl Encoder {
         if !self.admits(value.len()) {
             return self.null();
         }
+        if self.kept(|| serde_json::Value::String(value.to_owned())) {
+            return;
+        }
         self.separator();
         match self.format {
             Format::Csv => csv_field(&mut self.buffer, value),
@@ -403,6 +492,11 @@ impl Encoder {
     pub fn bytes(&mut self, value: &[u8]) {
         if !self.admits(value.len()) {
             return self.null();
+        }
+        if self.kept(|| {
+            serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(value))
+        }) {
+            return;
         }
         self.separator();
         let quoted = self.format != Format::Csv;
@@ -430,6 +524,13 @@ impl Encoder {
                 if !self.admits(raw.len()) {
                     return self.null();
                 }
+                // Kept as the document it is (as text when it does not read back).
+                if self.kept(|| {
+                    serde_json::from_str(raw)
+                        .unwrap_or_else(|_| serde_json::Value::String(raw.to_owned()))
+                }) {
+                    return;
+                }
                 self.separator();
                 self.buffer.put_slice(raw.as_bytes());
             }
@@ -438,6 +539,9 @@ impl Encoder {
 
     /// Writes the end of the result: its summary (JSON, NDJSON); nothing for CSV.
     pub fn finish(&mut self, summary: &Summary) {
+        if self.values.is_some() {
+            return;
+        }
         let tail = |buffer: &mut BytesMut| {
             if let Some(error) = &summary.error {
                 buffer.put_slice(b"\"error\":{\"detail\":");
@@ -665,6 +769,55 @@ mod tests {
         let failed = write(Format::Json, Some("boom \"x\""));
         let value: serde_json::Value = serde_json::from_str(&failed).unwrap();
         assert_eq!(value["error"]["detail"], "boom \"x\"");
+    }
+
+    /// Writes every kind of cell, in one row, then an abandoned row.
+    fn write_all_kinds(encoder: &mut Encoder) {
+        encoder.columns(&columns());
+        encoder.begin_row();
+        encoder.null();
+        encoder.bool(true);
+        encoder.int(-3);
+        encoder.int(i64::MAX);
+        encoder.uint(u64::MAX);
+        encoder.float(1.5);
+        encoder.float(f64::NAN);
+        encoder.text("a\"b");
+        encoder.number_text("12.50");
+        encoder.bytes(b"\x00\xff");
+        encoder.json("{\"k\": [1, 2]}");
+        encoder.end_row();
+        encoder.begin_row();
+        encoder.int(9);
+        encoder.abandon_row();
+    }
+
+    #[test]
+    fn a_collected_result_holds_the_values_its_json_holds() {
+        let mut collecting = Encoder::collecting(ValueLimits::default());
+        write_all_kinds(&mut collecting);
+        collecting.finish(&Summary {
+            row_count: 1,
+            truncated: false,
+            duration_ms: 1,
+            error: None,
+        });
+        assert!(collecting.take().is_empty(), "nothing is encoded");
+        let values = collecting.take_values().expect("values");
+        assert_eq!(values.columns, columns());
+        // The same cells written as JSON, read back: the values a collected run holds.
+        let mut json = Encoder::new(Format::Json);
+        write_all_kinds(&mut json);
+        json.finish(&Summary {
+            row_count: 1,
+            truncated: false,
+            duration_ms: 1,
+            error: None,
+        });
+        let written: serde_json::Value =
+            serde_json::from_slice(&json.take()).expect("a JSON result");
+        assert_eq!(serde_json::json!(values.rows), written["rows"]);
+        assert_eq!(values.rows.len(), 1, "the abandoned row is not kept");
     }
 
     #[test]

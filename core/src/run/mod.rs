@@ -55,7 +55,7 @@ pub mod sqlserver;
 pub mod statement;
 
 pub use connector::connector;
-pub use encode::{Column, Encoder, Format, RowStamp, Summary};
+pub use encode::{Column, Encoder, Format, RowStamp, Summary, Values};
 pub use pool::{PoolKey, PoolLimits, Pools, checkout, connected};
 
 /// A connection's target with its secrets opened, and the tunnel forwarding that reaches it
@@ -392,6 +392,20 @@ pub struct RowSink {
     ledger: Option<(Arc<memory::Ledger>, u64)>,
     /// The charges of rows written and not yet handed to the body: they go with the next chunk.
     charges: Vec<memory::Charge>,
+    /// Where a collected run's result goes at its end ([`RowSink::collecting`]).
+    collected: Option<oneshot::Sender<Collected>>,
+}
+
+/// A run's result as values, for the service's own statements (a catalog read, a role check):
+/// what the JSON result holds, unencoded.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// The columns and rows.
+    pub values: encode::Values,
+    /// Whether more rows existed than the cap let through.
+    pub truncated: bool,
+    /// Why it failed after its first rows, when it did.
+    pub error: Option<String>,
 }
 
 /// The client is gone: the response body was dropped.
@@ -421,7 +435,24 @@ impl RowSink {
             truncated: false,
             ledger: None,
             charges: Vec::new(),
+            collected: None,
         }
+    }
+
+    /// A sink like [`RowSink::new`]'s that keeps the rows as values ([`Encoder::collecting`])
+    /// and sends them to `collected` at the result's end; nothing goes to `chunks`, whose
+    /// receiver the caller keeps while it waits (dropped, the run is cancelled as a client's).
+    pub(crate) fn collecting(
+        chunks: mpsc::Sender<Result<Bytes, BodyError>>,
+        started: oneshot::Sender<Result<(), RunError>>,
+        max_rows: u64,
+        limits: encode::ValueLimits,
+        collected: oneshot::Sender<Collected>,
+    ) -> Self {
+        let mut sink = Self::new(Format::Json, chunks, started, max_rows, limits);
+        sink.encoder = Encoder::collecting(limits);
+        sink.collected = Some(collected);
+        sink
     }
 
     /// From now on, the rows this run takes are those `ledger` counts: each large row's charge
@@ -576,6 +607,16 @@ impl RowSink {
             }
         }
         let error = outcome.as_ref().err().map(ToString::to_string);
+        if let Some(collected) = self.collected.take() {
+            let values = self.encoder.take_values().unwrap_or_default();
+            let _ = collected.send(Collected {
+                values,
+                truncated: self.truncated,
+                error,
+            });
+            self.signal_start();
+            return;
+        }
         if self.encoder.format() == Format::Csv
             && let Some(error) = error
         {

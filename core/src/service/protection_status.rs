@@ -117,9 +117,9 @@ impl ProtectionStatus {
                 row_stamp: None,
             })
             .await?;
-        match answer["error"]["detail"].as_str() {
+        match answer.error {
             None => Ok(()),
-            Some(detail) => Err(ApiError::BadGateway(detail.to_owned())),
+            Some(detail) => Err(ApiError::BadGateway(detail)),
         }
     }
 }

@@ -124,8 +124,13 @@ impl Schema {
             })
             .await?;
         let mut tables: Vec<Value> = Vec::new();
-        for row in result["rows"].as_array().into_iter().flatten() {
-            let text = |index: usize| row[index].as_str().unwrap_or_default().to_owned();
+        for row in &result.values.rows {
+            let text = |index: usize| {
+                row.get(index)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             let (schema, table) = (text(0), text(1));
             let column = json!({
                 "name": text(2),
@@ -141,7 +146,7 @@ impl Schema {
                 _ => tables.push(json!({ "schema": schema, "table": table, "columns": [column] })),
             }
         }
-        Ok(json!({ "tables": tables, "truncated": result["truncated"] }))
+        Ok(json!({ "tables": tables, "truncated": result.truncated }))
     }
 
     /// `GET …/me/databases/{id}/schema?credential_id=`: the tables and columns the caller

@@ -17,13 +17,14 @@ use crate::model::{Adapter, Credential, Database, Inputs, RunFacts, RunOutcome};
 use crate::run::protect::{Protection, Refused};
 use crate::run::statement::Dialect;
 use crate::run::{
-    CHANNEL_CHUNKS, Format, PoolKey, QueryRunner, RowSink, RunError, RunJob, classify, connector,
+    CHANNEL_CHUNKS, Collected, Format, PoolKey, QueryRunner, RowSink, RunError, RunJob, classify,
+    connector,
 };
 use crate::validate::ValidationErrors;
 
 use super::admission::Guarded;
 use super::error::ApiError;
-use super::response::ResponseBody;
+use super::response::{BodyError, ResponseBody};
 use super::run_events::RunEvents;
 use crate::check::TunnelDialer;
 use crate::run::Runners;
@@ -99,25 +100,40 @@ impl Launcher {
             .ok_or_else(|| run_error(RunError::NotBuilt(adapter)))
     }
 
-    /// Runs `run` (in JSON) to its end and answers its result document: for the service's own
-    /// statements (a catalog read, a role check), whose rows it reads itself.
-    pub(crate) async fn run_collected(&self, run: Run) -> Result<serde_json::Value, ApiError> {
-        let response = self
-            .start_run(Run {
-                format: Format::Json,
-                ..run
-            })
-            .await?;
-        let body = collected(response).await?;
-        serde_json::from_slice(&body).map_err(|error| {
-            tracing::error!(%error, "a run's result could not be read back");
-            ApiError::BadGateway("the database's answer could not be read".to_owned())
+    /// Runs `run` to its end and answers its result as values: for the service's own
+    /// statements (a catalog read, a role check), whose rows it reads itself. An error before
+    /// any row is the run's error, as for any run; one after them is the result's `error`.
+    pub(crate) async fn run_collected(&self, run: Run) -> Result<Collected, ApiError> {
+        let (collect, collected) = oneshot::channel();
+        // Kept while the run is read: dropped with this future, the run is cancelled.
+        let _body = self.spawn_run(run, Some(collect)).await?;
+        collected.await.map_err(|_| {
+            tracing::error!("a collected run ended without its result");
+            ApiError::Internal
         })
     }
 
     /// Spawns the run and answers as soon as it knows how: the first rows (200, streamed), or
     /// the error that came before them.
     pub(crate) async fn start_run(&self, run: Run) -> Result<Response<ResponseBody>, ApiError> {
+        let format = run.format;
+        let body = self.spawn_run(run, None).await?;
+        let mut response = Response::new(ResponseBody::collected(body));
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(format.content_type()),
+        );
+        Ok(response)
+    }
+
+    /// Spawns the run (its rows kept as values for `collect`, when given, else encoded in its
+    /// format) and answers once it is known how it starts: the receiver of its body's chunks,
+    /// or the error that came before any row.
+    async fn spawn_run(
+        &self,
+        run: Run,
+        collect: Option<oneshot::Sender<Collected>>,
+    ) -> Result<mpsc::Receiver<Result<Bytes, BodyError>>, ApiError> {
         let Run {
             runner,
             db,
@@ -174,13 +190,22 @@ impl Launcher {
         };
         let (chunks, body) = mpsc::channel(CHANNEL_CHUNKS);
         let (started, start) = oneshot::channel();
-        let mut sink = RowSink::new(
-            format,
-            chunks,
-            started,
-            u64::from(max_rows),
-            self.memory.limits(),
-        );
+        let mut sink = match collect {
+            Some(collect) => RowSink::collecting(
+                chunks,
+                started,
+                u64::from(max_rows),
+                self.memory.limits(),
+                collect,
+            ),
+            None => RowSink::new(
+                format,
+                chunks,
+                started,
+                u64::from(max_rows),
+                self.memory.limits(),
+            ),
+        };
         if let Some(stamp) = row_stamp {
             sink.stamp_rows(stamp);
         }
@@ -243,14 +268,7 @@ impl Launcher {
             }
         });
         match start.await {
-            Ok(Ok(())) => {
-                let mut response = Response::new(ResponseBody::collected(body));
-                response.headers_mut().insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static(format.content_type()),
-                );
-                Ok(response)
-            }
+            Ok(Ok(())) => Ok(body),
             Ok(Err(error)) => Err(run_error(error)),
             Err(_) => {
                 tracing::error!("a run ended without an answer");
