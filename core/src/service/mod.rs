@@ -13,7 +13,7 @@
 //! reads; the route table (`routes`) and recognition (`router`); the assembled state (`app`),
 //! the builder (`builder`) and the pipeline (`pipeline`).
 //!
-//! Secrets arrive in bodies and are sealed by validation with the service's [`Sealer`]; only
+//! Secrets arrive in bodies and are sealed by validation with the service's [`Sealer`](crate::seal::Sealer); only
 //! check-connection opens them.
 //!
 //! ---
