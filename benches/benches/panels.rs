@@ -1,7 +1,10 @@
 //! Dashboard panels under load (issue "Fast where people wait"): how many one-row panel runs per
-//! second the release `dbconsole` server on redb answers to 4 keep-alive clients, against
-//! `pgbench -M prepared` running a script of a panel's shape (`BEGIN READ ONLY; SELECT 1 AS one;
-//! ROLLBACK;`) at the same concurrency on the same PostgreSQL, measured in the same run.
+//! second the release `dbconsole` server on redb answers to 4 keep-alive clients, against pgbench
+//! running a panel's transaction at the same concurrency on the same PostgreSQL, measured in the
+//! same run, two ways (issue "Fair baselines"): `pgbench -M prepared` with a script of three
+//! statements (`BEGIN READ ONLY; SELECT 1 AS one; ROLLBACK;`, three round trips), and `pgbench -M
+//! simple` with the same transaction as one compound statement (`BEGIN READ ONLY\; SELECT 1 AS
+//! one\; ROLLBACK`: one query, one round trip, as a panel run sends its transaction in one write).
 //!
 //! The same run also measures a one-row panel over a stored table on a database without
 //! policies, and the same panel on a database whose policy masks one of its columns (run as the
@@ -95,16 +98,43 @@ async fn call(addr: std::net::SocketAddr, request: &[u8]) -> (u16, serde_json::V
     )
 }
 
-/// `pgbench -M prepared -c 4` on a panel's shape for `seconds`: transactions per second.
-fn pgbench(seconds: u64) -> f64 {
+/// A pgbench baseline: how it sends a panel's transaction.
+#[derive(Clone, Copy)]
+struct Pgbench {
+    /// pgbench's `-M`.
+    mode: &'static str,
+    /// The script.
+    script: &'static str,
+    /// What the report calls it.
+    label: &'static str,
+}
+
+/// Three statements, each its own round trip, prepared: the baseline of the earlier figures.
+const THREE_ROUND_TRIPS: Pgbench = Pgbench {
+    mode: "prepared",
+    script: "BEGIN READ ONLY;\nSELECT 1 AS one;\nROLLBACK;\n",
+    label: "BEGIN READ ONLY; SELECT 1; ROLLBACK",
+};
+
+/// The same transaction as one compound statement: pgbench sends a line of statements joined by
+/// `\;` as one query (the simple protocol; a compound statement cannot be prepared), so the
+/// transaction is one round trip.
+const ONE_ROUND_TRIP: Pgbench = Pgbench {
+    mode: "simple",
+    script: "BEGIN READ ONLY\\; SELECT 1 AS one\\; ROLLBACK;\n",
+    label: "BEGIN READ ONLY\\; SELECT 1\\; ROLLBACK (one compound statement, one round trip)",
+};
+
+/// `pgbench -M <mode> -c 4` running `baseline`'s script for `seconds`: transactions per second.
+fn pgbench(baseline: Pgbench, seconds: u64) -> f64 {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let script = dir.path().join("panel.sql");
-    std::fs::write(&script, "BEGIN READ ONLY;\nSELECT 1 AS one;\nROLLBACK;\n").expect("the script");
+    std::fs::write(&script, baseline.script).expect("the script");
     let output = std::process::Command::new("pgbench")
         .args([
             "-n",
             "-M",
-            "prepared",
+            baseline.mode,
             "-c",
             &CLIENTS.to_string(),
             "-j",
@@ -360,13 +390,17 @@ async fn run() {
     // By subject, by panel: each round's phase.
     let mut measured: Vec<[Vec<Phase>; 3]> = subjects.iter().map(|_| Default::default()).collect();
     let mut written: Vec<Vec<(f64, Events)>> = subjects.iter().map(|_| Vec::new()).collect();
-    let mut baseline = Vec::new();
+    let baselines = [THREE_ROUND_TRIPS, ONE_ROUND_TRIP];
+    // By baseline: each round's tps.
+    let mut baseline: [Vec<f64>; 2] = Default::default();
     for _ in 0..rounds {
-        baseline.push(
-            tokio::task::spawn_blocking(move || pgbench(seconds))
-                .await
-                .expect("pgbench"),
-        );
+        for (pgbench_tps, &script) in baseline.iter_mut().zip(&baselines) {
+            pgbench_tps.push(
+                tokio::task::spawn_blocking(move || pgbench(script, seconds))
+                    .await
+                    .expect("pgbench"),
+            );
+        }
         for ((subject, phases), events) in subjects.iter().zip(&mut measured).zip(&mut written) {
             for (runs, phases) in subject.runs.iter().zip(phases.iter_mut()) {
                 let (phase, written) = load_with_events(subject, runs, period).await;
@@ -377,8 +411,13 @@ async fn run() {
             }
         }
     }
-    let tps = median(baseline);
-    println!("pgbench -M prepared -c {CLIENTS}, BEGIN READ ONLY; SELECT 1; ROLLBACK: {tps:.0} tps");
+    let [tps, compound_tps] = baseline.map(median);
+    for (script, tps) in baselines.iter().zip([tps, compound_tps]) {
+        println!(
+            "pgbench -M {} -c {CLIENTS}, {}: {tps:.0} tps",
+            script.mode, script.label
+        );
+    }
     for ((subject, [one, plain, protected]), events) in subjects.iter().zip(&measured).zip(&written)
     {
         let rate = |phases: &[Phase]| median_of(phases, |p| p.per_second);
@@ -398,6 +437,10 @@ async fn run() {
             "{name}: SELECT 1 panel / pgbench: {:.2}x (goal 0.5x); protected / unprotected: {:.2}x (goal 0.8x)",
             rate(one) / tps,
             rate(protected) / rate(plain)
+        );
+        println!(
+            "{name}: SELECT 1 panel / pgbench, one compound statement: {:.2}x",
+            rate(one) / compound_tps
         );
         if !events.is_empty() {
             let keeping_up = events

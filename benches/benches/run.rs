@@ -8,11 +8,16 @@
 //!   so the same rows are also **stored** in a table (`run_bench_stored`, made once) and read
 //!   with `SELECT *` as CSV, JSON and NDJSON: there, dbconsole's own cost shows.
 //! - **Time to first row**: until the client holds the first row, against the time until psql
-//!   prints its first row.
+//!   prints its first row with `FETCH_COUNT` set ([`FETCH_COUNT`] rows per fetch, through a
+//!   cursor), so that psql prints rows as they come (by default it prints only once it holds the
+//!   whole result: that first row, printed too, is the earlier figures' baseline). psql's total
+//!   time, the throughput baseline, is its default run's, as before.
 //! - **Memory**: the growth of this process's resident set (service and client in it) while a
 //!   10-million-row CSV result streams, sampled every 10 ms.
 //! - **Panel latency**: a one-row panel run against a warm pool, through the service in
-//!   process, against the same query through a raw tokio-postgres client in this process.
+//!   process, against the same query through a raw tokio-postgres client in this process, its
+//!   statement prepared once (one round trip per query; the earlier figures' baseline prepared it
+//!   on every call, two round trips, and is printed too).
 //!
 //! The service runs in this process behind hyper, with a layer that vouches for the principal
 //! (as an embedding application would), on the reference server's allocator (mimalloc). Run: `cargo bench -p dbconsole-benches --bench run`.
@@ -52,6 +57,8 @@ const QUERY_10M: &str = "SELECT g, g * 2 AS twice, md5(g::text) AS hash, \
      TIMESTAMPTZ '2024-01-01 00:00:00+00' + g * INTERVAL '1 second' AS at, g % 7 = 0 AS seventh \
      FROM generate_series(1, 10000000) g";
 const API_KEY: &str = "run-bench-api-key-0123456789";
+/// psql's `FETCH_COUNT` for its time to first row.
+const FETCH_COUNT: u32 = 1000;
 
 fn service() -> ConsoleService {
     ConsoleService::builder(
@@ -205,10 +212,16 @@ async fn stream(addr: SocketAddr, id: &str, accept: &str) -> Streamed {
     }
 }
 
-/// psql's run of `text` as CSV: time to its first row and to its end (output discarded).
-fn psql(text: &str) -> (Duration, Duration) {
+/// psql's run of `text` as CSV: time to its first row and to its end (output discarded). With
+/// `fetch_count`, psql reads the result through a cursor, that many rows per fetch, and prints
+/// each batch as it comes; without, it prints once it holds the whole result.
+fn psql(text: &str, fetch_count: Option<u32>) -> (Duration, Duration) {
     let started = Instant::now();
-    let mut child = Command::new("psql")
+    let mut command = Command::new("psql");
+    if let Some(rows) = fetch_count {
+        command.args(["-v", &format!("FETCH_COUNT={rows}")]);
+    }
+    let mut child = command
         .args([
             "-X",
             "-h",
@@ -246,6 +259,44 @@ fn psql(text: &str) -> (Duration, Duration) {
         first_row.unwrap_or_else(|| started.elapsed()),
         started.elapsed(),
     )
+}
+
+/// psql's baselines for one query, best of [`ROUNDS`] each: its default run (to the end, and to
+/// its first row, which it prints only once it holds the whole result) and a run with
+/// `FETCH_COUNT` (to the first row it prints, of the first batch).
+struct Psql {
+    total: Duration,
+    first: Duration,
+    fetch_first: Duration,
+    fetch_total: Duration,
+}
+
+impl Psql {
+    fn measure(text: &str) -> Self {
+        let runs: Vec<(Duration, Duration)> = (0..ROUNDS).map(|_| psql(text, None)).collect();
+        let fetched: Vec<(Duration, Duration)> =
+            (0..ROUNDS).map(|_| psql(text, Some(FETCH_COUNT))).collect();
+        Psql {
+            total: best(runs.iter().map(|r| r.1)),
+            first: best(runs.iter().map(|r| r.0)),
+            fetch_first: best(fetched.iter().map(|r| r.0)),
+            fetch_total: best(fetched.iter().map(|r| r.1)),
+        }
+    }
+
+    fn print(&self) {
+        println!(
+            "  psql --csv:           {:>8.3} s ({:.0} rows/s), first row after {:.3} s",
+            self.total.as_secs_f64(),
+            1e6 / self.total.as_secs_f64(),
+            self.first.as_secs_f64()
+        );
+        println!(
+            "  psql --csv -v FETCH_COUNT={FETCH_COUNT}: first row after {:.4} s ({:.3} s to the end)",
+            self.fetch_first.as_secs_f64(),
+            self.fetch_total.as_secs_f64()
+        );
+    }
 }
 
 /// A session on the test PostgreSQL as `checker`.
@@ -332,26 +383,21 @@ async fn bench() {
         let bytes = runs[0].bytes;
         results.push((label, total, first, bytes));
     }
-    let psql_runs: Vec<(Duration, Duration)> = (0..ROUNDS).map(|_| psql(QUERY_1M)).collect();
-    let psql_total = best(psql_runs.iter().map(|r| r.1));
-    let psql_first = best(psql_runs.iter().map(|r| r.0));
+    let psql_1m = Psql::measure(QUERY_1M);
     println!("1,000,000 rows x 5 columns, best of {ROUNDS}:");
-    println!(
-        "  psql --csv:           {:>8.3} s ({:.0} rows/s), first row after {:.3} s",
-        psql_total.as_secs_f64(),
-        1e6 / psql_total.as_secs_f64(),
-        psql_first.as_secs_f64()
-    );
+    psql_1m.print();
     for (label, total, first, bytes) in &results {
         println!(
             "  dbconsole {label:<5}:      {:>8.3} s ({:.0} rows/s, {:.1} MB), first row after {:.3} s; \
-             throughput {:.2}x psql's, time to first row {:.3}x psql's",
+             throughput {:.2}x psql's, time to first row {:.3}x psql's with FETCH_COUNT={FETCH_COUNT} \
+             ({:.3}x psql's default)",
             total.as_secs_f64(),
             1e6 / total.as_secs_f64(),
             *bytes as f64 / 1e6,
             first.as_secs_f64(),
-            psql_total.as_secs_f64() / total.as_secs_f64(),
-            first.as_secs_f64() / psql_first.as_secs_f64(),
+            psql_1m.total.as_secs_f64() / total.as_secs_f64(),
+            first.as_secs_f64() / psql_1m.fetch_first.as_secs_f64(),
+            first.as_secs_f64() / psql_1m.first.as_secs_f64(),
         );
     }
 
@@ -360,16 +406,9 @@ async fn bench() {
     let select = format!("SELECT * FROM {stored}");
     let warm = new_query(&service, &db, &select, 1_000_000).await;
     stream(addr, &warm, "text/csv").await;
-    let psql_runs: Vec<(Duration, Duration)> = (0..ROUNDS).map(|_| psql(&select)).collect();
-    let psql_total = best(psql_runs.iter().map(|r| r.1));
-    let psql_first = best(psql_runs.iter().map(|r| r.0));
+    let psql_stored = Psql::measure(&select);
     println!("the same rows stored in {stored}, SELECT *, best of {ROUNDS}:");
-    println!(
-        "  psql --csv:           {:>8.3} s ({:.0} rows/s), first row after {:.3} s",
-        psql_total.as_secs_f64(),
-        1e6 / psql_total.as_secs_f64(),
-        psql_first.as_secs_f64()
-    );
+    psql_stored.print();
     for (accept, label, goal) in [
         ("text/csv", "CSV", 1.0),
         ("application/json", "JSON", 0.9),
@@ -384,11 +423,13 @@ async fn bench() {
         let first = best(runs.iter().map(|r| r.first_row));
         println!(
             "  dbconsole {label:<6}:     {:>8.3} s ({:.1} MB), first row after {:.3} s; \
-             throughput {:.2}x psql's (goal {goal}x)",
+             throughput {:.2}x psql's (goal {goal}x), time to first row {:.3}x psql's with \
+             FETCH_COUNT={FETCH_COUNT}",
             total.as_secs_f64(),
             runs[0].bytes as f64 / 1e6,
             first.as_secs_f64(),
-            psql_total.as_secs_f64() / total.as_secs_f64(),
+            psql_stored.total.as_secs_f64() / total.as_secs_f64(),
+            first.as_secs_f64() / psql_stored.fetch_first.as_secs_f64(),
         );
     }
 
@@ -447,7 +488,20 @@ async fn bench() {
     };
     panel_round().await;
     let client = checker_client().await;
+    // The raw client prepares its statement once, as the panel's session does, and then each
+    // query is one round trip (bind, execute).
+    let prepared = client.prepare("SELECT 1 AS one").await.unwrap();
     let raw_round = || async {
+        let started = Instant::now();
+        for _ in 0..PANEL_RUNS {
+            let rows = client.query(&prepared, &[]).await.unwrap();
+            assert_eq!(rows.len(), 1);
+        }
+        started.elapsed()
+    };
+    // The earlier figures' baseline: the query's text on every call, so tokio-postgres prepares
+    // it each time (two round trips: prepare, then bind and execute).
+    let unprepared_round = || async {
         let started = Instant::now();
         for _ in 0..PANEL_RUNS {
             let rows = client.query("SELECT 1 AS one", &[]).await.unwrap();
@@ -456,18 +510,25 @@ async fn bench() {
         started.elapsed()
     };
     raw_round().await;
+    unprepared_round().await;
     let mut panel = Vec::new();
     let mut raw = Vec::new();
+    let mut unprepared = Vec::new();
     for _ in 0..ROUNDS {
         panel.push(panel_round().await);
         raw.push(raw_round().await);
+        unprepared.push(unprepared_round().await);
     }
-    let (panel, raw) = (best(panel), best(raw));
+    let (panel, raw, unprepared) = (best(panel), best(raw), best(unprepared));
+    let micros = |time: Duration| time.as_secs_f64() * 1e6 / f64::from(PANEL_RUNS);
     println!(
-        "one-row panel run, warm pool: {:.1} µs; raw tokio-postgres query: {:.1} µs; ratio {:.2}x",
-        panel.as_secs_f64() * 1e6 / f64::from(PANEL_RUNS),
-        raw.as_secs_f64() * 1e6 / f64::from(PANEL_RUNS),
-        panel.as_secs_f64() / raw.as_secs_f64()
+        "one-row panel run, warm pool: {:.1} µs; raw tokio-postgres query, prepared once: {:.1} µs; \
+         ratio {:.2}x (prepared on every call: {:.1} µs, ratio {:.2}x)",
+        micros(panel),
+        micros(raw),
+        panel.as_secs_f64() / raw.as_secs_f64(),
+        micros(unprepared),
+        panel.as_secs_f64() / unprepared.as_secs_f64(),
     );
 
     // The cost of data protection: the same one-row panel reading a masked column, on a
