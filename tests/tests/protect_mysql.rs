@@ -129,7 +129,7 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
         "dp_reader",
     )
     .await;
-    use Expect::{NoLeak, Refused, Runs};
+    use Expect::{Denied, NoLeak, Refused, Runs};
     let attempts: Vec<(String, Expect)> = vec![
         // Runs: the column as itself, masked; the hidden one gone.
         (
@@ -217,6 +217,13 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
         (format!("SELECT {t}_leak()"), Refused),
         (format!("SELECT * FROM {t}_tv"), Refused),
         (format!("SHOW CREATE TABLE {t}"), Refused),
+        // Statistics of protected values: row estimates, counts, cardinalities.
+        (
+            format!("EXPLAIN SELECT id FROM {t}"),
+            Denied("row estimates"),
+        ),
+        ("SHOW TABLE STATUS".to_owned(), Denied("SHOW TABLE STATUS")),
+        (format!("SHOW INDEX FROM {t}"), Denied("SHOW INDEX")),
         (format!("SELECT name FROM {t} WHERE id = 1"), Refused),
         (
             format!("SELECT name FROM {t} WHERE id = 1 AND email LIKE 'z%'"),

@@ -157,7 +157,7 @@ async fn protected_columns_never_leak_whatever_the_statement() {
         .send(http::Method::GET, &path, Some(bob), None, None)
         .await
         .expect(200);
-    use Expect::{NoLeak, Refused, Runs};
+    use Expect::{Denied, NoLeak, Refused, Runs};
     let ssn_gone = Refused;
     let attempts: Vec<(String, Expect)> = vec![
         // Runs: a masked column through its masking view, the hidden one gone.
@@ -281,6 +281,19 @@ async fn protected_columns_never_leak_whatever_the_statement() {
             "SELECT 1 LIMIT length(current_setting(schema_to_xml('public', false, false, '')::text))"
                 .to_owned(),
             NoLeak,
+        ),
+        // Estimates and actual rows count protected values: EXPLAIN only without them.
+        (
+            format!("EXPLAIN (ANALYZE, FORMAT JSON) SELECT id FROM {t} WHERE id = 2"),
+            Denied("EXPLAIN runs only as EXPLAIN (COSTS OFF) without ANALYZE"),
+        ),
+        (
+            format!("EXPLAIN SELECT id FROM {t}"),
+            Denied("EXPLAIN runs only as EXPLAIN (COSTS OFF) without ANALYZE"),
+        ),
+        (
+            format!("EXPLAIN (COSTS OFF) SELECT id FROM {t}"),
+            Runs(&["QUERY PLAN"]),
         ),
         // H3: SQL given as text, where EXPLAIN doesn't print it.
         (

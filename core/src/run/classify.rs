@@ -63,17 +63,87 @@ pub fn read_only(text: &str, dialect: Dialect) -> Result<(), String> {
     answer
 }
 
-/// [`read_only`], read by the parser.
-fn classified(text: &str, dialect: Dialect) -> Result<(), String> {
+/// `Ok` when `text`, a statement [`read_only`] admits, may also run on a database with data
+/// protection; `Err` says why not, as the end of a sentence that begins "… with data protection:
+/// ". A protected run returns no figure computed from protected values: `EXPLAIN` runs only as
+/// PostgreSQL's `EXPLAIN (COSTS OFF)` without `ANALYZE` (row estimates, costs and actual rows
+/// count protected values; other databases' `EXPLAIN` prints estimates it can't turn off), and
+/// the `SHOW` statements that answer statistics or credentials are refused: `SHOW TABLE STATUS`
+/// (row counts, a live checksum), `SHOW INDEX`/`KEYS` (cardinalities), `SHOW GRANTS` and
+/// `SHOW CREATE USER` (the credential's password hash).
+pub fn protected(text: &str, dialect: Dialect) -> Result<(), String> {
     let readable = for_parsing(text, dialect)?;
-    let parsed: &dyn Parsed = match dialect {
+    let statements = Parser::parse_sql(parser_dialect(dialect), &readable).map_err(|error| {
+        format!(
+            "this statement can't be read ({})",
+            one_line(&error.to_string())
+        )
+    })?;
+    for statement in &statements {
+        if let Statement::Explain {
+            analyze, options, ..
+        } = statement
+        {
+            let options: Vec<String> = options
+                .iter()
+                .flatten()
+                .map(|option| option.to_string().to_ascii_uppercase())
+                .collect();
+            let analyzed = *analyze
+                || options.iter().any(|option| {
+                    option.starts_with("ANALYZE")
+                        && !matches!(option.as_str(), "ANALYZE OFF" | "ANALYZE FALSE")
+                });
+            let costs_off = options
+                .iter()
+                .any(|option| matches!(option.as_str(), "COSTS OFF" | "COSTS FALSE"));
+            if dialect != Dialect::Postgres || analyzed || !costs_off {
+                return Err(match dialect {
+                    Dialect::Postgres => "EXPLAIN runs only as EXPLAIN (COSTS OFF) without \
+                        ANALYZE: estimates and actual rows count protected values"
+                        .to_owned(),
+                    _ => format!(
+                        "EXPLAIN does not run: {}'s plans print row estimates, which count \
+                         protected values",
+                        dialect.name()
+                    ),
+                });
+            }
+        }
+        let text = statement.to_string().to_ascii_uppercase();
+        let words: Vec<&str> = text.split_whitespace().take(3).collect();
+        let refused = match words.as_slice() {
+            ["SHOW", "TABLE", "STATUS", ..] => Some("SHOW TABLE STATUS (row counts, checksums)"),
+            ["SHOW", "INDEX" | "INDEXES" | "KEYS", ..] => Some("SHOW INDEX (cardinalities)"),
+            ["SHOW", "GRANTS", ..] => Some("SHOW GRANTS (the credential's grants and hash)"),
+            ["SHOW", "CREATE", "USER"] => Some("SHOW CREATE USER (the credential's password hash)"),
+            _ => None,
+        };
+        if let Some(what) = refused {
+            return Err(format!(
+                "{what} does not run: it answers what protected values are, or the credential's \
+                 secrets"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The parser's dialect of `dialect`.
+fn parser_dialect(dialect: Dialect) -> &'static dyn Parsed {
+    match dialect {
         Dialect::Postgres => &PostgreSqlDialect {},
         Dialect::Mysql => &MySqlDialect {},
         Dialect::Clickhouse => &ClickHouseDialect {},
         Dialect::Sqlserver => &MsSqlDialect {},
         Dialect::Oracle => &OracleDialect {},
-    };
-    let statements = Parser::parse_sql(parsed, &readable).map_err(|error| {
+    }
+}
+
+/// [`read_only`], read by the parser.
+fn classified(text: &str, dialect: Dialect) -> Result<(), String> {
+    let readable = for_parsing(text, dialect)?;
+    let statements = Parser::parse_sql(parser_dialect(dialect), &readable).map_err(|error| {
         format!(
             "this statement can't be read as {} SQL ({}), and only a statement read to be a \
              query is sent",
@@ -270,6 +340,79 @@ mod tests {
             read_only("SELECT 1 /*! DROP TABLE t */", Dialect::Postgres),
             Ok(())
         );
+    }
+
+    #[test]
+    fn protected_runs_answer_no_estimates_and_no_credentials() {
+        for (text, dialect) in [
+            ("SELECT id FROM t WHERE id = 2", Dialect::Postgres),
+            (
+                "EXPLAIN (COSTS OFF) SELECT id FROM t WHERE id = 2",
+                Dialect::Postgres,
+            ),
+            (
+                "EXPLAIN (COSTS OFF, FORMAT JSON) SELECT id FROM t",
+                Dialect::Postgres,
+            ),
+            (
+                "EXPLAIN (ANALYZE OFF, COSTS FALSE) SELECT id FROM t",
+                Dialect::Postgres,
+            ),
+            ("SHOW search_path", Dialect::Postgres),
+            ("SHOW TABLES", Dialect::Mysql),
+            ("SHOW COLUMNS FROM t", Dialect::Mysql),
+            ("SELECT id FROM t", Dialect::Mysql),
+        ] {
+            assert_eq!(read_only(text, dialect), Ok(()), "{text}");
+            assert_eq!(protected(text, dialect), Ok(()), "{text}");
+        }
+        for (text, dialect, says) in [
+            (
+                "EXPLAIN SELECT id FROM t WHERE id = 2",
+                Dialect::Postgres,
+                "COSTS OFF",
+            ),
+            (
+                "EXPLAIN ANALYZE SELECT id FROM t",
+                Dialect::Postgres,
+                "COSTS OFF",
+            ),
+            (
+                "EXPLAIN (ANALYZE, COSTS OFF) SELECT id FROM t",
+                Dialect::Postgres,
+                "ANALYZE",
+            ),
+            (
+                "EXPLAIN (ANALYZE TRUE, COSTS OFF) SELECT id FROM t",
+                Dialect::Postgres,
+                "ANALYZE",
+            ),
+            (
+                "EXPLAIN (FORMAT JSON) SELECT DISTINCT ssn FROM t",
+                Dialect::Postgres,
+                "COSTS OFF",
+            ),
+            ("EXPLAIN SELECT id FROM t", Dialect::Mysql, "row estimates"),
+            ("SHOW TABLE STATUS", Dialect::Mysql, "SHOW TABLE STATUS"),
+            ("SHOW INDEX FROM t", Dialect::Mysql, "SHOW INDEX"),
+        ] {
+            let refused = protected(text, dialect).expect_err(text);
+            assert!(refused.contains(says), "{text}: {refused}");
+        }
+        // Either refused here or not read at all (then read_only refuses it first).
+        for text in [
+            "SHOW GRANTS",
+            "SHOW GRANTS FOR CURRENT_USER",
+            "SHOW CREATE USER checker",
+        ] {
+            assert!(
+                read_only(text, Dialect::Mysql).is_err()
+                    || protected(text, Dialect::Mysql).is_err(),
+                "{text}"
+            );
+        }
+        let refused = protected("EXPLAIN SELECT 1", Dialect::Clickhouse).expect_err("EXPLAIN");
+        assert!(refused.contains("row estimates"), "{refused}");
     }
 
     #[test]

@@ -311,6 +311,14 @@ impl Launcher {
             classify::read_only(statement, Dialect::of(adapter))
                 .map_err(|why| ValidationErrors::single("query", format!("{who}: {why}")))?;
         }
+        if protection.is_some() {
+            classify::protected(statement, Dialect::of(adapter)).map_err(|why| {
+                ValidationErrors::single(
+                    "query",
+                    format!("a database with data protection answers no statistics: {why}"),
+                )
+            })?;
+        }
         Ok(protection)
     }
 
