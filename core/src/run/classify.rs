@@ -42,7 +42,19 @@ static KNOWN: std::sync::LazyLock<
 /// `Ok` when `text` (one statement, a panel's `${key}` inputs still in it) only reads; `Err`
 /// says why not, as the end of a sentence that begins "… runs read-only: ".
 pub fn read_only(text: &str, dialect: Dialect) -> Result<(), String> {
-    let known = KNOWN
+    remembered(&KNOWN, text, dialect, classified)
+}
+
+/// The answer `memo` keeps for `text` in `dialect`, or `classify`'s, then kept (the memo is
+/// emptied when it holds [`KEPT`] answers).
+#[allow(clippy::type_complexity, reason = "a memo, read here only")]
+fn remembered(
+    memo: &std::sync::Mutex<HashMap<Dialect, HashMap<String, Result<(), String>>>>,
+    text: &str,
+    dialect: Dialect,
+    classify: fn(&str, Dialect) -> Result<(), String>,
+) -> Result<(), String> {
+    let known = memo
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .get(&dialect)
@@ -51,8 +63,8 @@ pub fn read_only(text: &str, dialect: Dialect) -> Result<(), String> {
     if let Some(known) = known {
         return known;
     }
-    let answer = classified(text, dialect);
-    let mut kept = KNOWN
+    let answer = classify(text, dialect);
+    let mut kept = memo
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let kept = kept.entry(dialect).or_default();
@@ -72,6 +84,17 @@ pub fn read_only(text: &str, dialect: Dialect) -> Result<(), String> {
 /// (row counts, a live checksum), `SHOW INDEX`/`KEYS` (cardinalities), `SHOW GRANTS` and
 /// `SHOW CREATE USER` (the credential's password hash).
 pub fn protected(text: &str, dialect: Dialect) -> Result<(), String> {
+    remembered(&PROTECTED, text, dialect, protected_now)
+}
+
+/// What [`protected`] answered, by dialect and text (a panel's statement is read once).
+#[allow(clippy::type_complexity, reason = "a memo, read here only")]
+static PROTECTED: std::sync::LazyLock<
+    std::sync::Mutex<HashMap<Dialect, HashMap<String, Result<(), String>>>>,
+> = std::sync::LazyLock::new(Default::default);
+
+/// [`protected`], read by the parser.
+fn protected_now(text: &str, dialect: Dialect) -> Result<(), String> {
     let readable = for_parsing(text, dialect)?;
     let statements = Parser::parse_sql(parser_dialect(dialect), &readable).map_err(|error| {
         format!(
