@@ -79,8 +79,8 @@ struct Settings {
     sessions: browser::SessionOptions,
     /// How panel rows' tokens behave.
     row_tokens: RowTokenOptions,
-    /// The audit events of panel (and other event-only) runs, written off their way.
-    run_events: Arc<run_events::RunEvents>,
+    /// The most answered runs whose events (written off their way) may not be durable yet.
+    run_events_bound: usize,
     /// The client browsers sign in as through the OIDC issuer, when there is one.
     oidc_login: Option<Arc<OidcLogin>>,
 }
@@ -125,7 +125,7 @@ impl ConsoleService {
                 outbox: OutboxTargets::default(),
                 sessions: browser::SessionOptions::default(),
                 row_tokens: RowTokenOptions::default(),
-                run_events: Arc::new(run_events::RunEvents::new(run_events::DEFAULT_BOUND, false)),
+                run_events_bound: run_events::DEFAULT_BOUND,
                 oidc_login: None,
             },
         }
@@ -207,7 +207,7 @@ impl ConsoleServiceBuilder {
     /// audit events may not be durable yet (default [`run_events::DEFAULT_BOUND`], at least 1):
     /// what a crash can lose. A run waits before its answer ends while the backlog is full.
     pub fn run_events_bound(mut self, bound: usize) -> Self {
-        self.settings.run_events = Arc::new(run_events::RunEvents::new(bound, false));
+        self.settings.run_events_bound = bound;
         self
     }
 
@@ -322,11 +322,11 @@ impl ConsoleServiceBuilder {
             outbox,
             sessions,
             row_tokens,
-            run_events,
+            run_events_bound,
             oidc_login,
         } = self.settings;
         // The run events' writer records metrics when the service does.
-        let run_events = Arc::new(run_events::RunEvents::new(run_events.bound(), metrics));
+        let run_events = Arc::new(run_events::RunEvents::new(run_events_bound, metrics));
         let read_cache = read_cache.map(Arc::new);
         let callers = Callers { authenticator };
         let admission = Admission::new(Arc::clone(&storage));

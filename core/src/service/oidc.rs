@@ -22,7 +22,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
-use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use rand::RngCore as _;
 use serde_json::{Value, json};
@@ -31,7 +30,7 @@ use sha2::{Digest as _, Sha256};
 use super::browser::{Browser, cookie};
 use super::call::{Answer, Call};
 use super::error::ApiError;
-use super::response::{ResponseBody, json_response};
+use super::response::{ResponseBody, json_response, text_response};
 use crate::auth::oidc::OidcLogin;
 use crate::model::{Role, Scope, Session, SessionKind, SignInMethod, Timestamp};
 use crate::seal::{Place, Sealer};
@@ -100,19 +99,8 @@ fn query_param(query: Option<&str>, name: &str) -> Option<String> {
     })
 }
 
-/// A plain-text page: what a browser that navigated here shows.
-fn plain(status: StatusCode, text: &str) -> Response<ResponseBody> {
-    let mut response = Response::new(ResponseBody::full(Bytes::from(text.to_owned())));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
-}
-
 fn redirect(to: &str, cookies: Vec<HeaderValue>) -> Response<ResponseBody> {
-    let mut response = plain(StatusCode::FOUND, "");
+    let mut response = text_response(StatusCode::FOUND, String::new());
     let headers = response.headers_mut();
     if let Ok(location) = HeaderValue::from_str(to) {
         headers.insert(header::LOCATION, location);
@@ -135,9 +123,10 @@ fn unreachable(error: &dyn std::fmt::Display) -> ApiError {
 
 /// The callback's refusal: 400, a page saying why.
 fn refused(why: &str) -> Answer {
-    Ok(plain(
+    // A page a browser that navigated here shows.
+    Ok(text_response(
         StatusCode::BAD_REQUEST,
-        &format!("The sign-in did not complete: {why}. Start again from the sign-in page.\n"),
+        format!("The sign-in did not complete: {why}. Start again from the sign-in page.\n"),
     ))
 }
 

@@ -79,11 +79,6 @@ impl RunEvents {
         }
     }
 
-    /// The most answered runs whose events may not be durable yet.
-    pub(in crate::service) fn bound(&self) -> usize {
-        self.bound
-    }
-
     /// A slot for one event: waits while `bound` answered runs' events are not durable.
     pub(in crate::service) async fn slot(&self) -> Slot {
         let permit = Arc::clone(&self.slots)
