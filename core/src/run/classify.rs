@@ -95,14 +95,7 @@ static PROTECTED: std::sync::LazyLock<
 
 /// [`protected`], read by the parser.
 fn protected_now(text: &str, dialect: Dialect) -> Result<(), String> {
-    let readable = for_parsing(text, dialect)?;
-    let statements = Parser::parse_sql(parser_dialect(dialect), &readable).map_err(|error| {
-        format!(
-            "this statement can't be read ({})",
-            one_line(&error.to_string())
-        )
-    })?;
-    for statement in &statements {
+    for statement in &parsed(text, dialect)? {
         if let Statement::Explain {
             analyze, options, ..
         } = statement
@@ -165,16 +158,7 @@ fn parser_dialect(dialect: Dialect) -> &'static dyn Parsed {
 
 /// [`read_only`], read by the parser.
 fn classified(text: &str, dialect: Dialect) -> Result<(), String> {
-    let readable = for_parsing(text, dialect)?;
-    let statements = Parser::parse_sql(parser_dialect(dialect), &readable).map_err(|error| {
-        format!(
-            "this statement can't be read as {} SQL ({}), and only a statement read to be a \
-             query is sent",
-            dialect.name(),
-            one_line(&error.to_string())
-        )
-    })?;
-    for statement in &statements {
+    for statement in &parsed(text, dialect)? {
         if let ControlFlow::Break(what) = statement.visit(&mut Writes) {
             return Err(format!(
                 "only queries are sent (SELECT, WITH, VALUES, SHOW, DESCRIBE, EXPLAIN), and \
@@ -183,6 +167,20 @@ fn classified(text: &str, dialect: Dialect) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// `text` as the parser of `dialect` reads it (its executable comments as code); what it can't
+/// read is refused, saying why.
+fn parsed(text: &str, dialect: Dialect) -> Result<Vec<Statement>, String> {
+    let readable = for_parsing(text, dialect)?;
+    Parser::parse_sql(parser_dialect(dialect), &readable).map_err(|error| {
+        format!(
+            "this statement can't be read as {} SQL ({}), and only a statement read to be a \
+             query is sent",
+            dialect.name(),
+            one_line(&error.to_string())
+        )
+    })
 }
 
 /// The parser's message on one line, without the sqlparser prefix.
