@@ -285,6 +285,8 @@ async fn execute(
     if let Some(protection) = protection {
         verify::ensure(conn, protection).await?;
     }
+    // Every run on a protected database is read-only, console queries too.
+    let read_only = read_only || protection.is_some();
     if read_only {
         conn.query_drop("START TRANSACTION READ ONLY")
             .await

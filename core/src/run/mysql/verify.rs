@@ -75,6 +75,8 @@ pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(
             )),
         ));
     }
+    let (schema, unmatched) = schema_problems(conn, protection).await?;
+    problems.extend(schema);
     let definers: Vec<(String, String, String)> = conn
         .query(
             "SELECT 'view', TABLE_SCHEMA, TABLE_NAME FROM information_schema.VIEWS \
@@ -121,12 +123,159 @@ pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(
     if problems.is_empty() {
         return Ok(());
     }
-    Err(RunError::Protected(Refused::unverified(
+    let mut refused = Refused::unverified(
         protection,
         &format!("the user {account}"),
         &problems,
         "as an administrator",
-    )))
+    );
+    refused.unmatched = unmatched;
+    Err(RunError::Protected(refused))
+}
+
+/// What the schema lets the user learn of a protected column without naming it, where the
+/// user's privileges can't close it: a generated column computed from one that it may read, a
+/// partitioning expression over one (`PARTITION (p)` and the partitions' names and row counts
+/// tell which rows hold which values), an index holding one (InnoDB answers a query from a
+/// covering index in its order, so a row's neighbours tell its value), and a policy naming a
+/// view (it protects no table's column).
+async fn schema_problems(
+    conn: &mut Conn,
+    protection: &Protection,
+) -> Result<(Vec<Problem>, Vec<String>), RunError> {
+    let mut problems = Vec::new();
+    let mut unmatched = Vec::new();
+    let generated: Vec<(String, String, String, String, String)> = conn
+        .query(
+            "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, GENERATION_EXPRESSION, PRIVILEGES \
+             FROM information_schema.COLUMNS WHERE GENERATION_EXPRESSION IS NOT NULL \
+             AND TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')",
+        )
+        .await
+        .map_err(|e| database_error(&e))?;
+    for (schema, table, column, expression, privileges) in generated {
+        let readable = privileges
+            .split(',')
+            .any(|p| p.trim().eq_ignore_ascii_case("select"));
+        if let Some(source) = mentioned(protection, &schema, &table, &expression)
+            && readable
+            && protection.find(&schema, &table, &column).is_none()
+        {
+            problems.push((
+                format!(
+                    "the user can read `{schema}`.`{table}`.`{column}`, computed from the \
+                     protected column `{}` (policy \"{}\")",
+                    source.column, source.policy
+                ),
+                Some(format!(
+                    "REVOKE SELECT (`{column}`) ON `{schema}`.`{table}` FROM <the user>, or \
+                     protect `{table}`.`{column}` too"
+                )),
+            ));
+        }
+    }
+    let partitions: Vec<(String, String, Option<String>, Option<String>)> = conn
+        .query(
+            "SELECT DISTINCT TABLE_SCHEMA, TABLE_NAME, PARTITION_EXPRESSION, \
+             SUBPARTITION_EXPRESSION FROM information_schema.PARTITIONS \
+             WHERE PARTITION_NAME IS NOT NULL \
+             AND TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')",
+        )
+        .await
+        .map_err(|e| database_error(&e))?;
+    for (schema, table, expression, sub) in partitions {
+        let key = [expression, sub].into_iter().flatten().collect::<Vec<_>>();
+        if let Some(source) = key
+            .iter()
+            .find_map(|k| mentioned(protection, &schema, &table, k))
+        {
+            problems.push((
+                format!(
+                    "the partitioning of `{schema}`.`{table}` is by the protected column `{}` \
+                     (policy \"{}\"): `PARTITION (p)` and the partitions' names and row counts \
+                     tell which rows hold which values, whatever the user's privileges",
+                    source.column, source.policy
+                ),
+                Some(format!(
+                    "ALTER TABLE `{schema}`.`{table}` REMOVE PARTITIONING, or partition it by a \
+                     column no policy protects"
+                )),
+            ));
+        }
+    }
+    let indexes: Vec<(String, String, String, String)> = conn
+        .query(
+            "SELECT TABLE_SCHEMA, TABLE_NAME, INDEX_NAME, COLUMN_NAME \
+             FROM information_schema.STATISTICS \
+             WHERE TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema', 'mysql', 'sys')",
+        )
+        .await
+        .map_err(|e| database_error(&e))?;
+    for (schema, table, index, column) in indexes {
+        if let Some(source) = protection.find(&schema, &table, &column) {
+            problems.push((
+                format!(
+                    "the index `{index}` of `{schema}`.`{table}` holds the protected column \
+                     `{column}` (policy \"{}\"): MariaDB answers a query from a covering index \
+                     in the index's order, so a row's neighbours tell its value",
+                    source.policy
+                ),
+                Some(if index == "PRIMARY" {
+                    format!(
+                        "make `{schema}`.`{table}`'s primary key a column no policy protects"
+                    )
+                } else {
+                    format!("DROP INDEX `{index}` ON `{schema}`.`{table}`")
+                }),
+            ));
+        }
+    }
+    let views: Vec<(String, String)> = conn
+        .query(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
+             WHERE TABLE_TYPE = 'VIEW'",
+        )
+        .await
+        .map_err(|e| database_error(&e))?;
+    for column in &protection.columns {
+        let Some(table) = &column.table else { continue };
+        if let Some((schema, view)) = views.iter().find(|(schema, view)| {
+            view.eq_ignore_ascii_case(table)
+                && column
+                    .schema
+                    .as_deref()
+                    .is_none_or(|s| s.eq_ignore_ascii_case(schema))
+        }) {
+            problems.push((
+                format!(
+                    "policy \"{}\" names {}, a column of the view `{schema}`.`{view}`, which \
+                     protects no table's column: name the column of the table it reads",
+                    column.policy, column.named
+                ),
+                None,
+            ));
+            unmatched.push(column.named.clone());
+        }
+    }
+    Ok((problems, unmatched))
+}
+
+/// The protected column of `schema.table` that `expression` (as MariaDB prints a generation
+/// or partitioning expression: names in backquotes, or bare) names, if any.
+fn mentioned<'a>(
+    protection: &'a Protection,
+    schema: &str,
+    table: &str,
+    expression: &str,
+) -> Option<&'a crate::run::protect::ProtectedColumn> {
+    let lower = expression.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    protection.columns.iter().find(|c| {
+        c.protects_table(schema, table) && words.contains(&c.column.to_ascii_lowercase().as_str())
+    })
 }
 
 /// `user@host` as an account name: `'user'@'host'`.

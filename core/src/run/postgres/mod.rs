@@ -15,8 +15,10 @@
 //! - **Inputs**: each `${key}` is a `$n` parameter sent in text form: the server converts it to
 //!   the type it inferred at prepare time, and the common types are checked first so that a
 //!   value that does not convert is answered naming its input.
-//! - **Session state**: a panel's transaction is rolled back (undoing any `SET`); a console
-//!   query's is committed, then the session is reset with `DISCARD ALL`. A session that fails
+//! - **Session state**: a panel's transaction is rolled back (undoing any `SET`) and its
+//!   advisory locks released (its prepared statements stay); a console query's is committed
+//!   (on a protected database: read-only and rolled back), then the session is reset with
+//!   `DISCARD ALL`. A session that fails
 //!   either, or whose statement was cancelled, is closed instead of going back to the pool.
 //! - **Cancel**: a cancel request (`pg_cancel_backend`'s protocol message) on a new connection.
 //! - **Data protection**: on a database with policies, the session's role is verified to be
@@ -50,6 +52,10 @@ use super::protect::{Protection, Refused, Treatment};
 use super::statement::Dialect;
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
+
+/// What ends a panel's transaction: its rollback, and the release of any session-level
+/// advisory lock its statement took (`LISTEN` and temporary state end with the rollback).
+const END_PANEL: &str = "ROLLBACK; SELECT pg_advisory_unlock_all()";
 
 /// How many rows one portal read asks for at most.
 const BATCH: u64 = 100_000;
@@ -535,8 +541,10 @@ async fn execute_panel(
     // The whole transaction goes in one write: the ROLLBACK is sent (polled once) behind the
     // statement, and answered after its last row (PostgreSQL answers in order). Waiting for
     // it here would wait for rows no one reads yet.
+    // Session-level advisory locks outlive the transaction: released with it, so that a
+    // pooled session holds none (its prepared statements stay).
     let mut rollback = Box::pin(futures_util::future::maybe_done(
-        client.batch_execute("ROLLBACK"),
+        client.batch_execute(END_PANEL),
     ));
     let send_rollback = std::future::poll_fn(|cx| {
         let _ = rollback.as_mut().poll(cx);
@@ -604,9 +612,13 @@ async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Res
     } = prepare(session, run, true).await?;
     // From here on, the session's rows are the statement's.
     sink.count_rows(Arc::clone(&session.ledger));
+    // On a protected database the run is read-only and rolled back: functions a read-only
+    // transaction still allows (`lo_from_bytea`, `pg_notify`) leave nothing behind.
     let transaction = session
         .client
-        .transaction()
+        .build_transaction()
+        .read_only(run.protection.is_some())
+        .start()
         .await
         .map_err(|e| refused_by_privileges(&e, run.protection))?;
     let portal = transaction
@@ -639,10 +651,12 @@ async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Res
     }
     sink.flush().await.map_err(|_| RunError::Cancelled)?;
     drop(portal);
-    transaction
-        .commit()
-        .await
-        .map_err(|e| refused_by_privileges(&e, run.protection))
+    let end = if run.protection.is_some() {
+        transaction.rollback().await
+    } else {
+        transaction.commit().await
+    };
+    end.map_err(|e| refused_by_privileges(&e, run.protection))
 }
 
 /// A run ready to send: its prepared statement, its parameters, and its columns as they are
@@ -664,7 +678,7 @@ async fn prepare<'a>(
 ) -> Result<Prepared<'a>, RunError> {
     // On a protected database, nothing of the statement reaches the server before its role is
     // verified, not even its parse.
-    let masks = match run.protection {
+    let kept = match run.protection {
         Some(protection) if verify => Some(verify::ensure(session, protection).await?),
         _ => None,
     };
@@ -674,13 +688,12 @@ async fn prepare<'a>(
         .map_err(|e| refused_by_privileges(&e, run.protection))?;
     let params = parameters(&statement, run.params)?;
     let treatments = match run.protection {
-        Some(protection) => match (session.treatments.get(run.text), &masks) {
-            (Some(kept), _) => Some(Arc::clone(kept)),
-            (None, Some(masks)) => {
-                let treatments: Arc<[Treatment]> =
-                    protect::treatments(session, &statement, protection, masks)
-                        .await?
-                        .into();
+        Some(_) => match (session.treatments.get(run.text), &kept) {
+            (Some(treatments), _) => Some(Arc::clone(treatments)),
+            (None, Some(kept)) => {
+                let treatments: Arc<[Treatment]> = protect::treatments(session, &statement, kept)
+                    .await?
+                    .into();
                 session
                     .treatments
                     .insert(run.text.to_owned(), Arc::clone(&treatments));

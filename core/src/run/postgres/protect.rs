@@ -7,14 +7,15 @@
 //! typed `masked`; a protected column of a table (which the verified role can't read, so this
 //! is a second wall) is hidden or masked.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use tokio_postgres::Statement;
 use tokio_postgres::types::ToSql;
 
+use super::verify::Kept;
 use super::{Session, database_error};
 use crate::run::RunError;
-use crate::run::protect::{Protection, Treatment};
+use crate::run::protect::Treatment;
 
 /// The columns of the relations a result's columns come from.
 const ORIGINS: &str = "\
@@ -23,14 +24,14 @@ FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE a.attrelid = ANY($1) AND a.attnum > 0";
 
-/// What happens to each column of `statement` under `protection`, `masks` being the session's
-/// verified masking views (by oid: the table each masks).
+/// What happens to each column of `statement` under what the session verified (`kept`: the
+/// protection as the catalog has it, and its masking views, by oid: the table each masks).
 pub(super) async fn treatments(
     session: &mut Session,
     statement: &Statement,
-    protection: &Protection,
-    masks: &HashMap<u32, (String, String)>,
+    kept: &Kept,
 ) -> Result<Vec<Treatment>, RunError> {
+    let (protection, masks) = (&kept.effective, &kept.masks);
     let oids: Vec<u32> = statement
         .columns()
         .iter()

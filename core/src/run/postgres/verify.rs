@@ -14,13 +14,15 @@
 //! since) has the fingerprint read again, in the same statement, and compared.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use sha2::{Digest as _, Sha256};
 use tokio_postgres::types::ToSql;
 
 use super::{Session, database_error};
 use crate::run::RunError;
-use crate::run::protect::{Problem, Protection, Refused};
+use crate::model::ColumnAction;
+use crate::run::protect::{Problem, ProtectedColumn, Protection, Refused};
 
 /// The prefix of a role's masking schema for a source schema: `<role>_mask_<schema>`.
 pub(super) const MASK_SCHEMA: &str = "_mask_";
@@ -28,6 +30,16 @@ pub(super) const MASK_SCHEMA: &str = "_mask_";
 /// The masking schema of `schema` for `role`.
 pub(super) fn mask_schema(role: &str, schema: &str) -> String {
     format!("{role}{MASK_SCHEMA}{schema}")
+}
+
+/// What a verified session reads its statements' columns with.
+#[derive(Debug)]
+pub(super) struct Kept {
+    /// The verified masking views, by oid: the source table's schema and name.
+    pub(super) masks: HashMap<u32, (String, String)>,
+    /// The policies' columns and those protected as they are (a partition or child, a
+    /// parent, a generated column computed from one), each by its own schema and table.
+    pub(super) effective: Protection,
 }
 
 /// What a session verified: the policies and the catalog it verified them against, and its
@@ -41,8 +53,8 @@ pub(super) struct Verified {
     /// The snapshot (`txid_current_snapshot()`) of the latest check that found the catalog's
     /// fingerprint unchanged: a run in an equal snapshot sees the same catalog.
     snapshot: String,
-    /// The verified masking views, by oid: the source table's schema and name.
-    masks: HashMap<u32, (String, String)>,
+    /// What the session verified: its masking views and the protection as the catalog has it.
+    kept: Arc<Kept>,
     /// Whether the last check found the snapshot as verified: the next check is then the
     /// quiet one ([`SAME_SNAPSHOT`]).
     quiet: bool,
@@ -72,6 +84,8 @@ macro_rules! fingerprint {
   FROM pg_auth_members),
  (SELECT concat_ws(',', rolsuper, rolbypassrls, rolreplication, rolconfig) FROM pg_roles
   WHERE rolname = current_user),
+ (SELECT string_agg(oid::text || ':' || rolsuper::text || rolinherit::text || rolbypassrls::text,
+   ',' ORDER BY oid) FROM pg_roles),
  (SELECT string_agg(oid::text || ':' || xmin::text, ',' ORDER BY oid) FROM pg_namespace
   WHERE nspname NOT LIKE 'pg\\_temp\\_%' AND nspname NOT LIKE 'pg\\_toast\\_temp\\_%'),
  (SELECT xmin::text FROM pg_database WHERE datname = current_database()),
@@ -85,9 +99,19 @@ macro_rules! fingerprint {
 const CURRENT: &str = concat!("SELECT txid_current_snapshot()::text, ", fingerprint!());
 
 /// Every way the session's role could read a protected column, each with the statement that
-/// removes it (or NULL). The policies' columns are `$1`..`$4`: schema (NULL: any), table
-/// (NULL: any), column, policy. A row of kind `view` is a view the role may read that reads a
-/// protected column with its owner's rights: the caller decides whether it is a masking view.
+/// removes it (or NULL). The policies' columns are `$1`..`$6`: schema (NULL: any), table
+/// (NULL: any), column, policy, action (`hide`, `mask`) and the name as the policy wrote it.
+///
+/// Protection follows the data, not only the names: a column a policy names (`named`) protects
+/// the column of that name in each partition or inheritance child below it (`down`: a child's
+/// rows are its own) and in each parent above it (`up`: reading the parent reads the child's
+/// rows), and each generated column computed from any of those (`prot`). Rows of kind
+/// `derived` list those the policies don't name (as JSON: schema, table, column, policy,
+/// action, how), so that masking views and result columns treat them as their source; rows of
+/// kind `unmatched` are policy columns that match no column of a table (a view's, a typo, a
+/// dropped column): never protected, so every run is refused until the policy names the table.
+/// A row of kind `view` is a view the role may read that reads a protected column with its
+/// owner's rights: the caller decides whether it is a masking view.
 const PROBLEMS: &str = "\
 WITH RECURSIVE
 me AS (
@@ -95,10 +119,11 @@ me AS (
   FROM pg_roles WHERE rolname = current_user
 ),
 policy AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS p(nsp, rel, col, policy)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
+    WITH ORDINALITY AS p(nsp, rel, col, policy, action, named, n)
 ),
 named AS (
-  SELECT c.oid AS relid, a.attnum, a.attname, p.policy
+  SELECT c.oid AS relid, a.attname, p.policy, p.action, p.n
   FROM policy p
   JOIN pg_attribute a ON lower(a.attname) = lower(p.col) AND a.attnum > 0 AND NOT a.attisdropped
   JOIN pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p', 'f', 'm') AND c.oid >= 16384
@@ -106,13 +131,36 @@ named AS (
   WHERE (p.nsp IS NULL OR lower(n.nspname) = lower(p.nsp))
     AND (p.rel IS NULL OR lower(c.relname) = lower(p.rel))
 ),
-prot AS (
-  SELECT relid, attnum, attname, policy FROM named
+down AS (
+  SELECT relid, attname, policy, action, 'named'::text AS how FROM named
   UNION
-  SELECT i.inhrelid, a.attnum, a.attname, prot.policy
-  FROM prot JOIN pg_inherits i ON i.inhparent = prot.relid
-  JOIN pg_attribute a ON a.attrelid = i.inhrelid AND a.attname = prot.attname
-   AND NOT a.attisdropped
+  SELECT i.inhrelid, down.attname, down.policy, down.action, 'a partition or child'
+  FROM down JOIN pg_inherits i ON i.inhparent = down.relid
+),
+up AS (
+  SELECT relid, attname, policy, action, 'named'::text AS how FROM named
+  UNION
+  SELECT i.inhparent, up.attname, up.policy, up.action, 'the parent of a protected table'
+  FROM up JOIN pg_inherits i ON i.inhrelid = up.relid
+),
+linked AS (
+  SELECT DISTINCT ON (l.relid, a.attnum, l.policy) l.relid, a.attnum, a.attname, l.policy,
+    l.action, l.how
+  FROM (SELECT * FROM down UNION SELECT * FROM up) l
+  JOIN pg_attribute a ON a.attrelid = l.relid AND a.attname = l.attname AND NOT a.attisdropped
+  ORDER BY l.relid, a.attnum, l.policy, l.how = 'named' DESC
+),
+prot AS (
+  SELECT relid, attnum, attname, policy, action, how FROM linked
+  UNION
+  SELECT g.attrelid, g.attnum, g.attname, l.policy, l.action,
+    format('computed from %I', l.attname)
+  FROM linked l
+  JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.refclassid = 'pg_class'::regclass
+   AND d.refobjid = l.relid AND d.refobjsubid = l.attnum
+  JOIN pg_attrdef ad ON ad.oid = d.objid
+  JOIN pg_attribute g ON g.attrelid = ad.adrelid AND g.attnum = ad.adnum AND g.attgenerated <> ''
+   AND NOT g.attisdropped
 ),
 dep AS (
   SELECT DISTINCT r.ev_class AS view
@@ -125,7 +173,51 @@ dep AS (
   FROM dep JOIN pg_depend d ON d.refobjid = dep.view AND d.refclassid = 'pg_class'::regclass
   JOIN pg_rewrite r ON r.oid = d.objid
   WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class <> dep.view
+),
+reach AS (
+  SELECT p.oid, format('can read %s', (SELECT format('%s.%I', prot.relid::regclass, prot.attname)
+      FROM prot WHERE has_column_privilege(p.proowner, prot.relid, prot.attnum, 'SELECT')
+      LIMIT 1)) AS how
+  FROM pg_proc p
+  WHERE p.prosecdef
+    AND EXISTS (SELECT 1 FROM prot
+                WHERE has_column_privilege(p.proowner, prot.relid, prot.attnum, 'SELECT'))
+  UNION
+  SELECT p.oid, format('may read the view %s, which reads a protected column', v.oid::regclass)
+  FROM pg_proc p JOIN dep ON true JOIN pg_class v ON v.oid = dep.view
+  WHERE p.prosecdef
+    AND (has_table_privilege(p.proowner, v.oid, 'SELECT')
+         OR has_any_column_privilege(p.proowner, v.oid, 'SELECT'))
+  UNION
+  SELECT p.oid, format('may run %s, itself such a function', reach.oid::regprocedure)
+  FROM reach JOIN pg_proc p ON p.prosecdef AND p.oid <> reach.oid
+   AND has_function_privilege(p.proowner, reach.oid, 'EXECUTE')
 )
+SELECT 'derived' AS kind, json_build_array(n.nspname, c.relname, prot.attname, prot.policy,
+    prot.action, prot.how)::text AS problem, NULL AS fix
+FROM prot JOIN pg_class c ON c.oid = prot.relid JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE prot.how <> 'named'
+UNION ALL
+SELECT 'unmatched', format('policy \"%s\" names %s, which is no column of a table%s', p.policy,
+    p.named, coalesce((
+      SELECT format(' (%s is a %s: name the column of the table it reads)', c.oid::regclass,
+        CASE c.relkind WHEN 'v' THEN 'view' ELSE 'materialized view' END)
+      FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.relkind IN ('v', 'm') AND p.rel IS NOT NULL AND lower(c.relname) = lower(p.rel)
+        AND (p.nsp IS NULL OR lower(n.nspname) = lower(p.nsp))
+      LIMIT 1), '')),
+  p.named
+FROM policy p WHERE NOT EXISTS (SELECT 1 FROM named WHERE named.n = p.n)
+UNION ALL
+SELECT 'partition', format('the partition key of %s holds %I, which policy \"%s\" protects: the \
+names of its partitions and their row counts (pg_class.reltuples) are readable by every role',
+    pt.partrelid::regclass, prot.attname, prot.policy),
+  format('partition %s by a column no policy protects', pt.partrelid::regclass)
+FROM prot JOIN pg_partitioned_table pt ON pt.partrelid = prot.relid
+WHERE prot.attnum = ANY(pt.partattrs::int2[])
+   OR (pt.partexprs IS NOT NULL
+       AND position(lower(prot.attname) in lower(pg_get_partkeydef(pt.partrelid))) > 0)
+UNION ALL
 SELECT 'attribute' AS kind, format('the role is %s', concat_ws(', ',
     CASE WHEN rolsuper THEN 'a superuser' END,
     CASE WHEN rolbypassrls THEN 'allowed to bypass row-level security' END,
@@ -145,8 +237,8 @@ SELECT 'member', format('the role is a member of %I (SET ROLE reaches its rights
   format('REVOKE %I FROM %I', r.rolname, me.rolname)
 FROM me JOIN pg_auth_members m ON m.member = me.oid JOIN pg_roles r ON r.oid = m.roleid
 UNION ALL
-SELECT 'column', format('the role can read %s.%I (policy \"%s\")', prot.relid::regclass,
-    prot.attname, prot.policy),
+SELECT 'column', format('the role can read %s.%I (policy \"%s\"%s)', prot.relid::regclass,
+    prot.attname, prot.policy, CASE WHEN prot.how <> 'named' THEN ': ' || prot.how END),
   format('REVOKE SELECT ON %s FROM %I, PUBLIC; GRANT SELECT (%s) ON %s TO %I',
     prot.relid::regclass, me.rolname,
     (SELECT string_agg(quote_ident(a.attname), ', ' ORDER BY a.attnum) FROM pg_attribute a
@@ -172,13 +264,12 @@ WHERE (has_table_privilege(v.oid, 'SELECT') OR has_any_column_privilege(v.oid, '
     WHERE lower(o) IN ('security_invoker=true', 'security_invoker=on', 'security_invoker=1',
                        'security_invoker=yes')))
 UNION ALL
-SELECT 'definer', format('%s runs with the rights of %I, who can read %s.%I (policy \"%s\")',
-    p.oid::regprocedure, pg_get_userbyid(p.proowner), prot.relid::regclass, prot.attname,
-    prot.policy),
+SELECT 'definer', format('%s runs with the rights of %I, who %s', p.oid::regprocedure,
+    pg_get_userbyid(p.proowner),
+    (SELECT string_agg(how, '; ') FROM (SELECT DISTINCT how FROM reach r WHERE r.oid = p.oid) h)),
   format('REVOKE EXECUTE ON FUNCTION %s FROM %I, PUBLIC', p.oid::regprocedure, me.rolname)
 FROM pg_proc p CROSS JOIN me
-JOIN prot ON has_column_privilege(p.proowner, prot.relid, prot.attnum, 'SELECT')
-WHERE p.prosecdef AND has_function_privilege(p.oid, 'EXECUTE')
+WHERE p.oid IN (SELECT oid FROM reach) AND has_function_privilege(p.oid, 'EXECUTE')
 UNION ALL
 SELECT 'function', format('the role may run %s, which PUBLIC may not', p.oid::regprocedure),
   format('REVOKE EXECUTE ON FUNCTION %s FROM %I', p.oid::regprocedure, me.rolname)
@@ -355,12 +446,13 @@ pub(super) fn forget(session: &mut Session) {
 
 /// Checks that `session`'s role can't read a column `protection` protects (again only when the
 /// policies or the catalog changed since the session last verified it), and answers its
-/// verified masking views (by oid: the table each masks); refused, naming what to change, when
-/// it can. A new verification forgets what the session kept of its statements' columns.
+/// verified masking views (by oid: the table each masks) and the protection as the catalog has
+/// it; refused, naming what to change, when it can. A new verification forgets what the
+/// session kept of its statements' columns.
 pub(super) async fn ensure(
     session: &mut Session,
     protection: &Protection,
-) -> Result<HashMap<u32, (String, String)>, RunError> {
+) -> Result<Arc<Kept>, RunError> {
     // At most twice: the quiet check, then the fingerprint's when the snapshot moved.
     while let Some((unchanged, [snapshot, fingerprint])) = kept(session, protection).await? {
         let answer = session
@@ -371,7 +463,7 @@ pub(super) async fn ensure(
             Verdict::Unchanged(now) => {
                 seen(session, now);
                 if let Some(verified) = &session.verified {
-                    return Ok(verified.masks.clone());
+                    return Ok(Arc::clone(&verified.kept));
                 }
             }
             Verdict::Moved => {
@@ -394,17 +486,17 @@ pub(super) async fn ensure(
         .await
         .map_err(|e| database_error(&e))?;
     let (snapshot, fingerprint): (String, String) = (row.get(0), row.get(1));
-    let masks = verify(session, protection).await?;
+    let kept = Arc::new(verify(session, protection).await?);
     // What was verified is what the catalog was before the check: a change made while it ran
     // makes the next run check again.
     session.verified = Some(Verified {
         policies: digest(protection),
         fingerprint,
         snapshot,
-        masks: masks.clone(),
+        kept: Arc::clone(&kept),
         quiet: true,
     });
-    Ok(masks)
+    Ok(kept)
 }
 
 fn digest(protection: &Protection) -> [u8; 32] {
@@ -424,22 +516,25 @@ fn digest(protection: &Protection) -> [u8; 32] {
     hash.finalize().into()
 }
 
-/// The whole check; `Ok` with the masking views the role may read.
-async fn verify(
-    session: &mut Session,
-    protection: &Protection,
-) -> Result<HashMap<u32, (String, String)>, RunError> {
+/// The whole check; `Ok` with the masking views the role may read and the protection as the
+/// catalog has it.
+async fn verify(session: &mut Session, protection: &Protection) -> Result<Kept, RunError> {
     let mut schemas = Vec::new();
     let mut tables = Vec::new();
     let mut columns = Vec::new();
     let mut policies = Vec::new();
+    let mut actions = Vec::new();
+    let mut named = Vec::new();
     for column in &protection.columns {
         schemas.push(column.schema.clone());
         tables.push(column.table.clone());
         columns.push(column.column.clone());
         policies.push(column.policy.clone());
+        actions.push(column.action.as_str().to_owned());
+        named.push(column.named.clone());
     }
-    let params: [&(dyn ToSql + Sync); 4] = [&schemas, &tables, &columns, &policies];
+    let params: [&(dyn ToSql + Sync); 6] =
+        [&schemas, &tables, &columns, &policies, &actions, &named];
     let rows = session
         .client
         .query(PROBLEMS, &params)
@@ -452,17 +547,26 @@ async fn verify(
         .map_err(|e| database_error(&e))?
         .get(0);
     let mut problems: Vec<Problem> = Vec::new();
-    let mut masks = HashMap::new();
+    let mut unmatched = Vec::new();
+    let mut views = Vec::new();
+    let mut effective = protection.clone();
     for row in rows {
         let kind: String = row.get(0);
         let problem: String = row.get(1);
         let fix: Option<String> = row.get(2);
-        if kind != "view" {
-            problems.push((problem, fix));
-            continue;
+        match kind.as_str() {
+            "view" => views.push(problem.parse().unwrap_or(0)),
+            "derived" => effective.columns.extend(derived(&problem, protection)),
+            "unmatched" => {
+                unmatched.push(fix.unwrap_or_default());
+                problems.push((problem, None));
+            }
+            _ => problems.push((problem, fix)),
         }
-        let oid: u32 = problem.parse().unwrap_or(0);
-        match masking_view(session, oid, &role, protection).await? {
+    }
+    let mut masks = HashMap::new();
+    for oid in views {
+        match masking_view(session, oid, &role, &effective).await? {
             Ok(source) => {
                 masks.insert(oid, source);
             }
@@ -470,14 +574,37 @@ async fn verify(
         }
     }
     if problems.is_empty() {
-        return Ok(masks);
+        return Ok(Kept { masks, effective });
     }
-    Err(RunError::Protected(Refused::unverified(
+    let mut refused = Refused::unverified(
         protection,
         &format!("the role {role}"),
         &problems,
         "as an owner or superuser",
-    )))
+    );
+    refused.unmatched = unmatched;
+    Err(RunError::Protected(refused))
+}
+
+/// A column protected as the one a policy names ([`PROBLEMS`]' row of kind `derived`: its
+/// schema, table, column, policy, action and how), as a protected column of its own table.
+fn derived(row: &str, protection: &Protection) -> Option<ProtectedColumn> {
+    let [schema, table, column, policy, action, how]: [String; 6] =
+        serde_json::from_str(row).ok()?;
+    let source = protection.columns.iter().find(|c| c.policy == policy)?;
+    Some(ProtectedColumn {
+        policy,
+        database_id: source.database_id.clone(),
+        named: format!("{schema}.{table}.{column} ({how})"),
+        schema: Some(schema),
+        table: Some(table),
+        column,
+        action: if action == ColumnAction::Hide.as_str() {
+            ColumnAction::Hide
+        } else {
+            ColumnAction::Mask
+        },
+    })
 }
 
 /// Whether the view `oid`, which reads a protected column with its owner's rights, is the role's
@@ -602,7 +729,6 @@ pub(super) fn masking_view_sql(
     columns: &[String],
     protection: &Protection,
 ) -> String {
-    use crate::model::ColumnAction;
     let items: Vec<String> = columns
         .iter()
         .filter_map(|column| match protection.find(schema, table, column) {

@@ -148,6 +148,9 @@ pub struct Refused {
     pub column: String,
     /// What the statement does that can't be masked.
     pub why: String,
+    /// Policy columns, as written, that match no column of a table (a view's, a typo, a
+    /// dropped column): protecting nothing, they refuse every run until corrected.
+    pub unmatched: Vec<String>,
 }
 
 impl Refused {
@@ -157,6 +160,7 @@ impl Refused {
             policy: column.policy.clone(),
             column: column.named.clone(),
             why: why.into(),
+            unmatched: Vec::new(),
         }
     }
 
@@ -177,6 +181,7 @@ impl Refused {
                 .collect::<Vec<_>>()
                 .join(", "),
             why: why.into(),
+            unmatched: Vec::new(),
         }
     }
 }

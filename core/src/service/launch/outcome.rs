@@ -155,7 +155,14 @@ pub(crate) fn run_error(error: RunError) -> ApiError {
         RunError::Cancelled => ApiError::Unavailable,
         RunError::TooLarge(why) => ValidationErrors::single("query", why).into(),
         RunError::Protected(refused) => {
-            ValidationErrors::single("query", refused.to_string()).into()
+            let mut errors = ValidationErrors::single("query", refused.to_string());
+            for column in &refused.unmatched {
+                errors.add(
+                    "unmatched",
+                    format!("{column} matches no column of a table: it protects nothing"),
+                );
+            }
+            errors.into()
         }
     }
 }
