@@ -189,6 +189,24 @@ END $$;
 GRANT dp_owner TO checker WITH ADMIN OPTION;
 CREATE SCHEMA IF NOT EXISTS dp_reader_mask_public AUTHORIZATION dp_owner;
 GRANT USAGE ON SCHEMA dp_reader_mask_public TO dp_reader;
+-- tests/tests/protect_schemas_postgres.rs: `dp_definer` owns SECURITY DEFINER functions in
+-- `dp_definer_fns` (which dp_reader may use); it is NOINHERIT and a member of `dp_peek`, which
+-- the test grants a protected column, and the test turns its INHERIT on and off (CREATEROLE).
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dp_definer') THEN
+    CREATE ROLE dp_definer NOLOGIN NOINHERIT;
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dp_peek') THEN
+    CREATE ROLE dp_peek NOLOGIN;
+  END IF;
+END $$;
+ALTER ROLE dp_definer NOINHERIT;
+ALTER ROLE checker CREATEROLE;
+GRANT dp_definer TO checker WITH ADMIN OPTION;
+GRANT dp_peek TO checker WITH ADMIN OPTION;
+GRANT dp_peek TO dp_definer;
+CREATE SCHEMA IF NOT EXISTS dp_definer_fns AUTHORIZATION dp_definer;
+GRANT USAGE ON SCHEMA dp_definer_fns TO dp_reader;
 SQL
 # The PostgreSQL storage's tests (storage-postgres, the HTTP suite, the two-node and fault tests)
 # keep their records in database `dbconsole`, owned by `dbconsole` (password `dbconsolepw`),

@@ -682,10 +682,13 @@ async fn prepare<'a>(
         Some(protection) if verify => Some(verify::ensure(session, protection).await?),
         _ => None,
     };
+    // A refusal names the columns protected as the catalog has them (a generated column
+    // computed from a protected one is hidden as its source).
+    let named = kept.as_ref().map(|kept| &kept.effective).or(run.protection);
     let statement = session
         .prepare(run.text)
         .await
-        .map_err(|e| refused_by_privileges(&e, run.protection))?;
+        .map_err(|e| refused_by_privileges(&e, named))?;
     let params = parameters(&statement, run.params)?;
     let treatments = match run.protection {
         Some(_) => match (session.treatments.get(run.text), &kept) {
