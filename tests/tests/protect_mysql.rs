@@ -146,9 +146,10 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
             Runs(&["email"]),
         ),
         (format!("SELECT email FROM {t} LIMIT 2"), Runs(&["email"])),
+        // A protected database runs read-only, console queries too: no locking read.
         (
             format!("SELECT email FROM {t} WHERE id IN (1, 2) FOR UPDATE"),
-            Runs(&["email"]),
+            Denied("READ ONLY transaction"),
         ),
         (format!("SELECT ssn FROM {t}"), Runs(&[])),
         (
