@@ -448,6 +448,7 @@ async fn access_control_and_inheritance_survive_reopen() {
                 columns: vec![ColumnRule {
                     column: "users.email".to_owned(),
                     action: ColumnAction::Mask,
+                    mask: Default::default(),
                 }],
             }],
         },

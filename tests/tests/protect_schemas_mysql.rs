@@ -53,7 +53,10 @@ async fn status(fixture: &Fixture) -> Value {
         .console
         .send(
             http::Method::GET,
-            &format!("/api/v1/console/databases/{}/data-protection/status", fixture.db),
+            &format!(
+                "/api/v1/console/databases/{}/data-protection/status",
+                fixture.db
+            ),
             None,
             None,
             None,
@@ -106,9 +109,7 @@ async fn schema_features_never_read_around_the_policies() {
                  (PARTITION p_hiv VALUES IN ('hiv'), PARTITION p_flu VALUES IN ('flu'))"
             ),
             format!("INSERT INTO {t}_pt VALUES (1, 'flu'), (2, 'hiv')"),
-            format!(
-                "CREATE TABLE {t}_ix (id INT PRIMARY KEY, ssn VARCHAR(16))"
-            ),
+            format!("CREATE TABLE {t}_ix (id INT PRIMARY KEY, ssn VARCHAR(16))"),
             format!("INSERT INTO {t}_ix VALUES (1, '999-11-0002'), (2, '999-11-0001')"),
             format!("CREATE TABLE {t}_base (id INT PRIMARY KEY, phone VARCHAR(16))"),
             format!("INSERT INTO {t}_base VALUES (1, '999-11-0001')"),
@@ -138,7 +139,10 @@ async fn schema_features_never_read_around_the_policies() {
         json!([{"column": format!("{t}_gen.email"), "action": "hide"}]),
     )
     .await;
-    assert_refused(&status(&fixture).await, "computed from the protected column");
+    assert_refused(
+        &status(&fixture).await,
+        "computed from the protected column",
+    );
     fixture
         .attempt(&format!("SELECT email_norm FROM {t}_gen"), Expect::Refused)
         .await;
@@ -170,7 +174,9 @@ async fn schema_features_never_read_around_the_policies() {
     assert_refused(&refused, "a column of the view");
     assert_eq!(
         refused["credentials"][0]["problems"]["unmatched"][0],
-        json!(format!("{t}_dv.phone matches no column of a table: it protects nothing")),
+        json!(format!(
+            "{t}_dv.phone matches no column of a table: it protects nothing"
+        )),
         "{refused}"
     );
     fixture
@@ -188,7 +194,10 @@ async fn schema_features_never_read_around_the_policies() {
         "verified"
     );
     fixture
-        .attempt(&format!("SELECT id FROM {t}_ix ORDER BY id"), Expect::Runs(&["id"]))
+        .attempt(
+            &format!("SELECT id FROM {t}_ix ORDER BY id"),
+            Expect::Runs(&["id"]),
+        )
         .await;
     seed(
         &mut server,

@@ -28,7 +28,10 @@ async fn status(fixture: &Fixture) -> Value {
         .console
         .send(
             http::Method::GET,
-            &format!("/api/v1/console/databases/{}/data-protection/status", fixture.db),
+            &format!(
+                "/api/v1/console/databases/{}/data-protection/status",
+                fixture.db
+            ),
             None,
             None,
             None,
@@ -77,6 +80,7 @@ async fn schema_features_never_read_around_the_policies() {
     parent_of_a_protected_child(&admin, &format!("dps_inh_{pid}")).await;
     definer_owner_attributes_are_drift(&admin, &format!("dps_drift_{pid}")).await;
     protected_runs_leave_nothing(&admin, &format!("dps_ro_{pid}")).await;
+    masks_people_expect(&admin, &format!("dps_mask_{pid}")).await;
 }
 
 /// High: a SECURITY DEFINER function whose owner may read a view over the protected column
@@ -127,9 +131,16 @@ async fn definer_reading_through_a_view(admin: &tokio_postgres::Client, t: &str)
         "verified"
     );
     fixture
-        .attempt(&format!("SELECT id, name FROM {t}"), Expect::Runs(&["id", "name"]))
+        .attempt(
+            &format!("SELECT id, name FROM {t}"),
+            Expect::Runs(&["id", "name"]),
+        )
         .await;
-    seed(admin, &format!("DROP FUNCTION {FNS}.{t}(int); DROP TABLE {t} CASCADE")).await;
+    seed(
+        admin,
+        &format!("DROP FUNCTION {FNS}.{t}(int); DROP TABLE {t} CASCADE"),
+    )
+    .await;
 }
 
 /// High: a policy naming a view's column (or a misspelt one) matched nothing and the status
@@ -159,11 +170,16 @@ async fn policies_naming_no_table_column(admin: &tokio_postgres::Client, t: &str
     assert_refused(&refused, "is a view");
     assert_eq!(
         refused["credentials"][0]["problems"]["unmatched"][0],
-        json!(format!("{t}_v.phone matches no column of a table: it protects nothing")),
+        json!(format!(
+            "{t}_v.phone matches no column of a table: it protects nothing"
+        )),
         "{refused}"
     );
     fixture
-        .attempt(&format!("SELECT id, phone || '' AS p FROM {t}_v"), Expect::Refused)
+        .attempt(
+            &format!("SELECT id, phone || '' AS p FROM {t}_v"),
+            Expect::Refused,
+        )
         .await;
     // A misspelt column: unmatched too, never protected.
     fixture
@@ -242,7 +258,11 @@ async fn generated_columns_follow_their_source(admin: &tokio_postgres::Client, t
         fixture.attempt(&sql, Expect::Refused).await;
     }
     // Granting the generated column is reading the protected one: refused, saying so.
-    seed(admin, &format!("GRANT SELECT (ssn_last4) ON {t} TO {READER}")).await;
+    seed(
+        admin,
+        &format!("GRANT SELECT (ssn_last4) ON {t} TO {READER}"),
+    )
+    .await;
     assert_refused(&status(&fixture).await, "computed from");
     fixture
         .attempt(&format!("SELECT id FROM {t}"), Expect::Refused)
@@ -326,7 +346,10 @@ async fn parent_of_a_protected_child(admin: &tokio_postgres::Client, t: &str) {
         "verified"
     );
     fixture
-        .attempt(&format!("SELECT id, name FROM {t}"), Expect::Runs(&["id", "name"]))
+        .attempt(
+            &format!("SELECT id, name FROM {t}"),
+            Expect::Runs(&["id", "name"]),
+        )
         .await;
     fixture
         .attempt(&format!("SELECT id, ssn FROM {t}"), Expect::Refused)
@@ -373,14 +396,21 @@ async fn definer_owner_attributes_are_drift(admin: &tokio_postgres::Client, t: &
     }
     seed(admin, "ALTER ROLE dp_definer INHERIT").await;
     let refused = fixture.run_unleaked(&dashboard, 0).await.expect(422).text();
-    assert!(refused.contains("runs with the rights of dp_definer"), "{refused}");
+    assert!(
+        refused.contains("runs with the rights of dp_definer"),
+        "{refused}"
+    );
     assert_refused(&status(&fixture).await, "dp_definer");
     seed(admin, "ALTER ROLE dp_definer NOINHERIT").await;
     assert_eq!(
         fixture.run_unleaked(&dashboard, 0).await.expect(200).json()["rows"],
         json!([[1, "Alice"]])
     );
-    seed(admin, &format!("DROP FUNCTION {FNS}.{t}(int); DROP TABLE {t} CASCADE")).await;
+    seed(
+        admin,
+        &format!("DROP FUNCTION {FNS}.{t}(int); DROP TABLE {t} CASCADE"),
+    )
+    .await;
 }
 
 /// Medium: console runs on a protected database committed what a read-only statement can
@@ -428,9 +458,17 @@ async fn protected_runs_leave_nothing(admin: &tokio_postgres::Client, t: &str) {
         )
         .await;
     let after: i64 = admin.query_one(large_objects, &[]).await.unwrap().get(0);
-    assert_eq!(before, after, "no large object outlives the run: {}", lo.text());
+    assert_eq!(
+        before,
+        after,
+        "no large object outlives the run: {}",
+        lo.text()
+    );
     for (sql, says) in [
-        (format!("SELECT nextval('{t}_seq')"), "read-only transaction"),
+        (
+            format!("SELECT nextval('{t}_seq')"),
+            "read-only transaction",
+        ),
         (format!("SELECT {FNS}.{t}_write()"), "read-only transaction"),
     ] {
         fixture.attempt(&sql, Expect::Denied(says)).await;
@@ -467,7 +505,10 @@ async fn protected_runs_leave_nothing(admin: &tokio_postgres::Client, t: &str) {
         }
     });
     let channel = format!("{t}_channel");
-    listener.batch_execute(&format!("LISTEN {channel}")).await.unwrap();
+    listener
+        .batch_execute(&format!("LISTEN {channel}"))
+        .await
+        .unwrap();
     fixture
         .attempt(
             &format!("SELECT pg_notify('{channel}', 'from a protected run')"),
@@ -509,4 +550,118 @@ async fn protected_runs_leave_nothing(admin: &tokio_postgres::Client, t: &str) {
 /// An advisory lock key of this test run's own.
 fn pid_key() -> u32 {
     std::process::id() % 1_000_000 + 7_000_000
+}
+
+/// Partial, e-mail and NULL masks besides the full one: each column typed `masked`, its values
+/// the mask's text (a value no longer than what a partial mask keeps is the full mask).
+async fn masks_people_expect(admin: &tokio_postgres::Client, t: &str) {
+    seed(
+        admin,
+        &format!(
+            "DROP VIEW IF EXISTS {MASKS}.{t}; DROP TABLE IF EXISTS {t} CASCADE;
+             CREATE TABLE {t} (id int PRIMARY KEY, email text, first_name text, card text,
+               token text, plain text);
+             INSERT INTO {t} VALUES
+               (1, 'jo.doe@example.com', 'Johanna', '4111222233334444', 'tok-1', 'p1'),
+               (2, 'no-at-sign', 'Al', '12', 'tok-2', 'p2'),
+               (3, NULL, NULL, NULL, NULL, 'p3');
+             GRANT SELECT (id, plain) ON {t} TO {READER};
+             GRANT SELECT ON {t} TO dp_owner;
+             SET ROLE dp_owner;
+             CREATE VIEW {MASKS}.{t} AS SELECT id,
+               CASE WHEN email IS NULL THEN NULL WHEN strpos(email::text, '@') > 0
+                 THEN '****@' || split_part(email::text, '@', -1) ELSE '****'::text END AS email,
+               CASE WHEN first_name IS NULL THEN NULL WHEN length(first_name::text) <= 2
+                 THEN '****'::text ELSE left(first_name::text, 2) || '****' ||
+                 right(first_name::text, 0) END AS first_name,
+               CASE WHEN card IS NULL THEN NULL WHEN length(card::text) <= 4
+                 THEN '****'::text ELSE left(card::text, 0) || '****' || right(card::text, 4)
+                 END AS card,
+               NULL::text AS token, plain FROM public.{t};
+             RESET ROLE;
+             GRANT SELECT ON {MASKS}.{t} TO {READER};"
+        ),
+    )
+    .await;
+    let fixture = Fixture::protected_as(
+        "postgres",
+        PORT,
+        t,
+        json!([
+            {"column": format!("{t}.email"), "action": "mask", "mask": "email"},
+            {"column": format!("{t}.first_name"), "action": "mask", "mask": "partial",
+             "keep_first": 2},
+            {"column": format!("{t}.card"), "action": "mask", "mask": "partial", "keep_last": 4},
+            {"column": format!("{t}.token"), "action": "mask", "mask": "null"},
+        ]),
+        READER,
+    )
+    .await;
+    let document = fixture
+        .console
+        .send(
+            http::Method::GET,
+            &format!("/api/v1/console/databases/{}/data-protection", fixture.db),
+            None,
+            None,
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        document["policies"][0]["columns"][1],
+        json!({"column": format!("{t}.first_name"), "action": "mask", "mask": "partial",
+               "keep_first": 2, "keep_last": 0}),
+        "{document}"
+    );
+    assert_eq!(
+        status(&fixture).await["credentials"][0]["status"],
+        "verified"
+    );
+    let all = fixture
+        .attempt(
+            &format!("SELECT * FROM {t} ORDER BY id"),
+            Expect::Runs(&["id", "email", "first_name", "card", "token", "plain"]),
+        )
+        .await;
+    let types: Vec<&str> = all["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        types,
+        ["int4", "masked", "masked", "masked", "masked", "text"],
+        "{all}"
+    );
+    assert_eq!(
+        all["rows"],
+        json!([
+            [1, "****@example.com", "Jo****", "****4444", null, "p1"],
+            [2, "****", "****", "****", null, "p2"],
+            [3, null, null, null, null, "p3"],
+        ]),
+        "{all}"
+    );
+    // The view defined with the full mask instead is not dbconsole's: refused until redone.
+    seed(
+        admin,
+        &format!(
+            "SET ROLE dp_owner; CREATE OR REPLACE VIEW {MASKS}.{t} AS SELECT id,
+               CASE WHEN email IS NULL THEN NULL ELSE '****'::text END AS email,
+               first_name, card, token, plain FROM public.{t}; RESET ROLE"
+        ),
+    )
+    .await;
+    assert_refused(
+        &status(&fixture).await,
+        "not defined as dbconsole defines it",
+    );
+    seed(
+        admin,
+        &format!("DROP VIEW {MASKS}.{t}; DROP TABLE {t} CASCADE"),
+    )
+    .await;
 }

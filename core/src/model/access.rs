@@ -44,6 +44,65 @@ pub enum ColumnAction {
     Mask,
 }
 
+/// What a masked column's values become.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MaskKind {
+    /// `****`.
+    #[default]
+    Full,
+    /// The first and last few characters kept around `****` (`jo****`); a value no longer than
+    /// what is kept is `****`.
+    Partial,
+    /// The domain of an e-mail address kept (`****@example.com`); anything else is `****`.
+    Email,
+    /// NULL.
+    Null,
+}
+
+/// How a masked column is masked (`Full` unless the policy says otherwise).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Mask {
+    /// Which mask.
+    pub kind: MaskKind,
+    /// For a partial mask: how many characters are kept at the start.
+    pub keep_first: u8,
+    /// For a partial mask: how many characters are kept at the end.
+    pub keep_last: u8,
+}
+
+impl Mask {
+    /// The most characters a partial mask keeps at either end.
+    pub const MAX_KEPT: u8 = 16;
+
+    /// The mask as the stored action's suffix (`partial:2:0`, `email`, `null`); `None` for the
+    /// full mask.
+    pub fn encode(&self) -> Option<String> {
+        match self.kind {
+            MaskKind::Full => None,
+            MaskKind::Partial => Some(format!("partial:{}:{}", self.keep_first, self.keep_last)),
+            other => Some(other.as_str().to_owned()),
+        }
+    }
+
+    /// The mask [`Mask::encode`] wrote.
+    pub fn decode(text: &str) -> Option<Self> {
+        let mut parts = text.split(':');
+        let kind: MaskKind = parts.next()?.parse().ok()?;
+        let mut kept = || -> Option<u8> { parts.next()?.parse().ok() };
+        Some(match kind {
+            MaskKind::Partial => Self {
+                kind,
+                keep_first: kept()?,
+                keep_last: kept()?,
+            },
+            kind => Self {
+                kind,
+                ..Self::default()
+            },
+        })
+    }
+}
+
 /// One column a policy protects.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ColumnRule {
@@ -51,6 +110,8 @@ pub struct ColumnRule {
     pub column: String,
     /// Hide or mask.
     pub action: ColumnAction,
+    /// How a masked column is masked (the full mask for a hidden one).
+    pub mask: Mask,
 }
 
 /// A named data protection policy of a database.
@@ -86,3 +147,4 @@ pub struct AccessControl {
 wire_enum!(SubjectKind, [User => "user", Group => "group"]);
 wire_enum!(AccessLevel, [Query => "query", Review => "review", Admin => "admin"]);
 wire_enum!(ColumnAction, [Hide => "hide", Mask => "mask"]);
+wire_enum!(MaskKind, [Full => "full", Partial => "partial", Email => "email", Null => "null"]);

@@ -8,7 +8,8 @@ use super::errors::message;
 use super::reader::{Items, Reader};
 use super::text::{NAME_MAX, Text, VALUE_MAX};
 use crate::model::{
-    AccessLevel, ColumnAction, ColumnRule, DataProtection, Permission, Policy, SubjectKind,
+    AccessLevel, ColumnAction, ColumnRule, DataProtection, Mask, MaskKind, Permission, Policy,
+    SubjectKind,
 };
 
 /// The rule of subjects, policy names and columns.
@@ -92,9 +93,11 @@ fn policy(r: &mut Reader<'_>) -> Option<Policy> {
     let columns = Items::read(&items.unwrap_or_default(), |_, cr| {
         let column = cr.required_text("column", true, NAME);
         let action = cr.choice::<ColumnAction>("action", true);
+        let mask = mask(cr, action);
         Some(ColumnRule {
             column: column?,
             action: action?,
+            mask: mask?,
         })
     })
     .unique_by("column", |c| Some(c.column.clone()))
@@ -103,5 +106,57 @@ fn policy(r: &mut Reader<'_>) -> Option<Policy> {
         name: name?,
         description,
         columns,
+    })
+}
+
+/// A masked column's `mask` (`full` when left out; `partial` with `keep_first` and
+/// `keep_last`, at most [`Mask::MAX_KEPT`] each, one of them above 0). A hidden column takes
+/// none of these.
+fn mask(r: &mut Reader<'_>, action: Option<ColumnAction>) -> Option<Mask> {
+    let given = |r: &Reader<'_>, key: &str| r.has(key);
+    if action == Some(ColumnAction::Hide) {
+        for key in ["mask", "keep_first", "keep_last"] {
+            if given(r, key) {
+                r.errors()
+                    .add(key, "only a masked column (action mask) takes it");
+            }
+        }
+        return Some(Mask::default());
+    }
+    let kind = if given(r, "mask") {
+        r.choice::<MaskKind>("mask", true)?
+    } else {
+        MaskKind::Full
+    };
+    let max = i64::from(Mask::MAX_KEPT);
+    let kept = |r: &mut Reader<'_>, key: &str| -> Option<u8> {
+        if kind != MaskKind::Partial {
+            if given(r, key) {
+                r.errors().add(key, "only a partial mask takes it");
+                return None;
+            }
+            return Some(0);
+        }
+        match r.integer(key, 0, max) {
+            Some(Some(n)) => u8::try_from(n).ok(),
+            Some(None) => Some(0),
+            None if given(r, key) => None,
+            None => Some(0),
+        }
+    };
+    let keep_first = kept(r, "keep_first");
+    let keep_last = kept(r, "keep_last");
+    let (keep_first, keep_last) = (keep_first?, keep_last?);
+    if kind == MaskKind::Partial && keep_first == 0 && keep_last == 0 {
+        r.errors().add(
+            "keep_first",
+            "a partial mask keeps some characters: keep_first or keep_last above 0",
+        );
+        return None;
+    }
+    Some(Mask {
+        kind,
+        keep_first,
+        keep_last,
     })
 }

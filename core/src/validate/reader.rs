@@ -182,6 +182,11 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Whether the body holds `key` (null included).
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.object.contains_key(key)
+    }
+
     /// A whole number within `min..=max`. A whole number beyond 64 bits gets the bound it
     /// breaks, like any other.
     pub(crate) fn integer(&mut self, key: &str, min: i64, max: i64) -> Given<i64> {

@@ -51,6 +51,8 @@ pub(super) enum Render {
     Hidden,
     /// A protected column whose values are masked.
     Masked,
+    /// A masking view's masked column: its text (the mask's), typed `masked`.
+    MaskedText,
 }
 
 impl Render {
@@ -108,7 +110,7 @@ impl Render {
             Render::Float4 => out.float(array(raw).map_or(0.0, f32::from_be_bytes).into()),
             Render::Float8 => out.float(array(raw).map_or(0.0, f64::from_be_bytes)),
             Render::Numeric => out.number_text(&numeric(raw)),
-            Render::Text => out.text(&utf8(raw)),
+            Render::Text | Render::MaskedText => out.text(&utf8(raw)),
             Render::Json => out.json(&utf8(raw)),
             Render::Jsonb => out.json(&utf8(raw.get(1..).unwrap_or(b"null"))),
             Render::Uuid => match array::<16>(raw) {

@@ -445,6 +445,7 @@ fn described(
             Treatment::Show => Render::of(c.type_()),
             Treatment::Hide => Render::Hidden,
             Treatment::Mask => Render::Masked,
+            Treatment::Masked => Render::MaskedText,
         })
         .collect();
     let columns = statement
@@ -454,7 +455,7 @@ fn described(
         .filter(|(_, render)| **render != Render::Hidden)
         .map(|(c, render)| Column {
             name: c.name().to_owned(),
-            type_name: if *render == Render::Masked {
+            type_name: if matches!(render, Render::Masked | Render::MaskedText) {
                 crate::run::protect::MASKED_TYPE.to_owned()
             } else {
                 c.type_().name().to_owned()
@@ -694,9 +695,8 @@ async fn prepare<'a>(
         Some(_) => match (session.treatments.get(run.text), &kept) {
             (Some(treatments), _) => Some(Arc::clone(treatments)),
             (None, Some(kept)) => {
-                let treatments: Arc<[Treatment]> = protect::treatments(session, &statement, kept)
-                    .await?
-                    .into();
+                let treatments: Arc<[Treatment]> =
+                    protect::treatments(session, &statement, kept).await?.into();
                 session
                     .treatments
                     .insert(run.text.to_owned(), Arc::clone(&treatments));

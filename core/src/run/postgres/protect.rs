@@ -14,6 +14,7 @@ use tokio_postgres::types::ToSql;
 
 use super::verify::Kept;
 use super::{Session, database_error};
+use crate::model::ColumnAction;
 use crate::run::RunError;
 use crate::run::protect::Treatment;
 
@@ -68,10 +69,20 @@ pub(super) async fn treatments(
             else {
                 return Treatment::Show;
             };
-            let (schema, table) = masks.get(&oid).map_or((schema, table), |(s, t)| (s, t));
-            protection
-                .find(schema, table, name)
-                .map_or(Treatment::Show, |p| Treatment::from(p.action))
+            match masks.get(&oid) {
+                // A masking view's masked column holds its mask's text already.
+                Some((schema, table)) => {
+                    protection
+                        .find(schema, table, name)
+                        .map_or(Treatment::Show, |p| match p.action {
+                            ColumnAction::Mask => Treatment::Masked,
+                            ColumnAction::Hide => Treatment::Hide,
+                        })
+                }
+                None => protection
+                    .find(schema, table, name)
+                    .map_or(Treatment::Show, |p| Treatment::from(p.action)),
+            }
         })
         .collect())
 }

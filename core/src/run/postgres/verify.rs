@@ -20,8 +20,8 @@ use sha2::{Digest as _, Sha256};
 use tokio_postgres::types::ToSql;
 
 use super::{Session, database_error};
-use crate::run::RunError;
 use crate::model::ColumnAction;
+use crate::run::RunError;
 use crate::run::protect::{Problem, ProtectedColumn, Protection, Refused};
 
 /// The prefix of a role's masking schema for a source schema: `<role>_mask_<schema>`.
@@ -507,6 +507,7 @@ fn digest(protection: &Protection) -> [u8; 32] {
             column.table.as_deref().unwrap_or("\u{0}"),
             &column.column,
             column.action.as_str(),
+            &column.mask.encode().unwrap_or_default(),
             &column.policy,
         ] {
             hash.update(part.as_bytes());
@@ -595,6 +596,7 @@ fn derived(row: &str, protection: &Protection) -> Option<ProtectedColumn> {
     Some(ProtectedColumn {
         policy,
         database_id: source.database_id.clone(),
+        mask: source.mask,
         named: format!("{schema}.{table}.{column} ({how})"),
         schema: Some(schema),
         table: Some(table),
@@ -706,7 +708,12 @@ async fn masking_view(
         Ok(true) => Ok(Ok((base_schema, base_name))),
         Ok(false) => Ok(Err((
             format!("the masking view {qualified} is not defined as dbconsole defines it"),
-            Some(format!("CREATE OR REPLACE VIEW {qualified} AS {expected}")),
+            // Not CREATE OR REPLACE: PostgreSQL refuses to drop or reorder a view's columns.
+            Some(format!(
+                "DROP VIEW {qualified}; CREATE VIEW {qualified} AS {expected}; GRANT SELECT ON \
+                 {qualified} TO {}",
+                quote(role)
+            )),
         ))),
         Err(error) => Ok(Err((
             format!(
@@ -733,10 +740,10 @@ pub(super) fn masking_view_sql(
         .iter()
         .filter_map(|column| match protection.find(schema, table, column) {
             Some(p) if p.action == ColumnAction::Hide => None,
-            Some(_) => Some(format!(
-                "CASE WHEN {c} IS NULL THEN NULL ELSE '{mask}'::text END AS {c}",
-                c = quote(column),
-                mask = crate::run::protect::MASK
+            Some(p) => Some(format!(
+                "{} AS {}",
+                mask_sql(&quote(column), p.mask),
+                quote(column)
             )),
             None => Some(quote(column)),
         })
@@ -752,4 +759,27 @@ pub(super) fn masking_view_sql(
 /// `name` as a quoted identifier.
 pub(super) fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// The expression a masking view selects for the masked column `c` (quoted): NULL stays NULL,
+/// anything else becomes its mask's text.
+fn mask_sql(c: &str, mask: crate::model::Mask) -> String {
+    use crate::model::MaskKind;
+    let full = crate::run::protect::MASK;
+    match mask.kind {
+        MaskKind::Full => format!("CASE WHEN {c} IS NULL THEN NULL ELSE '{full}'::text END"),
+        MaskKind::Null => "NULL::text".to_owned(),
+        MaskKind::Email => format!(
+            "CASE WHEN {c} IS NULL THEN NULL WHEN strpos({c}::text, '@') > 0 THEN '{full}@' || \
+             split_part({c}::text, '@', -1) ELSE '{full}'::text END"
+        ),
+        // A value no longer than what is kept would be shown whole: it is the full mask.
+        MaskKind::Partial => format!(
+            "CASE WHEN {c} IS NULL THEN NULL WHEN length({c}::text) <= {kept} THEN '{full}'::text \
+             ELSE left({c}::text, {first}) || '{full}' || right({c}::text, {last}) END",
+            kept = u32::from(mask.keep_first) + u32::from(mask.keep_last),
+            first = mask.keep_first,
+            last = mask.keep_last,
+        ),
+    }
 }

@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use crate::model::{ColumnAction, DataProtection};
+use crate::model::{ColumnAction, DataProtection, Mask};
 
 /// The text every non-NULL value of a masked column becomes.
 pub const MASK: &str = "****";
@@ -35,6 +35,8 @@ pub struct ProtectedColumn {
     pub column: String,
     /// What happens to it in a result.
     pub action: ColumnAction,
+    /// How it is masked, when it is.
+    pub mask: Mask,
     /// As the policy wrote it.
     pub named: String,
 }
@@ -107,6 +109,7 @@ impl Protection {
                         table,
                         column,
                         action: rule.action,
+                        mask: rule.mask,
                         named: rule.column.clone(),
                     });
                 }
@@ -243,6 +246,9 @@ pub enum Treatment {
     Hide,
     /// Every non-NULL value is [`MASK`].
     Mask,
+    /// Typed [`MASKED_TYPE`], each value as it is: a verified masking view's masked column,
+    /// whose values are already its mask's (`jo****`, `****@example.com`, NULL).
+    Masked,
 }
 
 impl Treatment {
@@ -278,7 +284,7 @@ impl From<ColumnAction> for Treatment {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{ColumnRule, Policy};
+    use crate::model::{ColumnRule, Mask, Policy};
 
     fn protection(columns: &[(&str, ColumnAction)]) -> DataProtection {
         DataProtection {
@@ -291,6 +297,7 @@ mod tests {
                     .map(|(column, action)| ColumnRule {
                         column: (*column).to_owned(),
                         action: *action,
+                        mask: Mask::default(),
                     })
                     .collect(),
             }],

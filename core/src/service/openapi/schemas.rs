@@ -400,6 +400,8 @@ pub(super) fn schemas() -> Value {
     let subject_kinds = names(&SubjectKind::ALL, SubjectKind::as_str);
     let access_levels = names(&AccessLevel::ALL, AccessLevel::as_str);
     let column_actions = names(&ColumnAction::ALL, ColumnAction::as_str);
+    let mask_kinds = names(&crate::model::MaskKind::ALL, crate::model::MaskKind::as_str);
+    let kept = json!({ "type": ["integer", "null"], "minimum": 0, "maximum": crate::model::Mask::MAX_KEPT });
     let mut schemas = json!({
         "Error": {
             "type": "object",
@@ -479,6 +481,9 @@ pub(super) fn schemas() -> Value {
                     "columns": { "type": "array", "minItems": 1, "items": object(&["column", "action"], json!({
                         "column": text_schema(NAME, Presence::Required),
                         "action": enum_schema(&column_actions, false),
+                        "mask": described(enum_schema(&mask_kinds, false), "A masked column's mask: `full` (`****`, the default), `partial` (`keep_first`/`keep_last` characters kept around `****`), `email` (the domain kept: `****@example.com`) or `null`. Only with action `mask`."),
+                        "keep_first": described(kept.clone(), "A partial mask's characters kept at the start (one of keep_first and keep_last above 0)."),
+                        "keep_last": described(kept.clone(), "A partial mask's characters kept at the end."),
                     })) },
                 })), true),
                 "The whole new list; null means empty. Names are unique, and columns within a policy.",

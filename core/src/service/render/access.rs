@@ -4,8 +4,8 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::fields::{access_level, column_action, subject_kind};
-use crate::model::AccessControl;
+use super::fields::{access_level, column_action, mask_kind, subject_kind};
+use crate::model::{AccessControl, ColumnAction, MaskKind};
 
 /// `GET|PUT …/permissions`: `{"database_id", "permissions": [{"subject_kind", "subject",
 /// "access"}]}`.
@@ -68,6 +68,16 @@ struct ColumnView<'a> {
     column: &'a str,
     #[schemars(schema_with = "column_action")]
     action: &'static str,
+    /// A masked column's mask (`full`, `partial`, `email`, `null`); absent for a hidden one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "mask_kind")]
+    mask: Option<&'static str>,
+    /// A partial mask's characters kept at the start; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep_first: Option<u8>,
+    /// A partial mask's characters kept at the end; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep_last: Option<u8>,
 }
 
 impl<'a> DataProtectionView<'a> {
@@ -87,9 +97,16 @@ impl<'a> DataProtectionView<'a> {
                     columns: p
                         .columns
                         .iter()
-                        .map(|c| ColumnView {
-                            column: &c.column,
-                            action: c.action.as_str(),
+                        .map(|c| {
+                            let masked = c.action == ColumnAction::Mask;
+                            let partial = masked && c.mask.kind == MaskKind::Partial;
+                            ColumnView {
+                                column: &c.column,
+                                action: c.action.as_str(),
+                                mask: masked.then(|| c.mask.kind.as_str()),
+                                keep_first: partial.then_some(c.mask.keep_first),
+                                keep_last: partial.then_some(c.mask.keep_last),
+                            }
                         })
                         .collect(),
                 })

@@ -72,6 +72,7 @@ wire_names! {
     subject_kind: crate::model::SubjectKind,
     access_level: crate::model::AccessLevel,
     column_action: crate::model::ColumnAction,
+    mask_kind: crate::model::MaskKind,
     query_status: crate::model::QueryStatus,
     decision: crate::model::Decision,
     target_kind: crate::model::TargetKind,

@@ -62,7 +62,7 @@ pub fn encode_access_control(
                 columns: policy
                     .columns
                     .iter()
-                    .map(|rule| (rule.column.clone(), rule.action.as_str().to_owned()))
+                    .map(|rule| (rule.column.clone(), stored_action(rule)))
                     .collect(),
             })
             .collect(),
@@ -95,9 +95,17 @@ pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, R
                     .columns
                     .into_iter()
                     .map(|(column, action)| {
+                        let (action, mask) = match action.split_once(':') {
+                            Some((action, mask)) => (
+                                action,
+                                Mask::decode(mask).ok_or(RecordError::UnknownValue("mask"))?,
+                            ),
+                            None => (action.as_str(), Mask::default()),
+                        };
                         Ok(ColumnRule {
                             column,
-                            action: parse::<ColumnAction>(&action, "column action")?,
+                            action: parse::<ColumnAction>(action, "column action")?,
+                            mask,
                         })
                     })
                     .collect::<Result<Vec<_>, RecordError>>()?,
@@ -111,4 +119,13 @@ pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, R
             policies,
         },
     })
+}
+
+/// A column rule's stored action: `hide`, `mask`, or `mask:<mask>` ([`Mask::encode`]) for a
+/// mask other than the full one (records written before masks had kinds read as full).
+fn stored_action(rule: &ColumnRule) -> String {
+    match (rule.action, rule.mask.encode()) {
+        (ColumnAction::Mask, Some(mask)) => format!("mask:{mask}"),
+        (action, _) => action.as_str().to_owned(),
+    }
 }

@@ -37,7 +37,7 @@ use crate::model::{
     AccessControl, AccessLevel, Action, ActionId, Actor, Adapter, AuditAction, AuditEvent, Bypass,
     CallerKey, ColumnAction, ColumnRule, ConnectionParameter, Credential, CredentialId,
     CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, Decision,
-    Delivery, DeliveryId, DeliveryStatus, EventId, InputMapping, KeyId, Panel, PanelDetails,
+    Delivery, DeliveryId, DeliveryStatus, EventId, InputMapping, KeyId, Mask, Panel, PanelDetails,
     PanelId, PanelInput, Permission, Policy, Principal, Query, QueryId, QueryRun, QueryStatus,
     Review, Role, RunFacts, RunOutcome, Scope, SealedSecret, StoredAnswer, SubjectKind, Target,
     Timestamp, TlsMaterial,

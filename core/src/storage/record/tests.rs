@@ -220,10 +220,16 @@ fn access_control() -> AccessControl {
                     ColumnRule {
                         column: "users.email".to_owned(),
                         action: ColumnAction::Mask,
+                        mask: crate::model::Mask {
+                            kind: crate::model::MaskKind::Partial,
+                            keep_first: 2,
+                            keep_last: 1,
+                        },
                     },
                     ColumnRule {
                         column: "public.users.ssn".to_owned(),
                         action: ColumnAction::Hide,
+                        mask: Default::default(),
                     },
                 ],
             }],

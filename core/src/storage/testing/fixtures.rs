@@ -290,10 +290,15 @@ pub(super) fn rich_access_control(inherits_from: Option<&str>) -> AccessControl 
                         ColumnRule {
                             column: "users.email".to_owned(),
                             action: ColumnAction::Mask,
+                            mask: crate::model::Mask {
+                                kind: crate::model::MaskKind::Email,
+                                ..Default::default()
+                            },
                         },
                         ColumnRule {
                             column: "public.users.ssn".to_owned(),
                             action: ColumnAction::Hide,
+                            mask: Default::default(),
                         },
                     ],
                 },
@@ -303,6 +308,7 @@ pub(super) fn rich_access_control(inherits_from: Option<&str>) -> AccessControl 
                     columns: vec![ColumnRule {
                         column: "payments.card_number".to_owned(),
                         action: ColumnAction::Hide,
+                        mask: Default::default(),
                     }],
                 },
             ],
