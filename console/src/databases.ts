@@ -425,11 +425,23 @@ export async function databaseScreen(app: App, id: string | null): Promise<Scree
   return { title: db ? `Database ${db.name}` : "New database", element: h("section", { class: "page" }, app.link("databases", "All databases"), ...parts) };
 }
 
+/** One column a policy protects, as the data protection document writes it. */
+type Rule = { column: string; action: string; mask?: string; keep_first?: number; keep_last?: number };
+
+/** A rule's treatment as the editor offers it: `hide`, or `mask:<mask>`. */
+const TREATMENTS: [string, string][] = [
+  ["hide", "hide"],
+  ["mask:full", "mask (****)"],
+  ["mask:partial", "mask, keep some characters"],
+  ["mask:email", "mask, keep the e-mail domain"],
+  ["mask:null", "mask as null"],
+];
+
 /** The permissions and data protection of `db`, each a document saved with If-Match. */
 async function accessEditors(db: Database): Promise<HTMLElement> {
   const base = `/api/v1/console/databases/${encodeURIComponent(db.id)}`;
   const permissions = await withEtag<{ permissions: { subject_kind: string; subject: string; access: string }[] }>("GET", `${base}/permissions`);
-  const protection = await withEtag<{ inherits_from: string | null; policies: { name: string; description: string | null; columns: { column: string; action: string }[] }[] }>("GET", `${base}/data-protection`);
+  const protection = await withEtag<{ inherits_from: string | null; policies: { name: string; description: string | null; columns: Rule[] }[] }>("GET", `${base}/data-protection`);
   let permissionsTag = permissions.etag;
   let protectionTag = protection.etag;
 
@@ -454,16 +466,26 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
 
   const inherits = text(protection.value.inherits_from, { placeholder: "db_… (optional)" });
   const rules = h("div", { class: "rows" });
-  const ruleRow = (policy: string, r?: { column: string; action: string }) => {
+  const ruleRow = (policy: string, r?: Rule) => {
     const policyName = text(policy);
     const column = text(r?.column, { placeholder: "schema.table.column" });
-    const action = h("select", {}, ...["hide", "mask"].map((a) => h("option", { attrs: { value: a, selected: r?.action === a } }, a)));
+    const current = r?.action === "mask" ? `mask:${r.mask ?? "full"}` : (r?.action ?? "hide");
+    const keepFirst = h("input", { attrs: { type: "number", min: "0", max: "16", value: String(r?.keep_first ?? 2) } });
+    const keepLast = h("input", { attrs: { type: "number", min: "0", max: "16", value: String(r?.keep_last ?? 0) } });
+    const keep = h("span", { class: "keep" }, field("Keep first", keepFirst), field("Keep last", keepLast));
+    const action = h(
+      "select",
+      { on: { change: () => (keep.hidden = action.value !== "mask:partial") } },
+      ...TREATMENTS.map(([value, label]) => h("option", { attrs: { value, selected: current === value } }, label)),
+    );
+    keep.hidden = current !== "mask:partial";
     const row: HTMLElement = h(
       "div",
       { class: "row rule" },
       field("Policy", policyName),
       field("Column", column),
       field("Action", action),
+      keep,
       h("button", { attrs: { type: "button", "aria-label": "Remove this rule" }, on: { click: () => row.remove() } }, "Remove"),
     );
     rules.append(row);
@@ -520,13 +542,20 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
   }
 
   async function saveProtection(): Promise<void> {
-    const byPolicy = new Map<string, { column: string; action: string }[]>();
+    const byPolicy = new Map<string, Rule[]>();
     for (const row of rules.querySelectorAll<HTMLElement>(".rule")) {
-      const [policy, column] = row.querySelectorAll("input");
-      const action = row.querySelector("select");
+      const [policy, column, keepFirst, keepLast] = row.querySelectorAll("input");
+      const choice = row.querySelector("select")?.value ?? "hide";
       const name = policy?.value.trim() || "policy";
       const list = byPolicy.get(name) ?? [];
-      list.push({ column: column?.value.trim() ?? "", action: action?.value ?? "hide" });
+      const rule: Rule = { column: column?.value.trim() ?? "", action: choice.startsWith("mask") ? "mask" : "hide" };
+      const mask = choice.split(":")[1];
+      if (mask && mask !== "full") rule.mask = mask;
+      if (mask === "partial") {
+        rule.keep_first = Number(keepFirst?.value || 0);
+        rule.keep_last = Number(keepLast?.value || 0);
+      }
+      list.push(rule);
       byPolicy.set(name, list);
     }
     const document = {

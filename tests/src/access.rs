@@ -119,8 +119,10 @@ fn sample_policies() -> Value {
             "name": "pii",
             "description": "Personal data",
             "columns": [
-                {"column": "users.email", "action": "mask"},
-                {"column": "users.phone", "action": "hide"}
+                {"column": "users.email", "action": "mask", "mask": "full"},
+                {"column": "users.phone", "action": "hide"},
+                {"column": "users.card", "action": "mask", "mask": "partial", "keep_first": 0,
+                 "keep_last": 4}
             ]
         },
         {

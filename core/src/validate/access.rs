@@ -160,3 +160,97 @@ fn mask(r: &mut Reader<'_>, action: Option<ColumnAction>) -> Option<Mask> {
         keep_last,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn document(column: Value) -> Result<DataProtection, ValidationErrors> {
+        let body = json!({"policies": [{"name": "pii", "columns": [column]}]});
+        data_protection_from_body("db_1", body.as_object().unwrap())
+    }
+
+    #[test]
+    fn masks_are_read_with_their_counts_and_refused_where_they_do_not_apply() {
+        let rule = |column: Value| document(column).unwrap().policies[0].columns[0].clone();
+        assert_eq!(
+            rule(json!({"column": "u.e", "action": "mask"})).mask,
+            Mask::default(),
+            "full by default"
+        );
+        assert_eq!(
+            rule(json!({"column": "u.e", "action": "mask", "mask": "partial", "keep_last": 4}))
+                .mask,
+            Mask {
+                kind: MaskKind::Partial,
+                keep_first: 0,
+                keep_last: 4
+            }
+        );
+        assert_eq!(
+            rule(json!({"column": "u.e", "action": "mask", "mask": "email"}))
+                .mask
+                .kind,
+            MaskKind::Email
+        );
+        for (bad, field) in [
+            (
+                json!({"column": "u.e", "action": "hide", "mask": "email"}),
+                "mask",
+            ),
+            (
+                json!({"column": "u.e", "action": "mask", "mask": "blur"}),
+                "mask",
+            ),
+            (
+                json!({"column": "u.e", "action": "mask", "mask": "partial"}),
+                "keep_first",
+            ),
+            (
+                json!({"column": "u.e", "action": "mask", "mask": "partial", "keep_first": 17}),
+                "keep_first",
+            ),
+            (
+                json!({"column": "u.e", "action": "mask", "mask": "email", "keep_last": 2}),
+                "keep_last",
+            ),
+            (
+                json!({"column": "u.e", "action": "mask", "mask": "partial", "keep_last": -1}),
+                "keep_last",
+            ),
+        ] {
+            let errors = document(bad.clone()).expect_err(&bad.to_string());
+            let text = serde_json::to_string(&errors).unwrap();
+            assert!(text.contains(field), "{bad}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_mask_is_stored_as_the_action_suffix_and_read_back() {
+        for mask in [
+            Mask::default(),
+            Mask {
+                kind: MaskKind::Partial,
+                keep_first: 2,
+                keep_last: 3,
+            },
+            Mask {
+                kind: MaskKind::Email,
+                ..Mask::default()
+            },
+            Mask {
+                kind: MaskKind::Null,
+                ..Mask::default()
+            },
+        ] {
+            let decoded = mask.encode().map_or(Mask::default(), |text| {
+                Mask::decode(&text).expect("decodes")
+            });
+            assert_eq!(decoded, mask);
+        }
+        assert_eq!(Mask::decode("partial:2"), None);
+        assert_eq!(Mask::decode("blur"), None);
+    }
+}
