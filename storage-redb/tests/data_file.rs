@@ -442,6 +442,7 @@ async fn access_control_and_inheritance_survive_reopen() {
         }],
         data_protection: DataProtection {
             inherits_from: Some(parent.id.as_str().to_owned()),
+            provisioning: None,
             policies: vec![Policy {
                 name: "pii".to_owned(),
                 description: None,

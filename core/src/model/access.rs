@@ -133,6 +133,23 @@ pub struct DataProtection {
     pub inherits_from: Option<String>,
     /// The database's own policies.
     pub policies: Vec<Policy>,
+    /// The login dbconsole provisions the protected roles with, when the document names one.
+    pub provisioning: Option<Provisioning>,
+}
+
+/// The provisioning credential of a data protection document (docs/data-protection.md,
+/// "Provisioning"): a login that owns the protected tables (or may grant them), with which
+/// dbconsole grants each of the database's credentials what the policies allow and makes
+/// their masking views.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provisioning {
+    /// The login: its id names its sealed password's place; `username` and `password` only
+    /// are used (host, port and TLS are the database's).
+    pub credential: super::Credential,
+    /// The schemas provisioned; empty: every schema the login sees but the system ones.
+    pub schemas: Vec<String>,
+    /// Whether a plan that is out of date is applied without waiting for someone to apply it.
+    pub auto_apply: bool,
 }
 
 /// The access-control part of a database: stored beside it, deleted with it.

@@ -21,7 +21,7 @@ mod time;
 
 pub use access::{
     AccessControl, AccessLevel, ColumnAction, ColumnRule, DataProtection, Mask, MaskKind,
-    Permission, Policy, SubjectKind,
+    Permission, Policy, Provisioning, SubjectKind,
 };
 pub use answer::{Idempotency, RenderAnswer, StoredAnswer, Written};
 pub use audit::{

@@ -37,11 +37,14 @@ fn tagged(view: &impl Serialize) -> http::Response<super::response::ResponseBody
     response
 }
 
-/// What these routes read: the storage alone.
+/// What these routes read: the storage, and the sealer of the provisioning credential's
+/// password.
 #[derive(Debug)]
 pub(crate) struct Access {
     /// The storage.
     pub(crate) storage: Arc<dyn Storage>,
+    /// Seals a provisioning password as it arrives.
+    pub(crate) sealer: crate::seal::Sealer,
 }
 
 impl Access {
@@ -88,13 +91,19 @@ impl Access {
         let body = call.json().await?;
         let id = call.param("id");
         let database_id = id.to_owned();
+        let sealer = self.sealer.clone();
         let edit: AccessEdit = Box::new(move |stored: &AccessControl| {
             if let Some(condition) = &condition {
                 condition
                     .check_digest(&digest_of(&DataProtectionView::new(&database_id, stored)))?;
             }
             Ok(AccessControl {
-                data_protection: data_protection_from_body(&database_id, &body)?,
+                data_protection: data_protection_from_body(
+                    &database_id,
+                    &body,
+                    stored.data_protection.provisioning.as_ref(),
+                    &sealer,
+                )?,
                 ..stored.clone()
             })
         });

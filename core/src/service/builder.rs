@@ -387,6 +387,7 @@ impl ConsoleServiceBuilder {
             },
             access: Access {
                 storage: Arc::clone(&storage),
+                sealer: sealer.clone(),
             },
             protection_status: ProtectionStatus {
                 storage: Arc::clone(&storage),

@@ -5,12 +5,13 @@ use serde_json::{Map, Value};
 
 use super::ValidationErrors;
 use super::errors::message;
-use super::reader::{Items, Reader};
+use super::reader::{Items, Reader, TakenSecret};
 use super::text::{NAME_MAX, Text, VALUE_MAX};
 use crate::model::{
-    AccessLevel, ColumnAction, ColumnRule, DataProtection, Mask, MaskKind, Permission, Policy,
-    SubjectKind,
+    AccessLevel, ColumnAction, ColumnRule, Credential, CredentialId, DataProtection, Mask,
+    MaskKind, Permission, Policy, Provisioning, SubjectKind,
 };
+use crate::seal::{Place, Sealer};
 
 /// The rule of subjects, policy names and columns.
 const NAME: Text = Text::Line(NAME_MAX);
@@ -63,12 +64,26 @@ pub fn permissions_from_body(
 pub fn data_protection_from_body(
     database_id: &str,
     body: &Map<String, Value>,
+    stored: Option<&Provisioning>,
+    sealer: &Sealer,
 ) -> Result<DataProtection, ValidationErrors> {
     let mut r = Reader::new(body);
     let inherits_from = r.text("inherits_from", NAME).flatten();
     if inherits_from.as_deref() == Some(database_id) {
         r.errors().add("inherits_from", message::INHERITS_ITSELF);
     }
+    let provisioning = match r.object("provisioning") {
+        Some(Some(object)) => {
+            let mut pr = Reader::new(object);
+            let read = provisioning(&mut pr, database_id, stored, sealer);
+            let errors = pr.finish();
+            if !errors.is_empty() {
+                r.errors().add_nested("provisioning", errors);
+            }
+            read
+        }
+        _ => None,
+    };
     let items = required_list(&mut r, "policies").unwrap_or_default();
     let policies = Items::read(&items, |_, pr| policy(pr))
         .unique_by("name", |p| Some(p.name.clone()))
@@ -78,9 +93,80 @@ pub fn data_protection_from_body(
         Some(policies) if errors.is_empty() => Ok(DataProtection {
             inherits_from,
             policies,
+            provisioning,
         }),
         _ => Err(errors),
     }
+}
+
+/// The provisioning credential: `username`, `password` (write-only: left out, the stored one
+/// is kept; needed when there is none), `schemas` (names; empty or left out: all) and
+/// `auto_apply`. The password is sealed for the credential's place.
+fn provisioning(
+    r: &mut Reader<'_>,
+    database_id: &str,
+    stored: Option<&Provisioning>,
+    sealer: &Sealer,
+) -> Option<Provisioning> {
+    let username = r.required_text("username", true, NAME);
+    let id = stored.map_or_else(CredentialId::generate, |p| p.credential.id.clone());
+    let place = Place::password(database_id, id.as_str());
+    let given = r.password("password", &TakenSecret::copied(r.body(), "password"));
+    let password = match r.sealed("password", given, sealer, &place) {
+        Some(Some(sealed)) => Some(sealed),
+        None if r.has("password") => return None,
+        _ => match stored.and_then(|p| p.credential.password.clone()) {
+            Some(kept) => Some(kept),
+            None => {
+                r.errors()
+                    .add("password", "required: the provisioning login's password");
+                return None;
+            }
+        },
+    };
+    let schemas = schema_names(r)?;
+    let auto_apply = r.boolean("auto_apply").flatten().unwrap_or(false);
+    Some(Provisioning {
+        credential: Credential {
+            id,
+            username: username?,
+            password,
+            hostname: None,
+            ai_allowed: false,
+            timeout: None,
+            reviews_required: 0,
+            default_credential: false,
+        },
+        schemas,
+        auto_apply,
+    })
+}
+
+/// `schemas`: a list of distinct schema names; null or left out: none (every schema).
+fn schema_names(r: &mut Reader<'_>) -> Option<Vec<String>> {
+    let items = match r.body().get("schemas") {
+        None | Some(Value::Null) => return Some(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            r.errors().add("schemas", "must be a list of schema names");
+            return None;
+        }
+    };
+    let mut names: Vec<String> = Vec::new();
+    for item in items {
+        let name = item.as_str().map(str::trim).unwrap_or_default();
+        if name.is_empty() || NAME.check(name).is_err() {
+            r.errors()
+                .add("schemas", "each item is a schema's name (non-blank text)");
+            return None;
+        }
+        if names.iter().any(|n| n == name) {
+            r.errors().add("schemas", format!("{name} is listed twice"));
+            return None;
+        }
+        names.push(name.to_owned());
+    }
+    Some(names)
 }
 
 fn policy(r: &mut Reader<'_>) -> Option<Policy> {

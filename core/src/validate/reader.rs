@@ -35,6 +35,16 @@ pub(crate) enum TakenSecret {
 }
 
 impl TakenSecret {
+    /// Field `key` of `object`, copied (for a body read more than once).
+    pub(crate) fn copied(object: &Map<String, Value>, key: &str) -> Self {
+        match object.get(key) {
+            None => TakenSecret::Absent,
+            Some(Value::Null) => TakenSecret::Null,
+            Some(Value::String(text)) => TakenSecret::Text(Zeroizing::new(text.clone())),
+            Some(_) => TakenSecret::Other,
+        }
+    }
+
     /// Takes field `key` out of `object`.
     pub(crate) fn take(object: &mut Map<String, Value>, key: &str) -> Self {
         match object.remove(key) {
@@ -91,6 +101,11 @@ impl<'a> Reader<'a> {
 
     pub(crate) fn errors(&mut self) -> &mut ValidationErrors {
         &mut self.errors
+    }
+
+    /// The object read.
+    pub(crate) fn body(&self) -> &'a Map<String, Value> {
+        self.object
     }
 
     pub(crate) fn finish(self) -> ValidationErrors {

@@ -289,6 +289,7 @@ mod tests {
     fn protection(columns: &[(&str, ColumnAction)]) -> DataProtection {
         DataProtection {
             inherits_from: None,
+            provisioning: None,
             policies: vec![Policy {
                 name: "pii".to_owned(),
                 description: None,

@@ -488,6 +488,12 @@ pub(super) fn schemas() -> Value {
                 })), true),
                 "The whole new list; null means empty. Names are unique, and columns within a policy.",
             ),
+            "provisioning": described(json!({ "oneOf": [{ "type": "null" }, object(&["username"], json!({
+                "username": text_schema(NAME, Presence::Required),
+                "password": described(json!({ "type": ["string", "null"], "writeOnly": true }), "Write-only: left out, the stored password is kept (needed when there is none)."),
+                "schemas": described(json!({ "type": ["array", "null"], "items": { "type": "string", "minLength": 1 }, "uniqueItems": true }), "The schemas provisioned; empty or null: every schema the login sees but the system ones."),
+                "auto_apply": json!({ "type": ["boolean", "null"] }),
+            }))] }), "The login dbconsole provisions the protected roles with (docs/data-protection.md, \"Provisioning\"), or null."),
         })),
         "DashboardCreate": dashboard_input(true),
         "DashboardUpdate": dashboard_input(false),

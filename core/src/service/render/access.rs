@@ -52,6 +52,19 @@ pub(crate) struct DataProtectionView<'a> {
     database_id: &'a str,
     inherits_from: Option<&'a str>,
     policies: Vec<PolicyView<'a>>,
+    /// The provisioning credential, without its password; null when there is none.
+    provisioning: Option<ProvisioningView<'a>>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Provisioning", deny_unknown_fields)]
+struct ProvisioningView<'a> {
+    /// The login dbconsole provisions the protected roles with.
+    username: &'a str,
+    /// The schemas provisioned (empty: every schema the login sees but the system ones).
+    schemas: &'a [String],
+    /// Whether a plan that is out of date is applied without waiting.
+    auto_apply: bool,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -87,6 +100,14 @@ impl<'a> DataProtectionView<'a> {
         let document = &access.data_protection;
         Self {
             database_id,
+            provisioning: document
+                .provisioning
+                .as_ref()
+                .map(|p| ProvisioningView {
+                    username: &p.credential.username,
+                    schemas: &p.schemas,
+                    auto_apply: p.auto_apply,
+                }),
             inherits_from: document.inherits_from.as_deref(),
             policies: document
                 .policies

@@ -35,12 +35,34 @@ impl Keyed for AccessControlV1 {
     }
 }
 
+/// Version 2 of the access control: version 1 and the data protection's provisioning
+/// credential (its password sealed, with its seal key's id).
+const ACCESS_V2: u8 = 2;
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct AccessControlV2 {
+    pub(super) database_id: String,
+    pub(super) permissions: Vec<PermissionV1>,
+    pub(super) inherits_from: Option<String>,
+    pub(super) policies: Vec<PolicyV1>,
+    pub(super) provisioning: Option<ProvisioningV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct ProvisioningV1 {
+    pub(super) credential_id: String,
+    pub(super) username: String,
+    pub(super) password: Option<Vec<u8>>,
+    pub(super) schemas: Vec<String>,
+    pub(super) auto_apply: bool,
+}
+
 /// Encodes the access control of the database `database_id`.
 pub fn encode_access_control(
     database_id: &str,
     access: &AccessControl,
 ) -> Result<Vec<u8>, RecordError> {
-    let stored = AccessControlV1 {
+    let stored = AccessControlV2 {
         database_id: database_id.to_owned(),
         permissions: access
             .permissions
@@ -66,13 +88,63 @@ pub fn encode_access_control(
                     .collect(),
             })
             .collect(),
+        provisioning: access
+            .data_protection
+            .provisioning
+            .as_ref()
+            .map(|p| ProvisioningV1 {
+                credential_id: p.credential.id.as_str().to_owned(),
+                username: p.credential.username.clone(),
+                password: stored_secret(p.credential.password.as_ref()),
+                schemas: p.schemas.clone(),
+                auto_apply: p.auto_apply,
+            }),
     };
-    framed(RECORD_V1, &stored)
+    framed(ACCESS_V2, &stored)
 }
 
 /// Decodes the access control stored under the database id `key`.
 pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, RecordError> {
-    let stored: AccessControlV1 = decode_keyed(key, bytes)?;
+    let (version, body) = unframed(bytes)?;
+    let stored = match version {
+        RECORD_V1 => {
+            let v1: AccessControlV1 = decode_keyed(key, bytes)?;
+            AccessControlV2 {
+                database_id: v1.database_id,
+                permissions: v1.permissions,
+                inherits_from: v1.inherits_from,
+                policies: v1.policies,
+                provisioning: None,
+            }
+        }
+        ACCESS_V2 => {
+            let v2: AccessControlV2 = postcard::from_bytes(body)?;
+            if v2.database_id != key {
+                return Err(key_mismatch(key, v2.database_id));
+            }
+            v2
+        }
+        version => return Err(RecordError::UnknownVersion(version)),
+    };
+    let provisioning = stored
+        .provisioning
+        .map(|p| {
+            Ok::<_, RecordError>(Provisioning {
+                credential: Credential {
+                    id: CredentialId::from_stored(p.credential_id),
+                    username: p.username,
+                    password: sealed_secret(ACCESS_V2, p.password)?,
+                    hostname: None,
+                    ai_allowed: false,
+                    timeout: None,
+                    reviews_required: 0,
+                    default_credential: false,
+                },
+                schemas: p.schemas,
+                auto_apply: p.auto_apply,
+            })
+        })
+        .transpose()?;
     let permissions = stored
         .permissions
         .into_iter()
@@ -117,6 +189,7 @@ pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, R
         data_protection: DataProtection {
             inherits_from: stored.inherits_from,
             policies,
+            provisioning,
         },
     })
 }

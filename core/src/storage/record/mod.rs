@@ -38,7 +38,8 @@ use crate::model::{
     CallerKey, ColumnAction, ColumnRule, ConnectionParameter, Credential, CredentialId,
     CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, Decision,
     Delivery, DeliveryId, DeliveryStatus, EventId, InputMapping, KeyId, Mask, Panel, PanelDetails,
-    PanelId, PanelInput, Permission, Policy, Principal, Query, QueryId, QueryRun, QueryStatus,
+    PanelId, PanelInput, Permission, Policy, Principal, Provisioning, Query, QueryId, QueryRun,
+    QueryStatus,
     Review, Role, RunFacts, RunOutcome, Scope, SealedSecret, StoredAnswer, SubjectKind, Target,
     Timestamp, TlsMaterial,
 };

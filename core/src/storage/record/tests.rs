@@ -213,6 +213,7 @@ fn access_control() -> AccessControl {
         ],
         data_protection: DataProtection {
             inherits_from: Some("db_parent".to_owned()),
+            provisioning: None,
             policies: vec![Policy {
                 name: "pii".to_owned(),
                 description: Some("Personal data".to_owned()),

@@ -282,6 +282,7 @@ pub(super) fn rich_access_control(inherits_from: Option<&str>) -> AccessControl 
         ],
         data_protection: DataProtection {
             inherits_from: inherits_from.map(str::to_owned),
+            provisioning: None,
             policies: vec![
                 Policy {
                     name: "pii".to_owned(),
