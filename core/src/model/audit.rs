@@ -54,6 +54,9 @@ pub enum AuditAction {
     /// `GET …/databases/{id}/data-protection/status`: a credential's role checked against the
     /// database's policies (with [`RunFacts`]; `changes` names the credential).
     ProtectionCheck,
+    /// `POST …/databases/{id}/data-protection/apply`: the provisioning plan applied (`changes`
+    /// names each login changed and how many statements it took).
+    ProtectionApply,
     /// `POST /v1/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger`: a row action
     /// put its workflow run in the outbox (`changes` names the panel, the action and the
     /// delivery).
@@ -85,6 +88,7 @@ wire_enum!(AuditAction, [
     AgentCall => "agent.call",
     SchemaRead => "database.schema_read",
     ProtectionCheck => "data_protection.check",
+    ProtectionApply => "data_protection.apply",
     ActionTrigger => "action.trigger",
     DeliveryRetry => "delivery.retry",
 ]);
@@ -102,7 +106,8 @@ impl AuditAction {
             | AuditAction::AgentCall
             | AuditAction::SchemaRead
             | AuditAction::PanelTestRun
-            | AuditAction::ProtectionCheck => ResourceKind::Database,
+            | AuditAction::ProtectionCheck
+            | AuditAction::ProtectionApply => ResourceKind::Database,
             AuditAction::DashboardCreate
             | AuditAction::DashboardUpdate
             | AuditAction::DashboardDelete

@@ -22,6 +22,7 @@ use super::oidc::Oidc;
 use super::outbox::Outbox;
 use super::panels::Panels;
 use super::protection_status::ProtectionStatus;
+use super::provisioning::Provisioner;
 use super::queries::Queries;
 use super::reviews::Reviews;
 use super::run_events::RunEvents;
@@ -66,6 +67,8 @@ pub(crate) struct App {
     pub(crate) access: Access,
     /// `…/databases/{id}/data-protection/status`.
     pub(crate) protection_status: ProtectionStatus,
+    /// `…/databases/{id}/data-protection/plan`, `…/apply`, `…/provisioning/check-connection`.
+    pub(crate) provisioning: Provisioner,
     /// `…/sign-in`, `…/sign-out`, and the session a cookie names.
     pub(crate) browser: Browser,
     /// `…/oidc`, `…/oidc/start`, `…/oidc/callback`: signing in through the issuer.

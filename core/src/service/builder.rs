@@ -25,6 +25,7 @@ use super::outbox::{Outbox, OutboxTargets};
 use super::panels::Panels;
 use super::pipeline::ConsoleService;
 use super::protection_status::ProtectionStatus;
+use super::provisioning::Provisioner;
 use super::queries::{DEFAULT_MAX_ROWS, DEFAULT_STATEMENT_TIMEOUT, Queries};
 use super::reviews::Reviews;
 use super::routes;
@@ -376,6 +377,14 @@ impl ConsoleServiceBuilder {
                 storage: Arc::clone(&storage),
                 sealer: sealer.clone(),
                 read_cache: read_cache.clone(),
+            },
+            provisioning: Provisioner {
+                storage: Arc::clone(&storage),
+                admission: admission.clone(),
+                launcher: launcher.clone(),
+                sealer: sealer.clone(),
+                tunnel_dialer: tunnel_dialer.clone(),
+                timeout: check_timeout,
             },
             check_connection: CheckConnection {
                 storage: Arc::clone(&storage),

@@ -50,6 +50,7 @@ mod panels;
 mod params;
 mod pipeline;
 mod protection_status;
+mod provisioning;
 mod queries;
 mod render;
 mod request_id;

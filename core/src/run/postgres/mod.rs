@@ -30,7 +30,9 @@
 mod decode;
 mod guard;
 mod protect;
+#[macro_use]
 mod verify;
+pub(crate) mod provision;
 
 use std::collections::HashMap;
 use std::error::Error as _;

@@ -98,27 +98,15 @@ macro_rules! fingerprint {
 /// The snapshot and the catalog's fingerprint, read in that snapshot (one statement).
 const CURRENT: &str = concat!("SELECT txid_current_snapshot()::text, ", fingerprint!());
 
-/// Every way the session's role could read a protected column, each with the statement that
-/// removes it (or NULL). The policies' columns are `$1`..`$6`: schema (NULL: any), table
-/// (NULL: any), column, policy, action (`hide`, `mask`) and the name as the policy wrote it.
-///
-/// Protection follows the data, not only the names: a column a policy names (`named`) protects
-/// the column of that name in each partition or inheritance child below it (`down`: a child's
-/// rows are its own) and in each parent above it (`up`: reading the parent reads the child's
-/// rows), and each generated column computed from any of those (`prot`). Rows of kind
-/// `derived` list those the policies don't name (as JSON: schema, table, column, policy,
-/// action, how), so that masking views and result columns treat them as their source; rows of
-/// kind `unmatched` are policy columns that match no column of a table (a view's, a typo, a
-/// dropped column): never protected, so every run is refused until the policy names the table.
-/// A row of kind `view` is a view the role may read that reads a protected column with its
-/// owner's rights: the caller decides whether it is a masking view.
-const PROBLEMS: &str = "\
-WITH RECURSIVE
-me AS (
-  SELECT oid, rolname, rolsuper, rolbypassrls, rolreplication, rolconfig
-  FROM pg_roles WHERE rolname = current_user
-),
-policy AS (
+/// The protected columns as the catalog has them, as common table expressions (the policies'
+/// columns are `$1`..`$6`: schema, table, column, policy, action, the name as written):
+/// `policy`, `named` (the columns the policies name), `down` and `up` (the same column in each
+/// partition or child, and in each parent), `linked` (those, one row each), `prot` (those and
+/// each generated column computed from one: relid, attnum, attname, policy, action, how) and
+/// `dep` (every view or materialized view that reads one, transitively).
+macro_rules! protected_ctes {
+    () => {
+        "policy AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
     WITH ORDINALITY AS p(nsp, rel, col, policy, action, named, n)
 ),
@@ -173,7 +161,31 @@ dep AS (
   FROM dep JOIN pg_depend d ON d.refobjid = dep.view AND d.refclassid = 'pg_class'::regclass
   JOIN pg_rewrite r ON r.oid = d.objid
   WHERE d.classid = 'pg_rewrite'::regclass AND r.ev_class <> dep.view
+)"
+    };
+}
+
+/// Every way the session's role could read a protected column, each with the statement that
+/// removes it (or NULL). The policies' columns are `$1`..`$6`: schema (NULL: any), table
+/// (NULL: any), column, policy, action (`hide`, `mask`) and the name as the policy wrote it.
+///
+/// Protection follows the data, not only the names: a column a policy names (`named`) protects
+/// the column of that name in each partition or inheritance child below it (`down`: a child's
+/// rows are its own) and in each parent above it (`up`: reading the parent reads the child's
+/// rows), and each generated column computed from any of those (`prot`). Rows of kind
+/// `derived` list those the policies don't name (as JSON: schema, table, column, policy,
+/// action, how), so that masking views and result columns treat them as their source; rows of
+/// kind `unmatched` are policy columns that match no column of a table (a view's, a typo, a
+/// dropped column): never protected, so every run is refused until the policy names the table.
+/// A row of kind `view` is a view the role may read that reads a protected column with its
+/// owner's rights: the caller decides whether it is a masking view.
+const PROBLEMS: &str = concat!("\
+WITH RECURSIVE
+me AS (
+  SELECT oid, rolname, rolsuper, rolbypassrls, rolreplication, rolconfig
+  FROM pg_roles WHERE rolname = current_user
 ),
+", protected_ctes!(), ",
 reach AS (
   SELECT p.oid, format('can read %s', (SELECT format('%s.%I', prot.relid::regclass, prot.attname)
       FROM prot WHERE has_column_privilege(p.proowner, prot.relid, prot.attnum, 'SELECT')
@@ -312,7 +324,7 @@ SELECT 'stats', 'pg_stats_ext shows sample values of columns the role can''t rea
 (CVE-2024-4317): update PostgreSQL (15.7, 14.12, 13.15, 12.19 or later) and run the fix script of \
 its release notes', NULL
 WHERE pg_get_viewdef('pg_catalog.pg_stats_ext'::regclass) NOT LIKE '%pg_has_role%'
-   OR pg_get_viewdef('pg_catalog.pg_stats_ext_exprs'::regclass) NOT LIKE '%pg_has_role%'";
+   OR pg_get_viewdef('pg_catalog.pg_stats_ext_exprs'::regclass) NOT LIKE '%pg_has_role%'");
 
 /// A view the role may read that reads a protected column: its schema and name, the relations
 /// its rule reads, and whether row-level security is on for them.
@@ -589,7 +601,7 @@ async fn verify(session: &mut Session, protection: &Protection) -> Result<Kept, 
 
 /// A column protected as the one a policy names ([`PROBLEMS`]' row of kind `derived`: its
 /// schema, table, column, policy, action and how), as a protected column of its own table.
-fn derived(row: &str, protection: &Protection) -> Option<ProtectedColumn> {
+pub(super) fn derived(row: &str, protection: &Protection) -> Option<ProtectedColumn> {
     let [schema, table, column, policy, action, how]: [String; 6] =
         serde_json::from_str(row).ok()?;
     let source = protection.columns.iter().find(|c| c.policy == policy)?;

@@ -12,6 +12,8 @@
 
 use std::fmt;
 
+pub mod plan;
+
 use crate::model::{ColumnAction, DataProtection, Mask};
 
 /// The text every non-NULL value of a masked column becomes.

@@ -262,6 +262,54 @@ pub(crate) fn get_data_protection_status(op: Operation, _: &Names) -> Operation 
         .errors(&[401, 403, 404, 503])
 }
 
+fn plan_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["database_id", "provisioning_username", "empty", "roles", "unmatched", "notes"],
+        "properties": {
+            "database_id": { "type": "string" },
+            "provisioning_username": { "type": "string" },
+            "empty": { "type": "boolean", "description": "Nothing to do: every login is as the policies make it." },
+            "applied": { "type": "integer", "description": "After an apply: how many statements it ran." },
+            "roles": { "type": "array", "items": {
+                "type": "object",
+                "required": ["role", "steps"],
+                "properties": {
+                    "role": { "type": "string", "description": "A credential's login." },
+                    "steps": { "type": "array", "items": {
+                        "type": "object",
+                        "required": ["sql", "reason"],
+                        "properties": { "sql": { "type": "string" }, "reason": { "type": "string" } },
+                    } },
+                },
+            } },
+            "unmatched": { "type": "array", "items": { "type": "string" }, "description": "Policy columns that match no column of a table." },
+            "notes": { "type": "array", "items": { "type": "string" }, "description": "What the plan can't change with the provisioning login's rights." },
+        },
+    })
+}
+
+pub(crate) fn get_data_protection_plan(op: Operation, _: &Names) -> Operation {
+    op.summary("The provisioning plan: the statements, each with its reason, that give each credential's login what the policies allow (read as the provisioning credential; PostgreSQL)")
+        .params(vec![database_id()])
+        .ok(json_content(plan_schema()))
+        .errors(&[401, 403, 404, 422, 502, 503, 504])
+}
+
+pub(crate) fn apply_data_protection(op: Operation, _: &Names) -> Operation {
+    op.summary("Apply the provisioning plan: in one transaction, serialized across nodes, the plan computed again; answers the plan applied")
+        .params(vec![database_id()])
+        .ok(json_content(plan_schema()))
+        .errors(&[401, 403, 404, 422, 502, 503, 504])
+}
+
+pub(crate) fn check_provisioning_connection(op: Operation, _: &Names) -> Operation {
+    op.summary("Open a real connection as the provisioning credential: `ok`, or the driver's error in one line (secrets scrubbed)")
+        .params(vec![database_id()])
+        .ok(text_content("ok"))
+        .errors(&[401, 403, 404, 422, 503])
+}
+
 // Queries
 
 pub(crate) fn sign_in(op: Operation, _: &Names) -> Operation {

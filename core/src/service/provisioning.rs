@@ -1,0 +1,234 @@
+//! Provisioning (docs/data-protection.md, "Provisioning"): with the data protection document's
+//! provisioning credential, `GET …/data-protection/plan` computes the statements that give each
+//! of the database's credentials what the policies allow (and no more than the provisioning
+//! login reads), each with its reason, and `POST …/data-protection/apply` runs them (PostgreSQL:
+//! one transaction, serialized across nodes by an advisory lock, the plan computed again under
+//! it), with one `data_protection.apply` audit event naming what changed.
+//! `GET …/data-protection/provisioning/check-connection` tries the login as check-connection
+//! tries a credential.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::StatusCode;
+use serde_json::json;
+use sha2::{Digest as _, Sha256};
+
+use super::admission::{Admission, Guarded};
+use super::call::{Answer, Call};
+use super::error::ApiError;
+use super::launch::Launcher;
+use super::response::{json_response, text_response};
+use crate::check::{CheckTarget, TunnelDialer, scrub_message};
+use crate::model::{AuditAction, AuditEvent, Provisioning};
+use crate::run::protect::Protection;
+use crate::run::protect::plan::{Plan, Provision, ProvisionError, provision};
+use crate::seal::Sealer;
+use crate::storage::Storage;
+use crate::validate::ValidationErrors;
+
+/// The longest a plan or an apply may take (connecting takes at most the check timeout): an
+/// apply cut short is rolled back with its connection.
+const WORK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// What the provisioning routes read.
+#[derive(Debug)]
+pub(crate) struct Provisioner {
+    /// The storage.
+    pub(crate) storage: Arc<dyn Storage>,
+    /// Reads the database with its access control.
+    pub(crate) admission: Admission,
+    /// The protection chain of a database.
+    pub(crate) launcher: Launcher,
+    /// Opens the provisioning password.
+    pub(crate) sealer: Sealer,
+    /// Dials a database's tunnel.
+    pub(crate) tunnel_dialer: Option<Arc<dyn TunnelDialer>>,
+    /// How long connecting (and each plan or apply) may take.
+    pub(crate) timeout: Duration,
+}
+
+/// A database ready to provision: it, its provisioning credential, the logins to provision and
+/// the protection they get.
+struct Ready {
+    guarded: Guarded,
+    provisioning: Provisioning,
+    roles: Vec<String>,
+    protection: Protection,
+}
+
+impl Provisioner {
+    /// `GET …/databases/{id}/data-protection/plan`.
+    pub(crate) async fn get_data_protection_plan(&self, call: Call<'_>) -> Answer {
+        let ready = self.ready(call.param("id")).await?;
+        let plan = self.provision(&ready, Provision::Plan).await?;
+        Ok(json_response(StatusCode::OK, &answer(&ready, &plan)))
+    }
+
+    /// `POST …/databases/{id}/data-protection/apply`.
+    pub(crate) async fn apply_data_protection(&self, call: Call<'_>) -> Answer {
+        let ready = self.ready(call.param("id")).await?;
+        let lock = lock_key(ready.guarded.db.id.as_str());
+        let plan = self.provision(&ready, Provision::Apply(lock)).await?;
+        if !plan.is_empty() {
+            let changes = plan
+                .roles
+                .iter()
+                .filter(|r| !r.steps.is_empty())
+                .map(|r| format!("{}: {} statements", r.role, r.steps.len()))
+                .collect();
+            let event = AuditEvent::new(
+                call.origin,
+                AuditAction::ProtectionApply,
+                ready.guarded.db.id.as_str(),
+                changes,
+            );
+            self.storage.append_log(event.into()).await?;
+        }
+        let mut body = answer(&ready, &plan);
+        body["applied"] = json!(plan.len());
+        Ok(json_response(StatusCode::OK, &body))
+    }
+
+    /// `GET …/databases/{id}/data-protection/provisioning/check-connection`.
+    pub(crate) async fn check_provisioning_connection(&self, call: Call<'_>) -> Answer {
+        let ready = self.ready(call.param("id")).await?;
+        let text = match self.provision(&ready, Provision::Connect).await {
+            Ok(_) => "ok".to_owned(),
+            Err(ApiError::BadGateway(message) | ApiError::GatewayTimeout(message)) => message,
+            Err(other) => return Err(other),
+        };
+        Ok(text_response(StatusCode::OK, text))
+    }
+
+    /// Database `id` with a provisioning credential, on an adapter provisioning is built for.
+    async fn ready(&self, id: &str) -> Result<Ready, ApiError> {
+        let db = self
+            .storage
+            .database(id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let guarded = self.admission.guarded(db).await?;
+        let provisioning = guarded
+            .access
+            .as_ref()
+            .and_then(|access| access.data_protection.provisioning.clone())
+            .ok_or_else(|| {
+                ValidationErrors::single(
+                    "provisioning",
+                    "the data protection document names no provisioning credential: PUT one \
+                     (username and password) first",
+                )
+            })?;
+        let roles: Vec<String> = guarded
+            .db
+            .credentials
+            .iter()
+            .map(|c| c.username.clone())
+            .filter(|name| *name != provisioning.credential.username)
+            .collect();
+        let protection = self
+            .launcher
+            .protection_of(&guarded)
+            .await?
+            .map(|p| (*p).clone())
+            .unwrap_or_default();
+        Ok(Ready {
+            guarded,
+            provisioning,
+            roles,
+            protection,
+        })
+    }
+
+    /// Connects as the provisioning credential (through the database's tunnel when it has
+    /// one) and does `what`, within the timeout. A connection that fails is 502 with the
+    /// driver's message, secrets scrubbed; what the database refuses is 422.
+    async fn provision(&self, ready: &Ready, what: Provision) -> Result<Plan, ApiError> {
+        let target = CheckTarget::open(
+            &self.sealer,
+            &ready.guarded.db,
+            &ready.provisioning.credential,
+            self.timeout,
+        )
+        .map_err(|error| {
+            tracing::error!(%error, "a stored secret does not open");
+            ApiError::Internal
+        })?;
+        let work = async {
+            let mut through = target.clone();
+            let endpoint = match target.tunnel_id.as_deref() {
+                None => None,
+                Some(tunnel) => {
+                    let dialer = self.tunnel_dialer.as_deref().ok_or_else(|| {
+                        ProvisionError::Connect(crate::check::tunnel::no_dialer_message(tunnel))
+                    })?;
+                    let endpoint = dialer
+                        .forward(tunnel, &target.host, target.port)
+                        .await
+                        .map_err(|e| {
+                            ProvisionError::Connect(format!(
+                                "tunnel \"{tunnel}\" could not forward: {e}"
+                            ))
+                        })?;
+                    through.connect_via = Some(endpoint.local_addr());
+                    Some(endpoint)
+                }
+            };
+            let done = provision(
+                &through,
+                &ready.protection,
+                &ready.roles,
+                &ready.provisioning.schemas,
+                what,
+            )
+            .await;
+            drop(endpoint);
+            done
+        };
+        let scrub = |message: &str| scrub_message(message, target.secrets());
+        match tokio::time::timeout(self.timeout.max(WORK_TIMEOUT), work).await {
+            Ok(Ok(plan)) => Ok(plan),
+            Ok(Err(ProvisionError::Connect(message))) => Err(ApiError::BadGateway(format!(
+                "the provisioning login could not connect: {}",
+                scrub(&message)
+            ))),
+            Ok(Err(ProvisionError::Refused(message))) => {
+                Err(ValidationErrors::single("provisioning", scrub(&message)).into())
+            }
+            Ok(Err(ProvisionError::NotBuilt)) => Err(ValidationErrors::single(
+                "provisioning",
+                format!(
+                    "provisioning is built for PostgreSQL; on {} the roles are made by hand and \
+                     verified (docs/data-protection.md)",
+                    ready.guarded.db.adapter.as_str()
+                ),
+            )
+            .into()),
+            Err(_) => Err(ApiError::GatewayTimeout(format!(
+                "provisioning did not finish within {} s",
+                self.timeout.max(WORK_TIMEOUT).as_secs_f64()
+            ))),
+        }
+    }
+}
+
+/// The advisory lock of database `id`'s apply: the same on every node.
+fn lock_key(id: &str) -> i64 {
+    let digest = Sha256::digest(format!("dbconsole provisioning {id}").as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(bytes)
+}
+
+/// A plan as answered.
+fn answer(ready: &Ready, plan: &Plan) -> serde_json::Value {
+    json!({
+        "database_id": ready.guarded.db.id.as_str(),
+        "provisioning_username": ready.provisioning.credential.username,
+        "empty": plan.is_empty(),
+        "roles": plan.roles,
+        "unmatched": plan.unmatched,
+        "notes": plan.notes,
+    })
+}
