@@ -208,6 +208,26 @@ GRANT dp_peek TO dp_definer;
 CREATE SCHEMA IF NOT EXISTS dp_definer_fns AUTHORIZATION dp_definer;
 GRANT USAGE ON SCHEMA dp_definer_fns TO dp_reader;
 SQL
+# The provisioning tests (tests/tests/provision_postgres.rs, server/tests/provision_kill.rs):
+# database `provdb` belongs to `dp_app` (password `checkpw`), a plain login that owns the
+# tables it makes there and is no superuser; `prov_reader` (password `checkpw`) is the login
+# its credential protects, made once here as an operator would, granted nothing.
+su postgres -c "psql -qAt -v ON_ERROR_STOP=1" <<'SQL'
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'dp_app') THEN
+    CREATE ROLE dp_app LOGIN PASSWORD 'checkpw';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'prov_reader') THEN
+    CREATE ROLE prov_reader LOGIN PASSWORD 'checkpw';
+  END IF;
+END $$;
+SQL
+su postgres -c "psql -qAt -c \"SELECT 1 FROM pg_database WHERE datname='provdb'\"" | grep -q 1 \
+  || su postgres -c "createdb -O dp_app provdb"
+su postgres -c "psql -qAt -v ON_ERROR_STOP=1 -d provdb" <<'SQL'
+REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+SQL
+
 # The PostgreSQL storage's tests (storage-postgres, the HTTP suite, the two-node and fault tests)
 # keep their records in database `dbconsole`, owned by `dbconsole` (password `dbconsolepw`),
 # each run in schemas of its own.
