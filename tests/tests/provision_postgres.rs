@@ -121,7 +121,10 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
         .console
         .send(
             http::Method::GET,
-            &format!("/api/v1/console/databases/{}/data-protection/plan", setup.db),
+            &format!(
+                "/api/v1/console/databases/{}/data-protection/plan",
+                setup.db
+            ),
             None,
             None,
             None,
@@ -190,7 +193,10 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
     let applied = setup.apply().await;
     assert_eq!(applied["applied"], json!(sql.len()), "{applied}");
     let second = setup.plan().await;
-    assert_eq!(second["empty"], true, "applying twice: the second plan is empty: {second}");
+    assert_eq!(
+        second["empty"], true,
+        "applying twice: the second plan is empty: {second}"
+    );
     assert_eq!(setup.apply().await["applied"], 0);
     let audit = setup
         .console
@@ -210,7 +216,11 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
         .iter()
         .filter(|e| e["action"] == "data_protection.apply")
         .collect();
-    assert_eq!(applies.len(), 1, "one event per apply that changed something: {audit}");
+    assert_eq!(
+        applies.len(),
+        1,
+        "one event per apply that changed something: {audit}"
+    );
     // Masked, with no SQL typed by hand.
     let status = setup
         .send(http::Method::GET, "/data-protection/status", None)

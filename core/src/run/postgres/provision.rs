@@ -403,9 +403,7 @@ async fn role_steps(
             if selects {
                 steps.push(Step {
                     sql: format!("REVOKE SELECT ON {qualified} FROM {who}"),
-                    reason: format!(
-                        "{qualified} reads a protected column with its owner's rights"
-                    ),
+                    reason: format!("{qualified} reads a protected column with its owner's rights"),
                 });
             }
             continue;
@@ -468,7 +466,12 @@ async fn role_steps(
         {
             wanted.insert(
                 (mask_schema(role, &relation.schema), relation.name.clone()),
-                masking_view_sql(&relation.schema, &relation.name, &relation.columns, effective),
+                masking_view_sql(
+                    &relation.schema,
+                    &relation.name,
+                    &relation.columns,
+                    effective,
+                ),
             );
         }
     }
@@ -519,7 +522,10 @@ async fn masking_views(
         if !schemas.contains(schema) && made_schemas.insert(schema.clone()) {
             steps.push(Step {
                 sql: format!("CREATE SCHEMA {}", quote(schema)),
-                reason: format!("{role}'s masking views of schema {}", &schema[role.len() + 6..]),
+                reason: format!(
+                    "{role}'s masking views of schema {}",
+                    &schema[role.len() + 6..]
+                ),
             });
         }
         let usage = client

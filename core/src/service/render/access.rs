@@ -100,14 +100,11 @@ impl<'a> DataProtectionView<'a> {
         let document = &access.data_protection;
         Self {
             database_id,
-            provisioning: document
-                .provisioning
-                .as_ref()
-                .map(|p| ProvisioningView {
-                    username: &p.credential.username,
-                    schemas: &p.schemas,
-                    auto_apply: p.auto_apply,
-                }),
+            provisioning: document.provisioning.as_ref().map(|p| ProvisioningView {
+                username: &p.credential.username,
+                schemas: &p.schemas,
+                auto_apply: p.auto_apply,
+            }),
             inherits_from: document.inherits_from.as_deref(),
             policies: document
                 .policies

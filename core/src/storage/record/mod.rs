@@ -39,9 +39,8 @@ use crate::model::{
     CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, Decision,
     Delivery, DeliveryId, DeliveryStatus, EventId, InputMapping, KeyId, Mask, Panel, PanelDetails,
     PanelId, PanelInput, Permission, Policy, Principal, Provisioning, Query, QueryId, QueryRun,
-    QueryStatus,
-    Review, Role, RunFacts, RunOutcome, Scope, SealedSecret, StoredAnswer, SubjectKind, Target,
-    Timestamp, TlsMaterial,
+    QueryStatus, Review, Role, RunFacts, RunOutcome, Scope, SealedSecret, StoredAnswer,
+    SubjectKind, Target, Timestamp, TlsMaterial,
 };
 use crate::seal::SealKeys;
 use serde::{Deserialize, Serialize};
