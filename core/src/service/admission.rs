@@ -29,7 +29,7 @@ pub(crate) struct Admission {
 }
 
 /// A database with its access control (its grants and policies), read once.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Guarded {
     /// The database.
     pub(crate) db: Database,

@@ -372,20 +372,21 @@ impl ConsoleServiceBuilder {
             sessions,
             session_touched: Arc::default(),
         };
+        let provisioner = Provisioner {
+            storage: Arc::clone(&storage),
+            admission: admission.clone(),
+            launcher: launcher.clone(),
+            sealer: sealer.clone(),
+            tunnel_dialer: tunnel_dialer.clone(),
+            timeout: check_timeout,
+        };
         let app = App {
             databases: Databases {
                 storage: Arc::clone(&storage),
                 sealer: sealer.clone(),
                 read_cache: read_cache.clone(),
             },
-            provisioning: Provisioner {
-                storage: Arc::clone(&storage),
-                admission: admission.clone(),
-                launcher: launcher.clone(),
-                sealer: sealer.clone(),
-                tunnel_dialer: tunnel_dialer.clone(),
-                timeout: check_timeout,
-            },
+            provisioning: provisioner.clone(),
             check_connection: CheckConnection {
                 storage: Arc::clone(&storage),
                 sealer: sealer.clone(),
@@ -402,6 +403,7 @@ impl ConsoleServiceBuilder {
                 storage: Arc::clone(&storage),
                 admission: admission.clone(),
                 launcher: launcher.clone(),
+                provisioner: provisioner.clone(),
             },
             oidc: Oidc {
                 login: oidc_login,

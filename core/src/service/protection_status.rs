@@ -17,6 +17,7 @@ use super::admission::{Admission, Guarded};
 use super::call::{Answer, Call};
 use super::error::ApiError;
 use super::launch::{Launcher, Record, Run};
+use super::provisioning::Provisioner;
 use super::response::json_response;
 use crate::storage::Storage;
 
@@ -30,6 +31,8 @@ pub(crate) struct ProtectionStatus {
     pub(crate) admission: Admission,
     /// Runs the probes.
     pub(crate) launcher: Launcher,
+    /// The provisioning plan, when the document names a provisioning credential.
+    pub(crate) provisioner: Provisioner,
 }
 
 /// The statement each credential runs.
@@ -44,10 +47,41 @@ impl ProtectionStatus {
             .await?
             .ok_or(ApiError::NotFound)?;
         let guarded = self.admission.guarded(db).await?;
+        // The plan first (applied first when the document says auto_apply), so that the
+        // probes check the logins as they are after it.
+        let planned = match self.provisioner.plan_of(&guarded, call.origin).await {
+            Ok(planned) => Ok(planned),
+            Err(error @ (ApiError::Unavailable | ApiError::StorageFull | ApiError::Internal)) => {
+                return Err(error);
+            }
+            Err(other) => Err(other.body()["errors"].clone()),
+        };
+        let provisioning = match &planned {
+            Ok(None) => Value::Null,
+            Ok(Some((ready, plan))) => json!({
+                "username": ready.provisioning.credential.username,
+                "empty": plan.is_empty(),
+                "unmatched": plan.unmatched,
+                "notes": plan.notes,
+            }),
+            Err(errors) => json!({ "error": errors }),
+        };
+        let steps_of = |username: &str| {
+            let Ok(Some((ready, plan))) = &planned else {
+                return None;
+            };
+            ready.roles.iter().any(|r| r == username).then(|| {
+                plan.roles
+                    .iter()
+                    .find(|r| r.role == username)
+                    .map(|r| r.steps.clone())
+                    .unwrap_or_default()
+            })
+        };
         if self.launcher.protection_of(&guarded).await?.is_none() {
             return Ok(json_response(
                 StatusCode::OK,
-                &json!({ "database_id": guarded.db.id.as_str(), "protected": false, "credentials": [] }),
+                &json!({ "database_id": guarded.db.id.as_str(), "protected": false, "credentials": [], "provisioning": provisioning }),
             ));
         }
         let mut credentials = Vec::new();
@@ -70,16 +104,25 @@ impl ProtectionStatus {
                 }
                 Err(other) => ("refused", Some(other.body()["errors"].clone())),
             };
+            let steps = steps_of(&credential.username);
+            // Verified, but the plan would still change it (a new table, a new column): out
+            // of date.
+            let status = match &steps {
+                Some(steps) if status == "verified" && !steps.is_empty() => "out_of_date",
+                _ => status,
+            };
             credentials.push(json!({
                 "credential_id": credential.id.as_str(),
                 "username": credential.username,
                 "status": status,
                 "problems": message,
+                "managed": steps.is_some(),
+                "plan": steps.unwrap_or_default(),
             }));
         }
         Ok(json_response(
             StatusCode::OK,
-            &json!({ "database_id": guarded.db.id.as_str(), "protected": true, "credentials": credentials }),
+            &json!({ "database_id": guarded.db.id.as_str(), "protected": true, "credentials": credentials, "provisioning": provisioning }),
         ))
     }
 

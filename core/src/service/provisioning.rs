@@ -31,8 +31,8 @@ use crate::validate::ValidationErrors;
 /// apply cut short is rolled back with its connection.
 const WORK_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// What the provisioning routes read.
-#[derive(Debug)]
+/// What the provisioning routes read (the status reads it too: a plan out of date).
+#[derive(Clone, Debug)]
 pub(crate) struct Provisioner {
     /// The storage.
     pub(crate) storage: Arc<dyn Storage>,
@@ -50,10 +50,12 @@ pub(crate) struct Provisioner {
 
 /// A database ready to provision: it, its provisioning credential, the logins to provision and
 /// the protection they get.
-struct Ready {
+pub(crate) struct Ready {
     guarded: Guarded,
-    provisioning: Provisioning,
-    roles: Vec<String>,
+    /// The provisioning credential and its settings.
+    pub(crate) provisioning: Provisioning,
+    /// The logins provisioned: the database's credentials but the provisioning one.
+    pub(crate) roles: Vec<String>,
     protection: Protection,
 }
 
@@ -68,8 +70,32 @@ impl Provisioner {
     /// `POST …/databases/{id}/data-protection/apply`.
     pub(crate) async fn apply_data_protection(&self, call: Call<'_>) -> Answer {
         let ready = self.ready(call.param("id")).await?;
+        let plan = self.apply(&ready, call.origin).await?;
+        let mut body = answer(&ready, &plan);
+        body["applied"] = json!(plan.len());
+        Ok(json_response(StatusCode::OK, &body))
+    }
+
+    /// `GET …/databases/{id}/data-protection/catalog`: the columns the provisioning login sees
+    /// in the schemas provisioned (the console's column picker).
+    pub(crate) async fn get_data_protection_catalog(&self, call: Call<'_>) -> Answer {
+        let ready = self.ready(call.param("id")).await?;
+        let plan = self.provision(&ready, Provision::Catalog).await?;
+        Ok(json_response(
+            StatusCode::OK,
+            &json!({ "database_id": ready.guarded.db.id.as_str(), "columns": plan.catalog }),
+        ))
+    }
+
+    /// Applies `ready`'s plan: what it applied, with one audit event by `origin` when it
+    /// changed something.
+    pub(crate) async fn apply(
+        &self,
+        ready: &Ready,
+        origin: &crate::model::Origin,
+    ) -> Result<Plan, ApiError> {
         let lock = lock_key(ready.guarded.db.id.as_str());
-        let plan = self.provision(&ready, Provision::Apply(lock)).await?;
+        let plan = self.provision(ready, Provision::Apply(lock)).await?;
         if !plan.is_empty() {
             let changes = plan
                 .roles
@@ -78,16 +104,14 @@ impl Provisioner {
                 .map(|r| format!("{}: {} statements", r.role, r.steps.len()))
                 .collect();
             let event = AuditEvent::new(
-                call.origin,
+                origin,
                 AuditAction::ProtectionApply,
                 ready.guarded.db.id.as_str(),
                 changes,
             );
             self.storage.append_log(event.into()).await?;
         }
-        let mut body = answer(&ready, &plan);
-        body["applied"] = json!(plan.len());
-        Ok(json_response(StatusCode::OK, &body))
+        Ok(plan)
     }
 
     /// `GET …/databases/{id}/data-protection/provisioning/check-connection`.
@@ -101,21 +125,52 @@ impl Provisioner {
         Ok(text_response(StatusCode::OK, text))
     }
 
+    /// The plan of `guarded`, when its document names a provisioning credential: applied
+    /// first when the document says `auto_apply` (by `origin`). `None` without one.
+    pub(crate) async fn plan_of(
+        &self,
+        guarded: &Guarded,
+        origin: &crate::model::Origin,
+    ) -> Result<Option<(Ready, Plan)>, ApiError> {
+        let Some(ready) = self.ready_of(guarded.clone()).await? else {
+            return Ok(None);
+        };
+        let plan = self.provision(&ready, Provision::Plan).await?;
+        if ready.provisioning.auto_apply && !plan.is_empty() {
+            self.apply(&ready, origin).await?;
+            let plan = self.provision(&ready, Provision::Plan).await?;
+            return Ok(Some((ready, plan)));
+        }
+        Ok(Some((ready, plan)))
+    }
+
     /// Database `id` with a provisioning credential, on an adapter provisioning is built for.
     async fn ready(&self, id: &str) -> Result<Ready, ApiError> {
-        let db = self.storage.database(id).await?.ok_or(ApiError::NotFound)?;
+        let db = self
+            .storage
+            .database(id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
         let guarded = self.admission.guarded(db).await?;
-        let provisioning = guarded
+        self.ready_of(guarded).await?.ok_or_else(|| {
+            ValidationErrors::single(
+                "provisioning",
+                "the data protection document names no provisioning credential: PUT one \
+                 (username and password) first",
+            )
+            .into()
+        })
+    }
+
+    /// `guarded` with its provisioning credential; `None` without one.
+    async fn ready_of(&self, guarded: Guarded) -> Result<Option<Ready>, ApiError> {
+        let Some(provisioning) = guarded
             .access
             .as_ref()
             .and_then(|access| access.data_protection.provisioning.clone())
-            .ok_or_else(|| {
-                ValidationErrors::single(
-                    "provisioning",
-                    "the data protection document names no provisioning credential: PUT one \
-                     (username and password) first",
-                )
-            })?;
+        else {
+            return Ok(None);
+        };
         let roles: Vec<String> = guarded
             .db
             .credentials
@@ -129,12 +184,12 @@ impl Provisioner {
             .await?
             .map(|p| (*p).clone())
             .unwrap_or_default();
-        Ok(Ready {
+        Ok(Some(Ready {
             guarded,
             provisioning,
             roles,
             protection,
-        })
+        }))
     }
 
     /// Connects as the provisioning credential (through the database's tunnel when it has

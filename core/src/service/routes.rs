@@ -106,6 +106,7 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     PUT DATABASES "/databases/{id}/data-protection", Full, DataProtection, Nothing, "putDataProtection" => access.put_data_protection;
     GET DATABASES "/databases/{id}/data-protection/status", Full, No, Nothing, "getDataProtectionStatus" => protection_status.get_data_protection_status;
     GET DATABASES "/databases/{id}/data-protection/plan", Full, No, Nothing, "getDataProtectionPlan" => provisioning.get_data_protection_plan;
+    GET DATABASES "/databases/{id}/data-protection/catalog", Full, No, Nothing, "getDataProtectionCatalog" => provisioning.get_data_protection_catalog;
     POST DATABASES "/databases/{id}/data-protection/apply", Full, No, Nothing, "applyDataProtection" => provisioning.apply_data_protection;
     GET DATABASES "/databases/{id}/data-protection/provisioning/check-connection", Full, No, Nothing, "checkProvisioningConnection" => provisioning.check_provisioning_connection;
     POST DATABASES "/databases/{id}/check-connection", Full, No, Nothing, "checkEditedConnection" => check_connection.check_edited;

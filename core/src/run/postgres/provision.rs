@@ -23,7 +23,7 @@ use tokio_postgres::types::ToSql;
 
 use super::verify::{derived, mask_schema, masking_view_sql, quote};
 use crate::model::ColumnAction;
-use crate::run::protect::plan::{Plan, Provision, ProvisionError, RolePlan, Step};
+use crate::run::protect::plan::{CatalogColumn, Plan, Provision, ProvisionError, RolePlan, Step};
 use crate::run::protect::{ProtectedColumn, Protection};
 
 /// The protected columns as the catalog has them, the unmatched policy columns, and the views
@@ -662,7 +662,37 @@ pub(crate) async fn run(
     let done = match what {
         Provision::Connect => Ok(Plan::default()),
         Provision::Plan => plan(&client, protection, roles, schemas).await,
+        Provision::Catalog => catalog(&client, schemas).await,
         Provision::Apply(lock) => apply(&client, protection, roles, schemas, lock).await,
     };
     done.map_err(ProvisionError::Refused)
+}
+
+/// The columns of the schemas provisioned (`schemas`; empty: all but the system ones) that the
+/// provisioning login sees, masking schemas left out.
+async fn catalog(client: &Client, schemas: &[String]) -> Result<Plan, String> {
+    let rows = client
+        .query(
+            "SELECT table_schema::text, table_name::text, column_name::text, data_type::text \
+             FROM information_schema.columns \
+             WHERE table_schema NOT IN ('pg_catalog', 'information_schema') \
+               AND table_schema NOT LIKE 'pg\\_%' AND table_schema NOT LIKE '%\\_mask\\_%' \
+               AND (cardinality($1::text[]) = 0 OR table_schema = ANY($1::text[])) \
+             ORDER BY table_schema, table_name, ordinal_position",
+            &[&schemas],
+        )
+        .await
+        .map_err(|e| message(&e))?;
+    Ok(Plan {
+        catalog: rows
+            .into_iter()
+            .map(|row| CatalogColumn {
+                schema: row.get(0),
+                table: row.get(1),
+                column: row.get(2),
+                type_name: row.get(3),
+            })
+            .collect(),
+        ..Plan::default()
+    })
 }

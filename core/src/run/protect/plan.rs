@@ -32,6 +32,23 @@ pub struct Plan {
     /// What the plan can't change with the provisioning credential's rights, with what to run
     /// instead (the verification refuses runs until it is done).
     pub notes: Vec<String>,
+    /// For [`Provision::Catalog`]: the columns the provisioning login sees.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub catalog: Vec<CatalogColumn>,
+}
+
+/// One column of the catalog as the provisioning login sees it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CatalogColumn {
+    /// Its schema.
+    pub schema: String,
+    /// Its table (or view).
+    pub table: String,
+    /// The column.
+    pub column: String,
+    /// Its type, as the database names it.
+    #[serde(rename = "type")]
+    pub type_name: String,
 }
 
 impl Plan {
@@ -53,6 +70,8 @@ pub enum Provision {
     Connect,
     /// Compute the plan.
     Plan,
+    /// Read the columns the provisioning login sees, in the schemas provisioned.
+    Catalog,
     /// Apply it, serialized by the advisory lock of this key.
     Apply(i64),
 }

@@ -253,10 +253,16 @@ pub(crate) fn get_data_protection_status(op: Operation, _: &Names) -> Operation 
                     "properties": {
                         "credential_id": { "type": "string" },
                         "username": { "type": "string" },
-                        "status": { "type": "string", "enum": ["verified", "refused", "unreachable", "unsupported"] },
-                        "problems": { "description": "What to change: the run's refusal (422 errors), or the driver's message." },
+                        "status": { "type": "string", "enum": ["verified", "out_of_date", "refused", "unreachable", "unsupported"] },
+                        "problems": { "description": "What to change: the run's refusal (422 errors, with `unmatched` policy columns), or the driver's message." },
+                        "managed": { "type": "boolean", "description": "Whether dbconsole provisions this login (the document names a provisioning credential)." },
+                        "plan": { "type": "array", "description": "What applying the plan would change for this login (`out_of_date` when it verifies but this is not empty).", "items": {
+                            "type": "object", "required": ["sql", "reason"],
+                            "properties": { "sql": { "type": "string" }, "reason": { "type": "string" } },
+                        } },
                     },
                 } },
+                "provisioning": { "description": "Null without a provisioning credential; else its username and whether the plan is empty (`empty`, `unmatched`, `notes`), or `error` when it could not be computed. A document with `auto_apply` is applied before the check." },
             },
         })))
         .errors(&[401, 403, 404, 503])
@@ -300,6 +306,27 @@ pub(crate) fn apply_data_protection(op: Operation, _: &Names) -> Operation {
     op.summary("Apply the provisioning plan: in one transaction, serialized across nodes, the plan computed again; answers the plan applied")
         .params(vec![database_id()])
         .ok(json_content(plan_schema()))
+        .errors(&[401, 403, 404, 422, 502, 503, 504])
+}
+
+pub(crate) fn get_data_protection_catalog(op: Operation, _: &Names) -> Operation {
+    op.summary("The columns the provisioning credential sees in the schemas provisioned (the console's column picker)")
+        .params(vec![database_id()])
+        .ok(json_content(json!({
+            "type": "object",
+            "required": ["database_id", "columns"],
+            "properties": {
+                "database_id": { "type": "string" },
+                "columns": { "type": "array", "items": {
+                    "type": "object",
+                    "required": ["schema", "table", "column", "type"],
+                    "properties": {
+                        "schema": { "type": "string" }, "table": { "type": "string" },
+                        "column": { "type": "string" }, "type": { "type": "string" },
+                    },
+                } },
+            },
+        })))
         .errors(&[401, 403, 404, 422, 502, 503, 504])
 }
 
