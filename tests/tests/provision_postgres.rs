@@ -243,6 +243,28 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
         assert!(!answer.to_string().contains("999-11"), "{answer}");
         assert!(!answer.to_string().contains("s3cr3t"), "{answer}");
     }
+    // A new table: the login verifies (it can't read it) but is out of date, saying what
+    // the plan would change.
+    owner
+        .batch_execute(&format!("CREATE TABLE {s}.extra (id int)"))
+        .await
+        .unwrap();
+    let status = setup
+        .send(http::Method::GET, "/data-protection/status", None)
+        .await;
+    let credential = &status["credentials"][0];
+    assert_eq!(credential["status"], "out_of_date", "{status}");
+    assert_eq!(credential["managed"], true, "{status}");
+    assert_eq!(
+        credential["plan"][0]["sql"],
+        json!(format!("GRANT SELECT ON \"{s}\".\"extra\" TO \"prov_reader\"")),
+        "{status}"
+    );
+    assert_eq!(status["provisioning"]["empty"], false, "{status}");
+    owner
+        .batch_execute(&format!("DROP TABLE {s}.extra"))
+        .await
+        .unwrap();
     // The catalog moves: a column and a table. Runs are refused until the plan is applied
     // (the masking view is no longer the table's), then the new column and table read.
     owner
@@ -280,6 +302,29 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
     );
     let (code, answer) = setup.run("SELECT ssn FROM users").await;
     assert_eq!(code, 422, "{answer}");
+    // With auto_apply, the status applies what moved before it checks.
+    let mut document = document;
+    document["provisioning"]["auto_apply"] = json!(true);
+    document["provisioning"]
+        .as_object_mut()
+        .unwrap()
+        .remove("password");
+    setup
+        .send(http::Method::PUT, "/data-protection", Some(&document))
+        .await;
+    owner
+        .batch_execute(&format!(
+            "CREATE TABLE {s}.later (id int); INSERT INTO {s}.later VALUES (5)"
+        ))
+        .await
+        .unwrap();
+    let status = setup
+        .send(http::Method::GET, "/data-protection/status", None)
+        .await;
+    assert_eq!(status["credentials"][0]["status"], "verified", "{status}");
+    assert_eq!(status["provisioning"]["empty"], true, "{status}");
+    let (code, rows) = setup.run("SELECT id FROM later").await;
+    assert_eq!((code, rows["rows"].clone()), (200, json!([[5]])), "{rows}");
     // Removing the policies: the plan drops the masking view and grants the columns back.
     let document = json!({
         "policies": [],
