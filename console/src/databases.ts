@@ -425,6 +425,25 @@ export async function databaseScreen(app: App, id: string | null): Promise<Scree
   return { title: db ? `Database ${db.name}` : "New database", element: h("section", { class: "page" }, app.link("databases", "All databases"), ...parts) };
 }
 
+/** The data protection document as the API answers it. */
+type ProtectionDocument = {
+  inherits_from: string | null;
+  policies: { name: string; description: string | null; columns: Rule[] }[];
+  provisioning: { username: string; schemas: string[]; auto_apply: boolean } | null;
+};
+
+/** A provisioning plan as the API answers it. */
+type PlanAnswer = {
+  empty: boolean;
+  applied?: number;
+  roles: { role: string; steps: Step[] }[];
+  unmatched: string[];
+  notes: string[];
+};
+
+/** One statement of a plan and why. */
+type Step = { sql: string; reason: string };
+
 /** One column a policy protects, as the data protection document writes it. */
 type Rule = { column: string; action: string; mask?: string; keep_first?: number; keep_last?: number };
 
@@ -441,7 +460,7 @@ const TREATMENTS: [string, string][] = [
 async function accessEditors(db: Database): Promise<HTMLElement> {
   const base = `/api/v1/console/databases/${encodeURIComponent(db.id)}`;
   const permissions = await withEtag<{ permissions: { subject_kind: string; subject: string; access: string }[] }>("GET", `${base}/permissions`);
-  const protection = await withEtag<{ inherits_from: string | null; policies: { name: string; description: string | null; columns: Rule[] }[] }>("GET", `${base}/data-protection`);
+  const protection = await withEtag<ProtectionDocument>("GET", `${base}/data-protection`);
   let permissionsTag = permissions.etag;
   let protectionTag = protection.etag;
 
@@ -465,10 +484,24 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
   const permissionsError = h("p", { class: "error", attrs: { role: "alert" } });
 
   const inherits = text(protection.value.inherits_from, { placeholder: "db_… (optional)" });
+  const provisioning = protection.value.provisioning;
+  const provUser = text(provisioning?.username, { placeholder: "the tables' owner (optional)" });
+  const provPassword = h("input", { attrs: { type: "password", autocomplete: "new-password", placeholder: provisioning ? "kept when left empty" : "" } });
+  const provSchemas = text(provisioning?.schemas.join(", "), { placeholder: "every schema" });
+  const autoApply = h("input", { attrs: { type: "checkbox" } });
+  autoApply.checked = provisioning?.auto_apply ?? false;
+  // The column picker: the catalog as the provisioning login sees it.
+  const columnsId = uid("catalog");
+  const catalog = h("datalist", { attrs: { id: columnsId } });
+  if (provisioning) {
+    void call<{ columns: { schema: string; table: string; column: string; type: string }[] }>("GET", `${base}/data-protection/catalog`)
+      .then((answer) => replace(catalog, ...answer.columns.map((c) => h("option", { attrs: { value: `${c.schema}.${c.table}.${c.column}` } }, `${c.type}`))))
+      .catch(() => replace(catalog));
+  }
   const rules = h("div", { class: "rows" });
   const ruleRow = (policy: string, r?: Rule) => {
     const policyName = text(policy);
-    const column = text(r?.column, { placeholder: "schema.table.column" });
+    const column = text(r?.column, { placeholder: "schema.table.column", list: columnsId });
     const current = r?.action === "mask" ? `mask:${r.mask ?? "full"}` : (r?.action ?? "hide");
     const keepFirst = h("input", { attrs: { type: "number", min: "0", max: "16", value: String(r?.keep_first ?? 2) } });
     const keepLast = h("input", { attrs: { type: "number", min: "0", max: "16", value: String(r?.keep_last ?? 0) } });
@@ -491,6 +524,48 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
     rules.append(row);
   };
   for (const policy of protection.value.policies) for (const r of policy.columns) ruleRow(policy.name, r);
+  const descriptions = new Map(protection.value.policies.map((p) => [p.name, p.description]));
+  const planView = h("div", { class: "plan", attrs: { "aria-live": "polite" } });
+
+  /** The provisioning plan: each login's statements with their reasons, and Apply. */
+  function renderPlan(plan: PlanAnswer): void {
+    const roles = plan.roles.filter((r) => r.steps.length);
+    replace(
+      planView,
+      plan.empty ? h("p", { attrs: { role: "status" } }, "Nothing to change: every credential's login is as the policies make it.") : "",
+      ...roles.map((r) =>
+        h(
+          "section",
+          { class: "plan-role" },
+          h("h3", {}, "Login ", isolated(r.role), ` (${r.steps.length} statement${r.steps.length === 1 ? "" : "s"})`),
+          h("ol", {}, ...r.steps.map((s) => h("li", {}, h("code", {}, visible(s.sql)), h("p", { class: "reason" }, visible(s.reason))))),
+        ),
+      ),
+      plan.unmatched.length ? h("p", { class: "error" }, "Unmatched policy columns (they protect nothing): ", visible(plan.unmatched.join(", "))) : "",
+      ...plan.notes.map((n) => h("p", { class: "note" }, visible(n))),
+      plan.empty ? "" : h("button", { attrs: { type: "button" }, on: { click: () => void applyPlan() } }, "Apply the plan"),
+    );
+  }
+
+  async function showPlan(): Promise<void> {
+    replace(planView, h("p", {}, "Planning…"));
+    try {
+      renderPlan(await call<PlanAnswer>("GET", `${base}/data-protection/plan`));
+    } catch (e) {
+      replace(planView, h("p", { class: "error", attrs: { role: "alert" } }, problem(e)));
+    }
+  }
+
+  async function applyPlan(): Promise<void> {
+    replace(planView, h("p", {}, "Applying…"));
+    try {
+      const applied = await call<PlanAnswer>("POST", `${base}/data-protection/apply`);
+      replace(planView, h("p", { attrs: { role: "status" } }, `Applied ${applied.applied ?? 0} statement(s).`));
+      await checkRoles();
+    } catch (e) {
+      replace(planView, h("p", { class: "error", attrs: { role: "alert" } }, problem(e)));
+    }
+  }
   const protectionStatus = h("p", { class: "summary", attrs: { role: "status" } });
   const protectionError = h("p", { class: "error", attrs: { role: "alert" } });
   const checks = h("ul", { class: "checks", attrs: { "aria-label": "Credentials checked against the policies" } });
@@ -499,7 +574,7 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
   async function checkRoles(): Promise<void> {
     replace(checks, h("li", {}, "Checking…"));
     try {
-      const status = await call<{ protected: boolean; credentials: { username: string; status: string; problems: unknown }[] }>(
+      const status = await call<{ protected: boolean; credentials: { username: string; status: string; problems: unknown; managed?: boolean; plan?: Step[] }[] }>(
         "GET",
         `${base}/data-protection/status`,
       );
@@ -514,8 +589,10 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
             "li",
             { class: `check-${c.status}` },
             isolated(c.username),
-            `: ${c.status}`,
+            `: ${c.status.replace("_", " ")}`,
+            c.managed ? " (provisioned by dbconsole)" : "",
             c.problems ? h("pre", { class: "problems" }, visible(flatten(c.problems).join("\n"))) : "",
+            c.plan && c.plan.length ? h("pre", { class: "problems" }, visible(c.plan.map((s) => `${s.sql};  -- ${s.reason}`).join("\n"))) : "",
           ),
         ),
       );
@@ -558,15 +635,24 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
       list.push(rule);
       byPolicy.set(name, list);
     }
+    const username = provUser.value.trim();
+    const schemas = provSchemas.value
+      .split(",")
+      .map((s) => s.trim())
+      .filter((s) => s);
     const document = {
       inherits_from: inherits.value.trim() || null,
-      policies: [...byPolicy.entries()].map(([name, columns]) => ({ name, columns })),
+      policies: [...byPolicy.entries()].map(([name, columns]) => ({ name, description: descriptions.get(name) ?? null, columns })),
+      provisioning: username ? { username, schemas, auto_apply: autoApply.checked, ...(provPassword.value ? { password: provPassword.value } : {}) } : null,
     };
     try {
       const saved = await withEtag("PUT", `${base}/data-protection`, document, protectionTag);
       protectionTag = saved.etag;
+      provPassword.value = "";
       protectionError.textContent = "";
-      protectionStatus.textContent = "Data protection saved. Runs on this database now need a role that can't read what it protects (see the docs' Data protection page).";
+      protectionStatus.textContent = username
+        ? "Data protection saved. Show the plan to see what provisioning changes, then apply it."
+        : "Data protection saved. Runs on this database now need a role that can't read what it protects (see the docs' Data protection page).";
     } catch (e) {
       protectionStatus.textContent = "";
       protectionError.textContent = problem(e);
@@ -590,10 +676,29 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
       { attrs: { "aria-labelledby": "protection-title" } },
       h("h2", { attrs: { id: "protection-title" } }, "Data protection"),
       field("Inherit the policies of", inherits),
+      h(
+        "fieldset",
+        { class: "provisioning" },
+        h("legend", {}, "Provisioning credential"),
+        h("p", { class: "hint" }, "A login that owns the tables (or may grant them): dbconsole grants each credential what the policies allow and makes its masking views. Leave it empty to make the roles by hand; dbconsole then verifies them."),
+        field("Username", provUser),
+        field("Password", provPassword),
+        field("Schemas (comma-separated)", provSchemas),
+        field("Apply automatically when the catalog moves", autoApply),
+      ),
+      catalog,
       rules,
-      h("div", { class: "actions" }, h("button", { attrs: { type: "button" }, on: { click: () => ruleRow("pii") } }, "Add a column rule"), h("button", { attrs: { type: "button" }, on: { click: () => void saveProtection() } }, "Save data protection"), h("button", { attrs: { type: "button" }, on: { click: () => void checkRoles() } }, "Check the credentials' roles")),
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { attrs: { type: "button" }, on: { click: () => ruleRow("pii") } }, "Add a column rule"),
+        h("button", { attrs: { type: "button" }, on: { click: () => void saveProtection() } }, "Save data protection"),
+        h("button", { attrs: { type: "button" }, on: { click: () => void showPlan() } }, "Show the plan"),
+        h("button", { attrs: { type: "button" }, on: { click: () => void checkRoles() } }, "Check the credentials' roles"),
+      ),
       protectionError,
       protectionStatus,
+      planView,
       checks,
     ),
   );
