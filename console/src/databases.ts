@@ -428,7 +428,7 @@ export async function databaseScreen(app: App, id: string | null): Promise<Scree
 /** The data protection document as the API answers it. */
 type ProtectionDocument = {
   inherits_from: string | null;
-  policies: { name: string; description: string | null; columns: Rule[] }[];
+  policies: { name: string; description: string | null; columns: Rule[]; exempt?: { subject_kind: string; subject: string }[] }[];
   provisioning: { username: string; schemas: string[]; auto_apply: boolean } | null;
 };
 
@@ -524,7 +524,9 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
     rules.append(row);
   };
   for (const policy of protection.value.policies) for (const r of policy.columns) ruleRow(policy.name, r);
+  // What the rows don't edit is kept as read: each policy's description and exemptions.
   const descriptions = new Map(protection.value.policies.map((p) => [p.name, p.description]));
+  const exemptions = new Map(protection.value.policies.map((p) => [p.name, p.exempt ?? []]));
   const planView = h("div", { class: "plan", attrs: { "aria-live": "polite" } });
 
   /** The provisioning plan: each login's statements with their reasons, and Apply. */
@@ -642,7 +644,7 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
       .filter((s) => s);
     const document = {
       inherits_from: inherits.value.trim() || null,
-      policies: [...byPolicy.entries()].map(([name, columns]) => ({ name, description: descriptions.get(name) ?? null, columns })),
+      policies: [...byPolicy.entries()].map(([name, columns]) => ({ name, description: descriptions.get(name) ?? null, columns, exempt: exemptions.get(name) ?? [] })),
       provisioning: username ? { username, schemas, auto_apply: autoApply.checked, ...(provPassword.value ? { password: provPassword.value } : {}) } : null,
     };
     try {

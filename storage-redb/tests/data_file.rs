@@ -445,6 +445,7 @@ async fn access_control_and_inheritance_survive_reopen() {
             provisioning: None,
             policies: vec![Policy {
                 name: "pii".to_owned(),
+                exempt: Vec::new(),
                 description: None,
                 columns: vec![ColumnRule {
                     column: "users.email".to_owned(),

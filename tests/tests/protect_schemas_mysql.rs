@@ -183,6 +183,10 @@ async fn schema_features_never_read_around_the_policies() {
         .attempt(&format!("SELECT id, phone FROM {t}_dv"), Expect::Refused)
         .await;
 
+    // Exemptions: a caller every policy exempts runs as the provisioning credential (here the
+    // tables' owner), unprotected; everyone else stays refused.
+    fixture_exempt(&t).await;
+
     // Without the schema features, the same user runs.
     let fixture = protected(
         &format!("{t}_ix"),
@@ -207,4 +211,50 @@ async fn schema_features_never_read_around_the_policies() {
         ],
     )
     .await;
+}
+
+/// A policy exempting carol: her run reads the values, alice's is refused.
+async fn fixture_exempt(t: &str) {
+    let fixture = protected(
+        &format!("{t}_gen"),
+        json!([{"column": format!("{t}_gen.email"), "action": "hide"}]),
+    )
+    .await;
+    let document = json!({
+        "policies": [{"name": "pii",
+                      "columns": [{"column": format!("{t}_gen.email"), "action": "hide"}],
+                      "exempt": [{"subject_kind": "user", "subject": "carol@example.com"}]}],
+        "provisioning": {"username": "checker", "password": PASSWORD},
+    });
+    fixture
+        .console
+        .send(
+            http::Method::PUT,
+            &format!("/api/v1/console/databases/{}/data-protection", fixture.db),
+            None,
+            None,
+            Some(&document),
+        )
+        .await
+        .expect(200);
+    let carol = dbconsole_core::model::Principal::member("carol@example.com");
+    let (_, answer) = fixture
+        .console
+        .query(
+            &carol,
+            &fixture.db,
+            &fixture.credential,
+            &format!("SELECT email FROM {t}_gen ORDER BY id"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(
+        answer.json()["rows"],
+        json!([["s3cr3t.alice@leak.test"]]),
+        "the exempt caller reads the value"
+    );
+    fixture
+        .attempt(&format!("SELECT email FROM {t}_gen"), Expect::Refused)
+        .await;
 }

@@ -243,6 +243,73 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
         assert!(!answer.to_string().contains("999-11"), "{answer}");
         assert!(!answer.to_string().contains("s3cr3t"), "{answer}");
     }
+    // Exemptions: a policy may name who sees the values; an exempt caller runs as the
+    // provisioning credential, unprotected (and its run event names that credential).
+    let mut exempting = document.clone();
+    exempting["policies"][0]["exempt"] = json!([{"subject_kind": "group", "subject": "auditors"}]);
+    exempting["provisioning"]
+        .as_object_mut()
+        .unwrap()
+        .remove("password");
+    setup
+        .send(http::Method::PUT, "/data-protection", Some(&exempting))
+        .await;
+    let carol = dbconsole_core::model::Principal::member("carol@example.com").groups(["auditors"]);
+    let (_, answer) = setup
+        .console
+        .query(
+            &carol,
+            &setup.db,
+            &setup.credential,
+            "SELECT email, ssn FROM users ORDER BY id",
+            None,
+            None,
+        )
+        .await;
+    let clear = answer.json();
+    assert_eq!(
+        clear["rows"],
+        json!([
+            ["s3cr3t.alice@leak.test", "999-11-0001"],
+            [null, "999-11-0002"]
+        ]),
+        "{clear}"
+    );
+    let (code, masked) = setup.run("SELECT email FROM users ORDER BY id").await;
+    assert_eq!(
+        (code, masked["rows"].clone()),
+        (200, json!([["****@leak.test"], [null]]))
+    );
+    // Without the provisioning credential, exemptions are refused.
+    let mut orphan = exempting.clone();
+    orphan["provisioning"] = Value::Null;
+    let refused = setup
+        .console
+        .send(
+            http::Method::PUT,
+            &format!("/api/v1/console/databases/{}/data-protection", setup.db),
+            None,
+            None,
+            Some(&orphan),
+        )
+        .await
+        .expect(422)
+        .text();
+    assert!(refused.contains("exempts someone"), "{refused}");
+    setup
+        .send(
+            http::Method::PUT,
+            "/data-protection",
+            Some(&{
+                let mut d = document.clone();
+                d["provisioning"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("password");
+                d
+            }),
+        )
+        .await;
     // A new table: the login verifies (it can't read it) but is out of date, saying what
     // the plan would change.
     owner
@@ -257,7 +324,9 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
     assert_eq!(credential["managed"], true, "{status}");
     assert_eq!(
         credential["plan"][0]["sql"],
-        json!(format!("GRANT SELECT ON \"{s}\".\"extra\" TO \"prov_reader\"")),
+        json!(format!(
+            "GRANT SELECT ON \"{s}\".\"extra\" TO \"prov_reader\""
+        )),
         "{status}"
     );
     assert_eq!(status["provisioning"]["empty"], false, "{status}");

@@ -123,6 +123,28 @@ pub struct Policy {
     pub description: Option<String>,
     /// The columns it protects (at least one), each once.
     pub columns: Vec<ColumnRule>,
+    /// Who sees the values anyway (users and groups), each once: a caller exempt from every
+    /// policy that applies runs as the provisioning credential.
+    pub exempt: Vec<Exemption>,
+}
+
+/// A user or a group a policy exempts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exemption {
+    /// User or group.
+    pub subject_kind: SubjectKind,
+    /// The user's e-mail or login, or the group's name.
+    pub subject: String,
+}
+
+impl Exemption {
+    /// Whether it names `principal` (the user, or one of its groups).
+    pub fn names(&self, principal: &super::Principal) -> bool {
+        match self.subject_kind {
+            SubjectKind::User => principal.user == self.subject,
+            SubjectKind::Group => principal.groups.iter().any(|g| *g == self.subject),
+        }
+    }
 }
 
 /// A database's data protection: its own policies, and the database whose policies it inherits.

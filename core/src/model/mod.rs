@@ -20,8 +20,8 @@ mod session;
 mod time;
 
 pub use access::{
-    AccessControl, AccessLevel, ColumnAction, ColumnRule, DataProtection, Mask, MaskKind,
-    Permission, Policy, Provisioning, SubjectKind,
+    AccessControl, AccessLevel, ColumnAction, ColumnRule, DataProtection, Exemption, Mask,
+    MaskKind, Permission, Policy, Provisioning, SubjectKind,
 };
 pub use answer::{Idempotency, RenderAnswer, StoredAnswer, Written};
 pub use audit::{

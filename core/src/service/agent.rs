@@ -235,7 +235,7 @@ impl Agents {
         let runner = self.launcher.runner_for(db.adapter)?;
         let guarded = self.admission.guarded(db).await?;
         self.launcher
-            .protection_for_run(&guarded, &*runner, sql, true)
+            .protection_for_run(&guarded, &*runner, sql, true, None)
             .await?;
         let db = guarded.db;
         let mut body = Map::new();

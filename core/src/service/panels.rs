@@ -132,10 +132,12 @@ impl Panels {
             .to_owned();
         let record = record(&guarded.db);
         let runner = self.launcher.runner_for(guarded.db.adapter)?;
-        let protection = self
+        let protected = self
             .launcher
-            .protection_for_run(&guarded, &*runner, &statement, true)
+            .protection_for_run(&guarded, &*runner, &statement, true, Some(principal))
             .await?;
+        let (protection, credential) =
+            (protected.protection, protected.exempt.unwrap_or(credential));
         self.launcher
             .start_run(Run {
                 runner,

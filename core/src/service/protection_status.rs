@@ -136,8 +136,9 @@ impl ProtectionStatus {
         let runner = self.launcher.runner_for(guarded.db.adapter)?;
         let protection = self
             .launcher
-            .protection_for_run(guarded, &*runner, PROBE, true)
-            .await?;
+            .protection_for_run(guarded, &*runner, PROBE, true, None)
+            .await?
+            .protection;
         let record = Record::ProtectionCheck {
             database_id: guarded.db.id.as_str().to_owned(),
             credential_id: credential.id.as_str().to_owned(),

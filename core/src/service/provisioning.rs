@@ -146,11 +146,7 @@ impl Provisioner {
 
     /// Database `id` with a provisioning credential, on an adapter provisioning is built for.
     async fn ready(&self, id: &str) -> Result<Ready, ApiError> {
-        let db = self
-            .storage
-            .database(id)
-            .await?
-            .ok_or(ApiError::NotFound)?;
+        let db = self.storage.database(id).await?.ok_or(ApiError::NotFound)?;
         let guarded = self.admission.guarded(db).await?;
         self.ready_of(guarded).await?.ok_or_else(|| {
             ValidationErrors::single(

@@ -114,10 +114,12 @@ impl Runs {
         };
         // An AI agent's query runs read-only, as a panel does, whoever runs it.
         let read_only = principal.agent || query.by_agent;
-        let protection = self
+        let protected = self
             .launcher
-            .protection_for_run(&guarded, &*runner, &statement, read_only)
+            .protection_for_run(&guarded, &*runner, &statement, read_only, Some(principal))
             .await?;
+        let (protection, credential) =
+            (protected.protection, protected.exempt.unwrap_or(credential));
         // The claim: of two runs, one moves the query to running and the other conflicts; a
         // review racing the claim lands either before it (and counts) or after (refused).
         let required = credential.reviews_required;

@@ -104,8 +104,9 @@ impl Schema {
         let statement = runner.catalog().to_owned();
         let protection = self
             .launcher
-            .protection_for_run(&guarded, &*runner, &statement, true)
-            .await?;
+            .protection_for_run(&guarded, &*runner, &statement, true, None)
+            .await?
+            .protection;
         let result = self
             .launcher
             .run_collected(Run {

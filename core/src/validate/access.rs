@@ -8,8 +8,8 @@ use super::errors::message;
 use super::reader::{Items, Reader, TakenSecret};
 use super::text::{NAME_MAX, Text, VALUE_MAX};
 use crate::model::{
-    AccessLevel, ColumnAction, ColumnRule, Credential, CredentialId, DataProtection, Mask,
-    MaskKind, Permission, Policy, Provisioning, SubjectKind,
+    AccessLevel, ColumnAction, ColumnRule, Credential, CredentialId, DataProtection, Exemption,
+    Mask, MaskKind, Permission, Policy, Provisioning, SubjectKind,
 };
 use crate::seal::{Place, Sealer};
 
@@ -88,6 +88,17 @@ pub fn data_protection_from_body(
     let policies = Items::read(&items, |_, pr| policy(pr))
         .unique_by("name", |p| Some(p.name.clone()))
         .finish(r.errors(), "policies");
+    if provisioning.is_none()
+        && !r.errors().fields().any(|f| f == "provisioning")
+        && policies
+            .as_ref()
+            .is_some_and(|p: &Vec<Policy>| p.iter().any(|p| !p.exempt.is_empty()))
+    {
+        r.errors().add(
+            "provisioning",
+            "required when a policy exempts someone: an exempt caller's runs use it",
+        );
+    }
     let errors = r.finish();
     match policies {
         Some(policies) if errors.is_empty() => Ok(DataProtection {
@@ -187,11 +198,32 @@ fn policy(r: &mut Reader<'_>) -> Option<Policy> {
         })
     })
     .unique_by("column", |c| Some(c.column.clone()))
-    .finish(r.errors(), "columns")?;
+    .finish(r.errors(), "columns");
+    let exempt = match r.objects("exempt") {
+        Some(items) => Items::read(&items.unwrap_or_default(), |_, er| {
+            let subject_kind = er.choice::<SubjectKind>("subject_kind", true);
+            let subject = er.required_text("subject", true, NAME);
+            Some(Exemption {
+                subject_kind: subject_kind?,
+                subject: subject?,
+            })
+        })
+        .unique_by("subject", |e| {
+            Some((
+                e.subject_kind,
+                crate::model::identity::normalized(&e.subject),
+            ))
+        })
+        .finish(r.errors(), "exempt"),
+        None if r.has("exempt") => None,
+        None => Some(Vec::new()),
+    };
+    let (columns, exempt) = (columns?, exempt?);
     (!columns.is_empty()).then_some(Policy {
         name: name?,
         description,
         columns,
+        exempt,
     })
 }
 

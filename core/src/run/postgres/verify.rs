@@ -609,6 +609,7 @@ pub(super) fn derived(row: &str, protection: &Protection) -> Option<ProtectedCol
         policy,
         database_id: source.database_id.clone(),
         mask: source.mask,
+        exempt: source.exempt.clone(),
         named: format!("{schema}.{table}.{column} ({how})"),
         schema: Some(schema),
         table: Some(table),

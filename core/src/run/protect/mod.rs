@@ -14,7 +14,7 @@ use std::fmt;
 
 pub mod plan;
 
-use crate::model::{ColumnAction, DataProtection, Mask};
+use crate::model::{ColumnAction, DataProtection, Exemption, Mask, Principal};
 
 /// The text every non-NULL value of a masked column becomes.
 pub const MASK: &str = "****";
@@ -39,6 +39,8 @@ pub struct ProtectedColumn {
     pub action: ColumnAction,
     /// How it is masked, when it is.
     pub mask: Mask,
+    /// Who its policy exempts.
+    pub exempt: Vec<Exemption>,
     /// As the policy wrote it.
     pub named: String,
 }
@@ -112,6 +114,7 @@ impl Protection {
                         column,
                         action: rule.action,
                         mask: rule.mask,
+                        exempt: policy.exempt.clone(),
                         named: rule.column.clone(),
                     });
                 }
@@ -136,6 +139,17 @@ impl Protection {
                 .find(|c| c.action == ColumnAction::Hide)
                 .unwrap_or(first),
         )
+    }
+
+    /// Whether every policy that applies exempts `principal` (by name or by group): its runs
+    /// then see the values. Never an AI agent, never when nothing is protected.
+    pub fn exempts(&self, principal: &Principal) -> bool {
+        !principal.agent
+            && !self.columns.is_empty()
+            && self
+                .columns
+                .iter()
+                .all(|c| c.exempt.iter().any(|e| e.names(principal)))
     }
 
     /// Whether any column of `schema.table` is protected.
@@ -294,6 +308,7 @@ mod tests {
             provisioning: None,
             policies: vec![Policy {
                 name: "pii".to_owned(),
+                exempt: Vec::new(),
                 description: None,
                 columns: columns
                     .iter()

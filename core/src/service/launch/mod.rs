@@ -281,15 +281,41 @@ impl Launcher {
     /// no policies), once the statement is admitted: 422 when `runner` can't protect its results,
     /// and 422 when the run is read-only (`read_only`, or a database with policies) and the
     /// statement is not read to be a query ([`crate::run::classify`]).
+    ///
+    /// A caller (`principal`; none for an agent or the service's own runs) whom every policy
+    /// that applies exempts runs unprotected as the document's provisioning credential
+    /// (docs/data-protection.md, "Exemptions"): [`Protected::exempt`].
     pub(crate) async fn protection_for_run(
         &self,
         guarded: &Guarded,
         runner: &dyn QueryRunner,
         statement: &str,
         read_only: bool,
-    ) -> Result<Option<Arc<Protection>>, ApiError> {
+        principal: Option<&crate::model::Principal>,
+    ) -> Result<Protected, ApiError> {
         let protection = self.protection_of(guarded).await?;
         let adapter = guarded.db.adapter;
+        let exempt_as = protection
+            .as_ref()
+            .zip(principal)
+            .filter(|(protection, principal)| protection.exempts(principal))
+            .and_then(|_| guarded.access.as_ref())
+            .and_then(|access| access.data_protection.provisioning.as_ref())
+            .map(|provisioning| provisioning.credential.clone());
+        if let Some(credential) = exempt_as {
+            if read_only {
+                classify::read_only(statement, Dialect::of(adapter)).map_err(|why| {
+                    ValidationErrors::single(
+                        "query",
+                        format!("panels and AI agents run read-only: {why}"),
+                    )
+                })?;
+            }
+            return Ok(Protected {
+                protection: None,
+                exempt: Some(credential),
+            });
+        }
         if let Some(protection) = &protection
             && !runner.protects()
         {
@@ -319,7 +345,10 @@ impl Launcher {
                 )
             })?;
         }
-        Ok(protection)
+        Ok(Protected {
+            protection,
+            exempt: None,
+        })
     }
 
     /// The columns `guarded`'s data protection protects: its own policies (as read with it) and
@@ -353,6 +382,16 @@ impl Launcher {
         );
         Ok((!protection.is_empty()).then(|| Arc::new(protection)))
     }
+}
+
+/// How a run is protected ([`Launcher::protection_for_run`]).
+#[derive(Debug)]
+pub(crate) struct Protected {
+    /// The data protection it is checked against (`None`: no policies, or an exempt caller).
+    pub(crate) protection: Option<Arc<Protection>>,
+    /// The credential an exempt caller runs as instead of the one asked for: the document's
+    /// provisioning credential, which reads every value.
+    pub(crate) exempt: Option<Credential>,
 }
 
 /// A run's whole JSON answer. An error after the first rows is in its `error` member.

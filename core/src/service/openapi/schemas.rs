@@ -478,6 +478,10 @@ pub(super) fn schemas() -> Value {
                 list(object(&["name", "columns"], json!({
                     "name": text_schema(NAME, Presence::Required),
                     "description": optional(Text::Lines(VALUE_MAX)),
+                    "exempt": described(list(object(&["subject_kind", "subject"], json!({
+                        "subject_kind": enum_schema(&subject_kinds, false),
+                        "subject": text_schema(NAME, Presence::Required),
+                    })), true), "Users and groups who see the values: a caller exempt from every policy that applies runs as the provisioning credential (needed then), unprotected. Each subject once."),
                     "columns": { "type": "array", "minItems": 1, "items": object(&["column", "action"], json!({
                         "column": text_schema(NAME, Presence::Required),
                         "action": enum_schema(&column_actions, false),

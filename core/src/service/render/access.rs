@@ -73,6 +73,17 @@ struct PolicyView<'a> {
     name: &'a str,
     description: Option<&'a str>,
     columns: Vec<ColumnView<'a>>,
+    /// Who sees the values anyway; absent when nobody.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    exempt: Vec<ExemptionView<'a>>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Exemption", deny_unknown_fields)]
+struct ExemptionView<'a> {
+    #[schemars(schema_with = "subject_kind")]
+    subject_kind: &'static str,
+    subject: &'a str,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -112,6 +123,14 @@ impl<'a> DataProtectionView<'a> {
                 .map(|p| PolicyView {
                     name: &p.name,
                     description: p.description.as_deref(),
+                    exempt: p
+                        .exempt
+                        .iter()
+                        .map(|e| ExemptionView {
+                            subject_kind: e.subject_kind.as_str(),
+                            subject: &e.subject,
+                        })
+                        .collect(),
                     columns: p
                         .columns
                         .iter()

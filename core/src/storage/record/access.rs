@@ -44,8 +44,19 @@ pub(super) struct AccessControlV2 {
     pub(super) database_id: String,
     pub(super) permissions: Vec<PermissionV1>,
     pub(super) inherits_from: Option<String>,
-    pub(super) policies: Vec<PolicyV1>,
+    pub(super) policies: Vec<PolicyV2>,
     pub(super) provisioning: Option<ProvisioningV1>,
+}
+
+/// A policy as version 2 stores it: version 1's and its exemptions.
+#[derive(Serialize, Deserialize)]
+pub(super) struct PolicyV2 {
+    pub(super) name: String,
+    pub(super) description: Option<String>,
+    /// Column and action (`hide`, `mask` or `mask:<mask>`).
+    pub(super) columns: Vec<(String, String)>,
+    /// Subject kind (`user` or `group`) and subject.
+    pub(super) exempt: Vec<(String, String)>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -78,13 +89,18 @@ pub fn encode_access_control(
             .data_protection
             .policies
             .iter()
-            .map(|policy| PolicyV1 {
+            .map(|policy| PolicyV2 {
                 name: policy.name.clone(),
                 description: policy.description.clone(),
                 columns: policy
                     .columns
                     .iter()
                     .map(|rule| (rule.column.clone(), stored_action(rule)))
+                    .collect(),
+                exempt: policy
+                    .exempt
+                    .iter()
+                    .map(|e| (e.subject_kind.as_str().to_owned(), e.subject.clone()))
                     .collect(),
             })
             .collect(),
@@ -113,7 +129,16 @@ pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, R
                 database_id: v1.database_id,
                 permissions: v1.permissions,
                 inherits_from: v1.inherits_from,
-                policies: v1.policies,
+                policies: v1
+                    .policies
+                    .into_iter()
+                    .map(|p| PolicyV2 {
+                        name: p.name,
+                        description: p.description,
+                        columns: p.columns,
+                        exempt: Vec::new(),
+                    })
+                    .collect(),
                 provisioning: None,
             }
         }
@@ -162,6 +187,16 @@ pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, R
         .map(|policy| {
             Ok(Policy {
                 name: policy.name,
+                exempt: policy
+                    .exempt
+                    .into_iter()
+                    .map(|(kind, subject)| {
+                        Ok(Exemption {
+                            subject_kind: parse::<SubjectKind>(&kind, "subject kind")?,
+                            subject,
+                        })
+                    })
+                    .collect::<Result<Vec<_>, RecordError>>()?,
                 description: policy.description,
                 columns: policy
                     .columns

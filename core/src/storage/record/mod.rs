@@ -37,9 +37,9 @@ use crate::model::{
     AccessControl, AccessLevel, Action, ActionId, Actor, Adapter, AuditAction, AuditEvent, Bypass,
     CallerKey, ColumnAction, ColumnRule, ConnectionParameter, Credential, CredentialId,
     CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, Decision,
-    Delivery, DeliveryId, DeliveryStatus, EventId, InputMapping, KeyId, Mask, Panel, PanelDetails,
-    PanelId, PanelInput, Permission, Policy, Principal, Provisioning, Query, QueryId, QueryRun,
-    QueryStatus, Review, Role, RunFacts, RunOutcome, Scope, SealedSecret, StoredAnswer,
+    Delivery, DeliveryId, DeliveryStatus, EventId, Exemption, InputMapping, KeyId, Mask, Panel,
+    PanelDetails, PanelId, PanelInput, Permission, Policy, Principal, Provisioning, Query, QueryId,
+    QueryRun, QueryStatus, Review, Role, RunFacts, RunOutcome, Scope, SealedSecret, StoredAnswer,
     SubjectKind, Target, Timestamp, TlsMaterial,
 };
 use crate::seal::SealKeys;

@@ -216,6 +216,7 @@ fn access_control() -> AccessControl {
             provisioning: None,
             policies: vec![Policy {
                 name: "pii".to_owned(),
+                exempt: Vec::new(),
                 description: Some("Personal data".to_owned()),
                 columns: vec![
                     ColumnRule {

@@ -286,6 +286,7 @@ pub(super) fn rich_access_control(inherits_from: Option<&str>) -> AccessControl 
             policies: vec![
                 Policy {
                     name: "pii".to_owned(),
+                    exempt: Vec::new(),
                     description: Some("Personal data — ünïcode".to_owned()),
                     columns: vec![
                         ColumnRule {
@@ -305,6 +306,7 @@ pub(super) fn rich_access_control(inherits_from: Option<&str>) -> AccessControl 
                 },
                 Policy {
                     name: "cards".to_owned(),
+                    exempt: Vec::new(),
                     description: None,
                     columns: vec![ColumnRule {
                         column: "payments.card_number".to_owned(),
