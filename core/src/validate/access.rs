@@ -287,7 +287,8 @@ mod tests {
 
     fn document(column: Value) -> Result<DataProtection, ValidationErrors> {
         let body = json!({"policies": [{"name": "pii", "columns": [column]}]});
-        data_protection_from_body("db_1", body.as_object().unwrap())
+        let sealer = Sealer::ephemeral().unwrap();
+        data_protection_from_body("db_1", body.as_object().unwrap(), None, &sealer)
     }
 
     #[test]
@@ -370,5 +371,59 @@ mod tests {
         }
         assert_eq!(Mask::decode("partial:2"), None);
         assert_eq!(Mask::decode("blur"), None);
+    }
+
+    #[test]
+    fn a_provisioning_password_is_sealed_kept_when_left_out_and_needed_for_exemptions() {
+        let sealer = Sealer::ephemeral().unwrap();
+        let read = |body: Value, stored: Option<&Provisioning>| {
+            data_protection_from_body("db_1", body.as_object().unwrap(), stored, &sealer)
+        };
+        let policies = json!([{"name": "pii", "columns": [{"column": "u.e", "action": "hide"}],
+                               "exempt": [{"subject_kind": "group", "subject": "auditors"}]}]);
+        let errors = read(json!({"policies": policies}), None).expect_err("no provisioning");
+        assert!(
+            serde_json::to_string(&errors)
+                .unwrap()
+                .contains("exempts someone")
+        );
+        let errors = read(
+            json!({"policies": [], "provisioning": {"username": "owner"}}),
+            None,
+        )
+        .expect_err("no password yet");
+        assert!(serde_json::to_string(&errors).unwrap().contains("password"));
+        let first = read(
+            json!({"policies": policies, "provisioning": {"username": "owner", "password": "pw"}}),
+            None,
+        )
+        .unwrap()
+        .provisioning
+        .unwrap();
+        let sealed = first.credential.password.clone().unwrap();
+        assert!(
+            !format!("{sealed:?}").contains("pw\""),
+            "sealed, not kept as text"
+        );
+        let kept = read(
+            json!({"policies": [], "provisioning": {"username": "owner2", "schemas": ["a", "b"]}}),
+            Some(&first),
+        )
+        .unwrap()
+        .provisioning
+        .unwrap();
+        assert_eq!(
+            kept.credential.password,
+            Some(sealed),
+            "left out: the stored one"
+        );
+        assert_eq!(kept.credential.id, first.credential.id);
+        assert_eq!(kept.schemas, ["a", "b"]);
+        let errors = read(
+            json!({"policies": [], "provisioning": {"username": "o", "schemas": ["a", "a"]}}),
+            Some(&first),
+        )
+        .expect_err("a schema twice");
+        assert!(serde_json::to_string(&errors).unwrap().contains("twice"));
     }
 }
