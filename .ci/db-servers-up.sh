@@ -228,6 +228,21 @@ su postgres -c "psql -qAt -v ON_ERROR_STOP=1 -d provdb" <<'SQL'
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
 SQL
 
+# A hot standby of 15/main on 127.0.0.1:5433 (tests/tests/protect_standby.rs: data protection
+# verifies there without writing, and trusts no snapshot). Made once with pg_basebackup over the
+# local socket (peer replication for postgres), then started like the primary.
+if ! pg_lsclusters -h | awk '{print $2}' | grep -qx standby; then
+  pg_createcluster 15 standby -p 5433 >/dev/null
+  rm -rf /var/lib/postgresql/15/standby
+  su postgres -c "pg_basebackup -D /var/lib/postgresql/15/standby -R -X stream -c fast"
+fi
+pg_ctlcluster 15 standby start >/dev/null 2>&1 || true
+for _ in $(seq 1 60); do
+  pg_isready -q -h 127.0.0.1 -p 5433 && break
+  sleep 1
+done
+pg_isready -q -h 127.0.0.1 -p 5433 || { echo "the PostgreSQL standby on 5433 did not start" >&2; exit 1; }
+
 # The PostgreSQL storage's tests (storage-postgres, the HTTP suite, the two-node and fault tests)
 # keep their records in database `dbconsole`, owned by `dbconsole` (password `dbconsolepw`),
 # each run in schemas of its own.
@@ -329,5 +344,5 @@ for _ in $(seq 1 50); do
   sleep 0.1
 done
 
-echo "database servers up: postgres 127.0.0.1:5432, mariadb 127.0.0.1:3306," \
+echo "database servers up: postgres 127.0.0.1:5432 (standby 5433), mariadb 127.0.0.1:3306," \
   "clickhouse http 127.0.0.1:8123 https 8443; certificates in $certs"

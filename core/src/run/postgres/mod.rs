@@ -33,6 +33,7 @@ mod protect;
 #[macro_use]
 mod verify;
 pub(crate) mod provision;
+mod viewdef;
 
 use std::collections::HashMap;
 use std::error::Error as _;

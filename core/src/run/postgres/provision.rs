@@ -166,7 +166,7 @@ fn protected_of<'p>(
 
 /// The plan for `roles` (the database's credentials' logins) under `protection`, read as the
 /// provisioning login `client` is: what [`apply`] would run. Read in a transaction rolled
-/// back (the view comparisons make temporary views).
+/// back (the plan writes nothing; the transaction gives it one snapshot).
 pub(crate) async fn plan(
     client: &Client,
     protection: &Protection,
@@ -516,7 +516,7 @@ async fn masking_views(
     for ((schema, name), definition) in wanted {
         let qualified = format!("{}.{}", quote(schema), quote(name));
         let same = match existing.get(&(schema.clone(), name.clone())) {
-            Some(current) => same_definition(client, definition, current).await?,
+            Some(current) => super::viewdef::same_view(current, definition),
             None => false,
         };
         if !schemas.contains(schema) && made_schemas.insert(schema.clone()) {
@@ -576,35 +576,6 @@ async fn masking_views(
         });
     }
     Ok(())
-}
-
-/// Whether the view definition `current` (as PostgreSQL prints it) is `definition`: compared
-/// through a temporary view made in a savepoint rolled back (the caller's transaction).
-async fn same_definition(client: &Client, definition: &str, current: &str) -> Result<bool, String> {
-    client
-        .batch_execute("SAVEPOINT dbconsole_compare")
-        .await
-        .map_err(|e| message(&e))?;
-    let compared = async {
-        client
-            .batch_execute(&format!(
-                "CREATE TEMPORARY VIEW dbconsole_expected AS {definition}"
-            ))
-            .await?;
-        let row = client
-            .query_one(
-                "SELECT pg_get_viewdef('dbconsole_expected'::regclass) = $1",
-                &[&current],
-            )
-            .await?;
-        Ok::<bool, tokio_postgres::Error>(row.get(0))
-    }
-    .await;
-    client
-        .batch_execute("ROLLBACK TO SAVEPOINT dbconsole_compare")
-        .await
-        .map_err(|e| message(&e))?;
-    compared.map_err(|e| message(&e))
 }
 
 /// Applies the plan in one transaction, after taking the advisory lock `lock` (one per

@@ -58,6 +58,9 @@ pub(super) struct Verified {
     /// Whether the last check found the snapshot as verified: the next check is then the
     /// quiet one ([`SAME_SNAPSHOT`]).
     quiet: bool,
+    /// Whether the server is a hot standby: its snapshots prove nothing
+    /// ([`FINGERPRINT_ONLY`]).
+    standby: bool,
 }
 
 /// Everything the verification reads, as one digest (a scalar subquery, so that a statement
@@ -95,8 +98,23 @@ macro_rules! fingerprint {
     };
 }
 
-/// The snapshot and the catalog's fingerprint, read in that snapshot (one statement).
-const CURRENT: &str = concat!("SELECT txid_current_snapshot()::text, ", fingerprint!());
+/// The snapshot and the catalog's fingerprint, read in that snapshot (one statement), and
+/// whether the server is a hot standby.
+const CURRENT: &str = concat!(
+    "SELECT txid_current_snapshot()::text, ",
+    fingerprint!(),
+    ", pg_is_in_recovery()"
+);
+
+/// [`UNCHANGED`] on a hot standby: there `txid_current_snapshot()` leaves out transactions in
+/// progress on the primary, so an equal snapshot is not the same catalog (a `GRANT` committed
+/// since can hide behind it). The fingerprint is read at every check. `$1` is not read.
+const FINGERPRINT_ONLY: &str = concat!(
+    "SELECT CASE WHEN ",
+    fingerprint!(),
+    " = $2 THEN now.s ELSE current_setting('dbconsole.catalog_changed') END \
+     FROM (SELECT txid_current_snapshot()::text AS s, $1::text AS unused) AS now"
+);
 
 /// The protected columns as the catalog has them, as common table expressions (the policies'
 /// columns are `$1`..`$6`: schema, table, column, policy, action, the name as written):
@@ -387,7 +405,9 @@ pub(super) async fn kept(
         return Ok(None);
     }
     let params = [verified.snapshot.clone(), verified.fingerprint.clone()];
-    let check = if verified.quiet {
+    let check = if verified.standby {
+        FINGERPRINT_ONLY
+    } else if verified.quiet {
         SAME_SNAPSHOT
     } else {
         UNCHANGED
@@ -438,7 +458,7 @@ pub(super) fn verdict(answer: Result<&tokio_postgres::Row, &tokio_postgres::Erro
 /// way ([`SAME_SNAPSHOT`]) when the snapshot had not moved since the last check.
 pub(super) fn seen(session: &mut Session, snapshot: String) {
     if let Some(verified) = session.verified.as_mut() {
-        verified.quiet = verified.snapshot == snapshot;
+        verified.quiet = !verified.standby && verified.snapshot == snapshot;
         verified.snapshot = snapshot;
     }
 }
@@ -497,7 +517,8 @@ pub(super) async fn ensure(
         .query_one(&current, &[])
         .await
         .map_err(|e| database_error(&e))?;
-    let (snapshot, fingerprint): (String, String) = (row.get(0), row.get(1));
+    let (snapshot, fingerprint, standby): (String, String, bool) =
+        (row.get(0), row.get(1), row.get(2));
     let kept = Arc::new(verify(session, protection).await?);
     // What was verified is what the catalog was before the check: a change made while it ran
     // makes the next run check again.
@@ -506,7 +527,8 @@ pub(super) async fn ensure(
         fingerprint,
         snapshot,
         kept: Arc::clone(&kept),
-        quiet: true,
+        quiet: !standby,
+        standby,
     });
     Ok(kept)
 }
@@ -693,51 +715,25 @@ async fn masking_view(
         )));
     }
     let expected = masking_view_sql(&base_schema, &base_name, &columns, protection);
-    // PostgreSQL prints both definitions the same way when they are the same: the expected one
-    // as a temporary view, in a transaction rolled back (so the session keeps nothing).
-    let transaction = session
+    // Compared as PostgreSQL prints it, without writing anything (a hot standby verifies too).
+    let printed: String = session
         .client
-        .transaction()
+        .query_one("SELECT pg_get_viewdef($1::int8::oid)", &[&i64::from(oid)])
         .await
-        .map_err(|e| database_error(&e))?;
-    let same = async {
-        transaction
-            .batch_execute(&format!(
-                "SET TRANSACTION READ WRITE; CREATE TEMPORARY VIEW dbconsole_expected AS {expected}"
-            ))
-            .await?;
-        let row = transaction
-            .query_one(
-                "SELECT pg_get_viewdef('dbconsole_expected'::regclass) = \
-                 pg_get_viewdef($1::int8::oid)",
-                &[&i64::from(oid)],
-            )
-            .await?;
-        Ok::<bool, tokio_postgres::Error>(row.get(0))
+        .map_err(|e| database_error(&e))?
+        .get(0);
+    if super::viewdef::same_view(&printed, &expected) {
+        return Ok(Ok((base_schema, base_name)));
     }
-    .await;
-    let _ = transaction.rollback().await;
-    match same {
-        Ok(true) => Ok(Ok((base_schema, base_name))),
-        Ok(false) => Ok(Err((
-            format!("the masking view {qualified} is not defined as dbconsole defines it"),
-            // Not CREATE OR REPLACE: PostgreSQL refuses to drop or reorder a view's columns.
-            Some(format!(
-                "DROP VIEW {qualified}; CREATE VIEW {qualified} AS {expected}; GRANT SELECT ON \
-                 {qualified} TO {}",
-                quote(role)
-            )),
-        ))),
-        Err(error) => Ok(Err((
-            format!(
-                "the masking view {qualified} could not be compared with its definition ({})",
-                error
-                    .as_db_error()
-                    .map_or_else(|| error.to_string(), |db| db.message().to_owned())
-            ),
-            None,
-        ))),
-    }
+    Ok(Err((
+        format!("the masking view {qualified} is not defined as dbconsole defines it"),
+        // Not CREATE OR REPLACE: PostgreSQL refuses to drop or reorder a view's columns.
+        Some(format!(
+            "DROP VIEW {qualified}; CREATE VIEW {qualified} AS {expected}; GRANT SELECT ON \
+             {qualified} TO {}",
+            quote(role)
+        )),
+    )))
 }
 
 /// The definition of the masking view of `schema.table` (whose columns are `columns`, in order)
@@ -783,8 +779,8 @@ fn mask_sql(c: &str, mask: crate::model::Mask) -> String {
         MaskKind::Full => format!("CASE WHEN {c} IS NULL THEN NULL ELSE '{full}'::text END"),
         MaskKind::Null => "NULL::text".to_owned(),
         MaskKind::Email => format!(
-            "CASE WHEN {c} IS NULL THEN NULL WHEN strpos({c}::text, '@') > 0 THEN '{full}@' || \
-             split_part({c}::text, '@', -1) ELSE '{full}'::text END"
+            "CASE WHEN {c} IS NULL THEN NULL WHEN strpos({c}::text, '@') > 0 THEN \
+             regexp_replace({c}::text, '^.*@', '{full}@') ELSE '{full}'::text END"
         ),
         // A value no longer than what is kept would be shown whole: it is the full mask.
         MaskKind::Partial => format!(

@@ -299,14 +299,18 @@ pub(crate) fn get_data_protection_plan(op: Operation, _: &Names) -> Operation {
     op.summary("The provisioning plan: the statements, each with its reason, that give each credential's login what the policies allow (read as the provisioning credential; PostgreSQL)")
         .params(vec![database_id()])
         .ok(json_content(plan_schema()))
-        .errors(&[401, 403, 404, 422, 502, 503, 504])
+        .errors(&[401, 403, 404, 422, 503])
+        .response(502, error_response("The provisioning login could not connect (its message, scrubbed of secrets)."))
+        .response(504, error_response("Provisioning did not finish within its time (an apply cut short is rolled back)."))
 }
 
 pub(crate) fn apply_data_protection(op: Operation, _: &Names) -> Operation {
     op.summary("Apply the provisioning plan: in one transaction, serialized across nodes, the plan computed again; answers the plan applied")
         .params(vec![database_id()])
         .ok(json_content(plan_schema()))
-        .errors(&[401, 403, 404, 422, 502, 503, 504])
+        .errors(&[401, 403, 404, 422, 503])
+        .response(502, error_response("The provisioning login could not connect (its message, scrubbed of secrets)."))
+        .response(504, error_response("Provisioning did not finish within its time (an apply cut short is rolled back)."))
 }
 
 pub(crate) fn get_data_protection_catalog(op: Operation, _: &Names) -> Operation {
@@ -327,7 +331,9 @@ pub(crate) fn get_data_protection_catalog(op: Operation, _: &Names) -> Operation
                 } },
             },
         })))
-        .errors(&[401, 403, 404, 422, 502, 503, 504])
+        .errors(&[401, 403, 404, 422, 503])
+        .response(502, error_response("The provisioning login could not connect (its message, scrubbed of secrets)."))
+        .response(504, error_response("Provisioning did not finish within its time (an apply cut short is rolled back)."))
 }
 
 pub(crate) fn check_provisioning_connection(op: Operation, _: &Names) -> Operation {

@@ -9,7 +9,7 @@
 //! version). Enums are stored by their wire names (`postgres`, `admin`, `mask`…), so reordering
 //! or extending an enum in the model never changes what a stored record means.
 
-mod access;
+pub(super) mod access;
 mod answers;
 mod audit;
 mod dashboards;

@@ -213,10 +213,26 @@ fn access_control() -> AccessControl {
         ],
         data_protection: DataProtection {
             inherits_from: Some("db_parent".to_owned()),
-            provisioning: None,
+            provisioning: Some(crate::model::Provisioning {
+                credential: Credential {
+                    id: CredentialId::from_stored("crd_provisioning"),
+                    username: "owner".to_owned(),
+                    password: Some(SealedSecret::new(7, vec![1, 2, 3])),
+                    hostname: None,
+                    ai_allowed: false,
+                    timeout: None,
+                    reviews_required: 0,
+                    default_credential: false,
+                },
+                schemas: vec!["public".to_owned(), "Sales".to_owned()],
+                auto_apply: true,
+            }),
             policies: vec![Policy {
                 name: "pii".to_owned(),
-                exempt: Vec::new(),
+                exempt: vec![crate::model::Exemption {
+                    subject_kind: SubjectKind::Group,
+                    subject: "auditors".to_owned(),
+                }],
                 description: Some("Personal data".to_owned()),
                 columns: vec![
                     ColumnRule {
@@ -243,8 +259,27 @@ fn access_control() -> AccessControl {
 fn access_control_round_trips_under_its_database_id() {
     let access = access_control();
     let bytes = encode_access_control("db_1", &access).unwrap();
-    assert_eq!(bytes[0], RECORD_V1);
+    assert_eq!(bytes[0], 2, "version 2: with provisioning and exemptions");
     assert_eq!(decode_access_control("db_1", &bytes).unwrap(), access);
+    // A version 1 record (before masks had kinds, exemptions and provisioning) reads as one
+    // with neither.
+    let v1 = access::AccessControlV1 {
+        database_id: "db_1".to_owned(),
+        permissions: Vec::new(),
+        inherits_from: None,
+        policies: vec![access::PolicyV1 {
+            name: "pii".to_owned(),
+            description: None,
+            columns: vec![("users.email".to_owned(), "mask".to_owned())],
+        }],
+    };
+    let old = decode_access_control("db_1", &framed(RECORD_V1, &v1).unwrap()).unwrap();
+    assert_eq!(old.data_protection.provisioning, None);
+    assert_eq!(old.data_protection.policies[0].exempt, Vec::new());
+    assert_eq!(
+        old.data_protection.policies[0].columns[0].mask,
+        Mask::default()
+    );
     assert!(matches!(
         decode_access_control("db_2", &bytes),
         Err(RecordError::KeyMismatch { .. })
