@@ -294,6 +294,9 @@ mod tests {
             2 * 9 + 2 * 2 + 2 * 4 + 2 + 2 + 3 + 1 + 1 + 2 + 3 + 1 + 2 + 1 + 2 + 1 + 2 + 2
                 // The OIDC sign-in: …/oidc, …/oidc/start, …/oidc/callback.
                 + 3
+                // Provisioning, at both database mounts: …/data-protection/plan, …/catalog,
+                // …/apply, …/provisioning/check-connection.
+                + 2 * 4
         );
     }
 
