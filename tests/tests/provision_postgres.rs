@@ -97,7 +97,10 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
                (1, 'Alice', 's3cr3t.alice@leak.test', '999-11-0001'),
                (2, 'Bob', NULL, '999-11-0002');
              CREATE TABLE {s}.orders (id int PRIMARY KEY, user_id int, total numeric);
-             INSERT INTO {s}.orders VALUES (10, 1, 12.50);"
+             INSERT INTO {s}.orders VALUES (10, 1, 12.50);
+             CREATE VIEW {s}.contacts AS SELECT id, email FROM {s}.users;
+             GRANT SELECT ON {s}.contacts TO PUBLIC;
+             GRANT SELECT (id) ON {s}.contacts TO prov_reader;"
         ))
         .await
         .unwrap();
@@ -174,6 +177,9 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
     assert_eq!(plan["empty"], false, "{plan}");
     let sql = statements(&plan);
     for expected in [
+        // A view that reads a protected column with its owner's rights: no one reads it.
+        format!("REVOKE SELECT ON \"{s}\".\"contacts\" FROM PUBLIC"),
+        format!("REVOKE SELECT (\"id\") ON \"{s}\".\"contacts\" FROM \"prov_reader\""),
         format!("GRANT USAGE ON SCHEMA \"{s}\" TO \"prov_reader\""),
         format!("GRANT SELECT (\"id\", \"name\") ON \"{s}\".\"users\" TO \"prov_reader\""),
         format!("GRANT SELECT ON \"{s}\".\"orders\" TO \"prov_reader\""),
@@ -280,6 +286,56 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
         (code, masked["rows"].clone()),
         (200, json!([["****@leak.test"], [null]]))
     );
+    // An exempt caller's query still waits for the approvals its credential needs.
+    setup
+        .console
+        .send(
+            http::Method::PATCH,
+            &format!("/api/v1/console/databases/{}", setup.db),
+            None,
+            None,
+            Some(&json!({"credentials": [{"id": setup.credential, "reviews_required": 1}]})),
+        )
+        .await
+        .expect(200);
+    let created = setup
+        .console
+        .create_query(
+            &carol,
+            &setup.db,
+            &setup.credential,
+            "SELECT ssn FROM users",
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let waiting = setup
+        .console
+        .send(
+            http::Method::POST,
+            &format!(
+                "/api/v1/console/queries/{}/run",
+                created["id"].as_str().unwrap()
+            ),
+            Some(carol.clone()),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(waiting.status.as_u16(), 409, "{}", waiting.text());
+    assert!(!waiting.text().contains("999-11"), "{}", waiting.text());
+    setup
+        .console
+        .send(
+            http::Method::PATCH,
+            &format!("/api/v1/console/databases/{}", setup.db),
+            None,
+            None,
+            Some(&json!({"credentials": [{"id": setup.credential, "reviews_required": 0}]})),
+        )
+        .await
+        .expect(200);
     // Without the provisioning credential, exemptions are refused.
     let mut orphan = exempting.clone();
     orphan["provisioning"] = Value::Null;

@@ -141,8 +141,11 @@ impl Exemption {
     /// Whether it names `principal` (the user, or one of its groups).
     pub fn names(&self, principal: &super::Principal) -> bool {
         match self.subject_kind {
-            SubjectKind::User => principal.user == self.subject,
-            SubjectKind::Group => principal.groups.iter().any(|g| *g == self.subject),
+            SubjectKind::User => super::identity::same(&principal.user, &self.subject),
+            SubjectKind::Group => principal
+                .groups
+                .iter()
+                .any(|g| super::identity::same(g, &self.subject)),
         }
     }
 }

@@ -132,12 +132,11 @@ impl Panels {
             .to_owned();
         let record = record(&guarded.db);
         let runner = self.launcher.runner_for(guarded.db.adapter)?;
-        let protected = self
+        let (protection, credential) = self
             .launcher
             .protection_for_run(&guarded, &*runner, &statement, true, Some(principal))
-            .await?;
-        let (protection, credential) =
-            (protected.protection, protected.exempt.unwrap_or(credential));
+            .await?
+            .run_as(credential);
         self.launcher
             .start_run(Run {
                 runner,

@@ -114,12 +114,13 @@ impl Runs {
         };
         // An AI agent's query runs read-only, as a panel does, whoever runs it.
         let read_only = principal.agent || query.by_agent;
-        let protected = self
+        // An agent's query is never exempt, whoever runs it.
+        let exempt_caller = (!query.by_agent).then_some(principal);
+        let (protection, credential) = self
             .launcher
-            .protection_for_run(&guarded, &*runner, &statement, read_only, Some(principal))
-            .await?;
-        let (protection, credential) =
-            (protected.protection, protected.exempt.unwrap_or(credential));
+            .protection_for_run(&guarded, &*runner, &statement, read_only, exempt_caller)
+            .await?
+            .run_as(credential);
         // The claim: of two runs, one moves the query to running and the other conflicts; a
         // review racing the claim lands either before it (and counts) or after (refused).
         let required = credential.reviews_required;

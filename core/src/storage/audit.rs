@@ -119,6 +119,14 @@ pub fn access_changes(old: &AccessControl, new: &AccessControl) -> Vec<String> {
         Some(&old.data_protection.inherits_from),
         &new.data_protection.inherits_from,
     );
+    // The provisioning login reads every value: a change of it (its password included, never
+    // named) is named.
+    differs(
+        c,
+        "data_protection.provisioning",
+        Some(&old.data_protection.provisioning),
+        &new.data_protection.provisioning,
+    );
     changes
 }
 

@@ -7,6 +7,7 @@ use super::ValidationErrors;
 use super::errors::message;
 use super::reader::{Items, Reader, TakenSecret};
 use super::text::{NAME_MAX, Text, VALUE_MAX};
+use crate::model::SealedSecret;
 use crate::model::{
     AccessLevel, ColumnAction, ColumnRule, Credential, CredentialId, DataProtection, Exemption,
     Mask, MaskKind, Permission, Policy, Provisioning, SubjectKind,
@@ -119,29 +120,63 @@ fn provisioning(
     stored: Option<&Provisioning>,
     sealer: &Sealer,
 ) -> Option<Provisioning> {
-    let username = r.required_text("username", true, NAME);
-    let id = stored.map_or_else(CredentialId::generate, |p| p.credential.id.clone());
-    let place = Place::password(database_id, id.as_str());
+    let username = r.required_text("username", true, NAME)?;
+    // A new login or a new password is a new credential (a new id), so that the sessions of
+    // the old one are not reused for exempt runs; the same login without a password keeps its
+    // id and password.
     let given = r.password("password", &TakenSecret::copied(r.body(), "password"));
-    let password = match r.sealed("password", given, sealer, &place) {
-        Some(Some(sealed)) => Some(sealed),
-        None if r.has("password") => return None,
-        _ => match stored.and_then(|p| p.credential.password.clone()) {
-            Some(kept) => Some(kept),
-            None => {
-                r.errors()
-                    .add("password", "required: the provisioning login's password");
-                return None;
-            }
-        },
+    if given.is_none() && r.has("password") {
+        return None;
+    }
+    if let Some(Some(_)) = &given {
+        let id = CredentialId::generate();
+        let place = Place::password(database_id, id.as_str());
+        let password = r.sealed("password", given, sealer, &place)??;
+        return provisioned(r, id, username, password);
+    }
+    let Some(stored) = stored.filter(|p| p.credential.password.is_some()) else {
+        r.errors()
+            .add("password", "required: the provisioning login's password");
+        return None;
     };
+    if stored.credential.username == username {
+        let password = stored.credential.password.clone()?;
+        return provisioned(r, stored.credential.id.clone(), username, password);
+    }
+    // Another login keeping the password: opened where it was sealed, sealed for the new id.
+    let id = CredentialId::generate();
+    let old = Place::password(database_id, stored.credential.id.as_str());
+    let resealed = stored
+        .credential
+        .password
+        .as_ref()
+        .and_then(|sealed| sealer.open(sealed, &old).ok())
+        .and_then(|open| {
+            sealer
+                .seal(&open, &Place::password(database_id, id.as_str()))
+                .ok()
+        });
+    let Some(password) = resealed else {
+        r.errors().add("password", message::NOT_SEALED);
+        return None;
+    };
+    provisioned(r, id, username, password)
+}
+
+/// The rest of the provisioning credential, with its `id`, `username` and sealed `password`.
+fn provisioned(
+    r: &mut Reader<'_>,
+    id: CredentialId,
+    username: String,
+    password: SealedSecret,
+) -> Option<Provisioning> {
     let schemas = schema_names(r)?;
     let auto_apply = r.boolean("auto_apply").flatten().unwrap_or(false);
     Some(Provisioning {
         credential: Credential {
             id,
-            username: username?,
-            password,
+            username,
+            password: Some(password),
             hostname: None,
             ai_allowed: false,
             timeout: None,
@@ -406,7 +441,7 @@ mod tests {
             "sealed, not kept as text"
         );
         let kept = read(
-            json!({"policies": [], "provisioning": {"username": "owner2", "schemas": ["a", "b"]}}),
+            json!({"policies": [], "provisioning": {"username": "owner", "schemas": ["a", "b"]}}),
             Some(&first),
         )
         .unwrap()
@@ -417,8 +452,34 @@ mod tests {
             Some(sealed),
             "left out: the stored one"
         );
-        assert_eq!(kept.credential.id, first.credential.id);
+        assert_eq!(
+            kept.credential.id, first.credential.id,
+            "the same login, the same id"
+        );
         assert_eq!(kept.schemas, ["a", "b"]);
+        // Another login keeps the password under a new id (its sessions are new ones).
+        let moved = read(
+            json!({"policies": [], "provisioning": {"username": "owner2"}}),
+            Some(&first),
+        )
+        .unwrap()
+        .provisioning
+        .unwrap();
+        assert_ne!(moved.credential.id, first.credential.id);
+        let place = Place::password("db_1", moved.credential.id.as_str());
+        let opened = sealer
+            .open(moved.credential.password.as_ref().unwrap(), &place)
+            .unwrap();
+        assert_eq!(opened.expose(), b"pw");
+        // A new password: a new id.
+        let renewed = read(
+            json!({"policies": [], "provisioning": {"username": "owner", "password": "pw2"}}),
+            Some(&first),
+        )
+        .unwrap()
+        .provisioning
+        .unwrap();
+        assert_ne!(renewed.credential.id, first.credential.id);
         let errors = read(
             json!({"policies": [], "provisioning": {"username": "o", "schemas": ["a", "a"]}}),
             Some(&first),

@@ -120,16 +120,17 @@ const FINGERPRINT_ONLY: &str = concat!(
 /// columns are `$1`..`$6`: schema, table, column, policy, action, the name as written):
 /// `policy`, `named` (the columns the policies name), `down` and `up` (the same column in each
 /// partition or child, and in each parent), `linked` (those, one row each), `prot` (those and
-/// each generated column computed from one: relid, attnum, attname, policy, action, how) and
+/// each generated column computed from one: relid, attnum, attname, policy, action, ord (the
+/// policy column's place, from 1), how) and
 /// `dep` (every view or materialized view that reads one, transitively).
 macro_rules! protected_ctes {
     () => {
         "policy AS (
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])
-    WITH ORDINALITY AS p(nsp, rel, col, policy, action, named, n)
+    WITH ORDINALITY AS p(nsp, rel, col, policy, action, named, ord)
 ),
 named AS (
-  SELECT c.oid AS relid, a.attname, p.policy, p.action, p.n
+  SELECT c.oid AS relid, a.attname, p.policy, p.action, p.ord
   FROM policy p
   JOIN pg_attribute a ON lower(a.attname) = lower(p.col) AND a.attnum > 0 AND NOT a.attisdropped
   JOIN pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p', 'f', 'm') AND c.oid >= 16384
@@ -138,28 +139,28 @@ named AS (
     AND (p.rel IS NULL OR lower(c.relname) = lower(p.rel))
 ),
 down AS (
-  SELECT relid, attname, policy, action, 'named'::text AS how FROM named
+  SELECT relid, attname, policy, action, ord, 'named'::text AS how FROM named
   UNION
-  SELECT i.inhrelid, down.attname, down.policy, down.action, 'a partition or child'
+  SELECT i.inhrelid, down.attname, down.policy, down.action, down.ord, 'a partition or child'
   FROM down JOIN pg_inherits i ON i.inhparent = down.relid
 ),
 up AS (
-  SELECT relid, attname, policy, action, 'named'::text AS how FROM named
+  SELECT relid, attname, policy, action, ord, 'named'::text AS how FROM named
   UNION
-  SELECT i.inhparent, up.attname, up.policy, up.action, 'the parent of a protected table'
+  SELECT i.inhparent, up.attname, up.policy, up.action, up.ord, 'the parent of a protected table'
   FROM up JOIN pg_inherits i ON i.inhrelid = up.relid
 ),
 linked AS (
-  SELECT DISTINCT ON (l.relid, a.attnum, l.policy) l.relid, a.attnum, a.attname, l.policy,
-    l.action, l.how
+  SELECT DISTINCT ON (l.relid, a.attnum, l.ord) l.relid, a.attnum, a.attname, l.policy,
+    l.action, l.ord, l.how
   FROM (SELECT * FROM down UNION SELECT * FROM up) l
   JOIN pg_attribute a ON a.attrelid = l.relid AND a.attname = l.attname AND NOT a.attisdropped
-  ORDER BY l.relid, a.attnum, l.policy, l.how = 'named' DESC
+  ORDER BY l.relid, a.attnum, l.ord, l.how = 'named' DESC
 ),
 prot AS (
-  SELECT relid, attnum, attname, policy, action, how FROM linked
+  SELECT relid, attnum, attname, policy, action, ord, how FROM linked
   UNION
-  SELECT g.attrelid, g.attnum, g.attname, l.policy, l.action,
+  SELECT g.attrelid, g.attnum, g.attname, l.policy, l.action, l.ord,
     format('computed from %I', l.attname)
   FROM linked l
   JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.refclassid = 'pg_class'::regclass
@@ -223,10 +224,9 @@ reach AS (
   FROM reach JOIN pg_proc p ON p.prosecdef AND p.oid <> reach.oid
    AND has_function_privilege(p.proowner, reach.oid, 'EXECUTE')
 )
-SELECT 'derived' AS kind, json_build_array(n.nspname, c.relname, prot.attname, prot.policy,
-    prot.action, prot.how)::text AS problem, NULL AS fix
+SELECT 'derived' AS kind, json_build_array(n.nspname, c.relname, prot.attname, prot.ord,
+    prot.how)::text AS problem, NULL AS fix
 FROM prot JOIN pg_class c ON c.oid = prot.relid JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE prot.how <> 'named'
 UNION ALL
 SELECT 'unmatched', format('policy \"%s\" names %s, which is no column of a table%s', p.policy,
     p.named, coalesce((
@@ -237,7 +237,7 @@ SELECT 'unmatched', format('policy \"%s\" names %s, which is no column of a tabl
         AND (p.nsp IS NULL OR lower(n.nspname) = lower(p.nsp))
       LIMIT 1), '')),
   p.named
-FROM policy p WHERE NOT EXISTS (SELECT 1 FROM named WHERE named.n = p.n)
+FROM policy p WHERE NOT EXISTS (SELECT 1 FROM named WHERE named.ord = p.ord)
 UNION ALL
 SELECT 'partition', format('the partition key of %s holds %I, which policy \"%s\" protects: the \
 names of its partitions and their row counts (pg_class.reltuples) are readable by every role',
@@ -621,26 +621,34 @@ async fn verify(session: &mut Session, protection: &Protection) -> Result<Kept, 
     Err(RunError::Protected(refused))
 }
 
-/// A column protected as the one a policy names ([`PROBLEMS`]' row of kind `derived`: its
-/// schema, table, column, policy, action and how), as a protected column of its own table.
+/// A protected column as the catalog has it ([`PROBLEMS`]' rows of kind `derived`: its schema,
+/// table and column as the catalog names them, the place of the policy column it comes from
+/// (from 1) and how), as a protected column of its own table: the policy column's policy,
+/// action and mask, but the full mask for a generated column (a partial mask of a column
+/// computed from the protected one could show the protected one's characters).
 pub(super) fn derived(row: &str, protection: &Protection) -> Option<ProtectedColumn> {
-    let [schema, table, column, policy, action, how]: [String; 6] =
+    let (schema, table, column, ord, how): (String, String, String, usize, String) =
         serde_json::from_str(row).ok()?;
-    let source = protection.columns.iter().find(|c| c.policy == policy)?;
+    let source = protection.columns.get(ord.checked_sub(1)?)?;
+    let generated = how.starts_with("computed from");
     Some(ProtectedColumn {
-        policy,
+        policy: source.policy.clone(),
         database_id: source.database_id.clone(),
-        mask: source.mask,
+        mask: if generated {
+            crate::model::Mask::default()
+        } else {
+            source.mask
+        },
         exempt: source.exempt.clone(),
-        named: format!("{schema}.{table}.{column} ({how})"),
+        named: if how == "named" {
+            source.named.clone()
+        } else {
+            format!("{schema}.{table}.{column} ({how})")
+        },
         schema: Some(schema),
         table: Some(table),
         column,
-        action: if action == ColumnAction::Hide.as_str() {
-            ColumnAction::Hide
-        } else {
-            ColumnAction::Mask
-        },
+        action: source.action,
     })
 }
 
@@ -715,13 +723,26 @@ async fn masking_view(
         )));
     }
     let expected = masking_view_sql(&base_schema, &base_name, &columns, protection);
-    // Compared as PostgreSQL prints it, without writing anything (a hot standby verifies too).
-    let printed: String = session
+    // Compared as PostgreSQL prints it, without writing anything (a hot standby verifies too),
+    // printed with pg_catalog alone on the search path: a function of any other schema is
+    // printed with its schema, and so differs from the definition's.
+    let transaction = session
         .client
-        .query_one("SELECT pg_get_viewdef($1::int8::oid)", &[&i64::from(oid)])
+        .transaction()
         .await
-        .map_err(|e| database_error(&e))?
-        .get(0);
+        .map_err(|e| database_error(&e))?;
+    let printed = async {
+        transaction
+            .batch_execute("SET LOCAL search_path = pg_catalog, pg_temp")
+            .await?;
+        transaction
+            .query_one("SELECT pg_get_viewdef($1::int8::oid)", &[&i64::from(oid)])
+            .await
+            .map(|row| row.get::<_, String>(0))
+    }
+    .await;
+    let _ = transaction.rollback().await;
+    let printed = printed.map_err(|e| database_error(&e))?;
     if super::viewdef::same_view(&printed, &expected) {
         return Ok(Ok((base_schema, base_name)));
     }

@@ -394,6 +394,26 @@ pub(crate) struct Protected {
     pub(crate) exempt: Option<Credential>,
 }
 
+impl Protected {
+    /// The protection of a run asked for as `asked`, and the credential it runs as: `asked`,
+    /// or for an exempt caller the provisioning login with `asked`'s timeout and reviews (an
+    /// exempt caller's query waits for its approvals as anyone's does).
+    pub(crate) fn run_as(self, asked: Credential) -> (Option<Arc<Protection>>, Credential) {
+        match self.exempt {
+            None => (self.protection, asked),
+            Some(login) => (
+                None,
+                Credential {
+                    timeout: asked.timeout,
+                    reviews_required: asked.reviews_required,
+                    ai_allowed: asked.ai_allowed,
+                    ..login
+                },
+            ),
+        }
+    }
+}
+
 /// A run's whole JSON answer. An error after the first rows is in its `error` member.
 pub(crate) async fn collected(response: http::Response<ResponseBody>) -> Result<Bytes, ApiError> {
     let status = response.status();

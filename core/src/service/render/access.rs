@@ -52,7 +52,8 @@ pub(crate) struct DataProtectionView<'a> {
     database_id: &'a str,
     inherits_from: Option<&'a str>,
     policies: Vec<PolicyView<'a>>,
-    /// The provisioning credential, without its password; null when there is none.
+    /// The provisioning credential, without its password; absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     provisioning: Option<ProvisioningView<'a>>,
 }
 

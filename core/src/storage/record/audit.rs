@@ -54,6 +54,7 @@ pub(super) const CHANGE_NAMES: &[&str] = &[
     "data_protection.inherits_from",
     "kind",
     "scope",
+    "data_protection.provisioning",
 ];
 
 /// One change of an event as stored (version 2): a known name by its index, a credential by its
