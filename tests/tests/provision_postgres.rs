@@ -241,7 +241,7 @@ async fn provisioning_sets_protection_up_and_keeps_it() {
     );
     assert_eq!(rows["columns"][2]["type"], "masked");
     for sql in [
-        format!("SELECT ssn FROM users"),
+        "SELECT ssn FROM users".to_owned(),
         format!("SELECT email FROM {s}.users"),
     ] {
         let (code, answer) = setup.run(&sql).await;

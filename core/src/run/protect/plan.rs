@@ -96,14 +96,11 @@ pub async fn provision(
     schemas: &[String],
     what: Provision,
 ) -> Result<Plan, ProvisionError> {
-    match target.adapter {
-        #[cfg(feature = "postgres")]
-        crate::model::Adapter::Postgres => {
-            crate::run::postgres::provision::run(target, protection, roles, schemas, what).await
-        }
-        _ => {
-            let _ = (protection, roles, schemas, what);
-            Err(ProvisionError::NotBuilt)
-        }
+    #[cfg(feature = "postgres")]
+    if target.adapter == crate::model::Adapter::Postgres {
+        return crate::run::postgres::provision::run(target, protection, roles, schemas, what)
+            .await;
     }
+    let _ = (target, protection, roles, schemas, what);
+    Err(ProvisionError::NotBuilt)
 }

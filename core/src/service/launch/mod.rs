@@ -299,7 +299,7 @@ impl Launcher {
             .as_ref()
             .zip(principal)
             .filter(|(protection, principal)| protection.exempts(principal))
-            .and_then(|_| guarded.access.as_ref())
+            .and(guarded.access.as_ref())
             .and_then(|access| access.data_protection.provisioning.as_ref())
             .map(|provisioning| provisioning.credential.clone());
         if let Some(credential) = exempt_as {
