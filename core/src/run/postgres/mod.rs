@@ -57,10 +57,11 @@ use super::statement::Dialect;
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
 
-/// What ends a protected panel's transaction: its rollback, and the release of any
-/// session-level advisory lock its statement took (`LISTEN` and temporary state end with the
-/// rollback). An unprotected panel's ends with its rollback alone (the unlock costs a tenth of
-/// a one-row panel's rate).
+/// What ends a protected panel's transaction when its statement calls a function: its
+/// rollback, and the release of any session-level advisory lock the function took (`LISTEN`
+/// and temporary state end with the rollback). Any other panel's ends with its rollback alone:
+/// a statement of columns, literals, parameters and operators takes no lock, and the unlock
+/// costs a tenth of a one-row panel's rate.
 const END_PROTECTED_PANEL: &str = "ROLLBACK; SELECT pg_advisory_unlock_all()";
 
 /// How many rows one portal read asks for at most.
@@ -551,7 +552,9 @@ async fn execute_panel(
     // Session-level advisory locks outlive the transaction: released with it, so that a
     // pooled session holds none (its prepared statements stay).
     let mut rollback = Box::pin(futures_util::future::maybe_done(client.batch_execute(
-        if run.protection.is_some() {
+        if run.protection.is_some()
+            && super::classify::calls_no_function(run.text, Dialect::Postgres).is_err()
+        {
             END_PROTECTED_PANEL
         } else {
             "ROLLBACK"
