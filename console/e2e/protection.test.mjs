@@ -92,6 +92,15 @@ describe("data protection from the console", { concurrency: false }, () => {
     await page.getByRole("list", { name: "Credentials checked against the policies" }).getByText(/verified/).waitFor();
     await page.getByRole("button", { name: "Show the plan" }).click();
     await page.getByText("Nothing to change: every credential's login is as the policies make it.").waitFor();
+    // An exemption, kept with the policy it names.
+    await page.getByRole("button", { name: "Add an exemption" }).click();
+    await page.getByLabel("Kind").last().selectOption("group");
+    await page.getByLabel("Exempt user or group").fill("auditors");
+    await page.getByRole("button", { name: "Save data protection" }).click();
+    await page.getByText(/^Data protection saved/).waitFor();
+    const exempting = await server.api("GET", `/api/v1/console/databases/${dbId}/data-protection`);
+    assert.deepEqual(exempting.body.policies[0].exempt, [{ subject_kind: "group", subject: "auditors" }]);
+    assert.equal(exempting.body.provisioning.username, "dp_app", "the provisioning credential stays");
 
     // A query as the admin: masked, the hidden column gone.
     await page.goto(`${server.base}/console/`);

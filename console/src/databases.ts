@@ -524,9 +524,25 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
     rules.append(row);
   };
   for (const policy of protection.value.policies) for (const r of policy.columns) ruleRow(policy.name, r);
-  // What the rows don't edit is kept as read: each policy's description and exemptions.
+  // What the rows don't edit is kept as read: each policy's description.
   const descriptions = new Map(protection.value.policies.map((p) => [p.name, p.description]));
-  const exemptions = new Map(protection.value.policies.map((p) => [p.name, p.exempt ?? []]));
+  // Who a policy exempts (sees the values; runs as the provisioning credential).
+  const exempts = h("div", { class: "rows" });
+  const exemptRow = (policy: string, e?: { subject_kind: string; subject: string }) => {
+    const policyName = text(policy);
+    const kind = h("select", {}, ...["user", "group"].map((k) => h("option", { attrs: { value: k, selected: e?.subject_kind === k } }, k)));
+    const subject = text(e?.subject);
+    const row: HTMLElement = h(
+      "div",
+      { class: "row exempt" },
+      field("Policy", policyName),
+      field("Kind", kind),
+      field("Exempt user or group", subject),
+      h("button", { attrs: { type: "button", "aria-label": "Remove this exemption" }, on: { click: () => row.remove() } }, "Remove"),
+    );
+    exempts.append(row);
+  };
+  for (const policy of protection.value.policies) for (const e of policy.exempt ?? []) exemptRow(policy.name, e);
   const planView = h("div", { class: "plan", attrs: { "aria-live": "polite" } });
 
   /** The provisioning plan: each login's statements with their reasons, and Apply. */
@@ -637,6 +653,14 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
       list.push(rule);
       byPolicy.set(name, list);
     }
+    const exemptions = new Map<string, { subject_kind: string; subject: string }[]>();
+    for (const row of exempts.querySelectorAll<HTMLElement>(".exempt")) {
+      const [policy, subject] = row.querySelectorAll("input");
+      const name = policy?.value.trim() || "policy";
+      const list = exemptions.get(name) ?? [];
+      list.push({ subject_kind: row.querySelector("select")?.value ?? "user", subject: subject?.value.trim() ?? "" });
+      exemptions.set(name, list);
+    }
     const username = provUser.value.trim();
     const schemas = provSchemas.value
       .split(",")
@@ -690,10 +714,14 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
       ),
       catalog,
       rules,
+      h("h3", {}, "Exemptions"),
+      h("p", { class: "hint" }, "Who sees the values: a caller every policy exempts runs as the provisioning credential, unprotected (it needs one)."),
+      exempts,
       h(
         "div",
         { class: "actions" },
         h("button", { attrs: { type: "button" }, on: { click: () => ruleRow("pii") } }, "Add a column rule"),
+        h("button", { attrs: { type: "button" }, on: { click: () => exemptRow("pii") } }, "Add an exemption"),
         h("button", { attrs: { type: "button" }, on: { click: () => void saveProtection() } }, "Save data protection"),
         h("button", { attrs: { type: "button" }, on: { click: () => void showPlan() } }, "Show the plan"),
         h("button", { attrs: { type: "button" }, on: { click: () => void checkRoles() } }, "Check the credentials' roles"),

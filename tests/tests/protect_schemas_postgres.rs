@@ -81,6 +81,7 @@ async fn schema_features_never_read_around_the_policies() {
     definer_owner_attributes_are_drift(&admin, &format!("dps_drift_{pid}")).await;
     protected_runs_leave_nothing(&admin, &format!("dps_ro_{pid}")).await;
     masks_people_expect(&admin, &format!("dps_mask_{pid}")).await;
+    partitions_keep_each_columns_mask(&admin, &format!("dps_ppm_{pid}")).await;
 }
 
 /// High: a SECURITY DEFINER function whose owner may read a view over the protected column
@@ -662,6 +663,71 @@ async fn masks_people_expect(admin: &tokio_postgres::Client, t: &str) {
     seed(
         admin,
         &format!("DROP VIEW {MASKS}.{t}; DROP TABLE {t} CASCADE"),
+    )
+    .await;
+}
+
+/// A partition's columns are protected as the parent's, each with its own policy column's mask
+/// (not the first of the policy's): the partition's masking view masks the e-mail as an e-mail
+/// and the card keeping its last 4.
+async fn partitions_keep_each_columns_mask(admin: &tokio_postgres::Client, t: &str) {
+    let view = |table: &str| {
+        format!(
+            "CREATE VIEW {MASKS}.{table} AS SELECT id,
+               CASE WHEN email IS NULL THEN NULL WHEN strpos(email::text, '@') > 0
+                 THEN regexp_replace(email::text, '^.*@', '****@') ELSE '****'::text END AS email,
+               CASE WHEN card IS NULL THEN NULL WHEN length(card::text) <= 4 THEN '****'::text
+                 ELSE left(card::text, 0) || '****' || right(card::text, 4) END AS card
+               FROM public.{table}"
+        )
+    };
+    seed(
+        admin,
+        &format!(
+            "DROP VIEW IF EXISTS {MASKS}.{t}, {MASKS}.{t}_p1; DROP TABLE IF EXISTS {t} CASCADE;
+             CREATE TABLE {t} (id int, email text, card text) PARTITION BY RANGE (id);
+             CREATE TABLE {t}_p1 PARTITION OF {t} FOR VALUES FROM (0) TO (100);
+             INSERT INTO {t} VALUES (1, 'jo@example.org', '4111222233334444');
+             GRANT SELECT (id) ON {t}, {t}_p1 TO {READER};
+             GRANT SELECT ON {t}, {t}_p1 TO dp_owner;
+             SET ROLE dp_owner; {}; {}; RESET ROLE;
+             GRANT SELECT ON {MASKS}.{t}, {MASKS}.{t}_p1 TO {READER};",
+            view(t),
+            view(&format!("{t}_p1"))
+        ),
+    )
+    .await;
+    let fixture = Fixture::protected_as(
+        "postgres",
+        PORT,
+        t,
+        json!([
+            {"column": format!("{t}.email"), "action": "mask", "mask": "email"},
+            {"column": format!("{t}.card"), "action": "mask", "mask": "partial", "keep_last": 4},
+        ]),
+        READER,
+    )
+    .await;
+    assert_eq!(
+        status(&fixture).await["credentials"][0]["status"],
+        "verified"
+    );
+    for table in [t.to_owned(), format!("{t}_p1")] {
+        let rows = fixture
+            .attempt(
+                &format!("SELECT id, email, card FROM {table}"),
+                Expect::Runs(&["id", "email", "card"]),
+            )
+            .await;
+        assert_eq!(
+            rows["rows"],
+            json!([[1, "****@example.org", "****4444"]]),
+            "{table}: {rows}"
+        );
+    }
+    seed(
+        admin,
+        &format!("DROP VIEW {MASKS}.{t}, {MASKS}.{t}_p1; DROP TABLE {t} CASCADE"),
     )
     .await;
 }
