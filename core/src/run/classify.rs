@@ -145,36 +145,6 @@ fn protected_now(text: &str, dialect: Dialect) -> Result<(), String> {
     Ok(())
 }
 
-/// `Ok` when `text` calls no function (columns, literals, parameters and operators only), so
-/// that it can't take a session-level advisory lock (`pg_advisory_lock`) or do anything else a
-/// function does to its session; `Err` when it calls one, or can't be read. A protected panel
-/// that calls a function releases its session's advisory locks with its rollback.
-pub fn calls_no_function(text: &str, dialect: Dialect) -> Result<(), String> {
-    remembered(&PLAIN, text, dialect, calls_no_function_now)
-}
-
-/// What [`calls_no_function`] answered, by dialect and text.
-#[allow(clippy::type_complexity, reason = "a memo, read here only")]
-static PLAIN: std::sync::LazyLock<
-    std::sync::Mutex<HashMap<Dialect, HashMap<String, Result<(), String>>>>,
-> = std::sync::LazyLock::new(Default::default);
-
-/// [`calls_no_function`], read by the parser.
-fn calls_no_function_now(text: &str, dialect: Dialect) -> Result<(), String> {
-    let statements = parsed(text, dialect)?;
-    let called = sqlparser::ast::visit_expressions(&statements, |expr| {
-        if matches!(expr, sqlparser::ast::Expr::Function(_)) {
-            ControlFlow::Break(())
-        } else {
-            ControlFlow::Continue(())
-        }
-    });
-    match called {
-        ControlFlow::Break(()) => Err("it calls a function".to_owned()),
-        ControlFlow::Continue(()) => Ok(()),
-    }
-}
-
 /// The parser's dialect of `dialect`.
 fn parser_dialect(dialect: Dialect) -> &'static dyn Parsed {
     match dialect {
@@ -277,31 +247,6 @@ fn kind(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_statement_without_a_function_is_told_from_one_with() {
-        for plain in [
-            "SELECT id, name FROM people WHERE id = $1",
-            "SELECT a + 1 AS b FROM t ORDER BY a LIMIT 3",
-        ] {
-            assert_eq!(
-                calls_no_function(plain, Dialect::Postgres),
-                Ok(()),
-                "{plain}"
-            );
-        }
-        for calling in [
-            "SELECT pg_advisory_lock(1)",
-            "SELECT id FROM t WHERE id = (SELECT max(id) FROM t)",
-            "SELECT lower(name) FROM t",
-            "not sql at all (",
-        ] {
-            assert!(
-                calls_no_function(calling, Dialect::Postgres).is_err(),
-                "{calling}"
-            );
-        }
-    }
 
     fn refused(text: &str, dialect: Dialect) -> String {
         read_only(text, dialect).expect_err(text)

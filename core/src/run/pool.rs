@@ -68,6 +68,9 @@ pub struct PoolKey {
     /// Whether its runs are under data protection: such sessions are opened for it (a
     /// PostgreSQL session's `search_path` starts with the masking schemas) and verified.
     pub protected: bool,
+    /// The statement timeout (seconds) its sessions start with: an exempt caller's runs share
+    /// the provisioning login with others', each with its asked credential's timeout.
+    pub timeout_secs: Option<u32>,
 }
 
 /// How big pools are and how long a run waits for a connection.

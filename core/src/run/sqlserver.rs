@@ -335,6 +335,7 @@ mod tests {
                 credential_id: "crd".to_owned(),
                 read_only: true,
                 protected: false,
+                timeout_secs: None,
             },
             version: crate::model::Timestamp::now(),
             connector: std::sync::Arc::new(|| Box::pin(async { Err("unused".to_owned()) })),

@@ -139,28 +139,16 @@ fn provisioning(
             .add("password", "required: the provisioning login's password");
         return None;
     };
-    if stored.credential.username == username {
-        let password = stored.credential.password.clone()?;
-        return provisioned(r, stored.credential.id.clone(), username, password);
-    }
-    // Another login keeping the password: opened where it was sealed, sealed for the new id.
-    let id = CredentialId::generate();
-    let old = Place::password(database_id, stored.credential.id.as_str());
-    let resealed = stored
-        .credential
-        .password
-        .as_ref()
-        .and_then(|sealed| sealer.open(sealed, &old).ok())
-        .and_then(|open| {
-            sealer
-                .seal(&open, &Place::password(database_id, id.as_str()))
-                .ok()
-        });
-    let Some(password) = resealed else {
-        r.errors().add("password", message::NOT_SEALED);
+    if stored.credential.username != username {
+        // Another login takes its own password: the stored one is another login's.
+        r.errors().add(
+            "password",
+            "required: another login than the stored one needs its password",
+        );
         return None;
-    };
-    provisioned(r, id, username, password)
+    }
+    let password = stored.credential.password.clone()?;
+    provisioned(r, stored.credential.id.clone(), username, password)
 }
 
 /// The rest of the provisioning credential, with its `id`, `username` and sealed `password`.
@@ -457,18 +445,20 @@ mod tests {
             "the same login, the same id"
         );
         assert_eq!(kept.schemas, ["a", "b"]);
-        // Another login keeps the password under a new id (its sessions are new ones).
-        let moved = read(
+        // Another login needs its own password.
+        let errors = read(
             json!({"policies": [], "provisioning": {"username": "owner2"}}),
             Some(&first),
         )
-        .unwrap()
-        .provisioning
-        .unwrap();
-        assert_ne!(moved.credential.id, first.credential.id);
-        let place = Place::password("db_1", moved.credential.id.as_str());
+        .expect_err("another login without a password");
+        assert!(
+            serde_json::to_string(&errors)
+                .unwrap()
+                .contains("another login")
+        );
+        let place = Place::password("db_1", first.credential.id.as_str());
         let opened = sealer
-            .open(moved.credential.password.as_ref().unwrap(), &place)
+            .open(first.credential.password.as_ref().unwrap(), &place)
             .unwrap();
         assert_eq!(opened.expose(), b"pw");
         // A new password: a new id.
@@ -481,7 +471,7 @@ mod tests {
         .unwrap();
         assert_ne!(renewed.credential.id, first.credential.id);
         let errors = read(
-            json!({"policies": [], "provisioning": {"username": "o", "schemas": ["a", "a"]}}),
+            json!({"policies": [], "provisioning": {"username": "owner", "schemas": ["a", "a"]}}),
             Some(&first),
         )
         .expect_err("a schema twice");

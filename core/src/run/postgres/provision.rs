@@ -65,16 +65,18 @@ ORDER BY n.nspname, c.relname";
 
 /// The direct privileges of role `$1` (NULL: `PUBLIC`) on relations and on their columns:
 /// relation oid, column (NULL for the relation), privilege, and whether the provisioning login
-/// granted it (a `REVOKE` takes back only the grants of whoever runs it).
+/// may take it back: a `REVOKE` takes back only the grants of whoever runs it, and a member of
+/// the owning role (or a superuser) grants and revokes as the owner.
 const PRIVILEGES: &str = "\
-WITH r AS (SELECT coalesce((SELECT oid FROM pg_roles WHERE rolname = $1), 0) AS oid)
+WITH r AS (SELECT coalesce((SELECT oid FROM pg_roles WHERE rolname = $1), 0) AS oid),
+me AS (SELECT oid FROM pg_roles WHERE rolname = current_user)
 SELECT c.oid::int8, NULL::text, x.privilege_type::text,
-  x.grantor = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+  x.grantor = CASE WHEN pg_has_role(c.relowner, 'USAGE') THEN c.relowner ELSE (SELECT oid FROM me) END
 FROM pg_class c, aclexplode(c.relacl) x, r WHERE x.grantee = r.oid AND c.oid >= 16384
 UNION ALL
 SELECT a.attrelid::int8, a.attname::text, x.privilege_type::text,
-  x.grantor = (SELECT oid FROM pg_roles WHERE rolname = current_user)
-FROM pg_attribute a, aclexplode(a.attacl) x, r
+  x.grantor = CASE WHEN pg_has_role(c.relowner, 'USAGE') THEN c.relowner ELSE (SELECT oid FROM me) END
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid, aclexplode(a.attacl) x, r
 WHERE x.grantee = r.oid AND a.attnum > 0 AND a.attrelid >= 16384";
 
 /// The schemas of `$2` (names) role `$1` may not use, and whether the provisioning login may
@@ -116,8 +118,9 @@ impl Relation {
     }
 }
 
-/// One direct privilege: its name, and whether the provisioning login granted it.
-type Held = BTreeMap<String, bool>;
+/// Direct privileges by name: whether the provisioning login granted one (it can take it back),
+/// and whether another role did (only that role can).
+type Held = BTreeMap<String, (bool, bool)>;
 
 /// Direct privileges: per relation oid, the relation's and each column's.
 #[derive(Default)]
@@ -144,9 +147,12 @@ async fn privileges(client: &Client, role: Option<&str>) -> Result<Privileges, S
                 .entry(column)
                 .or_default(),
         };
-        // Held by another grantor too: the provisioning login can't take it all back.
-        let mine = mine && held.get(&privilege).is_none_or(|m| *m);
-        held.insert(privilege, mine);
+        let entry = held.entry(privilege).or_insert((false, false));
+        if mine {
+            entry.0 = true;
+        } else {
+            entry.1 = true;
+        }
     }
     Ok(privileges)
 }
@@ -216,7 +222,7 @@ impl Planner<'_> {
             ),
             None => String::new(),
         };
-        let mine: Vec<&str> = privileges.iter().copied().filter(|p| held[*p]).collect();
+        let mine: Vec<&str> = privileges.iter().copied().filter(|p| held[*p].0).collect();
         if !mine.is_empty() {
             self.step(
                 format!(
@@ -226,7 +232,7 @@ impl Planner<'_> {
                 reason.to_owned(),
             );
         }
-        let others: Vec<&str> = privileges.iter().copied().filter(|p| !held[*p]).collect();
+        let others: Vec<&str> = privileges.iter().copied().filter(|p| held[*p].1).collect();
         if !others.is_empty() {
             self.notes.push(format!(
                 "{grantee} holds {}{on} on {qualified}, granted by another role: only that role \
@@ -493,6 +499,8 @@ async fn role_steps(
             );
         }
         let selects = table.contains_key("SELECT");
+        // A table-level SELECT another role granted stays whatever the plan does (noted).
+        let stays = table.get("SELECT").is_some_and(|(_, others)| *others);
         let readable = |c: &str| columns.get(c).is_some_and(|p| p.contains_key("SELECT"));
         if reads_protected {
             let why = format!("{qualified} reads a protected column with its owner's rights");
@@ -550,7 +558,7 @@ async fn role_steps(
             .columns
             .iter()
             .filter(|c| !protected.iter().any(|(_, p)| p == *c))
-            .filter(|c| selects || !readable(c))
+            .filter(|c| !stays && !readable(c))
             .map(|c| quote(c))
             .collect();
         if !to_grant.is_empty() {
@@ -777,23 +785,29 @@ pub(crate) async fn apply(
 }
 
 /// The columns of the schemas provisioned (`schemas`; empty: all but the system ones) that the
-/// provisioning login sees, masking schemas left out.
-async fn catalog(client: &Client, schemas: &[String]) -> Result<Plan, String> {
+/// provisioning login sees, the masking schemas of `roles` left out.
+async fn catalog(client: &Client, roles: &[String], schemas: &[String]) -> Result<Plan, String> {
     let rows = client
         .query(
             "SELECT table_schema::text, table_name::text, column_name::text, data_type::text \
              FROM information_schema.columns \
              WHERE table_schema NOT IN ('pg_catalog', 'information_schema') \
-               AND table_schema NOT LIKE 'pg\\_%' AND table_schema NOT LIKE '%\\_mask\\_%' \
+               AND table_schema NOT LIKE 'pg\\_%' \
                AND (cardinality($1::text[]) = 0 OR table_schema = ANY($1::text[])) \
              ORDER BY table_schema, table_name, ordinal_position",
             &[&schemas],
         )
         .await
         .map_err(|e| message(&e))?;
+    let sources: BTreeSet<String> = rows.iter().map(|row| row.get(0)).collect();
+    let masking: BTreeSet<String> = roles
+        .iter()
+        .flat_map(|role| sources.iter().map(move |s| mask_schema(role, s)))
+        .collect();
     Ok(Plan {
         catalog: rows
             .into_iter()
+            .filter(|row| !masking.contains(&row.get::<_, String>(0)))
             .map(|row| CatalogColumn {
                 schema: row.get(0),
                 table: row.get(1),
@@ -819,7 +833,7 @@ pub(crate) async fn run(
     let done = match what {
         Provision::Connect => Ok(Plan::default()),
         Provision::Plan => plan(&client, protection, roles, schemas).await,
-        Provision::Catalog => catalog(&client, schemas).await,
+        Provision::Catalog => catalog(&client, roles, schemas).await,
         Provision::Apply(lock) => apply(&client, protection, roles, schemas, lock).await,
     };
     done.map_err(ProvisionError::Refused)

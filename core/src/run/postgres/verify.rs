@@ -313,7 +313,8 @@ SELECT 'foreign', format('the role may use foreign server %I', s.srvname),
 FROM pg_foreign_server s CROSS JOIN me WHERE has_server_privilege(s.oid, 'USAGE')
 UNION ALL
 SELECT 'mapping', format('a user mapping for %s on foreign server %I', u.usename, u.srvname),
-  format('DROP USER MAPPING FOR %s SERVER %I', u.usename, u.srvname)
+  format('DROP USER MAPPING FOR %s SERVER %I',
+    CASE WHEN u.umuser = 0 THEN 'PUBLIC' ELSE quote_ident(u.usename) END, u.srvname)
 FROM pg_user_mappings u CROSS JOIN me WHERE u.umuser IN (0, me.oid)
 UNION ALL
 SELECT 'create', format('the role may create objects in schema %I', n.nspname),

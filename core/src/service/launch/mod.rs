@@ -170,6 +170,7 @@ impl Launcher {
                 credential_id: credential.id.as_str().to_owned(),
                 read_only,
                 protected: protection.is_some(),
+                timeout_secs: credential.timeout,
             },
             version: db.updated_at,
             connector: connector(
