@@ -15,9 +15,10 @@
 //! - **Inputs**: each `${key}` is a `$n` parameter sent in text form: the server converts it to
 //!   the type it inferred at prepare time, and the common types are checked first so that a
 //!   value that does not convert is answered naming its input.
-//! - **Session state**: a panel's transaction is rolled back (undoing any `SET`) and its
-//!   session's advisory locks released (a prepared `pg_advisory_unlock_all()` sent behind the
-//!   `ROLLBACK`; its prepared statements stay); a console query's is committed
+//! - **Session state**: a panel's transaction is rolled back (undoing any `SET`); on a protected
+//!   database its session's advisory locks are released too (a prepared
+//!   `pg_advisory_unlock_all()` sent behind the `ROLLBACK`; its prepared statements stay); a
+//!   console query's is committed
 //!   (on a protected database: read-only and rolled back), then the session is reset with
 //!   `DISCARD ALL`. A session that fails
 //!   either, or whose statement was cancelled, is closed instead of going back to the pool.
@@ -57,9 +58,11 @@ use super::statement::Dialect;
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
 
-/// What follows every panel's `ROLLBACK` in the same write: the release of any session-level
-/// advisory lock its statement took (`LISTEN` and temporary state end with the rollback),
-/// prepared once per session.
+/// What follows a protected panel's `ROLLBACK` in the same write: the release of any
+/// session-level advisory lock its statement took (`LISTEN` and temporary state end with the
+/// rollback), prepared once per session. An unprotected panel ends with its rollback alone
+/// (the unlock costs a tenth of a one-row panel's rate; its locks are its credential's
+/// business).
 const UNLOCK: &str = "SELECT pg_advisory_unlock_all()";
 
 /// How many rows one portal read asks for at most.
@@ -531,11 +534,17 @@ async fn execute_panel(
         columns,
         renders,
     } = prepare(session, run, check.is_none()).await?;
-    // Prepared once per session: its execute follows the ROLLBACK, nothing parsed per run.
-    let unlock = session
-        .prepare(UNLOCK)
-        .await
-        .map_err(|e| database_error(&e))?;
+    // On a protected database, prepared once per session: its execute follows the ROLLBACK,
+    // nothing parsed per run.
+    let unlock = match run.protection {
+        Some(_) => Some(
+            session
+                .prepare(UNLOCK)
+                .await
+                .map_err(|e| database_error(&e))?,
+        ),
+        None => None,
+    };
     // From here on, the session's rows are the statement's.
     sink.count_rows(Arc::clone(&session.ledger));
     let client = &session.client;
@@ -552,16 +561,19 @@ async fn execute_panel(
     // The whole transaction goes in one write: the ROLLBACK is sent (polled once) behind the
     // statement, and answered after its last row (PostgreSQL answers in order). Waiting for
     // it here would wait for rows no one reads yet.
-    // Session-level advisory locks outlive the transaction: released right after it (a
-    // function, a view or a policy may take one whatever the statement's text), so that a
-    // pooled session holds none (its prepared statements stay).
-    let ended = futures_util::future::try_join(
-        client.batch_execute("ROLLBACK"),
-        client.execute(&unlock, &[]),
-    );
-    let mut rollback = Box::pin(futures_util::future::maybe_done(async move {
-        ended.await.map(|_| ())
-    }));
+    // Session-level advisory locks outlive the transaction: on a protected database released
+    // right after it (a function, a view or a policy may take one whatever the statement's
+    // text), so that a pooled session holds none (its prepared statements stay).
+    let ended = async move {
+        let rollback = client.batch_execute("ROLLBACK");
+        match &unlock {
+            Some(unlock) => futures_util::future::try_join(rollback, client.execute(unlock, &[]))
+                .await
+                .map(|_| ()),
+            None => rollback.await,
+        }
+    };
+    let mut rollback = Box::pin(futures_util::future::maybe_done(ended));
     let send_rollback = std::future::poll_fn(|cx| {
         let _ = rollback.as_mut().poll(cx);
         std::task::Poll::Ready(())
