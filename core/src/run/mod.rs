@@ -50,6 +50,7 @@ pub mod pool;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 pub mod protect;
+pub mod provision;
 #[cfg(feature = "sqlserver")]
 pub mod sqlserver;
 pub mod statement;

@@ -63,7 +63,7 @@ impl Plan {
     }
 }
 
-/// What [`provision`] does.
+/// What [`provision`](crate::run::provision::provision) does.
 #[derive(Clone, Copy, Debug)]
 pub enum Provision {
     /// Connect, and nothing else (the provisioning credential's check-connection).
@@ -76,7 +76,7 @@ pub enum Provision {
     Apply(i64),
 }
 
-/// Why [`provision`] did not answer a plan.
+/// Why [`provision`](crate::run::provision::provision) did not answer a plan.
 #[derive(Debug)]
 pub enum ProvisionError {
     /// The provisioning login could not connect (the driver's message).
@@ -85,22 +85,4 @@ pub enum ProvisionError {
     Refused(String),
     /// Provisioning is not built for this adapter (or this build).
     NotBuilt,
-}
-
-/// Connects to `target` (the provisioning credential, through its tunnel when `connect_via`
-/// says so) and does `what` for `roles` under `protection`, in `schemas` (empty: all).
-pub async fn provision(
-    target: &crate::check::CheckTarget,
-    protection: &super::Protection,
-    roles: &[String],
-    schemas: &[String],
-    what: Provision,
-) -> Result<Plan, ProvisionError> {
-    #[cfg(feature = "postgres")]
-    if target.adapter == crate::model::Adapter::Postgres {
-        return crate::run::postgres::provision::run(target, protection, roles, schemas, what)
-            .await;
-    }
-    let _ = (target, protection, roles, schemas, what);
-    Err(ProvisionError::NotBuilt)
 }
