@@ -52,27 +52,9 @@ async fn state(server: &mut mysql_async::Conn, t: &str) -> (Vec<(String, String)
     (tables, contents(server, &[t.to_owned()]).await)
 }
 
-async fn admin() -> mysql_async::Conn {
-    mysql_async::Conn::new(
-        mysql_async::OptsBuilder::default()
-            .ip_or_hostname("127.0.0.1")
-            .tcp_port(PORT)
-            .user(Some("checker"))
-            .pass(Some(PASSWORD))
-            .db_name(Some("checkdb")),
-    )
-    .await
-    .unwrap_or_else(|error| {
-        panic!(
-            "MariaDB is not running on 127.0.0.1:{PORT} ({error}): start the test database \
-             servers with `sudo bash .ci/db-servers-up.sh`"
-        )
-    })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn protected_columns_never_leak_and_unprotected_work_runs() {
-    let mut server = admin().await;
+    let mut server = mysql_admin().await;
     let t = format!("dp_users_{}", std::process::id());
     for statement in [
         format!("DROP VIEW IF EXISTS {t}_v, {t}_tv"),
@@ -533,7 +515,7 @@ async fn protected_columns_never_leak_and_unprotected_work_runs() {
 /// that is not a query is refused before it is sent: the tables are still there after each.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn panels_never_change_data_on_mariadb() {
-    let mut server = admin().await;
+    let mut server = mysql_admin().await;
     let t = format!("ro_items_{}", std::process::id());
     for statement in [
         format!("DROP VIEW IF EXISTS {t}_v"),
@@ -646,7 +628,7 @@ async fn panels_never_change_data_on_mariadb() {
 /// column each refuse the panel until undone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_protected_panel_keeps_nothing_across_a_change() {
-    let mut server = admin().await;
+    let mut server = mysql_admin().await;
     // One name for every run: what an interrupted run left is cleared below.
     let t = "dp_stale".to_owned();
     let hosts = ["localhost", "127.0.0.1"];

@@ -120,18 +120,7 @@ async fn protected_columns_never_leak_whatever_the_statement() {
     assert_eq!(again, schema, "the kept answer");
     // The databases screen's status: the protected role is verified; a role that can read
     // what the policies protect (checker) is refused, with what to change.
-    let status_of = |console: &dbconsole_tests::TestConsole, db: &str| {
-        let console = console.clone();
-        let path = format!("/api/v1/console/databases/{db}/data-protection/status");
-        async move {
-            console
-                .send(http::Method::GET, &path, None, None, None)
-                .await
-                .expect(200)
-                .json()
-        }
-    };
-    let verified = status_of(&fixture.console, &fixture.db).await;
+    let verified = fixture.status().await;
     assert_eq!(verified["protected"], true, "{verified}");
     assert_eq!(
         verified["credentials"][0]["status"], "verified",
@@ -144,7 +133,7 @@ async fn protected_columns_never_leak_whatever_the_statement() {
         json!([{"column": format!("public.{t}.ssn"), "action": "hide"}]),
     )
     .await;
-    let refused = status_of(&loose.console, &loose.db).await;
+    let refused = loose.status().await;
     assert_eq!(refused["credentials"][0]["status"], "refused", "{refused}");
     let problems = refused["credentials"][0]["problems"].to_string();
     assert!(

@@ -7,29 +7,11 @@
 mod run_support;
 
 use mysql_async::prelude::Queryable as _;
-use run_support::protect::{Expect, Fixture, assert_known_secrets};
+use run_support::protect::{Expect, Fixture, assert_known_secrets, assert_refused};
 use run_support::*;
 use serde_json::{Value, json};
 
 const PORT: u16 = 3306;
-
-async fn admin() -> mysql_async::Conn {
-    mysql_async::Conn::new(
-        mysql_async::OptsBuilder::default()
-            .ip_or_hostname("127.0.0.1")
-            .tcp_port(PORT)
-            .user(Some("checker"))
-            .pass(Some(PASSWORD))
-            .db_name(Some("checkdb")),
-    )
-    .await
-    .unwrap_or_else(|error| {
-        panic!(
-            "MariaDB is not running on 127.0.0.1:{PORT} ({error}): start the test database \
-             servers with `sudo bash .ci/db-servers-up.sh`"
-        )
-    })
-}
 
 async fn seed(server: &mut mysql_async::Conn, statements: &[String]) {
     for statement in statements {
@@ -48,41 +30,13 @@ fn grants(what: &str, table: &str) -> Vec<String> {
         .collect()
 }
 
-async fn status(fixture: &Fixture) -> Value {
-    fixture
-        .console
-        .send(
-            http::Method::GET,
-            &format!(
-                "/api/v1/console/databases/{}/data-protection/status",
-                fixture.db
-            ),
-            None,
-            None,
-            None,
-        )
-        .await
-        .expect(200)
-        .json()
-}
-
-#[track_caller]
-fn assert_refused(status: &Value, says: &str) {
-    let credential = &status["credentials"][0];
-    assert_eq!(credential["status"], "refused", "{status}");
-    assert!(
-        credential["problems"].to_string().contains(says),
-        "the status says {says:?}: {status}"
-    );
-}
-
 async fn protected(t: &str, columns: Value) -> Fixture {
     Fixture::protected_as("mysql", PORT, t, columns, "dp_reader").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn schema_features_never_read_around_the_policies() {
-    let mut server = admin().await;
+    let mut server = mysql_admin().await;
     let t = format!("dps_{}", std::process::id());
     let tables = [
         format!("{t}_gen"),
@@ -140,7 +94,7 @@ async fn schema_features_never_read_around_the_policies() {
     )
     .await;
     assert_refused(
-        &status(&fixture).await,
+        &fixture.status().await,
         "computed from the protected column",
     );
     fixture
@@ -156,7 +110,7 @@ async fn schema_features_never_read_around_the_policies() {
         json!([{"column": format!("{t}_pt.diagnosis"), "action": "hide"}]),
     )
     .await;
-    assert_refused(&status(&fixture).await, "partitioning");
+    assert_refused(&fixture.status().await, "partitioning");
     fixture
         .attempt(
             &format!("SELECT id FROM {t}_pt PARTITION (p_hiv)"),
@@ -170,7 +124,7 @@ async fn schema_features_never_read_around_the_policies() {
         json!([{"column": format!("{t}_dv.phone"), "action": "hide"}]),
     )
     .await;
-    let refused = status(&fixture).await;
+    let refused = fixture.status().await;
     assert_refused(&refused, "a column of the view");
     assert_eq!(
         refused["credentials"][0]["problems"]["unmatched"][0],
@@ -194,7 +148,7 @@ async fn schema_features_never_read_around_the_policies() {
     )
     .await;
     assert_eq!(
-        status(&fixture).await["credentials"][0]["status"],
+        fixture.status().await["credentials"][0]["status"],
         "verified"
     );
     fixture

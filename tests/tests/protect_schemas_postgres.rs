@@ -12,45 +12,15 @@
 
 mod run_support;
 
-use run_support::protect::{Expect, Fixture, assert_known_secrets};
+use run_support::protect::{Expect, Fixture, assert_known_secrets, assert_refused};
 use run_support::*;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const PORT: u16 = 5432;
 const READER: &str = "dp_reader";
 const MASKS: &str = "dp_reader_mask_public";
 /// The schema of `dp_definer`'s SECURITY DEFINER functions (dp_reader may use it).
 const FNS: &str = "dp_definer_fns";
-
-/// The data protection status of the fixture's database.
-async fn status(fixture: &Fixture) -> Value {
-    fixture
-        .console
-        .send(
-            http::Method::GET,
-            &format!(
-                "/api/v1/console/databases/{}/data-protection/status",
-                fixture.db
-            ),
-            None,
-            None,
-            None,
-        )
-        .await
-        .expect(200)
-        .json()
-}
-
-/// Asserts that the status refuses the one credential, saying `says`; the whole status.
-#[track_caller]
-fn assert_refused(status: &Value, says: &str) {
-    let credential = &status["credentials"][0];
-    assert_eq!(credential["status"], "refused", "{status}");
-    assert!(
-        credential["problems"].to_string().contains(says),
-        "the status says {says:?}: {status}"
-    );
-}
 
 async fn seed(admin: &tokio_postgres::Client, sql: &str) {
     admin
@@ -112,7 +82,7 @@ async fn definer_reading_through_a_view(admin: &tokio_postgres::Client, t: &str)
         READER,
     )
     .await;
-    assert_refused(&status(&fixture).await, "may read the view");
+    assert_refused(&fixture.status().await, "may read the view");
     fixture
         .attempt(&format!("SELECT {FNS}.{t}(1)"), Expect::Refused)
         .await;
@@ -128,7 +98,7 @@ async fn definer_reading_through_a_view(admin: &tokio_postgres::Client, t: &str)
     )
     .await;
     assert_eq!(
-        status(&fixture).await["credentials"][0]["status"],
+        fixture.status().await["credentials"][0]["status"],
         "verified"
     );
     fixture
@@ -167,7 +137,7 @@ async fn policies_naming_no_table_column(admin: &tokio_postgres::Client, t: &str
         READER,
     )
     .await;
-    let refused = status(&fixture).await;
+    let refused = fixture.status().await;
     assert_refused(&refused, "is a view");
     assert_eq!(
         refused["credentials"][0]["problems"]["unmatched"][0],
@@ -186,7 +156,7 @@ async fn policies_naming_no_table_column(admin: &tokio_postgres::Client, t: &str
     fixture
         .protect_columns(json!([{"column": format!("{t}.phnoe"), "action": "hide"}]))
         .await;
-    let refused = status(&fixture).await;
+    let refused = fixture.status().await;
     assert_refused(&refused, "which is no column of a table");
     fixture
         .attempt(&format!("SELECT id, phone FROM {t}"), Expect::Refused)
@@ -235,7 +205,7 @@ async fn generated_columns_follow_their_source(admin: &tokio_postgres::Client, t
     )
     .await;
     assert_eq!(
-        status(&fixture).await["credentials"][0]["status"],
+        fixture.status().await["credentials"][0]["status"],
         "verified"
     );
     // The masking view masks the generated column as its source, and leaves out the one
@@ -264,7 +234,7 @@ async fn generated_columns_follow_their_source(admin: &tokio_postgres::Client, t
         &format!("GRANT SELECT (ssn_last4) ON {t} TO {READER}"),
     )
     .await;
-    assert_refused(&status(&fixture).await, "computed from");
+    assert_refused(&fixture.status().await, "computed from");
     fixture
         .attempt(&format!("SELECT id FROM {t}"), Expect::Refused)
         .await;
@@ -298,7 +268,7 @@ async fn partition_key_refuses(admin: &tokio_postgres::Client, t: &str) {
         READER,
     )
     .await;
-    assert_refused(&status(&fixture).await, "partition key");
+    assert_refused(&fixture.status().await, "partition key");
     for sql in [
         format!("SELECT id FROM {t} WHERE id = 2"),
         format!("SELECT relname, reltuples FROM pg_class WHERE relname LIKE '{t}%'"),
@@ -332,7 +302,7 @@ async fn parent_of_a_protected_child(admin: &tokio_postgres::Client, t: &str) {
         READER,
     )
     .await;
-    assert_refused(&status(&fixture).await, "the parent of a protected table");
+    assert_refused(&fixture.status().await, "the parent of a protected table");
     fixture
         .attempt(&format!("SELECT id, ssn FROM {t}"), Expect::Refused)
         .await;
@@ -343,7 +313,7 @@ async fn parent_of_a_protected_child(admin: &tokio_postgres::Client, t: &str) {
     )
     .await;
     assert_eq!(
-        status(&fixture).await["credentials"][0]["status"],
+        fixture.status().await["credentials"][0]["status"],
         "verified"
     );
     fixture
@@ -401,7 +371,7 @@ async fn definer_owner_attributes_are_drift(admin: &tokio_postgres::Client, t: &
         refused.contains("runs with the rights of dp_definer"),
         "{refused}"
     );
-    assert_refused(&status(&fixture).await, "dp_definer");
+    assert_refused(&fixture.status().await, "dp_definer");
     seed(admin, "ALTER ROLE dp_definer NOINHERIT").await;
     assert_eq!(
         fixture.run_unleaked(&dashboard, 0).await.expect(200).json()["rows"],
@@ -617,7 +587,7 @@ async fn masks_people_expect(admin: &tokio_postgres::Client, t: &str) {
         "{document}"
     );
     assert_eq!(
-        status(&fixture).await["credentials"][0]["status"],
+        fixture.status().await["credentials"][0]["status"],
         "verified"
     );
     let all = fixture
@@ -657,7 +627,7 @@ async fn masks_people_expect(admin: &tokio_postgres::Client, t: &str) {
     )
     .await;
     assert_refused(
-        &status(&fixture).await,
+        &fixture.status().await,
         "not defined as dbconsole defines it",
     );
     seed(
@@ -709,7 +679,7 @@ async fn partitions_keep_each_columns_mask(admin: &tokio_postgres::Client, t: &s
     )
     .await;
     assert_eq!(
-        status(&fixture).await["credentials"][0]["status"],
+        fixture.status().await["credentials"][0]["status"],
         "verified"
     );
     for table in [t.to_owned(), format!("{t}_p1")] {

@@ -100,21 +100,7 @@ async fn a_standby_verifies_without_writing_and_trusts_no_snapshot() {
         READER,
     )
     .await;
-    let status = fixture
-        .console
-        .send(
-            http::Method::GET,
-            &format!(
-                "/api/v1/console/databases/{}/data-protection/status",
-                fixture.db
-            ),
-            None,
-            None,
-            None,
-        )
-        .await
-        .expect(200)
-        .json();
+    let status = fixture.status().await;
     assert_eq!(status["credentials"][0]["status"], "verified", "{status}");
     let dashboard = fixture
         .panels(&[format!("SELECT id, email, name FROM {t} ORDER BY id")])

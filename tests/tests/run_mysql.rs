@@ -21,23 +21,6 @@ fn checker() -> Value {
     json!([{"username": "checker", "password": PASSWORD, "timeout": OUTLIVES}])
 }
 
-/// A direct connection, to look at the server from outside dbconsole.
-async fn admin() -> mysql_async::Conn {
-    let opts = mysql_async::OptsBuilder::default()
-        .ip_or_hostname("127.0.0.1")
-        .tcp_port(PORT)
-        .user(Some("checker"))
-        .pass(Some(PASSWORD))
-        .db_name(Some("checkdb"))
-        .prefer_socket(false);
-    mysql_async::Conn::new(opts).await.unwrap_or_else(|error| {
-        panic!(
-            "MariaDB is not running on 127.0.0.1:{PORT} ({error}): start the test database \
-             servers with `sudo bash .ci/db-servers-up.sh`"
-        )
-    })
-}
-
 /// Whether a statement holding `marker` still runs on the server.
 async fn running(conn: &mut mysql_async::Conn, marker: &str) -> bool {
     let count: Option<i64> = conn
@@ -73,7 +56,7 @@ async fn gone(conn: &mut mysql_async::Conn, marker: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn results_keep_their_types_and_the_cap_holds() {
-    let mut server = admin().await;
+    let mut server = mysql_admin().await;
     let console = run_console();
     let (db, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
     let statement = "SELECT 9007199254740993 AS big, 42 AS small, CAST(12.50 AS DECIMAL(6,2)) AS price, \
@@ -145,7 +128,7 @@ async fn results_keep_their_types_and_the_cap_holds() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
-    let mut server = admin().await;
+    let mut server = mysql_admin().await;
     let console = Arc::new(run_console());
     let (db, credentials) = console
         .database(
@@ -202,7 +185,7 @@ async fn the_timeout_and_the_cancel_end_statements_on_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn panel_inputs_are_values_in_a_read_only_transaction() {
-    let mut server = admin().await;
+    let mut server = mysql_admin().await;
     let table = format!("run_panel_{}", ulid());
     server
         .query_drop(format!(
@@ -287,7 +270,7 @@ async fn panel_inputs_are_values_in_a_read_only_transaction() {
 /// read-only, for an agent on an `ai_enabled` database.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_describes_the_tables() {
-    let mut server = admin().await;
+    let mut server = mysql_admin().await;
     let table = format!("described_{}", std::process::id());
     mysql_async::prelude::Queryable::query_drop(
         &mut server,
@@ -326,7 +309,7 @@ async fn an_agent_describes_the_tables() {
 /// error); a value over the value's bound by the encoder.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_and_rows_over_the_bounds_are_refused() {
-    let _server = admin().await;
+    let _server = mysql_admin().await;
     let console = bounded_console(1024 * 1024, 1536 * 1024);
     let (db, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
     let run = |statement: &'static str| {

@@ -108,6 +108,25 @@ fn run_console_on(storage: Arc<dyn dbconsole_core::Storage>, runners: Runners) -
         .build()
 }
 
+/// A direct connection to the test MariaDB's `checkdb` as `checker` (`.ci/db-servers-up.sh`),
+/// over TCP, to look at the server from outside dbconsole; a missing server fails the test,
+/// saying how to start it.
+pub(crate) async fn mysql_admin() -> mysql_async::Conn {
+    let opts = mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(3306)
+        .user(Some("checker"))
+        .pass(Some(PASSWORD))
+        .db_name(Some("checkdb"))
+        .prefer_socket(false);
+    mysql_async::Conn::new(opts).await.unwrap_or_else(|error| {
+        panic!(
+            "MariaDB is not running on 127.0.0.1:3306 ({error}): start the test database \
+             servers with `sudo bash .ci/db-servers-up.sh`"
+        )
+    })
+}
+
 /// A direct session on the test PostgreSQL's `checkdb` (`.ci/db-servers-up.sh`), to look at
 /// the server from outside dbconsole; a missing server fails the test, saying how to start it.
 pub(crate) async fn postgres_admin() -> tokio_postgres::Client {

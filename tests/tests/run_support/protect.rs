@@ -182,7 +182,37 @@ pub(crate) struct Fixture {
     pub(crate) table: String,
 }
 
+/// Asserts that `status` (a data protection status) refuses its one credential, saying `says`.
+#[track_caller]
+pub(crate) fn assert_refused(status: &Value, says: &str) {
+    let credential = &status["credentials"][0];
+    assert_eq!(credential["status"], "refused", "{status}");
+    assert!(
+        credential["problems"].to_string().contains(says),
+        "the status says {says:?}: {status}"
+    );
+}
+
 impl Fixture {
+    /// The data protection status of the fixture's database
+    /// (`GET …/data-protection/status`).
+    pub(crate) async fn status(&self) -> Value {
+        self.console
+            .send(
+                http::Method::GET,
+                &format!(
+                    "/api/v1/console/databases/{}/data-protection/status",
+                    self.db
+                ),
+                None,
+                None,
+                None,
+            )
+            .await
+            .expect(200)
+            .json()
+    }
+
     /// The protected value `body` shows, if any ([`leak_in`]; the fixture's table names are
     /// what it may show).
     pub(crate) fn leaks(&self, body: &str) -> Option<String> {

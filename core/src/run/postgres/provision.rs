@@ -19,9 +19,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use tokio_postgres::Client;
-use tokio_postgres::types::ToSql;
 
-use super::verify::{derived, mask_schema, masking_view_sql, quote};
+use super::verify::{PolicyParams, derived, mask_schema, masking_view_sql, quote};
 use crate::model::ColumnAction;
 use crate::run::protect::plan::{CatalogColumn, Plan, Provision, ProvisionError, RolePlan, Step};
 use crate::run::protect::{ProtectedColumn, Protection};
@@ -272,21 +271,9 @@ async fn plan_in_transaction(
     roles: &[String],
     schemas: &[String],
 ) -> Result<Plan, String> {
-    let mut params = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut named = Vec::new();
-    for column in &protection.columns {
-        params.0.push(column.schema.clone());
-        params.1.push(column.table.clone());
-        params.2.push(column.column.clone());
-        params.3.push(column.policy.clone());
-        params.4.push(column.action.as_str().to_owned());
-        named.push(column.named.clone());
-    }
-    let args: [&(dyn ToSql + Sync); 6] = [
-        &params.0, &params.1, &params.2, &params.3, &params.4, &named,
-    ];
+    let params = PolicyParams::of(protection);
     let rows = client
-        .query(PROTECTED, &args)
+        .query(PROTECTED, &params.args())
         .await
         .map_err(|e| message(&e))?;
     let mut effective = protection.clone();

@@ -184,6 +184,42 @@ dep AS (
     };
 }
 
+/// The parameters `$1`..`$6` of [`protected_ctes!`]: each policy column's schema, table,
+/// column, policy, action and name as written, in the protection's order.
+pub(super) struct PolicyParams {
+    schemas: Vec<Option<String>>,
+    tables: Vec<Option<String>>,
+    columns: Vec<String>,
+    policies: Vec<String>,
+    actions: Vec<String>,
+    named: Vec<String>,
+}
+
+impl PolicyParams {
+    pub(super) fn of(protection: &Protection) -> Self {
+        let all = &protection.columns;
+        Self {
+            schemas: all.iter().map(|c| c.schema.clone()).collect(),
+            tables: all.iter().map(|c| c.table.clone()).collect(),
+            columns: all.iter().map(|c| c.column.clone()).collect(),
+            policies: all.iter().map(|c| c.policy.clone()).collect(),
+            actions: all.iter().map(|c| c.action.as_str().to_owned()).collect(),
+            named: all.iter().map(|c| c.named.clone()).collect(),
+        }
+    }
+
+    pub(super) fn args(&self) -> [&(dyn ToSql + Sync); 6] {
+        [
+            &self.schemas,
+            &self.tables,
+            &self.columns,
+            &self.policies,
+            &self.actions,
+            &self.named,
+        ]
+    }
+}
+
 /// Every way the session's role could read a protected column, each with the statement that
 /// removes it (or NULL). The policies' columns are `$1`..`$6`: schema (NULL: any), table
 /// (NULL: any), column, policy, action (`hide`, `mask`) and the name as the policy wrote it.
@@ -555,25 +591,10 @@ fn digest(protection: &Protection) -> [u8; 32] {
 /// The whole check; `Ok` with the masking views the role may read and the protection as the
 /// catalog has it.
 async fn verify(session: &mut Session, protection: &Protection) -> Result<Kept, RunError> {
-    let mut schemas = Vec::new();
-    let mut tables = Vec::new();
-    let mut columns = Vec::new();
-    let mut policies = Vec::new();
-    let mut actions = Vec::new();
-    let mut named = Vec::new();
-    for column in &protection.columns {
-        schemas.push(column.schema.clone());
-        tables.push(column.table.clone());
-        columns.push(column.column.clone());
-        policies.push(column.policy.clone());
-        actions.push(column.action.as_str().to_owned());
-        named.push(column.named.clone());
-    }
-    let params: [&(dyn ToSql + Sync); 6] =
-        [&schemas, &tables, &columns, &policies, &actions, &named];
+    let params = PolicyParams::of(protection);
     let rows = session
         .client
-        .query(PROBLEMS, &params)
+        .query(PROBLEMS, &params.args())
         .await
         .map_err(|e| database_error(&e))?;
     let role: String = session
