@@ -304,6 +304,18 @@ GRANT ALL ON checkdb.* TO 'checker'@'127.0.0.1' WITH GRANT OPTION;
 -- which reads only the columns `checker` grants it.
 CREATE USER IF NOT EXISTS 'dp_reader'@'localhost' IDENTIFIED BY 'checkpw';
 CREATE USER IF NOT EXISTS 'dp_reader'@'127.0.0.1' IDENTIFIED BY 'checkpw';
+-- Provisioning (tests/tests/provision_mysql.rs): the databases `mprovdb_<n>` belong to `mp_app`,
+-- which holds every privilege on them and on the shadow databases of their logins
+-- (`<login>_mask_mprovdb_<n>`) with the grant option, and reads the logins' accounts and grants
+-- (no password hash); `mprov_reader` is the login it provisions, which holds nothing of its own.
+CREATE USER IF NOT EXISTS 'mp_app'@'%' IDENTIFIED BY 'checkpw';
+CREATE USER IF NOT EXISTS 'mprov_reader'@'%' IDENTIFIED BY 'checkpw';
+GRANT ALL ON `mprovdb\_%`.* TO 'mp_app'@'%' WITH GRANT OPTION;
+GRANT ALL ON `%\_mask\_mprovdb\_%`.* TO 'mp_app'@'%' WITH GRANT OPTION;
+GRANT SELECT ON mysql.db TO 'mp_app'@'%';
+GRANT SELECT ON mysql.tables_priv TO 'mp_app'@'%';
+GRANT SELECT ON mysql.columns_priv TO 'mp_app'@'%';
+GRANT SELECT (User, Host) ON mysql.user TO 'mp_app'@'%';
 GRANT ALL ON checkdb.* TO 'tlsuser'@'localhost';
 GRANT ALL ON checkdb.* TO 'tlsuser'@'127.0.0.1';
 GRANT ALL ON checkdb.* TO 'certuser'@'localhost';

@@ -1,6 +1,6 @@
 //! Provisioning, for whichever adapter builds it (docs/data-protection.md, "Provisioning"): the
 //! one entry the service calls ([`provision`]); the plan's types are
-//! [`super::protect::plan`], each adapter's work its own (`run::postgres::provision`).
+//! [`super::protect::plan`], each adapter's work its own (`run::postgres::provision`, `run::mysql::provision`).
 
 use super::protect::Protection;
 use super::protect::plan::{Plan, Provision, ProvisionError};
@@ -18,6 +18,10 @@ pub async fn provision(
     if target.adapter == crate::model::Adapter::Postgres {
         return crate::run::postgres::provision::run(target, protection, roles, schemas, what)
             .await;
+    }
+    #[cfg(feature = "mysql")]
+    if target.adapter == crate::model::Adapter::Mysql {
+        return crate::run::mysql::provision::run(target, protection, roles, schemas, what).await;
     }
     let _ = (target, protection, roles, schemas, what);
     Err(ProvisionError::NotBuilt)

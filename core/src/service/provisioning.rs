@@ -247,7 +247,7 @@ impl Provisioner {
             Ok(Err(ProvisionError::NotBuilt)) => Err(ValidationErrors::single(
                 "provisioning",
                 format!(
-                    "provisioning is built for PostgreSQL; on {} the roles are made by hand and \
+                    "provisioning is built for PostgreSQL and MariaDB; on {} the roles are made by hand and \
                      verified (docs/data-protection.md)",
                     ready.guarded.db.adapter.as_str()
                 ),

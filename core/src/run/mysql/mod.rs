@@ -15,6 +15,8 @@
 //! - **Data protection**: on a database with policies, the session's user is verified to be
 //!   unable to read any protected column before the statement is sent (`mysql/verify.rs`); the server's
 //!   own privilege checks then refuse whatever reads one, in any form (docs/data-protection.md).
+//!   When the login has a shadow database of masking views (`mysql/masking.rs`), a protected run
+//!   uses it as its default database, and the masked columns of its views are typed `masked`.
 
 use std::time::Duration;
 
@@ -24,11 +26,13 @@ use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable as _;
 use mysql_async::{Conn, Params, Value};
 
+mod masking;
+pub(crate) mod provision;
 mod verify;
 
 use super::encode::{Column, Encoder};
 use super::pool::{PoolLimits, Pools, checkout, connected};
-use super::protect::{Protection, Refused};
+use super::protect::{MASKED_TYPE, Protection, Refused};
 use super::statement::Dialect;
 use super::{Connector, QueryRunner, RowSink, RunError, RunJob, raced};
 use crate::check::{TunnelEndpoint, error_chain};
@@ -55,6 +59,9 @@ impl MysqlRunner {
 pub struct Session {
     conn: Conn,
     set_timeout: String,
+    /// The credential's database, and the login's shadow database of it
+    /// ([`masking::shadow`]), when it has one.
+    home: Option<(String, String)>,
     _tunnel: Option<TunnelEndpoint>,
     /// What the database's messages are scrubbed of.
     secrets: Vec<crate::model::Secret>,
@@ -113,9 +120,16 @@ impl managed::Manager for Manager {
         };
         let (conn, set_timeout) =
             connected(connect, self.connect_timeout, target.secrets()).await?;
+        let home = (!target.database.is_empty())
+            .then(|| {
+                let shadow = masking::shadow(&target.username, &target.database);
+                (shadow.len() <= masking::NAME_MAX).then(|| (target.database.clone(), shadow))
+            })
+            .flatten();
         Ok(Session {
             conn,
             set_timeout,
+            home,
             _tunnel: opened.tunnel,
             secrets: target.secrets().cloned().collect(),
         })
@@ -169,8 +183,10 @@ impl QueryRunner for MysqlRunner {
         let opts = session.conn.opts().clone();
         let (bound, reported) = job.deadline();
         let mut truncated = false;
+        let home = session.home.clone();
         let work = execute(
             &mut session.conn,
+            home.as_ref(),
             &statement,
             values,
             job.protection.as_deref(),
@@ -251,7 +267,8 @@ fn refused_by_privileges(error: &mysql_async::Error, protection: Option<&Protect
                 format!(
                     "the server refused it (ERROR {}: {}): queries on this database run as a user \
                      that can't read what its policies protect, masked columns included (MySQL \
-                     and MariaDB have no masking views). Select the columns you may read",
+                     and MariaDB show masks only through the login's shadow database of masking \
+                     views, by unqualified names). Select the columns you may read",
                     server.code, server.message
                 ),
             ))
@@ -271,8 +288,41 @@ fn database_error(error: &mysql_async::Error) -> RunError {
     }
 }
 
+/// On a protected database, makes the login's shadow database the session's default when it
+/// may use it (`home`: its database and the shadow's name), and verifies the session: the
+/// masked columns of the shadow's views.
+async fn protect(
+    conn: &mut Conn,
+    home: Option<&(String, String)>,
+    protection: &Protection,
+) -> Result<verify::Masked, RunError> {
+    let Some((database, shadow)) = home else {
+        let home = verify::Home {
+            database: "",
+            shadow: None,
+        };
+        return verify::ensure(conn, protection, home).await;
+    };
+    let in_shadow = conn
+        .query_drop(format!("USE {}", masking::quote(shadow)))
+        .await
+        .is_ok();
+    if !in_shadow {
+        conn.query_drop(format!("USE {}", masking::quote(database)))
+            .await
+            .map_err(|e| database_error(&e))?;
+    }
+    let home = verify::Home {
+        database,
+        shadow: in_shadow.then_some(shadow.as_str()),
+    };
+    verify::ensure(conn, protection, home).await
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn execute(
     conn: &mut Conn,
+    home: Option<&(String, String)>,
     statement: &str,
     values: Vec<Value>,
     protection: Option<&Protection>,
@@ -282,9 +332,10 @@ async fn execute(
 ) -> Result<(), RunError> {
     // On a protected database, nothing of the statement reaches the server before its user is
     // verified.
-    if let Some(protection) = protection {
-        verify::ensure(conn, protection).await?;
-    }
+    let masked = match protection {
+        Some(protection) => protect(conn, home, protection).await?,
+        None => verify::Masked::new(),
+    };
     // Every run on a protected database is read-only, console queries too.
     let read_only = read_only || protection.is_some();
     if read_only {
@@ -302,13 +353,37 @@ async fn execute(
         .await
         .map_err(|e| refused_by_privileges(&e, protection))?;
     let stored = result.columns().unwrap_or_else(|| Vec::new().into());
-    let renders: Vec<Render> = stored.iter().map(Render::of).collect();
+    // A masked column of a shadow view holds its mask's text. MariaDB describes a view's
+    // column computed by an expression with the view's column name and no database (a plain
+    // column names its table's database), and the view by the query's alias: a column so
+    // described, named as a masked column of a verified view, is one.
+    let is_masked = |c: &mysql_async::Column| {
+        c.schema_str().is_empty()
+            && !c.org_name_str().is_empty()
+            && masked
+                .values()
+                .any(|columns| columns.contains(&c.org_name_str().to_lowercase()))
+    };
+    let renders: Vec<Render> = stored
+        .iter()
+        .map(|c| {
+            if is_masked(c) {
+                Render::Value
+            } else {
+                Render::of(c)
+            }
+        })
+        .collect();
     let columns: Vec<Column> = stored
         .iter()
         .zip(&renders)
         .map(|(c, render)| Column {
             name: c.name_str().into_owned(),
-            type_name: type_name(c.column_type()),
+            type_name: if is_masked(c) {
+                MASKED_TYPE.to_owned()
+            } else {
+                type_name(c.column_type())
+            },
             base64: *render == Render::Bytes,
         })
         .collect();

@@ -1,9 +1,10 @@
 //! The verification of a protected MySQL or MariaDB database's user (docs/data-protection.md,
 //! "The user (MySQL, MariaDB)"): before each run on a database with data protection policies,
 //! the session is checked, as the user it logged in as, to be unable to read any protected
-//! column, before anything of the statement reaches the server. MariaDB has no search path for
-//! masking views, so a masked column is as unreadable as a hidden one there: naming either is
-//! refused by the server's own privilege check.
+//! column, before anything of the statement reaches the server. A masked column is as
+//! unreadable as a hidden one in its table; its mask is read through the login's shadow
+//! database ([`super::masking`]), whose views running with their definer's rights are read
+//! here item by item.
 //!
 //! What it asks the server: the user's grants and `PUBLIC`'s (`SHOW GRANTS`): only `USAGE` and
 //! `SELECT` (on tables or columns), no global privilege (`FILE` reads data files, `PROCESS`
@@ -14,16 +15,38 @@
 //! minimum and maximum values and histograms). Grants change what a session may do at its next
 //! statement, so this runs at every checkout: it has no cache to go stale.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use mysql_async::prelude::Queryable as _;
 use mysql_async::{Conn, Value};
 
 use super::database_error;
+use super::masking::check_view;
 use crate::run::RunError;
 use crate::run::protect::{Problem, Protection, Refused};
 
-/// Checks that `conn`'s user can't read a column `protection` protects; refused, naming what
-/// to change, when it can.
-pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(), RunError> {
+/// The masked columns of a verified shadow database's views: by view, the columns (lower
+/// case) whose values are masks.
+pub(super) type Masked = BTreeMap<String, BTreeSet<String>>;
+
+/// Where a protected session reads: its database, and the login's shadow database when the
+/// session uses it as its default ([`super::masking`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Home<'a> {
+    /// The credential's database.
+    pub(super) database: &'a str,
+    /// The shadow database in use.
+    pub(super) shadow: Option<&'a str>,
+}
+
+/// Checks that `conn`'s user can't read a column `protection` protects, and that the views of
+/// its shadow database (in `home`) mask what they show; refused, naming what to change, when it
+/// can. `Ok` with the shadow views' masked columns.
+pub(super) async fn ensure(
+    conn: &mut Conn,
+    protection: &Protection,
+    home: Home<'_>,
+) -> Result<Masked, RunError> {
     let mut problems: Vec<Problem> = Vec::new();
     let user: String = conn
         .query_first("SELECT CURRENT_USER()")
@@ -44,13 +67,19 @@ pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(
             problems.extend(grant_problem(&grant, "PUBLIC"));
         }
     }
-    let (filter, params) = column_filter(protection);
+    let (filter, mut params) = column_filter(protection);
+    // The shadow database's views are read below, item by item.
+    let shadow = home.shadow.unwrap_or("");
+    params.push(Value::from(shadow));
+    params.push(Value::from(shadow));
     let readable: Vec<(String, String, String, String)> = conn
         .exec(
             format!(
                 "SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, PRIVILEGES \
                  FROM information_schema.COLUMNS WHERE ({filter}) \
-                 AND TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema')"
+                 AND TABLE_SCHEMA NOT IN ('information_schema', 'performance_schema') \
+                 AND NOT (TABLE_SCHEMA = ? AND TABLE_NAME IN (SELECT TABLE_NAME \
+                   FROM information_schema.VIEWS WHERE TABLE_SCHEMA = ?))"
             ),
             params,
         )
@@ -75,16 +104,23 @@ pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(
             )),
         ));
     }
-    let (schema, unmatched) = schema_problems(conn, protection).await?;
+    let (schema, unmatched) = schema_problems(conn, protection, shadow).await?;
     problems.extend(schema);
+    let masked = match home.shadow {
+        Some(shadow) => {
+            shadow_views(conn, protection, home.database, shadow, &mut problems).await?
+        }
+        None => Masked::new(),
+    };
     let definers: Vec<(String, String, String)> = conn
-        .query(
+        .exec(
             "SELECT 'view', TABLE_SCHEMA, TABLE_NAME FROM information_schema.VIEWS \
-             WHERE SECURITY_TYPE = 'DEFINER' \
+             WHERE SECURITY_TYPE = 'DEFINER' AND TABLE_SCHEMA <> ? \
              UNION ALL \
              SELECT LOWER(ROUTINE_TYPE), ROUTINE_SCHEMA, ROUTINE_NAME \
              FROM information_schema.ROUTINES WHERE SECURITY_TYPE = 'DEFINER' \
              AND ROUTINE_SCHEMA NOT IN ('sys', 'mysql')",
+            (shadow,),
         )
         .await
         .map_err(|e| database_error(&e))?;
@@ -121,7 +157,7 @@ pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(
         ));
     }
     if problems.is_empty() {
-        return Ok(());
+        return Ok(masked);
     }
     let mut refused = Refused::unverified(
         protection,
@@ -131,6 +167,72 @@ pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(
     );
     refused.unmatched = unmatched;
     Err(RunError::Protected(refused))
+}
+
+/// Reads the definer's-rights views of the login's shadow database `shadow` (of its database
+/// `home`) item by item ([`check_view`]): what each masks, or a problem for each that shows
+/// more than the login may read itself or than the policies' masks.
+async fn shadow_views(
+    conn: &mut Conn,
+    protection: &Protection,
+    home: &str,
+    shadow: &str,
+    problems: &mut Vec<Problem>,
+) -> Result<Masked, RunError> {
+    let readable: Vec<(String, String, String)> = conn
+        .exec(
+            "SELECT TABLE_NAME, COLUMN_NAME, PRIVILEGES FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = ?",
+            (home,),
+        )
+        .await
+        .map_err(|e| database_error(&e))?;
+    let mut by_table: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (table, column, privileges) in readable {
+        if privileges
+            .split(',')
+            .any(|p| p.trim().eq_ignore_ascii_case("select"))
+        {
+            by_table
+                .entry(table.to_lowercase())
+                .or_default()
+                .insert(column.to_lowercase());
+        }
+    }
+    let views: Vec<(String, Option<String>)> = conn
+        .exec(
+            "SELECT TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS \
+             WHERE TABLE_SCHEMA = ? AND SECURITY_TYPE = 'DEFINER'",
+            (shadow,),
+        )
+        .await
+        .map_err(|e| database_error(&e))?;
+    let empty = BTreeSet::new();
+    let mut masked = Masked::new();
+    for (view, definition) in views {
+        let readable = by_table.get(&view.to_lowercase()).unwrap_or(&empty);
+        match check_view(
+            definition.as_deref().unwrap_or(""),
+            home,
+            &view,
+            protection,
+            readable,
+        ) {
+            Ok(columns) => {
+                masked.insert(view.to_lowercase(), columns);
+            }
+            Err(why) => problems.push((
+                format!(
+                    "the masking view `{shadow}`.`{view}` runs with its definer's rights and is                      not what the policies make: {why}"
+                ),
+                Some(
+                    "apply the data protection plan (it makes the login's masking views), or                      GRANT SHOW VIEW on it when its definition is unreadable"
+                        .to_owned(),
+                ),
+            )),
+        }
+    }
+    Ok(masked)
 }
 
 /// What the schema lets the user learn of a protected column without naming it, where the
@@ -143,6 +245,7 @@ pub(super) async fn ensure(conn: &mut Conn, protection: &Protection) -> Result<(
 async fn schema_problems(
     conn: &mut Conn,
     protection: &Protection,
+    shadow: &str,
 ) -> Result<(Vec<Problem>, Vec<String>), RunError> {
     let mut problems = Vec::new();
     let mut unmatched = Vec::new();
@@ -205,9 +308,10 @@ async fn schema_problems(
         }
     }
     let views: Vec<(String, String)> = conn
-        .query(
+        .exec(
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
-             WHERE TABLE_TYPE = 'VIEW'",
+             WHERE TABLE_TYPE = 'VIEW' AND TABLE_SCHEMA <> ?",
+            (shadow,),
         )
         .await
         .map_err(|e| database_error(&e))?;
@@ -236,7 +340,7 @@ async fn schema_problems(
 
 /// The protected column of `schema.table` that `expression` (as MariaDB prints a generation
 /// or partitioning expression: names in backquotes, or bare) names, if any.
-fn mentioned<'a>(
+pub(super) fn mentioned<'a>(
     protection: &'a Protection,
     schema: &str,
     table: &str,
@@ -280,7 +384,9 @@ fn grant_problem(grant: &str, account: &str) -> Option<Problem> {
         .iter()
         .filter(|p| {
             let p = p.to_ascii_uppercase();
-            !(p == "USAGE" || (!global && (p == "SELECT" || p.starts_with("SELECT ("))))
+            // SHOW VIEW reads a view's definition (the shadow database's, verified here).
+            !(p == "USAGE"
+                || (!global && (p == "SELECT" || p.starts_with("SELECT (") || p == "SHOW VIEW")))
         })
         .collect();
     if wrong.is_empty() && !grant.contains("WITH GRANT OPTION") {
