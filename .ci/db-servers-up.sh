@@ -310,6 +310,9 @@ CREATE USER IF NOT EXISTS 'dp_reader'@'127.0.0.1' IDENTIFIED BY 'checkpw';
 -- (no password hash); `mprov_reader` is the login it provisions, which holds nothing of its own.
 CREATE USER IF NOT EXISTS 'mp_app'@'%' IDENTIFIED BY 'checkpw';
 CREATE USER IF NOT EXISTS 'mprov_reader'@'%' IDENTIFIED BY 'checkpw';
+-- The browser's login (console/e2e/protection.test.mjs): its own, so that the two runs never
+-- see each other's shadow databases.
+CREATE USER IF NOT EXISTS 'mprov_e2e'@'%' IDENTIFIED BY 'checkpw';
 GRANT ALL ON `mprovdb\_%`.* TO 'mp_app'@'%' WITH GRANT OPTION;
 GRANT ALL ON `%\_mask\_mprovdb\_%`.* TO 'mp_app'@'%' WITH GRANT OPTION;
 GRANT SELECT ON mysql.db TO 'mp_app'@'%';
