@@ -6,7 +6,8 @@
 //! with no SQL typed by hand; applying twice leaves the second plan empty; a definer's view
 //! made by hand in the shadow database that shows a value in clear is refused; a new column
 //! and a new table are readable after the next apply while protected values stay out; two
-//! concurrent applies apply the plan once; an exempt caller reads the values.
+//! concurrent applies apply the plan once; an exempt caller reads the values; a member applies
+//! with an `admin` grant on the database and is refused without one.
 
 mod run_support;
 
@@ -238,7 +239,40 @@ async fn provisioning_masks_on_mariadb_and_keeps_it() {
         !masking.contains("ssn"),
         "a hidden column is left out: {masking}"
     );
-    let applied = setup.apply().await;
+    // A member applies only with an admin grant on the database (alice may query it, dana
+    // administers it).
+    setup
+        .send(
+            http::Method::PUT,
+            "/permissions",
+            Some(&json!({"permissions": [
+                {"subject_kind": "user", "subject": "dana@example.com", "access": "admin"},
+                {"subject_kind": "user", "subject": "alice@example.com", "access": "query"},
+            ]})),
+        )
+        .await;
+    let as_member = |who: &str| {
+        let principal = dbconsole_core::model::Principal::member(who);
+        let path = format!(
+            "/api/v1/console/databases/{}/data-protection/apply",
+            setup.db
+        );
+        let console = &setup.console;
+        async move {
+            console
+                .send(http::Method::POST, &path, Some(principal), None, None)
+                .await
+        }
+    };
+    let refused = as_member("alice@example.com").await;
+    assert_eq!(refused.status.as_u16(), 403, "{}", refused.text());
+    assert!(refused.text().contains("admin grant"), "{}", refused.text());
+    assert_eq!(
+        setup.plan().await["empty"],
+        false,
+        "a refused apply changes nothing"
+    );
+    let applied = as_member("dana@example.com").await.expect(200).json();
     assert_eq!(applied["applied"], json!(sql.len()), "{applied}");
     let second = setup.plan().await;
     assert_eq!(

@@ -109,6 +109,20 @@ impl Principal {
             })
     }
 
+    /// Whether this principal may administer a database whose access control is `access`
+    /// (apply its data protection plan, docs/data-protection.md): a super admin, or one an
+    /// `admin` permission names. AI agents never do.
+    pub fn may_administer(&self, access: Option<&super::AccessControl>) -> bool {
+        !self.agent
+            && (self.role == Role::SuperAdmin
+                || access.is_some_and(|access| {
+                    access.permissions.iter().any(|permission| {
+                        permission.access == super::AccessLevel::Admin
+                            && self.is_named_by(permission)
+                    })
+                }))
+    }
+
     /// Whether this principal sees `query` whatever its database's grants: its author, or a
     /// super admin (others see it when they may query its database).
     pub fn sees_without_grant(&self, query: &super::Query) -> bool {

@@ -122,6 +122,29 @@ impl Admission {
         Ok(Guarded { db, access })
     }
 
+    /// Database `id` with its access control, when `caller` administers it: a full-scope
+    /// caller, or one whose principal is a super admin or named by an `admin` permission
+    /// (403 saying so otherwise; 404 when there is no such database).
+    pub(crate) async fn administered(
+        &self,
+        caller: Option<&crate::auth::Caller>,
+        id: &str,
+    ) -> Result<Guarded, ApiError> {
+        let db = self.storage.database(id).await?.ok_or(ApiError::NotFound)?;
+        let guarded = self.guarded(db).await?;
+        if caller.is_some_and(|c| c.scope == crate::model::Scope::Full) {
+            return Ok(guarded);
+        }
+        let principal = super::call::principal_of(caller)?;
+        if principal.may_administer(guarded.access.as_ref()) {
+            return Ok(guarded);
+        }
+        Err(ApiError::Denied(format!(
+            "{} needs an admin grant on this database (or a super admin, or a full-scope key)",
+            "a database's data protection plan and status"
+        )))
+    }
+
     /// `db`'s access control when `principal`'s access to it depends on it (a member on a
     /// restricted database), read then only.
     pub(crate) async fn grants_for(

@@ -400,7 +400,6 @@ impl ConsoleServiceBuilder {
                 sealer: sealer.clone(),
             },
             protection_status: ProtectionStatus {
-                storage: Arc::clone(&storage),
                 admission: admission.clone(),
                 launcher: launcher.clone(),
                 provisioner: provisioner.clone(),

@@ -11,22 +11,17 @@ use serde_json::{Value, json};
 
 use crate::run::Format;
 
-use std::sync::Arc;
-
 use super::admission::{Admission, Guarded};
 use super::call::{Answer, Call};
 use super::error::ApiError;
 use super::launch::{Launcher, Record, Run};
 use super::provisioning::Provisioner;
 use super::response::json_response;
-use crate::storage::Storage;
 
-/// What the status reads: the storage, admission (the database with its access control) and
+/// What the status reads: admission (the database with its access control) and
 /// the launcher each credential's probe runs through.
 #[derive(Debug)]
 pub(crate) struct ProtectionStatus {
-    /// The storage.
-    pub(crate) storage: Arc<dyn Storage>,
     /// Reads the database with its access control.
     pub(crate) admission: Admission,
     /// Runs the probes.
@@ -41,12 +36,10 @@ const PROBE: &str = "SELECT 1";
 impl ProtectionStatus {
     /// `GET …/databases/{id}/data-protection/status`.
     pub(crate) async fn get_data_protection_status(&self, call: Call<'_>) -> Answer {
-        let db = self
-            .storage
-            .database(call.param("id"))
-            .await?
-            .ok_or(ApiError::NotFound)?;
-        let guarded = self.admission.guarded(db).await?;
+        let guarded = self
+            .admission
+            .administered(call.caller, call.param("id"))
+            .await?;
         // The plan first (applied first when the document says auto_apply), so that the
         // probes check the logins as they are after it.
         let planned = match self.provisioner.plan_of(&guarded, call.origin).await {

@@ -63,14 +63,14 @@ pub(crate) struct Ready {
 impl Provisioner {
     /// `GET …/databases/{id}/data-protection/plan`.
     pub(crate) async fn get_data_protection_plan(&self, call: Call<'_>) -> Answer {
-        let ready = self.ready(call.param("id")).await?;
+        let ready = self.ready(call.caller, call.param("id")).await?;
         let plan = self.provision(&ready, Provision::Plan).await?;
         Ok(json_response(StatusCode::OK, &answer(&ready, &plan)))
     }
 
     /// `POST …/databases/{id}/data-protection/apply`.
     pub(crate) async fn apply_data_protection(&self, call: Call<'_>) -> Answer {
-        let ready = self.ready(call.param("id")).await?;
+        let ready = self.ready(call.caller, call.param("id")).await?;
         let plan = self.apply(&ready, call.origin).await?;
         let mut body = answer(&ready, &plan);
         body["applied"] = json!(plan.len());
@@ -80,7 +80,7 @@ impl Provisioner {
     /// `GET …/databases/{id}/data-protection/catalog`: the columns the provisioning login sees
     /// in the schemas provisioned (the console's column picker).
     pub(crate) async fn get_data_protection_catalog(&self, call: Call<'_>) -> Answer {
-        let ready = self.ready(call.param("id")).await?;
+        let ready = self.ready(call.caller, call.param("id")).await?;
         let plan = self.provision(&ready, Provision::Catalog).await?;
         Ok(json_response(
             StatusCode::OK,
@@ -117,7 +117,7 @@ impl Provisioner {
 
     /// `GET …/databases/{id}/data-protection/provisioning/check-connection`.
     pub(crate) async fn check_provisioning_connection(&self, call: Call<'_>) -> Answer {
-        let ready = self.ready(call.param("id")).await?;
+        let ready = self.ready(call.caller, call.param("id")).await?;
         let text = match self.provision(&ready, Provision::Connect).await {
             Ok(_) => "ok".to_owned(),
             Err(ApiError::BadGateway(message) | ApiError::GatewayTimeout(message)) => message,
@@ -145,10 +145,13 @@ impl Provisioner {
         Ok(Some((ready, plan)))
     }
 
-    /// Database `id` with a provisioning credential, on an adapter provisioning is built for.
-    async fn ready(&self, id: &str) -> Result<Ready, ApiError> {
-        let db = self.storage.database(id).await?.ok_or(ApiError::NotFound)?;
-        let guarded = self.admission.guarded(db).await?;
+    /// Database `id` (which `caller` administers) with a provisioning credential.
+    async fn ready(
+        &self,
+        caller: Option<&crate::auth::Caller>,
+        id: &str,
+    ) -> Result<Ready, ApiError> {
+        let guarded = self.admission.administered(caller, id).await?;
         self.ready_of(guarded).await?.ok_or_else(|| {
             ValidationErrors::single(
                 "provisioning",

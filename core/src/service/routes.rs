@@ -56,6 +56,9 @@ const QUERIES: &[Mount] = &[
     mount("/api/v1/console", Credentials::EITHER, false),
     mount("/api/v1/querydesk", Credentials::EITHER, true),
 ];
+/// The routes a database's administrators call (its data protection's status and plan): either
+/// credential, under the same two prefixes.
+const ADMINISTERED: &[Mount] = QUERIES;
 /// The console's own routes (audit, outbox): `x-api-key`, no compatibility path.
 const CONSOLE: &[Mount] = &[mount("/api/v1/console", Credentials::API_KEY, false)];
 /// The caller's own view: either credential, under the console's prefix only.
@@ -104,11 +107,11 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     PUT DATABASES "/databases/{id}/permissions", Full, Permissions, Nothing, "putPermissions" => access.put_permissions;
     GET DATABASES "/databases/{id}/data-protection", Full, No, Nothing, "getDataProtection" => access.get_data_protection;
     PUT DATABASES "/databases/{id}/data-protection", Full, DataProtection, Nothing, "putDataProtection" => access.put_data_protection;
-    GET DATABASES "/databases/{id}/data-protection/status", Full, No, Nothing, "getDataProtectionStatus" => protection_status.get_data_protection_status;
-    GET DATABASES "/databases/{id}/data-protection/plan", Full, No, Nothing, "getDataProtectionPlan" => provisioning.get_data_protection_plan;
-    GET DATABASES "/databases/{id}/data-protection/catalog", Full, No, Nothing, "getDataProtectionCatalog" => provisioning.get_data_protection_catalog;
-    POST DATABASES "/databases/{id}/data-protection/apply", Full, No, Nothing, "applyDataProtection" => provisioning.apply_data_protection;
-    GET DATABASES "/databases/{id}/data-protection/provisioning/check-connection", Full, No, Nothing, "checkProvisioningConnection" => provisioning.check_provisioning_connection;
+    GET ADMINISTERED "/databases/{id}/data-protection/status", Administrator, No, Nothing, "getDataProtectionStatus" => protection_status.get_data_protection_status;
+    GET ADMINISTERED "/databases/{id}/data-protection/plan", Administrator, No, Nothing, "getDataProtectionPlan" => provisioning.get_data_protection_plan;
+    GET ADMINISTERED "/databases/{id}/data-protection/catalog", Administrator, No, Nothing, "getDataProtectionCatalog" => provisioning.get_data_protection_catalog;
+    POST ADMINISTERED "/databases/{id}/data-protection/apply", Administrator, No, Nothing, "applyDataProtection" => provisioning.apply_data_protection;
+    GET ADMINISTERED "/databases/{id}/data-protection/provisioning/check-connection", Administrator, No, Nothing, "checkProvisioningConnection" => provisioning.check_provisioning_connection;
     POST DATABASES "/databases/{id}/check-connection", Full, No, Nothing, "checkEditedConnection" => check_connection.check_edited;
     GET DATABASES "/databases/{id}/check-connection/{username}", Full, No, Nothing, "checkConnection" => check_connection.check_connection;
     POST BROWSER "/sign-in", Anyone, No, Nothing, "signIn" => browser.sign_in;

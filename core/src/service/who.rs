@@ -76,6 +76,9 @@ pub(crate) enum Who {
     /// A full-, query- or agent-scope caller: the routes that run queries (their handlers
     /// need a principal, and say so).
     Querier,
+    /// A full-scope caller, or a query-scope one whose principal administers the database (its
+    /// handler asks: [`super::admission::Admission::administered`]).
+    Administrator,
 }
 
 impl Who {
@@ -86,6 +89,7 @@ impl Who {
             Who::Full => caller.scope == Scope::Full,
             Who::Setup => matches!(caller.scope, Scope::Full | Scope::Setup),
             Who::Querier => matches!(caller.scope, Scope::Full | Scope::Query | Scope::Agent),
+            Who::Administrator => matches!(caller.scope, Scope::Full | Scope::Query),
         }
     }
 
