@@ -393,7 +393,7 @@ async fn provisioning_masks_on_mariadb_and_keeps_it() {
         rows["rows"],
         json!([[1, "****@leak.test", "Paris", 70], [2, null, "Paris", 70]])
     );
-    // Removing the policies: the plan grants the table back and makes its view plain.
+    // Removing the policies: the plan grants the table back and drops the shadow database.
     setup
         .send(
             http::Method::PUT,
@@ -404,11 +404,14 @@ async fn provisioning_masks_on_mariadb_and_keeps_it() {
     let removed = statements(&setup.plan().await);
     assert!(
         removed.contains(&format!("GRANT SELECT ON `{d}`.`users` TO {account}"))
-            && removed.iter().any(|q| q.starts_with(&format!(
-                "CREATE OR REPLACE SQL SECURITY INVOKER VIEW `{shadow}`.`users`"
-            ))),
+            && removed.contains(&format!("DROP DATABASE `{shadow}`")),
         "{removed:#?}"
     );
+    setup.apply().await;
+    assert_eq!(setup.plan().await["empty"], true);
+    let (code, rows) = setup.run("SELECT email FROM users ORDER BY id").await;
+    assert_eq!(code, 200, "{rows}");
+    assert_eq!(rows["rows"], json!([["s3cr3t.alice@leak.test"], [null]]));
     seed(
         &mut root,
         &[

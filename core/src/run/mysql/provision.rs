@@ -334,14 +334,17 @@ async fn role_steps(
             wanted.insert(relation.name.clone(), view);
         }
     }
-    if fits {
+    if fits && effective.is_empty() {
+        // Nothing protected: runs no longer use the shadow database.
+        drop_shadow(conn, planner, role, &shadow).await?;
+    } else if fits {
         shadow_views(conn, planner, role, &shadow, &wanted).await?;
     }
     for host in &hosts {
         let account = format!("{}@{}", literal(role), literal(host));
         let held = grants(conn, role, host, [home, &shadow]).await?;
         account_steps(planner, &account, home, relations, effective, &held);
-        if fits {
+        if fits && !effective.is_empty() {
             for name in wanted.keys() {
                 let key = (shadow.clone(), name.to_lowercase());
                 let has = held.tables.get(&key).cloned().unwrap_or_default();
@@ -491,6 +494,38 @@ fn keep_select_column(relation: &Relation, protected: &BTreeSet<&str>, column: &
             .iter()
             .any(|c| c.eq_ignore_ascii_case(column))
         && !protected.iter().any(|p| p.eq_ignore_ascii_case(column))
+}
+
+/// The step that drops `role`'s shadow database, when it holds only views.
+async fn drop_shadow(
+    conn: &mut Conn,
+    planner: &mut Planner<'_>,
+    role: &str,
+    shadow: &str,
+) -> Result<(), String> {
+    let kinds: Vec<String> = conn
+        .exec(
+            "SELECT s.SCHEMA_NAME FROM information_schema.SCHEMATA s WHERE s.SCHEMA_NAME = ? \
+             UNION ALL SELECT TABLE_TYPE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
+            (shadow, shadow),
+        )
+        .await
+        .map_err(|e| message(&e))?;
+    let Some((_, contents)) = kinds.split_first() else {
+        return Ok(());
+    };
+    if contents.iter().all(|kind| kind == "VIEW") {
+        planner.step(
+            format!("DROP DATABASE {}", quote(shadow)),
+            format!("nothing is protected: {role}'s runs no longer use its shadow database"),
+        );
+    } else {
+        planner.notes.push(format!(
+            "{} holds tables besides dbconsole's views: drop it by hand",
+            quote(shadow)
+        ));
+    }
+    Ok(())
 }
 
 /// The steps that make `role`'s shadow database hold exactly the views `wanted`.
