@@ -339,11 +339,11 @@ describe("dashboards", { concurrency: false }, () => {
     const orders = dash.orders;
     const recent = orders.panels[0];
     const notify = recent.actions[2];
-    const run = await fromPage("POST", `/v1/dashboards/${orders.id}/panels/${recent.id}/run`, { row_tokens: true });
+    const run = await fromPage("POST", `/api/v1/dashboards/${orders.id}/panels/${recent.id}/run`, { row_tokens: true });
     assert.equal(run.status, 200);
     const token = run.body.row_tokens[0];
     const trigger = (dashboard, panel, action, rowToken) =>
-      fromPage("POST", `/v1/dashboards/${dashboard.id}/panels/${panel.id}/actions/${action.id}/trigger`, { row_token: rowToken, prompted: {} });
+      fromPage("POST", `/api/v1/dashboards/${dashboard.id}/panels/${panel.id}/actions/${action.id}/trigger`, { row_token: rowToken, prompted: {} });
     const refusedWith = async (answer, why) => {
       assert.equal(answer.status, 422, JSON.stringify(answer.body));
       assert.match(answer.body.errors.row_token.join(" "), why);
@@ -352,7 +352,7 @@ describe("dashboards", { concurrency: false }, () => {
     await refusedWith(await trigger(orders, recent, notify, `${token.slice(0, 20)}${token[20] === "A" ? "B" : "A"}${token.slice(21)}`), /not a row token/);
     // Another panel's: the hostile dashboard's prompted action checks the token it is given.
     const hostilePanel = dash.hostile.panels[0];
-    const other = await fromPage("POST", `/v1/dashboards/${dash.hostile.id}/panels/${hostilePanel.id}/actions/${hostilePanel.actions[0].id}/trigger`, {
+    const other = await fromPage("POST", `/api/v1/dashboards/${dash.hostile.id}/panels/${hostilePanel.id}/actions/${hostilePanel.actions[0].id}/trigger`, {
       row_token: token,
       prompted: { why: "x" },
     });
@@ -367,7 +367,7 @@ describe("dashboards", { concurrency: false }, () => {
     for (const action of panelCopy.actions) delete action.id;
     const copy = await created("POST", "/api/v1/dashboards", { name: "Stale tokens", restricted_access: false, panels: [panelCopy] });
     const copied = copy.panels[0];
-    const fresh = await fromPage("POST", `/v1/dashboards/${copy.id}/panels/${copied.id}/run`, { row_tokens: true });
+    const fresh = await fromPage("POST", `/api/v1/dashboards/${copy.id}/panels/${copied.id}/run`, { row_tokens: true });
     const edited = JSON.parse(JSON.stringify(copy.panels));
     edited[0].details.query = `${edited[0].details.query} LIMIT 5`;
     assert.equal((await server.api("PUT", `/api/v1/dashboards/${copy.id}`, { panels: edited })).status, 200);

@@ -19,7 +19,7 @@ describe("OIDC sign-in", { concurrency: false }, () => {
     issuer = await startIssuer({
       clientId: CLIENT_ID,
       clientSecret: CLIENT_SECRET,
-      claims: { email: "Dana@Example.com", groups: ["console-admins"] },
+      claims: { email: "Dana@Example.com", email_verified: true, groups: ["console-admins"] },
     });
     server = await startServer(
       [

@@ -172,7 +172,7 @@ function itemTools(what: string, index: number, count: number, move: (to: number
 export async function dashboardEditor(app: App, id: string | null): Promise<Screen> {
   const [choices, stored] = await Promise.all([
     credentialChoices(),
-    id ? withEtag<Dashboard>("GET", `/v1/dashboards/${encodeURIComponent(id)}`) : Promise.resolve(null),
+    id ? withEtag<Dashboard>("GET", `/api/v1/dashboards/${encodeURIComponent(id)}`) : Promise.resolve(null),
   ]);
   let etag = stored?.etag ?? "";
   let draft: DashboardDraft = stored ? draftOf(stored.value) : { name: "", restricted_access: false, panels: [] };
@@ -255,7 +255,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
     try {
       const inputs: Record<string, string> = {};
       for (const input of panel.inputs) inputs[input.key] = test.values[input.key] ?? "";
-      const response = await fetch("/v1/dashboards/test-run", {
+      const response = await fetch("/api/v1/dashboards/test-run", {
         method: "POST",
         headers: headers(true),
         body: JSON.stringify({ panel: panelBody(panel, false), inputs, limit: 20 }),
@@ -463,7 +463,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
     try {
       const body = dashboardBody(draft);
       if (stored && id) {
-        const answer = await withEtag<Dashboard>("PUT", `/v1/dashboards/${encodeURIComponent(id)}`, body, etag);
+        const answer = await withEtag<Dashboard>("PUT", `/api/v1/dashboards/${encodeURIComponent(id)}`, body, etag);
         etag = answer.etag;
         const next = draftOf(answer.value);
         // Keep the editors and test runs of the panels: the saved draft has the ids now.
@@ -477,7 +477,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
         saved.textContent = "Saved.";
         render();
       } else {
-        const created = await call<Dashboard>("POST", "/v1/dashboards", body);
+        const created = await call<Dashboard>("POST", "/api/v1/dashboards", body);
         dirty = false;
         await app.go(`dashboards/${encodeURIComponent(created.id)}`);
       }

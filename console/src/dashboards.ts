@@ -24,7 +24,7 @@ import { dangerDialog, field, h, isolated, replace, table, uid } from "./dom";
 import { Grid, streamInto } from "./grid";
 import { outcomeText, type Column } from "./ndjson";
 
-const DASHBOARDS = "/v1/dashboards";
+const DASHBOARDS = "/api/v1/dashboards";
 
 /** The auto-refresh choices, in seconds (0: off). */
 const REFRESH_CHOICES: [number, string][] = [

@@ -117,7 +117,7 @@ fn token(key: &Key, claims: Value) -> String {
 fn claims(issuer: &str, extra: Value) -> Value {
     let mut claims = json!({
         "iss": issuer, "aud": AUDIENCE, "exp": now() + 300, "iat": now(),
-        "email": "alice@example.com", "groups": ["data-team"],
+        "email": "alice@example.com", "email_verified": true, "groups": ["data-team"],
     });
     for (name, value) in extra.as_object().unwrap() {
         claims[name] = value.clone();
@@ -187,6 +187,31 @@ async fn tokens_of_the_issuer_are_principals_and_others_are_refused() {
         ("expired", claims(&base, json!({"exp": now() - 3600}))),
         ("not yet valid", claims(&base, json!({"nbf": now() + 3600}))),
         ("no user", claims(&base, json!({"email": null}))),
+        // O18: an address the issuer did not verify names nobody.
+        (
+            "an unverified e-mail",
+            claims(&base, json!({"email_verified": false})),
+        ),
+        (
+            "an e-mail without email_verified",
+            claims(&base, json!({"email_verified": null})),
+        ),
+        (
+            "a string for email_verified",
+            claims(&base, json!({"email_verified": "true"})),
+        ),
+        // For several audiences, the authorized party must be ours.
+        (
+            "several audiences and no azp",
+            claims(&base, json!({"aud": [AUDIENCE, "other-client"]})),
+        ),
+        (
+            "several audiences and another azp",
+            claims(
+                &base,
+                json!({"aud": [AUDIENCE, "other-client"], "azp": "other-client"}),
+            ),
+        ),
     ] {
         assert!(
             check(token(&first, refused)).await.is_none(),
@@ -207,6 +232,15 @@ async fn tokens_of_the_issuer_are_principals_and_others_are_refused() {
     )
     .unwrap();
     assert!(check(shared).await.is_none(), "HS256 is refused");
+    let ours = check(token(
+        &first,
+        claims(
+            &base,
+            json!({"aud": [AUDIENCE, "other-client"], "azp": AUDIENCE}),
+        ),
+    ))
+    .await;
+    assert!(ours.is_some(), "several audiences with our azp");
 
     // The issuer rotates: a token naming the new kid makes the set be fetched again.
     let second = key("k2");
@@ -277,4 +311,39 @@ async fn a_token_user_runs_the_query_routes() {
     );
     let without_user = call(("x-api-key", STATIC_KEY.to_owned())).await.unwrap();
     assert_eq!(without_user.status(), 403);
+}
+
+/// S19: `/sign-in` takes stored keys only. An issuer's access token (valid, or expired inside
+/// the validator's leeway) is no key: it would have become a 12-hour session tied to nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issuer_token_is_no_sign_in_key() {
+    let first = key("k1");
+    let base = issuer(Arc::new(Mutex::new(vec![first.jwk.clone()]))).await;
+    let mut service = ConsoleService::builder(
+        Arc::new(MemoryStorage::new()),
+        Arc::new(authenticator(&base)),
+        Sealer::ephemeral().unwrap(),
+    )
+    .build();
+    for claims in [
+        claims(&base, json!({"groups": ["console-admins"]})),
+        claims(
+            &base,
+            json!({"groups": ["console-admins"], "exp": now() - 25}),
+        ),
+    ] {
+        let body = json!({ "key": token(&first, claims) }).to_string();
+        let request = http::Request::builder()
+            .method("POST")
+            .uri("/api/v1/console/sign-in")
+            .header("content-type", "application/json")
+            .header("x-dbconsole-request", "1")
+            .header("host", "localhost")
+            .header("origin", "http://localhost")
+            .body(Full::new(Bytes::from(body)))
+            .unwrap();
+        let answer = service.call(request).await.unwrap();
+        assert_eq!(answer.status(), 401, "an issuer's token signs nobody in");
+        assert!(answer.headers().get("set-cookie").is_none());
+    }
 }

@@ -168,7 +168,7 @@ async fn issuer() -> Issuer {
                                     let wanted = behaviour.lock().unwrap().clone();
                                     let mut claims = json!({
                                         "iss": base, "aud": CLIENT_ID, "exp": now() + 300, "iat": now(),
-                                        "email": "Carol@Example.com", "groups": ["console-admins"],
+                                        "email": "Carol@Example.com", "email_verified": true, "groups": ["console-admins"],
                                         "nonce": if wanted.wrong_nonce { "another".to_owned() } else { nonce },
                                     });
                                     for (name, value) in

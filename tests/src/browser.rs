@@ -88,7 +88,17 @@ async fn user_key(
     principal: Option<Principal>,
     scope: Scope,
 ) -> (String, String) {
-    let (mut key, secret) = mint_caller_key(CredentialKind::ApiKey, scope, "browser test");
+    user_credential(storage, CredentialKind::ApiKey, principal, scope).await
+}
+
+/// A stored key or access token (`kind`) for `principal` with `scope`; its id and secret.
+async fn user_credential(
+    storage: &Arc<dyn Storage>,
+    kind: CredentialKind,
+    principal: Option<Principal>,
+    scope: Scope,
+) -> (String, String) {
+    let (mut key, secret) = mint_caller_key(kind, scope, "browser test");
     key.principal = principal;
     let id = key.id.as_str().to_owned();
     storage
@@ -508,6 +518,63 @@ pub async fn an_expired_or_idle_session_is_no_caller(storage: Arc<dyn Storage>) 
         .expect(200);
 }
 
+/// S17: a session keeps the kind of credential it was signed in with. A `full`-scope access
+/// token (made for the dashboard routes) signs a browser in, and the session reaches what the
+/// token reaches: the dashboards, never an API-key route (the databases, whose check-connection
+/// would send a stored password where the caller says). The same user's API key reaches them.
+pub async fn a_session_reaches_what_its_key_reaches(storage: Arc<dyn Storage>) {
+    let api = api(Arc::clone(&storage), SessionOptions::default());
+    let root = Principal::member("root@example.com").role(Role::SuperAdmin);
+    let signed_in = |kind| {
+        let (storage, api, root) = (Arc::clone(&storage), &api, root.clone());
+        async move {
+            let (_, token) = user_credential(&storage, kind, Some(root), Scope::Full).await;
+            let signed = sign_in(api, &Browser::console(), &token).await.expect(200);
+            Browser {
+                cookie: Some(set_cookie(&signed).0),
+                ..Browser::console()
+            }
+        }
+    };
+    let token_session = signed_in(CredentialKind::AccessToken).await;
+    api.answer(token_session.request(Method::GET, "/api/v1/dashboards", None))
+        .await
+        .expect(200);
+    for (method, path, body) in [
+        (Method::GET, DATABASES, None),
+        (Method::POST, DATABASES, Some(minimal_database())),
+        (Method::GET, "/api/v1/console/audit", None),
+        (Method::GET, "/api/v1/console/deliveries", None),
+    ] {
+        let refused = api
+            .answer(token_session.request(method, path, body.as_ref()))
+            .await;
+        assert_eq!(refused.status.as_u16(), 403, "{path}: {}", refused.text());
+        assert!(
+            refused.text().contains("access token"),
+            "{}",
+            refused.text()
+        );
+    }
+    assert!(
+        api.answer(
+            Request::get(DATABASES)
+                .header("x-api-key", crate::API_KEY)
+                .body(Full::default())
+                .expect("a request")
+        )
+        .await
+        .json()["data"]
+            .as_array()
+            .is_some_and(Vec::is_empty),
+        "nothing was made"
+    );
+    let key_session = signed_in(CredentialKind::ApiKey).await;
+    api.answer(key_session.request(Method::GET, DATABASES, None))
+        .await
+        .expect(200);
+}
+
 /// Every case of this module, as tests over the store `$storage` makes.
 #[macro_export]
 macro_rules! browser_tests {
@@ -521,6 +588,7 @@ macro_rules! browser_tests {
                 a_sign_in_link_works_once,
                 sessions_follow_their_key_and_yield_to_headers,
                 an_expired_or_idle_session_is_no_caller,
+                a_session_reaches_what_its_key_reaches,
             ]
         );
     };

@@ -251,6 +251,9 @@ impl OidcAuthenticator {
             return Ok(None);
         };
         let claims = data.claims;
+        if !authorized_party_holds(&claims, audience) {
+            return Ok(None);
+        }
         let Some(user) = claims
             .get(&self.options.user_claim)
             .and_then(Value::as_str)
@@ -259,6 +262,12 @@ impl OidcAuthenticator {
         else {
             return Ok(None);
         };
+        // An address the issuer has not verified names nobody: anyone may type one.
+        if self.options.user_claim == "email"
+            && claims.get("email_verified") != Some(&Value::Bool(true))
+        {
+            return Ok(None);
+        }
         let groups: Vec<String> = claims
             .get(&self.options.groups_claim)
             .and_then(Value::as_array)
@@ -284,6 +293,17 @@ impl OidcAuthenticator {
             .role(role)
             .agent(agent);
         Ok(Some((principal, claims)))
+    }
+}
+
+/// Whether a token for several audiences names `audience` as its authorized party (`azp`, which
+/// OpenID Connect requires then): one for several clients is ours only when it says so.
+fn authorized_party_holds(claims: &Map<String, Value>, audience: &str) -> bool {
+    match claims.get("aud") {
+        Some(Value::Array(audiences)) if audiences.len() > 1 => {
+            claims.get("azp").and_then(Value::as_str) == Some(audience)
+        }
+        _ => true,
     }
 }
 

@@ -23,7 +23,6 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 
 use super::call::Answer;
 use super::call::Call;
-use super::callers::Callers;
 use super::error::ApiError;
 use super::response::json_response;
 use crate::auth::Caller;
@@ -156,14 +155,12 @@ fn changes_state(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
-/// What the browser routes read: the storage, who a key is, how sessions behave, and when this
+/// What the browser routes read: the storage (sessions, and the keys that sign in), how sessions behave, and when this
 /// node last recorded each session's use.
 #[derive(Clone, Debug)]
 pub(crate) struct Browser {
     /// The storage.
     pub(crate) storage: Arc<dyn Storage>,
-    /// Who a key signing in is.
-    pub(crate) callers: Callers,
     /// How browser sessions behave.
     pub(crate) sessions: SessionOptions,
     /// When this node last wrote each session's last use.
@@ -206,14 +203,15 @@ impl Browser {
         }
     }
 
-    /// The session a request's cookie names, when it is live: `None` without a cookie; 401
-    /// for a cookie that names no live session (or one whose key was revoked); 403 without
+    /// The session a request's cookie names, when it is live, with the kind of the key it was
+    /// signed in with (it reaches only the routes such a key reaches): `None` without a cookie;
+    /// 401 for a cookie that names no live session (or one whose key was revoked); 403 without
     /// the header or the origin a cookie needs.
     pub(crate) async fn session_caller(
         &self,
         method: &Method,
         headers: &HeaderMap,
-    ) -> Result<Option<Caller>, ApiError> {
+    ) -> Result<Option<(Caller, Option<CredentialKind>)>, ApiError> {
         let Some(value) = cookie(headers, self.sessions.cookie_name()) else {
             return Ok(None);
         };
@@ -225,11 +223,13 @@ impl Browser {
         let Some(session) = self.live_session(value).await? else {
             return Err(expired);
         };
-        if let Some(key_id) = &session.key_id
-            && self.storage.caller_key(key_id.as_str()).await?.is_none()
-        {
-            return Err(expired);
-        }
+        let kind = match &session.key_id {
+            Some(key_id) => match self.storage.caller_key(key_id.as_str()).await? {
+                Some(key) => Some(key.kind),
+                None => return Err(expired),
+            },
+            None => None,
+        };
         if self.session_touched.due(session.id.as_str())
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
@@ -242,14 +242,15 @@ impl Browser {
                 }
             });
         }
-        Ok(Some(Caller {
+        let caller = Caller {
             scope: session.scope,
             actor: Actor {
                 id: Some(session.id.as_str().to_owned()),
                 name: session.principal.user.clone(),
             },
             principal: Some(session.principal),
-        }))
+        };
+        Ok(Some((caller, kind)))
     }
 
     /// The live browser session whose secret is `value`.
@@ -340,7 +341,9 @@ impl Browser {
         Ok(response)
     }
 
-    /// `POST …/sign-in`: `{"key": "…"}`, a key bound to a user (not an agent's).
+    /// `POST …/sign-in`: `{"key": "…"}`, a stored key bound to a user (not an agent's). Only
+    /// a stored key: neither a configured one (it names no user) nor an OIDC bearer token (the
+    /// issuer's sign-in is the OIDC flow, whose tokens expire as the issuer says).
     pub(crate) async fn sign_in(&self, mut call: Call<'_>) -> Answer {
         self.check_same_origin(&call.method, &call.headers)?;
         let body = call.json().await?;
@@ -360,15 +363,19 @@ impl Browser {
             bearer: false,
             hint: "the key is not valid",
         };
-        let mut found = None;
-        for kind in [CredentialKind::ApiKey, CredentialKind::AccessToken] {
-            let caller = self.callers.authenticate(kind, &key).await?;
-            if caller.is_some() {
-                found = caller;
-                break;
-            }
-        }
-        let caller = found.ok_or(invalid)?;
+        let stored = self
+            .storage
+            .caller_key_by_digest(&key_digest(key.as_bytes()))
+            .await?
+            .ok_or(invalid)?;
+        let caller = Caller {
+            scope: stored.scope,
+            actor: Actor {
+                id: Some(stored.id.as_str().to_owned()),
+                name: stored.name.clone(),
+            },
+            principal: stored.principal.clone(),
+        };
         let Some(principal) = caller
             .principal
             .clone()

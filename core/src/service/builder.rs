@@ -368,7 +368,6 @@ impl ConsoleServiceBuilder {
         };
         let browser = Browser {
             storage: Arc::clone(&storage),
-            callers: callers.clone(),
             sessions,
             session_touched: Arc::default(),
         };

@@ -288,8 +288,21 @@ impl App {
         let credentials = credentials.iter().flatten().copied();
         // A browser's session counts only when the request presents no other credential.
         if credentials.clone().next().is_none()
-            && let Some(caller) = Box::pin(self.browser.session_caller(method, headers)).await?
+            && let Some((caller, kind)) =
+                Box::pin(self.browser.session_caller(method, headers)).await?
         {
+            // A session signed in with a key reaches what that key reaches, no more.
+            if let Some(kind) = kind
+                && !accepted.accepts(kind)
+            {
+                return Err(ApiError::Denied(format!(
+                    "this session was signed in with {}, which this route does not take",
+                    match kind {
+                        CredentialKind::ApiKey => "an API key",
+                        CredentialKind::AccessToken => "an access token",
+                    }
+                )));
+            }
             return if route.permits(&caller, method) {
                 Ok(caller)
             } else {
