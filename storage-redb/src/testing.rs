@@ -31,6 +31,7 @@ pub(crate) fn sample_database(name: &str, api_id: Option<&str>) -> Database {
             id: CredentialId::generate(),
             username: "reader".to_owned(),
             password: Some(SealedSecret::from_stored(b"sealed-pw".to_vec())),
+            password_for: None,
             hostname: None,
             ai_allowed: false,
             timeout: None,

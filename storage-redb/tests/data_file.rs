@@ -53,6 +53,7 @@ fn credential(database_id: &DatabaseId, username: &str, password: &str) -> Crede
     let place = Place::password(database_id.as_str(), id.as_str());
     Credential {
         password: Some(seal(password, &place)),
+        password_for: None,
         id,
         username: username.to_owned(),
         hostname: None,

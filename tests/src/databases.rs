@@ -2446,6 +2446,83 @@ pub async fn check_edited_merges_without_saving(storage: Arc<dyn Storage>) {
     assert_eq!(fake.calls(), calls);
 }
 
+/// A stored password goes only to the host, port, tunnel and TLS settings it was given for
+/// (S17: a check of the stored database "with the body's changes" pointed at the caller's own
+/// listener sent it the stored password). A check whose body moves the destination without
+/// the password is 422 naming `password`, and nothing connects; an update that moves it is
+/// accepted (a PATCH of `hostname` alone answers 200), and the password is held back until it
+/// is given again; given again, it goes to the new destination.
+pub async fn a_stored_password_goes_only_where_it_was_given_for(storage: Arc<dyn Storage>) {
+    let (api, fake) = checked_api(storage, Answer::Connected);
+    let db = api.create_database(&minimal_database()).await;
+    let id = id_of(&db);
+    let credential = db["credentials"][0]["id"].clone();
+    assert_eq!(check_text(&api, &id, "reader").await, "ok");
+    let calls = fake.calls();
+    for moved in [
+        json!({"hostname": "listener.attacker.test"}),
+        json!({"port": 6543}),
+        json!({"tunnel_id": "other-tunnel"}),
+        json!({"ssl": true}),
+        json!({"credentials": [{"id": credential, "hostname": "listener.attacker.test"}]}),
+        json!({"adapter": "mysql"}),
+    ] {
+        let body = with(json!({"username": "reader"}), moved.clone());
+        let refused = rejected(&api, Method::POST, &check_edited_path(&id), &body).await;
+        let text = refused["errors"]["password"][0]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains("given again"), "{moved}: {refused}");
+        assert_eq!(fake.calls(), calls, "{moved}: nothing connected");
+    }
+    // The same change with the password: checked, as given.
+    let given = json!({"username": "reader", "hostname": "moved.internal",
+                       "credentials": [{"id": credential, "password": "pw-given"}]});
+    assert_eq!(
+        check_unsaved_text(&api, &check_edited_path(&id), &given).await,
+        "ok"
+    );
+    assert_eq!(fake.last_password().as_deref(), Some("pw-given"));
+    // An update that moves it is accepted; the stored password is held back.
+    patch(&api, &id, json!({"hostname": "moved.internal"})).await;
+    let held = api
+        .db(
+            Method::GET,
+            &format!("{DATABASES}/{id}/check-connection/reader"),
+            None,
+        )
+        .await
+        .expect(422)
+        .json();
+    assert!(
+        held["errors"]["password"][0]
+            .as_str()
+            .is_some_and(|t| t.contains("given again")),
+        "{held}"
+    );
+    // Another update does not free it: it stays bound where it was given.
+    let calls = fake.calls();
+    patch(&api, &id, json!({"name": "Renamed"})).await;
+    api.db(
+        Method::GET,
+        &format!("{DATABASES}/{id}/check-connection/reader"),
+        None,
+    )
+    .await
+    .expect(422);
+    assert_eq!(fake.calls(), calls);
+    // Given again: it goes to the new destination.
+    patch(
+        &api,
+        &id,
+        json!({"credentials": [{"id": credential, "password": "pw-again"}]}),
+    )
+    .await;
+    assert_eq!(check_text(&api, &id, "reader").await, "ok");
+    assert_eq!(fake.last().host, "moved.internal");
+    assert_eq!(fake.last_password().as_deref(), Some("pw-again"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Listing
 // ---------------------------------------------------------------------------------------------
@@ -2683,6 +2760,7 @@ macro_rules! database_tests {
                 check_unsaved_without_username_tries_the_default_credential,
                 check_unsaved_failure_is_scrubbed,
                 check_edited_merges_without_saving,
+                a_stored_password_goes_only_where_it_was_given_for,
                 list_pages_in_id_order,
                 list_after_any_string,
                 list_limit_out_of_range,

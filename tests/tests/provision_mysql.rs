@@ -7,7 +7,8 @@
 //! made by hand in the shadow database that shows a value in clear is refused; a new column
 //! and a new table are readable after the next apply while protected values stay out; two
 //! concurrent applies apply the plan once; an exempt caller reads the values; a member applies
-//! with an `admin` grant on the database and is refused without one.
+//! with an `admin` grant on the database and is refused without one; when the database moves,
+//! the stored passwords go nowhere until they are given again.
 
 mod run_support;
 
@@ -412,6 +413,43 @@ async fn provisioning_masks_on_mariadb_and_keeps_it() {
     let (code, rows) = setup.run("SELECT email FROM users ORDER BY id").await;
     assert_eq!(code, 200, "{rows}");
     assert_eq!(rows["rows"], json!([["s3cr3t.alice@leak.test"], [null]]));
+    // The database moves (another host name for the same server): the stored passwords, the
+    // credential's and the provisioning login's, go nowhere until they are given again.
+    setup
+        .send(
+            http::Method::PATCH,
+            "",
+            Some(&json!({"hostname": "localhost"})),
+        )
+        .await;
+    let (code, held) = setup.run("SELECT id FROM orders").await;
+    assert_eq!(code, 422, "{held}");
+    assert!(held.to_string().contains("given again"), "{held}");
+    let refused = setup
+        .console
+        .send(
+            http::Method::GET,
+            &format!(
+                "/api/v1/console/databases/{}/data-protection/plan",
+                setup.db
+            ),
+            None,
+            None,
+            None,
+        )
+        .await
+        .expect(422)
+        .text();
+    assert!(refused.contains("given again"), "{refused}");
+    setup
+        .send(
+            http::Method::PUT,
+            "/data-protection",
+            Some(&json!({"policies": [],
+                          "provisioning": {"username": "mp_app", "password": PASSWORD}})),
+        )
+        .await;
+    assert_eq!(setup.plan().await["empty"], true);
     seed(
         &mut root,
         &[

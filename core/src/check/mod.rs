@@ -361,18 +361,70 @@ pub fn scrub_message<'a>(message: &str, secrets: impl IntoIterator<Item = &'a Se
     }
 }
 
+/// Why [`CheckTarget::open`] opened nothing.
+#[derive(Debug)]
+pub enum OpenError {
+    /// A stored secret does not open with this server's keys.
+    Seal(crate::seal::SealError),
+    /// The credential's stored password was given for another destination: what to do.
+    Held(String),
+}
+
+impl OpenError {
+    /// The service's answer: 422 on `field` for a held-back password, else 500 (logged).
+    pub(crate) fn answer(self, field: &str) -> crate::service::ApiError {
+        match self {
+            OpenError::Held(why) => crate::validate::ValidationErrors::single(field, why).into(),
+            OpenError::Seal(error) => {
+                tracing::error!(%error, "a stored secret does not open");
+                crate::service::ApiError::Internal
+            }
+        }
+    }
+}
+
+impl From<crate::seal::SealError> for OpenError {
+    fn from(error: crate::seal::SealError) -> Self {
+        Self::Seal(error)
+    }
+}
+
+/// Why `credential`'s stored password is held back, when it is: it was given for another
+/// host, port, tunnel or TLS setting than `db`'s now ([`Database::destination`]; `ca_cert` is
+/// the opened CA certificate). A stored password goes only where it was given for.
+pub fn held_back(db: &Database, credential: &Credential, ca_cert: Option<&[u8]>) -> Option<String> {
+    credential.password.as_ref()?;
+    let bound = credential.password_for?;
+    (bound != db.destination(credential, ca_cert)).then(|| {
+        format!(
+            "the stored password of {} was given for another host, port, tunnel or TLS setting \
+             than the database's now: it is sent nowhere until it is given again (update the \
+             credential with its password)",
+            credential.username
+        )
+    })
+}
+
 impl CheckTarget {
     /// The target of `credential` of `db` with its secrets opened: one of the two places secrets
     /// are opened (check-connection, and a query runner's connector when a connection opens).
+    /// A password given for another destination is not opened ([`held_back`]).
     pub fn open(
         sealer: &crate::seal::Sealer,
         db: &Database,
         credential: &Credential,
         timeout: std::time::Duration,
-    ) -> Result<CheckTarget, crate::seal::SealError> {
+    ) -> Result<CheckTarget, OpenError> {
         let open = |sealed: Option<&SealedSecret>, place: Place| {
             sealed.map(|sealed| sealer.open(sealed, &place)).transpose()
         };
+        let ca_cert = open(
+            db.tls.get(TlsField::CaCert),
+            Place::tls(db.id.as_str(), TlsField::CaCert),
+        )?;
+        if let Some(why) = held_back(db, credential, ca_cert.as_ref().map(Secret::expose)) {
+            return Err(OpenError::Held(why));
+        }
         let password = open(
             credential.password.as_ref(),
             Place::password(db.id.as_str(), credential.id.as_str()),
@@ -390,7 +442,7 @@ impl CheckTarget {
             password,
             ssl: db.ssl,
             verify_server_hostname: db.verify_server_hostname,
-            ca_cert: tls(TlsField::CaCert)?,
+            ca_cert,
             client_cert: tls(TlsField::ClientCert)?,
             client_key: tls(TlsField::ClientKey)?,
             connection_parameters: db.connection_parameters.clone(),

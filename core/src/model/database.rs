@@ -175,6 +175,32 @@ impl Database {
         format!("{:x}", Sha256::digest(canonical.to_string().as_bytes()))
     }
 
+    /// Where `credential`'s password goes, as a digest (SHA-256): the adapter, host (the
+    /// credential's, else the database's), port, tunnel and TLS settings (whether TLS is used,
+    /// whether the host name is verified, and the CA certificate's digest, `ca_cert` being its
+    /// opened bytes). A stored password goes only where it was given for
+    /// ([`Credential::password_for`]).
+    pub fn destination(&self, credential: &Credential, ca_cert: Option<&[u8]>) -> [u8; 32] {
+        self.destination_via(credential.hostname.as_deref(), ca_cert)
+    }
+
+    /// [`Database::destination`] of a login whose host is `hostname` (`None`: the
+    /// database's).
+    pub fn destination_via(&self, hostname: Option<&str>, ca_cert: Option<&[u8]>) -> [u8; 32] {
+        use sha2::{Digest as _, Sha256};
+        let ca = ca_cert.map(|bytes| format!("{:x}", Sha256::digest(bytes)));
+        let canonical = serde_json::json!([
+            self.adapter.as_str(),
+            hostname.unwrap_or(&self.hostname),
+            self.effective_port(),
+            self.tunnel_id,
+            self.ssl,
+            self.verify_server_hostname,
+            ca,
+        ]);
+        Sha256::digest(canonical.to_string().as_bytes()).into()
+    }
+
     /// The credential with this username (usernames are unique within a database and compare
     /// with case).
     pub fn credential_by_username(&self, username: &str) -> Option<&Credential> {
@@ -200,6 +226,10 @@ pub struct Credential {
     pub username: String,
     /// Login password, sealed; never part of a response.
     pub password: Option<SealedSecret>,
+    /// Where the password was given for ([`Database::destination`]): it is sent nowhere else.
+    /// `None` for one stored before dbconsole kept this (bound to where it goes at the next
+    /// change of the destination).
+    pub password_for: Option<[u8; 32]>,
     /// Overrides the database's host name when set.
     pub hostname: Option<String>,
     /// Whether the AI may run queries as this credential.

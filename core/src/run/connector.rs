@@ -28,12 +28,16 @@ pub fn connector(
         let credential = Arc::clone(&credential);
         let dialer = dialer.clone();
         Box::pin(async move {
-            let mut target =
-                CheckTarget::open(&sealer, &db, &credential, timeout).map_err(|error| {
-                    tracing::error!(%error, "a stored secret does not open");
-                    "a stored secret of this database does not open with this server's keys"
-                        .to_owned()
-                })?;
+            let mut target = CheckTarget::open(&sealer, &db, &credential, timeout).map_err(
+                |error| match error {
+                    crate::check::OpenError::Held(why) => why,
+                    crate::check::OpenError::Seal(error) => {
+                        tracing::error!(%error, "a stored secret does not open");
+                        "a stored secret of this database does not open with this server's keys"
+                            .to_owned()
+                    }
+                },
+            )?;
             let tunnel = match (&target.tunnel_id, dialer) {
                 (None, _) => None,
                 (Some(id), None) => return Err(no_dialer_message(id)),

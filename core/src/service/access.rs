@@ -92,18 +92,37 @@ impl Access {
         let id = call.param("id");
         let database_id = id.to_owned();
         let sealer = self.sealer.clone();
+        // Where the provisioning password goes: the database's destination now.
+        let destination = match self.storage.database(id).await? {
+            Some(db) => {
+                let ca_cert = db.tls.ca_cert.as_ref().and_then(|sealed| {
+                    let place = crate::seal::Place::tls(id, crate::model::TlsField::CaCert);
+                    sealer.open(sealed, &place).ok()
+                });
+                Some(db.destination_via(None, ca_cert.as_ref().map(crate::model::Secret::expose)))
+            }
+            None => None,
+        };
         let edit: AccessEdit = Box::new(move |stored: &AccessControl| {
             if let Some(condition) = &condition {
                 condition
                     .check_digest(&digest_of(&DataProtectionView::new(&database_id, stored)))?;
             }
+            let before = stored.data_protection.provisioning.as_ref();
+            let mut data_protection =
+                data_protection_from_body(&database_id, &body, before, &sealer)?;
+            // A provisioning password given now is bound to where it goes now; one kept keeps
+            // its binding (or, stored before bindings, takes the destination now).
+            if let Some(provisioning) = data_protection.provisioning.as_mut() {
+                let kept =
+                    before.filter(|b| b.credential.password == provisioning.credential.password);
+                provisioning.credential.password_for = match kept {
+                    Some(before) => before.credential.password_for.or(destination),
+                    None => destination,
+                };
+            }
             Ok(AccessControl {
-                data_protection: data_protection_from_body(
-                    &database_id,
-                    &body,
-                    stored.data_protection.provisioning.as_ref(),
-                    &sealer,
-                )?,
+                data_protection,
                 ..stored.clone()
             })
         });

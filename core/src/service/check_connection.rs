@@ -122,10 +122,8 @@ impl CheckConnection {
             .timeout
             .map(|secs| std::time::Duration::from_secs(u64::from(secs)))
             .unwrap_or(self.check_timeout);
-        let target = CheckTarget::open(&self.sealer, db, credential, timeout).map_err(|error| {
-            tracing::error!(%error, "a stored secret does not open");
-            ApiError::Internal
-        })?;
+        let target = CheckTarget::open(&self.sealer, db, credential, timeout)
+            .map_err(|error| error.answer("password"))?;
         let dialer = self.tunnel_dialer.as_deref();
         let check = tunnel::check_through(checker.as_ref(), &target, dialer);
         let started = std::time::Instant::now();

@@ -202,10 +202,7 @@ impl Provisioner {
             &ready.provisioning.credential,
             self.timeout,
         )
-        .map_err(|error| {
-            tracing::error!(%error, "a stored secret does not open");
-            ApiError::Internal
-        })?;
+        .map_err(|error| error.answer("provisioning"))?;
         let work = async {
             let mut through = target.clone();
             let endpoint = match target.tunnel_id.as_deref() {

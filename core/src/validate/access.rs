@@ -165,6 +165,8 @@ fn provisioned(
             id,
             username,
             password: Some(password),
+            // Bound by the service, which knows the database's destination.
+            password_for: None,
             hostname: None,
             ai_allowed: false,
             timeout: None,

@@ -171,6 +171,7 @@ pub fn database_from_body(
     if db.verify_server_hostname && db.tls.ca_cert.is_none() {
         r.errors().add("verify_server_hostname", message::NEEDS_CA);
     }
+    bind_passwords(stored, &mut db, sealer);
 
     if let Some(stored) = stored {
         db.updated_at = now.not_before_next(stored.updated_at);
@@ -273,6 +274,49 @@ fn credentials(
     .finish(errors, "credentials")
 }
 
+/// The opened CA certificate of `db`, when it has one that opens.
+fn ca_cert(db: &Database, sealer: &Sealer) -> Option<Secret> {
+    let sealed = db.tls.ca_cert.as_ref()?;
+    sealer
+        .open(sealed, &Place::tls(db.id.as_str(), TlsField::CaCert))
+        .ok()
+}
+
+/// Binds each password of `db` (as `stored` becomes it, or as created) to where it goes
+/// ([`Credential::password_for`]): a password given now, to the destination now; one kept
+/// that was bound to nothing yet (stored before dbconsole kept this), to the destination it
+/// was stored for, so that a change of host, port, tunnel or TLS holds it back until it is
+/// given again (docs/api.md, "Where a stored password goes").
+pub(crate) fn bind_passwords(stored: Option<&Database>, db: &mut Database, sealer: &Sealer) {
+    let now = ca_cert(db, sealer);
+    let before = stored.map(|stored| (stored, ca_cert(stored, sealer)));
+    let destinations: Vec<Option<[u8; 32]>> = db
+        .credentials
+        .iter()
+        .map(|credential| {
+            credential.password.as_ref()?;
+            let old = before.as_ref().and_then(|(stored, ca)| {
+                stored
+                    .credentials
+                    .iter()
+                    .find(|o| o.id == credential.id)
+                    .map(|o| (*stored, o, ca))
+            });
+            match old {
+                // Kept as it was stored.
+                Some((stored, o, ca)) if o.password == credential.password => o
+                    .password_for
+                    .or_else(|| Some(stored.destination(o, ca.as_ref().map(Secret::expose)))),
+                // Given now.
+                _ => Some(db.destination(credential, now.as_ref().map(Secret::expose))),
+            }
+        })
+        .collect();
+    for (credential, bound) in db.credentials.iter_mut().zip(destinations) {
+        credential.password_for = bound;
+    }
+}
+
 fn credential(
     existing: Option<&Credential>,
     seal: &CredentialSealing<'_>,
@@ -283,6 +327,7 @@ fn credential(
         id: CredentialId::generate(),
         username: String::new(),
         password: None,
+        password_for: None,
         hostname: None,
         ai_allowed: false,
         timeout: None,
@@ -453,6 +498,7 @@ pub fn apply_setup(
         id: CredentialId::generate(),
         username: setup.username.clone(),
         password: None,
+        password_for: None,
         hostname: None,
         ai_allowed: false,
         timeout: None,
@@ -467,6 +513,7 @@ pub fn apply_setup(
     credential.reviews_required = setup.reviews_required;
     credential.default_credential = true;
     db.credentials = vec![credential];
+    bind_passwords(stored, &mut db, sealer);
     if let Some(stored) = stored {
         db.updated_at = now.not_before_next(stored.updated_at);
     }

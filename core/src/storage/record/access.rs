@@ -39,13 +39,17 @@ impl Keyed for AccessControlV1 {
 /// credential (its password sealed, with its seal key's id).
 const ACCESS_V2: u8 = 2;
 
+/// Version 3: version 2 with where the provisioning password was given for
+/// ([`ProvisioningV3::password_for`]).
+const ACCESS_V3: u8 = 3;
+
 #[derive(Serialize, Deserialize)]
-pub(super) struct AccessControlV2 {
+pub(super) struct AccessControlV2<P = ProvisioningV3> {
     pub(super) database_id: String,
     pub(super) permissions: Vec<PermissionV1>,
     pub(super) inherits_from: Option<String>,
     pub(super) policies: Vec<PolicyV2>,
-    pub(super) provisioning: Option<ProvisioningV1>,
+    pub(super) provisioning: Option<P>,
 }
 
 /// A policy as version 2 stores it: version 1's and its exemptions.
@@ -66,6 +70,16 @@ pub(super) struct ProvisioningV1 {
     pub(super) password: Option<Vec<u8>>,
     pub(super) schemas: Vec<String>,
     pub(super) auto_apply: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct ProvisioningV3 {
+    pub(super) credential_id: String,
+    pub(super) username: String,
+    pub(super) password: Option<Vec<u8>>,
+    pub(super) schemas: Vec<String>,
+    pub(super) auto_apply: bool,
+    pub(super) password_for: Option<[u8; 32]>,
 }
 
 /// Encodes the access control of the database `database_id`.
@@ -108,7 +122,8 @@ pub fn encode_access_control(
             .data_protection
             .provisioning
             .as_ref()
-            .map(|p| ProvisioningV1 {
+            .map(|p| ProvisioningV3 {
+                password_for: p.credential.password_for,
                 credential_id: p.credential.id.as_str().to_owned(),
                 username: p.credential.username.clone(),
                 password: stored_secret(p.credential.password.as_ref()),
@@ -116,7 +131,7 @@ pub fn encode_access_control(
                 auto_apply: p.auto_apply,
             }),
     };
-    framed(ACCESS_V2, &stored)
+    framed(ACCESS_V3, &stored)
 }
 
 /// Decodes the access control stored under the database id `key`.
@@ -143,14 +158,28 @@ pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, R
             }
         }
         ACCESS_V2 => {
-            let v2: AccessControlV2 = postcard::from_bytes(body)?;
-            if v2.database_id != key {
-                return Err(key_mismatch(key, v2.database_id));
+            let v2: AccessControlV2<ProvisioningV1> = postcard::from_bytes(body)?;
+            AccessControlV2 {
+                database_id: v2.database_id,
+                permissions: v2.permissions,
+                inherits_from: v2.inherits_from,
+                policies: v2.policies,
+                provisioning: v2.provisioning.map(|p| ProvisioningV3 {
+                    credential_id: p.credential_id,
+                    username: p.username,
+                    password: p.password,
+                    schemas: p.schemas,
+                    auto_apply: p.auto_apply,
+                    password_for: None,
+                }),
             }
-            v2
         }
+        ACCESS_V3 => postcard::from_bytes(body)?,
         version => return Err(RecordError::UnknownVersion(version)),
     };
+    if stored.database_id != key {
+        return Err(key_mismatch(key, stored.database_id));
+    }
     let provisioning = stored
         .provisioning
         .map(|p| {
@@ -159,6 +188,7 @@ pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, R
                     id: CredentialId::from_stored(p.credential_id),
                     username: p.username,
                     password: sealed_secret(ACCESS_V2, p.password)?,
+                    password_for: p.password_for,
                     hostname: None,
                     ai_allowed: false,
                     timeout: None,

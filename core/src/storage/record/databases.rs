@@ -1,4 +1,5 @@
-//! Databases as stored: versions 1 and 2 (each secret after the id of its seal key).
+//! Databases as stored: versions 1, 2 (each secret after the id of its seal key) and 3 (each
+//! credential with where its password was given for).
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -8,10 +9,14 @@ use super::*;
 /// database's secrets are their sealed bytes alone, sealed under key 0.
 pub(super) const DATABASE_V2: u8 = 2;
 
+/// The version byte of databases written now: version 2 with each credential's
+/// [`CredentialV3::password_for`].
+pub(super) const DATABASE_V3: u8 = 3;
+
 /// A database as stored (versions 1 and 2, [`DATABASE_V2`]). Secrets are as core sealed them
 /// ([`SealedSecret`]: `nonce ‖ ciphertext ‖ tag`), after their key id in version 2.
 #[derive(Serialize, Deserialize)]
-pub(crate) struct DatabaseV1 {
+pub(crate) struct DatabaseV1<C = CredentialV3> {
     pub(crate) id: String,
     pub(crate) api_id: Option<String>,
     pub(crate) name: String,
@@ -30,7 +35,7 @@ pub(crate) struct DatabaseV1 {
     pub(super) ai_enabled: bool,
     pub(super) ai_max_rows: u32,
     pub(super) connection_parameters: Vec<(String, String)>,
-    pub(super) credentials: Vec<CredentialV1>,
+    pub(super) credentials: Vec<C>,
     pub(super) ca_cert: Option<Vec<u8>>,
     pub(super) client_cert: Option<Vec<u8>>,
     pub(super) client_key: Option<Vec<u8>>,
@@ -48,6 +53,36 @@ pub(super) struct CredentialV1 {
     pub(super) timeout: Option<u32>,
     pub(super) reviews_required: u32,
     pub(super) default_credential: bool,
+}
+
+/// A credential as version 3 stores it: version 1's and where its password was given for.
+#[derive(Serialize, Deserialize)]
+pub(super) struct CredentialV3 {
+    pub(super) id: String,
+    pub(super) username: String,
+    pub(super) password: Option<Vec<u8>>,
+    pub(super) hostname: Option<String>,
+    pub(super) ai_allowed: bool,
+    pub(super) timeout: Option<u32>,
+    pub(super) reviews_required: u32,
+    pub(super) default_credential: bool,
+    pub(super) password_for: Option<[u8; 32]>,
+}
+
+impl From<CredentialV1> for CredentialV3 {
+    fn from(c: CredentialV1) -> Self {
+        Self {
+            id: c.id,
+            username: c.username,
+            password: c.password,
+            hostname: c.hostname,
+            ai_allowed: c.ai_allowed,
+            timeout: c.timeout,
+            reviews_required: c.reviews_required,
+            default_credential: c.default_credential,
+            password_for: None,
+        }
+    }
 }
 
 /// Encodes a database; its secrets are already sealed.
@@ -79,7 +114,8 @@ pub fn encode_database(db: &Database) -> Result<Vec<u8>, RecordError> {
     } = db;
     let credentials = credentials
         .iter()
-        .map(|c| CredentialV1 {
+        .map(|c| CredentialV3 {
+            password_for: c.password_for,
             id: c.id.as_str().to_owned(),
             username: c.username.clone(),
             password: stored_secret(c.password.as_ref()),
@@ -118,7 +154,7 @@ pub fn encode_database(db: &Database) -> Result<Vec<u8>, RecordError> {
         inserted_at: inserted_at.as_micros(),
         updated_at: updated_at.as_micros(),
     };
-    framed(DATABASE_V2, &stored)
+    framed(DATABASE_V3, &stored)
 }
 
 /// Decodes a stored database as its stored struct (for its id and name), checking that it is
@@ -128,10 +164,38 @@ pub(crate) fn decode_database_stored(
     bytes: &[u8],
 ) -> Result<(DatabaseV1, u8), RecordError> {
     let (version, body) = unframed(bytes)?;
-    if version != RECORD_V1 && version != DATABASE_V2 {
-        return Err(RecordError::UnknownVersion(version));
-    }
-    let stored: DatabaseV1 = postcard::from_bytes(body)?;
+    let stored: DatabaseV1 = match version {
+        RECORD_V1 | DATABASE_V2 => {
+            let old: DatabaseV1<CredentialV1> = postcard::from_bytes(body)?;
+            DatabaseV1 {
+                credentials: old.credentials.into_iter().map(Into::into).collect(),
+                id: old.id,
+                api_id: old.api_id,
+                name: old.name,
+                adapter: old.adapter,
+                hostname: old.hostname,
+                port: old.port,
+                database: old.database,
+                ssl: old.ssl,
+                verify_server_hostname: old.verify_server_hostname,
+                restrict_access: old.restrict_access,
+                review_bypass_allowed: old.review_bypass_allowed,
+                group: old.group,
+                slack_channel: old.slack_channel,
+                tunnel_id: old.tunnel_id,
+                ai_enabled: old.ai_enabled,
+                ai_max_rows: old.ai_max_rows,
+                connection_parameters: old.connection_parameters,
+                ca_cert: old.ca_cert,
+                client_cert: old.client_cert,
+                client_key: old.client_key,
+                inserted_at: old.inserted_at,
+                updated_at: old.updated_at,
+            }
+        }
+        DATABASE_V3 => postcard::from_bytes(body)?,
+        version => return Err(RecordError::UnknownVersion(version)),
+    };
     if stored.id != key {
         return Err(key_mismatch(key, stored.id));
     }
@@ -152,6 +216,7 @@ pub fn decode_database(key: &str, bytes: &[u8]) -> Result<Database, RecordError>
         .map(|c| {
             Ok(Credential {
                 password: sealed_secret(version, c.password)?,
+                password_for: c.password_for,
                 id: CredentialId::from_stored(c.id),
                 username: c.username,
                 hostname: c.hostname,

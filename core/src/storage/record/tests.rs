@@ -124,9 +124,10 @@ fn database_round_trips_with_its_sealed_secrets_as_they_are() {
         timeout: Some(5),
         reviews_required: 2,
         default_credential: false,
+        password_for: Some([9; 32]),
     });
     let bytes = encode_database(&database).unwrap();
-    assert_eq!(bytes[0], DATABASE_V2);
+    assert_eq!(bytes[0], DATABASE_V3);
     assert!(!bytes.windows(21).any(|w| w == b"pw-writer-distinctive"));
     let back = decode_database(database.id.as_str(), &bytes).unwrap();
     assert_eq!(back, database);
@@ -146,14 +147,53 @@ fn secrets_keep_their_key_and_version_1_secrets_are_key_0s() {
     assert_eq!(back.tls.ca_cert.as_ref().map(SealedSecret::key), Some(7));
     assert_eq!(back, database);
 
-    // The same record as version 1 wrote it: secrets are their sealed bytes alone.
-    let (mut stored, version) = decode_database_stored(database.id.as_str(), &bytes).unwrap();
-    assert_eq!(version, DATABASE_V2);
-    stored.ca_cert = Some(b"sealed-ca".to_vec());
+    // The same record as version 1 wrote it: secrets are their sealed bytes alone, and
+    // credentials have no `password_for`.
+    let (stored, version) = decode_database_stored(database.id.as_str(), &bytes).unwrap();
+    assert_eq!(version, DATABASE_V3);
+    let mut stored = DatabaseV1::<CredentialV1> {
+        credentials: stored
+            .credentials
+            .into_iter()
+            .map(|c| CredentialV1 {
+                id: c.id,
+                username: c.username,
+                password: c.password,
+                hostname: c.hostname,
+                ai_allowed: c.ai_allowed,
+                timeout: c.timeout,
+                reviews_required: c.reviews_required,
+                default_credential: c.default_credential,
+            })
+            .collect(),
+        id: stored.id,
+        api_id: stored.api_id,
+        name: stored.name,
+        adapter: stored.adapter,
+        hostname: stored.hostname,
+        port: stored.port,
+        database: stored.database,
+        ssl: stored.ssl,
+        verify_server_hostname: stored.verify_server_hostname,
+        restrict_access: stored.restrict_access,
+        review_bypass_allowed: stored.review_bypass_allowed,
+        group: stored.group,
+        slack_channel: stored.slack_channel,
+        tunnel_id: stored.tunnel_id,
+        ai_enabled: stored.ai_enabled,
+        ai_max_rows: stored.ai_max_rows,
+        connection_parameters: stored.connection_parameters,
+        ca_cert: Some(b"sealed-ca".to_vec()),
+        client_cert: stored.client_cert,
+        client_key: stored.client_key,
+        inserted_at: stored.inserted_at,
+        updated_at: stored.updated_at,
+    };
     let v1 = framed(RECORD_V1, &stored).unwrap();
     let old = decode_database(database.id.as_str(), &v1).unwrap();
     let ca = old.tls.ca_cert.unwrap();
     assert_eq!((ca.key(), ca.as_bytes()), (0, b"sealed-ca".as_slice()));
+    assert!(old.credentials.iter().all(|c| c.password_for.is_none()));
 
     // A version 2 secret too short to name its key is refused.
     stored.ca_cert = Some(vec![1, 2]);
@@ -218,6 +258,7 @@ fn access_control() -> AccessControl {
                     id: CredentialId::from_stored("crd_provisioning"),
                     username: "owner".to_owned(),
                     password: Some(SealedSecret::new(7, vec![1, 2, 3])),
+                    password_for: Some([3; 32]),
                     hostname: None,
                     ai_allowed: false,
                     timeout: None,
@@ -259,8 +300,40 @@ fn access_control() -> AccessControl {
 fn access_control_round_trips_under_its_database_id() {
     let access = access_control();
     let bytes = encode_access_control("db_1", &access).unwrap();
-    assert_eq!(bytes[0], 2, "version 2: with provisioning and exemptions");
+    assert_eq!(
+        bytes[0], 3,
+        "version 3: with provisioning, exemptions and the provisioning password's binding"
+    );
     assert_eq!(decode_access_control("db_1", &bytes).unwrap(), access);
+    // A version 2 record reads with its provisioning password bound to nothing yet.
+    let (_, body) = unframed(&bytes).unwrap();
+    let v3: access::AccessControlV2 = postcard::from_bytes(body).unwrap();
+    let v2 = access::AccessControlV2::<access::ProvisioningV1> {
+        database_id: v3.database_id,
+        permissions: v3.permissions,
+        inherits_from: v3.inherits_from,
+        policies: v3.policies,
+        provisioning: v3.provisioning.map(|p| access::ProvisioningV1 {
+            credential_id: p.credential_id,
+            username: p.username,
+            password: p.password,
+            schemas: p.schemas,
+            auto_apply: p.auto_apply,
+        }),
+    };
+    let read = decode_access_control("db_1", &framed(2, &v2).unwrap()).unwrap();
+    let provisioning = read.data_protection.provisioning.expect("kept");
+    assert_eq!(provisioning.credential.password_for, None);
+    assert_eq!(
+        provisioning.credential.password,
+        access
+            .data_protection
+            .provisioning
+            .as_ref()
+            .unwrap()
+            .credential
+            .password
+    );
     // A version 1 record (before masks had kinds, exemptions and provisioning) reads as one
     // with neither.
     let v1 = access::AccessControlV1 {
