@@ -2521,6 +2521,20 @@ pub async fn a_stored_password_goes_only_where_it_was_given_for(storage: Arc<dyn
     assert_eq!(check_text(&api, &id, "reader").await, "ok");
     assert_eq!(fake.last().host, "moved.internal");
     assert_eq!(fake.last_password().as_deref(), Some("pw-again"));
+    // Another CA certificate (a TLS setting whose content is not opened to compare) holds it
+    // back too, in a check with changes and in an update.
+    let ca = json!({"username": "reader", "ssl_ca_cert": "Q0EtUEVN"});
+    let calls = fake.calls();
+    rejected(&api, Method::POST, &check_edited_path(&id), &ca).await;
+    patch(&api, &id, json!({"ssl_ca_cert": "Q0EtUEVN"})).await;
+    api.db(
+        Method::GET,
+        &format!("{DATABASES}/{id}/check-connection/reader"),
+        None,
+    )
+    .await
+    .expect(422);
+    assert_eq!(fake.calls(), calls);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -390,12 +390,12 @@ impl From<crate::seal::SealError> for OpenError {
 }
 
 /// Why `credential`'s stored password is held back, when it is: it was given for another
-/// host, port, tunnel or TLS setting than `db`'s now ([`Database::destination`]; `ca_cert` is
-/// the opened CA certificate). A stored password goes only where it was given for.
-pub fn held_back(db: &Database, credential: &Credential, ca_cert: Option<&[u8]>) -> Option<String> {
+/// host, port, tunnel or TLS setting than `db`'s now ([`Database::destination`]). A stored
+/// password goes only where it was given for.
+pub fn held_back(db: &Database, credential: &Credential) -> Option<String> {
     credential.password.as_ref()?;
     let bound = credential.password_for?;
-    (bound != db.destination(credential, ca_cert)).then(|| {
+    (bound != db.destination(credential)).then(|| {
         format!(
             "the stored password of {} was given for another host, port, tunnel or TLS setting \
              than the database's now: it is sent nowhere until it is given again (update the \
@@ -418,11 +418,7 @@ impl CheckTarget {
         let open = |sealed: Option<&SealedSecret>, place: Place| {
             sealed.map(|sealed| sealer.open(sealed, &place)).transpose()
         };
-        let ca_cert = open(
-            db.tls.get(TlsField::CaCert),
-            Place::tls(db.id.as_str(), TlsField::CaCert),
-        )?;
-        if let Some(why) = held_back(db, credential, ca_cert.as_ref().map(Secret::expose)) {
+        if let Some(why) = held_back(db, credential) {
             return Err(OpenError::Held(why));
         }
         let password = open(
@@ -442,7 +438,7 @@ impl CheckTarget {
             password,
             ssl: db.ssl,
             verify_server_hostname: db.verify_server_hostname,
-            ca_cert,
+            ca_cert: tls(TlsField::CaCert)?,
             client_cert: tls(TlsField::ClientCert)?,
             client_key: tls(TlsField::ClientKey)?,
             connection_parameters: db.connection_parameters.clone(),

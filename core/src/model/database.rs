@@ -177,18 +177,18 @@ impl Database {
 
     /// Where `credential`'s password goes, as a digest (SHA-256): the adapter, host (the
     /// credential's, else the database's), port, tunnel and TLS settings (whether TLS is used,
-    /// whether the host name is verified, and the CA certificate's digest, `ca_cert` being its
-    /// opened bytes). A stored password goes only where it was given for
-    /// ([`Credential::password_for`]).
-    pub fn destination(&self, credential: &Credential, ca_cert: Option<&[u8]>) -> [u8; 32] {
-        self.destination_via(credential.hostname.as_deref(), ca_cert)
+    /// whether the host name is verified, whether a CA certificate is set: a new CA certificate
+    /// holds the passwords kept back by itself, [`HELD`]). Nothing is opened. A stored password
+    /// goes only where it was given for ([`Credential::password_for`]).
+    pub fn destination(&self, credential: &Credential) -> [u8; 32] {
+        self.destination_via(credential.hostname.as_deref())
     }
 
     /// [`Database::destination`] of a login whose host is `hostname` (`None`: the
     /// database's).
-    pub fn destination_via(&self, hostname: Option<&str>, ca_cert: Option<&[u8]>) -> [u8; 32] {
+    pub fn destination_via(&self, hostname: Option<&str>) -> [u8; 32] {
         use sha2::{Digest as _, Sha256};
-        let ca = ca_cert.map(|bytes| format!("{:x}", Sha256::digest(bytes)));
+        let ca = self.tls.ca_cert.is_some();
         let canonical = serde_json::json!([
             self.adapter.as_str(),
             hostname.unwrap_or(&self.hostname),
@@ -207,6 +207,10 @@ impl Database {
         self.credentials.iter().find(|c| c.username == username)
     }
 }
+
+/// The [`Credential::password_for`] of a password held back whatever the destination (one kept
+/// by an update that gave the database another CA certificate): no destination digests to it.
+pub const HELD: [u8; 32] = [0; 32];
 
 /// One `{name, value}` run-time parameter.
 #[derive(Clone, Debug, PartialEq, Eq)]

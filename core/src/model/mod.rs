@@ -30,7 +30,7 @@ pub use audit::{
 pub use caller::{CallerKey, CredentialKind, Scope, key_digest, mint_caller_key};
 pub use dashboard::{Action, Dashboard, InputMapping, Inputs, Panel, PanelDetails, PanelInput};
 pub use database::{
-    Adapter, CREDENTIAL_FIELDS, ConnectionParameter, Credential, DATABASE_FIELDS, Database,
+    Adapter, CREDENTIAL_FIELDS, ConnectionParameter, Credential, DATABASE_FIELDS, Database, HELD,
     TlsField, TlsMaterial,
 };
 pub use delivery::{Delivery, DeliveryStatus, RetryPolicy, Target, TargetKind};

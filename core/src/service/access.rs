@@ -93,16 +93,11 @@ impl Access {
         let database_id = id.to_owned();
         let sealer = self.sealer.clone();
         // Where the provisioning password goes: the database's destination now.
-        let destination = match self.storage.database(id).await? {
-            Some(db) => {
-                let ca_cert = db.tls.ca_cert.as_ref().and_then(|sealed| {
-                    let place = crate::seal::Place::tls(id, crate::model::TlsField::CaCert);
-                    sealer.open(sealed, &place).ok()
-                });
-                Some(db.destination_via(None, ca_cert.as_ref().map(crate::model::Secret::expose)))
-            }
-            None => None,
-        };
+        let destination = self
+            .storage
+            .database(id)
+            .await?
+            .map(|db| db.destination_via(None));
         let edit: AccessEdit = Box::new(move |stored: &AccessControl| {
             if let Some(condition) = &condition {
                 condition

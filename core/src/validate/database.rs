@@ -9,7 +9,7 @@ use super::errors::message;
 use super::reader::{Given, Items, Reader, TakenSecret};
 use super::text::{NAME_MAX, Text, VALUE_MAX};
 use crate::model::{
-    Adapter, ConnectionParameter, Credential, CredentialId, Database, DatabaseId, Secret,
+    Adapter, ConnectionParameter, Credential, CredentialId, Database, DatabaseId, HELD, Secret,
     Timestamp, TlsField, TlsMaterial,
 };
 use crate::seal::{Place, Sealer};
@@ -171,7 +171,7 @@ pub fn database_from_body(
     if db.verify_server_hostname && db.tls.ca_cert.is_none() {
         r.errors().add("verify_server_hostname", message::NEEDS_CA);
     }
-    bind_passwords(stored, &mut db, sealer);
+    bind_passwords(stored, &mut db);
 
     if let Some(stored) = stored {
         db.updated_at = now.not_before_next(stored.updated_at);
@@ -274,41 +274,32 @@ fn credentials(
     .finish(errors, "credentials")
 }
 
-/// The opened CA certificate of `db`, when it has one that opens.
-fn ca_cert(db: &Database, sealer: &Sealer) -> Option<Secret> {
-    let sealed = db.tls.ca_cert.as_ref()?;
-    sealer
-        .open(sealed, &Place::tls(db.id.as_str(), TlsField::CaCert))
-        .ok()
-}
-
 /// Binds each password of `db` (as `stored` becomes it, or as created) to where it goes
 /// ([`Credential::password_for`]): a password given now, to the destination now; one kept
 /// that was bound to nothing yet (stored before dbconsole kept this), to the destination it
-/// was stored for, so that a change of host, port, tunnel or TLS holds it back until it is
-/// given again (docs/api.md, "Where a stored password goes").
-pub(crate) fn bind_passwords(stored: Option<&Database>, db: &mut Database, sealer: &Sealer) {
-    let now = ca_cert(db, sealer);
-    let before = stored.map(|stored| (stored, ca_cert(stored, sealer)));
+/// was stored for; one kept by a change that gives another CA certificate, to [`HELD`]. So a
+/// change of host, port, tunnel or TLS holds a password back until it is given again
+/// (docs/api.md, "Where a stored password goes"). Nothing is opened.
+pub(crate) fn bind_passwords(stored: Option<&Database>, db: &mut Database) {
+    let new_ca = stored.is_some_and(|stored| stored.tls.ca_cert != db.tls.ca_cert);
     let destinations: Vec<Option<[u8; 32]>> = db
         .credentials
         .iter()
         .map(|credential| {
             credential.password.as_ref()?;
-            let old = before.as_ref().and_then(|(stored, ca)| {
+            let old = stored.and_then(|stored| {
                 stored
                     .credentials
                     .iter()
-                    .find(|o| o.id == credential.id)
-                    .map(|o| (*stored, o, ca))
+                    .find(|o| o.id == credential.id && o.password == credential.password)
+                    .map(|o| (stored, o))
             });
             match old {
                 // Kept as it was stored.
-                Some((stored, o, ca)) if o.password == credential.password => o
-                    .password_for
-                    .or_else(|| Some(stored.destination(o, ca.as_ref().map(Secret::expose)))),
+                Some(_) if new_ca => Some(HELD),
+                Some((stored, o)) => o.password_for.or_else(|| Some(stored.destination(o))),
                 // Given now.
-                _ => Some(db.destination(credential, now.as_ref().map(Secret::expose))),
+                None => Some(db.destination(credential)),
             }
         })
         .collect();
@@ -513,7 +504,7 @@ pub fn apply_setup(
     credential.reviews_required = setup.reviews_required;
     credential.default_credential = true;
     db.credentials = vec![credential];
-    bind_passwords(stored, &mut db, sealer);
+    bind_passwords(stored, &mut db);
     if let Some(stored) = stored {
         db.updated_at = now.not_before_next(stored.updated_at);
     }

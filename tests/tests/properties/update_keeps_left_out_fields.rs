@@ -27,6 +27,7 @@ async fn update_keeps_left_out_fields(create: CreateBody, mut patch: Patch) -> C
         .map(|(view, password)| Held {
             view: view.as_object().cloned().unwrap_or_default(),
             password,
+            kept: true,
         })
         .collect();
     let resolved = patch.resolve(&held);
@@ -83,8 +84,55 @@ async fn update_keeps_left_out_fields(create: CreateBody, mut patch: Patch) -> C
         ca: patch.ca.clone().or(create.tls.ca.clone()),
         ..create.tls.clone()
     };
-    let passwords: Vec<Option<String>> = held_after.into_iter().map(|h| h.password).collect();
+    // A kept password goes only where it was given for: one whose destination the update
+    // moved (the adapter, its host, the port, tunnel or TLS, another CA certificate) is held
+    // back.
+    let stored: Vec<Value> = credentials_of(&before).to_vec();
+    let passwords: Vec<Result<Option<String>, ()>> = held_after
+        .into_iter()
+        .zip(credentials_of(&after))
+        .map(|(h, view)| {
+            let moved = patch.ca.is_some()
+                || stored
+                    .iter()
+                    .find(|c| c["id"] == view["id"])
+                    .is_some_and(|c| destination(&before, c) != destination(&after, view));
+            if h.kept && h.password.is_some() && moved {
+                Err(())
+            } else {
+                Ok(h.password)
+            }
+        })
+        .collect();
     assert_connections(&api, &recorder, &after, &passwords, &tls).await
+}
+
+/// Where `credential`'s password goes, as the responses show it: adapter, host (the
+/// credential's, else the database's), effective port, tunnel, TLS and host name verification.
+fn destination(db: &Value, credential: &Value) -> Value {
+    let adapter = str_of(&db["adapter"]);
+    let ssl = db["ssl"] == Value::Bool(true);
+    let default = match adapter {
+        "postgres" => 5432,
+        "mysql" => 3306,
+        "clickhouse" if ssl => 8443,
+        "clickhouse" => 8123,
+        "sqlserver" => 1433,
+        _ => 1521,
+    };
+    let port = db["port"].as_u64().unwrap_or(default);
+    serde_json::json!([
+        adapter,
+        if credential["hostname"].is_null() {
+            &db["hostname"]
+        } else {
+            &credential["hostname"]
+        },
+        port,
+        db["tunnel_id"],
+        ssl,
+        db["verify_server_hostname"]
+    ])
 }
 
 proptest! {

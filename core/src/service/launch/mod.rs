@@ -161,15 +161,7 @@ impl Launcher {
         }
         // A stored password given for another destination goes nowhere (docs/api.md, "Where a
         // stored password goes"): refused before anything opens.
-        let ca_cert = db.tls.ca_cert.as_ref().and_then(|sealed| {
-            let place = crate::seal::Place::tls(db.id.as_str(), crate::model::TlsField::CaCert);
-            self.sealer.open(sealed, &place).ok()
-        });
-        if let Some(why) = crate::check::held_back(
-            &db,
-            &credential,
-            ca_cert.as_ref().map(crate::model::Secret::expose),
-        ) {
+        if let Some(why) = crate::check::held_back(&db, &credential) {
             return Err(crate::validate::ValidationErrors::single("credential_id", why).into());
         }
         let adapter = db.adapter;
