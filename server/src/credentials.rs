@@ -141,20 +141,41 @@ fn trimmed(secret: Secret) -> Secret {
 /// The user the first start's sign-in link signs in: a super admin.
 pub const INITIAL_ADMIN: &str = "admin";
 
-/// When no key is bound to a user and no browser session or link exists (a new install, or
-/// one whose first link expired unused), stores a one-time sign-in link for [`INITIAL_ADMIN`], a
-/// super admin, and returns its token to print once; otherwise `None`.
-pub async fn initial_sign_in_link(storage: &dyn Storage) -> Result<Option<Secret>, StorageError> {
-    use dbconsole_core::model::{
-        AuditAction, AuditEvent, Principal, Role, Session, SessionKind, SignInMethod, Timestamp,
-    };
-    let keys = storage.list_caller_keys().await?;
-    if keys.iter().any(|key| key.principal.is_some()) {
-        return Ok(None);
+/// Whether `storage` is a new store: it holds no database, dashboard, key, session or link,
+/// and its audit trail no event (every write leaves one, and a sign-in link's creation is
+/// one). Asked at start, before anything is created: only a new store's first start prints a
+/// sign-in link ([`initial_sign_in_link`]).
+pub async fn is_new_store(storage: &dyn Storage) -> Result<bool, StorageError> {
+    let counts = storage.record_counts().await?;
+    if counts.databases + counts.dashboards + counts.caller_keys > 0 {
+        return Ok(false);
     }
-    let now = Timestamp::now();
-    let sessions = storage.list_sessions().await?;
-    if sessions.iter().any(|s| s.expires_at > now) {
+    if !storage.list_sessions().await?.is_empty() {
+        return Ok(false);
+    }
+    let events = storage
+        .list_audit(dbconsole_core::storage::AuditQuery {
+            resource: None,
+            after: None,
+            limit: 1,
+            ..Default::default()
+        })
+        .await?;
+    Ok(events.is_empty())
+}
+
+/// At the first start of a new store ([`is_new_store`], asked before the start created
+/// anything), stores a one-time sign-in link for [`INITIAL_ADMIN`], a super admin, and returns
+/// its token to print once; otherwise `None`. Never at a later start, whatever has ended since:
+/// then `dbconsole sessions link` on the host makes one.
+pub async fn initial_sign_in_link(
+    storage: &dyn Storage,
+    new_store: bool,
+) -> Result<Option<Secret>, StorageError> {
+    use dbconsole_core::model::{
+        AuditAction, AuditEvent, Principal, Role, Session, SessionKind, SignInMethod,
+    };
+    if !new_store {
         return Ok(None);
     }
     let principal = Principal::member(INITIAL_ADMIN).role(Role::SuperAdmin);

@@ -156,11 +156,14 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     };
 
     // After everything that can fail before serving: keys created here are printed below.
+    let new_store = credentials::is_new_store(&*storage)
+        .await
+        .map_err(Error::InitialKeys)?;
     let created = credentials::bootstrap(&*storage, &env)
         .await
         .map_err(Error::InitialKeys)?;
     warn_about_missing_credentials(&*storage, &env).await;
-    let link = credentials::initial_sign_in_link(&*storage)
+    let link = credentials::initial_sign_in_link(&*storage, new_store)
         .await
         .map_err(Error::InitialKeys)?;
     tracing::info!(

@@ -513,6 +513,30 @@ async fn configured_credentials_mean_no_keys_are_created() {
     assert_eq!(output.stdout, "no stored keys\n");
     let (_, _, stderr) = server.stop().await;
     assert!(stderr.contains("no access token is stored"), "{stderr}");
+    // S25: the link is the new store's, once. Its session ended (the link revoked unused,
+    // as after a sign-out or an idle hour), a restart prints none: its output is the service's
+    // log, and the way in is `dbconsole sessions link` on the host.
+    let data = dir.path().to_str().unwrap();
+    let revoked = dbconsole(
+        &[],
+        &["sessions", "--data-dir", data, "revoke", "--user", "admin"],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(
+        revoked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&revoked.stderr)
+    );
+    let again = Server::start(dir.path(), &env).await;
+    assert!(
+        !again.banner.contains("sign-in"),
+        "a restart printed a link: {}",
+        again.banner
+    );
+    let (_, stdout, _) = again.stop().await;
+    assert!(!stdout.contains("#sign-in="), "{stdout}");
 }
 
 #[tokio::test]
