@@ -59,6 +59,7 @@ fn main() -> ExitCode {
 
 /// Storage + authenticator + service, then the serving loop until a signal.
 async fn serve(args: ServeArgs) -> Result<(), Error> {
+    let sessions = args.session_options().map_err(Error::Flags)?;
     let location = args.location();
     let Opened {
         storage,
@@ -104,7 +105,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .body_timeout(args.body_timeout())
         .metrics(args.metrics_listen.is_some())
         .audit_retention(args.audit_retention())
-        .sessions(args.session_options())
+        .sessions(sessions)
         .row_tokens(dbconsole_core::service::RowTokenOptions {
             life: std::time::Duration::from_secs(args.row_token_life_secs),
             unverified_rows: args.allow_unverified_rows,
@@ -366,6 +367,8 @@ const AUDIT_PRUNE_INTERVAL: std::time::Duration = std::time::Duration::from_secs
 enum Error {
     #[error("cannot start the async runtime: {0}")]
     Runtime(io::Error),
+    #[error("{0}")]
+    Flags(String),
     #[error("cannot open the {0} storage: {1}")]
     OpenStorage(StorageKind, OpenError),
     #[error("cannot install signal handlers: {0}")]

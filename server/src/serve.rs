@@ -464,6 +464,25 @@ async fn handle(
     app: Arc<App>,
     request: Request<Incoming>,
 ) -> Result<Response<ResponseBody>, Infallible> {
+    let mut response = answer_own(app, request).await?;
+    // Every answer, the server's own included (health, docs, MCP, pages): never sniffed into
+    // another type, never framed by another site (a page's own policy stays).
+    let headers = response.headers_mut();
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers
+        .entry(header::X_FRAME_OPTIONS)
+        .or_insert(HeaderValue::from_static("DENY"));
+    Ok(response)
+}
+
+/// [`handle`] before the headers every answer carries.
+async fn answer_own(
+    app: Arc<App>,
+    request: Request<Incoming>,
+) -> Result<Response<ResponseBody>, Infallible> {
     let App {
         service,
         mcp,

@@ -325,8 +325,19 @@ async fn an_address_in_use_fails_with_a_one_line_message() {
 #[tokio::test]
 async fn bad_flags_and_variables_exit_non_zero() {
     type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
-    let cases: [Case<'_>; 5] = [
+    let cases: [Case<'_>; 6] = [
         (&[], &["serve", "--storage", "cassandra"]),
+        // A maximum age below the idle time is refused, never raised in silence.
+        (
+            &[("DBCONSOLE_STORAGE", "memory")],
+            &[
+                "serve",
+                "--session-idle-secs",
+                "7200",
+                "--session-max-age-secs",
+                "600",
+            ],
+        ),
         (&[], &["serve", "--listen", "not-an-address"]),
         (&[], &["serve", "--check-timeout-secs", "0"]),
         (&[("DBCONSOLE_STORAGE", "cassandra")], &["serve"]),

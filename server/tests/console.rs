@@ -77,6 +77,24 @@ async fn pages_assets_and_headers() {
     );
     let post = request(server.addr, "POST", "/console/", &[], Some("{}")).await;
     assert_eq!(post.status, 405);
+    // Every answer, the server's own and the OIDC routes' included, is never sniffed into
+    // another type nor framed by another site.
+    for path in [
+        "/healthz",
+        "/readyz",
+        "/nowhere",
+        "/api/v1/console/oidc",
+        "/api/v1/console/oidc/callback?state=x&code=y",
+        "/mcp",
+    ] {
+        let answer = request(server.addr, "GET", path, &[], None).await;
+        assert_eq!(
+            answer.header("x-content-type-options"),
+            Some("nosniff"),
+            "{path}"
+        );
+        assert_eq!(answer.header("x-frame-options"), Some("DENY"), "{path}");
+    }
     server.stop().await;
 }
 

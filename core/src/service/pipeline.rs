@@ -110,6 +110,10 @@ impl ConsoleService {
                     header::X_CONTENT_TYPE_OPTIONS,
                     http::HeaderValue::from_static("nosniff"),
                 );
+                // No answer (a page of the OIDC flow included) is framed by another site.
+                headers
+                    .entry(header::X_FRAME_OPTIONS)
+                    .or_insert(http::HeaderValue::from_static("DENY"));
                 if let Some((started, route, method)) = measured {
                     metrics::record_request(route, &method, response.status(), started.elapsed());
                 }

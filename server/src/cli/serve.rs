@@ -401,8 +401,18 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     /// How browser sessions behave: the public URL's origin and scheme (else the `Host`, and
-    /// https when the server holds the TLS key), and the idle and maximum times.
-    pub fn session_options(&self) -> dbconsole_core::service::browser::SessionOptions {
+    /// https when the server holds the TLS key), and the idle and maximum times; refused when
+    /// the maximum is below the idle time (never raised in silence).
+    pub fn session_options(
+        &self,
+    ) -> Result<dbconsole_core::service::browser::SessionOptions, String> {
+        if self.session_max_age_secs < self.session_idle_secs {
+            return Err(format!(
+                "--session-max-age-secs ({}) is below --session-idle-secs ({}): a session would \
+                 end before it could idle; raise the one or lower the other",
+                self.session_max_age_secs, self.session_idle_secs
+            ));
+        }
         use dbconsole_core::service::browser::SessionOptions;
         let mut options = self
             .public_url
@@ -413,9 +423,8 @@ impl ServeArgs {
                 ..SessionOptions::default()
             });
         options.idle = Duration::from_secs(self.session_idle_secs);
-        options.max_age =
-            Duration::from_secs(self.session_max_age_secs.max(self.session_idle_secs));
-        options
+        options.max_age = Duration::from_secs(self.session_max_age_secs);
+        Ok(options)
     }
 
     /// Where deliveries go.
