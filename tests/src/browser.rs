@@ -407,6 +407,18 @@ pub async fn sessions_follow_their_key_and_yield_to_headers(storage: Arc<dyn Sto
         .headers_mut()
         .insert("x-api-key", http::HeaderValue::from_static("dbc_ak_wrong"));
     api.answer(wrong_key).await.expect(401);
+    // Headers decide alone whatever they hold: a blank key, a Basic or a blank authorization.
+    for (name, value) in [
+        ("x-api-key", ""),
+        ("authorization", "Basic YWxpY2U6cHc="),
+        ("authorization", ""),
+    ] {
+        let mut other = browser.request(Method::GET, ME, None);
+        other
+            .headers_mut()
+            .insert(name, http::HeaderValue::from_static(value));
+        api.answer(other).await.expect(401);
+    }
     storage
         .delete_caller_key(&key_id, dbconsole_core::storage::testing::origin())
         .await

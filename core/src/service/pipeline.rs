@@ -290,8 +290,12 @@ impl App {
         // The credential headers, read once.
         let credentials = presented_credentials(headers);
         let credentials = credentials.iter().flatten().copied();
-        // A browser's session counts only when the request presents no other credential.
-        if credentials.clone().next().is_none()
+        // A browser's session counts only when the request presents no other credential: a
+        // request with an `x-api-key` or an `Authorization` header of any kind (blank, Basic)
+        // is judged by its headers alone.
+        let headers_present =
+            headers.contains_key(X_API_KEY) || headers.contains_key(header::AUTHORIZATION);
+        if !headers_present
             && let Some((caller, kind)) =
                 Box::pin(self.browser.session_caller(method, headers)).await?
         {
