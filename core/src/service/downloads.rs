@@ -53,42 +53,34 @@ fn place() -> Place {
     Place::from_parts(&["console", "download-ticket"])
 }
 
-/// Who a ticket is for and until when: user, role, groups, expiry (µs), one a line.
-fn holder_lines(principal: &Principal, expires: Timestamp) -> String {
-    let groups = principal.groups.join("\u{1f}");
-    format!(
-        "{}\n{}\n{groups}\n{}",
-        principal.user,
-        principal.role.as_str(),
-        expires.as_micros()
-    )
+/// What a ticket seals, as JSON: each field encoded, never joined by a separator (a group
+/// name holding a control character stays one group).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct Ticket {
+    /// The format's version: 2.
+    v: u8,
+    /// What it downloads.
+    download: Download,
+    /// Who it is for: user, role, groups, and whether an agent.
+    user: String,
+    role: String,
+    groups: Vec<String>,
+    /// When it ends (µs).
+    expires: i64,
 }
 
-/// The text a ticket seals: version, query, then the [`holder_lines`].
-fn ticket_text(query: &str, principal: &Principal, expires: Timestamp) -> String {
-    format!("v1\n{query}\n{}", holder_lines(principal, expires))
-}
-
-/// The text a panel's ticket seals: version, dashboard, panel, the [`holder_lines`], and the
-/// inputs as JSON (one line: JSON escapes its newlines).
-fn panel_ticket_text(
-    dashboard: &str,
-    panel: &str,
-    principal: &Principal,
-    expires: Timestamp,
-    inputs: &serde_json::Value,
-) -> String {
-    format!(
-        "p1\n{dashboard}\n{panel}\n{}\n{inputs}",
-        holder_lines(principal, expires)
-    )
-}
+/// The version of [`Ticket`] written and read.
+const TICKET_VERSION: u8 = 2;
 
 /// What a ticket downloads.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 enum Download {
     /// A stored query's one run.
-    Query(String),
+    Query {
+        /// The query's id.
+        query: String,
+    },
     /// A dashboard panel, with these inputs.
     Panel {
         dashboard: String,
@@ -97,45 +89,29 @@ enum Download {
     },
 }
 
-/// What a ticket's text downloads, and for whom, while it lasts.
-fn read_any_ticket(text: &str, now: Timestamp) -> Option<(Download, Principal)> {
-    if let Some(rest) = text.strip_prefix("p1\n") {
-        let (head, inputs) = rest.rsplit_once('\n')?;
-        let (dashboard, head) = head.split_once('\n')?;
-        let (panel, head) = head.split_once('\n')?;
-        let (_, principal) = read_ticket(&format!("v1\n-\n{head}"), now)?;
-        let inputs: serde_json::Value = serde_json::from_str(inputs).ok()?;
-        let download = Download::Panel {
-            dashboard: dashboard.to_owned(),
-            panel: panel.to_owned(),
-            inputs,
-        };
-        return Some((download, principal));
-    }
-    read_ticket(text, now).map(|(query, principal)| (Download::Query(query), principal))
+/// The text a ticket for `download` by `principal` until `expires` seals.
+fn ticket_text(download: Download, principal: &Principal, expires: Timestamp) -> String {
+    let ticket = Ticket {
+        v: TICKET_VERSION,
+        download,
+        user: principal.user.clone(),
+        role: principal.role.as_str().to_owned(),
+        groups: principal.groups.clone(),
+        expires: expires.as_micros(),
+    };
+    serde_json::to_string(&ticket).unwrap_or_default()
 }
 
-/// The query and principal of a ticket's text, while it lasts.
-fn read_ticket(text: &str, now: Timestamp) -> Option<(String, Principal)> {
-    let mut lines = text.split('\n');
-    if lines.next()? != "v1" {
+/// What a ticket's text downloads, and for whom, while it lasts.
+fn read_any_ticket(text: &str, now: Timestamp) -> Option<(Download, Principal)> {
+    let ticket: Ticket = serde_json::from_str(text).ok()?;
+    if ticket.v != TICKET_VERSION || now >= Timestamp::from_micros(ticket.expires) {
         return None;
     }
-    let query = lines.next()?.to_owned();
-    let user = lines.next()?.to_owned();
-    let role: Role = lines.next()?.parse().ok()?;
-    let groups = lines.next()?;
-    let expires = Timestamp::from_micros(lines.next()?.parse().ok()?);
-    if now >= expires || lines.next().is_some() {
-        return None;
-    }
-    let mut principal = Principal::member(user).role(role);
-    principal.groups = groups
-        .split('\u{1f}')
-        .filter(|g| !g.is_empty())
-        .map(str::to_owned)
-        .collect();
-    Some((query, principal))
+    let role: Role = ticket.role.parse().ok()?;
+    let mut principal = Principal::member(ticket.user).role(role);
+    principal.groups = ticket.groups;
+    Some((ticket.download, principal))
 }
 
 impl Downloads {
@@ -160,7 +136,10 @@ impl Downloads {
             ));
         }
         let expires = Timestamp::now().plus(TICKET_LIFETIME);
-        self.ticket_url(&ticket_text(query.id.as_str(), &principal, expires))
+        let download = Download::Query {
+            query: query.id.as_str().to_owned(),
+        };
+        self.ticket_url(&ticket_text(download, &principal, expires))
     }
 
     /// `POST /v1/dashboards/{id}/panels/{panel_id}/download`: `{"url"}`, where the panel's CSV
@@ -189,14 +168,12 @@ impl Downloads {
             .cloned()
             .unwrap_or(serde_json::Value::Null);
         let expires = Timestamp::now().plus(TICKET_LIFETIME);
-        let text = panel_ticket_text(
-            dashboard.id.as_str(),
-            panel.id.as_str(),
-            &principal,
-            expires,
-            &inputs,
-        );
-        self.ticket_url(&text)
+        let download = Download::Panel {
+            dashboard: dashboard.id.as_str().to_owned(),
+            panel: panel.id.as_str().to_owned(),
+            inputs,
+        };
+        self.ticket_url(&ticket_text(download, &principal, expires))
     }
 
     /// The download URL of a ticket that seals `text`.
@@ -232,7 +209,7 @@ impl Downloads {
         let mut origin = crate::model::Origin::clone(call.origin);
         origin.actor = crate::model::Actor::named(principal.user.clone());
         let (mut response, name) = match download {
-            Download::Query(query) => {
+            Download::Query { query } => {
                 let response = self
                     .runs
                     .run_stored(
@@ -279,15 +256,35 @@ mod tests {
             .groups(["a", "b"])
             .role(Role::SuperAdmin);
         let now = Timestamp::now();
-        let text = ticket_text("qry_1", &ann, now.plus(TICKET_LIFETIME));
-        let (query, principal) = read_ticket(&text, now).expect("a live ticket");
-        assert_eq!((query.as_str(), principal), ("qry_1", ann.clone()));
+        let query = || Download::Query {
+            query: "qry_1".to_owned(),
+        };
+        let text = ticket_text(query(), &ann, now.plus(TICKET_LIFETIME));
+        let (download, principal) = read_any_ticket(&text, now).expect("a live ticket");
+        assert_eq!((download, principal), (query(), ann.clone()));
         assert!(
-            read_ticket(&text, now.plus(TICKET_LIFETIME)).is_none(),
+            read_any_ticket(&text, now.plus(TICKET_LIFETIME)).is_none(),
             "ended"
         );
-        assert!(read_ticket(&format!("{text}\nmore"), now).is_none());
-        assert!(read_ticket(&text.replacen("v1", "v2", 1), now).is_none());
+        assert!(read_any_ticket(&format!("{text}\nmore"), now).is_none());
+        assert!(read_any_ticket(&text.replacen("\"v\":2", "\"v\":1", 1), now).is_none());
+    }
+
+    #[test]
+    fn a_group_holding_a_separator_stays_one_group() {
+        // A member of "ops\u{1f}admins" is not a member of "admins" (nor of "ops").
+        let eve = Principal::member("eve\n@example.com").groups(["ops\u{1f}admins", "x\ny"]);
+        let now = Timestamp::now();
+        let text = ticket_text(
+            Download::Query {
+                query: "qry_1".to_owned(),
+            },
+            &eve,
+            now.plus(TICKET_LIFETIME),
+        );
+        let (_, principal) = read_any_ticket(&text, now).expect("a live ticket");
+        assert_eq!(principal.groups, ["ops\u{1f}admins", "x\ny"]);
+        assert_eq!(principal.user, "eve\n@example.com");
     }
 
     #[test]
@@ -295,25 +292,17 @@ mod tests {
         let ann = Principal::member("ann@example.com").groups(["a"]);
         let now = Timestamp::now();
         let inputs = json!({"since": "line\nbreak", "n": 3});
-        let text = panel_ticket_text("dash_1", "pl_1", &ann, now.plus(TICKET_LIFETIME), &inputs);
+        let panel = || Download::Panel {
+            dashboard: "dash_1".to_owned(),
+            panel: "pl_1".to_owned(),
+            inputs: inputs.clone(),
+        };
+        let text = ticket_text(panel(), &ann, now.plus(TICKET_LIFETIME));
         let (download, principal) = read_any_ticket(&text, now).expect("a live ticket");
-        assert_eq!(principal, ann);
-        assert_eq!(
-            download,
-            Download::Panel {
-                dashboard: "dash_1".to_owned(),
-                panel: "pl_1".to_owned(),
-                inputs,
-            }
-        );
+        assert_eq!((download, principal), (panel(), ann));
         assert!(
             read_any_ticket(&text, now.plus(TICKET_LIFETIME)).is_none(),
             "ended"
-        );
-        let query = ticket_text("qry_1", &ann, now.plus(TICKET_LIFETIME));
-        assert_eq!(
-            read_any_ticket(&query, now).map(|(d, _)| d),
-            Some(Download::Query("qry_1".to_owned()))
         );
     }
 }
