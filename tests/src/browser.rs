@@ -587,6 +587,72 @@ pub async fn a_session_reaches_what_its_key_reaches(storage: Arc<dyn Storage>) {
         .expect(200);
 }
 
+/// A user holds at most `max_per_user` live sessions: a sign-in beyond it ends the user's
+/// oldest (audited `over the cap`); another user's sessions are not counted.
+pub async fn a_user_holds_at_most_the_cap_of_sessions(storage: Arc<dyn Storage>) {
+    let options = SessionOptions {
+        max_per_user: 3,
+        ..SessionOptions::default()
+    };
+    let api = api(Arc::clone(&storage), options);
+    let ann = Principal::member("ann@example.com");
+    let (_, key) = user_key(&storage, Some(ann), Scope::Query).await;
+    let (_, bob_key) = user_key(
+        &storage,
+        Some(Principal::member("bob@example.com")),
+        Scope::Query,
+    )
+    .await;
+    let bob = sign_in(&api, &Browser::console(), &bob_key)
+        .await
+        .expect(200);
+    let mut cookies = Vec::new();
+    for _ in 0..5 {
+        let signed = sign_in(&api, &Browser::console(), &key).await.expect(200);
+        cookies.push(set_cookie(&signed).0);
+    }
+    let status = |cookie: String| {
+        let api = &api;
+        async move {
+            let browser = Browser {
+                cookie: Some(cookie),
+                ..Browser::console()
+            };
+            api.answer(browser.request(Method::GET, ME, None))
+                .await
+                .status
+                .as_u16()
+        }
+    };
+    let mut statuses = Vec::new();
+    for cookie in &cookies {
+        statuses.push(status(cookie.clone()).await);
+    }
+    assert_eq!(statuses, [401, 401, 200, 200, 200], "the oldest two ended");
+    assert_eq!(
+        status(set_cookie(&bob).0).await,
+        200,
+        "bob's own is not counted"
+    );
+    let events = storage
+        .list_audit(AuditQuery {
+            resource: None,
+            after: None,
+            limit: 100,
+            ..Default::default()
+        })
+        .await
+        .expect("list_audit");
+    let capped = events
+        .iter()
+        .filter(|e| {
+            e.action.as_str() == "session.revoke"
+                && format!("{:?}", e.changes).contains("over the cap")
+        })
+        .count();
+    assert_eq!(capped, 2, "each ended session is audited");
+}
+
 /// Every case of this module, as tests over the store `$storage` makes.
 #[macro_export]
 macro_rules! browser_tests {
@@ -601,6 +667,7 @@ macro_rules! browser_tests {
                 sessions_follow_their_key_and_yield_to_headers,
                 an_expired_or_idle_session_is_no_caller,
                 a_session_reaches_what_its_key_reaches,
+                a_user_holds_at_most_the_cap_of_sessions,
             ]
         );
     };

@@ -48,6 +48,10 @@ pub const DEFAULT_IDLE: Duration = Duration::from_secs(3600);
 /// How long a browser session lasts at most, by default.
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(12 * 3600);
 
+/// How many live browser sessions a user holds at most, by default: a sign-in beyond it ends
+/// the user's oldest.
+pub const DEFAULT_MAX_PER_USER: usize = 10;
+
 /// How long a one-time sign-in link lasts.
 pub const LINK_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
@@ -67,6 +71,9 @@ pub struct SessionOptions {
     pub idle: Duration,
     /// How long a session lasts at most.
     pub max_age: Duration,
+    /// How many live browser sessions one user holds at most (a sign-in beyond it ends the
+    /// user's oldest).
+    pub max_per_user: usize,
 }
 
 impl Default for SessionOptions {
@@ -76,6 +83,7 @@ impl Default for SessionOptions {
             secure: false,
             idle: DEFAULT_IDLE,
             max_age: DEFAULT_MAX_AGE,
+            max_per_user: DEFAULT_MAX_PER_USER,
         }
     }
 }
@@ -288,6 +296,7 @@ impl Browser {
         };
         let mut origin = request_origin.clone();
         origin.actor = caller.actor.clone();
+        let session_user = session.principal.user.clone();
         let event = AuditEvent::new(
             &origin,
             AuditAction::SessionCreate,
@@ -308,6 +317,7 @@ impl Browser {
             }
             Err(error) => return Err(error.into()),
         }
+        let user = session_user.clone();
         // The session the browser came with ends: a sign-in always gets a new id.
         if let Some(old) = current {
             let ended = AuditEvent::new(
@@ -325,11 +335,55 @@ impl Browser {
                 Err(error) => return Err(error.into()),
             }
         }
+        self.cap_sessions(&user, &origin).await?;
         let cookie = self.sessions.set_cookie(
             secret.expose_str().unwrap_or_default(),
             self.sessions.max_age,
         );
         Ok((caller, cookie))
+    }
+
+    /// Ends `user`'s oldest live browser sessions beyond [`SessionOptions::max_per_user`]
+    /// (each with a `session.revoke` event, `over the cap`).
+    async fn cap_sessions(
+        &self,
+        user: &str,
+        origin: &crate::model::Origin,
+    ) -> Result<(), ApiError> {
+        let now = Timestamp::now();
+        let mut live: Vec<Session> = self
+            .storage
+            .list_sessions()
+            .await?
+            .into_iter()
+            .filter(|s| {
+                s.kind == SessionKind::Browser
+                    && crate::model::identity::same(&s.principal.user, user)
+                    && s.live_at(now, self.sessions.idle)
+            })
+            .collect();
+        if live.len() <= self.sessions.max_per_user {
+            return Ok(());
+        }
+        live.sort_by_key(|s| (s.created_at, s.id.as_str().to_owned()));
+        let over = live.len() - self.sessions.max_per_user;
+        for old in live.into_iter().take(over) {
+            let event = AuditEvent::new(
+                origin,
+                AuditAction::SessionRevoke,
+                old.id.as_str(),
+                vec!["over the cap".to_owned()],
+            );
+            match self
+                .storage
+                .remove_session(old.id.as_str(), event.into())
+                .await
+            {
+                Ok(()) | Err(StorageError::NotFound) => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(())
     }
 
     /// A sign-in's answer: who signed in, with the session's cookie.

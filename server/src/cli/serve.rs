@@ -397,6 +397,16 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(60..=2_592_000)
     )]
     pub session_max_age_secs: u64,
+
+    /// Live browser sessions one user holds at most: a sign-in beyond it ends the user's
+    /// oldest.
+    #[arg(
+        long,
+        env = "DBCONSOLE_SESSION_MAX_PER_USER",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..=1000)
+    )]
+    pub session_max_per_user: u64,
 }
 
 impl ServeArgs {
@@ -424,6 +434,7 @@ impl ServeArgs {
             });
         options.idle = Duration::from_secs(self.session_idle_secs);
         options.max_age = Duration::from_secs(self.session_max_age_secs);
+        options.max_per_user = usize::try_from(self.session_max_per_user).unwrap_or(usize::MAX);
         Ok(options)
     }
 
