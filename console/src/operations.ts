@@ -21,6 +21,7 @@ export const AUDIT_ACTIONS = [
   "caller_key.revoke",
   "session.create",
   "session.revoke",
+  "session.refused",
   "query.create",
   "query.run",
   "panel.run",

@@ -48,6 +48,10 @@ pub struct ServeLimits {
     pub head_timeout: Duration,
     /// How long a shutdown waits for the requests in flight before it ends them.
     pub drain: Duration,
+    /// Whether the address a request came from ([`dbconsole_core::service::PeerAddr`], which
+    /// failed sign-ins are counted by) is the last of its `X-Forwarded-For` (what the trusted
+    /// proxy in front saw) rather than the connection's peer.
+    pub trust_forwarded_for: bool,
 }
 
 impl Default for ServeLimits {
@@ -57,6 +61,7 @@ impl Default for ServeLimits {
             max_pending: 256,
             head_timeout: Duration::from_secs(10),
             drain: Duration::from_secs(10),
+            trust_forwarded_for: false,
         }
     }
 }
@@ -272,7 +277,11 @@ pub async fn serve<F, G>(
             () = &mut shutdown => break,
             () = &mut reaping => unreachable!("the reaper runs until dropped"),
             accepted = listener.accept() => match accepted {
-                Ok((stream, _peer)) => {
+                Ok((stream, peer)) => {
+                    let peer = Peer {
+                        ip: peer.ip(),
+                        trust_forwarded_for: limits.trust_forwarded_for,
+                    };
                     if let Err(error) = stream.set_nodelay(true) {
                         tracing::debug!(%error, "could not set TCP_NODELAY");
                     }
@@ -286,12 +295,12 @@ pub async fn serve<F, G>(
                     let task = tokio::spawn(async move {
                         let served = async {
                             match tls {
-                                None => watcher.watch(serve_with(&http, TokioIo::new(stream), app, &conn, slots)).await,
+                                None => watcher.watch(serve_with(&http, TokioIo::new(stream), app, &conn, slots, peer)).await,
                                 Some(acceptor) => {
                                     // A client that never finishes its handshake is dropped.
                                     let handshake = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream));
                                     match handshake.await {
-                                        Ok(Ok(stream)) => watcher.watch(serve_with(&http, TokioIo::new(stream), app, &conn, slots)).await,
+                                        Ok(Ok(stream)) => watcher.watch(serve_with(&http, TokioIo::new(stream), app, &conn, slots, peer)).await,
                                         Ok(Err(error)) => {
                                             tracing::debug!(%error, "TLS handshake failed");
                                             Ok(())
@@ -349,14 +358,43 @@ struct App {
     console: dbconsole_console_assets::ConsolePages,
 }
 
+/// Where a connection's requests come from.
+#[derive(Clone, Copy, Debug)]
+struct Peer {
+    /// The connection's peer.
+    ip: std::net::IpAddr,
+    /// Whether a request's `X-Forwarded-For` (its last address) says instead.
+    trust_forwarded_for: bool,
+}
+
+impl Peer {
+    /// The address `request` came from.
+    fn of<B>(self, request: &Request<B>) -> std::net::IpAddr {
+        if !self.trust_forwarded_for {
+            return self.ip;
+        }
+        request
+            .headers()
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .next_back()
+            .and_then(|last| last.trim().parse().ok())
+            .unwrap_or(self.ip)
+    }
+}
+
 /// HTTP/1 on one connection (plain or TLS), answered by [`handle`]; its first request head
-/// takes it out of the pending and into a slot of `slots`, held until it ends.
+/// takes it out of the pending and into a slot of `slots`, held until it ends. Each request
+/// carries where it came from ([`dbconsole_core::service::PeerAddr`]).
 fn serve_with<I>(
     http: &http1::Builder,
     io: TokioIo<I>,
     app: App,
     conn: &Arc<Conn>,
     slots: Arc<Semaphore>,
+    peer: Peer,
 ) -> impl GracefulConnection<Error = hyper::Error> + Send
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -367,7 +405,11 @@ where
     let app = Arc::new(app);
     http.serve_connection(
         io,
-        service_fn(move |request| {
+        service_fn(move |mut request: Request<Incoming>| {
+            let from = peer.of(&request);
+            request
+                .extensions_mut()
+                .insert(dbconsole_core::service::PeerAddr(from));
             let (answering, first) = Answering::start(Arc::clone(&conn));
             // The connection's first request takes its slot: at the cap, it waits for one (as a
             // connection once waited in the backlog). Nothing of the request is looked at

@@ -202,3 +202,102 @@ async fn sign_in_links_and_the_sessions_command_on_redb() {
         "no session secret in a log"
     );
 }
+
+/// Failed sign-ins are throttled per address and audited: ten wrong keys (or used links) from
+/// one address are each 401 and a `session.refused` event naming how and from where; the next
+/// sign-in from it, even with a valid key, is 429 with `Retry-After`; the events name no key.
+/// Behind `--trust-forwarded-for`, the address is the last of `X-Forwarded-For`: another
+/// forwarded address signs in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sign_ins_are_throttled_per_address_and_audited() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start_with(
+        &[
+            ("DBCONSOLE_STORAGE", "redb"),
+            ("DBCONSOLE_API_KEY", "throttle-test-static-key"),
+        ],
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--trust-forwarded-for",
+        ],
+    )
+    .await;
+    let data_flag = data.to_str().unwrap().to_owned();
+    let created = support::create_key(
+        std::path::Path::new(&data_flag),
+        &[
+            "--kind",
+            "api-key",
+            "--scope",
+            "query",
+            "--name",
+            "ann",
+            "--user",
+            "ann@example.com",
+        ],
+    )
+    .await;
+    let sign_in = |key: String, from: &'static str| {
+        let body = serde_json::json!({ "key": key }).to_string();
+        async move {
+            let mut headers = BROWSER.to_vec();
+            headers.push(("x-forwarded-for", from));
+            request(
+                server.addr,
+                "POST",
+                "/api/v1/console/sign-in",
+                &headers,
+                Some(&body),
+            )
+            .await
+        }
+    };
+    for n in 0..10 {
+        let wrong = sign_in(format!("dbc_ak_wrong-guess-{n}"), "203.0.113.7").await;
+        assert_eq!(wrong.status, 401, "guess {n}: {}", wrong.body);
+    }
+    let throttled = sign_in(created.clone(), "203.0.113.7").await;
+    assert_eq!(throttled.status, 429, "{}", throttled.body);
+    let wait: u64 = throttled
+        .header("retry-after")
+        .and_then(|v| v.parse().ok())
+        .expect("a Retry-After");
+    assert!((1..=60).contains(&wait), "{wait}");
+    let other = sign_in(created.clone(), "198.51.100.2, 203.0.113.9").await;
+    assert_eq!(
+        other.status, 200,
+        "another address signs in: {}",
+        other.body
+    );
+    let audit = request(
+        server.addr,
+        "GET",
+        "/api/v1/console/audit?limit=100",
+        &[("x-api-key", "throttle-test-static-key")],
+        None,
+    )
+    .await;
+    assert_eq!(audit.status, 200, "{}", audit.body);
+    let events = audit.json();
+    let refused: Vec<&serde_json::Value> = events["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "session.refused")
+        .collect();
+    assert_eq!(refused.len(), 10, "{}", audit.body);
+    assert!(
+        refused[0]["changes"]
+            .to_string()
+            .contains("from 203.0.113.7"),
+        "{}",
+        refused[0]
+    );
+    assert!(!audit.body.contains("wrong-guess"), "no key is audited");
+    server.stop().await;
+}

@@ -32,6 +32,9 @@ pub enum AuditAction {
     SessionCreate,
     /// A browser signed out, or a session or link was revoked (`dbconsole sessions revoke`).
     SessionRevoke,
+    /// A sign-in refused (a wrong key, a used or expired link): `changes` names how and from
+    /// where.
+    SessionRefused,
     /// `POST …/queries`: a query stored.
     QueryCreate,
     /// `POST …/queries/{id}/run`: a query ran (the event carries [`RunFacts`]).
@@ -79,6 +82,7 @@ wire_enum!(AuditAction, [
     CallerKeyRevoke => "caller_key.revoke",
     SessionCreate => "session.create",
     SessionRevoke => "session.revoke",
+    SessionRefused => "session.refused",
     QueryCreate => "query.create",
     QueryRun => "query.run",
     PanelRun => "panel.run",
@@ -119,7 +123,9 @@ impl AuditAction {
             | AuditAction::QueryReview
             | AuditAction::QueryReviewBypass => ResourceKind::Query,
             AuditAction::CallerKeyCreate | AuditAction::CallerKeyRevoke => ResourceKind::CallerKey,
-            AuditAction::SessionCreate | AuditAction::SessionRevoke => ResourceKind::Session,
+            AuditAction::SessionCreate
+            | AuditAction::SessionRevoke
+            | AuditAction::SessionRefused => ResourceKind::Session,
         }
     }
 }

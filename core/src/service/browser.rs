@@ -173,6 +173,8 @@ pub(crate) struct Browser {
     pub(crate) sessions: SessionOptions,
     /// When this node last wrote each session's last use.
     pub(crate) session_touched: Arc<Touched>,
+    /// Failed sign-ins per address.
+    pub(crate) throttle: Arc<super::throttle::SignInThrottle>,
 }
 
 impl Browser {
@@ -386,6 +388,35 @@ impl Browser {
         Ok(())
     }
 
+    /// 429 with the seconds to wait when `peer` has failed to sign in too often.
+    fn throttled(&self, peer: Option<std::net::IpAddr>) -> Result<(), ApiError> {
+        self.throttle.check(peer).map_err(ApiError::TooManyRequests)
+    }
+
+    /// A refused sign-in: counted against `peer`, audited (`session.refused`, how and from
+    /// where: at most [`super::throttle::MAX_FAILURES`] events per address and window, since
+    /// the next attempts wait), and `error` answered.
+    async fn refused(
+        &self,
+        origin: &crate::model::Origin,
+        peer: Option<std::net::IpAddr>,
+        how: &str,
+        error: ApiError,
+    ) -> Answer {
+        self.throttle.failed(peer);
+        let from = peer.map_or_else(|| "an unknown address".to_owned(), |p| p.to_string());
+        let event = AuditEvent::new(
+            origin,
+            AuditAction::SessionRefused,
+            "sign-in",
+            vec![how.to_owned(), format!("from {from}")],
+        );
+        if let Err(failed) = self.storage.append_log(event.into()).await {
+            tracing::warn!(error = %failed, "could not audit a refused sign-in");
+        }
+        Err(error)
+    }
+
     /// A sign-in's answer: who signed in, with the session's cookie.
     fn signed_in((caller, cookie): (Caller, Option<HeaderValue>)) -> Answer {
         let mut response = json_response(StatusCode::OK, &super::me::me_view(&caller));
@@ -400,6 +431,7 @@ impl Browser {
     /// issuer's sign-in is the OIDC flow, whose tokens expire as the issuer says).
     pub(crate) async fn sign_in(&self, mut call: Call<'_>) -> Answer {
         self.check_same_origin(&call.method, &call.headers)?;
+        self.throttled(call.peer)?;
         let body = call.json().await?;
         let key = body
             .get("key")
@@ -417,11 +449,13 @@ impl Browser {
             bearer: false,
             hint: "the key is not valid",
         };
-        let stored = self
+        let Some(stored) = self
             .storage
             .caller_key_by_digest(&key_digest(key.as_bytes()))
             .await?
-            .ok_or(invalid)?;
+        else {
+            return self.refused(call.origin, call.peer, "key", invalid).await;
+        };
         let caller = Caller {
             scope: stored.scope,
             actor: Actor {
@@ -461,6 +495,7 @@ impl Browser {
     /// `POST …/sign-in/link`: `{"token": "…"}`, a one-time sign-in link's token.
     pub(crate) async fn exchange_sign_in_link(&self, mut call: Call<'_>) -> Answer {
         self.check_same_origin(&call.method, &call.headers)?;
+        self.throttled(call.peer)?;
         let body = call.json().await?;
         let token = body
             .get("token")
@@ -472,18 +507,20 @@ impl Browser {
             bearer: false,
             hint: "the sign-in link has been used or has expired",
         };
-        if token.is_empty() {
-            return Err(unusable);
-        }
-        let link = self
-            .storage
-            .session_by_digest(&key_digest(token.as_bytes()))
-            .await?
-            .filter(|link| {
-                link.kind == SessionKind::SignInLink
-                    && link.live_at(Timestamp::now(), self.sessions.idle)
-            })
-            .ok_or(unusable)?;
+        let link = if token.is_empty() {
+            None
+        } else {
+            self.storage
+                .session_by_digest(&key_digest(token.as_bytes()))
+                .await?
+                .filter(|link| {
+                    link.kind == SessionKind::SignInLink
+                        && link.live_at(Timestamp::now(), self.sessions.idle)
+                })
+        };
+        let Some(link) = link else {
+            return self.refused(call.origin, call.peer, "link", unusable).await;
+        };
         let (session, secret) = Session::mint(
             SessionKind::Browser,
             link.principal.clone(),

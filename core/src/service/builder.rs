@@ -370,6 +370,7 @@ impl ConsoleServiceBuilder {
             storage: Arc::clone(&storage),
             sessions,
             session_touched: Arc::default(),
+            throttle: Arc::default(),
         };
         let provisioner = Provisioner {
             storage: Arc::clone(&storage),

@@ -79,7 +79,15 @@ pub(crate) struct Call<'a> {
     pub(crate) origin: &'a LazyOrigin<'a>,
     /// How much of the body is read, and for how long.
     pub(crate) limits: BodyLimits,
+    /// Where the request came from, when the embedding server says ([`PeerAddr`]).
+    pub(crate) peer: Option<std::net::IpAddr>,
 }
+
+/// Where a request came from: the embedding server puts it into the request's extensions (the
+/// reference server: the connection's peer, or behind `--trust-forwarded-for` the address the
+/// proxy saw). Failed sign-ins are counted per address ([`super::throttle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerAddr(pub std::net::IpAddr);
 
 impl std::fmt::Debug for Call<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -71,6 +71,9 @@ pub enum ApiError {
     Indeterminate,
     /// 409: another request with the same `Idempotency-Key` is being written.
     AnswerExists,
+    /// 429: too many failed sign-ins from this address; the seconds to wait go into
+    /// `retry-after`.
+    TooManyRequests(u64),
 }
 
 impl From<ValidationErrors> for ApiError {
@@ -157,6 +160,7 @@ impl ApiError {
             ApiError::PreconditionFailed => StatusCode::PRECONDITION_FAILED,
             ApiError::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::AnswerExists => StatusCode::CONFLICT,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable | ApiError::StorageFull | ApiError::Indeterminate => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -176,6 +180,9 @@ impl ApiError {
             ApiError::RequestTimeout { .. } => {
                 // The rest of the body may still come: the connection cannot be reused.
                 headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            ApiError::TooManyRequests(seconds) => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
             }
             ApiError::MethodNotAllowed(methods) => {
                 let allow: Vec<&str> = methods.iter().map(Method::as_str).collect();
@@ -244,6 +251,9 @@ impl ApiError {
                 "Conflict: another request with this Idempotency-Key is being answered; send it \
                  again in a moment",
             ),
+            ApiError::TooManyRequests(seconds) => detail(&format!(
+                "too many failed sign-ins from this address: try again in {seconds} s"
+            )),
         }
     }
 }

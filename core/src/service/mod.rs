@@ -62,6 +62,7 @@ mod row_tokens;
 pub mod run_events;
 mod runs;
 mod schema;
+mod throttle;
 mod upkeep;
 mod who;
 
@@ -69,6 +70,7 @@ pub use builder::{
     ConsoleServiceBuilder, DEFAULT_AUDIT_RETENTION, DEFAULT_BODY_LIMIT, DEFAULT_BODY_TIMEOUT,
     DEFAULT_CHECK_TIMEOUT, InvalidBasePath,
 };
+pub use call::PeerAddr;
 pub use error::ApiError;
 pub use outbox::OutboxTargets;
 pub use pipeline::{ConsoleService, ResponseFuture};

@@ -192,6 +192,7 @@ impl App {
         };
         tracing::debug!(route = route.template(), method = %method, "authorized");
         let written = CacheKey::written(endpoint.writes, &route.params);
+        let peer = extensions.get::<call::PeerAddr>().map(|peer| peer.0);
         let call = Call {
             method,
             headers,
@@ -201,6 +202,7 @@ impl App {
             caller: caller.as_ref(),
             origin: &origin,
             limits: self.limits,
+            peer,
         };
         let answer = match idempotency_key {
             // Rare, and its future is large: boxed, so every other request's stays small.
@@ -240,6 +242,7 @@ impl App {
             caller,
             origin,
             limits,
+            peer,
         } = call;
         let key = idempotency::scoped(&origin.actor, &method, path, key);
         let bytes = if method == Method::DELETE {
@@ -267,6 +270,7 @@ impl App {
             body: body::boxed(http_body_util::Full::new(bytes)),
             params,
             caller,
+            peer,
             origin: &origin,
             limits,
         };

@@ -407,6 +407,11 @@ pub struct ServeArgs {
         value_parser = clap::value_parser!(u64).range(1..=1000)
     )]
     pub session_max_per_user: u64,
+
+    /// Counts failed sign-ins by the last address of `X-Forwarded-For` (what the proxy in front
+    /// saw) instead of the connection's peer: only behind a proxy that sets it.
+    #[arg(long, env = "DBCONSOLE_TRUST_FORWARDED_FOR")]
+    pub trust_forwarded_for: bool,
 }
 
 impl ServeArgs {
@@ -517,6 +522,7 @@ impl ServeArgs {
         ServeLimits {
             max_connections: usize::try_from(self.max_connections).unwrap_or(usize::MAX),
             drain: Duration::from_secs(self.drain_secs),
+            trust_forwarded_for: self.trust_forwarded_for,
             ..ServeLimits::default()
         }
     }
