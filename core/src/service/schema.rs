@@ -6,8 +6,9 @@
 //! the database's data protection (a column the protected role may not read is not listed), at
 //! most [`DESCRIBE_MAX_COLUMNS`] columns, with one audit event. A credential that needs reviews
 //! is refused (422): what it sees is reviewed too. The console's answers are kept for
-//! [`SCHEMA_TTL`] per database version and credential, so a page of completions costs one
-//! catalog read a minute, not one per keystroke. A database that can't be reached answers an
+//! [`SCHEMA_TTL`] per database version, credential and data protection (a policy changed is
+//! another key: a newly hidden column is never listed from before), so a page of completions
+//! costs one catalog read a minute, not one per keystroke. A database that can't be reached answers an
 //! empty schema with why (`unavailable`): the editor then completes keywords only.
 
 use std::collections::HashMap;
@@ -37,8 +38,9 @@ pub(super) const SCHEMA_TTL: Duration = Duration::from_secs(60);
 /// How many schema answers are kept at most (the oldest go first).
 const SCHEMA_ENTRIES: usize = 256;
 
-/// What a schema answer is kept under: database id, its version (µs), credential id.
-type SchemaKey = (String, i64, String);
+/// What a schema answer is kept under: database id, its version (µs), credential id, and a
+/// digest of the data protection it was read under.
+type SchemaKey = (String, i64, String, u64);
 
 /// The console's schema answers: key → when it was read, and the answer.
 #[derive(Debug, Default)]
@@ -185,10 +187,17 @@ impl Schema {
             return Err(ApiError::NotFound);
         }
         guarded.admit(principal, &credential, DESCRIBE_MAX_COLUMNS)?;
+        let protection = self.launcher.protection_of(&guarded).await?;
         let key = (
             guarded.db.id.as_str().to_owned(),
             guarded.db.updated_at.as_micros(),
             credential.id.as_str().to_owned(),
+            {
+                use std::hash::{Hash as _, Hasher as _};
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                format!("{protection:?}").hash(&mut hasher);
+                hasher.finish()
+            },
         );
         if let Some(cached) = self.schemas.get(&key) {
             return Ok(json_response(StatusCode::OK, &cached));
