@@ -433,6 +433,31 @@ describe("the console", { concurrency: false }, () => {
     await context.close();
   });
 
+  it("keeps the page a person opened through signing in (a deep link)", async () => {
+    const key = server.userKey("dora@example.com");
+    const context = await browser.newContext({ baseURL: server.base });
+    const page = await context.newPage();
+    await page.goto("/console/history");
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    assert.match(page.url(), /\/console\/sign-in\?next=history$/);
+    await page.getByText("Open the sign-in link your administrator gave you").waitFor();
+    assert.equal(await page.getByText("keys create").count(), 0, "no operator's command for people");
+    await page.getByLabel("Key").fill(key);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { level: 1, name: /^History/ }).waitFor();
+    assert.match(page.url(), /\/console\/history$/);
+    await context.close();
+    // A `next` that leaves the app lands on the app's first page instead.
+    const other = await browser.newContext({ baseURL: server.base });
+    const second = await other.newPage();
+    await second.goto("/console/sign-in?next=%2F%2Fevil.example%2Fx");
+    await second.getByLabel("Key").fill(key);
+    await second.getByRole("button", { name: "Sign in" }).click();
+    await second.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+    assert.equal(new URL(second.url()).origin, server.base);
+    await other.close();
+  });
+
   it("shows the Sign in screen at the next request once the session has ended on the server", async () => {
     const user = "carol@example.com";
     const key = server.userKey(user);
@@ -446,10 +471,10 @@ describe("the console", { concurrency: false }, () => {
     await page.getByRole("heading", { name: "Sign in" }).waitFor();
     await page.getByRole("button", { name: "Sign in" }).waitFor();
     await assertClean(page, "a session ended on the server", [401]);
-    // Signing in again works from there.
+    // Signing in again works from there, and lands where the person was going.
     await page.getByLabel("Key").fill(key);
     await page.getByRole("button", { name: "Sign in" }).click();
-    await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+    await page.getByRole("heading", { level: 1, name: /^History/ }).waitFor();
     await assertClean(page, "signed in again", [401]);
     await context.close();
   });

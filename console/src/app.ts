@@ -55,7 +55,7 @@ export class App {
     window.addEventListener("dbconsole:signed-out", () => {
       if (this.me) {
         this.me = null;
-        void this.go("sign-in");
+        void this.go(signInPath(currentPath()), true);
       }
     });
     document.addEventListener("click", (event) => {
@@ -99,7 +99,8 @@ export class App {
         this.me = null;
       }
       if (!this.me) {
-        history.replaceState(null, "", `${BASE}sign-in`);
+        // The page asked for is kept: signing in lands on it.
+        history.replaceState(null, "", BASE + signInPath(path + location.search));
         return this.render();
       }
     }
@@ -171,6 +172,34 @@ export class App {
       await this.render();
     }
   }
+}
+
+/** The app path (below /console/, with its query) the address bar shows now. */
+function currentPath(): string {
+  const path = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : "";
+  return path + location.search;
+}
+
+/** The sign-in screen's path, keeping `next` (an app path) to land on after signing in. */
+export function signInPath(next: string): string {
+  const kept = safeNext(next);
+  return kept && !kept.startsWith("sign-in") ? `sign-in?next=${encodeURIComponent(kept)}` : "sign-in";
+}
+
+/**
+ * `next` when it is a path of the app (letters, digits, `_`, `-`, `/` and a query): anything
+ * else (another origin, `//`, `..`, a scheme) is no place to land, and is dropped.
+ */
+export function safeNext(next: string | null): string {
+  if (!next) return "";
+  if (!/^[A-Za-z0-9_\-/]*(\?[A-Za-z0-9_\-=&%.+]*)?$/.test(next)) return "";
+  if (next.startsWith("/") || next.includes("//") || next.includes("..")) return "";
+  return next;
+}
+
+/** Where to land after signing in: the `next` of the sign-in screen's address. */
+export function landing(): string {
+  return safeNext(new URLSearchParams(location.search).get("next"));
 }
 
 const DRAFT_PREFIX = "dbconsole.draft.";

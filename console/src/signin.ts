@@ -3,7 +3,7 @@
 // bar before it is exchanged.
 
 import { ApiError, call, type Me } from "./api";
-import type { App, Screen } from "./app";
+import { type App, landing, type Screen } from "./app";
 import { field, h, replace } from "./dom";
 
 /** The token of a sign-in link in the fragment, removed from the address bar at once. */
@@ -41,7 +41,7 @@ export function signInScreen(app: App, problem: string | null = null): Screen {
             .then((me) => {
               key.value = "";
               app.me = me;
-              return app.go("", true);
+              return app.go(landing(), true);
             })
             .catch((e: unknown) => {
               error.textContent = e instanceof ApiError ? e.message : String(e);
@@ -54,7 +54,12 @@ export function signInScreen(app: App, problem: string | null = null): Screen {
       },
     },
     h("h1", { attrs: { id: "sign-in-title" } }, "Sign in"),
-    h("p", {}, "Sign in with a key made for you (dbconsole keys create --user …), or open a sign-in link."),
+    h(
+      "p",
+      {},
+      "Open the sign-in link your administrator gave you, or paste the personal key they made for you. " +
+        "If you have neither, ask whoever runs dbconsole for your team.",
+    ),
     field("Key", key),
     error,
     submit,
@@ -64,7 +69,8 @@ export function signInScreen(app: App, problem: string | null = null): Screen {
   void fetch("/api/v1/console/oidc", { credentials: "same-origin", cache: "no-store" }).then(async (response) => {
     const answer = (await response.json().catch(() => null)) as { enabled?: boolean } | null;
     if (!response.ok || answer?.enabled !== true) return;
-    replace(sso, h("a", { class: "button primary", attrs: { href: "/api/v1/console/oidc/start?return_to=%2Fconsole%2F" } }, "Sign in with your organisation's account"));
+    const returnTo = encodeURIComponent(`/console/${landing()}`);
+    replace(sso, h("a", { class: "button primary", attrs: { href: `/api/v1/console/oidc/start?return_to=${returnTo}` } }, "Sign in with your organisation's account"));
     sso.hidden = false;
   }, () => undefined);
   form.insertBefore(sso, form.children[2] ?? null);
