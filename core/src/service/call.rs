@@ -85,7 +85,7 @@ pub(crate) struct Call<'a> {
 
 /// Where a request came from: the embedding server puts it into the request's extensions (the
 /// reference server: the connection's peer, or behind `--trust-forwarded-for` the address the
-/// proxy saw). Failed sign-ins are counted per address ([`super::throttle`]).
+/// proxy saw). Failed sign-ins are counted per address (docs/console.md, "Signing in").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PeerAddr(pub std::net::IpAddr);
 
