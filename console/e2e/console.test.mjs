@@ -458,6 +458,30 @@ describe("the console", { concurrency: false }, () => {
     await other.close();
   });
 
+  it("lists a person's sessions and ends another browser's from the account page", async () => {
+    const user = "erin@example.com";
+    const key = server.userKey(user);
+    const laptop = await signedIn(key);
+    const phone = await signedIn(key);
+    await laptop.page.getByRole("link", { name: user }).click();
+    await laptop.page.getByRole("heading", { level: 1, name: "Your account" }).waitFor();
+    const sessions = laptop.page.getByRole("table", { name: "Your sessions, newest first" });
+    await sessions.getByText("This browser").waitFor();
+    assert.equal(await sessions.getByText("Another browser").count(), 1);
+    assert.doesNotMatch(await sessions.innerText(), /dbc_/, "no secret on the page");
+    await screenshot(laptop.page, "account-sessions");
+    await assertAccessible(laptop.page, "axe: the account page");
+    await sessions.getByRole("button", { name: /^End it/ }).click();
+    await laptop.page.getByText("That session has ended").waitFor({ state: "attached" });
+    assert.equal(await sessions.getByText("Another browser").count(), 0);
+    // The phone's next request finds its session ended.
+    await phone.page.getByRole("link", { name: "History" }).click();
+    await phone.page.getByRole("heading", { name: "Sign in" }).waitFor();
+    await assertClean(laptop.page, "the account page");
+    await laptop.context.close();
+    await phone.context.close();
+  });
+
   it("shows the Sign in screen at the next request once the session has ended on the server", async () => {
     const user = "carol@example.com";
     const key = server.userKey(user);

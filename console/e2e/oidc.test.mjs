@@ -47,7 +47,9 @@ describe("OIDC sign-in", { concurrency: false }, () => {
     await sso.waitFor();
     await screenshot(page, "sign-in-oidc");
     await sso.click();
-    await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+    // It lands on the page asked for before signing in.
+    await page.getByRole("heading", { level: 1, name: /^History/ }).waitFor();
+    assert.match(page.url(), /\/console\/history$/);
     await page.getByText("dana@example.com").waitFor();
     await page.getByRole("link", { name: "Databases" }).waitFor();
     const asked = issuer.seen.authorizations[0];

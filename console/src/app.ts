@@ -154,7 +154,7 @@ export class App {
       h(
         "div",
         { class: "who" },
-        h("span", { attrs: { title: me.role ?? "" } }, me.user ?? "(no user)"),
+        me.user ? this.link("account", me.user) : h("span", {}, "(no user)"),
         h("button", { attrs: { type: "button" }, on: { click: () => void this.signOut() } }, "Sign out"),
       ),
     );

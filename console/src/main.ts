@@ -6,6 +6,7 @@ import { h } from "./dom";
 import { dashboardEditor } from "./dashboard-editor";
 import { dashboardScreen, dashboardsScreen } from "./dashboards";
 import { databaseScreen, databasesScreen } from "./databases";
+import { accountScreen } from "./account";
 import { auditScreen, outboxScreen } from "./operations";
 import { historyScreen, queryPage, reviewsScreen } from "./queries";
 import { queryScreen } from "./query";
@@ -32,6 +33,7 @@ async function start(): Promise<void> {
     .add(/^dashboards\/new$/, (a) => dashboardEditor(a, null))
     .add(/^dashboards\/([A-Za-z0-9_]+)\/edit$/, (a, [id]) => dashboardEditor(a, id ?? null))
     .add(/^dashboards\/([A-Za-z0-9_]+)$/, (a, [id]) => dashboardScreen(a, id ?? ""))
+    .add(/^account$/, (a) => accountScreen(a))
     .add(/^audit$/, (a) => auditScreen(a))
     .add(/^outbox$/, (a) => outboxScreen(a))
     .add(/^databases$/, (a) => databasesScreen(a))

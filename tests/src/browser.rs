@@ -653,6 +653,95 @@ pub async fn a_user_holds_at_most_the_cap_of_sessions(storage: Arc<dyn Storage>)
     assert_eq!(capped, 2, "each ended session is audited");
 }
 
+/// A person lists their own live sessions (the current one marked, no secret) and ends one of
+/// them (another device's): its cookie is refused from then on, the event says `by its user`.
+/// Another user's session is 404 to them, and stays.
+pub async fn people_list_and_end_their_own_sessions(storage: Arc<dyn Storage>) {
+    let api = api(Arc::clone(&storage), SessionOptions::default());
+    let (_, key) = user_key(
+        &storage,
+        Some(Principal::member("ann@example.com")),
+        Scope::Query,
+    )
+    .await;
+    let (_, bob_key) = user_key(
+        &storage,
+        Some(Principal::member("bob@example.com")),
+        Scope::Query,
+    )
+    .await;
+    let browser = |signed: &TestResponse| Browser {
+        cookie: Some(set_cookie(signed).0),
+        ..Browser::console()
+    };
+    let laptop = browser(&sign_in(&api, &Browser::console(), &key).await.expect(200));
+    let phone = browser(&sign_in(&api, &Browser::console(), &key).await.expect(200));
+    let bob = browser(
+        &sign_in(&api, &Browser::console(), &bob_key)
+            .await
+            .expect(200),
+    );
+    let listed = api
+        .answer(laptop.request(Method::GET, "/api/v1/console/me/sessions", None))
+        .await
+        .expect(200);
+    let sessions = listed.json()["data"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(sessions.len(), 2, "ann's two, not bob's: {}", listed.text());
+    assert!(!listed.text().contains("dbc_ses_"), "no secret listed");
+    let current: Vec<&Value> = sessions.iter().filter(|s| s["current"] == true).collect();
+    assert_eq!(current.len(), 1, "{}", listed.text());
+    let other = sessions
+        .iter()
+        .find(|s| s["current"] == false)
+        .and_then(|s| s["id"].as_str())
+        .expect("the phone's")
+        .to_owned();
+    // Bob can't end it (404), and can't see it.
+    api.answer(bob.request(
+        Method::DELETE,
+        &format!("/api/v1/console/me/sessions/{other}"),
+        None,
+    ))
+    .await
+    .expect(404);
+    api.answer(phone.request(Method::GET, ME, None))
+        .await
+        .expect(200);
+    api.answer(laptop.request(
+        Method::DELETE,
+        &format!("/api/v1/console/me/sessions/{other}"),
+        None,
+    ))
+    .await
+    .expect(204);
+    api.answer(phone.request(Method::GET, ME, None))
+        .await
+        .expect(401);
+    api.answer(laptop.request(Method::GET, ME, None))
+        .await
+        .expect(200);
+    api.answer(bob.request(Method::GET, ME, None))
+        .await
+        .expect(200);
+    let events = storage
+        .list_audit(AuditQuery {
+            resource: Some(&other),
+            after: None,
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .expect("list_audit");
+    assert!(
+        events.iter().any(|e| e.action.as_str() == "session.revoke"
+            && format!("{:?}", e.changes).contains("by its user")),
+        "{events:?}"
+    );
+}
+
 /// Every case of this module, as tests over the store `$storage` makes.
 #[macro_export]
 macro_rules! browser_tests {
@@ -668,6 +757,7 @@ macro_rules! browser_tests {
                 an_expired_or_idle_session_is_no_caller,
                 a_session_reaches_what_its_key_reaches,
                 a_user_holds_at_most_the_cap_of_sessions,
+                people_list_and_end_their_own_sessions,
             ]
         );
     };

@@ -540,6 +540,80 @@ impl Browser {
         )
     }
 
+    /// `GET …/me/sessions`: the caller's live browser sessions, newest first (an AI agent has
+    /// none to list).
+    pub(crate) async fn list_my_sessions(&self, call: Call<'_>) -> Answer {
+        let principal = super::call::principal_of(call.caller)?;
+        if principal.agent {
+            return Err(ApiError::Denied(
+                "an AI agent has no browser sessions".to_owned(),
+            ));
+        }
+        let current = call.caller.and_then(|c| c.actor.id.as_deref());
+        let mut mine = self.sessions_of(&principal.user).await?;
+        mine.sort_by_key(|s| std::cmp::Reverse(s.created_at));
+        let data: Vec<super::render::MySessionView<'_>> = mine
+            .iter()
+            .map(|s| super::render::MySessionView {
+                id: s.id.as_str(),
+                method: s.method.as_str(),
+                created_at: s.created_at.to_string(),
+                last_seen_at: s.last_seen_at.to_string(),
+                expires_at: s.expires_at.to_string(),
+                current: current == Some(s.id.as_str()),
+            })
+            .collect();
+        Ok(json_response(
+            StatusCode::OK,
+            &super::render::PageView { data, next: None },
+        ))
+    }
+
+    /// `DELETE …/me/sessions/{id}`: ends one of the caller's own sessions (404 for anyone
+    /// else's), with a `session.revoke` event (`by its user`).
+    pub(crate) async fn end_my_session(&self, call: Call<'_>) -> Answer {
+        let principal = super::call::principal_of(call.caller)?;
+        let id = call.param("id");
+        let mine = self.sessions_of(&principal.user).await?;
+        let Some(session) = mine.iter().find(|s| s.id.as_str() == id) else {
+            return Err(ApiError::NotFound);
+        };
+        let event = AuditEvent::new(
+            call.origin,
+            AuditAction::SessionRevoke,
+            session.id.as_str(),
+            vec!["by its user".to_owned()],
+        );
+        match self
+            .storage
+            .remove_session(session.id.as_str(), event.into())
+            .await
+        {
+            Ok(()) | Err(StorageError::NotFound) => {}
+            Err(error) => return Err(error.into()),
+        }
+        let mut response =
+            http::Response::new(super::response::ResponseBody::full(bytes::Bytes::new()));
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        Ok(response)
+    }
+
+    /// `user`'s live browser sessions.
+    async fn sessions_of(&self, user: &str) -> Result<Vec<Session>, ApiError> {
+        let now = Timestamp::now();
+        Ok(self
+            .storage
+            .list_sessions()
+            .await?
+            .into_iter()
+            .filter(|s| {
+                s.kind == SessionKind::Browser
+                    && crate::model::identity::same(&s.principal.user, user)
+                    && s.live_at(now, self.sessions.idle)
+            })
+            .collect())
+    }
+
     /// `POST …/sign-out`: ends the browser's session (when it has a live one) and clears the
     /// cookie; 204 either way.
     pub(crate) async fn sign_out(&self, call: Call<'_>) -> Answer {

@@ -124,6 +124,8 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     GET ME "/me/databases", Querier, No, Nothing, "listMyDatabases" => me.list_my_databases;
     GET ME "/me/databases/{id}/schema", Querier, No, Nothing, "getMySchema" => schema.get_my_schema;
     GET ME "/me/deliveries/{id}", Querier, No, Nothing, "getMyDelivery" => outbox.get_my_delivery;
+    GET ME "/me/sessions", Querier, No, Nothing, "listMySessions" => browser.list_my_sessions;
+    DELETE ME "/me/sessions/{id}", Querier, No, Nothing, "endMySession" => browser.end_my_session;
     GET QUERIES "/queries", Querier, No, Nothing, "listQueries" => queries.list_queries;
     POST QUERIES "/queries", Querier, Record, Nothing, "createQuery" => queries.create_query;
     GET QUERIES "/queries/{id}", Querier, No, Nothing, "getQuery" => queries.get_query;
@@ -300,6 +302,8 @@ mod tests {
                 // Provisioning, at both database mounts: …/data-protection/plan, …/catalog,
                 // …/apply, …/provisioning/check-connection.
                 + 2 * 4
+                // The user's own sessions: …/me/sessions, …/me/sessions/{id}.
+                + 2
         );
     }
 

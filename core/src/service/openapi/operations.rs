@@ -614,6 +614,23 @@ pub(crate) fn get_my_delivery(op: Operation, _: &Names) -> Operation {
         .errors(&[401, 403, 404, 503])
 }
 
+pub(crate) fn list_my_sessions(op: Operation, _: &Names) -> Operation {
+    op.summary("The caller's live browser sessions (any device), newest first, the current one marked; never a secret")
+        .ok(json_content(schema_ref("MySessionPage")))
+        .errors(&[401, 403, 503])
+}
+
+pub(crate) fn end_my_session(op: Operation, _: &Names) -> Operation {
+    op.summary("End one of the caller's own browser sessions (another device's, or this one); 404 for anyone else's")
+        .params(vec![json!({
+            "name": "id", "in": "path", "required": true,
+            "description": "The session's id (`ses_…`).",
+            "schema": { "type": "string" },
+        })])
+        .response(204, json!({ "description": "Ended." }))
+        .errors(&[401, 403, 404, 503])
+}
+
 pub(crate) fn retry_delivery(op: Operation, _: &Names) -> Operation {
     op.summary("Retry a dead letter: pending again, with every attempt")
         .params(vec![delivery_id()])

@@ -1,11 +1,33 @@
 //! `GET …/me` and `GET …/me/databases`: who the caller is and what it may do ([`MeView`],
-//! [`MayView`]), and the databases it may query ([`QueryableDatabaseView`]).
+//! [`MayView`]), and the databases it may query ([`QueryableDatabaseView`]); `GET
+//! …/me/sessions`: the user's browser sessions ([`MySessionView`]).
 
 use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::fields::{adapter, credential_id, database_id, role, scope};
 use crate::model::{Credential, Database};
+
+/// One of the user's live browser sessions (`GET …/me/sessions`): never its secret.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "MySession", deny_unknown_fields)]
+pub(crate) struct MySessionView<'a> {
+    /// `ses_…`: what `DELETE …/me/sessions/{id}` takes.
+    pub(crate) id: &'a str,
+    /// How it was signed in: `key`, `link` or `oidc`.
+    pub(crate) method: &'static str,
+    /// When.
+    #[schemars(schema_with = "super::fields::timestamp")]
+    pub(crate) created_at: String,
+    /// Its last request (written at most once a minute).
+    #[schemars(schema_with = "super::fields::timestamp")]
+    pub(crate) last_seen_at: String,
+    /// When it ends whatever its use.
+    #[schemars(schema_with = "super::fields::timestamp")]
+    pub(crate) expires_at: String,
+    /// Whether it is the session of this request.
+    pub(crate) current: bool,
+}
 
 /// `GET …/me`: who the caller is and what its credential lets it do (a console shows and hides
 /// its screens by this; every route still decides for itself).

@@ -24,7 +24,7 @@ pub(crate) use audit::AuditEventView;
 pub(crate) use dashboards::DashboardView;
 pub(crate) use databases::DatabaseView;
 pub(crate) use deliveries::{DeliveryProgressView, DeliveryView};
-pub(crate) use me::{MayView, MeView, QueryableDatabaseView};
+pub(crate) use me::{MayView, MeView, MySessionView, QueryableDatabaseView};
 pub(crate) use queries::QueryView;
 
 /// One page of a listing: `{"data": [...], "next": "<id>" | null}`.

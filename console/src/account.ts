@@ -1,0 +1,88 @@
+// The person's own page: who they are, and their browser sessions on every device, each of
+// which they may end (another laptop left signed in, a phone lost). Never a secret: the server
+// lists ids and times only.
+
+import { ApiError, call, type Page } from "./api";
+import type { App, Screen } from "./app";
+import { h, isolated, replace, table } from "./dom";
+
+interface MySession {
+  id: string;
+  method: string;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string;
+  current: boolean;
+}
+
+const METHODS: Record<string, string> = { key: "a key", link: "a sign-in link", oidc: "your organisation's account" };
+
+function when(text: string): string {
+  return new Date(text).toLocaleString("en-GB");
+}
+
+export async function accountScreen(app: App): Promise<Screen> {
+  const error = h("p", { class: "error", attrs: { role: "alert" } });
+  const list = h("div");
+
+  async function end(session: MySession, button: HTMLButtonElement): Promise<void> {
+    button.disabled = true;
+    error.textContent = "";
+    try {
+      await call<void>("DELETE", `/api/v1/console/me/sessions/${encodeURIComponent(session.id)}`);
+      if (session.current) {
+        window.dispatchEvent(new Event("dbconsole:signed-out"));
+        return;
+      }
+      app.announce("That session has ended");
+      await load();
+    } catch (e) {
+      error.textContent = e instanceof ApiError ? e.message : String(e);
+      button.disabled = false;
+    }
+  }
+
+  async function load(): Promise<void> {
+    const page = await call<Page<MySession>>("GET", "/api/v1/console/me/sessions");
+    const rows = page.data.map((session) => {
+      const button = h(
+        "button",
+        { attrs: { type: "button", "aria-label": session.current ? "Sign out here" : `End it: the session signed in ${when(session.created_at)}` } },
+        session.current ? "Sign out here" : "End it",
+      );
+      button.addEventListener("click", () => void end(session, button));
+      return h(
+        "tr",
+        {},
+        h("td", {}, session.current ? h("strong", {}, "This browser") : "Another browser"),
+        h("td", {}, METHODS[session.method] ?? isolated(session.method)),
+        h("td", {}, when(session.created_at)),
+        h("td", {}, when(session.last_seen_at)),
+        h("td", {}, when(session.expires_at)),
+        h("td", {}, button),
+      );
+    });
+    replace(
+      list,
+      rows.length === 0
+        ? h("p", {}, "No session to show.")
+        : table("Your sessions, newest first", ["Where", "Signed in with", "Since", "Last seen", "Ends", ""], rows),
+    );
+  }
+
+  await load();
+  const me = app.me;
+  return {
+    title: "Your account",
+    element: h(
+      "section",
+      {},
+      h("h1", {}, "Your account"),
+      h("p", {}, "Signed in as ", h("strong", {}, isolated(me?.user ?? "")), me?.role === "super-admin" ? " (a super admin)." : "."),
+      h("h2", {}, "Your sessions"),
+      h("p", {}, "Every browser signed in as you. End one you no longer use, or one you do not recognise."),
+      error,
+      list,
+    ),
+  };
+}
