@@ -380,7 +380,12 @@ impl Peer {
             .filter_map(|value| value.to_str().ok())
             .flat_map(|value| value.split(','))
             .next_back()
-            .and_then(|last| last.trim().parse().ok())
+            .and_then(|last| {
+                let last = last.trim();
+                last.parse::<std::net::IpAddr>()
+                    .ok()
+                    .or_else(|| last.parse::<std::net::SocketAddr>().ok().map(|a| a.ip()))
+            })
             .unwrap_or(self.ip)
     }
 }

@@ -409,8 +409,21 @@ async fn callbacks_that_are_not_the_browsers_flow_are_refused() {
         ))
         .await;
     assert_eq!(wrong_state.status(), 400);
-    // An ID token with another nonce, another audience, or an agent's.
+    // An ID token with another nonce, another audience, an agent's, an unverified e-mail, or
+    // for several clients without (or with another) authorized party.
     for behaviour in [
+        Behaviour {
+            extra: json!({"email_verified": false}),
+            ..Behaviour::default()
+        },
+        Behaviour {
+            extra: json!({"aud": [CLIENT_ID, "other-client"]}),
+            ..Behaviour::default()
+        },
+        Behaviour {
+            extra: json!({"aud": [CLIENT_ID, "other-client"], "azp": "other-client"}),
+            ..Behaviour::default()
+        },
         Behaviour {
             wrong_nonce: true,
             ..Behaviour::default()

@@ -2526,6 +2526,15 @@ pub async fn a_stored_password_goes_only_where_it_was_given_for(storage: Arc<dyn
     let ca = json!({"username": "reader", "ssl_ca_cert": "Q0EtUEVN"});
     let calls = fake.calls();
     rejected(&api, Method::POST, &check_edited_path(&id), &ca).await;
+    // The data protection document's provisioning password is held back by it too.
+    api.db(
+        Method::PUT,
+        &format!("{DATABASES}/{id}/data-protection"),
+        Some(&json!({"policies": [],
+                     "provisioning": {"username": "owner", "password": "pw-owner"}})),
+    )
+    .await
+    .expect(200);
     patch(&api, &id, json!({"ssl_ca_cert": "Q0EtUEVN"})).await;
     api.db(
         Method::GET,
@@ -2534,6 +2543,16 @@ pub async fn a_stored_password_goes_only_where_it_was_given_for(storage: Arc<dyn
     )
     .await
     .expect(422);
+    let provisioning = api
+        .db(
+            Method::GET,
+            &format!("{DATABASES}/{id}/data-protection/provisioning/check-connection"),
+            None,
+        )
+        .await
+        .expect(422)
+        .text();
+    assert!(provisioning.contains("given again"), "{provisioning}");
     assert_eq!(fake.calls(), calls);
 }
 

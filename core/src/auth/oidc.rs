@@ -225,6 +225,7 @@ impl OidcAuthenticator {
         &self,
         token: &str,
         audience: &str,
+        id_token: bool,
     ) -> Result<Option<(Principal, Map<String, Value>)>, IssuerError> {
         let Ok(header) = jsonwebtoken::decode_header(token) else {
             return Ok(None);
@@ -251,7 +252,9 @@ impl OidcAuthenticator {
             return Ok(None);
         };
         let claims = data.claims;
-        if !authorized_party_holds(&claims, audience) {
+        // An ID token for several clients is ours only when it says so; an access token's `azp`
+        // names the client that asked for it, not the API.
+        if id_token && !authorized_party_holds(&claims, audience) {
             return Ok(None);
         }
         let Some(user) = claims
@@ -323,7 +326,7 @@ impl Authenticator for OidcAuthenticator {
             return self.inner.authenticate(kind, presented).await;
         }
         let audience = self.options.audience.clone();
-        match self.verify_for(presented, &audience).await {
+        match self.verify_for(presented, &audience, false).await {
             Ok(Some((principal, _))) => Ok(Some(Caller::vouched(principal))),
             Ok(None) => Ok(None),
             Err(error) => {
@@ -480,7 +483,7 @@ impl OidcLogin {
         token: &str,
     ) -> Result<Option<(Principal, Map<String, Value>)>, IssuerError> {
         self.verifier
-            .verify_for(token, &self.client.client_id)
+            .verify_for(token, &self.client.client_id, true)
             .await
     }
 }

@@ -388,14 +388,9 @@ impl Browser {
         Ok(())
     }
 
-    /// 429 with the seconds to wait when `peer` has failed to sign in too often.
-    fn throttled(&self, peer: Option<std::net::IpAddr>) -> Result<(), ApiError> {
-        self.throttle.check(peer).map_err(ApiError::TooManyRequests)
-    }
-
-    /// A refused sign-in: counted against `peer`, audited (`session.refused`, how and from
-    /// where: at most [`super::throttle::MAX_FAILURES`] events per address and window, since
-    /// the next attempts wait), and `error` answered.
+    /// A refused sign-in: counted against `peer`; within the limit audited (`session.refused`,
+    /// how and from where) and `error` answered, beyond it 429 with the seconds to wait and no
+    /// event (at most [`super::throttle::MAX_FAILURES`] events per address and window).
     async fn refused(
         &self,
         origin: &crate::model::Origin,
@@ -403,7 +398,9 @@ impl Browser {
         how: &str,
         error: ApiError,
     ) -> Answer {
-        self.throttle.failed(peer);
+        self.throttle
+            .failed(peer)
+            .map_err(ApiError::TooManyRequests)?;
         let from = peer.map_or_else(|| "an unknown address".to_owned(), |p| p.to_string());
         let event = AuditEvent::new(
             origin,
@@ -431,7 +428,6 @@ impl Browser {
     /// issuer's sign-in is the OIDC flow, whose tokens expire as the issuer says).
     pub(crate) async fn sign_in(&self, mut call: Call<'_>) -> Answer {
         self.check_same_origin(&call.method, &call.headers)?;
-        self.throttled(call.peer)?;
         let body = call.json().await?;
         let key = body
             .get("key")
@@ -495,7 +491,6 @@ impl Browser {
     /// `POST …/sign-in/link`: `{"token": "…"}`, a one-time sign-in link's token.
     pub(crate) async fn exchange_sign_in_link(&self, mut call: Call<'_>) -> Answer {
         self.check_same_origin(&call.method, &call.headers)?;
-        self.throttled(call.peer)?;
         let body = call.json().await?;
         let token = body
             .get("token")
@@ -573,6 +568,11 @@ impl Browser {
     /// else's), with a `session.revoke` event (`by its user`).
     pub(crate) async fn end_my_session(&self, call: Call<'_>) -> Answer {
         let principal = super::call::principal_of(call.caller)?;
+        if principal.agent {
+            return Err(ApiError::Denied(
+                "an AI agent ends no browser session".to_owned(),
+            ));
+        }
         let id = call.param("id");
         let mine = self.sessions_of(&principal.user).await?;
         let Some(session) = mine.iter().find(|s| s.id.as_str() == id) else {

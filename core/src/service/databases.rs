@@ -107,6 +107,33 @@ impl Databases {
         Ok(tagged(database_response(&db), db.updated_at))
     }
 
+    /// Holds back database `id`'s provisioning password (its CA certificate changed): it is
+    /// sent nowhere until given again (docs/api.md, "Where a stored password goes").
+    async fn hold_provisioning_password(
+        &self,
+        id: &str,
+        origin: &crate::model::Origin,
+    ) -> Result<(), ApiError> {
+        let holds = self
+            .storage
+            .access_control(id)
+            .await?
+            .and_then(|a| a.data_protection.provisioning)
+            .is_some_and(|p| p.credential.password_for != Some(crate::model::HELD));
+        if !holds {
+            return Ok(());
+        }
+        let edit: crate::storage::AccessEdit = Box::new(|stored| {
+            let mut access = stored.clone();
+            if let Some(provisioning) = access.data_protection.provisioning.as_mut() {
+                provisioning.credential.password_for = Some(crate::model::HELD);
+            }
+            Ok(access)
+        });
+        self.storage.update_access_control(id, edit, origin).await?;
+        Ok(())
+    }
+
     /// `GET …/databases/{id}`, through the read cache.
     pub(crate) async fn get_database(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
@@ -126,11 +153,19 @@ impl Databases {
         let condition = IfMatch::of(&call.headers)?;
         let body = DatabaseBody::from(call.json().await?);
         let sealer = self.sealer.clone();
+        // Whether the update gives another CA certificate: the provisioning password (kept in
+        // the access control) is then held back too, as the credentials' are.
+        let new_ca = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let saw_new_ca = std::sync::Arc::clone(&new_ca);
         let mut edit = move |stored: &Database| {
             if let Some(condition) = &condition {
                 condition.check(stored.updated_at)?;
             }
             let db = database_from_body(Some(stored), &body, Timestamp::now(), &sealer)?;
+            saw_new_ca.store(
+                db.tls.ca_cert != stored.tls.ca_cert,
+                std::sync::atomic::Ordering::Relaxed,
+            );
             sealer.reseal(db).map_err(StorageError::backend)
         };
         let mut attempts = 0;
@@ -145,6 +180,10 @@ impl Databases {
                 Err(error) => return Err(error.into()),
             }
         };
+        if new_ca.load(std::sync::atomic::Ordering::Relaxed) {
+            self.hold_provisioning_password(db.id.as_str(), call.origin)
+                .await?;
+        }
         Ok(tagged(database_response(&db), db.updated_at))
     }
 

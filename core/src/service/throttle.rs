@@ -1,9 +1,11 @@
 //! Failed sign-ins counted per address (docs/console.md, "Signing in"): a key, a one-time
 //! link or (later) a passkey that does not sign in counts against the address it came from
-//! ([`super::call::PeerAddr`]); beyond [`MAX_FAILURES`] within [`WINDOW`], that address's
-//! sign-ins are answered 429 with `Retry-After` until the window ends, whatever they hold, so
-//! guesses are slow. Each node counts its own (a guess spread over nodes is slowed per node).
-//! A request without an address (an embedding program that gives none) is counted under none.
+//! ([`super::call::PeerAddr`]; an IPv6 address by its /64, which one host holds whole); beyond
+//! [`MAX_FAILURES`] within [`WINDOW`], that address's failures are answered 429 with
+//! `Retry-After` and no longer audited, so a flood neither fills the audit trail nor goes fast.
+//! A valid key or link still signs in: one who guesses from a shared address (a proxy) can't
+//! lock everyone else out. Each node counts its own. A request without an address (an
+//! embedding program that gives none) is counted under none.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -23,35 +25,40 @@ const MAX_ADDRESSES: usize = 100_000;
 #[derive(Debug, Default)]
 pub(crate) struct SignInThrottle(Mutex<HashMap<Option<IpAddr>, (Instant, u32)>>);
 
-impl SignInThrottle {
-    /// `Err` with the seconds to wait when `peer` has failed too often within its window.
-    pub(crate) fn check(&self, peer: Option<IpAddr>) -> Result<(), u64> {
-        let now = Instant::now();
-        let counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        match counts.get(&peer) {
-            Some((start, failures))
-                if *failures >= MAX_FAILURES && now.duration_since(*start) < WINDOW =>
-            {
-                let left = WINDOW.saturating_sub(now.duration_since(*start));
-                Err(left.as_secs().max(1))
-            }
-            _ => Ok(()),
+/// What failures are counted under: the address, an IPv6 one by its /64.
+fn bucket(peer: Option<IpAddr>) -> Option<IpAddr> {
+    match peer? {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            Some(IpAddr::V6(bits.into()))
         }
+        v4 => Some(v4),
     }
+}
 
-    /// Counts a failed sign-in from `peer`; whether it is the one that reached the limit.
-    pub(crate) fn failed(&self, peer: Option<IpAddr>) -> bool {
+impl SignInThrottle {
+    /// Counts a failed sign-in from `peer`, under one lock: `Ok` while it is within the limit
+    /// (answer and audit it), `Err` with the seconds to wait once beyond.
+    pub(crate) fn failed(&self, peer: Option<IpAddr>) -> Result<(), u64> {
         let now = Instant::now();
         let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if counts.len() >= MAX_ADDRESSES {
             counts.retain(|_, (start, _)| now.duration_since(*start) < WINDOW);
+            if counts.len() >= MAX_ADDRESSES {
+                // A flood of addresses: forget them all rather than grow.
+                counts.clear();
+            }
         }
-        let entry = counts.entry(peer).or_insert((now, 0));
+        let entry = counts.entry(bucket(peer)).or_insert((now, 0));
         if now.duration_since(entry.0) >= WINDOW {
             *entry = (now, 0);
         }
-        entry.1 += 1;
-        entry.1 == MAX_FAILURES
+        entry.1 = entry.1.saturating_add(1);
+        if entry.1 <= MAX_FAILURES {
+            return Ok(());
+        }
+        let left = WINDOW.saturating_sub(now.duration_since(entry.0));
+        Err(left.as_secs().max(1))
     }
 }
 
@@ -65,11 +72,26 @@ mod tests {
         let a = Some(IpAddr::from([10, 0, 0, 1]));
         let b = Some(IpAddr::from([10, 0, 0, 2]));
         for n in 1..=MAX_FAILURES {
-            assert!(throttle.check(a).is_ok(), "attempt {n}");
-            assert_eq!(throttle.failed(a), n == MAX_FAILURES);
+            assert!(
+                throttle.failed(a).is_ok(),
+                "failure {n} is within the limit"
+            );
         }
-        let wait = throttle.check(a).expect_err("the address waits");
+        let wait = throttle.failed(a).expect_err("the address waits");
         assert!((1..=60).contains(&wait), "{wait}");
-        assert!(throttle.check(b).is_ok(), "another address does not");
+        assert!(throttle.failed(b).is_ok(), "another address does not");
+    }
+
+    #[test]
+    fn an_ipv6_host_counts_once_for_its_slash_64() {
+        let throttle = SignInThrottle::default();
+        for n in 0..MAX_FAILURES {
+            let address: IpAddr = format!("2001:db8:1:2::{n:x}").parse().unwrap();
+            assert!(throttle.failed(Some(address)).is_ok());
+        }
+        let same: IpAddr = "2001:db8:1:2:ffff::1".parse().unwrap();
+        assert!(throttle.failed(Some(same)).is_err(), "the same /64");
+        let other: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(throttle.failed(Some(other)).is_ok(), "another /64");
     }
 }

@@ -496,6 +496,9 @@ pub fn apply_setup(
         reviews_required: 0,
         default_credential: true,
     });
+    // Declarative: the setup's host is where its password goes (a host override left on the
+    // kept credential by an update would otherwise receive it).
+    credential.hostname = None;
     credential.password = seal(
         "password",
         Some(&setup.password),

@@ -48,19 +48,21 @@ pub struct ProtectedColumn {
 impl ProtectedColumn {
     /// Whether it is `column` of `schema.table`.
     pub fn is(&self, schema: &str, table: &str, column: &str) -> bool {
-        self.protects_table(schema, table) && self.column.eq_ignore_ascii_case(column)
+        self.protects_table(schema, table) && same_name(&self.column, column)
     }
 
     /// Whether it is a column of `schema.table`.
     pub fn protects_table(&self, schema: &str, table: &str) -> bool {
-        self.schema
-            .as_deref()
-            .is_none_or(|s| s.eq_ignore_ascii_case(schema))
-            && self
-                .table
-                .as_deref()
-                .is_none_or(|t| t.eq_ignore_ascii_case(table))
+        self.schema.as_deref().is_none_or(|s| same_name(s, schema))
+            && self.table.as_deref().is_none_or(|t| same_name(t, table))
     }
+}
+
+/// Whether two names are the same without regard to case, beyond ASCII too (MariaDB resolves
+/// `ÉMAIL` to a column `émail`).
+fn same_name(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+        || (!a.is_ascii() || !b.is_ascii()) && a.to_lowercase() == b.to_lowercase()
 }
 
 /// The protected columns of one database.

@@ -170,7 +170,9 @@ pub fn decode_access_control(key: &str, bytes: &[u8]) -> Result<AccessControl, R
                     password: p.password,
                     schemas: p.schemas,
                     auto_apply: p.auto_apply,
-                    password_for: None,
+                    // Stored before bindings: held back until given again (a database
+                    // update can't bind it, as it binds its credentials').
+                    password_for: Some(crate::model::HELD),
                 }),
             }
         }

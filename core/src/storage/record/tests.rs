@@ -323,7 +323,11 @@ fn access_control_round_trips_under_its_database_id() {
     };
     let read = decode_access_control("db_1", &framed(2, &v2).unwrap()).unwrap();
     let provisioning = read.data_protection.provisioning.expect("kept");
-    assert_eq!(provisioning.credential.password_for, None);
+    assert_eq!(
+        provisioning.credential.password_for,
+        Some(crate::model::HELD),
+        "held back until given again"
+    );
     assert_eq!(
         provisioning.credential.password,
         access
