@@ -565,7 +565,7 @@ describe("dashboards", { concurrency: false }, () => {
     const { page } = editor;
     const listed = await server.api("GET", "/api/v1/dashboards?name_prefix=Built");
     const built = listed.body.data[0];
-    await page.getByRole("link", { name: "Edit" }).click();
+    await page.getByRole("link", { name: "Edit", exact: true }).click();
     await page.getByRole("heading", { level: 1, name: "Edit dashboard" }).waitFor();
     // Someone else renames it meanwhile.
     const other = await server.api("PUT", `/api/v1/dashboards/${built.id}`, { name: "Renamed elsewhere" });
