@@ -13,15 +13,6 @@ use serde_json::{Value, json};
 
 const PORT: u16 = 3306;
 
-async fn seed(server: &mut mysql_async::Conn, statements: &[String]) {
-    for statement in statements {
-        server
-            .query_drop(statement)
-            .await
-            .unwrap_or_else(|error| panic!("{statement}: {error}"));
-    }
-}
-
 /// `GRANT SELECT (columns) ON checkdb.table` to `dp_reader` on both of its hosts.
 fn grants(what: &str, table: &str) -> Vec<String> {
     ["localhost", "127.0.0.1"]

@@ -13,6 +13,7 @@
 mod run_support;
 
 use mysql_async::prelude::Queryable as _;
+use run_support::provision::{Setup, statements};
 use run_support::*;
 use serde_json::{Value, json};
 
@@ -33,77 +34,6 @@ async fn owner(database: Option<&str>) -> mysql_async::Conn {
              `sudo bash .ci/db-servers-up.sh`"
         )
     })
-}
-
-async fn seed(conn: &mut mysql_async::Conn, statements: &[String]) {
-    for statement in statements {
-        conn.query_drop(statement)
-            .await
-            .unwrap_or_else(|error| panic!("{statement}: {error}"));
-    }
-}
-
-struct Setup {
-    console: dbconsole_tests::TestConsole,
-    db: String,
-    credential: String,
-}
-
-impl Setup {
-    async fn send(&self, method: http::Method, path: &str, body: Option<&Value>) -> Value {
-        self.console
-            .send(
-                method,
-                &format!("/api/v1/console/databases/{}{path}", self.db),
-                None,
-                None,
-                body,
-            )
-            .await
-            .expect(200)
-            .json()
-    }
-
-    async fn plan(&self) -> Value {
-        self.send(http::Method::GET, "/data-protection/plan", None)
-            .await
-    }
-
-    async fn apply(&self) -> Value {
-        self.send(http::Method::POST, "/data-protection/apply", None)
-            .await
-    }
-
-    async fn status(&self) -> Value {
-        self.send(http::Method::GET, "/data-protection/status", None)
-            .await
-    }
-
-    /// Runs `sql` as `who`: the status and the JSON answer.
-    async fn run_as(&self, who: &dbconsole_core::model::Principal, sql: &str) -> (u16, Value) {
-        let (_, answer) = self
-            .console
-            .query(who, &self.db, &self.credential, sql, None, None)
-            .await;
-        let status = answer.status.as_u16();
-        let text = answer.text();
-        (status, serde_json::from_str(&text).unwrap_or(json!(text)))
-    }
-
-    async fn run(&self, sql: &str) -> (u16, Value) {
-        self.run_as(&alice(), sql).await
-    }
-}
-
-/// Every statement of a plan.
-fn statements(plan: &Value) -> Vec<String> {
-    plan["roles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r["steps"].as_array().unwrap().iter())
-        .map(|s| s["sql"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 fn assert_no_secret(answer: &Value) {

@@ -8,6 +8,7 @@
 
 mod run_support;
 
+use run_support::provision::{Setup, statements};
 use run_support::*;
 use serde_json::{Value, json};
 
@@ -27,60 +28,6 @@ async fn app_owner() -> tokio_postgres::Client {
     });
     tokio::spawn(connection);
     client
-}
-
-struct Setup {
-    console: dbconsole_tests::TestConsole,
-    db: String,
-    credential: String,
-}
-
-impl Setup {
-    async fn send(&self, method: http::Method, path: &str, body: Option<&Value>) -> Value {
-        self.console
-            .send(
-                method,
-                &format!("/api/v1/console/databases/{}{path}", self.db),
-                None,
-                None,
-                body,
-            )
-            .await
-            .expect(200)
-            .json()
-    }
-
-    async fn plan(&self) -> Value {
-        self.send(http::Method::GET, "/data-protection/plan", None)
-            .await
-    }
-
-    async fn apply(&self) -> Value {
-        self.send(http::Method::POST, "/data-protection/apply", None)
-            .await
-    }
-
-    /// Runs `sql` as alice: the status and the JSON answer.
-    async fn run(&self, sql: &str) -> (u16, Value) {
-        let (_, answer) = self
-            .console
-            .query(&alice(), &self.db, &self.credential, sql, None, None)
-            .await;
-        let status = answer.status.as_u16();
-        let text = answer.text();
-        (status, serde_json::from_str(&text).unwrap_or(json!(text)))
-    }
-}
-
-/// Every statement of a plan.
-fn statements(plan: &Value) -> Vec<String> {
-    plan["roles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(|r| r["steps"].as_array().unwrap().iter())
-        .map(|s| s["sql"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -145,6 +145,14 @@ impl Touched {
     }
 }
 
+/// An empty 204 answer.
+fn no_content() -> http::Response<super::response::ResponseBody> {
+    let mut response =
+        http::Response::new(super::response::ResponseBody::full(bytes::Bytes::new()));
+    *response.status_mut() = StatusCode::NO_CONTENT;
+    response
+}
+
 /// The value of cookie `name` in the request, when it has one (and is not empty).
 pub fn cookie<'h>(headers: &'h HeaderMap, name: &str) -> Option<&'h str> {
     headers
@@ -322,20 +330,7 @@ impl Browser {
         let user = session_user.clone();
         // The session the browser came with ends: a sign-in always gets a new id.
         if let Some(old) = current {
-            let ended = AuditEvent::new(
-                &origin,
-                AuditAction::SessionRevoke,
-                old.id.as_str(),
-                vec!["replaced".to_owned()],
-            );
-            match self
-                .storage
-                .remove_session(old.id.as_str(), ended.into())
-                .await
-            {
-                Ok(()) | Err(StorageError::NotFound) => {}
-                Err(error) => return Err(error.into()),
-            }
+            self.end_session(&origin, &old, "replaced").await?;
         }
         self.cap_sessions(&user, &origin).await?;
         let cookie = self.sessions.set_cookie(
@@ -352,40 +347,40 @@ impl Browser {
         user: &str,
         origin: &crate::model::Origin,
     ) -> Result<(), ApiError> {
-        let now = Timestamp::now();
-        let mut live: Vec<Session> = self
-            .storage
-            .list_sessions()
-            .await?
-            .into_iter()
-            .filter(|s| {
-                s.kind == SessionKind::Browser
-                    && crate::model::identity::same(&s.principal.user, user)
-                    && s.live_at(now, self.sessions.idle)
-            })
-            .collect();
+        let mut live = self.sessions_of(user).await?;
         if live.len() <= self.sessions.max_per_user {
             return Ok(());
         }
         live.sort_by_key(|s| (s.created_at, s.id.as_str().to_owned()));
         let over = live.len() - self.sessions.max_per_user;
-        for old in live.into_iter().take(over) {
-            let event = AuditEvent::new(
-                origin,
-                AuditAction::SessionRevoke,
-                old.id.as_str(),
-                vec!["over the cap".to_owned()],
-            );
-            match self
-                .storage
-                .remove_session(old.id.as_str(), event.into())
-                .await
-            {
-                Ok(()) | Err(StorageError::NotFound) => {}
-                Err(error) => return Err(error.into()),
-            }
+        for old in live.iter().take(over) {
+            self.end_session(origin, old, "over the cap").await?;
         }
         Ok(())
+    }
+
+    /// Ends `session` with its `session.revoke` event by `origin`, saying `why` (one already
+    /// gone is ended).
+    async fn end_session(
+        &self,
+        origin: &crate::model::Origin,
+        session: &Session,
+        why: &str,
+    ) -> Result<(), ApiError> {
+        let event = AuditEvent::new(
+            origin,
+            AuditAction::SessionRevoke,
+            session.id.as_str(),
+            vec![why.to_owned()],
+        );
+        match self
+            .storage
+            .remove_session(session.id.as_str(), event.into())
+            .await
+        {
+            Ok(()) | Err(StorageError::NotFound) => Ok(()),
+            Err(error) => Err(error.into()),
+        }
     }
 
     /// A refused sign-in: counted against `peer`; within the limit audited (`session.refused`,
@@ -578,24 +573,9 @@ impl Browser {
         let Some(session) = mine.iter().find(|s| s.id.as_str() == id) else {
             return Err(ApiError::NotFound);
         };
-        let event = AuditEvent::new(
-            call.origin,
-            AuditAction::SessionRevoke,
-            session.id.as_str(),
-            vec!["by its user".to_owned()],
-        );
-        match self
-            .storage
-            .remove_session(session.id.as_str(), event.into())
-            .await
-        {
-            Ok(()) | Err(StorageError::NotFound) => {}
-            Err(error) => return Err(error.into()),
-        }
-        let mut response =
-            http::Response::new(super::response::ResponseBody::full(bytes::Bytes::new()));
-        *response.status_mut() = StatusCode::NO_CONTENT;
-        Ok(response)
+        self.end_session(call.origin, session, "by its user")
+            .await?;
+        Ok(no_content())
     }
 
     /// `user`'s live browser sessions.
@@ -630,24 +610,9 @@ impl Browser {
                 id: Some(session.id.as_str().to_owned()),
                 name: session.principal.user.clone(),
             };
-            let event = AuditEvent::new(
-                &origin,
-                AuditAction::SessionRevoke,
-                session.id.as_str(),
-                vec!["sign-out".to_owned()],
-            );
-            match self
-                .storage
-                .remove_session(session.id.as_str(), event.into())
-                .await
-            {
-                Ok(()) | Err(StorageError::NotFound) => {}
-                Err(error) => return Err(error.into()),
-            }
+            self.end_session(&origin, &session, "sign-out").await?;
         }
-        let mut response =
-            http::Response::new(super::response::ResponseBody::full(bytes::Bytes::new()));
-        *response.status_mut() = StatusCode::NO_CONTENT;
+        let mut response = no_content();
         if let Some(cookie) = self.sessions.set_cookie("", Duration::ZERO) {
             response.headers_mut().insert(header::SET_COOKIE, cookie);
         }

@@ -4,6 +4,7 @@
 #![allow(dead_code)] // each test file uses a part
 
 pub(crate) mod protect;
+pub(crate) mod provision;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -125,6 +126,17 @@ pub(crate) async fn mysql_admin() -> mysql_async::Conn {
              servers with `sudo bash .ci/db-servers-up.sh`"
         )
     })
+}
+
+/// Runs each of `statements` on the MariaDB session `conn`, failing the test with the one that
+/// fails.
+pub(crate) async fn seed(conn: &mut mysql_async::Conn, statements: &[String]) {
+    use mysql_async::prelude::Queryable as _;
+    for statement in statements {
+        conn.query_drop(statement)
+            .await
+            .unwrap_or_else(|error| panic!("{statement}: {error}"));
+    }
 }
 
 /// A direct session on the test PostgreSQL's `checkdb` (`.ci/db-servers-up.sh`), to look at
