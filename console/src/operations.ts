@@ -33,6 +33,10 @@ export const AUDIT_ACTIONS = [
   "data_protection.check",
   "action.trigger",
   "delivery.retry",
+  "user.create",
+  "user.update",
+  "invitation.create",
+  "invitation.revoke",
 ] as const;
 
 interface AuditEvent {

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, SessionKind, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, SessionKind, StoredAnswer, TargetKind, Timestamp, User,
 };
 use dbconsole_core::seal::SealKeys;
 use dbconsole_core::storage::{
@@ -68,6 +68,10 @@ struct State {
     /// The outbox.
     deliveries: Outbox,
     seal_keys: StoredSealKeys,
+    /// Users, by name.
+    users: BTreeMap<String, User>,
+    /// Server settings, by name.
+    settings: HashMap<String, String>,
 }
 
 /// The outbox: by id (ordered by creation time), and the live deliveries by when they are due,
@@ -575,6 +579,47 @@ impl Storage for MemoryStorage {
             state.session_digests.remove(digest);
         }
         Ok(ended.len() as u64)
+    }
+
+    async fn user(&self, name: &str) -> Result<Option<User>, StorageError> {
+        Ok(self.state().users.get(name).cloned())
+    }
+
+    async fn list_users(&self) -> Result<Vec<User>, StorageError> {
+        Ok(self.state().users.values().cloned().collect())
+    }
+
+    async fn put_user(
+        &self,
+        user: User,
+        expected: Option<Timestamp>,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        let mut state = self.state();
+        match (state.users.get(&user.name), expected) {
+            (Some(_), None) => return Err(StorageError::AlreadyExists),
+            (None, Some(_)) => return Err(StorageError::NotFound),
+            (Some(stored), Some(expected)) if stored.updated_at != expected => {
+                return Err(StorageError::Conflict);
+            }
+            _ => {}
+        }
+        if let Some(log) = log {
+            state.record(log)?;
+        }
+        state.users.insert(user.name.clone(), user);
+        Ok(())
+    }
+
+    async fn setting(&self, name: &str) -> Result<Option<String>, StorageError> {
+        Ok(self.state().settings.get(name).cloned())
+    }
+
+    async fn put_setting(&self, name: &str, value: &str) -> Result<(), StorageError> {
+        self.state()
+            .settings
+            .insert(name.to_owned(), value.to_owned());
+        Ok(())
     }
 
     async fn create_query(&self, query: Query, log: WriteLog) -> Result<(), StorageError> {

@@ -117,6 +117,7 @@ mod sessions;
 mod sql;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod users;
 mod write_log;
 
 use std::fmt;
@@ -125,7 +126,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, StoredAnswer, TargetKind, Timestamp, User,
 };
 use dbconsole_core::seal::{SealKeys, Sealer};
 use dbconsole_core::storage::{
@@ -390,6 +391,29 @@ impl Storage for PostgresStorage {
         idle_before: Timestamp,
     ) -> Result<u64, StorageError> {
         sessions::prune(self, now, idle_before).await
+    }
+
+    // Users and settings: users.rs.
+
+    async fn user(&self, name: &str) -> Result<Option<User>, StorageError> {
+        users::user(self, name).await
+    }
+    async fn list_users(&self) -> Result<Vec<User>, StorageError> {
+        users::list(self).await
+    }
+    async fn put_user(
+        &self,
+        user: User,
+        expected: Option<Timestamp>,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        users::put(self, user, expected, log).await
+    }
+    async fn setting(&self, name: &str) -> Result<Option<String>, StorageError> {
+        users::setting(self, name).await
+    }
+    async fn put_setting(&self, name: &str, value: &str) -> Result<(), StorageError> {
+        users::put_setting(self, name, value).await
     }
 
     // Seal keys: seal_keys.rs.

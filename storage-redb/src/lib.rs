@@ -114,6 +114,8 @@
 //! | `caller_keys` | key id → record | a caller credential: name, kind, scope, SHA-256 digest, times |
 //! | `caller_key_digests` | `[u8; 32]` digest → key id | index for authenticating a presented key |
 //! | `sessions`, `session_digests` | session id → record, digest → session id | browser sessions and sign-in links, as digests (module `sessions`; not in backups) |
+//! | `users` | normalised name → record | the people who use the console, with their passkeys' public keys (module `users`) |
+//! | `settings` | name → value | server settings such as the recorded public URL (module `users`) |
 //! | `audit_events` | event id → event | the audit trail, one event per change, written in the change's transaction |
 //! | `audit_by_resource` | (record id, event id) → () | index for one record's events |
 //! | `idempotency_answers` | scoped key → answer | the answers of writes made with an `Idempotency-Key`, written in the write's transaction (module `answers`) |
@@ -211,6 +213,7 @@ mod sessions;
 mod tables;
 #[cfg(test)]
 mod testing;
+mod users;
 mod write_log;
 mod writer;
 
@@ -222,7 +225,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, StoredAnswer, TargetKind, Timestamp, User,
 };
 use dbconsole_core::seal::{SealKeys, Sealer};
 use dbconsole_core::storage::{
@@ -462,6 +465,29 @@ impl Storage for RedbStorage {
         idle_before: Timestamp,
     ) -> Result<u64, StorageError> {
         sessions::prune_sessions(self, now, idle_before).await
+    }
+
+    // Users and settings: users.rs.
+
+    async fn user(&self, name: &str) -> Result<Option<User>, StorageError> {
+        users::user(self, name).await
+    }
+    async fn list_users(&self) -> Result<Vec<User>, StorageError> {
+        users::list_users(self).await
+    }
+    async fn put_user(
+        &self,
+        user: User,
+        expected: Option<Timestamp>,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError> {
+        users::put_user(self, user, expected, log).await
+    }
+    async fn setting(&self, name: &str) -> Result<Option<String>, StorageError> {
+        users::setting(self, name).await
+    }
+    async fn put_setting(&self, name: &str, value: &str) -> Result<(), StorageError> {
+        users::put_setting(self, name, value).await
     }
 
     // Queries: queries.rs.

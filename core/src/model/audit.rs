@@ -66,6 +66,16 @@ pub enum AuditAction {
     ActionTrigger,
     /// `POST …/deliveries/{id}/retry`: a dead letter retried by hand.
     DeliveryRetry,
+    /// A user record created (an enrolled invitation, a first OIDC or link sign-in, a key made
+    /// for a new user, an upgrade).
+    UserCreate,
+    /// A user changed: role, groups, display name, deactivated or active again, a passkey
+    /// enrolled or removed (`changes` names what).
+    UserUpdate,
+    /// `POST …/invitations`: a person invited.
+    InvitationCreate,
+    /// `DELETE …/invitations/{id}`: a pending invitation revoked.
+    InvitationRevoke,
 }
 
 wire_enum!(AuditAction, [
@@ -95,6 +105,10 @@ wire_enum!(AuditAction, [
     ProtectionApply => "data_protection.apply",
     ActionTrigger => "action.trigger",
     DeliveryRetry => "delivery.retry",
+    UserCreate => "user.create",
+    UserUpdate => "user.update",
+    InvitationCreate => "invitation.create",
+    InvitationRevoke => "invitation.revoke",
 ]);
 
 impl AuditAction {
@@ -125,7 +139,10 @@ impl AuditAction {
             AuditAction::CallerKeyCreate | AuditAction::CallerKeyRevoke => ResourceKind::CallerKey,
             AuditAction::SessionCreate
             | AuditAction::SessionRevoke
-            | AuditAction::SessionRefused => ResourceKind::Session,
+            | AuditAction::SessionRefused
+            | AuditAction::InvitationCreate
+            | AuditAction::InvitationRevoke => ResourceKind::Session,
+            AuditAction::UserCreate | AuditAction::UserUpdate => ResourceKind::User,
         }
     }
 }
@@ -145,6 +162,8 @@ pub enum ResourceKind {
     Query,
     /// A delivery of the outbox.
     Delivery,
+    /// A user.
+    User,
 }
 
 wire_enum!(ResourceKind, [
@@ -154,6 +173,7 @@ wire_enum!(ResourceKind, [
     Session => "session",
     Query => "query",
     Delivery => "delivery",
+    User => "user",
 ]);
 
 /// How a run ended.

@@ -18,6 +18,7 @@ mod query;
 mod secret;
 mod session;
 mod time;
+mod user;
 
 pub use access::{
     AccessControl, AccessLevel, ColumnAction, ColumnRule, DataProtection, Exemption, Mask,
@@ -46,3 +47,4 @@ pub use query::{
 pub use secret::{SealedSecret, Secret};
 pub use session::{Session, SessionKind, SignInMethod};
 pub use time::Timestamp;
+pub use user::{User, UserPasskey, UserSettings, UserSource};

@@ -18,9 +18,13 @@ pub enum SessionKind {
     /// A one-time sign-in link not used yet: its digest is the link's token. Exchanging it
     /// removes it and stores a browser session in the same atomic change.
     SignInLink,
+    /// An invitation not used yet: its digest is the invitation link's token, its principal
+    /// the person invited. Enrolling removes it and stores the user and a browser session in
+    /// one atomic change (docs/people.md).
+    Invitation,
 }
 
-wire_enum!(SessionKind, [Browser => "browser", SignInLink => "sign-in-link"]);
+wire_enum!(SessionKind, [Browser => "browser", SignInLink => "sign-in-link", Invitation => "invitation"]);
 
 /// How a browser session was signed in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -31,9 +35,13 @@ pub enum SignInMethod {
     Link,
     /// Through the OIDC issuer.
     Oidc,
+    /// With a passkey.
+    Passkey,
+    /// From an invitation.
+    Invitation,
 }
 
-wire_enum!(SignInMethod, [Key => "key", Link => "link", Oidc => "oidc"]);
+wire_enum!(SignInMethod, [Key => "key", Link => "link", Oidc => "oidc", Passkey => "passkey", Invitation => "invitation"]);
 
 /// A browser session, or a one-time sign-in link ([`SessionKind`]).
 #[derive(Clone, PartialEq, Eq)]
@@ -94,6 +102,7 @@ impl Session {
         let prefix = match kind {
             SessionKind::Browser => "dbc_ses_",
             SessionKind::SignInLink => "dbc_sil_",
+            SessionKind::Invitation => "dbc_inv_",
         };
         let secret = Secret::from(format!(
             "{prefix}{}",
@@ -120,7 +129,7 @@ impl Session {
     pub fn live_at(&self, now: Timestamp, idle: Duration) -> bool {
         let idle_ok = match self.kind {
             SessionKind::Browser => now < self.last_seen_at.plus(idle),
-            SessionKind::SignInLink => true,
+            SessionKind::SignInLink | SessionKind::Invitation => true,
         };
         now < self.expires_at && idle_ok
     }

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, StoredAnswer, TargetKind, Timestamp, User,
 };
 use crate::seal::SealKeys;
 
@@ -284,6 +284,31 @@ macro_rules! forward_storage {
                 idle_before: Timestamp,
             ) -> Result<u64, StorageError> {
                 (**self).prune_sessions(now, idle_before).await
+            }
+
+            async fn user(&self, name: &str) -> Result<Option<User>, StorageError> {
+                (**self).user(name).await
+            }
+
+            async fn list_users(&self) -> Result<Vec<User>, StorageError> {
+                (**self).list_users().await
+            }
+
+            async fn put_user(
+                &self,
+                user: User,
+                expected: Option<Timestamp>,
+                log: Option<WriteLog>,
+            ) -> Result<(), StorageError> {
+                (**self).put_user(user, expected, log).await
+            }
+
+            async fn setting(&self, name: &str) -> Result<Option<String>, StorageError> {
+                (**self).setting(name).await
+            }
+
+            async fn put_setting(&self, name: &str, value: &str) -> Result<(), StorageError> {
+                (**self).put_setting(name, value).await
             }
 
             async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {

@@ -57,7 +57,7 @@ use async_trait::async_trait;
 
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, StoredAnswer, TargetKind, Timestamp,
+    Retention, Session, StoredAnswer, TargetKind, Timestamp, User,
 };
 use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
@@ -409,6 +409,30 @@ pub trait Storage: Send + Sync + Debug + 'static {
         now: Timestamp,
         idle_before: Timestamp,
     ) -> Result<u64, StorageError>;
+
+    /// The user named `name` (in its normal form), if any.
+    async fn user(&self, name: &str) -> Result<Option<User>, StorageError>;
+
+    /// Every user, ordered by name.
+    async fn list_users(&self) -> Result<Vec<User>, StorageError>;
+
+    /// Stores `user` with `log` (none for bookkeeping such as the time of a sign-in): a new
+    /// one when `expected` is `None` ([`StorageError::AlreadyExists`] when the name is taken),
+    /// else a replace of the stored record only if its `updated_at` is `expected`
+    /// ([`StorageError::Conflict`] when it is not, [`StorageError::NotFound`] when there is
+    /// none). Nothing is written on a refusal.
+    async fn put_user(
+        &self,
+        user: User,
+        expected: Option<Timestamp>,
+        log: Option<WriteLog>,
+    ) -> Result<(), StorageError>;
+
+    /// The server setting `name` (such as the public URL a node recorded at its start).
+    async fn setting(&self, name: &str) -> Result<Option<String>, StorageError>;
+
+    /// Sets the server setting `name` to `value` (bookkeeping: no event).
+    async fn put_setting(&self, name: &str, value: &str) -> Result<(), StorageError>;
 
     /// The answer stored under an `Idempotency-Key` (as [`crate::model::Idempotency::key`]
     /// scopes it), if any.

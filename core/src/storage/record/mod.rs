@@ -21,6 +21,7 @@ mod seal_keys;
 mod sessions;
 #[cfg(test)]
 mod tests;
+mod users;
 
 pub use access::{decode_access_control, encode_access_control};
 pub use answers::{decode_answer, encode_answer};
@@ -32,6 +33,7 @@ pub use keys::{decode_caller_key, encode_caller_key};
 pub use queries::{decode_query, encode_query};
 pub use seal_keys::{decode_seal_keys, encode_seal_keys};
 pub use sessions::{decode_session, encode_session};
+pub use users::{decode_user, encode_user};
 
 use crate::model::{
     AccessControl, AccessLevel, Action, ActionId, Actor, Adapter, AuditAction, AuditEvent, Bypass,

@@ -51,6 +51,8 @@
 //! - `keys.rs`: caller keys: insert, lookup by digest, listing, touch, delete.
 //! - `sessions.rs`: browser sessions and sign-in links: lookup by digest, a create replacing a
 //!   link once (racing too), touch, delete, pruning.
+//! - `users.rs`: users and server settings: round trip, a taken name, the compare-and-swap
+//!   replace (racing too), settings.
 //! - `races.rs`: the concurrency cases, and `race` / `race_all`, the one way they start calls
 //!   that race.
 //! - `versions.rs`: the compare-and-swap primitives (`replace_*`, `remove_*`) at a stale
@@ -142,6 +144,7 @@ mod races;
 mod reviews;
 mod seal_keys;
 mod sessions;
+mod users;
 mod versions;
 
 /// The origin of every write the suite makes (and of a backend's own tests).
@@ -235,6 +238,10 @@ macro_rules! storage_conformance_suite {
             sessions::session_replacing_a_link_uses_it_once,
             sessions::session_touch_and_delete,
             sessions::prune_sessions_ends_expired_and_idle_ones,
+            users::users_round_trip_and_refuse_a_taken_name,
+            users::user_replace_is_a_compare_and_swap,
+            users::racing_user_replaces_admit_one,
+            users::settings_keep_the_last_value,
             races::concurrent_database_updates_lose_nothing,
             races::concurrent_upserts_create_one_database,
             races::concurrent_inserts_with_one_api_id_admit_one,

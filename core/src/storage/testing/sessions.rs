@@ -24,6 +24,7 @@ fn minted(kind: SessionKind, user: &str) -> Session {
     let method = match kind {
         SessionKind::Browser => SignInMethod::Key,
         SessionKind::SignInLink => SignInMethod::Link,
+        SessionKind::Invitation => SignInMethod::Invitation,
     };
     Session::mint(
         kind,
