@@ -61,12 +61,14 @@ export async function startServer(extraArgs = [], extraEnv = {}) {
   });
   const base = `http://${started}`;
   const apiKey = /api-key\s+\S+\s+(dbc_ak_\S+)/.exec(out)?.[1];
-  const link = /(http:\/\/\S+\/console\/#sign-in=\S+)/.exec(out)?.[1];
+  // The link names the server as its public URL says (localhost for a loopback address): the
+  // tests reach it at the address it listens on, where their cookies live.
+  const link = /http:\/\/\S+(\/console\/#sign-in=\S+)/.exec(out)?.[1];
   if (!apiKey || !link) throw new Error(`the first start printed no API key or sign-in link:\n${out}`);
   const server = {
     base,
     apiKey,
-    link,
+    link: link && base + link,
     dataDir,
     output: () => out + err,
     /** `dbconsole keys create` for a user; its secret. */

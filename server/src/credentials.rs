@@ -197,11 +197,35 @@ pub async fn initial_sign_in_link(
     Ok(Some(token))
 }
 
+/// The setting under which a server records its public URL at start: `dbconsole sessions
+/// link` and `invite` print links to it.
+pub const PUBLIC_URL_SETTING: &str = dbconsole_core::service::users::PUBLIC_URL_SETTING;
+
+/// The console's URL when no `--public-url` is given and the server listens on a loopback
+/// address: `localhost` and the port (a browser accepts a passkey for `localhost`, never for an
+/// IP address); `None` for any other address (no one knows the name people reach it by).
+pub fn loopback_url(address: std::net::SocketAddr, tls: bool) -> Option<String> {
+    let scheme = if tls { "https" } else { "http" };
+    address
+        .ip()
+        .is_loopback()
+        .then(|| format!("{scheme}://localhost:{}", address.port()))
+}
+
 /// The sign-in link to print: the console's URL with the token in the fragment (which no
 /// browser sends to a server, logs or `Referer`).
 pub fn sign_in_url(base: &str, token: &Secret) -> String {
     format!(
         "{}/console/#sign-in={}",
+        base.trim_end_matches('/'),
+        token.expose_str().unwrap_or_default()
+    )
+}
+
+/// The invitation link to print: the console's URL with the token in the fragment.
+pub fn invitation_url(base: &str, token: &Secret) -> String {
+    format!(
+        "{}/console/#invite={}",
         base.trim_end_matches('/'),
         token.expose_str().unwrap_or_default()
     )

@@ -167,6 +167,27 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     let link = credentials::initial_sign_in_link(&*storage, new_store)
         .await
         .map_err(Error::InitialKeys)?;
+    let adopted = dbconsole_core::service::users::adopt_identities(
+        &*storage,
+        &dbconsole_core::model::Origin::of(dbconsole_core::model::Actor::named(
+            credentials::BOOTSTRAP_ACTOR,
+        )),
+    )
+    .await
+    .map_err(Error::InitialKeys)?;
+    if adopted > 0 {
+        tracing::info!(adopted, "made a user record for each identity stored before users were");
+    }
+    let public_url = args
+        .public_url
+        .clone()
+        .or_else(|| credentials::loopback_url(address, tls.is_some()));
+    if let Some(url) = &public_url {
+        storage
+            .put_setting(credentials::PUBLIC_URL_SETTING, url)
+            .await
+            .map_err(Error::InitialKeys)?;
+    }
     tracing::info!(
         %address,
         storage = %args.storage,
@@ -186,7 +207,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
         .map_or(Ok(()), |created| created.write(&mut stdout))
         .and_then(|()| match &link {
             Some(token) => {
-                let base = args.public_url.clone().unwrap_or_else(|| {
+                let base = public_url.clone().unwrap_or_else(|| {
                     let scheme = if tls.is_some() { "https" } else { "http" };
                     format!("{scheme}://{address}")
                 });
@@ -281,26 +302,42 @@ async fn manage_keys(args: KeysArgs) -> Result<(), Error> {
 /// `dbconsole sessions …`: the reply on standard output (a link as the URL to open), a failure
 /// as the error.
 async fn manage_sessions(args: dbconsole_server::SessionsArgs) -> Result<(), Error> {
-    let public_url = match &args.command {
-        dbconsole_server::SessionsCommand::Link { public_url, .. } => Some(public_url.clone()),
-        _ => None,
+    let (given_url, invitation) = match &args.command {
+        dbconsole_server::SessionsCommand::Link { public_url, .. } => (public_url.clone(), false),
+        dbconsole_server::SessionsCommand::Invite { public_url, .. } => (public_url.clone(), true),
+        _ => (None, false),
     };
     let reply = keys::run_sessions(args, secret_key_from_env().as_deref()).await?;
     let mut stdout = io::stdout().lock();
-    if let (
-        dbconsole_server::admin::protocol::AdminReply::LinkCreated { link, token },
-        Some(base),
-    ) = (&reply, public_url)
+    if let dbconsole_server::admin::protocol::AdminReply::LinkCreated {
+        link,
+        token,
+        public_url,
+    } = &reply
     {
-        writeln!(
-            stdout,
-            "Sign in to the console as {} ({}) by opening, once, within 15 minutes:\n  {}",
-            link.user,
-            link.role,
-            credentials::sign_in_url(&base, token)
-        )
-        .and_then(|()| stdout.flush())
-        .map_err(Error::Stdout)?;
+        let Some(base) = given_url.or_else(|| public_url.clone()) else {
+            return Err(Error::NoPublicUrl);
+        };
+        let printed = if invitation {
+            writeln!(
+                stdout,
+                "Hand this invitation to {} ({}); it works once, within 7 days:\n  {}",
+                link.user,
+                link.role,
+                credentials::invitation_url(&base, token)
+            )
+        } else {
+            writeln!(
+                stdout,
+                "Sign in to the console as {} ({}) by opening, once, within 15 minutes:\n  {}",
+                link.user,
+                link.role,
+                credentials::sign_in_url(&base, token)
+            )
+        };
+        printed
+            .and_then(|()| stdout.flush())
+            .map_err(Error::Stdout)?;
         return Ok(());
     }
     Ok(print_reply(&reply, &mut stdout)?)
@@ -369,6 +406,11 @@ enum Error {
     Runtime(io::Error),
     #[error("{0}")]
     Flags(String),
+    #[error(
+        "no public URL is known: give --public-url (the running server records its own at start; \
+         none has started on this store with one)"
+    )]
+    NoPublicUrl,
     #[error("cannot open the {0} storage: {1}")]
     OpenStorage(StorageKind, OpenError),
     #[error("cannot install signal handlers: {0}")]

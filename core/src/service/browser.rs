@@ -145,8 +145,15 @@ impl Touched {
     }
 }
 
+/// `origin` acting as `user` (a sign-in is its user's own act).
+fn as_user(origin: &crate::model::Origin, user: &str) -> crate::model::Origin {
+    let mut origin = origin.clone();
+    origin.actor = Actor::named(user.to_owned());
+    origin
+}
+
 /// An empty 204 answer.
-fn no_content() -> http::Response<super::response::ResponseBody> {
+pub(crate) fn no_content() -> http::Response<super::response::ResponseBody> {
     let mut response =
         http::Response::new(super::response::ResponseBody::full(bytes::Bytes::new()));
     *response.status_mut() = StatusCode::NO_CONTENT;
@@ -248,6 +255,16 @@ impl Browser {
             },
             None => None,
         };
+        // A deactivated user's session counts for nothing; a link's, an invitation's or a
+        // passkey's carries the user's groups and role as the record has them now.
+        let from_record = super::users::from_record(session.method);
+        let principal =
+            super::users::served(&*self.storage, session.principal.clone(), from_record).await?;
+        let scope = if from_record {
+            super::users::scope_of(principal.role)
+        } else {
+            session.scope
+        };
         if self.session_touched.due(session.id.as_str())
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
@@ -261,12 +278,12 @@ impl Browser {
             });
         }
         let caller = Caller {
-            scope: session.scope,
+            scope,
             actor: Actor {
                 id: Some(session.id.as_str().to_owned()),
                 name: session.principal.user.clone(),
             },
-            principal: Some(session.principal),
+            principal: Some(principal),
         };
         Ok(Some((caller, kind)))
     }
@@ -361,7 +378,7 @@ impl Browser {
 
     /// Ends `session` with its `session.revoke` event by `origin`, saying `why` (one already
     /// gone is ended).
-    async fn end_session(
+    pub(crate) async fn end_session(
         &self,
         origin: &crate::model::Origin,
         session: &Session,
@@ -469,6 +486,13 @@ impl Browser {
                 "an AI agent's or a setup key can't sign in to the console".to_owned(),
             ));
         }
+        let principal = super::users::signing_in(
+            &*self.storage,
+            &as_user(call.origin, &principal.user),
+            &principal,
+            crate::model::UserSource::Key,
+        )
+        .await?;
         let (mut session, secret) = Session::mint(
             SessionKind::Browser,
             principal,
@@ -511,10 +535,18 @@ impl Browser {
         let Some(link) = link else {
             return self.refused(call.origin, call.peer, "link", unusable).await;
         };
+        let principal = super::users::signing_in(
+            &*self.storage,
+            &as_user(call.origin, &link.principal.user),
+            &link.principal,
+            crate::model::UserSource::Link,
+        )
+        .await?;
+        let scope = super::users::scope_of(principal.role);
         let (session, secret) = Session::mint(
             SessionKind::Browser,
-            link.principal.clone(),
-            link.scope,
+            principal,
+            scope,
             SignInMethod::Link,
             self.sessions.max_age,
         );
@@ -528,6 +560,67 @@ impl Browser {
             )
             .await?,
         )
+    }
+
+    /// `POST …/sign-in/invitation`: `{"token": "…"}`, an invitation link's token: the user
+    /// enrolled (their record made with the invitation's groups and role) and signed in; the
+    /// invitation is used up in the same atomic change as the session is stored.
+    pub(crate) async fn enroll_invitation(&self, mut call: Call<'_>) -> Answer {
+        self.check_same_origin(&call.method, &call.headers)?;
+        let body = call.json().await?;
+        let token = body
+            .get("token")
+            .and_then(|v| v.as_str())
+            .map(str::trim)
+            .unwrap_or_default()
+            .to_owned();
+        let unusable = ApiError::Unauthorized {
+            bearer: false,
+            hint: "the invitation has been used, revoked or has expired: ask for a new one",
+        };
+        let invitation = if token.is_empty() {
+            None
+        } else {
+            self.storage
+                .session_by_digest(&key_digest(token.as_bytes()))
+                .await?
+                .filter(|found| {
+                    found.kind == SessionKind::Invitation
+                        && found.live_at(Timestamp::now(), self.sessions.idle)
+                })
+        };
+        let Some(invitation) = invitation else {
+            return self
+                .refused(call.origin, call.peer, "invitation", unusable)
+                .await;
+        };
+        let origin = as_user(call.origin, &invitation.principal.user);
+        let (session, secret) = Session::mint(
+            SessionKind::Browser,
+            invitation.principal.clone(),
+            invitation.scope,
+            SignInMethod::Invitation,
+            self.sessions.max_age,
+        );
+        let started = self
+            .start_session(
+                &call.headers,
+                &origin,
+                session,
+                &secret,
+                Some(invitation.id.as_str()),
+            )
+            .await?;
+        // The invitation is used: the record follows (the session is refused until it exists
+        // only if it is deactivated, which a new record never is).
+        super::users::signing_in(
+            &*self.storage,
+            &origin,
+            &invitation.principal,
+            crate::model::UserSource::Invitation,
+        )
+        .await?;
+        Self::signed_in(started)
     }
 
     /// `GET …/me/sessions`: the caller's live browser sessions, newest first (an AI agent has

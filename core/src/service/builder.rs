@@ -409,6 +409,10 @@ impl ConsoleServiceBuilder {
                 sealer: sealer.clone(),
                 browser: browser.clone(),
             },
+            users: super::users::Users {
+                storage: Arc::clone(&storage),
+                browser: browser.clone(),
+            },
             browser,
             me: Me {
                 admission: admission.clone(),

@@ -64,6 +64,7 @@ mod runs;
 mod schema;
 mod throttle;
 mod upkeep;
+pub mod users;
 mod who;
 
 pub use builder::{

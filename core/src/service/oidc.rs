@@ -293,6 +293,22 @@ impl Oidc {
             return refused("an AI agent's identity can't sign in to the console");
         }
         let principal = principal.normalized();
+        let mut origin = crate::model::Origin::clone(call.origin);
+        origin.actor = crate::model::Actor::named(principal.user.clone());
+        let principal = match super::users::signing_in(
+            &*self.browser.storage,
+            &origin,
+            &principal,
+            crate::model::UserSource::Oidc,
+        )
+        .await
+        {
+            Ok(principal) => principal,
+            Err(ApiError::Denied(_)) => {
+                return refused("this user has been deactivated: ask a super admin");
+            }
+            Err(error) => return Err(error),
+        };
         let scope = match principal.role {
             Role::SuperAdmin => Scope::Full,
             Role::Member => Scope::Query,

@@ -347,7 +347,14 @@ impl App {
                 bearer: accepted.takes_bearer(),
                 hint: accepted.hint(presented, other),
             }),
-            Some(caller) if route.permits(&caller, method) => Ok(caller),
+            Some(mut caller) if route.permits(&caller, method) => {
+                // A key or token of a deactivated user counts for nothing.
+                if let Some(principal) = caller.principal.take() {
+                    caller.principal =
+                        Some(super::users::served(&*self.storage, principal, false).await?);
+                }
+                Ok(caller)
+            }
             Some(_) => Err(ApiError::Forbidden),
         }
     }

@@ -120,6 +120,14 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     GET BROWSER "/oidc", Anyone, No, Nothing, "getOidc" => oidc.get_oidc;
     GET BROWSER "/oidc/start", Anyone, No, Nothing, "startOidc" => oidc.start_oidc;
     GET BROWSER "/oidc/callback", Anyone, No, Nothing, "oidcCallback" => oidc.oidc_callback;
+    POST BROWSER "/sign-in/invitation", Anyone, No, Nothing, "enrollInvitation" => browser.enroll_invitation;
+    GET CONSOLE "/users", Full, No, Nothing, "listUsers" => users.list_users;
+    GET CONSOLE "/users/{name}", Full, No, Nothing, "getUser" => users.get_user;
+    PATCH CONSOLE "/users/{name}", Full, No, Nothing, "updateUser" => users.update_user;
+    POST CONSOLE "/users/{name}/recovery-link", Full, No, Nothing, "createRecoveryLink" => users.create_recovery_link;
+    GET CONSOLE "/invitations", Full, No, Nothing, "listInvitations" => users.list_invitations;
+    POST CONSOLE "/invitations", Full, No, Nothing, "createInvitation" => users.create_invitation;
+    DELETE CONSOLE "/invitations/{id}", Full, No, Nothing, "revokeInvitation" => users.revoke_invitation;
     GET ME "/me", Anyone, No, Nothing, "getMe" => me.get_me;
     GET ME "/me/databases", Querier, No, Nothing, "listMyDatabases" => me.list_my_databases;
     GET ME "/me/databases/{id}/schema", Querier, No, Nothing, "getMySchema" => schema.get_my_schema;
@@ -304,6 +312,9 @@ mod tests {
                 + 2 * 4
                 // The user's own sessions: …/me/sessions, …/me/sessions/{id}.
                 + 2
+                // People: …/sign-in/invitation, …/users, …/users/{name},
+                // …/users/{name}/recovery-link, …/invitations, …/invitations/{id}.
+                + 6
         );
     }
 

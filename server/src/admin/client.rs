@@ -166,6 +166,15 @@ pub async fn run_sessions(
             user,
             groups,
             role: role.map(|role| role.as_str().to_owned()),
+            invitation: false,
+        },
+        SessionsCommand::Invite {
+            user, groups, role, ..
+        } => AdminRequest::SignInLink {
+            user,
+            groups,
+            role: role.map(|role| role.as_str().to_owned()),
+            invitation: true,
         },
     };
     run_request(args.store.storage, &location, secret_key, request).await

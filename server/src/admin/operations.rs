@@ -51,8 +51,23 @@ pub async fn execute(storage: &dyn Storage, keys: &NodeKeys, request: AdminReque
                 Err(why) => return AdminReply::failed(Failure::Invalid, why),
             };
             let (mut key, secret) = mint_caller_key(kind, scope, &name);
-            key.principal = principal;
+            key.principal.clone_from(&principal);
             let info = KeyInfo::from(&key);
+            // A key made for a new user makes the user's record.
+            if let Some(principal) = &principal
+                && let Err(error) = dbconsole_core::service::users::ensure_user(
+                    storage,
+                    &admin_origin(),
+                    &Principal {
+                        agent: false,
+                        ..principal.clone()
+                    },
+                    dbconsole_core::model::UserSource::Key,
+                )
+                .await
+            {
+                return storage_failed(&error);
+            }
             match storage.insert_caller_key(key, &admin_origin()).await {
                 Ok(()) => AdminReply::Created {
                     key: Box::new(info),
@@ -93,9 +108,12 @@ pub async fn execute(storage: &dyn Storage, keys: &NodeKeys, request: AdminReque
             Err(error) => storage_failed(&error),
         },
         AdminRequest::RevokeSessions { id, user } => revoke_sessions(storage, id, user).await,
-        AdminRequest::SignInLink { user, groups, role } => {
-            sign_in_link(storage, user, groups, role).await
-        }
+        AdminRequest::SignInLink {
+            user,
+            groups,
+            role,
+            invitation,
+        } => sign_in_link(storage, user, groups, role, invitation).await,
     }
 }
 
@@ -151,6 +169,7 @@ async fn sign_in_link(
     user: String,
     groups: Vec<String>,
     role: Option<String>,
+    invitation: bool,
 ) -> AdminReply {
     use dbconsole_core::model::{AuditAction, AuditEvent, Session, SessionKind, SignInMethod};
     let principal = match principal_of(Scope::Query, Some(user), groups, role) {
@@ -162,24 +181,51 @@ async fn sign_in_link(
         Role::SuperAdmin => Scope::Full,
         Role::Member => Scope::Query,
     };
-    let (link, token) = Session::mint(
-        SessionKind::SignInLink,
-        principal,
-        scope,
-        SignInMethod::Link,
-        dbconsole_core::service::browser::LINK_LIFETIME,
-    );
+    let (kind, method, lifetime, action) = if invitation {
+        match storage.user(&principal.user).await {
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                return AdminReply::failed(
+                    Failure::Invalid,
+                    format!(
+                        "{} is already a user: make a sign-in link instead (dbconsole sessions link)",
+                        principal.user
+                    ),
+                );
+            }
+            Err(error) => return storage_failed(&error),
+        }
+        (
+            SessionKind::Invitation,
+            SignInMethod::Invitation,
+            dbconsole_core::service::users::INVITATION_LIFETIME,
+            AuditAction::InvitationCreate,
+        )
+    } else {
+        (
+            SessionKind::SignInLink,
+            SignInMethod::Link,
+            dbconsole_core::service::browser::LINK_LIFETIME,
+            AuditAction::SessionCreate,
+        )
+    };
+    let (link, token) = Session::mint(kind, principal, scope, method, lifetime);
     let info = SessionInfo::from(&link);
     let event = AuditEvent::new(
         &admin_origin(),
-        AuditAction::SessionCreate,
+        action,
         link.id.as_str(),
-        vec!["sign-in-link".to_owned()],
+        vec![kind.as_str().to_owned()],
     );
+    let public_url = match storage.setting(crate::credentials::PUBLIC_URL_SETTING).await {
+        Ok(url) => url,
+        Err(error) => return storage_failed(&error),
+    };
     match storage.create_session(link, None, event.into()).await {
         Ok(()) => AdminReply::LinkCreated {
             link: Box::new(info),
             token,
+            public_url,
         },
         Err(error) => storage_failed(&error),
     }

@@ -115,7 +115,7 @@ pub fn print_reply(reply: &AdminReply, out: &mut impl Write) -> Result<(), Print
                 )?;
             }
         }
-        AdminReply::LinkCreated { link, token } => writeln!(
+        AdminReply::LinkCreated { link, token, .. } => writeln!(
             out,
             "sign-in link {} for {} ({}), single use, until {}; its token, shown this once:\n  {}",
             link.id,

@@ -85,6 +85,9 @@ pub enum AdminRequest {
         /// `member` (the default) or `super-admin`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         role: Option<String>,
+        /// An invitation (7 days; the person enrolls a passkey) rather than a sign-in link.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        invitation: bool,
     },
 }
 
@@ -308,6 +311,9 @@ pub enum AdminReply {
         /// Its token.
         #[serde(with = "secret_text")]
         token: Secret,
+        /// The public URL the running server recorded in the store, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        public_url: Option<String>,
     },
     /// Nothing was changed.
     Failed {

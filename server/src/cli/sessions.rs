@@ -47,8 +47,26 @@ pub enum SessionsCommand {
         /// `member` (default) or `super-admin`.
         #[arg(long, value_parser = wire_names(Role::ALL, Role::as_str))]
         role: Option<Role>,
-        /// The console's public URL, which the printed link starts with.
-        #[arg(long, env = "DBCONSOLE_PUBLIC_URL", default_value = "http://127.0.0.1:4000", value_parser = public_url)]
-        public_url: String,
+        /// The console's public URL, which the printed link starts with (default: the one the
+        /// running server recorded in the store at its start).
+        #[arg(long, env = "DBCONSOLE_PUBLIC_URL", value_parser = public_url)]
+        public_url: Option<String>,
+    },
+    /// Invite a person (7 days, single use): the link enrolls them with a passkey; print it,
+    /// once. A super admin invites from the console's Users screen too.
+    Invite {
+        /// The person (e-mail or login).
+        #[arg(long)]
+        user: String,
+        /// Their groups, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        groups: Vec<String>,
+        /// `member` (default) or `super-admin`.
+        #[arg(long, value_parser = wire_names(Role::ALL, Role::as_str))]
+        role: Option<Role>,
+        /// The console's public URL, which the printed link starts with (default: the one the
+        /// running server recorded in the store at its start).
+        #[arg(long, env = "DBCONSOLE_PUBLIC_URL", value_parser = public_url)]
+        public_url: Option<String>,
     },
 }

@@ -359,6 +359,103 @@ pub(crate) fn exchange_sign_in_link(op: Operation, _: &Names) -> Operation {
         .errors(&[400, 401, 403, 408, 413, 415, 503])
 }
 
+pub(crate) fn enroll_invitation(op: Operation, _: &Names) -> Operation {
+    op.summary("Enroll with an invitation link's token (single use, 7 days): makes the user's record with the invitation's groups and role and sets the session cookie")
+        .body(json!({ "type": "object", "required": ["token"], "properties": { "token": { "type": "string" } } }))
+        .ok(json_content(schema_ref("Me")))
+        .errors(&[400, 401, 403, 408, 413, 415, 503])
+}
+
+fn user_name_param() -> Value {
+    json!({
+        "name": "name", "in": "path", "required": true,
+        "description": "The user name (compared in its normal form: case and width aside).",
+        "schema": { "type": "string" },
+    })
+}
+
+pub(crate) fn list_users(op: Operation, _: &Names) -> Operation {
+    op.summary("List the people who use the console, by name; search keeps those whose name, display name or a group holds it")
+        .params(vec![filter_param("search", "Only users whose name, display name or a group holds this (case aside).")])
+        .ok(json_content(schema_ref("UserPage")))
+        .errors(&[401, 403, 503])
+}
+
+pub(crate) fn get_user(op: Operation, _: &Names) -> Operation {
+    op.summary("Get a user")
+        .params(vec![user_name_param()])
+        .ok(json_content(schema_ref("User")))
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn update_user(op: Operation, _: &Names) -> Operation {
+    op.summary("Change a user's display name, groups or role, or deactivate them (their sessions and links end, their keys and tokens are refused) or make them active again; left-out fields stay")
+        .params(vec![user_name_param()])
+        .body(json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "display_name": { "type": ["string", "null"] },
+                "groups": { "type": "array", "items": { "type": "string" } },
+                "role": { "type": "string", "enum": ["super-admin", "member"] },
+                "active": { "type": "boolean" },
+            },
+        }))
+        .ok(json_content(schema_ref("User")))
+        .errors(&[400, 401, 403, 404, 409, 413, 415, 422, 503])
+}
+
+pub(crate) fn create_recovery_link(op: Operation, _: &Names) -> Operation {
+    op.summary("A one-time sign-in link for an active user (24 hours), to hand over so they can enroll a new passkey; shown once")
+        .params(vec![user_name_param()])
+        .response(201, json!({ "description": "The link, shown once.", "content": json_content(json!({
+            "type": "object",
+            "required": ["user", "expires_at", "link"],
+            "properties": {
+                "user": { "type": "string" },
+                "expires_at": { "type": "string", "format": "date-time" },
+                "link": { "type": "string" },
+            },
+        })) }))
+        .errors(&[401, 403, 404, 409, 503])
+}
+
+pub(crate) fn list_invitations(op: Operation, _: &Names) -> Operation {
+    op.summary("The pending invitations, newest first (never their tokens)")
+        .ok(json_content(schema_ref("InvitationPage")))
+        .errors(&[401, 403, 503])
+}
+
+pub(crate) fn create_invitation(op: Operation, _: &Names) -> Operation {
+    op.summary("Invite a person: a one-time link (7 days) to hand over, shown once; 409 when they are already a user or invited")
+        .body(json!({
+            "type": "object",
+            "required": ["user"],
+            "additionalProperties": false,
+            "properties": {
+                "user": { "type": "string" },
+                "groups": { "type": "array", "items": { "type": "string" } },
+                "role": { "type": "string", "enum": ["super-admin", "member"] },
+            },
+        }))
+        .response(201, json!({ "description": "The invitation, with its link (shown once).", "content": json_content(json!({
+            "allOf": [schema_ref("Invitation")],
+            "properties": { "link": { "type": "string" } },
+        })) }))
+        .errors(&[400, 401, 403, 409, 413, 415, 422, 503])
+}
+
+pub(crate) fn revoke_invitation(op: Operation, _: &Names) -> Operation {
+    op.summary("Revoke a pending invitation")
+        .params(vec![json!({
+            "name": "id", "in": "path", "required": true,
+            "description": "The invitation's id (`ses_…`).",
+            "schema": { "type": "string" },
+        })])
+        .response(204, json!({ "description": "Revoked." }))
+        .errors(&[401, 403, 404, 503])
+}
+
 pub(crate) fn sign_out(op: Operation, _: &Names) -> Operation {
     op.summary("Sign the browser out: ends its session and clears the cookie")
         .response(

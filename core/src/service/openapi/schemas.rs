@@ -562,6 +562,8 @@ fn views() -> Map<String, Value> {
     generator.subschema_for::<PermissionsView<'static>>();
     generator.subschema_for::<MeView<'static>>();
     generator.subschema_for::<PageView<super::super::render::MySessionView<'static>>>();
+    generator.subschema_for::<PageView<super::super::render::UserView<'static>>>();
+    generator.subschema_for::<PageView<super::super::render::InvitationView<'static>>>();
     generator.subschema_for::<PageView<QueryableDatabaseView<'static>>>();
     generator.subschema_for::<DataProtectionView<'static>>();
     generator.take_definitions(true)

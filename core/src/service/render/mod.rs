@@ -15,6 +15,7 @@ mod deliveries;
 mod fields;
 mod me;
 mod queries;
+mod users;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -26,6 +27,7 @@ pub(crate) use databases::DatabaseView;
 pub(crate) use deliveries::{DeliveryProgressView, DeliveryView};
 pub(crate) use me::{MayView, MeView, MySessionView, QueryableDatabaseView};
 pub(crate) use queries::QueryView;
+pub(crate) use users::{InvitationView, UserView};
 
 /// One page of a listing: `{"data": [...], "next": "<id>" | null}`.
 #[derive(Serialize, JsonSchema)]
