@@ -30,12 +30,12 @@ export const FLAGS = [
 ];
 
 /** Starts the server; resolves once it listens, with what its first start printed. */
-export async function startServer(extraArgs = [], extraEnv = {}) {
+export async function startServer(extraArgs = [], extraEnv = {}, { listen = "127.0.0.1:0" } = {}) {
   if (!existsSync(BINARY)) {
     throw new Error(`the dbconsole binary is missing at ${BINARY}: build it first (cargo build -p dbconsole-server)`);
   }
   const dataDir = mkdtempSync(join(tmpdir(), "dbconsole-e2e-"));
-  const child = spawn(BINARY, ["serve", "--listen", "127.0.0.1:0", "--data-dir", join(dataDir, "data"), ...extraArgs], {
+  const child = spawn(BINARY, ["serve", "--listen", listen, "--data-dir", join(dataDir, "data"), ...extraArgs], {
     env: { ...process.env, DBCONSOLE_API_KEY: "", DBCONSOLE_ACCESS_TOKEN: "", RUST_LOG: "warn", ...extraEnv },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -104,6 +104,19 @@ export async function startServer(extraArgs = [], extraEnv = {}) {
     },
   };
   return server;
+}
+
+/** A TCP port free now on 127.0.0.1 (for a server whose public URL must name its port). */
+export async function freePort() {
+  const { createServer } = await import("node:net");
+  return new Promise((resolvePort, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolvePort(port));
+    });
+  });
 }
 
 /** Debian's Chromium, headless, with a fresh profile (playwright makes one per launch). */

@@ -4,7 +4,8 @@
 
 import { ApiError, call, type Page } from "./api";
 import type { App, Screen } from "./app";
-import { h, isolated, replace, table } from "./dom";
+import { field, h, isolated, replace, table } from "./dom";
+import { deviceName, enrollPasskey, passkeyProblem, passkeysSupported } from "./passkeys";
 
 interface MySession {
   id: string;
@@ -15,7 +16,20 @@ interface MySession {
   current: boolean;
 }
 
-const METHODS: Record<string, string> = { key: "a key", link: "a sign-in link", oidc: "your organisation's account" };
+const METHODS: Record<string, string> = {
+  key: "a key",
+  link: "a sign-in link",
+  oidc: "your organisation's account",
+  passkey: "a passkey",
+  invitation: "an invitation",
+};
+
+interface MyPasskey {
+  id: string;
+  name: string;
+  created_at: string;
+  last_used_at: string | null;
+}
 
 function when(text: string): string {
   return new Date(text).toLocaleString("en-GB");
@@ -70,7 +84,60 @@ export async function accountScreen(app: App): Promise<Screen> {
     );
   }
 
+  const keysError = h("p", { class: "error", attrs: { role: "alert" } });
+  const keysList = h("div");
+  async function loadPasskeys(): Promise<void> {
+    const page = await call<Page<MyPasskey>>("GET", "/api/v1/console/me/passkeys");
+    const rows = page.data.map((passkey) => {
+      const remove = h("button", { attrs: { type: "button", "aria-label": `Remove the passkey ${passkey.name}` } }, "Remove");
+      remove.addEventListener("click", () => {
+        remove.disabled = true;
+        keysError.textContent = "";
+        void call<void>("DELETE", `/api/v1/console/me/passkeys/${encodeURIComponent(passkey.id)}`)
+          .then(() => {
+            app.announce(`The passkey ${passkey.name} is removed`);
+            return loadPasskeys();
+          })
+          .catch((e: unknown) => {
+            keysError.textContent = e instanceof ApiError ? e.message : String(e);
+            remove.disabled = false;
+          });
+      });
+      return h("tr", {}, h("td", {}, isolated(passkey.name)), h("td", {}, when(passkey.created_at)), h("td", {}, passkey.last_used_at ? when(passkey.last_used_at) : "never"), h("td", {}, remove));
+    });
+    replace(keysList, rows.length === 0 ? h("p", {}, "You have no passkey yet.") : table("Your passkeys", ["Name", "Enrolled", "Last used", ""], rows));
+  }
+  const keyName = h("input", { attrs: { type: "text", value: deviceName(), maxlength: 100, required: true } });
+  const addKey = h("button", { attrs: { type: "submit" } }, "Add a passkey");
+  const addForm = h(
+    "form",
+    {
+      class: "inline",
+      on: {
+        submit: (event) => {
+          event.preventDefault();
+          addKey.disabled = true;
+          keysError.textContent = "";
+          void enrollPasskey(keyName.value.trim())
+            .then(() => {
+              app.announce("Passkey added");
+              return loadPasskeys();
+            })
+            .catch((e: unknown) => {
+              keysError.textContent = passkeyProblem(e);
+            })
+            .finally(() => {
+              addKey.disabled = false;
+            });
+        },
+      },
+    },
+    field("New passkey's name", keyName),
+    addKey,
+  );
+
   await load();
+  await loadPasskeys();
   const me = app.me;
   return {
     title: "Your account",
@@ -79,6 +146,11 @@ export async function accountScreen(app: App): Promise<Screen> {
       {},
       h("h1", {}, "Your account"),
       h("p", {}, "Signed in as ", h("strong", {}, isolated(me?.user ?? "")), me?.role === "super-admin" ? " (a super admin)." : "."),
+      h("h2", {}, "Your passkeys"),
+      h("p", {}, "Sign in with a passkey on each device you use. A passkey made while signed in with a key can't be added: sign in with a link or a passkey first."),
+      keysError,
+      keysList,
+      passkeysSupported() ? addForm : h("p", {}, "This browser can't make passkeys."),
       h("h2", {}, "Your sessions"),
       h("p", {}, "Every browser signed in as you. End one you no longer use, or one you do not recognise."),
       error,

@@ -150,6 +150,7 @@ export class App {
         me.may.manage_databases && item("databases", "Databases"),
         me.may.read_audit && item("audit", "Audit"),
         me.may.read_audit && item("outbox", "Outbox"),
+        me.may.manage_databases && item("users", "Users"),
       ),
       h(
         "div",

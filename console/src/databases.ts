@@ -8,6 +8,7 @@
 import { call, errorMessage, headers, problem, withEtag, type Page } from "./api";
 import type { App, Screen } from "./app";
 import { dangerDialog, field, h, isolated, replace, table, uid, visible } from "./dom";
+import { knownSubjects } from "./users";
 
 export const ADAPTERS = ["postgres", "mysql", "clickhouse", "sqlserver", "oracle"] as const;
 
@@ -463,6 +464,33 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
   const protection = await withEtag<ProtectionDocument>("GET", `${base}/data-protection`);
   let permissionsTag = permissions.etag;
   let protectionTag = protection.etag;
+  // The pickers suggest the users and groups there are, and say when a name is nobody's.
+  const known = await knownSubjects();
+  const usersId = uid("users");
+  const groupsId = uid("groups");
+  const userList = h("datalist", { attrs: { id: usersId } }, ...known.users.map((u) => h("option", { attrs: { value: u.name } }, u.display_name)));
+  const groupList = h("datalist", { attrs: { id: groupsId } }, ...known.groups.map((g) => h("option", { attrs: { value: g } })));
+  const subjectPicker = (kind: HTMLSelectElement, subject: HTMLInputElement): HTMLElement => {
+    const warning = h("small", { class: "warning", attrs: { "aria-live": "polite" } });
+    const check = () => {
+      subject.setAttribute("list", kind.value === "group" ? groupsId : usersId);
+      const name = subject.value.trim().toLowerCase();
+      if (!name || known.users.length === 0) {
+        warning.textContent = "";
+        return;
+      }
+      if (kind.value === "group") {
+        warning.textContent = known.groups.includes(name) ? "" : "No user is in this group yet.";
+        return;
+      }
+      const user = known.users.find((u) => u.name === name);
+      warning.textContent = !user ? "Nobody has this name yet: check the spelling, or invite them." : user.active ? "" : "This user is deactivated: the grant is inactive.";
+    };
+    kind.addEventListener("change", check);
+    subject.addEventListener("input", check);
+    check();
+    return warning;
+  };
 
   const grants = h("div", { class: "rows" });
   const grantRow = (g?: { subject_kind: string; subject: string; access: string }) => {
@@ -474,6 +502,7 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
       { class: "row grant" },
       field("Kind", kind),
       field("User or group", subject),
+      subjectPicker(kind, subject),
       field("Access", access),
       h("button", { attrs: { type: "button", "aria-label": "Remove this grant" }, on: { click: () => row.remove() } }, "Remove"),
     );
@@ -538,6 +567,7 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
       field("Policy", policyName),
       field("Kind", kind),
       field("Exempt user or group", subject),
+      subjectPicker(kind, subject),
       h("button", { attrs: { type: "button", "aria-label": "Remove this exemption" }, on: { click: () => row.remove() } }, "Remove"),
     );
     exempts.append(row);
@@ -693,6 +723,8 @@ async function accessEditors(db: Database): Promise<HTMLElement> {
       { attrs: { "aria-labelledby": "permissions-title" } },
       h("h2", { attrs: { id: "permissions-title" } }, "Permissions"),
       grants,
+      userList,
+      groupList,
       h("div", { class: "actions" }, h("button", { attrs: { type: "button" }, on: { click: () => grantRow() } }, "Add a grant"), h("button", { attrs: { type: "button" }, on: { click: () => void savePermissions() } }, "Save permissions")),
       permissionsError,
       permissionsStatus,

@@ -10,15 +10,21 @@ import { accountScreen } from "./account";
 import { auditScreen, outboxScreen } from "./operations";
 import { historyScreen, queryPage, reviewsScreen } from "./queries";
 import { queryScreen } from "./query";
-import { exchangeLink, signInScreen, takeLinkToken } from "./signin";
+import { exchangeLink, signInScreen, takeLinkToken, welcomeScreen } from "./signin";
+import { usersScreen } from "./users";
 
 async function start(): Promise<void> {
   const root = document.getElementById("app");
   if (!root) return;
   const app = new App(root);
   let problem: string | null = null;
-  const token = takeLinkToken();
-  if (token) problem = await exchangeLink(app, token);
+  const link = takeLinkToken();
+  if (link) problem = await exchangeLink(app, link);
+  if (link?.kind === "invite" && !problem) {
+    // Enrolled: a passkey for this device first, then the page the link was opened on.
+    const opened = location.pathname.startsWith("/console/") ? location.pathname.slice("/console/".length) : "";
+    history.replaceState(null, "", `/console/welcome${opened ? `?next=${encodeURIComponent(opened)}` : ""}`);
+  }
   app
     .add(/^sign-in$/, (a) => {
       const screen = signInScreen(a, problem);
@@ -33,7 +39,9 @@ async function start(): Promise<void> {
     .add(/^dashboards\/new$/, (a) => dashboardEditor(a, null))
     .add(/^dashboards\/([A-Za-z0-9_]+)\/edit$/, (a, [id]) => dashboardEditor(a, id ?? null))
     .add(/^dashboards\/([A-Za-z0-9_]+)$/, (a, [id]) => dashboardScreen(a, id ?? ""))
+    .add(/^welcome$/, (a) => welcomeScreen(a))
     .add(/^account$/, (a) => accountScreen(a))
+    .add(/^users$/, (a) => usersScreen(a))
     .add(/^audit$/, (a) => auditScreen(a))
     .add(/^outbox$/, (a) => outboxScreen(a))
     .add(/^databases$/, (a) => databasesScreen(a))

@@ -176,7 +176,10 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     .await
     .map_err(Error::InitialKeys)?;
     if adopted > 0 {
-        tracing::info!(adopted, "made a user record for each identity stored before users were");
+        tracing::info!(
+            adopted,
+            "made a user record for each identity stored before users were"
+        );
     }
     let public_url = args
         .public_url

@@ -73,6 +73,8 @@ pub(crate) struct App {
     pub(crate) browser: Browser,
     /// `…/oidc`, `…/oidc/start`, `…/oidc/callback`: signing in through the issuer.
     pub(crate) oidc: Oidc,
+    /// `…/me/passkeys`, `…/sign-in/passkey`: passkeys.
+    pub(crate) passkeys: super::passkeys::Passkeys,
     /// `…/users`, `…/invitations`: people.
     pub(crate) users: super::users::Users,
     /// `…/me`, `…/me/databases`.

@@ -74,6 +74,9 @@ pub struct SessionOptions {
     /// How many live browser sessions one user holds at most (a sign-in beyond it ends the
     /// user's oldest).
     pub max_per_user: usize,
+    /// The origin passkeys are made for (its host is the WebAuthn relying party id): the
+    /// public URL's, or `http://localhost:PORT` on a loopback address; `None`: no passkeys.
+    pub passkey_origin: Option<String>,
 }
 
 impl Default for SessionOptions {
@@ -84,6 +87,7 @@ impl Default for SessionOptions {
             idle: DEFAULT_IDLE,
             max_age: DEFAULT_MAX_AGE,
             max_per_user: DEFAULT_MAX_PER_USER,
+            passkey_origin: None,
         }
     }
 }
@@ -99,6 +103,7 @@ impl SessionOptions {
         }
         let authority = uri.authority()?;
         Some(Self {
+            passkey_origin: Some(format!("{scheme}://{authority}")),
             public_origin: Some(format!("{scheme}://{authority}")),
             secure: scheme == "https",
             ..Self::default()
@@ -195,7 +200,11 @@ pub(crate) struct Browser {
 impl Browser {
     /// 403 unless the request carries [`CSRF_HEADER`] and, when `method` changes state, an
     /// `Origin` equal to the console's.
-    fn check_same_origin(&self, method: &Method, headers: &HeaderMap) -> Result<(), ApiError> {
+    pub(crate) fn check_same_origin(
+        &self,
+        method: &Method,
+        headers: &HeaderMap,
+    ) -> Result<(), ApiError> {
         if !headers.contains_key(CSRF_HEADER) {
             return Err(ApiError::Denied(format!(
                 "a browser request needs the {CSRF_HEADER} header"
@@ -403,7 +412,7 @@ impl Browser {
     /// A refused sign-in: counted against `peer`; within the limit audited (`session.refused`,
     /// how and from where) and `error` answered, beyond it 429 with the seconds to wait and no
     /// event (at most [`super::throttle::MAX_FAILURES`] events per address and window).
-    async fn refused(
+    pub(crate) async fn refused(
         &self,
         origin: &crate::model::Origin,
         peer: Option<std::net::IpAddr>,
@@ -427,7 +436,7 @@ impl Browser {
     }
 
     /// A sign-in's answer: who signed in, with the session's cookie.
-    fn signed_in((caller, cookie): (Caller, Option<HeaderValue>)) -> Answer {
+    pub(crate) fn signed_in((caller, cookie): (Caller, Option<HeaderValue>)) -> Answer {
         let mut response = json_response(StatusCode::OK, &super::me::me_view(&caller));
         if let Some(cookie) = cookie {
             response.headers_mut().insert(header::SET_COOKIE, cookie);

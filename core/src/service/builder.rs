@@ -409,6 +409,17 @@ impl ConsoleServiceBuilder {
                 sealer: sealer.clone(),
                 browser: browser.clone(),
             },
+            passkeys: super::passkeys::Passkeys {
+                storage: Arc::clone(&storage),
+                sealer: sealer.clone(),
+                browser: browser.clone(),
+                webauthn: browser
+                    .sessions
+                    .passkey_origin
+                    .as_deref()
+                    .and_then(super::passkeys::relying_party)
+                    .map(Arc::new),
+            },
             users: super::users::Users {
                 storage: Arc::clone(&storage),
                 browser: browser.clone(),

@@ -48,6 +48,7 @@ mod openapi;
 mod outbox;
 mod panels;
 mod params;
+mod passkeys;
 mod pipeline;
 mod protection_status;
 mod provisioning;

@@ -160,7 +160,15 @@ impl Oidc {
     pub(crate) async fn get_oidc(&self, _call: Call<'_>) -> Answer {
         Ok(json_response(
             StatusCode::OK,
-            &json!({ "enabled": self.login.is_some() }),
+            &json!({
+                "enabled": self.login.is_some(),
+                "passkeys": self
+                    .browser
+                    .sessions
+                    .passkey_origin
+                    .as_deref()
+                    .is_some_and(|origin| super::passkeys::relying_party(origin).is_some()),
+            }),
         ))
     }
 

@@ -121,6 +121,12 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     GET BROWSER "/oidc/start", Anyone, No, Nothing, "startOidc" => oidc.start_oidc;
     GET BROWSER "/oidc/callback", Anyone, No, Nothing, "oidcCallback" => oidc.oidc_callback;
     POST BROWSER "/sign-in/invitation", Anyone, No, Nothing, "enrollInvitation" => browser.enroll_invitation;
+    POST BROWSER "/sign-in/passkey/options", Anyone, No, Nothing, "startPasskeySignIn" => passkeys.start_sign_in;
+    POST BROWSER "/sign-in/passkey", Anyone, No, Nothing, "passkeySignIn" => passkeys.finish_sign_in;
+    POST ME "/me/passkeys/registration", Querier, No, Nothing, "startPasskeyRegistration" => passkeys.start_registration;
+    GET ME "/me/passkeys", Querier, No, Nothing, "listMyPasskeys" => passkeys.list_my_passkeys;
+    POST ME "/me/passkeys", Querier, No, Nothing, "addMyPasskey" => passkeys.finish_registration;
+    DELETE ME "/me/passkeys/{id}", Querier, No, Nothing, "removeMyPasskey" => passkeys.remove_my_passkey;
     GET CONSOLE "/users", Full, No, Nothing, "listUsers" => users.list_users;
     GET CONSOLE "/users/{name}", Full, No, Nothing, "getUser" => users.get_user;
     PATCH CONSOLE "/users/{name}", Full, No, Nothing, "updateUser" => users.update_user;
@@ -315,6 +321,9 @@ mod tests {
                 // People: …/sign-in/invitation, …/users, …/users/{name},
                 // …/users/{name}/recovery-link, …/invitations, …/invitations/{id}.
                 + 6
+                // Passkeys: …/sign-in/passkey/options, …/sign-in/passkey,
+                // …/me/passkeys/registration, …/me/passkeys, …/me/passkeys/{id}.
+                + 5
         );
     }
 

@@ -109,7 +109,10 @@ pub(crate) async fn signing_in(
                     &name,
                     vec![format!("by a sign-in ({})", source.as_str())],
                 );
-                match storage.put_user(user.clone(), None, Some(event.into())).await {
+                match storage
+                    .put_user(user.clone(), None, Some(event.into()))
+                    .await
+                {
                     Ok(()) => return Ok(carried(&user, principal, source)),
                     Err(StorageError::AlreadyExists) => {}
                     Err(error) => return Err(error.into()),
@@ -123,7 +126,8 @@ pub(crate) async fn signing_in(
             Some(stored) => {
                 let mut user = stored.clone();
                 user.last_sign_in_at = Some(now);
-                user.updated_at = now.max(stored.updated_at.plus(std::time::Duration::from_micros(1)));
+                user.updated_at =
+                    now.max(stored.updated_at.plus(std::time::Duration::from_micros(1)));
                 let mut log: Option<WriteLog> = None;
                 if source == UserSource::Oidc
                     && (user.groups != principal.groups || user.role != principal.role)
@@ -140,7 +144,10 @@ pub(crate) async fn signing_in(
                         .into(),
                     );
                 }
-                match storage.put_user(user.clone(), Some(stored.updated_at), log).await {
+                match storage
+                    .put_user(user.clone(), Some(stored.updated_at), log)
+                    .await
+                {
                     Ok(()) => return Ok(carried(&user, principal, source)),
                     Err(StorageError::Conflict | StorageError::NotFound) => {}
                     Err(error) => return Err(error.into()),
@@ -182,7 +189,8 @@ where
         if changes.is_empty() {
             return Ok(stored);
         }
-        user.updated_at = Timestamp::now().max(stored.updated_at.plus(std::time::Duration::from_micros(1)));
+        user.updated_at =
+            Timestamp::now().max(stored.updated_at.plus(std::time::Duration::from_micros(1)));
         let event = AuditEvent::new(origin, AuditAction::UserUpdate, &name, changes);
         match storage
             .put_user(user.clone(), Some(stored.updated_at), Some(event.into()))
@@ -202,7 +210,10 @@ where
 /// A user name as a person types it: required, at most 200 characters, no control character.
 fn user_name(field: &str, value: Option<&Value>) -> Result<String, ValidationErrors> {
     let Some(text) = value.and_then(Value::as_str) else {
-        return Err(ValidationErrors::single(field, "is required: a user name or e-mail"));
+        return Err(ValidationErrors::single(
+            field,
+            "is required: a user name or e-mail",
+        ));
     };
     let name = identity::normalized(text);
     if name.is_empty() {
@@ -224,16 +235,21 @@ fn group_names(value: Option<&Value>) -> Result<Option<Vec<String>>, ValidationE
         return Ok(None);
     };
     let Some(items) = value.as_array() else {
-        return Err(ValidationErrors::single("groups", "must be an array of group names"));
+        return Err(ValidationErrors::single(
+            "groups",
+            "must be an array of group names",
+        ));
     };
     let mut groups: Vec<String> = Vec::with_capacity(items.len());
     for item in items {
         let Some(text) = item.as_str() else {
-            return Err(ValidationErrors::single("groups", "must be an array of group names"));
+            return Err(ValidationErrors::single(
+                "groups",
+                "must be an array of group names",
+            ));
         };
         let group = identity::normalized(text);
-        if group.is_empty() || group.chars().count() > 200 || group.chars().any(char::is_control)
-        {
+        if group.is_empty() || group.chars().count() > 200 || group.chars().any(char::is_control) {
             return Err(ValidationErrors::single(
                 "groups",
                 "each group must be 1 to 200 characters, none of them a control character",
@@ -282,7 +298,10 @@ fn only(body: &Map<String, Value>, allowed: &[&str]) -> Result<(), ValidationErr
         None => Ok(()),
         Some(key) => Err(ValidationErrors::single(
             key,
-            &format!("is not a field of this request (it takes: {})", allowed.join(", ")),
+            &format!(
+                "is not a field of this request (it takes: {})",
+                allowed.join(", ")
+            ),
         )),
     }
 }
@@ -334,7 +353,10 @@ impl Users {
             })
             .map(UserView::of)
             .collect();
-        Ok(json_response(StatusCode::OK, &PageView { data, next: None }))
+        Ok(json_response(
+            StatusCode::OK,
+            &PageView { data, next: None },
+        ))
     }
 
     /// `GET …/users/{name}`.
@@ -386,7 +408,11 @@ impl Users {
                 .into());
             }
             if let Some(display) = &new_display {
-                let display = if display.is_empty() { user.name.clone() } else { display.clone() };
+                let display = if display.is_empty() {
+                    user.name.clone()
+                } else {
+                    display.clone()
+                };
                 if display != user.display_name {
                     user.display_name = display;
                     changes.push("display name".to_owned());
@@ -464,7 +490,9 @@ impl Users {
             vec![format!("recovery link for {name}")],
         );
         let expires_at = link.expires_at;
-        self.storage.create_session(link, None, event.into()).await?;
+        self.storage
+            .create_session(link, None, event.into())
+            .await?;
         let token = token.expose_str().unwrap_or_default().to_owned();
         Ok(json_response(
             StatusCode::CREATED,
@@ -488,7 +516,10 @@ impl Users {
             .collect();
         pending.sort_by_key(|s| std::cmp::Reverse(s.created_at));
         let data: Vec<InvitationView<'_>> = pending.iter().map(InvitationView::of).collect();
-        Ok(json_response(StatusCode::OK, &PageView { data, next: None }))
+        Ok(json_response(
+            StatusCode::OK,
+            &PageView { data, next: None },
+        ))
     }
 
     /// `POST …/invitations`: `{"user", "groups", "role"}`; a one-time link (7 days) to hand
@@ -603,11 +634,15 @@ const ADOPTED: &str = "users_adopted";
 /// Once per store (an upgrade from a version without users, or a new store): every user named
 /// by a key, a session or link, a query's author or a `user` permission gets a record (source
 /// `upgrade`, a member in no group but as a key or session says). Answers how many were made.
-pub async fn adopt_identities(storage: &dyn Storage, origin: &Origin) -> Result<usize, StorageError> {
+pub async fn adopt_identities(
+    storage: &dyn Storage,
+    origin: &Origin,
+) -> Result<usize, StorageError> {
     if storage.setting(ADOPTED).await?.is_some() {
         return Ok(0);
     }
-    let mut named: std::collections::BTreeMap<String, Principal> = std::collections::BTreeMap::new();
+    let mut named: std::collections::BTreeMap<String, Principal> =
+        std::collections::BTreeMap::new();
     let mut note = |principal: Principal| {
         let name = identity::normalized(&principal.user);
         if !name.is_empty() {
@@ -616,19 +651,28 @@ pub async fn adopt_identities(storage: &dyn Storage, origin: &Origin) -> Result<
     };
     for key in storage.list_caller_keys().await? {
         if let Some(principal) = key.principal {
-            note(Principal { agent: false, ..principal });
+            note(Principal {
+                agent: false,
+                ..principal
+            });
         }
     }
     for session in storage.list_sessions().await? {
         if session.kind != SessionKind::Invitation {
-            note(Principal { agent: false, ..session.principal });
+            note(Principal {
+                agent: false,
+                ..session.principal
+            });
         }
     }
     let mut after: Option<String> = None;
     loop {
         let page = storage
             .list_queries(
-                crate::storage::Page { after: after.as_deref(), limit: 500 },
+                crate::storage::Page {
+                    after: after.as_deref(),
+                    limit: 500,
+                },
                 crate::storage::QueryFilter::default(),
             )
             .await?;
@@ -645,7 +689,10 @@ pub async fn adopt_identities(storage: &dyn Storage, origin: &Origin) -> Result<
     loop {
         let page = storage
             .list_databases(
-                crate::storage::Page { after: after.as_deref(), limit: 500 },
+                crate::storage::Page {
+                    after: after.as_deref(),
+                    limit: 500,
+                },
                 crate::storage::DatabaseFilter::default(),
             )
             .await?;
@@ -670,6 +717,8 @@ pub async fn adopt_identities(storage: &dyn Storage, origin: &Origin) -> Result<
             made += 1;
         }
     }
-    storage.put_setting(ADOPTED, &Timestamp::now().to_string()).await?;
+    storage
+        .put_setting(ADOPTED, &Timestamp::now().to_string())
+        .await?;
     Ok(made)
 }

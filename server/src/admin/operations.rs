@@ -217,7 +217,10 @@ async fn sign_in_link(
         link.id.as_str(),
         vec![kind.as_str().to_owned()],
     );
-    let public_url = match storage.setting(crate::credentials::PUBLIC_URL_SETTING).await {
+    let public_url = match storage
+        .setting(crate::credentials::PUBLIC_URL_SETTING)
+        .await
+    {
         Ok(url) => url,
         Err(error) => return storage_failed(&error),
     };

@@ -440,6 +440,18 @@ impl ServeArgs {
         options.idle = Duration::from_secs(self.session_idle_secs);
         options.max_age = Duration::from_secs(self.session_max_age_secs);
         options.max_per_user = usize::try_from(self.session_max_per_user).unwrap_or(usize::MAX);
+        if options.passkey_origin.is_none() {
+            // Without a public URL, a loopback address with a fixed port is reached as
+            // localhost (WebAuthn takes no IP address): passkeys work there.
+            options.passkey_origin = self
+                .listen
+                .parse::<SocketAddr>()
+                .ok()
+                .filter(|address| address.port() != 0)
+                .and_then(|address| {
+                    crate::credentials::loopback_url(address, self.tls_cert.is_some())
+                });
+        }
         Ok(options)
     }
 

@@ -456,6 +456,52 @@ pub(crate) fn revoke_invitation(op: Operation, _: &Names) -> Operation {
         .errors(&[401, 403, 404, 503])
 }
 
+pub(crate) fn start_sign_in(op: Operation, _: &Names) -> Operation {
+    op.summary("Start a passkey sign-in: the options navigator.credentials.get takes (any passkey of this console, user verification required), the ceremony sealed in a cookie; 501 without a public URL with a host name")
+        .ok(json_content(json!({ "type": "object", "description": "WebAuthn PublicKeyCredentialRequestOptions as JSON, under `publicKey`." })))
+        .errors(&[403, 503])
+}
+
+pub(crate) fn finish_sign_in(op: Operation, _: &Names) -> Operation {
+    op.summary("Finish a passkey sign-in with the browser's assertion: sets the session cookie")
+        .body(json!({ "type": "object", "required": ["credential"], "properties": { "credential": { "type": "object", "description": "The PublicKeyCredential, as its toJSON() gives it." } } }))
+        .ok(json_content(schema_ref("Me")))
+        .errors(&[400, 401, 403, 409, 413, 415, 422, 503])
+}
+
+pub(crate) fn start_registration(op: Operation, _: &Names) -> Operation {
+    op.summary("Start enrolling a passkey (from a session signed in with an invitation, a link, a passkey or OIDC): the options navigator.credentials.create takes, the ceremony sealed in a cookie")
+        .ok(json_content(json!({ "type": "object", "description": "WebAuthn PublicKeyCredentialCreationOptions as JSON, under `publicKey`." })))
+        .errors(&[401, 403, 409, 503])
+}
+
+pub(crate) fn finish_registration(op: Operation, _: &Names) -> Operation {
+    op.summary("Finish enrolling a passkey: the browser's new credential, stored under the name given")
+        .body(json!({ "type": "object", "required": ["name", "credential"], "properties": {
+            "name": { "type": "string" },
+            "credential": { "type": "object", "description": "The PublicKeyCredential, as its toJSON() gives it." },
+        } }))
+        .response(201, json!({ "description": "Enrolled.", "content": json_content(schema_ref("Passkey")) }))
+        .errors(&[400, 401, 403, 409, 413, 415, 422, 503])
+}
+
+pub(crate) fn list_my_passkeys(op: Operation, _: &Names) -> Operation {
+    op.summary("The caller's passkeys (never a key)")
+        .ok(json_content(schema_ref("PasskeyPage")))
+        .errors(&[401, 403, 503])
+}
+
+pub(crate) fn remove_my_passkey(op: Operation, _: &Names) -> Operation {
+    op.summary("Remove one of the caller's passkeys")
+        .params(vec![json!({
+            "name": "id", "in": "path", "required": true,
+            "description": "The passkey's credential id (base64url).",
+            "schema": { "type": "string" },
+        })])
+        .response(204, json!({ "description": "Removed." }))
+        .errors(&[401, 403, 404, 503])
+}
+
 pub(crate) fn sign_out(op: Operation, _: &Names) -> Operation {
     op.summary("Sign the browser out: ends its session and clears the cookie")
         .response(
@@ -466,11 +512,14 @@ pub(crate) fn sign_out(op: Operation, _: &Names) -> Operation {
 }
 
 pub(crate) fn get_oidc(op: Operation, _: &Names) -> Operation {
-    op.summary("Whether a browser may sign in through the OIDC issuer (for the sign-in page)")
+    op.summary("How a browser may sign in (for the sign-in page): through the OIDC issuer, with a passkey")
         .ok(json_content(json!({
             "type": "object",
-            "required": ["enabled"],
-            "properties": { "enabled": { "type": "boolean" } },
+            "required": ["enabled", "passkeys"],
+            "properties": {
+                "enabled": { "type": "boolean", "description": "Whether the OIDC issuer's sign-in is on." },
+                "passkeys": { "type": "boolean", "description": "Whether passkeys are on (the console has a public URL with a host name)." },
+            },
         })))
 }
 

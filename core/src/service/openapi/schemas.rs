@@ -564,6 +564,7 @@ fn views() -> Map<String, Value> {
     generator.subschema_for::<PageView<super::super::render::MySessionView<'static>>>();
     generator.subschema_for::<PageView<super::super::render::UserView<'static>>>();
     generator.subschema_for::<PageView<super::super::render::InvitationView<'static>>>();
+    generator.subschema_for::<PageView<super::super::render::PasskeyView<'static>>>();
     generator.subschema_for::<PageView<QueryableDatabaseView<'static>>>();
     generator.subschema_for::<DataProtectionView<'static>>();
     generator.take_definitions(true)

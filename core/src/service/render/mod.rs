@@ -27,7 +27,7 @@ pub(crate) use databases::DatabaseView;
 pub(crate) use deliveries::{DeliveryProgressView, DeliveryView};
 pub(crate) use me::{MayView, MeView, MySessionView, QueryableDatabaseView};
 pub(crate) use queries::QueryView;
-pub(crate) use users::{InvitationView, UserView};
+pub(crate) use users::{InvitationView, PasskeyView, UserView};
 
 /// One page of a listing: `{"data": [...], "next": "<id>" | null}`.
 #[derive(Serialize, JsonSchema)]

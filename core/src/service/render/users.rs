@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::model::{Session, User, UserSource};
+use crate::model::{Session, User, UserPasskey, UserSource};
 
 /// A user (`GET …/users`).
 #[derive(Serialize, JsonSchema)]
@@ -86,6 +86,33 @@ impl<'a> InvitationView<'a> {
             role: invitation.principal.role.as_str(),
             created_at: invitation.created_at.to_string(),
             expires_at: invitation.expires_at.to_string(),
+        }
+    }
+}
+
+/// A passkey as its owner sees it (`GET …/me/passkeys`): never its key.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Passkey", deny_unknown_fields)]
+pub(crate) struct PasskeyView<'a> {
+    /// The credential id (base64url): what `DELETE …/me/passkeys/{id}` takes.
+    pub(crate) id: &'a str,
+    /// The name its owner gave it.
+    pub(crate) name: &'a str,
+    /// When it was enrolled.
+    #[schemars(schema_with = "super::fields::timestamp")]
+    pub(crate) created_at: String,
+    /// When it last signed in; null if never.
+    #[schemars(schema_with = "super::fields::timestamp_or_null")]
+    pub(crate) last_used_at: Option<String>,
+}
+
+impl<'a> PasskeyView<'a> {
+    pub(crate) fn of(passkey: &'a UserPasskey) -> Self {
+        Self {
+            id: &passkey.id,
+            name: &passkey.name,
+            created_at: passkey.created_at.to_string(),
+            last_used_at: passkey.last_used_at.map(|t| t.to_string()),
         }
     }
 }
