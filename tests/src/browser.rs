@@ -24,15 +24,15 @@ use crate::{
     test_sealer,
 };
 
-const SIGN_IN: &str = "/api/v1/console/sign-in";
-const LINK: &str = "/api/v1/console/sign-in/link";
+pub(crate) const SIGN_IN: &str = "/api/v1/console/sign-in";
+pub(crate) const LINK: &str = "/api/v1/console/sign-in/link";
 const SIGN_OUT: &str = "/api/v1/console/sign-out";
-const ME: &str = "/api/v1/console/me";
+pub(crate) const ME: &str = "/api/v1/console/me";
 const QUERIES: &str = "/api/v1/console/queries";
 const HOST: &str = "console.test";
-const ORIGIN: &str = "http://console.test";
+pub(crate) const ORIGIN: &str = "http://console.test";
 
-fn api(storage: Arc<dyn Storage>, options: SessionOptions) -> Api {
+pub(crate) fn api(storage: Arc<dyn Storage>, options: SessionOptions) -> Api {
     let auth = StoredCredentials::new(Arc::clone(&storage), test_credentials());
     let service = ConsoleService::builder(storage, Arc::new(auth), test_sealer())
         .sessions(options)
@@ -42,14 +42,14 @@ fn api(storage: Arc<dyn Storage>, options: SessionOptions) -> Api {
 
 /// A request as a browser of the console sends it: `Host`, and, when asked, the header, the
 /// origin and the cookie.
-struct Browser<'a> {
-    header: bool,
-    origin: Option<&'a str>,
-    cookie: Option<String>,
+pub(crate) struct Browser<'a> {
+    pub(crate) header: bool,
+    pub(crate) origin: Option<&'a str>,
+    pub(crate) cookie: Option<String>,
 }
 
 impl Browser<'_> {
-    fn console() -> Self {
+    pub(crate) fn console() -> Self {
         Self {
             header: true,
             origin: Some(ORIGIN),
@@ -57,7 +57,12 @@ impl Browser<'_> {
         }
     }
 
-    fn request(&self, method: Method, path: &str, body: Option<&Value>) -> Request<Full<Bytes>> {
+    pub(crate) fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Request<Full<Bytes>> {
         let mut request = Request::builder()
             .method(method)
             .uri(path)
@@ -83,7 +88,7 @@ impl Browser<'_> {
 }
 
 /// A key for `principal` with `scope`, stored; its secret.
-async fn user_key(
+pub(crate) async fn user_key(
     storage: &Arc<dyn Storage>,
     principal: Option<Principal>,
     scope: Scope,
@@ -109,7 +114,7 @@ async fn user_credential(
 }
 
 /// The cookie (`name=value`) a response sets, and the whole `Set-Cookie`.
-fn set_cookie(response: &TestResponse) -> (String, String) {
+pub(crate) fn set_cookie(response: &TestResponse) -> (String, String) {
     let whole = response
         .header("set-cookie")
         .expect("a Set-Cookie header")
@@ -123,13 +128,13 @@ fn set_cookie(response: &TestResponse) -> (String, String) {
     (pair, whole)
 }
 
-async fn sign_in(api: &Api, browser: &Browser<'_>, key: &str) -> TestResponse {
+pub(crate) async fn sign_in(api: &Api, browser: &Browser<'_>, key: &str) -> TestResponse {
     api.answer(browser.request(Method::POST, SIGN_IN, Some(&json!({"key": key}))))
         .await
 }
 
 /// Stores `session` as a sign-in would (with its `session.create` event).
-async fn store_session(storage: &Arc<dyn Storage>, session: Session) {
+pub(crate) async fn store_session(storage: &Arc<dyn Storage>, session: Session) {
     let id = session.id.as_str().to_owned();
     let event = AuditEvent::new(
         dbconsole_core::storage::testing::origin(),

@@ -33,6 +33,7 @@ pub mod databases;
 pub mod idempotency;
 pub mod me;
 pub mod outbox;
+pub mod people;
 pub mod protocol;
 pub mod reviews;
 pub mod row_actions;
@@ -380,6 +381,7 @@ macro_rules! http_suite {
         $crate::row_action_tests!($storage);
         $crate::me_tests!($storage);
         $crate::browser_tests!($storage);
+        $crate::people_tests!($storage);
     };
 }
 

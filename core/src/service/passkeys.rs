@@ -230,13 +230,6 @@ impl Passkeys {
         let session = self.enrolling_session(call.caller).await?;
         let body = call.json().await?;
         let label = passkey_name(body.get("name"))?;
-        let credential: RegisterPublicKeyCredential = body
-            .get("credential")
-            .cloned()
-            .and_then(|c| serde_json::from_value(c).ok())
-            .ok_or_else(|| {
-                ValidationErrors::single("credential", "must be the browser's new credential")
-            })?;
         let Some(Ceremony::Register {
             user,
             session: ceremony_session,
@@ -253,12 +246,19 @@ impl Passkeys {
                 "the enrollment was started by another session: start again".to_owned(),
             ));
         }
+        let credential: RegisterPublicKeyCredential = body
+            .get("credential")
+            .cloned()
+            .and_then(|c| serde_json::from_value(c).ok())
+            .ok_or_else(|| {
+                ValidationErrors::single("credential", "must be the browser's new credential")
+            })?;
         let passkey = webauthn
             .finish_passkey_registration(&credential, &state)
             .map_err(|error| {
                 ApiError::Invalid(ValidationErrors::single(
                     "credential",
-                    &format!("was not accepted: {error}"),
+                    format!("was not accepted: {error}"),
                 ))
             })?;
         let stored = UserPasskey {

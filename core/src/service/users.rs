@@ -298,7 +298,7 @@ fn only(body: &Map<String, Value>, allowed: &[&str]) -> Result<(), ValidationErr
         None => Ok(()),
         Some(key) => Err(ValidationErrors::single(
             key,
-            &format!(
+            format!(
                 "is not a field of this request (it takes: {})",
                 allowed.join(", ")
             ),
