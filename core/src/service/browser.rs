@@ -417,11 +417,17 @@ impl Browser {
         origin: &crate::model::Origin,
         peer: Option<std::net::IpAddr>,
         how: &str,
+        user: Option<&str>,
         error: ApiError,
     ) -> Answer {
         self.throttle
             .failed(peer)
             .map_err(ApiError::TooManyRequests)?;
+        if let Some(user) = user {
+            self.throttle
+                .failed_for(user)
+                .map_err(ApiError::TooManyRequests)?;
+        }
         let from = peer.map_or_else(|| "an unknown address".to_owned(), |p| p.to_string());
         let event = AuditEvent::new(
             origin,
@@ -471,7 +477,9 @@ impl Browser {
             .caller_key_by_digest(&key_digest(key.as_bytes()))
             .await?
         else {
-            return self.refused(call.origin, call.peer, "key", invalid).await;
+            return self
+                .refused(call.origin, call.peer, "key", None, invalid)
+                .await;
         };
         let caller = Caller {
             scope: stored.scope,
@@ -542,7 +550,9 @@ impl Browser {
                 })
         };
         let Some(link) = link else {
-            return self.refused(call.origin, call.peer, "link", unusable).await;
+            return self
+                .refused(call.origin, call.peer, "link", None, unusable)
+                .await;
         };
         let principal = super::users::signing_in(
             &*self.storage,
@@ -600,7 +610,7 @@ impl Browser {
         };
         let Some(invitation) = invitation else {
             return self
-                .refused(call.origin, call.peer, "invitation", unusable)
+                .refused(call.origin, call.peer, "invitation", None, unusable)
                 .await;
         };
         let origin = as_user(call.origin, &invitation.principal.user);

@@ -375,7 +375,7 @@ impl Passkeys {
         else {
             return self
                 .browser
-                .refused(call.origin, call.peer, "passkey", refused)
+                .refused(call.origin, call.peer, "passkey", None, refused)
                 .await;
         };
         let credential_id = base64_url(credential_id);
@@ -386,7 +386,7 @@ impl Passkeys {
         let Some(owner) = owner else {
             return self
                 .browser
-                .refused(call.origin, call.peer, "passkey", refused)
+                .refused(call.origin, call.peer, "passkey", None, refused)
                 .await;
         };
         let Some(mut passkey) = owner
@@ -404,7 +404,13 @@ impl Passkeys {
         ) else {
             return self
                 .browser
-                .refused(call.origin, call.peer, "passkey", refused)
+                .refused(
+                    call.origin,
+                    call.peer,
+                    "passkey",
+                    Some(&owner.name),
+                    refused,
+                )
                 .await;
         };
         let origin = {

@@ -21,9 +21,16 @@ pub(crate) const MAX_FAILURES: u32 = 10;
 /// The most addresses counted at once: beyond, the oldest windows are dropped.
 const MAX_ADDRESSES: usize = 100_000;
 
-/// Failures per address, each with the start of its window.
+/// What failures are counted under: an address (or none), or a user a failure named.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Counted {
+    Address(Option<IpAddr>),
+    User(String),
+}
+
+/// Failures per address and per user, each with the start of its window.
 #[derive(Debug, Default)]
-pub(crate) struct SignInThrottle(Mutex<HashMap<Option<IpAddr>, (Instant, u32)>>);
+pub(crate) struct SignInThrottle(Mutex<HashMap<Counted, (Instant, u32)>>);
 
 /// What failures are counted under: the address, an IPv6 one by its /64.
 fn bucket(peer: Option<IpAddr>) -> Option<IpAddr> {
@@ -40,6 +47,16 @@ impl SignInThrottle {
     /// Counts a failed sign-in from `peer`, under one lock: `Ok` while it is within the limit
     /// (answer and audit it), `Err` with the seconds to wait once beyond.
     pub(crate) fn failed(&self, peer: Option<IpAddr>) -> Result<(), u64> {
+        self.count(Counted::Address(bucket(peer)))
+    }
+
+    /// Counts a failed sign-in that named user `user` (a passkey of theirs that did not
+    /// verify), wherever it came from: a guesser spread over many addresses still waits.
+    pub(crate) fn failed_for(&self, user: &str) -> Result<(), u64> {
+        self.count(Counted::User(crate::model::identity::normalized(user)))
+    }
+
+    fn count(&self, counted: Counted) -> Result<(), u64> {
         let now = Instant::now();
         let mut counts = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if counts.len() >= MAX_ADDRESSES {
@@ -49,7 +66,7 @@ impl SignInThrottle {
                 counts.clear();
             }
         }
-        let entry = counts.entry(bucket(peer)).or_insert((now, 0));
+        let entry = counts.entry(counted).or_insert((now, 0));
         if now.duration_since(entry.0) >= WINDOW {
             *entry = (now, 0);
         }
@@ -65,6 +82,26 @@ impl SignInThrottle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_user_waits_after_failures_from_many_addresses() {
+        let throttle = SignInThrottle::default();
+        for n in 1..=MAX_FAILURES {
+            assert!(
+                throttle.failed_for("Ann@Example.com").is_ok(),
+                "failure {n}"
+            );
+        }
+        assert!(
+            throttle.failed_for("ann@example.com").is_err(),
+            "one user whatever the case"
+        );
+        assert!(
+            throttle.failed_for("bob@example.com").is_ok(),
+            "another user is not held"
+        );
+        assert!(throttle.failed(Some(IpAddr::from([10, 0, 0, 9]))).is_ok());
+    }
 
     #[test]
     fn an_address_waits_after_its_failures_and_others_do_not() {
