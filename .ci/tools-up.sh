@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tools of the contract tests (tests/contract/run.sh) and of the MCP test
-# (server/tests/mcp.rs): Debian's chromium and chromium-driver (installed as root, or through
+# (server/tests/mcp.rs): OpenSSL's headers for the build, Debian's chromium and chromium-driver (installed as root, or through
 # sudo), and a Python virtualenv in target/contract-venv with Schemathesis,
 # openapi-spec-validator, Selenium and the MCP client library `mcp` from PyPI (made as the
 # calling user). Idempotent; tests/all.sh runs it.
@@ -12,9 +12,12 @@ as_root() {
   else echo ".ci/tools-up.sh: '$*' needs root, and this user is not root and has no sudo" >&2; exit 1
   fi
 }
-if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! python3 -c 'import ensurepip' 2>/dev/null; then
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! python3 -c 'import ensurepip' 2>/dev/null \
+  || ! pkg-config --exists openssl 2>/dev/null; then
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver python3-venv >/dev/null
+  # libssl-dev and pkg-config: the build's (webauthn-rs links OpenSSL).
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver python3-venv \
+    libssl-dev pkg-config >/dev/null
 fi
 venv=target/contract-venv
 if [ ! -x "$venv/bin/schemathesis" ]; then

@@ -62,8 +62,8 @@ async function provisionFromConsole({ id, name, owner, schemas, prefix, reader, 
   // The column picker offers the catalog the provisioning login sees (after a reload).
   await page.reload();
   await heading.waitFor();
-  await page.waitForFunction(() => document.querySelectorAll("datalist option").length > 0);
-  const options = await page.locator("datalist option").evaluateAll((nodes) => nodes.map((n) => n.getAttribute("value")));
+  await page.waitForFunction(() => document.querySelectorAll("datalist[id^=catalog] option").length > 0);
+  const options = await page.locator("datalist[id^=catalog] option").evaluateAll((nodes) => nodes.map((n) => n.getAttribute("value")));
   assert.ok(options.includes(`${prefix}users.ssn`), `the picker lists the columns: ${options}`);
   await page.getByRole("button", { name: "Add a column rule" }).click();
   await page.getByLabel("Column", { exact: true }).last().fill(`${prefix}users.ssn`);

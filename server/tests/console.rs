@@ -169,6 +169,31 @@ async fn sign_in_links_and_the_sessions_command_on_redb() {
         printed.contains("https://console.example.com/console/#sign-in=dbc_sil_"),
         "{printed}"
     );
+    // Without --public-url, the links start with the address the running server recorded in
+    // the store at its start: localhost and its port (WebAuthn takes no IP address).
+    let recorded = format!("http://localhost:{}/console/#", server.addr.port());
+    assert!(
+        first.contains(&format!("{recorded}sign-in=dbc_sil_")),
+        "{first}"
+    );
+    let linked = sessions(vec!["link", "--user", "cy@example.com"]).await;
+    assert!(
+        linked.contains(&format!("{recorded}sign-in=dbc_sil_")),
+        "{linked}"
+    );
+    let invited = sessions(vec![
+        "invite",
+        "--user",
+        "di@example.com",
+        "--groups",
+        "ops",
+    ])
+    .await;
+    assert!(
+        invited.contains(&format!("{recorded}invite=dbc_inv_")),
+        "{invited}"
+    );
+    assert!(invited.contains("within 7 days"), "{invited}");
     let bo = exchange(token_of(&printed)).await;
     assert_eq!(bo.status, 200, "{}", bo.body);
     assert_eq!(bo.json()["user"], "bo@example.com");

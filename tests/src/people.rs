@@ -154,15 +154,43 @@ pub async fn an_invitation_enrolls_once(storage: Arc<dyn Storage>) {
             == 404,
         "a revoked invitation made no user"
     );
+    // Someone of the invited name became a user since: the invitation signs nobody in as
+    // them, and stays pending.
+    let eve = api
+        .db(
+            Method::POST,
+            INVITATIONS,
+            Some(&json!({"user": "eve@example.com"})),
+        )
+        .await
+        .expect(201)
+        .json();
+    dbconsole_core::service::users::ensure_user(
+        &*storage,
+        dbconsole_core::storage::testing::origin(),
+        &Principal::member("EVE@example.com").role(Role::SuperAdmin),
+        UserSource::Key,
+    )
+    .await
+    .expect("ensure_user");
+    enroll(&api, &token_of(eve["link"].as_str().expect("a link")))
+        .await
+        .expect(409);
+    let still = api
+        .db(Method::GET, INVITATIONS, None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(still["data"][0]["user"], "eve@example.com");
     assert_eq!(
         events(&storage, AuditAction::InvitationCreate).await.len(),
-        2
+        3
     );
     assert_eq!(
         events(&storage, AuditAction::InvitationRevoke).await.len(),
         1
     );
-    assert_eq!(events(&storage, AuditAction::UserCreate).await.len(), 1);
+    assert_eq!(events(&storage, AuditAction::UserCreate).await.len(), 2);
 }
 
 /// A session signed in with a link carries the record's groups and role as they are now: a
@@ -209,7 +237,15 @@ pub async fn link_sessions_follow_the_record(storage: Arc<dyn Storage>) {
     api.answer(with_cookie(&cookie).request(Method::GET, USERS, None))
         .await
         .expect(200);
-    // Demoted: the next request is a member's.
+    // Demoted (another super admin remains): the next request is a member's.
+    dbconsole_core::service::users::ensure_user(
+        &*storage,
+        dbconsole_core::storage::testing::origin(),
+        &Principal::member("root@example.com").role(Role::SuperAdmin),
+        UserSource::Key,
+    )
+    .await
+    .expect("ensure_user");
     api.db(
         Method::PATCH,
         &format!("{USERS}/carl@example.com"),
@@ -398,6 +434,33 @@ pub async fn users_routes_guard_and_validate(storage: Arc<dyn Storage>) {
         .await
         .expect(409);
     }
+    // Nor can anyone leave the console without an active super admin.
+    api.db(
+        Method::PATCH,
+        &format!("{USERS}/root@example.com"),
+        Some(&json!({"active": false})),
+    )
+    .await
+    .expect(409);
+    // A key's user seen for the first time gets a record: a member's, whatever a query key's
+    // principal says.
+    let (_, newbie) = user_key(
+        &storage,
+        Some(Principal::member("Newbie@Example.com").role(Role::SuperAdmin)),
+        Scope::Query,
+    )
+    .await;
+    let seen = sign_in(&api, &Browser::console(), &newbie)
+        .await
+        .expect(200);
+    assert_eq!(seen.json()["user"], "newbie@example.com");
+    let record = api
+        .db(Method::GET, &format!("{USERS}/newbie@example.com"), None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(record["role"], "member");
+    assert_eq!(record["source"], "key");
     // An OIDC user's groups and role come from the issuer.
     dbconsole_core::service::users::ensure_user(
         &*storage,

@@ -827,10 +827,11 @@ pub async fn reviews_cover_only_where_the_query_was_made_to_run(storage: Arc<dyn
     assert_eq!(runner.runs(), 1);
 }
 
-/// A query's run reads its query, its database and the database's access control once each,
-/// claims the query it read, and records its outcome: five storage calls, whoever runs it (its
-/// author, a super admin, a member granted a restricted database), around its one statement.
-pub async fn reviews_a_run_costs_five_storage_calls(storage: Arc<dyn Storage>) {
+/// A query's run reads the caller's user record (deactivated users are refused), its query, its
+/// database and the database's access control once each, claims the query it read, and records
+/// its outcome: six storage calls, whoever runs it (its author, a super admin, a member granted
+/// a restricted database), around its one statement.
+pub async fn reviews_a_run_costs_six_storage_calls(storage: Arc<dyn Storage>) {
     let inner = Arc::clone(&storage);
     let counted = Arc::new(dbconsole_core::storage::Counted::new(storage));
     let (console, runner) = reviewing_console(counted.clone());
@@ -880,8 +881,8 @@ pub async fn reviews_a_run_costs_five_storage_calls(storage: Arc<dyn Storage>) {
         assert_eq!(runner.runs.load(Ordering::SeqCst), ran + 1);
         assert_eq!(
             counted.take(),
-            5,
-            "a run by {}: the query, its database, its access control, the claim, the outcome",
+            6,
+            "a run by {}: the user, the query, its database, its access control, the claim, the outcome",
             runner_of.user
         );
     }
@@ -1057,7 +1058,7 @@ macro_rules! review_tests {
                 reviews_bad_bodies_change_nothing,
                 reviews_an_agents_query_stays_an_agents,
                 reviews_cover_only_where_the_query_was_made_to_run,
-                reviews_a_run_costs_five_storage_calls,
+                reviews_a_run_costs_six_storage_calls,
                 reviews_a_query_whose_database_or_credential_is_gone_is_409,
                 reviews_one_identity_whatever_its_case,
             ]

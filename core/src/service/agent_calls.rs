@@ -28,7 +28,9 @@ impl ConsoleService {
             .then(|| parts.extensions.get::<Principal>().cloned())
             .flatten();
         let caller = match vouched {
-            Some(principal) => Caller::vouched(principal),
+            Some(principal) => {
+                Caller::vouched(super::users::served(&*app.storage, principal, false).await?)
+            }
             None => {
                 // The query routes' credentials and rules: those of storing a query. A browser's
                 // session cookie never counts here: agents present keys or tokens.

@@ -503,10 +503,20 @@ impl Browser {
                 "an AI agent's or a setup key can't sign in to the console".to_owned(),
             ));
         }
-        let principal = super::users::signing_in(
+        // The user's record (made now if it has none) is a super admin's only from a
+        // full-scope key; the session carries the key's principal and scope either way.
+        let recorded = crate::model::Principal {
+            role: if caller.scope == Scope::Full {
+                principal.role
+            } else {
+                crate::model::Role::Member
+            },
+            ..principal.clone()
+        };
+        super::users::signing_in(
             &*self.storage,
             &as_user(call.origin, &principal.user),
-            &principal,
+            &recorded,
             crate::model::UserSource::Key,
         )
         .await?;
@@ -614,6 +624,21 @@ impl Browser {
                 .await;
         };
         let origin = as_user(call.origin, &invitation.principal.user);
+        // Someone of that name became a user since (a key, the issuer): the invitation can't
+        // be theirs, and stays unused.
+        if self
+            .storage
+            .user(&crate::model::identity::normalized(
+                &invitation.principal.user,
+            ))
+            .await?
+            .is_some()
+        {
+            return Err(ApiError::Conflict(
+                "a user of this name exists already: ask a super admin for a sign-in link instead"
+                    .to_owned(),
+            ));
+        }
         let (session, secret) = Session::mint(
             SessionKind::Browser,
             invitation.principal.clone(),
@@ -630,16 +655,36 @@ impl Browser {
                 Some(invitation.id.as_str()),
             )
             .await?;
-        // The invitation is used: the record follows (the session is refused until it exists
-        // only if it is deactivated, which a new record never is).
-        super::users::signing_in(
-            &*self.storage,
-            &origin,
-            &invitation.principal,
+        // The invitation is used: the record follows, new. Should one of that name have been
+        // made in between, the session just made ends and nothing is signed in.
+        let mut user = crate::model::User::new(
+            &invitation.principal.user,
+            invitation.principal.groups.clone(),
+            invitation.principal.role,
             crate::model::UserSource::Invitation,
-        )
-        .await?;
-        Self::signed_in(started)
+        );
+        user.last_sign_in_at = Some(Timestamp::now());
+        let event = AuditEvent::new(
+            &origin,
+            AuditAction::UserCreate,
+            &user.name,
+            vec!["by a sign-in (invitation)".to_owned()],
+        );
+        match self.storage.put_user(user, None, Some(event.into())).await {
+            Ok(()) => Self::signed_in(started),
+            Err(StorageError::AlreadyExists) => {
+                let value = secret.expose_str().unwrap_or_default();
+                if let Some(made) = self.live_session(value).await? {
+                    self.end_session(&origin, &made, "user made meanwhile")
+                        .await?;
+                }
+                Err(ApiError::Conflict(
+                    "a user of this name exists already: ask a super admin for a sign-in link"
+                        .to_owned(),
+                ))
+            }
+            Err(error) => Err(error.into()),
+        }
     }
 
     /// `GET …/me/sessions`: the caller's live browser sessions, newest first (an AI agent has

@@ -1,8 +1,9 @@
 //! Passkeys (docs/people.md, "Passkeys"): WebAuthn credentials, discoverable, with user
 //! verification, through `webauthn-rs`. A person enrolls one from a session signed in with an
-//! invitation, a link, a passkey or the OIDC issuer (never from a key's session, whose scope a
-//! passkey must not outgrow), names it, lists and removes theirs; anyone signs in with one in a
-//! click (the browser offers the site's passkeys, no name typed).
+//! invitation, a link or a passkey (never from a key's session, whose scope a passkey must not
+//! outgrow, nor for a user the OIDC issuer manages, whose offboarding must keep applying),
+//! names it, lists and removes theirs; anyone signs in with one in a click (the browser offers
+//! the site's passkeys, no name typed).
 //!
 //! Each ceremony's state (the challenge) travels sealed in a short-lived `HttpOnly` cookie, as
 //! the OIDC flow's does, so whichever node answers the second half finishes it; the cookie is
@@ -155,7 +156,7 @@ impl Passkeys {
         let refused = || {
             ApiError::Denied(
                 "a passkey is enrolled from the console, signed in with an invitation, a sign-in \
-                 link, a passkey or the organisation's sign-in (not with a key)"
+                 link or a passkey (not with a key, nor the organisation's sign-in)"
                     .to_owned(),
             )
         };
@@ -171,7 +172,13 @@ impl Passkeys {
             .into_iter()
             .find(|s| s.kind == SessionKind::Browser && s.id.as_str() == id)
             .ok_or_else(refused)?;
-        if session.method == SignInMethod::Key {
+        // Not from a key's session (its scope is the key's, a passkey's the user's), nor from
+        // the issuer's: a person the organisation's sign-in manages keeps signing in there, so
+        // that its offboarding, MFA and policies keep applying.
+        if !matches!(
+            session.method,
+            SignInMethod::Invitation | SignInMethod::Link | SignInMethod::Passkey
+        ) {
             return Err(refused());
         }
         Ok(session)
@@ -275,6 +282,11 @@ impl Passkeys {
                     "this passkey is already enrolled".to_owned(),
                 ));
             }
+            if user.passkeys.len() >= MAX_PASSKEYS {
+                return Err(ApiError::Conflict(format!(
+                    "a person keeps at most {MAX_PASSKEYS} passkeys: remove one first"
+                )));
+            }
             user.passkeys.push(stored.clone());
             Ok(vec![format!("passkey enrolled: {label}")])
         })
@@ -308,10 +320,9 @@ impl Passkeys {
 
     /// `DELETE …/me/passkeys/{id}`: removes one of the caller's passkeys (404 for any other).
     pub(crate) async fn remove_my_passkey(&self, call: Call<'_>) -> Answer {
+        // As an enrollment: from the person's own session, never with a key that leaked.
+        self.enrolling_session(call.caller).await?;
         let principal = super::call::principal_of(call.caller)?;
-        if principal.agent {
-            return Err(ApiError::Denied("an AI agent has no passkeys".to_owned()));
-        }
         let id = call.param("id").to_owned();
         super::users::update_user(&*self.storage, call.origin, &principal.user, |user| {
             let Some(at) = user.passkeys.iter().position(|p| p.id == id) else {
@@ -389,6 +400,11 @@ impl Passkeys {
                 .refused(call.origin, call.peer, "passkey", None, refused)
                 .await;
         };
+        if owner.source == UserSource::Oidc {
+            return Err(ApiError::Denied(
+                "your organisation's sign-in manages this user: sign in with it".to_owned(),
+            ));
+        }
         let Some(mut passkey) = owner
             .passkeys
             .iter()

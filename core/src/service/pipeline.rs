@@ -164,6 +164,9 @@ impl App {
             .flatten();
         let caller = match vouched {
             Some(principal) => {
+                // The embedding program vouches for who it is; a user a super admin
+                // deactivated is refused all the same.
+                let principal = super::users::served(&*self.storage, principal, false).await?;
                 let caller = Caller::vouched(principal);
                 if !route.permits(&caller, &method) {
                     return Err(ApiError::Forbidden);
@@ -350,8 +353,24 @@ impl App {
             Some(mut caller) if route.permits(&caller, method) => {
                 // A key or token of a deactivated user counts for nothing.
                 if let Some(principal) = caller.principal.take() {
-                    caller.principal =
-                        Some(super::users::served(&*self.storage, principal, false).await?);
+                    // A user seen for the first time gets a record (a super admin can then
+                    // find and deactivate them).
+                    let source = if caller.actor.id.is_some() {
+                        crate::model::UserSource::Key
+                    } else {
+                        crate::model::UserSource::Oidc
+                    };
+                    let origin = Origin::of(caller.actor.clone());
+                    caller.principal = Some(
+                        super::users::served_credential(
+                            &*self.storage,
+                            &origin,
+                            principal,
+                            caller.scope,
+                            source,
+                        )
+                        .await?,
+                    );
                 }
                 Ok(caller)
             }

@@ -77,6 +77,33 @@ pub(crate) async fn served(
     }
 }
 
+/// [`served`] for a key's or a bearer token's principal, whose user gets a record at their
+/// first request when they have none (an OIDC user who only calls the API: a super admin can
+/// then find and deactivate them). The record is a member's in the token's groups, but for a
+/// full-scope credential's super admin.
+pub(crate) async fn served_credential(
+    storage: &dyn Storage,
+    origin: &Origin,
+    principal: Principal,
+    scope: Scope,
+    source: UserSource,
+) -> Result<Principal, ApiError> {
+    let name = identity::normalized(&principal.user);
+    if !name.is_empty() && storage.user(&name).await?.is_none() {
+        let recorded = Principal {
+            role: if scope == Scope::Full {
+                principal.role
+            } else {
+                Role::Member
+            },
+            agent: false,
+            ..principal.clone()
+        };
+        ensure_user(storage, origin, &recorded, source).await?;
+    }
+    served(storage, principal, false).await
+}
+
 /// Whether sessions signed in with `method` carry the record's groups and role (rather than a
 /// key's or the issuer's claims').
 pub(crate) fn from_record(method: SignInMethod) -> bool {
@@ -130,10 +157,14 @@ pub(crate) async fn signing_in(
                     now.max(stored.updated_at.plus(std::time::Duration::from_micros(1)));
                 let mut log: Option<WriteLog> = None;
                 if source == UserSource::Oidc
-                    && (user.groups != principal.groups || user.role != principal.role)
+                    && (user.groups != principal.groups
+                        || user.role != principal.role
+                        || user.source != UserSource::Oidc)
                 {
+                    // From now on the issuer manages it: groups and role are its claims.
                     user.groups.clone_from(&principal.groups);
                     user.role = principal.role;
+                    user.source = UserSource::Oidc;
                     log = Some(
                         AuditEvent::new(
                             origin,
@@ -395,6 +426,9 @@ impl Users {
                 "you can't deactivate or demote yourself: another super admin can".to_owned(),
             ));
         }
+        if active == Some(false) || new_role == Some(Role::Member) {
+            self.keep_a_super_admin(&name).await?;
+        }
         let user = update_user(&*self.storage, call.origin, &name, |user| {
             let mut changes = Vec::new();
             if user.source == UserSource::Oidc
@@ -449,6 +483,25 @@ impl Users {
                 .await?;
         }
         Ok(json_response(StatusCode::OK, &UserView::of(&user)))
+    }
+
+    /// 409 when deactivating or demoting `name` would leave no active super admin (the last
+    /// one is recovered only from the host).
+    async fn keep_a_super_admin(&self, name: &str) -> Result<(), ApiError> {
+        let users = self.storage.list_users().await?;
+        let is_admin = users
+            .iter()
+            .any(|u| u.name == name && u.active() && u.role == Role::SuperAdmin);
+        let others = users
+            .iter()
+            .filter(|u| u.active() && u.role == Role::SuperAdmin && u.name != name)
+            .count();
+        if is_admin && others == 0 {
+            return Err(ApiError::Conflict(
+                "this is the last active super admin: make another one first".to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Ends every browser session, sign-in link and pending invitation of user `name`.
@@ -538,7 +591,9 @@ impl Users {
         }
         let now = Timestamp::now();
         if self.storage.list_sessions().await?.iter().any(|s| {
-            s.kind == SessionKind::Invitation && s.expires_at > now && s.principal.user == name
+            s.kind == SessionKind::Invitation
+                && s.expires_at > now
+                && identity::same(&s.principal.user, &name)
         }) {
             return Err(ApiError::Conflict(format!(
                 "{name} has a pending invitation: revoke it to invite them again"
@@ -643,16 +698,31 @@ pub async fn adopt_identities(
     }
     let mut named: std::collections::BTreeMap<String, Principal> =
         std::collections::BTreeMap::new();
+    // A super admin only where a full-scope credential or a session says so: a query key's
+    // `--role super-admin` is no grant of the console.
     let mut note = |principal: Principal| {
         let name = identity::normalized(&principal.user);
-        if !name.is_empty() {
-            named.entry(name).or_insert(principal);
+        if name.is_empty() {
+            return;
+        }
+        let entry = named.entry(name).or_insert_with(|| Principal {
+            role: Role::Member,
+            ..principal.clone()
+        });
+        if principal.role == Role::SuperAdmin {
+            entry.role = Role::SuperAdmin;
         }
     };
     for key in storage.list_caller_keys().await? {
         if let Some(principal) = key.principal {
+            let role = if key.scope == Scope::Full {
+                principal.role
+            } else {
+                Role::Member
+            };
             note(Principal {
                 agent: false,
+                role,
                 ..principal
             });
         }

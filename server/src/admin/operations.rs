@@ -60,6 +60,13 @@ pub async fn execute(storage: &dyn Storage, keys: &NodeKeys, request: AdminReque
                     &admin_origin(),
                     &Principal {
                         agent: false,
+                        // A super admin's record only from a full-scope key: a query key's
+                        // `--role` is no grant of the console.
+                        role: if scope == Scope::Full {
+                            principal.role
+                        } else {
+                            Role::Member
+                        },
                         ..principal.clone()
                     },
                     dbconsole_core::model::UserSource::Key,
