@@ -147,7 +147,7 @@ export async function accountScreen(app: App): Promise<Screen> {
       h("h1", {}, "Your account"),
       h("p", {}, "Signed in as ", h("strong", {}, isolated(me?.user ?? "")), me?.role === "super-admin" ? " (a super admin)." : "."),
       h("h2", {}, "Your passkeys"),
-      h("p", {}, "Sign in with a passkey on each device you use. A passkey made while signed in with a key can't be added: sign in with a link or a passkey first."),
+      h("p", {}, "Sign in with a passkey on each device you use. You add one from a session signed in with a passkey, an invitation or a link (not with a key, nor your organisation's account, which stays your way in)."),
       keysError,
       keysList,
       passkeysSupported() ? addForm : h("p", {}, "This browser can't make passkeys."),
