@@ -2,9 +2,9 @@
 //! (`…/users`), the invitations that enroll new people (`…/invitations`), recovery links, and
 //! the two rules every sign-in and every request follow:
 //!
-//! - [`signing_in`]: a sign-in finds or creates its user's record, refuses a deactivated user,
+//! - `signing_in`: a sign-in finds or creates its user's record, refuses a deactivated user,
 //!   and records the time (and an OIDC user's groups and role from the claims).
-//! - [`served`]: a request whose credential names a user is refused once that user is
+//! - `served`: a request whose credential names a user is refused once that user is
 //!   deactivated; a session signed in with a link, an invitation or a passkey carries the
 //!   record's groups and role as they are now.
 
