@@ -606,7 +606,7 @@ async fn without_oidc_the_sign_in_page_learns_it_is_off() {
     let body = enabled.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(
         serde_json::from_slice::<Value>(&body).unwrap(),
-        json!({"enabled": false})
+        json!({"enabled": false, "passkeys": false})
     );
     let start = call("/api/v1/console/oidc/start").await.unwrap();
     assert_eq!(start.status(), 404);

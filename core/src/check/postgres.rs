@@ -89,7 +89,7 @@ pub(crate) fn config(target: &CheckTarget) -> tokio_postgres::Config {
 
 /// The startup `options` that set every parameter: `-c name=value …`, with whitespace and
 /// backslashes escaped by a backslash (how the server splits `options`).
-fn startup_options(parameters: &[ConnectionParameter]) -> String {
+pub(crate) fn startup_options(parameters: &[ConnectionParameter]) -> String {
     fn escape(text: &str, out: &mut String) {
         for c in text.chars() {
             if c == '\\' || c.is_ascii_whitespace() {

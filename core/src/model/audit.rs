@@ -76,6 +76,16 @@ pub enum AuditAction {
     InvitationCreate,
     /// `DELETE …/invitations/{id}`: a pending invitation revoked.
     InvitationRevoke,
+    /// A door session opened (docs/door.md): on its database.
+    DoorSessionOpen,
+    /// A door session closed: on its database, with its counts.
+    DoorSessionClose,
+    /// A statement through the door: on its database, with its run's facts.
+    DoorStatement,
+    /// `POST …/me/door-passwords`: a door password minted.
+    DoorPasswordCreate,
+    /// `DELETE …/me/door-passwords/{id}`: a door password revoked.
+    DoorPasswordRevoke,
 }
 
 wire_enum!(AuditAction, [
@@ -109,6 +119,11 @@ wire_enum!(AuditAction, [
     UserUpdate => "user.update",
     InvitationCreate => "invitation.create",
     InvitationRevoke => "invitation.revoke",
+    DoorSessionOpen => "door.session_open",
+    DoorSessionClose => "door.session_close",
+    DoorStatement => "door.statement",
+    DoorPasswordCreate => "door_password.create",
+    DoorPasswordRevoke => "door_password.revoke",
 ]);
 
 impl AuditAction {
@@ -125,7 +140,10 @@ impl AuditAction {
             | AuditAction::SchemaRead
             | AuditAction::PanelTestRun
             | AuditAction::ProtectionCheck
-            | AuditAction::ProtectionApply => ResourceKind::Database,
+            | AuditAction::ProtectionApply
+            | AuditAction::DoorSessionOpen
+            | AuditAction::DoorSessionClose
+            | AuditAction::DoorStatement => ResourceKind::Database,
             AuditAction::DashboardCreate
             | AuditAction::DashboardUpdate
             | AuditAction::DashboardDelete
@@ -141,7 +159,9 @@ impl AuditAction {
             | AuditAction::SessionRevoke
             | AuditAction::SessionRefused
             | AuditAction::InvitationCreate
-            | AuditAction::InvitationRevoke => ResourceKind::Session,
+            | AuditAction::InvitationRevoke
+            | AuditAction::DoorPasswordCreate
+            | AuditAction::DoorPasswordRevoke => ResourceKind::Session,
             AuditAction::UserCreate | AuditAction::UserUpdate => ResourceKind::User,
         }
     }

@@ -22,9 +22,13 @@ pub enum SessionKind {
     /// the person invited. Enrolling removes it and stores the user and a browser session in
     /// one atomic change (docs/people.md).
     Invitation,
+    /// A door password (docs/door.md): its digest is the password's, its principal the person
+    /// who minted it; it signs in to the PostgreSQL wire door only, until it expires or is
+    /// revoked, and is never a browser session.
+    DoorPassword,
 }
 
-wire_enum!(SessionKind, [Browser => "browser", SignInLink => "sign-in-link", Invitation => "invitation"]);
+wire_enum!(SessionKind, [Browser => "browser", SignInLink => "sign-in-link", Invitation => "invitation", DoorPassword => "door-password"]);
 
 /// How a browser session was signed in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -103,6 +107,7 @@ impl Session {
             SessionKind::Browser => "dbc_ses_",
             SessionKind::SignInLink => "dbc_sil_",
             SessionKind::Invitation => "dbc_inv_",
+            SessionKind::DoorPassword => "dbc_dpw_",
         };
         let secret = Secret::from(format!(
             "{prefix}{}",
@@ -129,7 +134,7 @@ impl Session {
     pub fn live_at(&self, now: Timestamp, idle: Duration) -> bool {
         let idle_ok = match self.kind {
             SessionKind::Browser => now < self.last_seen_at.plus(idle),
-            SessionKind::SignInLink | SessionKind::Invitation => true,
+            SessionKind::SignInLink | SessionKind::Invitation | SessionKind::DoorPassword => true,
         };
         now < self.expires_at && idle_ok
     }

@@ -304,6 +304,39 @@ pub fn single(text: &str, dialect: Dialect) -> Result<&str, String> {
     Ok(end.map_or(text, |at| &text[..at]))
 }
 
+/// Each statement of `text`, split at the `;` outside literals, quoted identifiers and
+/// comments, without its `;`; pieces holding only whitespace and comments are left out (the
+/// wire door's multi-statement texts). `Err` when a literal is left open.
+pub fn statements(text: &str, dialect: Dialect) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut has_code = false;
+    for (piece, range) in pieces(text, dialect)? {
+        match piece {
+            Piece::Code => {
+                let mut from = range.start;
+                for (at, _) in text[range.clone()].match_indices(';') {
+                    let end = range.start + at;
+                    has_code |= !text[from..end].trim().is_empty();
+                    if has_code {
+                        out.push(&text[start..end]);
+                    }
+                    start = end + 1;
+                    from = start;
+                    has_code = false;
+                }
+                has_code |= !text[from..range.end].trim().is_empty();
+            }
+            Piece::Literal | Piece::Identifier => has_code = true,
+            Piece::Comment => {}
+        }
+    }
+    if has_code {
+        out.push(&text[start..]);
+    }
+    Ok(out)
+}
+
 /// Where each input goes once bound: the statement with each `${key}` replaced by the marker
 /// `marker(n)` gives its `n`th (0-based) parameter, and the keys in parameter order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -433,5 +466,20 @@ mod tests {
         assert!(bind_inputs("SELECT '%${q}%'", Dialect::Postgres, &["q"], pg).is_err());
         assert!(bind_inputs("SELECT ${nope}", Dialect::Postgres, &["q"], pg).is_err());
         assert!(bind_inputs("SELECT ${q", Dialect::Postgres, &["q"], pg).is_err());
+    }
+
+    #[test]
+    fn statements_split_at_semicolons_outside_literals_and_comments() {
+        let text = "SELECT ';' ; -- a; comment\n SELECT \"a;b\" FROM t;; /* x; */ ";
+        assert_eq!(
+            statements(text, Dialect::Postgres).unwrap(),
+            vec!["SELECT ';' ", " -- a; comment\n SELECT \"a;b\" FROM t"]
+        );
+        assert!(statements("SELECT 'open", Dialect::Postgres).is_err());
+        assert!(
+            statements(" -- nothing ", Dialect::Postgres)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

@@ -75,6 +75,8 @@ pub(crate) struct App {
     pub(crate) oidc: Oidc,
     /// `…/me/passkeys`, `…/sign-in/passkey`: passkeys.
     pub(crate) passkeys: super::passkeys::Passkeys,
+    /// `…/me/door…`: the PostgreSQL wire door's passwords and sessions.
+    pub(crate) door: super::door::Door,
     /// `…/users`, `…/invitations`: people.
     pub(crate) users: super::users::Users,
     /// `…/me`, `…/me/databases`.

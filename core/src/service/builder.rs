@@ -84,6 +84,8 @@ struct Settings {
     run_events_bound: usize,
     /// The client browsers sign in as through the OIDC issuer, when there is one.
     oidc_login: Option<Arc<OidcLogin>>,
+    /// How the PostgreSQL wire door behaves.
+    door: super::door::DoorOptions,
 }
 
 /// Builds a [`ConsoleService`].
@@ -128,6 +130,7 @@ impl ConsoleService {
                 row_tokens: RowTokenOptions::default(),
                 run_events_bound: run_events::DEFAULT_BOUND,
                 oidc_login: None,
+                door: super::door::DoorOptions::default(),
             },
         }
     }
@@ -300,6 +303,14 @@ impl ConsoleServiceBuilder {
         self
     }
 
+    /// How the PostgreSQL wire door behaves (docs/door.md): where people connect, the longest
+    /// door password, the caps. The server serves the door's connections with
+    /// [`ConsoleService::door`].
+    pub fn door(mut self, options: super::door::DoorOptions) -> Self {
+        self.settings.door = options;
+        self
+    }
+
     /// The service.
     pub fn build(self) -> ConsoleService {
         let Settings {
@@ -325,6 +336,7 @@ impl ConsoleServiceBuilder {
             row_tokens,
             run_events_bound,
             oidc_login,
+            door,
         } = self.settings;
         // The run events' writer records metrics when the service does.
         let run_events = Arc::new(run_events::RunEvents::new(run_events_bound, metrics));
@@ -380,6 +392,7 @@ impl ConsoleServiceBuilder {
             tunnel_dialer: tunnel_dialer.clone(),
             timeout: check_timeout,
         };
+        let door_live = Arc::new(super::door::live::Live::default());
         let app = App {
             databases: Databases {
                 storage: Arc::clone(&storage),
@@ -423,6 +436,17 @@ impl ConsoleServiceBuilder {
             users: super::users::Users {
                 storage: Arc::clone(&storage),
                 browser: browser.clone(),
+                door: Arc::clone(&door_live),
+            },
+            door: super::door::Door {
+                storage: Arc::clone(&storage),
+                admission: admission.clone(),
+                launcher: launcher.clone(),
+                callers: callers.clone(),
+                throttle: Arc::clone(&browser.throttle),
+                options: Arc::new(door),
+                live: door_live,
+                max_rows,
             },
             browser,
             me: Me {

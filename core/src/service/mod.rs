@@ -38,6 +38,7 @@ mod conditional;
 mod dashboards;
 mod databases;
 mod document;
+pub mod door;
 mod downloads;
 mod error;
 pub mod idempotency;
@@ -73,6 +74,7 @@ pub use builder::{
     DEFAULT_CHECK_TIMEOUT, InvalidBasePath,
 };
 pub use call::PeerAddr;
+pub use door::{DoorHandle, DoorOptions};
 pub use error::ApiError;
 pub use outbox::OutboxTargets;
 pub use pipeline::{ConsoleService, ResponseFuture};

@@ -45,6 +45,14 @@ impl ConsoleService {
     pub(crate) fn app(&self) -> &App {
         &self.app
     }
+
+    /// The PostgreSQL wire door of this service (docs/door.md): the server hands it each
+    /// connection its door listener accepts.
+    pub fn door(&self) -> super::door::DoorHandle {
+        super::door::DoorHandle {
+            door: self.app.door.clone(),
+        }
+    }
 }
 
 /// The future of `ConsoleService`'s `Service::call`.

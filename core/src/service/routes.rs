@@ -127,6 +127,10 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     GET ME "/me/passkeys", Querier, No, Nothing, "listMyPasskeys" => passkeys.list_my_passkeys;
     POST ME "/me/passkeys", Querier, No, Nothing, "addMyPasskey" => passkeys.finish_registration;
     DELETE ME "/me/passkeys/{id}", Querier, No, Nothing, "removeMyPasskey" => passkeys.remove_my_passkey;
+    GET ME "/me/door", Querier, No, Nothing, "getMyDoor" => door.get_my_door;
+    POST ME "/me/door/passwords", Querier, No, Nothing, "createDoorPassword" => door.create_door_password;
+    DELETE ME "/me/door/passwords/{id}", Querier, No, Nothing, "revokeDoorPassword" => door.revoke_door_password;
+    DELETE ME "/me/door/sessions/{id}", Querier, No, Nothing, "endDoorSession" => door.end_door_session;
     GET CONSOLE "/users", Full, No, Nothing, "listUsers" => users.list_users;
     GET CONSOLE "/users/{name}", Full, No, Nothing, "getUser" => users.get_user;
     PATCH CONSOLE "/users/{name}", Full, No, Nothing, "updateUser" => users.update_user;
@@ -324,6 +328,9 @@ mod tests {
                 // Passkeys: …/sign-in/passkey/options, …/sign-in/passkey,
                 // …/me/passkeys/registration, …/me/passkeys, …/me/passkeys/{id}.
                 + 5
+                // The door: …/me/door, …/me/door/passwords, …/me/door/passwords/{id},
+                // …/me/door/sessions/{id}.
+                + 4
         );
     }
 

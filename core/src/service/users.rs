@@ -344,6 +344,8 @@ pub(crate) struct Users {
     pub(crate) storage: Arc<dyn Storage>,
     /// The browser sessions (a deactivated user's end).
     pub(crate) browser: Browser,
+    /// The open door sessions (a deactivated user's end).
+    pub(crate) door: Arc<super::door::live::Live>,
 }
 
 impl Users {
@@ -504,7 +506,8 @@ impl Users {
         Ok(())
     }
 
-    /// Ends every browser session, sign-in link and pending invitation of user `name`.
+    /// Ends every browser session, sign-in link, pending invitation, door password and open
+    /// door session (on this node; the others' end at their next check) of user `name`.
     async fn end_everything_of(
         &self,
         origin: &Origin,
@@ -516,6 +519,7 @@ impl Users {
                 self.browser.end_session(origin, &session, why).await?;
             }
         }
+        self.door.end_user(&identity::normalized(name));
         Ok(())
     }
 

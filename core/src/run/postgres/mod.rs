@@ -298,7 +298,7 @@ impl QueryRunner for PostgresRunner {
 /// each schema of the credential's own `search_path` parameter (`public` without one), each
 /// preceded by the role's masking schema for it, so that `users` names the masking view of
 /// `users` where there is one. `"$user"` is left out: the role owns no schema.
-fn protected_search_path(target: &mut crate::check::CheckTarget) {
+pub(crate) fn protected_search_path(target: &mut crate::check::CheckTarget) {
     let own = target
         .connection_parameters
         .iter()

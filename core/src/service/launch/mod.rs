@@ -259,6 +259,7 @@ impl Launcher {
                     sink.finish(&outcome, duration_ms).await;
                     events.write(&storage, slot, event.into());
                 }
+                Recorded::Nothing => sink.finish(&outcome, duration_ms).await,
                 Recorded::Query {
                     query,
                     origin,
@@ -299,16 +300,9 @@ impl Launcher {
         read_only: bool,
         principal: Option<&crate::model::Principal>,
     ) -> Result<Protected, ApiError> {
-        let protection = self.protection_of(guarded).await?;
         let adapter = guarded.db.adapter;
-        let exempt_as = protection
-            .as_ref()
-            .zip(principal)
-            .filter(|(protection, principal)| protection.exempts(principal))
-            .and(guarded.access.as_ref())
-            .and_then(|access| access.data_protection.provisioning.as_ref())
-            .map(|provisioning| provisioning.credential.clone());
-        if let Some(credential) = exempt_as {
+        let protected = self.protected_as(guarded, principal).await?;
+        if protected.exempt.is_some() {
             if read_only {
                 classify::read_only(statement, Dialect::of(adapter)).map_err(|why| {
                     ValidationErrors::single(
@@ -317,11 +311,9 @@ impl Launcher {
                     )
                 })?;
             }
-            return Ok(Protected {
-                protection: None,
-                exempt: Some(credential),
-            });
+            return Ok(protected);
         }
+        let protection = protected.protection;
         if let Some(protection) = &protection
             && !runner.protects()
         {
@@ -355,6 +347,61 @@ impl Launcher {
             protection,
             exempt: None,
         })
+    }
+
+    /// How whatever `principal` runs on `guarded` is protected, whatever the statement: the
+    /// database's data protection, or for a caller every policy exempts, none, as the
+    /// document's provisioning credential ([`Protected::exempt`]).
+    pub(crate) async fn protected_as(
+        &self,
+        guarded: &Guarded,
+        principal: Option<&crate::model::Principal>,
+    ) -> Result<Protected, ApiError> {
+        let protection = self.protection_of(guarded).await?;
+        let exempt_as = protection
+            .as_ref()
+            .zip(principal)
+            .filter(|(protection, principal)| protection.exempts(principal))
+            .and(guarded.access.as_ref())
+            .and_then(|access| access.data_protection.provisioning.as_ref())
+            .map(|provisioning| provisioning.credential.clone());
+        Ok(match exempt_as {
+            Some(credential) => Protected {
+                protection: None,
+                exempt: Some(credential),
+            },
+            None => Protected {
+                protection,
+                exempt: None,
+            },
+        })
+    }
+
+    /// Checks that `credential`'s role of `db` can't read what `protection` protects, on one of
+    /// its pooled sessions (as every protected run does first, and with what it keeps): the
+    /// wire door's check before each statement it lets through (docs/door.md). Nothing is
+    /// recorded.
+    pub(crate) async fn verify_role(
+        &self,
+        db: &Database,
+        credential: &Credential,
+        protection: Arc<Protection>,
+    ) -> Result<(), ApiError> {
+        let run = Run {
+            runner: self.runner_for(db.adapter)?,
+            db: db.clone(),
+            credential: credential.clone(),
+            statement: "SELECT 1".to_owned(),
+            inputs: None,
+            max_rows: 1,
+            read_only: true,
+            format: Format::Json,
+            record: Record::Silent,
+            protection: Some(protection),
+            shorter_timeout: None,
+            row_stamp: None,
+        };
+        self.run_collected(run).await.map(|_| ())
     }
 
     /// The columns `guarded`'s data protection protects: its own policies (as read with it) and

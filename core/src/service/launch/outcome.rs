@@ -30,6 +30,9 @@ pub(crate) enum Record {
     },
     /// A person's read of a database's catalog (the console's schema): the audit event alone.
     Schema { database_id: String, origin: Origin },
+    /// The wire door's check of its session's role before a statement: nothing is recorded
+    /// (the statement's own event is).
+    Silent,
     /// A check of a credential's role against the database's data protection: the event alone.
     ProtectionCheck {
         database_id: String,
@@ -71,6 +74,7 @@ impl Record {
             Record::Agent { .. } => "agent",
             Record::Schema { .. } => "schema",
             Record::ProtectionCheck { .. } => "protection_check",
+            Record::Silent => "door_check",
         }
     }
 
@@ -78,6 +82,7 @@ impl Record {
     /// stored query's (which is given back: [`record_query`]).
     pub(crate) fn event(self, facts: RunFacts) -> Recorded {
         let (origin, action, resource, changed) = match self {
+            Record::Silent => return Recorded::Nothing,
             Record::Query { query, origin } => {
                 return Recorded::Query {
                     query,
@@ -132,6 +137,8 @@ impl Record {
 
 /// How a run's outcome is recorded ([`Record::event`]).
 pub(crate) enum Recorded {
+    /// Nothing.
+    Nothing,
     /// Its audit event alone.
     Event(AuditEvent),
     /// A stored query's outcome ([`record_query`]), with its run's facts.

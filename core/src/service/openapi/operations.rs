@@ -502,6 +502,90 @@ pub(crate) fn remove_my_passkey(op: Operation, _: &Names) -> Operation {
         .errors(&[401, 403, 404, 503])
 }
 
+pub(crate) fn get_my_door(op: Operation, _: &Names) -> Operation {
+    let session = json!({
+        "type": "object",
+        "required": ["id", "user", "database_id", "credential_id", "username", "client_address", "application_name", "opened_at"],
+        "properties": {
+            "id": { "type": "string" },
+            "user": { "type": "string" },
+            "database_id": { "type": "string" },
+            "credential_id": { "type": "string" },
+            "username": { "type": "string" },
+            "client_address": { "type": "string" },
+            "application_name": { "type": "string" },
+            "opened_at": { "type": "string", "format": "date-time" },
+            "password_id": { "type": ["string", "null"] },
+        },
+    });
+    op.summary("The PostgreSQL wire door: where it is, the caller's door passwords (never the passwords) and open door sessions on this node")
+        .ok(json_content(json!({
+            "type": "object",
+            "required": ["address", "max_password_lifetime_days", "passwords", "sessions"],
+            "properties": {
+                "address": { "type": ["string", "null"] },
+                "max_password_lifetime_days": { "type": "integer", "minimum": 1 },
+                "passwords": { "type": "array", "items": {
+                    "type": "object",
+                    "required": ["id", "created_at", "expires_at"],
+                    "properties": {
+                        "id": { "type": "string" },
+                        "created_at": { "type": "string", "format": "date-time" },
+                        "expires_at": { "type": "string", "format": "date-time" },
+                    },
+                } },
+                "sessions": { "type": "array", "items": session },
+            },
+        })))
+        .errors(&[401, 403, 503])
+}
+
+pub(crate) fn create_door_password(op: Operation, _: &Names) -> Operation {
+    op.summary("Mint a door password (from the console, signed in): shown once, stored as a digest")
+        .body(json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "lifetime_days": { "type": "integer", "minimum": 1 },
+            },
+        }))
+        .response(
+            201,
+            json!({ "description": "The password (shown once).", "content": json_content(json!({
+            "type": "object",
+            "required": ["id", "password", "expires_at"],
+            "properties": {
+                "id": { "type": "string" },
+                "password": { "type": "string" },
+                "expires_at": { "type": "string", "format": "date-time" },
+            },
+        })) }),
+        )
+        .errors(&[400, 401, 403, 409, 413, 415, 422, 503])
+}
+
+pub(crate) fn revoke_door_password(op: Operation, _: &Names) -> Operation {
+    op.summary("Revoke one of the caller's door passwords: the door sessions it opened end")
+        .params(vec![json!({
+            "name": "id", "in": "path", "required": true,
+            "description": "The password's id (`ses_…`).",
+            "schema": { "type": "string" },
+        })])
+        .response(204, json!({ "description": "Revoked." }))
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn end_door_session(op: Operation, _: &Names) -> Operation {
+    op.summary("End one of the caller's open door sessions on this node: what it runs is cancelled")
+        .params(vec![json!({
+            "name": "id", "in": "path", "required": true,
+            "description": "The door session's id (`door_…`).",
+            "schema": { "type": "string" },
+        })])
+        .response(204, json!({ "description": "Ended." }))
+        .errors(&[401, 403, 404, 503])
+}
+
 pub(crate) fn sign_out(op: Operation, _: &Names) -> Operation {
     op.summary("Sign the browser out: ends its session and clears the cookie")
         .response(

@@ -25,6 +25,7 @@ fn minted(kind: SessionKind, user: &str) -> Session {
         SessionKind::Browser => SignInMethod::Key,
         SessionKind::SignInLink => SignInMethod::Link,
         SessionKind::Invitation => SignInMethod::Invitation,
+        SessionKind::DoorPassword => SignInMethod::Passkey,
     };
     Session::mint(
         kind,
@@ -82,7 +83,12 @@ pub async fn sessions_round_trip_by_digest_and_listing(storage: Arc<dyn Storage>
         create(&*storage, &ann, None).await,
         "create_session(browser)",
     );
-    for session in [&ann, &link] {
+    let door = minted(SessionKind::DoorPassword, "cy@example.com");
+    ok(
+        create(&*storage, &door, None).await,
+        "create_session(door password)",
+    );
+    for session in [&ann, &link, &door] {
         let read = found(
             storage.session_by_digest(&session.digest).await,
             "session_by_digest",
@@ -92,7 +98,7 @@ pub async fn sessions_round_trip_by_digest_and_listing(storage: Arc<dyn Storage>
             "session_by_digest answers the session as stored: {read:?}"
         );
     }
-    let mut ids: Vec<&str> = vec![ann.id.as_str(), link.id.as_str()];
+    let mut ids: Vec<&str> = vec![ann.id.as_str(), link.id.as_str(), door.id.as_str()];
     ids.sort_unstable();
     let listed = ok(storage.list_sessions().await, "list_sessions");
     let listed: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
@@ -114,7 +120,7 @@ pub async fn sessions_round_trip_by_digest_and_listing(storage: Arc<dyn Storage>
     );
     assert_eq!(
         ok(storage.list_sessions().await, "list_sessions").len(),
-        2,
+        3,
         "a refused create_session writes nothing"
     );
     assert_eq!(

@@ -1,0 +1,845 @@
+//! The messages of a signed-in door session, both ways, under the rules (docs/door.md).
+//!
+//! **Client to database.** Each message is read whole. A simple `Query` is judged whole
+//! ([`super::judge`]) before any of it is sent; a `Parse` is judged when it arrives. The
+//! extended protocol's messages are held until the client's `Sync` or `Flush` (or a `Query`),
+//! then, on a database with data protection, the session's role is verified once and the
+//! batch goes to the database as it came: statement and portal names, pipelines and result
+//! formats are the client's. A refused statement is replaced by one the database refuses
+//! with a syntax error naming a marker (`dbconsole_refused_<n>`): the database then does what
+//! it does with any error (skips to `Sync`, aborts the transaction it is in), and the door
+//! sends its own error in the place of that one, so the order of every answer is kept.
+//!
+//! **Database to client.** Messages are relayed as they come, and the client's stream is
+//! flushed whenever the database has nothing more to read. The rows of each result are counted
+//! under its portal, its cursor (`FETCH`) or itself: past the row cap they are dropped, and the
+//! result ends with a `WARNING` and a `CommandComplete` counting what was sent. Each statement's
+//! end is audited as a console run is (digest, outcome, rows, time; never its text), through
+//! the run events' writer, in batches; catalog reads are counted for the session instead.
+//!
+//! **Time.** The door's own timer cancels a statement running past the credential's timeout
+//! (whatever the client set), and says so in the error; a client that goes away cancels what
+//! runs; a session ended from the console, by a deactivation or a revoked password is cancelled
+//! and closed with a `FATAL`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf as _, BytesMut};
+use sha2::{Digest as _, Sha256};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader, BufWriter};
+use tokio::sync::{mpsc, watch};
+
+use super::Door;
+use super::backend::Backend;
+use super::frame::{self, Message, Report};
+use super::judge::{self, Counted, Judged, Rules};
+use crate::model::{
+    AuditAction, AuditEvent, Credential, Database, Origin, Principal, RunFacts, RunOutcome, Secret,
+};
+use crate::run::protect::Protection;
+
+/// How often a session checks that its person is still active and its password still valid.
+const RECHECK: Duration = Duration::from_secs(15);
+
+/// A signed-in session's settings.
+pub(super) struct Relay {
+    pub(super) door: Door,
+    pub(super) db: Database,
+    pub(super) credential: Credential,
+    pub(super) protection: Option<Arc<Protection>>,
+    pub(super) principal: Principal,
+    pub(super) origin: Origin,
+    pub(super) max_rows: u64,
+    pub(super) timeout: Duration,
+    pub(super) secrets: Vec<Secret>,
+    pub(super) max: usize,
+    /// The digest of the door password it signed in with (it ends when that is revoked).
+    pub(super) password: Option<[u8; 32]>,
+}
+
+/// How a session went, for its closing event.
+#[derive(Debug, Default)]
+pub(super) struct Summary {
+    pub(super) statements: u64,
+    pub(super) catalog_reads: u64,
+    pub(super) ended_by: &'static str,
+}
+
+/// What is known of a statement for its audit event.
+#[derive(Clone, Debug)]
+struct Facts {
+    sha256: String,
+    length: u64,
+    catalog: bool,
+}
+
+impl Facts {
+    fn of(text: &str, catalog: bool) -> Self {
+        Self {
+            sha256: hex::encode(Sha256::digest(text.as_bytes())),
+            length: text.len() as u64,
+            catalog,
+        }
+    }
+}
+
+/// A statement of a simple query, as judged.
+#[derive(Debug)]
+struct Part {
+    facts: Facts,
+    counted: Counted,
+    declares: Option<String>,
+}
+
+/// A result the database will send, in order.
+#[derive(Debug)]
+enum Expect {
+    /// A simple query's statements (none when it was refused).
+    Query { epoch: u64, parts: VecDeque<Part> },
+    /// An `Execute` of a portal; `fresh` when the portal was bound since its last one.
+    Execute {
+        epoch: u64,
+        portal: String,
+        fresh: bool,
+        facts: Option<Facts>,
+    },
+}
+
+impl Expect {
+    fn epoch(&self) -> u64 {
+        match self {
+            Expect::Query { epoch, .. } | Expect::Execute { epoch, .. } => *epoch,
+        }
+    }
+}
+
+/// What both directions share.
+#[derive(Debug, Default)]
+struct Track {
+    expected: VecDeque<Expect>,
+    /// Refusals sent as markers, by number.
+    refusals: HashMap<u64, Report>,
+    /// Since when the database works on what it was sent (until its `ReadyForQuery`).
+    busy_since: Option<Instant>,
+    /// Whether the door cancelled for the timeout in this busy spell.
+    timed_out: bool,
+    /// `Sync`s and `Query`s sent, and `ReadyForQuery`s received.
+    sent_epochs: u64,
+    done_epochs: u64,
+}
+
+type Shared = Arc<Mutex<Track>>;
+
+fn lock(track: &Shared) -> std::sync::MutexGuard<'_, Track> {
+    track.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Relays until either side ends or the session is ended.
+pub(super) async fn run<C>(
+    relay: Relay,
+    client: C,
+    backend: Backend,
+    ended: watch::Receiver<bool>,
+) -> Summary
+where
+    C: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let Backend {
+        stream,
+        cancel,
+        _tunnel: tunnel,
+        ..
+    } = backend;
+    let (client_read, client_write) = tokio::io::split(client);
+    let (backend_read, backend_write) = tokio::io::split(stream);
+    let track: Shared = Arc::default();
+    let relay = Arc::new(relay);
+    let (interrupt, interrupts) = mpsc::unbounded_channel::<Report>();
+    let canceller = {
+        let cancel = cancel.clone();
+        move || {
+            let cancel = cancel.clone();
+            tokio::spawn(async move { cancel.cancel(Duration::from_secs(5)).await });
+        }
+    };
+    let down = tokio::spawn(downstream(
+        Arc::clone(&relay),
+        Arc::clone(&track),
+        BufReader::with_capacity(64 * 1024, backend_read),
+        BufWriter::with_capacity(64 * 1024, client_write),
+        interrupts,
+    ));
+    let watchdog = tokio::spawn(watchdog(
+        Arc::clone(&track),
+        relay.timeout,
+        canceller.clone(),
+    ));
+    let ended_by = upstream(
+        Arc::clone(&relay),
+        Arc::clone(&track),
+        BufReader::with_capacity(64 * 1024, client_read),
+        BufWriter::with_capacity(64 * 1024, backend_write),
+        ended,
+        interrupt,
+        canceller,
+    )
+    .await;
+    let counts = down.await.unwrap_or_default();
+    watchdog.abort();
+    drop(tunnel);
+    Summary {
+        statements: counts.0,
+        catalog_reads: counts.1,
+        ended_by,
+    }
+}
+
+/// Cancels a statement that runs past `timeout` (a second past it: the database's own
+/// `statement_timeout` answers first when the client left it alone).
+async fn watchdog(track: Shared, timeout: Duration, cancel: impl Fn()) {
+    let bound = timeout + Duration::from_secs(1);
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tick.tick().await;
+        let overdue = {
+            let mut track = lock(&track);
+            match track.busy_since {
+                Some(since) if !track.timed_out && since.elapsed() >= bound => {
+                    track.timed_out = true;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if overdue {
+            cancel();
+        }
+    }
+}
+
+/// The client's messages to the database: judged, held to their `Sync`, verified, sent.
+/// Answers what ended the session.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one message loop, read top to bottom"
+)]
+async fn upstream<R, W>(
+    relay: Arc<Relay>,
+    track: Shared,
+    mut client: R,
+    mut backend: W,
+    mut ended: watch::Receiver<bool>,
+    interrupt: mpsc::UnboundedSender<Report>,
+    cancel: impl Fn(),
+) -> &'static str
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let rules = Rules {
+        protected: relay.protection.is_some(),
+    };
+    // Prepared statements and portals by name: what their executions are audited as.
+    let mut statements: HashMap<String, Facts> = HashMap::new();
+    let mut portals: HashMap<String, (Option<Facts>, bool)> = HashMap::new();
+    let mut batch = BytesMut::new();
+    let mut pending: Vec<Expect> = Vec::new();
+    let mut executes = false;
+    let mut marker = 0u64;
+    let mut recheck = tokio::time::interval(RECHECK);
+    recheck.tick().await;
+    let busy = |track: &Shared| lock(track).busy_since.is_some();
+    loop {
+        let message = tokio::select! {
+            read = frame::read_message(&mut client, relay.max) => read,
+            _ = ended.changed() => {
+                if busy(&track) {
+                    cancel();
+                }
+                let _ = interrupt.send(Report::fatal(
+                    "57P01",
+                    "this door session was ended (from the console, or its person was \
+                     deactivated)",
+                ));
+                return "the console";
+            }
+            _ = recheck.tick() => {
+                if let Some(why) = still_allowed(&relay).await {
+                    if busy(&track) {
+                        cancel();
+                    }
+                    let _ = interrupt.send(Report::fatal("57P01", why));
+                    return "a revocation";
+                }
+                continue;
+            }
+        };
+        let message = match message {
+            Ok(Some(message)) => message,
+            Ok(None) | Err(_) => {
+                // The client went away: what it left running is cancelled.
+                if busy(&track) {
+                    cancel();
+                }
+                let mut out = BytesMut::new();
+                postgres_protocol::message::frontend::terminate(&mut out);
+                let _ = backend.write_all(&out).await;
+                let _ = backend.flush().await;
+                return "the client";
+            }
+        };
+        let mut refuse = |report: Report, out: &mut BytesMut, simple: bool| {
+            marker += 1;
+            lock(&track).refusals.insert(marker, report);
+            let text = format!("dbconsole_refused_{marker}");
+            if simple {
+                let _ = postgres_protocol::message::frontend::query(&text, out);
+            } else {
+                let _ = postgres_protocol::message::frontend::parse(
+                    "dbconsole_refused",
+                    &text,
+                    std::iter::empty(),
+                    out,
+                );
+            }
+        };
+        match message.tag {
+            b'Q' => {
+                let mut body = message.body.clone();
+                let Ok(text) = frame::cstr(&mut body) else {
+                    let _ = interrupt.send(Report::fatal("08P01", "a malformed Query"));
+                    return "a protocol error";
+                };
+                let judged = match judge::judge(&text, rules) {
+                    Ok(judged) => match verified(&relay).await {
+                        Ok(()) => Ok(judged),
+                        Err(report) => Err(report),
+                    },
+                    Err(report) => Err(report),
+                };
+                let epoch = {
+                    let mut track = lock(&track);
+                    track.sent_epochs += 1;
+                    track.busy_since.get_or_insert_with(Instant::now);
+                    track.sent_epochs - 1
+                };
+                let parts = match judged {
+                    Ok(judged) => {
+                        message.write_to(&mut batch);
+                        parts_of(&text, judged)
+                    }
+                    Err(report) => {
+                        refuse(report, &mut batch, true);
+                        VecDeque::new()
+                    }
+                };
+                pending.push(Expect::Query { epoch, parts });
+                if !send(&track, &mut backend, &mut batch, &mut pending).await {
+                    return "the database";
+                }
+                executes = false;
+            }
+            b'P' => {
+                let mut body = message.body.clone();
+                let (Ok(name), Ok(text)) = (frame::cstr(&mut body), frame::cstr(&mut body)) else {
+                    let _ = interrupt.send(Report::fatal("08P01", "a malformed Parse"));
+                    return "a protocol error";
+                };
+                match judge::judge(&text, rules) {
+                    Ok(judged) => {
+                        let catalog = judged.iter().all(|j| j.catalog) && !judged.is_empty();
+                        statements.insert(name, Facts::of(&text, catalog));
+                        message.write_to(&mut batch);
+                    }
+                    Err(report) => refuse(report, &mut batch, false),
+                }
+            }
+            b'B' => {
+                let mut body = message.body.clone();
+                let (Ok(portal), Ok(statement)) = (frame::cstr(&mut body), frame::cstr(&mut body))
+                else {
+                    let _ = interrupt.send(Report::fatal("08P01", "a malformed Bind"));
+                    return "a protocol error";
+                };
+                portals.insert(portal, (statements.get(&statement).cloned(), true));
+                message.write_to(&mut batch);
+            }
+            b'E' => {
+                let mut body = message.body.clone();
+                let Ok(portal) = frame::cstr(&mut body) else {
+                    let _ = interrupt.send(Report::fatal("08P01", "a malformed Execute"));
+                    return "a protocol error";
+                };
+                let (facts, fresh) = match portals.get_mut(&portal) {
+                    Some((facts, fresh)) => (facts.clone(), std::mem::replace(fresh, false)),
+                    None => (None, false),
+                };
+                let epoch = lock(&track).sent_epochs;
+                pending.push(Expect::Execute {
+                    epoch,
+                    portal,
+                    fresh,
+                    facts,
+                });
+                executes = true;
+                message.write_to(&mut batch);
+            }
+            b'C' => {
+                let mut body = message.body.clone();
+                if body.first() == Some(&b'P') {
+                    body.advance(1);
+                    if let Ok(portal) = frame::cstr(&mut body) {
+                        portals.remove(&portal);
+                    }
+                }
+                message.write_to(&mut batch);
+            }
+            b'D' => message.write_to(&mut batch),
+            b'S' | b'H' => {
+                if executes && let Err(report) = verified(&relay).await {
+                    // Nothing of the batch runs: it is replaced by the refusal.
+                    batch.clear();
+                    pending.retain(|e| matches!(e, Expect::Query { .. }));
+                    refuse(report, &mut batch, false);
+                }
+                message.write_to(&mut batch);
+                if message.tag == b'S' {
+                    let mut track = lock(&track);
+                    track.sent_epochs += 1;
+                    track.busy_since.get_or_insert_with(Instant::now);
+                } else if executes {
+                    lock(&track).busy_since.get_or_insert_with(Instant::now);
+                }
+                if !send(&track, &mut backend, &mut batch, &mut pending).await {
+                    return "the database";
+                }
+                executes = false;
+            }
+            b'F' => {
+                let report = Report::error(
+                    "0A000",
+                    "the function call message does not go through the door",
+                )
+                .hint("call the function in a SELECT");
+                let epoch = {
+                    let mut track = lock(&track);
+                    track.sent_epochs += 1;
+                    track.sent_epochs - 1
+                };
+                refuse(report, &mut batch, true);
+                pending.push(Expect::Query {
+                    epoch,
+                    parts: VecDeque::new(),
+                });
+                if !send(&track, &mut backend, &mut batch, &mut pending).await {
+                    return "the database";
+                }
+            }
+            // Outside a copy (the door starts none), the database ignores these too.
+            b'd' | b'c' | b'f' => {}
+            b'X' => {
+                message.write_to(&mut batch);
+                let _ = backend.write_all(&batch).await;
+                let _ = backend.flush().await;
+                return "the client";
+            }
+            other => {
+                let _ = interrupt.send(Report::fatal(
+                    "08P01",
+                    format!("unexpected message type {}", char::from(other)),
+                ));
+                return "a protocol error";
+            }
+        }
+    }
+}
+
+/// The statements of a simple query, with what the judge found.
+fn parts_of(text: &str, judged: Vec<Judged>) -> VecDeque<Part> {
+    let texts = crate::run::statement::statements(text, crate::run::statement::Dialect::Postgres)
+        .unwrap_or_default();
+    judged
+        .into_iter()
+        .enumerate()
+        .map(|(i, judged)| Part {
+            facts: Facts::of(texts.get(i).copied().unwrap_or(text), judged.catalog),
+            counted: judged.counted,
+            declares: judged.declares,
+        })
+        .collect()
+}
+
+/// Sends the held messages: their results are expected first.
+async fn send<W: AsyncWrite + Unpin>(
+    track: &Shared,
+    backend: &mut W,
+    batch: &mut BytesMut,
+    pending: &mut Vec<Expect>,
+) -> bool {
+    lock(track).expected.extend(pending.drain(..));
+    let sent = backend.write_all(batch).await.is_ok() && backend.flush().await.is_ok();
+    batch.clear();
+    sent
+}
+
+/// On a database with data protection, the session's role verified again (at once when
+/// nothing changed since): before each statement the door lets through.
+async fn verified(relay: &Relay) -> Result<(), Report> {
+    match &relay.protection {
+        Some(protection) => {
+            super::session::verify(&relay.door, &relay.db, &relay.credential, protection).await
+        }
+        None => Ok(()),
+    }
+}
+
+/// Why the session may no longer go on: its person deactivated, its password revoked or
+/// expired, or its access taken away.
+async fn still_allowed(relay: &Relay) -> Option<String> {
+    let storage = &*relay.door.storage;
+    let name = crate::model::identity::normalized(&relay.principal.user);
+    match storage.user(&name).await {
+        Ok(Some(user)) if !user.active() => {
+            return Some("your user has been deactivated".to_owned());
+        }
+        Err(error) => {
+            tracing::warn!(%error, "a door session could not check its user");
+            return None;
+        }
+        _ => {}
+    }
+    if let Some(digest) = &relay.password {
+        match storage.session_by_digest(digest).await {
+            Ok(Some(session)) if session.expires_at > crate::model::Timestamp::now() => {}
+            Ok(_) => {
+                return Some("the door password of this session was revoked or expired".to_owned());
+            }
+            Err(error) => {
+                tracing::warn!(%error, "a door session could not check its password");
+                return None;
+            }
+        }
+    }
+    match relay
+        .door
+        .admission
+        .may_query(&relay.principal, &relay.db)
+        .await
+    {
+        Ok(false) => Some(format!("you may no longer query database {}", relay.db.id)),
+        _ => None,
+    }
+}
+
+/// What the downstream direction knows of the result it is reading.
+#[derive(Debug, Default)]
+struct Reading {
+    /// Rows sent of this result.
+    sent: u64,
+    /// Whether rows were dropped at the cap.
+    capped: bool,
+    /// When the statement it belongs to started (the previous one's end, or its sending).
+    since: Option<Instant>,
+}
+
+/// The database's messages to the client: relayed, rows counted and capped, statements
+/// audited, refusals put in place. Answers the statements and catalog reads it saw.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one message loop, read top to bottom"
+)]
+async fn downstream<R, W>(
+    relay: Arc<Relay>,
+    track: Shared,
+    mut backend: BufReader<R>,
+    mut client: W,
+    mut interrupts: mpsc::UnboundedReceiver<Report>,
+) -> (u64, u64)
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    // Rows sent per cursor and per portal.
+    let mut cursors: HashMap<String, u64> = HashMap::new();
+    let mut portals: HashMap<String, u64> = HashMap::new();
+    let mut reading = Reading::default();
+    let mut statements = 0u64;
+    let mut catalog_reads = 0u64;
+    let mut out = BytesMut::with_capacity(64 * 1024);
+    loop {
+        let message = tokio::select! {
+            biased;
+            Some(report) = interrupts.recv() => {
+                out.clear();
+                report.message().write_to(&mut out);
+                let _ = client.write_all(&out).await;
+                let _ = client.flush().await;
+                let _ = client.shutdown().await;
+                return (statements, catalog_reads);
+            }
+            read = frame::read_message(&mut backend, relay.max) => read,
+        };
+        let message = match message {
+            Ok(Some(message)) => message,
+            Ok(None) | Err(_) => {
+                let _ = client.flush().await;
+                let _ = client.shutdown().await;
+                return (statements, catalog_reads);
+            }
+        };
+        match message.tag {
+            b'D' => {
+                let over = {
+                    let mut track = lock(&track);
+                    match track.expected.front_mut() {
+                        Some(Expect::Query { parts, .. }) => {
+                            match parts.front().map(|p| &p.counted) {
+                                Some(Counted::Cursor(name)) => over_cap(
+                                    cursors.entry(name.clone()).or_insert(0),
+                                    relay.max_rows,
+                                ),
+                                _ => reading.sent >= relay.max_rows,
+                            }
+                        }
+                        Some(Expect::Execute { portal, fresh, .. }) => {
+                            let count = portals.entry(portal.clone()).or_insert(0);
+                            if std::mem::take(fresh) {
+                                *count = 0;
+                            }
+                            over_cap(count, relay.max_rows)
+                        }
+                        None => reading.sent >= relay.max_rows,
+                    }
+                };
+                if over {
+                    reading.capped = true;
+                } else {
+                    reading.sent += 1;
+                    message.write_to(&mut out);
+                }
+            }
+            b'C' | b's' | b'I' => {
+                if reading.capped {
+                    Report {
+                        severity: "WARNING",
+                        code: "01000",
+                        message: format!(
+                            "the row cap of {} rows was reached: the rest of the result was \
+                             not sent",
+                            relay.max_rows
+                        ),
+                        hint: None,
+                    }
+                    .message()
+                    .write_to(&mut out);
+                    let verb = if message.tag == b'C' {
+                        let mut body = message.body.clone();
+                        frame::cstr(&mut body)
+                            .ok()
+                            .and_then(|tag| tag.split(' ').next().map(str::to_owned))
+                            .unwrap_or_else(|| "SELECT".to_owned())
+                    } else {
+                        "SELECT".to_owned()
+                    };
+                    frame::command_complete(&format!("{verb} {}", reading.sent)).write_to(&mut out);
+                } else {
+                    message.write_to(&mut out);
+                }
+                let facts = finished(&track, &mut cursors, false);
+                if let Some(facts) = facts {
+                    record(
+                        &relay,
+                        &mut statements,
+                        &mut catalog_reads,
+                        facts,
+                        &reading,
+                        RunOutcome::Succeeded,
+                    )
+                    .await;
+                }
+                reading = Reading {
+                    since: Some(Instant::now()),
+                    ..Reading::default()
+                };
+            }
+            b'E' => {
+                let replaced = replaced(&relay, &track, &message);
+                match &replaced {
+                    Some(report) => report.message().write_to(&mut out),
+                    None => message.write_to(&mut out),
+                }
+                let timed_out = lock(&track).timed_out;
+                let facts = finished(&track, &mut cursors, true);
+                if let Some(facts) = facts {
+                    let outcome = if timed_out {
+                        RunOutcome::TimedOut
+                    } else {
+                        RunOutcome::Failed
+                    };
+                    record(
+                        &relay,
+                        &mut statements,
+                        &mut catalog_reads,
+                        facts,
+                        &reading,
+                        outcome,
+                    )
+                    .await;
+                }
+                reading = Reading {
+                    since: Some(Instant::now()),
+                    ..Reading::default()
+                };
+            }
+            b'Z' => {
+                {
+                    let mut track = lock(&track);
+                    let done = track.done_epochs;
+                    track.expected.retain(|e| e.epoch() > done);
+                    track.done_epochs += 1;
+                    track.timed_out = false;
+                    track.busy_since = (track.sent_epochs > track.done_epochs).then(Instant::now);
+                }
+                message.write_to(&mut out);
+                reading = Reading::default();
+            }
+            _ => message.write_to(&mut out),
+        }
+        // Flushed whenever the database has nothing more ready: a burst of rows goes in large
+        // writes, the end of a result at once.
+        if backend.buffer().is_empty() || out.len() >= 64 * 1024 {
+            if client.write_all(&out).await.is_err() {
+                return (statements, catalog_reads);
+            }
+            out.clear();
+            if backend.buffer().is_empty() && client.flush().await.is_err() {
+                return (statements, catalog_reads);
+            }
+        }
+    }
+}
+
+/// Counts a row under `count`: whether it is past the cap (then it is not counted).
+fn over_cap(count: &mut u64, max: u64) -> bool {
+    if *count >= max {
+        true
+    } else {
+        *count += 1;
+        false
+    }
+}
+
+/// The end of the front result: what its statement is audited as. An error also ends the rest
+/// of its query, or its pipeline's executions (the database skips them to the `Sync`).
+fn finished(track: &Shared, cursors: &mut HashMap<String, u64>, error: bool) -> Option<Facts> {
+    let mut track = lock(track);
+    match track.expected.front_mut()? {
+        Expect::Query { parts, .. } => {
+            let part = parts.pop_front()?;
+            if let Some(cursor) = &part.declares {
+                cursors.remove(cursor);
+            }
+            if error {
+                parts.clear();
+            }
+            Some(part.facts)
+        }
+        Expect::Execute { .. } => {
+            let Some(Expect::Execute { epoch, facts, .. }) = track.expected.pop_front() else {
+                return None;
+            };
+            if error {
+                track
+                    .expected
+                    .retain(|e| e.epoch() != epoch || matches!(e, Expect::Query { .. }));
+            }
+            facts
+        }
+    }
+}
+
+/// The door's own error in place of the database's: a refusal's marker, or the cancel of the
+/// door's timer.
+fn replaced(relay: &Relay, track: &Shared, message: &Message) -> Option<Report> {
+    let fields = frame::fields(&message.body);
+    let said = |code: u8| {
+        fields
+            .iter()
+            .find(|(c, _)| *c == code)
+            .map(|(_, v)| v.as_str())
+    };
+    let text = said(b'M').unwrap_or_default();
+    let mut track = lock(track);
+    if let Some(at) = text.find("dbconsole_refused_") {
+        let number: String = text[at + "dbconsole_refused_".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if let Some(report) = number
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| track.refusals.remove(&n))
+        {
+            return Some(report);
+        }
+    }
+    if track.timed_out && said(b'C') == Some("57014") {
+        return Some(Report::error(
+            "57014",
+            format!(
+                "the statement ran past its timeout of {} s and was cancelled",
+                relay.timeout.as_secs_f64()
+            ),
+        ));
+    }
+    drop(track);
+    // A database's message may echo what it was sent: never a secret.
+    if relay.secrets.iter().any(|s| {
+        !s.expose().is_empty()
+            && message
+                .body
+                .windows(s.expose().len())
+                .any(|w| w == s.expose())
+    }) {
+        let scrubbed = crate::check::scrub_message(text, relay.secrets.iter());
+        return Some(Report::error("XX000", scrubbed));
+    }
+    None
+}
+
+/// Audits a statement's end as a console run is (a catalog read is counted instead).
+async fn record(
+    relay: &Relay,
+    statements: &mut u64,
+    catalog_reads: &mut u64,
+    facts: Facts,
+    reading: &Reading,
+    outcome: RunOutcome,
+) {
+    if facts.catalog {
+        *catalog_reads += 1;
+        return;
+    }
+    *statements += 1;
+    let took = reading.since.map_or(Duration::ZERO, |s| s.elapsed());
+    let mut event = AuditEvent::new(
+        &relay.origin,
+        AuditAction::DoorStatement,
+        relay.db.id.as_str(),
+        vec![format!("credentials[{}]", relay.credential.id.as_str())],
+    );
+    event.run = Some(RunFacts {
+        database_id: relay.db.id.as_str().to_owned(),
+        credential_id: relay.credential.id.as_str().to_owned(),
+        statement_sha256: facts.sha256,
+        statement_length: facts.length,
+        rows: reading.sent,
+        duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+        outcome,
+    });
+    let events = &relay.door.launcher.run_events;
+    let slot = events.slot().await;
+    events.write(&relay.door.storage, slot, event.into());
+}
