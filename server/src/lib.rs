@@ -132,6 +132,7 @@ pub mod cli;
 pub mod credentials;
 pub mod deliver;
 pub mod docs;
+pub mod door;
 pub mod mcp;
 pub mod metrics;
 pub mod oidc;

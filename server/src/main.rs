@@ -93,6 +93,19 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     }
     let targets = args.delivery_targets();
     targets.check().map_err(Error::Delivery)?;
+    // The door's listener is bound before the service is built: the console shows its address.
+    let door_listener = match &args.door_listen {
+        Some(listen) => Some(
+            TcpListener::bind(listen.as_str())
+                .await
+                .map_err(|source| Error::Listen(listen.clone(), source))?,
+        ),
+        None => None,
+    };
+    let door_address = door_listener
+        .as_ref()
+        .map(|listener| listener.local_addr().map_err(Error::BoundAddress))
+        .transpose()?;
     let wake = Wake::new();
     let service = ConsoleService::builder(Arc::clone(&storage), authenticator, keys.sealer.clone())
         .checkers(dbconsole_core::check::standard_checkers())
@@ -111,6 +124,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             unverified_rows: args.allow_unverified_rows,
         })
         .run_events_bound(args.run_events_backlog as usize)
+        .door(args.door_options(door_address))
         .outbox(OutboxTargets {
             workflows: targets.workflow_url.is_some(),
             slack: targets.slack_token.is_some(),
@@ -127,6 +141,33 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(dbconsole_server::tls::acceptor(cert, key)?),
         _ => None,
+    };
+    let door_tls = match door_address {
+        Some(bound) => {
+            let given = match (
+                &args.door_tls_cert,
+                &args.door_tls_key,
+                &args.tls_cert,
+                &args.tls_key,
+            ) {
+                (Some(cert), Some(key), _, _) | (None, None, Some(cert), Some(key)) => {
+                    Some((cert.as_path(), key.as_path()))
+                }
+                _ => None,
+            };
+            if given.is_none() {
+                std::fs::create_dir_all(&args.data_dir).map_err(|source| Error::DataDir {
+                    dir: args.data_dir.clone(),
+                    source,
+                })?;
+            }
+            let host = bound.ip().to_string();
+            Some(
+                dbconsole_server::door::acceptor(given, &args.data_dir, &host)
+                    .map_err(Error::DoorTls)?,
+            )
+        }
+        None => None,
     };
     let signal = ShutdownSignal::install().map_err(Error::Signals)?;
     let metrics = match &args.metrics_listen {
@@ -223,6 +264,20 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             }
             None => Ok(()),
         })
+        .and_then(|()| match (door_address, &door_tls) {
+            (Some(door), Some((_, fingerprint))) => {
+                writeln!(stdout, "PostgreSQL door on {door} (TLS required)")?;
+                match fingerprint {
+                    Some(fingerprint) => writeln!(
+                        stdout,
+                        "  its certificate was made by this server (SHA-256 {fingerprint}): \
+                         connect with sslmode=require"
+                    ),
+                    None => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        })
         .and_then(|()| writeln!(stdout, "listening on {address}"))
         .and_then(|()| match &metrics {
             Some((_, address, _)) => writeln!(stdout, "metrics on http://{address}/metrics"),
@@ -252,8 +307,21 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
     );
     tokio::spawn(worker.run(std::future::pending()));
     let (shutdown, force) = signal.stages();
+    let door_stop = Arc::new(tokio::sync::Notify::new());
+    if let (Some(listener), Some((acceptor, _))) = (door_listener, door_tls) {
+        let stop = Arc::clone(&door_stop);
+        tokio::spawn(dbconsole_server::door::serve(
+            listener,
+            service.door(),
+            acceptor,
+            async move { stop.notified().await },
+        ));
+    }
+    let door = service.door();
     let events = service.clone();
     dbconsole_server::serve(listener, service, args.limits(), tls, shutdown, force).await;
+    door_stop.notify_one();
+    door.close_all();
     // The answered runs' audit events, written before the program ends.
     if tokio::time::timeout(RUN_EVENTS_SETTLE, events.settle_run_events())
         .await
@@ -420,6 +488,13 @@ enum Error {
     Signals(io::Error),
     #[error("cannot listen on {0}: {1}")]
     Listen(String, io::Error),
+    #[error("the door's TLS: {0}")]
+    DoorTls(dbconsole_server::door::DoorTlsError),
+    #[error("cannot create the data directory {}: {source}", dir.display())]
+    DataDir {
+        dir: std::path::PathBuf,
+        source: io::Error,
+    },
     #[error(transparent)]
     Tls(#[from] dbconsole_server::tls::TlsError),
     #[error("cannot install the metrics recorder: {0}")]

@@ -34,6 +34,20 @@ pub enum TlsError {
 
 /// An acceptor for the PEM certificate chain (leaf first) and private key in these files.
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, TlsError> {
+    Ok(TlsAcceptor::from(Arc::new(server_config(
+        cert,
+        key,
+        b"http/1.1",
+    )?)))
+}
+
+/// The rustls configuration of the PEM certificate chain (leaf first) and private key in these
+/// files, offering the application protocol `alpn`.
+pub fn server_config(
+    cert: &Path,
+    key: &Path,
+    alpn: &[u8],
+) -> Result<rustls::ServerConfig, TlsError> {
     let chain = CertificateDer::pem_file_iter(cert)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
         .and_then(|chain| {
@@ -58,6 +72,6 @@ pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, TlsError> {
         .with_no_client_auth()
         .with_single_cert(chain, key)
         .map_err(TlsError::Config)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(TlsAcceptor::from(Arc::new(config)))
+    config.alpn_protocols = vec![alpn.to_vec()];
+    Ok(config)
 }

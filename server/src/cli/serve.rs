@@ -102,6 +102,52 @@ pub struct ServeArgs {
     #[arg(long, env = "DBCONSOLE_METRICS_LISTEN", value_parser = listen_address)]
     pub metrics_listen: Option<String>,
 
+    /// Serve the PostgreSQL wire door on this address, HOST:PORT (docs/door.md): psql, DBeaver,
+    /// DataGrip and drivers connect to it, over TLS, under the console's rules. Unset: no door.
+    #[arg(long, env = "DBCONSOLE_DOOR_LISTEN", value_parser = listen_address)]
+    pub door_listen: Option<String>,
+
+    /// The door's PEM certificate chain (leaf first); needs --door-tls-key. Default: --tls-cert,
+    /// else one the server makes in the data directory at its first start.
+    #[arg(long, env = "DBCONSOLE_DOOR_TLS_CERT", requires = "door_tls_key")]
+    pub door_tls_cert: Option<PathBuf>,
+
+    /// The PEM private key of --door-tls-cert.
+    #[arg(long, env = "DBCONSOLE_DOOR_TLS_KEY", requires = "door_tls_cert")]
+    pub door_tls_key: Option<PathBuf>,
+
+    /// Where people reach the door, HOST:PORT, as the console shows it (a load balancer's
+    /// address). Default: the public URL's host with the door's port, else the door's address.
+    #[arg(long, env = "DBCONSOLE_DOOR_ADDRESS")]
+    pub door_address: Option<String>,
+
+    /// Days a door password may live at most.
+    #[arg(
+        long,
+        env = "DBCONSOLE_DOOR_PASSWORD_MAX_DAYS",
+        default_value_t = 90,
+        value_parser = clap::value_parser!(u64).range(1..=3650)
+    )]
+    pub door_password_max_days: u64,
+
+    /// Door sessions one person holds open at most, on each node.
+    #[arg(
+        long,
+        env = "DBCONSOLE_DOOR_MAX_SESSIONS_PER_USER",
+        default_value_t = 10,
+        value_parser = clap::value_parser!(u64).range(1..=1000)
+    )]
+    pub door_max_sessions_per_user: u64,
+
+    /// Door sessions one credential holds open at most, on each node.
+    #[arg(
+        long,
+        env = "DBCONSOLE_DOOR_MAX_SESSIONS_PER_CREDENTIAL",
+        default_value_t = 50,
+        value_parser = clap::value_parser!(u64).range(1..=100_000)
+    )]
+    pub door_max_sessions_per_credential: u64,
+
     /// Connections served at once; more wait in the listen backlog until one ends.
     #[arg(
         long,
@@ -453,6 +499,32 @@ impl ServeArgs {
                 });
         }
         Ok(options)
+    }
+
+    /// How the door behaves, once its listener is bound at `bound` (`None`: no door).
+    pub fn door_options(&self, bound: Option<SocketAddr>) -> dbconsole_core::service::DoorOptions {
+        let address = bound.map(|bound| {
+            self.door_address.clone().unwrap_or_else(|| {
+                let host = self
+                    .public_url
+                    .as_deref()
+                    .and_then(|url| url.split("://").nth(1))
+                    .map(|rest| rest.split(['/', ':']).next().unwrap_or_default().to_owned())
+                    .filter(|host| !host.is_empty());
+                match host {
+                    Some(host) => format!("{host}:{}", bound.port()),
+                    None if bound.ip().is_loopback() => format!("localhost:{}", bound.port()),
+                    None => bound.to_string(),
+                }
+            })
+        });
+        dbconsole_core::service::DoorOptions {
+            address,
+            max_password_lifetime: Duration::from_secs(self.door_password_max_days * 24 * 3600),
+            max_per_user: usize::try_from(self.door_max_sessions_per_user).unwrap_or(usize::MAX),
+            max_per_credential: usize::try_from(self.door_max_sessions_per_credential)
+                .unwrap_or(usize::MAX),
+        }
     }
 
     /// Where deliveries go.
