@@ -1,0 +1,710 @@
+//! The PostgreSQL wire door against the real binary, real PostgreSQL (the CI's, on
+//! 127.0.0.1:5432: `checkdb`, `checker`/`checkpw`) and Debian's psql 15 (docs/door.md).
+//! psql or the server missing fails these tests: they never pass without running.
+
+mod support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::process::Server;
+use support::{dbconsole, request};
+
+const ADMIN_KEY: &str = "door-admin-key-7f3a9c";
+const BROWSER: [(&str, &str); 3] = [
+    ("x-dbconsole-request", "1"),
+    ("origin", "http://localhost"),
+    ("content-type", "application/json"),
+];
+
+/// A server with its door, on a redb store in a temporary directory.
+struct Door {
+    server: Server,
+    /// `host:port` of the door.
+    door: String,
+    dir: tempfile::TempDir,
+}
+
+impl Door {
+    async fn start(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let data = data.to_str().unwrap().to_owned();
+        let mut args = vec![
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--data-dir",
+            &data,
+            "--door-listen",
+            "127.0.0.1:0",
+        ];
+        args.extend_from_slice(extra);
+        let server = Server::start_with(
+            &[
+                ("DBCONSOLE_STORAGE", "redb"),
+                ("DBCONSOLE_API_KEY", ADMIN_KEY),
+            ],
+            &args,
+        )
+        .await;
+        let line = server
+            .stdout
+            .line("the door's line", |line| {
+                line.starts_with("PostgreSQL door on ")
+            })
+            .await;
+        let door = line["PostgreSQL door on ".len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_owned();
+        Self { server, door, dir }
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").to_str().unwrap().to_owned()
+    }
+
+    /// A call with the admin key.
+    async fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let body = body.map(|b| b.to_string());
+        let response = request(
+            self.server.addr,
+            method,
+            path,
+            &[
+                ("x-api-key", ADMIN_KEY),
+                ("content-type", "application/json"),
+            ],
+            body.as_deref(),
+        )
+        .await;
+        assert!(
+            response.status < 300,
+            "{method} {path}: {} {}",
+            response.status,
+            response.body
+        );
+        if response.body.is_empty() {
+            Value::Null
+        } else {
+            response.json()
+        }
+    }
+
+    /// A database on the CI's PostgreSQL, as `checker`; answers its id.
+    async fn database(&self, name: &str, extra: Value) -> String {
+        let mut body = json!({
+            "name": name,
+            "adapter": "postgres",
+            "hostname": "127.0.0.1",
+            "port": 5432,
+            "database": "checkdb",
+            "credentials": [{"username": "checker", "password": "checkpw"}],
+        });
+        for (k, v) in extra.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let db = self
+            .admin("POST", "/api/v1/console/databases", Some(body))
+            .await;
+        db["id"].as_str().unwrap().to_owned()
+    }
+
+    /// A query key bound to `user`, made with `dbconsole keys create`.
+    async fn key(&self, user: &str) -> String {
+        let data = self.data();
+        let output = dbconsole(
+            &[("DBCONSOLE_STORAGE", "redb")],
+            &[
+                "keys",
+                "create",
+                "--data-dir",
+                &data,
+                "--kind",
+                "api-key",
+                "--scope",
+                "query",
+                "--name",
+                user,
+                "--user",
+                user,
+            ],
+        )
+        .output()
+        .await
+        .unwrap();
+        let text = String::from_utf8(output.stdout).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("secret: "))
+            .unwrap_or_else(|| {
+                panic!(
+                    "no secret: {text} {}",
+                    String::from_utf8_lossy(&output.stderr)
+                )
+            })
+            .trim()
+            .to_owned()
+    }
+
+    /// A browser session's cookie for `user`, through a sign-in link.
+    async fn signed_in(&self, user: &str) -> String {
+        let data = self.data();
+        let output = dbconsole(
+            &[("DBCONSOLE_STORAGE", "redb")],
+            &["sessions", "link", "--data-dir", &data, "--user", user],
+        )
+        .output()
+        .await
+        .unwrap();
+        let text = String::from_utf8(output.stdout).unwrap();
+        let token = text
+            .split("#sign-in=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no link: {text}"))
+            .to_owned();
+        let body = json!({ "token": token }).to_string();
+        let response = request(
+            self.server.addr,
+            "POST",
+            "/api/v1/console/sign-in/link",
+            &BROWSER,
+            Some(&body),
+        )
+        .await;
+        assert_eq!(response.status, 200, "{}", response.body);
+        response
+            .header("set-cookie")
+            .and_then(|c| c.split(';').next())
+            .unwrap()
+            .to_owned()
+    }
+
+    /// A call as the browser holding `cookie`.
+    async fn browser(
+        &self,
+        cookie: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> support::Response {
+        let mut headers = BROWSER.to_vec();
+        headers.push(("cookie", cookie));
+        let body = body.map(|b| b.to_string());
+        request(self.server.addr, method, path, &headers, body.as_deref()).await
+    }
+
+    fn conninfo(&self, user: &str, dbname: &str, sslmode: &str) -> String {
+        let (host, port) = self.door.rsplit_once(':').unwrap();
+        format!(
+            "host={host} port={port} user={user} dbname={dbname} sslmode={sslmode} \
+             connect_timeout=10"
+        )
+    }
+
+    /// psql through the door.
+    async fn psql(&self, user: &str, password: &str, dbname: &str, args: &[&str]) -> Psql {
+        psql(&self.conninfo(user, dbname, "require"), password, args).await
+    }
+}
+
+/// What psql printed.
+#[derive(Debug)]
+struct Psql {
+    ok: bool,
+    out: String,
+    err: String,
+}
+
+async fn psql(conninfo: &str, password: &str, args: &[&str]) -> Psql {
+    let output: Output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new("psql")
+            .arg(conninfo)
+            .args(["-X", "-v", "ON_ERROR_STOP=1"])
+            .args(args)
+            .env("PGPASSWORD", password)
+            .env_remove("PGSERVICE")
+            .output(),
+    )
+    .await
+    .expect("psql hung")
+    .expect("psql (Debian's postgresql-client) must be installed: bash .ci/tools-up.sh");
+    Psql {
+        ok: output.status.success(),
+        out: String::from_utf8_lossy(&output.stdout).into_owned(),
+        err: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// psql connected directly to the CI's PostgreSQL as `checker`.
+async fn direct(args: &[&str]) -> Psql {
+    psql(
+        "host=127.0.0.1 port=5432 user=checker dbname=checkdb sslmode=disable",
+        "checkpw",
+        args,
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_connects_over_tls_only_and_sees_what_the_credential_sees() {
+    let door = Door::start(&[]).await;
+    door.database("checkdb", json!({})).await;
+    let ann = door.key("ann@example.com").await;
+    let who = door
+        .psql(
+            "ann@example.com",
+            &ann,
+            "checkdb",
+            &["-Atc", "select current_user", "-c", "\\conninfo"],
+        )
+        .await;
+    assert!(who.ok, "{who:?}");
+    assert!(who.out.starts_with("checker\n"), "{who:?}");
+    assert!(
+        who.out.contains("SSL connection (protocol: TLSv1."),
+        "{who:?}"
+    );
+    // psql's catalog commands print what they print connected directly as the same role.
+    for command in ["\\dt", "\\l", "\\dn", "\\d pg_catalog.pg_am"] {
+        let through = door
+            .psql("ann@example.com", &ann, "checkdb", &["-c", command])
+            .await;
+        let there = direct(&["-c", command]).await;
+        assert!(through.ok, "{command}: {through:?}");
+        assert_eq!(through.out, there.out, "{command}");
+    }
+    // Two statements in one -c: both answered, in order.
+    let two = door
+        .psql(
+            "ann@example.com",
+            &ann,
+            "checkdb",
+            &["-Atc", "select 'first'; select 'second'"],
+        )
+        .await;
+    assert_eq!(two.out, "first\nsecond\n", "{two:?}");
+
+    let plain = psql(
+        &door.conninfo("ann@example.com", "checkdb", "disable"),
+        &ann,
+        &["-c", "select 1"],
+    )
+    .await;
+    assert!(!plain.ok);
+    assert!(
+        plain.err.contains("accepts connections over TLS only"),
+        "{plain:?}"
+    );
+    let wrong = door
+        .psql(
+            "ann@example.com",
+            "dbc_ak_wrong",
+            "checkdb",
+            &["-c", "select 1"],
+        )
+        .await;
+    assert!(!wrong.ok);
+    assert!(
+        wrong
+            .err
+            .contains("password authentication failed for user \"ann@example.com\""),
+        "{wrong:?}"
+    );
+    // Another person's key does not sign in as ann.
+    let bo = door.key("bo@example.com").await;
+    let borrowed = door
+        .psql("ann@example.com", &bo, "checkdb", &["-c", "select 1"])
+        .await;
+    assert!(!borrowed.ok, "{borrowed:?}");
+    let refused = door
+        .admin("GET", "/api/v1/console/audit?action=session.refused", None)
+        .await;
+    let refusals = refused["data"].as_array().unwrap();
+    assert!(refusals.len() >= 2, "{refused}");
+    assert!(!refused.to_string().contains("dbc_ak_wrong"));
+    door.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_statements_run_nothing_and_say_why() {
+    let door = Door::start(&[]).await;
+    door.database("checkdb", json!({})).await;
+    let ann = door.key("ann@example.com").await;
+    let run = |args: &'static [&'static str]| door.psql("ann@example.com", &ann, "checkdb", args);
+    let copy = run(&["-c", "\\copy (select 1) to stdout"]).await;
+    assert!(!copy.ok);
+    assert!(
+        copy.err.contains("COPY does not go through the door"),
+        "{copy:?}"
+    );
+    assert!(copy.err.contains("HINT:"), "{copy:?}");
+    // One refused part refuses the whole text before any part runs.
+    let mixed = run(&[
+        "-Atc",
+        "create temp table door_probe (n int); copy (select 1) to stdout",
+    ])
+    .await;
+    assert!(!mixed.ok);
+    let after = run(&[
+        "-Atc",
+        "select count(*) from pg_class where relname = 'door_probe'",
+    ])
+    .await;
+    assert_eq!(after.out, "0\n", "{after:?}");
+    for text in [
+        "set role postgres",
+        "set session authorization postgres",
+        "select set_config('role', 'postgres', false)",
+    ] {
+        let refused = door
+            .psql("ann@example.com", &ann, "checkdb", &["-c", text])
+            .await;
+        assert!(!refused.ok, "{text}");
+        assert!(
+            refused.err.contains("keeps the role of its credential"),
+            "{text}: {refused:?}"
+        );
+    }
+    // After a refusal inside a transaction, the transaction is aborted as PostgreSQL does.
+    let tx = run(&[
+        "-v",
+        "ON_ERROR_STOP=0",
+        "-Atc",
+        "begin",
+        "-c",
+        "listen x",
+        "-c",
+        "select 1",
+        "-c",
+        "rollback",
+    ])
+    .await;
+    assert!(
+        tx.err.contains("LISTEN does not go through the door"),
+        "{tx:?}"
+    );
+    assert!(tx.err.contains("current transaction is aborted"), "{tx:?}");
+    door.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_row_cap_holds_per_result_and_per_cursor() {
+    let door = Door::start(&["--max-rows", "50"]).await;
+    door.database("checkdb", json!({})).await;
+    let ann = door.key("ann@example.com").await;
+    let all = door
+        .psql(
+            "ann@example.com",
+            &ann,
+            "checkdb",
+            &["-Atc", "select generate_series(1, 80)"],
+        )
+        .await;
+    assert!(all.ok, "{all:?}");
+    assert_eq!(all.out.lines().count(), 50, "{all:?}");
+    assert!(
+        all.err
+            .contains("WARNING:  the row cap of 50 rows was reached"),
+        "{all:?}"
+    );
+    // psql's FETCH_COUNT reads through a cursor, 20 rows a FETCH: the cap counts them all.
+    let fetched = door
+        .psql(
+            "ann@example.com",
+            &ann,
+            "checkdb",
+            &[
+                "-v",
+                "FETCH_COUNT=20",
+                "-Atc",
+                "select generate_series(1, 80)",
+            ],
+        )
+        .await;
+    assert!(fetched.ok, "{fetched:?}");
+    let rows: Vec<&str> = fetched.out.lines().collect();
+    assert_eq!(rows.len(), 50, "{fetched:?}");
+    assert_eq!(rows.last(), Some(&"50"));
+    assert!(fetched.err.contains("row cap of 50 rows"), "{fetched:?}");
+    door.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeout_holds_whatever_the_client_sets_and_a_cancel_reaches_the_database() {
+    let door = Door::start(&[]).await;
+    door.database(
+        "short",
+        json!({"credentials": [{"username": "checker", "password": "checkpw", "timeout": 1}]}),
+    )
+    .await;
+    door.database("checkdb", json!({})).await;
+    let ann = door.key("ann@example.com").await;
+    let unset = door
+        .psql(
+            "ann@example.com",
+            &ann,
+            "short",
+            &[
+                "-c",
+                "set statement_timeout = 0",
+                "-c",
+                "select pg_sleep(4)",
+            ],
+        )
+        .await;
+    assert!(!unset.ok);
+    assert!(
+        unset
+            .err
+            .contains("ran past its timeout of 1 s and was cancelled"),
+        "{unset:?}"
+    );
+    // Ctrl-C: psql sends a cancel request with the key the door gave it.
+    let marker = format!("select pg_sleep(60) -- door cancel {}", std::process::id());
+    let sleeping = tokio::process::Command::new("psql")
+        .arg(door.conninfo("ann@example.com", "checkdb", "require"))
+        .args(["-X", "-c", &marker])
+        .env("PGPASSWORD", &ann)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let count = format!(
+        "select count(*) from pg_stat_activity where state = 'active' and query = '{}'",
+        marker.replace('\'', "''")
+    );
+    let running = async {
+        loop {
+            if direct(&["-Atc", &count]).await.out.trim() == "1" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("the statement never ran");
+    let application = direct(&[
+        "-Atc",
+        &format!(
+            "select application_name from pg_stat_activity where query = '{}'",
+            marker.replace('\'', "''")
+        ),
+    ])
+    .await;
+    assert_eq!(application.out.trim(), "ann@example.com via psql");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(sleeping.id().unwrap() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let gone = async {
+        loop {
+            if direct(&["-Atc", &count]).await.out.trim() == "0" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), gone)
+        .await
+        .expect("the cancelled statement stayed in pg_stat_activity");
+    let output = sleeping.wait_with_output().await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("canceling statement due to user request"),
+        "{output:?}"
+    );
+    door.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn door_passwords_sign_in_until_revoked_and_access_rules_hold() {
+    let door = Door::start(&[]).await;
+    let open = door.database("checkdb", json!({})).await;
+    door.database("locked", json!({"restrict_access": true}))
+        .await;
+    let cookie = door.signed_in("cy@example.com").await;
+    let minted = door
+        .browser(
+            &cookie,
+            "POST",
+            "/api/v1/console/me/door/passwords",
+            Some(json!({"lifetime_days": 2})),
+        )
+        .await;
+    assert_eq!(minted.status, 201, "{}", minted.body);
+    let password = minted.json()["password"].as_str().unwrap().to_owned();
+    let id = minted.json()["id"].as_str().unwrap().to_owned();
+    assert!(password.starts_with("dbc_dpw_"));
+    let too_long = door
+        .browser(
+            &cookie,
+            "POST",
+            "/api/v1/console/me/door/passwords",
+            Some(json!({"lifetime_days": 91})),
+        )
+        .await;
+    assert_eq!(too_long.status, 422, "{}", too_long.body);
+    // By the database's id, and by its name.
+    for dbname in [open.as_str(), "checkdb", &format!("{open}:checker")] {
+        let ok = door
+            .psql(
+                "cy@example.com",
+                &password,
+                dbname,
+                &["-Atc", "select 7, now() is not null"],
+            )
+            .await;
+        assert_eq!(ok.out, "7|t\n", "{dbname}: {ok:?}");
+    }
+    let unknown = door
+        .psql(
+            "cy@example.com",
+            &password,
+            "checkdb:nobody",
+            &["-c", "select 1"],
+        )
+        .await;
+    assert!(
+        unknown.err.contains("has no credential nobody"),
+        "{unknown:?}"
+    );
+    // A restricted database without a grant is not reachable.
+    let locked = door
+        .psql("cy@example.com", &password, "locked", &["-c", "select 1"])
+        .await;
+    assert!(!locked.ok);
+    assert!(
+        locked
+            .err
+            .contains("no database \"locked\" that you may query"),
+        "{locked:?}"
+    );
+    // The console lists the password (never its secret) and, while one is open, the session.
+    let listed = door
+        .browser(&cookie, "GET", "/api/v1/console/me/door", None)
+        .await;
+    assert_eq!(listed.status, 200);
+    assert_eq!(listed.json()["passwords"][0]["id"], id.as_str());
+    assert!(!listed.body.contains(&password));
+    assert_eq!(
+        listed.json()["address"].as_str().unwrap(),
+        format!("localhost:{}", door.door.rsplit_once(':').unwrap().1)
+    );
+    // The audit trail has the sessions and statements, never their text.
+    let audit = door
+        .admin("GET", "/api/v1/console/audit?limit=200", None)
+        .await;
+    let actions: Vec<&str> = audit["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert!(actions.contains(&"door.session_open"), "{actions:?}");
+    assert!(actions.contains(&"door.session_close"), "{actions:?}");
+    assert!(actions.contains(&"door.statement"), "{actions:?}");
+    assert!(actions.contains(&"door_password.create"), "{actions:?}");
+    assert!(!audit.to_string().contains("select 7"));
+    // A catalog read is counted for its session rather than audited alone.
+    let catalog = door
+        .psql(
+            "cy@example.com",
+            &password,
+            "checkdb",
+            &["-Atc", "select count(*) > 0 from pg_catalog.pg_class"],
+        )
+        .await;
+    assert_eq!(catalog.out, "t\n");
+    assert!(!audit.to_string().contains(&password));
+    let statement = audit["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "door.statement")
+        .unwrap();
+    assert_eq!(statement["run"]["outcome"], "succeeded", "{statement}");
+    // Revoked: refused.
+    let revoked = door
+        .browser(
+            &cookie,
+            "DELETE",
+            &format!("/api/v1/console/me/door/passwords/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(revoked.status, 204, "{}", revoked.body);
+    let after = door
+        .psql("cy@example.com", &password, "checkdb", &["-c", "select 1"])
+        .await;
+    assert!(!after.ok);
+    assert!(
+        after.err.contains("password authentication failed"),
+        "{after:?}"
+    );
+    door.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deactivated_person_is_put_out_of_an_open_session() {
+    let door = Door::start(&[]).await;
+    door.database("checkdb", json!({})).await;
+    let ann = door.key("ann@example.com").await;
+    let mut sleeping = tokio::process::Command::new("psql")
+        .arg(door.conninfo("ann@example.com", "checkdb", "require"))
+        .args(["-X", "-c", "select pg_sleep(60)"])
+        .env("PGPASSWORD", &ann)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Open once its statement runs.
+    let running = async {
+        loop {
+            let out = direct(&[
+                "-Atc",
+                "select count(*) from pg_stat_activity where application_name = 'ann@example.com via psql' and state = 'active'",
+            ])
+            .await;
+            if out.out.trim() == "1" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("the statement never ran");
+    door.admin(
+        "PATCH",
+        "/api/v1/console/users/ann@example.com",
+        Some(json!({"active": false})),
+    )
+    .await;
+    let output = tokio::time::timeout(Duration::from_secs(30), sleeping.wait())
+        .await
+        .expect("the session stayed open");
+    assert!(!output.unwrap().success());
+    let mut err = String::new();
+    use tokio::io::AsyncReadExt as _;
+    sleeping
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .await
+        .unwrap();
+    assert!(err.contains("this door session was ended"), "{err}");
+    let again = door
+        .psql("ann@example.com", &ann, "checkdb", &["-c", "select 1"])
+        .await;
+    assert!(!again.ok, "{again:?}");
+    door.server.stop().await;
+}
