@@ -708,3 +708,111 @@ async fn a_deactivated_person_is_put_out_of_an_open_session() {
     assert!(!again.ok, "{again:?}");
     door.server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewed_statement_waits_then_runs_once_for_its_author() {
+    let door = Door::start(&[]).await;
+    // provdb: `prov_reader` needs a review; `dp_app` needs none (catalog reads run as it).
+    let db = door
+        .database(
+            "prov",
+            json!({
+                "database": "provdb",
+                "credentials": [
+                    {"username": "prov_reader", "password": "checkpw", "reviews_required": 1},
+                    {"username": "dp_app", "password": "checkpw"},
+                ],
+            }),
+        )
+        .await;
+    let ann = door.key("ann@example.com").await;
+    let reviewer = door.key("bo@example.com").await;
+    door.admin(
+        "PUT",
+        &format!("/api/v1/console/databases/{db}/permissions"),
+        Some(json!({"permissions": [{"subject_kind": "user", "subject": "bo@example.com", "access": "review"}]})),
+    )
+    .await;
+    let dbname = "prov:prov_reader";
+    let text = "select current_user, now() is not null as fresh";
+    let first = door
+        .psql("ann@example.com", &ann, dbname, &["-Atc", text])
+        .await;
+    assert!(!first.ok);
+    assert!(first.err.contains("needs 1 approval(s)"), "{first:?}");
+    assert!(first.err.contains("/console/queries/qry_"), "{first:?}");
+    let again = door
+        .psql("ann@example.com", &ann, dbname, &["-Atc", text])
+        .await;
+    assert!(again.err.contains("waits for review"), "{again:?}");
+    // Catalog reads run without review, as the credential without reviews.
+    let tables = door
+        .psql("ann@example.com", &ann, dbname, &["-c", "\\dt"])
+        .await;
+    assert!(tables.ok, "{tables:?}");
+    let waiting = request(
+        door.server.addr,
+        "GET",
+        "/api/v1/console/queries?status=awaiting_review&reviewer=me",
+        &[("x-api-key", reviewer.as_str())],
+        None,
+    )
+    .await
+    .json();
+    let queries = waiting["data"].as_array().unwrap();
+    assert_eq!(queries.len(), 1, "one request for two sends: {waiting}");
+    assert_eq!(queries[0]["query"], text);
+    let id = queries[0]["id"].as_str().unwrap();
+    let approved = request(
+        door.server.addr,
+        "POST",
+        &format!("/api/v1/console/queries/{id}/reviews"),
+        &[
+            ("x-api-key", reviewer.as_str()),
+            ("content-type", "application/json"),
+        ],
+        Some(&json!({"decision": "approve"}).to_string()),
+    )
+    .await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    // Another text is not approved by it.
+    let other = door
+        .psql(
+            "ann@example.com",
+            &ann,
+            dbname,
+            &["-Atc", &format!("{text} ")],
+        )
+        .await;
+    assert!(!other.ok, "{other:?}");
+    // Another person's identical text is not either.
+    let bo = door
+        .psql("bo@example.com", &reviewer, dbname, &["-Atc", text])
+        .await;
+    assert!(!bo.ok, "{bo:?}");
+    let ran = door
+        .psql("ann@example.com", &ann, dbname, &["-Atc", text])
+        .await;
+    assert!(ran.ok, "{ran:?}");
+    assert_eq!(
+        ran.out, "prov_reader|t\n",
+        "it ran as the reviewed credential"
+    );
+    let run = request(
+        door.server.addr,
+        "GET",
+        &format!("/api/v1/console/queries/{id}"),
+        &[("x-api-key", reviewer.as_str())],
+        None,
+    )
+    .await
+    .json();
+    assert_eq!(run["status"], "succeeded", "{run}");
+    // Once: the next send is a new request.
+    let once = door
+        .psql("ann@example.com", &ann, dbname, &["-Atc", text])
+        .await;
+    assert!(!once.ok);
+    assert!(once.err.contains("needs 1 approval(s)"), "{once:?}");
+    door.server.stop().await;
+}

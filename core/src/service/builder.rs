@@ -447,6 +447,8 @@ impl ConsoleServiceBuilder {
                 options: Arc::new(door),
                 live: door_live,
                 max_rows,
+                queries: queries.clone(),
+                runs: runs.clone(),
             },
             browser,
             me: Me {

@@ -30,6 +30,8 @@ mod passwords;
 #[cfg(feature = "postgres")]
 mod relay;
 #[cfg(feature = "postgres")]
+mod reviewed;
+#[cfg(feature = "postgres")]
 mod session;
 
 /// How the door behaves.
@@ -73,6 +75,10 @@ pub(crate) struct Door {
     pub(crate) live: Arc<live::Live>,
     /// The most rows a statement's result sends (the service's row cap).
     pub(crate) max_rows: u32,
+    /// Stores a statement that needs reviews as a query.
+    pub(crate) queries: super::queries::Queries,
+    /// Runs an approved one.
+    pub(crate) runs: super::runs::Runs,
 }
 
 /// The door of a built service: what the server hands each accepted connection to

@@ -57,6 +57,20 @@ pub(super) struct Relay {
     pub(super) max: usize,
     /// The digest of the door password it signed in with (it ends when that is revoked).
     pub(super) password: Option<[u8; 32]>,
+    /// When the credential asked for needs reviews: its id, and whether the backend session
+    /// is a credential of the same database without reviews (catalog reads run there).
+    pub(super) reviewed: Option<(String, bool)>,
+}
+
+impl Relay {
+    /// The username of credential `id` of the session's database.
+    pub(super) fn credential_name(&self, id: &str) -> String {
+        self.db
+            .credentials
+            .iter()
+            .find(|c| c.id.as_str() == id)
+            .map_or_else(|| id.to_owned(), |c| c.username.clone())
+    }
 }
 
 /// How a session went, for its closing event.
@@ -98,6 +112,9 @@ struct Part {
 enum Expect {
     /// A simple query's statements (none when it was refused).
     Query { epoch: u64, parts: VecDeque<Part> },
+    /// The door's own answer to a simple query (an approved statement's result), sent in the
+    /// place of the database's answer to an empty query.
+    Synthetic { epoch: u64, messages: Vec<Message> },
     /// An `Execute` of a portal; `fresh` when the portal was bound since its last one.
     Execute {
         epoch: u64,
@@ -110,7 +127,9 @@ enum Expect {
 impl Expect {
     fn epoch(&self) -> u64 {
         match self {
-            Expect::Query { epoch, .. } | Expect::Execute { epoch, .. } => *epoch,
+            Expect::Query { epoch, .. }
+            | Expect::Synthetic { epoch, .. }
+            | Expect::Execute { epoch, .. } => *epoch,
         }
     }
 }
@@ -325,17 +344,43 @@ where
                     track.busy_since.get_or_insert_with(Instant::now);
                     track.sent_epochs - 1
                 };
-                let parts = match judged {
-                    Ok(judged) => {
-                        message.write_to(&mut batch);
-                        parts_of(&text, judged)
+                let reviewed = match (&judged, &relay.reviewed) {
+                    (Ok(judged), Some((credential, catalog_runs)))
+                        if !judged.is_empty()
+                            && !(*catalog_runs && judged.iter().all(|j| j.catalog)) =>
+                    {
+                        Some(if judged.len() > 1 {
+                            super::reviewed::Reviewed::Refused(Report::error(
+                                "42501",
+                                "on a credential that needs reviews, send one statement at a time",
+                            ))
+                        } else {
+                            super::reviewed::statement(&relay, credential, &text).await
+                        })
                     }
-                    Err(report) => {
+                    _ => None,
+                };
+                let expect = match (reviewed, judged) {
+                    (Some(super::reviewed::Reviewed::Ran(messages)), _) => {
+                        let _ = postgres_protocol::message::frontend::query("", &mut batch);
+                        Expect::Synthetic { epoch, messages }
+                    }
+                    (Some(super::reviewed::Reviewed::Refused(report)), _) | (None, Err(report)) => {
                         refuse(report, &mut batch, true);
-                        VecDeque::new()
+                        Expect::Query {
+                            epoch,
+                            parts: VecDeque::new(),
+                        }
+                    }
+                    (None, Ok(judged)) => {
+                        message.write_to(&mut batch);
+                        Expect::Query {
+                            epoch,
+                            parts: parts_of(&text, judged),
+                        }
                     }
                 };
-                pending.push(Expect::Query { epoch, parts });
+                pending.push(expect);
                 if !send(&track, &mut backend, &mut batch, &mut pending).await {
                     return "the database";
                 }
@@ -347,7 +392,22 @@ where
                     let _ = interrupt.send(Report::fatal("08P01", "a malformed Parse"));
                     return "a protocol error";
                 };
-                match judge::judge(&text, rules) {
+                let judged = judge::judge(&text, rules).and_then(|judged| match &relay.reviewed {
+                    Some((_, true)) if !judged.is_empty() && judged.iter().all(|j| j.catalog) => {
+                        Ok(judged)
+                    }
+                    Some(_) => Err(Report::error(
+                        "42501",
+                        "on a credential that needs reviews, only catalog reads go through the \
+                         extended protocol",
+                    )
+                    .hint(
+                        "send the statement as a simple query (psql does) to have it reviewed, and \
+                         again once approved to run it",
+                    )),
+                    None => Ok(judged),
+                });
+                match judged {
                     Ok(judged) => {
                         let catalog = judged.iter().all(|j| j.catalog) && !judged.is_empty();
                         statements.insert(name, Facts::of(&text, catalog));
@@ -610,7 +670,7 @@ where
                             }
                             over_cap(count, relay.max_rows)
                         }
-                        None => reading.sent >= relay.max_rows,
+                        Some(Expect::Synthetic { .. }) | None => reading.sent >= relay.max_rows,
                     }
                 };
                 if over {
@@ -619,6 +679,19 @@ where
                     reading.sent += 1;
                     message.write_to(&mut out);
                 }
+            }
+            b'I' if matches!(
+                lock(&track).expected.front(),
+                Some(Expect::Synthetic { .. })
+            ) =>
+            {
+                if let Some(Expect::Synthetic { messages, .. }) = lock(&track).expected.pop_front()
+                {
+                    for message in messages {
+                        message.write_to(&mut out);
+                    }
+                }
+                reading = Reading::default();
             }
             b'C' | b's' | b'I' => {
                 if reading.capped {
@@ -745,6 +818,10 @@ fn finished(track: &Shared, cursors: &mut HashMap<String, u64>, error: bool) -> 
                 parts.clear();
             }
             Some(part.facts)
+        }
+        Expect::Synthetic { .. } => {
+            track.expected.pop_front();
+            None
         }
         Expect::Execute { .. } => {
             let Some(Expect::Execute { epoch, facts, .. }) = track.expected.pop_front() else {

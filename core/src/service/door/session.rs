@@ -522,7 +522,31 @@ async fn open(
             return Err(report);
         }
     };
-    let (protection, credential) = protected.run_as(asked_credential.clone());
+    // On a credential that needs reviews, the session itself runs as one of the database's
+    // credentials without reviews, when there is one, for catalog reads (as the console's
+    // schema does); every other statement is reviewed (`reviewed.rs`).
+    let needs_reviews = asked_credential.reviews_required > 0;
+    let catalog_credential = needs_reviews
+        .then(|| {
+            guarded
+                .db
+                .credentials
+                .iter()
+                .find(|c| c.reviews_required == 0)
+                .cloned()
+        })
+        .flatten();
+    let reviewed = needs_reviews.then(|| {
+        (
+            asked_credential.id.as_str().to_owned(),
+            catalog_credential.is_some(),
+        )
+    });
+    let (protection, credential) = protected.run_as(
+        catalog_credential
+            .clone()
+            .unwrap_or_else(|| asked_credential.clone()),
+    );
     let db = guarded.db.clone();
     let fail = |why: String| Report::fatal("08006", why);
     if let Some(why) = crate::check::held_back(&db, &credential) {
@@ -689,6 +713,7 @@ async fn open(
         secrets,
         max,
         password,
+        reviewed,
     };
     let summary = relay::run(
         relay,
