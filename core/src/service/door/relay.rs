@@ -346,8 +346,8 @@ where
                 };
                 let reviewed = match (&judged, &relay.reviewed) {
                     (Ok(judged), Some((credential, catalog_runs)))
-                        if !judged.is_empty()
-                            && !(*catalog_runs && judged.iter().all(|j| j.catalog)) =>
+                        if !(judged.is_empty()
+                            || *catalog_runs && judged.iter().all(|j| j.catalog)) =>
                     {
                         Some(if judged.len() > 1 {
                             super::reviewed::Reviewed::Refused(Report::error(
