@@ -145,6 +145,7 @@ export class App {
         {},
         me.may.query && item("", "Query"),
         me.may.query && item("history", "History"),
+        me.may.query && !me.agent && item("connect", "Your client"),
         me.may.review && item("reviews", "Reviews"),
         (me.may.query || me.may.manage_dashboards) && item("dashboards", "Dashboards"),
         me.may.manage_databases && item("databases", "Databases"),

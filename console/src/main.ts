@@ -10,6 +10,7 @@ import { accountScreen } from "./account";
 import { auditScreen, outboxScreen } from "./operations";
 import { historyScreen, queryPage, reviewsScreen } from "./queries";
 import { queryScreen } from "./query";
+import { connectScreen } from "./connect";
 import { exchangeLink, signInScreen, takeLinkToken, welcomeScreen } from "./signin";
 import { usersScreen } from "./users";
 
@@ -41,6 +42,7 @@ async function start(): Promise<void> {
     .add(/^dashboards\/([A-Za-z0-9_]+)$/, (a, [id]) => dashboardScreen(a, id ?? ""))
     .add(/^welcome$/, (a) => welcomeScreen(a))
     .add(/^account$/, (a) => accountScreen(a))
+    .add(/^connect$/, (a) => connectScreen(a))
     .add(/^users$/, (a) => usersScreen(a))
     .add(/^audit$/, (a) => auditScreen(a))
     .add(/^outbox$/, (a) => outboxScreen(a))

@@ -37,6 +37,11 @@ export const AUDIT_ACTIONS = [
   "user.update",
   "invitation.create",
   "invitation.revoke",
+  "door.session_open",
+  "door.session_close",
+  "door.statement",
+  "door_password.create",
+  "door_password.revoke",
 ] as const;
 
 interface AuditEvent {
