@@ -816,3 +816,160 @@ async fn a_reviewed_statement_waits_then_runs_once_for_its_author() {
     assert!(once.err.contains("needs 1 approval(s)"), "{once:?}");
     door.server.stop().await;
 }
+
+/// tokio-postgres through the door, verifying its certificate (the one the server made, whose
+/// names include localhost): the extended protocol with binary results.
+async fn driver(door: &Door, user: &str, password: &str, dbname: &str) -> tokio_postgres::Client {
+    let pem = std::fs::read(door.dir.path().join("data/door-cert.pem")).unwrap();
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&pem) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let port: u16 = door.door.rsplit_once(':').unwrap().1.parse().unwrap();
+    let mut config = tokio_postgres::Config::new();
+    config
+        .host("localhost")
+        .port(port)
+        .user(user)
+        .password(password)
+        .dbname(dbname)
+        .ssl_mode(tokio_postgres::config::SslMode::Require);
+    let (client, connection) = config
+        .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
+        .await
+        .expect("connect through the door with a verified certificate");
+    tokio::spawn(connection);
+    client
+}
+
+use rustls_pki_types::pem::PemObject as _;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn data_protection_holds_through_the_door_in_text_and_binary() {
+    let postgres = support::postgres_admin().await;
+    let t = format!("door_dp_{}", std::process::id());
+    postgres
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {t} CASCADE;
+             CREATE TABLE {t} (id int PRIMARY KEY, email text, ssn text);
+             INSERT INTO {t} VALUES (1, 's3cr3t.door@leak.test', '999-00-0001'), (2, NULL, NULL);
+             GRANT SELECT (id) ON {t} TO dp_reader;
+             GRANT SELECT ON {t} TO dp_owner;
+             SET ROLE dp_owner;
+             CREATE VIEW dp_reader_mask_public.{t} AS SELECT id,
+               CASE WHEN email IS NULL THEN NULL ELSE '****'::text END AS email FROM public.{t};
+             RESET ROLE;
+             GRANT SELECT ON dp_reader_mask_public.{t} TO dp_reader;"
+        ))
+        .await
+        .unwrap();
+    let door = Door::start(&[]).await;
+    let db = door
+        .database(
+            "protected",
+            json!({"credentials": [{"username": "dp_reader", "password": "checkpw"}]}),
+        )
+        .await;
+    door.admin(
+        "PUT",
+        &format!("/api/v1/console/databases/{db}/data-protection"),
+        Some(json!({"policies": [{"name": "pii", "columns": [
+            {"column": format!("{t}.email"), "action": "mask"},
+            {"column": format!("{t}.ssn"), "action": "hide"},
+        ]}]})),
+    )
+    .await;
+    let ann = door.key("ann@example.com").await;
+    // Text (psql's simple queries).
+    let masked = door
+        .psql(
+            "ann@example.com",
+            &ann,
+            "protected",
+            &["-Atc", &format!("select id, email from {t} order by id")],
+        )
+        .await;
+    assert!(masked.ok, "{masked:?}");
+    assert_eq!(masked.out, "1|****\n2|\n");
+    let hidden = door
+        .psql(
+            "ann@example.com",
+            &ann,
+            "protected",
+            &["-Atc", &format!("select ssn from {t}")],
+        )
+        .await;
+    assert!(!hidden.ok);
+    assert!(!hidden.out.contains("999-00"), "{hidden:?}");
+    let write = door
+        .psql(
+            "ann@example.com",
+            &ann,
+            "protected",
+            &["-Atc", &format!("delete from {t}")],
+        )
+        .await;
+    assert!(write.err.contains("runs read-only"), "{write:?}");
+    // Binary (tokio-postgres's extended protocol): the same mask, the same refusal.
+    let client = driver(&door, "ann@example.com", &ann, "protected").await;
+    let rows = client
+        .query(&format!("select id, email from {t} order by id"), &[])
+        .await
+        .unwrap();
+    let values: Vec<(i32, Option<String>)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(values, vec![(1, Some("****".to_owned())), (2, None)]);
+    let error = client
+        .query(&format!("select ssn from {t} where id = $1"), &[&1i32])
+        .await
+        .unwrap_err();
+    assert!(!error.to_string().contains("999-00"), "{error}");
+    // A named statement, executed six times (pgjdbc switches to a named one at the fifth).
+    let statement = client
+        .prepare(&format!("select id from {t} where id = $1"))
+        .await
+        .unwrap();
+    for _ in 0..6 {
+        let row = client.query_one(&statement, &[&1i32]).await.unwrap();
+        assert_eq!(row.get::<_, i32>(0), 1);
+    }
+    // The role verified before each statement: a grant that would let it read the column
+    // refuses the open session's next statement, and a new session at its start.
+    postgres
+        .batch_execute(&format!("GRANT SELECT (email) ON {t} TO dp_reader"))
+        .await
+        .unwrap();
+    let refused = client
+        .query(&format!("select id from {t} where id = $1"), &[&1i32])
+        .await
+        .unwrap_err();
+    let said = refused.as_db_error().map(|e| e.message().to_owned());
+    assert!(
+        said.as_deref()
+            .is_some_and(|m| m.contains("data protection refuses this session's role")),
+        "{refused:?}"
+    );
+    let at_start = door
+        .psql("ann@example.com", &ann, "protected", &["-Atc", "select 1"])
+        .await;
+    assert!(!at_start.ok);
+    assert!(
+        at_start.err.contains("data protection refuses"),
+        "{at_start:?}"
+    );
+    postgres
+        .batch_execute(&format!("REVOKE SELECT (email) ON {t} FROM dp_reader"))
+        .await
+        .unwrap();
+    drop(client);
+    postgres
+        .batch_execute(&format!("DROP TABLE IF EXISTS {t} CASCADE"))
+        .await
+        .unwrap();
+    door.server.stop().await;
+}
