@@ -19,7 +19,8 @@ use tokio::process::Command;
 const BIN: &str = env!("CARGO_BIN_EXE_dbconsole");
 
 /// The variables the binary reads; none leaks in from the test's own environment.
-const OUR_VARS: [&str; 37] = [
+const OUR_VARS: [&str; 38] = [
+    "DBCONSOLE_DOOR_LISTEN",
     "DBCONSOLE_RUN_EVENTS_BACKLOG",
     "DBCONSOLE_SECRET_KEY",
     "DBCONSOLE_LISTEN",
