@@ -3,12 +3,23 @@
 //! or a query key, and every statement obeys the rules of a console run on the same
 //! credential: access, data protection, the row cap, the timeout, and the audit trail.
 //!
-//! The rooms: [`frame`] (the protocol's framing), [`session`] (a connection's TLS, startup,
-//! sign-in and which database and credential it runs as), [`backend`] (the database-facing
-//! session, opened as the runner opens its own), [`judge`] (what a statement may do),
-//! [`relay`] (the messages both ways, under the rules), [`live`] (the open door sessions of
-//! this node: caps, cancel keys, ending them) and [`passwords`] (the routes that mint, list
+//! The rooms: `frame` (the protocol's framing), `session` (a connection's TLS, startup,
+//! sign-in and which database and credential it runs as), `backend` (the database-facing
+//! session, opened as the runner opens its own), `judge` (what a statement may do),
+//! `relay` (the messages both ways, under the rules), `live` (the open door sessions of
+//! this node: caps, cancel keys, ending them) and `passwords` (the routes that mint, list
 //! and revoke door passwords and list and end door sessions).
+//!
+//! Without the `postgres` feature, the routes answer (no session ever opens: there is no
+//! listener to hand connections to), and the connection half is not built.
+
+#![cfg_attr(
+    not(feature = "postgres"),
+    allow(
+        dead_code,
+        reason = "what connections read is built with the postgres feature"
+    )
+)]
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -381,6 +381,7 @@ impl Launcher {
     /// its pooled sessions (as every protected run does first, and with what it keeps): the
     /// wire door's check before each statement it lets through (docs/door.md). Nothing is
     /// recorded.
+    #[cfg(feature = "postgres")]
     pub(crate) async fn verify_role(
         &self,
         db: &Database,

@@ -32,6 +32,10 @@ pub(crate) enum Record {
     Schema { database_id: String, origin: Origin },
     /// The wire door's check of its session's role before a statement: nothing is recorded
     /// (the statement's own event is).
+    #[cfg_attr(
+        not(feature = "postgres"),
+        allow(dead_code, reason = "the door is built with the postgres feature")
+    )]
     Silent,
     /// A check of a credential's role against the database's data protection: the event alone.
     ProtectionCheck {
