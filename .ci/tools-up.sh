@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The tools of the contract tests (tests/contract/run.sh) and of the MCP test
-# (server/tests/mcp.rs): OpenSSL's headers for the build, Debian's chromium and chromium-driver (installed as root, or through
-# sudo), and a Python virtualenv in target/contract-venv with Schemathesis,
-# openapi-spec-validator, Selenium and the MCP client library `mcp` from PyPI (made as the
-# calling user). Idempotent; tests/all.sh runs it.
+# The tools of the contract tests (tests/contract/run.sh), the MCP test (server/tests/mcp.rs)
+# and the door's driver tests (server/tests/door_clients.rs): OpenSSL's headers for the build,
+# Debian's chromium and chromium-driver, a JDK and pgjdbc (default-jdk-headless,
+# libpostgresql-jdbc-java; installed as root, or through sudo), and a Python virtualenv in
+# target/contract-venv with Schemathesis, openapi-spec-validator, Selenium, the MCP client
+# library `mcp`, psycopg 3 and asyncpg from PyPI (made as the calling user). Idempotent;
+# tests/all.sh runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 as_root() {
@@ -13,11 +15,14 @@ as_root() {
   fi
 }
 if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ] || ! python3 -c 'import ensurepip' 2>/dev/null \
-  || ! pkg-config --exists openssl 2>/dev/null; then
+  || ! pkg-config --exists openssl 2>/dev/null || [ ! -f /usr/share/java/postgresql.jar ] \
+  || ! command -v java >/dev/null; then
   as_root apt-get update -qq
   # libssl-dev and pkg-config: the build's (webauthn-rs links OpenSSL).
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver python3-venv \
     libssl-dev pkg-config >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    default-jdk-headless libpostgresql-jdbc-java >/dev/null
 fi
 venv=target/contract-venv
 if [ ! -x "$venv/bin/schemathesis" ]; then
@@ -29,6 +34,9 @@ if [ ! -x "$venv/bin/schemathesis" ]; then
 fi
 if ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
   "$venv/bin/pip" install -q --disable-pip-version-check 'mcp==2.3.0'
+fi
+if ! "$venv/bin/python" -c 'import psycopg, asyncpg' 2>/dev/null; then
+  "$venv/bin/pip" install -q --disable-pip-version-check 'psycopg[binary]==3.2.10' 'asyncpg==0.30.0'
 fi
 "$venv/bin/schemathesis" --version
 chromium --version

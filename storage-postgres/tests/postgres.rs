@@ -115,6 +115,8 @@ async fn a_store_from_before_seal_keys_opens_with_its_key_as_key_0() {
              DROP TABLE {schema}.queries;
              DROP TABLE {schema}.deliveries;
              DROP TABLE {schema}.sessions;
+             DROP TABLE {schema}.users;
+             DROP TABLE {schema}.settings;
              DELETE FROM {schema}.schema_migrations WHERE version >= 5;"
         ))
         .await
@@ -416,6 +418,8 @@ async fn deliveries_from_before_kinds_are_claimed_by_kind() {
              ALTER TABLE {schema}.deliveries DROP COLUMN kind;
              CREATE INDEX deliveries_due ON {schema}.deliveries (due_at) WHERE due_at IS NOT NULL;
              DROP TABLE {schema}.sessions;
+             DROP TABLE {schema}.users;
+             DROP TABLE {schema}.settings;
              DELETE FROM {schema}.schema_migrations WHERE version >= 8;"
         ))
         .await
@@ -482,6 +486,8 @@ async fn authors_from_before_one_identity_are_found_by_their_normal_form() {
     client
         .batch_execute(&format!(
             "DROP TABLE {schema}.sessions;
+             DROP TABLE {schema}.users;
+             DROP TABLE {schema}.settings;
              DELETE FROM {schema}.schema_migrations WHERE version >= 9;"
         ))
         .await

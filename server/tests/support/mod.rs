@@ -6,6 +6,7 @@
     reason = "each test binary uses a part of the support module"
 )]
 
+pub(crate) mod door;
 pub(crate) mod process;
 
 use std::net::SocketAddr;

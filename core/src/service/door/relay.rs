@@ -87,6 +87,10 @@ struct Facts {
     sha256: String,
     length: u64,
     catalog: bool,
+    /// What its rows count under, when it is not its portal: a cursor it `FETCH`es from.
+    counted: Counted,
+    /// The cursor it declares (whose count starts again).
+    declares: Option<String>,
 }
 
 impl Facts {
@@ -95,6 +99,8 @@ impl Facts {
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
             length: text.len() as u64,
             catalog,
+            counted: Counted::Own,
+            declares: None,
         }
     }
 }
@@ -410,7 +416,12 @@ where
                 match judged {
                     Ok(judged) => {
                         let catalog = judged.iter().all(|j| j.catalog) && !judged.is_empty();
-                        statements.insert(name, Facts::of(&text, catalog));
+                        let mut facts = Facts::of(&text, catalog);
+                        if let Some(first) = judged.into_iter().next() {
+                            facts.counted = first.counted;
+                            facts.declares = first.declares;
+                        }
+                        statements.insert(name, facts);
                         message.write_to(&mut batch);
                     }
                     Err(report) => refuse(report, &mut batch, false),
@@ -663,13 +674,24 @@ where
                                 _ => reading.sent >= relay.max_rows,
                             }
                         }
-                        Some(Expect::Execute { portal, fresh, .. }) => {
-                            let count = portals.entry(portal.clone()).or_insert(0);
-                            if std::mem::take(fresh) {
-                                *count = 0;
+                        Some(Expect::Execute {
+                            portal,
+                            fresh,
+                            facts,
+                            ..
+                        }) => match facts.as_ref().map(|f| &f.counted) {
+                            // A FETCH through a portal counts under its cursor.
+                            Some(Counted::Cursor(name)) => {
+                                over_cap(cursors.entry(name.clone()).or_insert(0), relay.max_rows)
                             }
-                            over_cap(count, relay.max_rows)
-                        }
+                            _ => {
+                                let count = portals.entry(portal.clone()).or_insert(0);
+                                if std::mem::take(fresh) {
+                                    *count = 0;
+                                }
+                                over_cap(count, relay.max_rows)
+                            }
+                        },
                         Some(Expect::Synthetic { .. }) | None => reading.sent >= relay.max_rows,
                     }
                 };
@@ -831,6 +853,9 @@ fn finished(track: &Shared, cursors: &mut HashMap<String, u64>, error: bool) -> 
                 track
                     .expected
                     .retain(|e| e.epoch() != epoch || matches!(e, Expect::Query { .. }));
+            }
+            if let Some(cursor) = facts.as_ref().and_then(|f| f.declares.as_ref()) {
+                cursors.remove(cursor);
             }
             facts
         }
