@@ -577,8 +577,6 @@ async fn a_reviewed_statement_waits_then_runs_once_for_its_author() {
     door.server.stop().await;
 }
 
-
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn data_protection_holds_through_the_door_in_text_and_binary() {
     let postgres = support::postgres_admin().await;

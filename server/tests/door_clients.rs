@@ -14,7 +14,10 @@ use support::door::Door;
 
 /// The repository's root.
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned()
 }
 
 /// What the test gives every client: where the door is, who, and the tables.
@@ -113,10 +116,7 @@ async fn jdbc_psycopg_asyncpg_and_node_pg_through_the_door() {
                 "DOOR_URL",
                 &format!("jdbc:postgresql://{host}:{port}/{plain}?sslmode=require"),
             ),
-            (
-                "CONSOLE_DIR",
-                root().join("console").to_str().unwrap(),
-            ),
+            ("CONSOLE_DIR", root().join("console").to_str().unwrap()),
         ]),
     };
     let jar = "/usr/share/java/postgresql.jar";

@@ -190,7 +190,9 @@ public class DoorJdbc {
                         st.execute(sql);
                     }
                 }
-                try (PreparedStatement ps = c.prepareStatement("SELECT db.oid,db.* FROM pg_catalog.pg_database db WHERE datname=?")) {
+                // The catalog the client knows is the database string (a dbconsole id); the real
+                // database answers under its own name, as DBeaver's listing reads it.
+                try (PreparedStatement ps = c.prepareStatement("SELECT db.oid,db.* FROM pg_catalog.pg_database db WHERE datallowconn AND NOT datistemplate OR db.datname=?")) {
                     ps.setString(1, c.getCatalog());
                     try (ResultSet rs = ps.executeQuery()) {
                         expect(rs.next(), "the database's row");

@@ -4,6 +4,7 @@ DOOR_DB, DOOR_TABLE (200 rows: id, label), and DOOR_PROTECTED_DB with DOOR_PROTE
 email masked to '****', ssn hidden). Prints one line per check, then "N passed, N failed"."""
 
 import asyncio
+import decimal
 import os
 import ssl
 import sys
@@ -50,7 +51,7 @@ async def main():
     async def binary():
         rows = await conn.fetch(f"select id, label, id::numeric / 4 as q from {table} where id <= $1 order by id", 3)
         assert [(r["id"], r["label"]) for r in rows] == [(1, "row 1"), (2, "row 2"), (3, "row 3")], rows
-        assert str(rows[1]["q"]) == "0.5", rows[1]["q"]
+        assert rows[1]["q"] == decimal.Decimal("0.5"), rows[1]["q"]
 
     async def prepared():
         statement = await conn.prepare(f"select label from {table} where id = $1")
@@ -81,7 +82,11 @@ async def main():
         try:
             await protected.fetch(f"select ssn from {masked_table}")
             raise AssertionError("the hidden column was read")
-        except asyncpg.exceptions.InsufficientPrivilegeError:
+        except (
+            asyncpg.exceptions.InsufficientPrivilegeError,
+            asyncpg.exceptions.UndefinedColumnError,
+        ):
+            # Through the masking view the column is not there; on the table it is refused.
             pass
 
     await check("a masked column reads as its mask in binary", masked)

@@ -50,14 +50,16 @@ def parameters():
 
 
 def pipeline():
+    a, b, c = conn.cursor(), conn.cursor(), conn.cursor()
     with conn.pipeline():
-        with conn.cursor() as a, conn.cursor() as b, conn.cursor() as c:
-            a.execute(f"select count(*) from {table}")
-            b.execute("select %s::int * 2", (21,))
-            c.execute(f"select label from {table} where id = %s", (3,))
+        a.execute(f"select count(*) from {table}")
+        b.execute("select %s::int * 2", (21,))
+        c.execute(f"select label from {table} where id = %s", (3,))
     assert a.fetchone() == (200,)
     assert b.fetchone() == (42,)
     assert c.fetchone() == ("row 3",)
+    for cursor in (a, b, c):
+        cursor.close()
 
 
 def pipeline_with_a_refusal():

@@ -206,7 +206,13 @@ impl Door {
     }
 
     /// psql through the door.
-    pub(crate) async fn psql(&self, user: &str, password: &str, dbname: &str, args: &[&str]) -> Psql {
+    pub(crate) async fn psql(
+        &self,
+        user: &str,
+        password: &str,
+        dbname: &str,
+        args: &[&str],
+    ) -> Psql {
         psql(&self.conninfo(user, dbname, "require"), password, args).await
     }
 }
@@ -252,7 +258,12 @@ pub(crate) async fn direct(args: &[&str]) -> Psql {
 
 /// tokio-postgres through the door, verifying its certificate (the one the server made, whose
 /// names include localhost): the extended protocol with binary results.
-pub(crate) async fn driver(door: &Door, user: &str, password: &str, dbname: &str) -> tokio_postgres::Client {
+pub(crate) async fn driver(
+    door: &Door,
+    user: &str,
+    password: &str,
+    dbname: &str,
+) -> tokio_postgres::Client {
     let pem = std::fs::read(door.dir.path().join("data/door-cert.pem")).unwrap();
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pki_types::CertificateDer::pem_slice_iter(&pem) {
@@ -280,4 +291,3 @@ pub(crate) async fn driver(door: &Door, user: &str, password: &str, dbname: &str
     tokio::spawn(connection);
     client
 }
-
