@@ -75,6 +75,8 @@ echo "1M rows best: direct $d s, door $t s: rows/s door/direct = $(python3 -c "p
 
 echo "Ctrl-C on pg_sleep(60) through the door:"
 marker="select pg_sleep(60) -- door bench $$"
+# Job control on: a background job of a script would otherwise ignore SIGINT.
+set -m
 as door psql -X "$(conn door)" -c "$marker" >/dev/null 2>&1 &
 client=$!
 for _ in $(seq 100); do

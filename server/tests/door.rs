@@ -694,6 +694,28 @@ async fn data_protection_holds_through_the_door_in_text_and_binary() {
         .await
         .unwrap();
     drop(client);
+    // A role the session could SET ROLE to (by a function's plpgsql, which no judge reads) is
+    // refused at the start: the verification counts memberships. (Past the start, the door
+    // reads current_user after each statement: relay.rs, role_check_failed.)
+    let alt = format!("door_alt_{}", std::process::id());
+    postgres
+        .batch_execute(&format!(
+            "DROP ROLE IF EXISTS {alt}; CREATE ROLE {alt} NOLOGIN; GRANT {alt} TO dp_reader;"
+        ))
+        .await
+        .unwrap();
+    let member = door
+        .psql("ann@example.com", &ann, "protected", &["-Atc", "select 2"])
+        .await;
+    postgres
+        .batch_execute(&format!("REVOKE {alt} FROM dp_reader; DROP ROLE {alt};"))
+        .await
+        .unwrap();
+    assert!(!member.ok, "{member:?}");
+    assert!(
+        member.err.contains(&format!("member of {alt}")),
+        "{member:?}"
+    );
     postgres
         .batch_execute(&format!("DROP TABLE IF EXISTS {t} CASCADE"))
         .await

@@ -260,6 +260,12 @@ pub(super) fn is_catalog(text: &str) -> bool {
         }
     }
 
+    // Most statements read a table of their own: one that names a relation (`from`) but
+    // neither the catalog's prefix nor its schema is none, without parsing it.
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("from") && !lower.contains("pg_") && !lower.contains("information_schema") {
+        return false;
+    }
     if classify::read_only(text, Dialect::Postgres).is_err() {
         return false;
     }

@@ -60,6 +60,10 @@ pub(super) struct Relay {
     /// When the credential asked for needs reviews: its id, and whether the backend session
     /// is a credential of the same database without reviews (catalog reads run there).
     pub(super) reviewed: Option<(String, bool)>,
+    /// The role the backend session logged in as, and whether the server reported it a
+    /// superuser at the start: a session that becomes another (`session_authorization`) or a
+    /// superuser (`is_superuser`), by whatever statement, is ended.
+    pub(super) login: (String, bool),
 }
 
 impl Relay {
@@ -121,6 +125,9 @@ enum Expect {
     /// The door's own answer to a simple query (an approved statement's result), sent in the
     /// place of the database's answer to an empty query.
     Synthetic { epoch: u64, messages: Vec<Message> },
+    /// The door's own check of the session's role after a statement on a database with data
+    /// protection: its answer is read and kept from the client.
+    Check { epoch: u64 },
     /// An `Execute` of a portal; `fresh` when the portal was bound since its last one.
     Execute {
         epoch: u64,
@@ -135,6 +142,7 @@ impl Expect {
         match self {
             Expect::Query { epoch, .. }
             | Expect::Synthetic { epoch, .. }
+            | Expect::Check { epoch }
             | Expect::Execute { epoch, .. } => *epoch,
         }
     }
@@ -387,6 +395,7 @@ where
                     }
                 };
                 pending.push(expect);
+                check_role(&relay, &track, &mut batch, &mut pending);
                 if !send(&track, &mut backend, &mut batch, &mut pending).await {
                     return "the database";
                 }
@@ -483,6 +492,9 @@ where
                 } else if executes {
                     lock(&track).busy_since.get_or_insert_with(Instant::now);
                 }
+                if message.tag == b'S' {
+                    check_role(&relay, &track, &mut batch, &mut pending);
+                }
                 if !send(&track, &mut backend, &mut batch, &mut pending).await {
                     return "the database";
                 }
@@ -540,6 +552,61 @@ fn parts_of(text: &str, judged: Vec<Judged>) -> VecDeque<Part> {
             declares: judged.declares,
         })
         .collect()
+}
+
+/// The query that reads the session's role after each statement on a database with data
+/// protection.
+const ROLE_CHECK: &str = "SELECT current_user, session_user";
+
+/// On a database with data protection, asks for the session's role right behind what the
+/// client sent (in the same write: no round trip of its own): a statement that changed it by
+/// any way (a function's `SET ROLE`) ends the session before the next one runs.
+fn check_role(relay: &Relay, track: &Shared, batch: &mut BytesMut, pending: &mut Vec<Expect>) {
+    if relay.protection.is_none() {
+        return;
+    }
+    let epoch = {
+        let mut track = lock(track);
+        track.sent_epochs += 1;
+        track.sent_epochs - 1
+    };
+    let _ = postgres_protocol::message::frontend::query(ROLE_CHECK, batch);
+    pending.push(Expect::Check { epoch });
+}
+
+/// What the role check's row says, when the role is not the login's.
+fn role_check_failed(relay: &Relay, message: &Message) -> Option<String> {
+    role_check_failed_for(&relay.login.0, message)
+}
+
+/// [`role_check_failed`] for the login `login`.
+fn role_check_failed_for(login: &str, message: &Message) -> Option<String> {
+    let mut body = message.body.clone();
+    if body.len() < 2 {
+        return Some("the role check's answer is malformed".to_owned());
+    }
+    let count = body.get_i16();
+    let mut values = Vec::new();
+    for _ in 0..count {
+        if body.len() < 4 {
+            return Some("the role check's answer is malformed".to_owned());
+        }
+        let length = body.get_i32();
+        let Ok(length) = usize::try_from(length) else {
+            values.push(String::new());
+            continue;
+        };
+        if body.len() < length {
+            return Some("the role check's answer is malformed".to_owned());
+        }
+        values.push(String::from_utf8_lossy(&body.split_to(length)).into_owned());
+    }
+    (values.len() != 2 || values.iter().any(|v| v != login)).then(|| {
+        format!(
+            "this door session's role became {} instead of its credential's: it is ended",
+            values.first().map_or("unknown", String::as_str)
+        )
+    })
 }
 
 /// Sends the held messages: their results are expected first.
@@ -660,11 +727,47 @@ where
                 return (statements, catalog_reads);
             }
         };
+        let checking = {
+            let track = lock(&track);
+            matches!(track.expected.front(), Some(Expect::Check { epoch }) if *epoch == track.done_epochs)
+        };
+        if checking {
+            match message.tag {
+                b'D' => {
+                    if let Some(why) = role_check_failed(&relay, &message) {
+                        out.clear();
+                        Report::fatal("42501", why).message().write_to(&mut out);
+                        let _ = client.write_all(&out).await;
+                        let _ = client.flush().await;
+                        let _ = client.shutdown().await;
+                        return (statements, catalog_reads);
+                    }
+                }
+                b'Z' => {
+                    let mut track = lock(&track);
+                    track.expected.pop_front();
+                    track.done_epochs += 1;
+                    track.busy_since = (track.sent_epochs > track.done_epochs).then(Instant::now);
+                }
+                // Its row description, its tag, and its error in an aborted transaction (where
+                // nothing can change the role until the rollback) are the door's own.
+                b'T' | b'C' | b'E' => {}
+                _ => message.write_to(&mut out),
+            }
+            if backend.buffer().is_empty() {
+                if client.write_all(&out).await.is_err() || client.flush().await.is_err() {
+                    return (statements, catalog_reads);
+                }
+                out.clear();
+            }
+            continue;
+        }
         match message.tag {
             b'D' => {
                 let over = {
                     let mut track = lock(&track);
-                    match track.expected.front_mut() {
+                    let done = track.done_epochs;
+                    match track.expected.front_mut().filter(|e| e.epoch() == done) {
                         Some(Expect::Query { parts, .. }) => {
                             match parts.front().map(|p| &p.counted) {
                                 Some(Counted::Cursor(name)) => over_cap(
@@ -692,7 +795,9 @@ where
                                 over_cap(count, relay.max_rows)
                             }
                         },
-                        Some(Expect::Synthetic { .. }) | None => reading.sent >= relay.max_rows,
+                        Some(Expect::Synthetic { .. } | Expect::Check { .. }) | None => {
+                            reading.sent >= relay.max_rows
+                        }
                     }
                 };
                 if over {
@@ -702,10 +807,10 @@ where
                     message.write_to(&mut out);
                 }
             }
-            b'I' if matches!(
-                lock(&track).expected.front(),
-                Some(Expect::Synthetic { .. })
-            ) =>
+            b'I' if {
+                let track = lock(&track);
+                matches!(track.expected.front(), Some(Expect::Synthetic { epoch, .. }) if *epoch == track.done_epochs)
+            } =>
             {
                 if let Some(Expect::Synthetic { messages, .. }) = lock(&track).expected.pop_front()
                 {
@@ -800,6 +905,17 @@ where
                 message.write_to(&mut out);
                 reading = Reading::default();
             }
+            b'S' => {
+                if let Some(why) = role_changed(&relay, &message) {
+                    out.clear();
+                    Report::fatal("42501", why).message().write_to(&mut out);
+                    let _ = client.write_all(&out).await;
+                    let _ = client.flush().await;
+                    let _ = client.shutdown().await;
+                    return (statements, catalog_reads);
+                }
+                message.write_to(&mut out);
+            }
             _ => message.write_to(&mut out),
         }
         // Flushed whenever the database has nothing more ready: a burst of rows goes in large
@@ -813,6 +929,25 @@ where
                 return (statements, catalog_reads);
             }
         }
+    }
+}
+
+/// Why a `ParameterStatus` the server sent ends the session: it reports another session user
+/// than the credential's login, or a superuser where the login was none.
+fn role_changed(relay: &Relay, message: &Message) -> Option<String> {
+    let mut body = message.body.clone();
+    let name = frame::cstr(&mut body).ok()?;
+    let value = frame::cstr(&mut body).ok()?;
+    let (login, superuser) = &relay.login;
+    match name.as_str() {
+        "session_authorization" if value != *login => Some(format!(
+            "this door session became another user ({value}) than its credential's: it is ended"
+        )),
+        "is_superuser" if value == "on" && !superuser => Some(
+            "this door session became a superuser, which its credential is not: it is ended"
+                .to_owned(),
+        ),
+        _ => None,
     }
 }
 
@@ -830,7 +965,10 @@ fn over_cap(count: &mut u64, max: u64) -> bool {
 /// of its query, or its pipeline's executions (the database skips them to the `Sync`).
 fn finished(track: &Shared, cursors: &mut HashMap<String, u64>, error: bool) -> Option<Facts> {
     let mut track = lock(track);
-    match track.expected.front_mut()? {
+    // An answer belongs to the oldest pipeline not yet ended: what is expected of a later one
+    // is not its.
+    let done = track.done_epochs;
+    match track.expected.front_mut().filter(|e| e.epoch() == done)? {
         Expect::Query { parts, .. } => {
             let part = parts.pop_front()?;
             if let Some(cursor) = &part.declares {
@@ -841,7 +979,7 @@ fn finished(track: &Shared, cursors: &mut HashMap<String, u64>, error: bool) -> 
             }
             Some(part.facts)
         }
-        Expect::Synthetic { .. } => {
+        Expect::Synthetic { .. } | Expect::Check { .. } => {
             track.expected.pop_front();
             None
         }
@@ -944,4 +1082,44 @@ async fn record(
     let events = &relay.door.launcher.run_events;
     let slot = events.slot().await;
     events.write(&relay.door.storage, slot, event.into());
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BufMut as _;
+
+    use super::*;
+
+    fn row(values: &[Option<&str>]) -> Message {
+        frame::message(b'D', |out| {
+            out.put_i16(i16::try_from(values.len()).unwrap());
+            for value in values {
+                match value {
+                    Some(v) => {
+                        out.put_i32(i32::try_from(v.len()).unwrap());
+                        out.put_slice(v.as_bytes());
+                    }
+                    None => out.put_i32(-1),
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn the_role_check_ends_a_session_whose_role_is_not_its_login() {
+        let login = "dp_reader".to_owned();
+        let same = role_check_failed_for(&login, &row(&[Some("dp_reader"), Some("dp_reader")]));
+        assert_eq!(same, None);
+        let became = role_check_failed_for(&login, &row(&[Some("admin"), Some("dp_reader")]));
+        assert!(became.unwrap().contains("became admin"));
+        let session = role_check_failed_for(&login, &row(&[Some("dp_reader"), Some("postgres")]));
+        assert!(session.is_some());
+        assert!(role_check_failed_for(&login, &row(&[None, None])).is_some());
+        assert!(role_check_failed_for(&login, &row(&[Some("dp_reader")])).is_some());
+        let cut = Message {
+            tag: b'D',
+            body: bytes::Bytes::from_static(&[0, 2, 0, 0, 0, 9, b'd']),
+        };
+        assert!(role_check_failed_for(&login, &cut).is_some());
+    }
 }

@@ -623,6 +623,13 @@ async fn open(
             return Err(report);
         }
     };
+    let login = (
+        target.username.clone(),
+        backend
+            .parameters
+            .iter()
+            .any(|(k, v)| k == "is_superuser" && v == "on"),
+    );
     drop(target);
     if let Some(protection) = &protection
         && let Err(report) = verify(door, &db, &credential, protection).await
@@ -714,6 +721,7 @@ async fn open(
         max,
         password,
         reviewed,
+        login,
     };
     let summary = relay::run(
         relay,
