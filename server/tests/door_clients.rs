@@ -28,6 +28,11 @@ struct Setup {
 /// Runs `program` with `args` and the setup's environment; asserts it printed `N passed, 0
 /// failed` and exited 0.
 async fn run(setup: &Setup, program: &str, args: &[&str], what: &str) {
+    run_checks(setup, program, args, what, 3).await;
+}
+
+/// [`run`], with at least `checks` checks passed.
+async fn run_checks(setup: &Setup, program: &str, args: &[&str], what: &str, checks: u32) {
     let output = tokio::time::timeout(
         Duration::from_secs(180),
         tokio::process::Command::new(program)
@@ -50,7 +55,7 @@ async fn run(setup: &Setup, program: &str, args: &[&str], what: &str) {
         "{what}:\n{stdout}\n{stderr}"
     );
     let passed: u32 = summary.split(' ').next().unwrap().parse().unwrap();
-    assert!(passed >= 3, "{what} ran its checks: {stdout}");
+    assert!(passed >= checks, "{what} ran its checks: {stdout}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -161,4 +166,58 @@ async fn jdbc_psycopg_asyncpg_and_node_pg_through_the_door() {
         .await
         .unwrap();
     door.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_sent_to_another_node_ends_the_statement() {
+    // Two nodes on one PostgreSQL storage (a fresh schema), each with its door.
+    let schema = dbconsole_storage_postgres::testing::fresh_schema();
+    let url = dbconsole_storage_postgres::testing::test_url();
+    let key = "door-nodes-secret-key-0123456789abcdef0123456789abcdef";
+    let secret = base64_key(key);
+    let storage = [
+        ("DBCONSOLE_STORAGE", "postgres"),
+        ("DBCONSOLE_DATABASE_URL", url.as_str()),
+        ("DBCONSOLE_DATABASE_SCHEMA", schema.as_str()),
+        ("DBCONSOLE_SECRET_KEY", secret.as_str()),
+    ];
+    let a = Door::start_on(&storage, &[]).await;
+    let b = Door::start_on(&storage, &[]).await;
+    let db = a.database("across", json!({})).await;
+    let ann = a.key("ann@example.com").await;
+    let (host, port) = a.door.rsplit_once(':').unwrap();
+    let other = b.door.rsplit_once(':').unwrap().1;
+    let pairs = [
+        ("DOOR_HOST", host),
+        ("DOOR_PORT", port),
+        ("DOOR_OTHER_PORT", other),
+        ("DOOR_USER", "ann@example.com"),
+        ("DOOR_PASSWORD", ann.as_str()),
+        ("DOOR_DB", db.as_str()),
+    ];
+    let mut env: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    env.push((
+        "CONSOLE_DIR".to_owned(),
+        root().join("console").to_str().unwrap().to_owned(),
+    ));
+    run_checks(
+        &Setup { env },
+        "node",
+        &["server/tests/door_clients/door_pg_cancel_across.mjs"],
+        "a cancel across nodes",
+        1,
+    )
+    .await;
+    a.server.stop().await;
+    b.server.stop().await;
+}
+
+/// A secret key as `DBCONSOLE_SECRET_KEY` takes it: 32 bytes in base64.
+fn base64_key(seed: &str) -> String {
+    use base64::Engine as _;
+    let bytes: Vec<u8> = seed.bytes().cycle().take(32).collect();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }

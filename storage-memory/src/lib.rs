@@ -622,6 +622,11 @@ impl Storage for MemoryStorage {
         Ok(())
     }
 
+    async fn remove_setting(&self, name: &str) -> Result<(), StorageError> {
+        self.state().settings.remove(name);
+        Ok(())
+    }
+
     async fn create_query(&self, query: Query, log: WriteLog) -> Result<(), StorageError> {
         let mut state = self.state();
         if state.queries.contains_key(query.id.as_str()) {

@@ -415,6 +415,9 @@ impl Storage for PostgresStorage {
     async fn put_setting(&self, name: &str, value: &str) -> Result<(), StorageError> {
         users::put_setting(self, name, value).await
     }
+    async fn remove_setting(&self, name: &str) -> Result<(), StorageError> {
+        users::remove_setting(self, name).await
+    }
 
     // Seal keys: seal_keys.rs.
     async fn seal_keys(&self) -> Result<SealKeys, StorageError> {

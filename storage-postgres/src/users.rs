@@ -133,6 +133,19 @@ pub(crate) async fn setting(
 }
 
 /// [`Storage::put_setting`](dbconsole_core::storage::Storage::put_setting).
+pub(crate) async fn remove_setting(
+    store: &PostgresStorage,
+    name: &str,
+) -> Result<(), StorageError> {
+    let Some(name) = key(name) else {
+        return Ok(());
+    };
+    store
+        .rows("DELETE FROM settings WHERE name = $1", &[&name])
+        .await
+        .map(|_| ())
+}
+
 pub(crate) async fn put_setting(
     store: &PostgresStorage,
     name: &str,

@@ -489,6 +489,9 @@ impl Storage for RedbStorage {
     async fn put_setting(&self, name: &str, value: &str) -> Result<(), StorageError> {
         users::put_setting(self, name, value).await
     }
+    async fn remove_setting(&self, name: &str) -> Result<(), StorageError> {
+        users::remove_setting(self, name).await
+    }
 
     // Queries: queries.rs.
     async fn create_query(&self, query: Query, log: WriteLog) -> Result<(), StorageError> {

@@ -93,6 +93,17 @@ pub(crate) async fn setting(
 }
 
 /// [`Storage::put_setting`](dbconsole_core::storage::Storage::put_setting).
+pub(crate) async fn remove_setting(store: &RedbStorage, name: &str) -> Result<(), StorageError> {
+    let name = name.to_owned();
+    store
+        .write(move |_, txn| {
+            let mut settings = txn.open_table(SETTINGS).or_backend()?;
+            settings.remove(name.as_str()).or_backend()?;
+            Ok(())
+        })
+        .await
+}
+
 pub(crate) async fn put_setting(
     store: &RedbStorage,
     name: &str,

@@ -311,6 +311,10 @@ macro_rules! forward_storage {
                 (**self).put_setting(name, value).await
             }
 
+            async fn remove_setting(&self, name: &str) -> Result<(), StorageError> {
+                (**self).remove_setting(name).await
+            }
+
             async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError> {
                 (**self).stored_answer(key).await
             }

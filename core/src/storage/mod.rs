@@ -434,6 +434,9 @@ pub trait Storage: Send + Sync + Debug + 'static {
     /// Sets the server setting `name` to `value` (bookkeeping: no event).
     async fn put_setting(&self, name: &str, value: &str) -> Result<(), StorageError>;
 
+    /// Removes the server setting `name`, if set (bookkeeping: no event).
+    async fn remove_setting(&self, name: &str) -> Result<(), StorageError>;
+
     /// The answer stored under an `Idempotency-Key` (as [`crate::model::Idempotency::key`]
     /// scopes it), if any.
     async fn stored_answer(&self, key: &str) -> Result<Option<StoredAnswer>, StorageError>;

@@ -18,16 +18,24 @@ const BROWSER: [(&str, &str); 3] = [
     ("content-type", "application/json"),
 ];
 
-/// A server with its door, on a redb store in a temporary directory.
+/// A server with its door, on a redb store in a temporary directory (or the storage its
+/// environment names).
 pub(crate) struct Door {
     pub(crate) server: Server,
     /// `host:port` of the door.
     pub(crate) door: String,
     pub(crate) dir: tempfile::TempDir,
+    /// The storage's environment, for the commands run beside it.
+    storage: Vec<(String, String)>,
 }
 
 impl Door {
     pub(crate) async fn start(extra: &[&str]) -> Self {
+        Self::start_on(&[("DBCONSOLE_STORAGE", "redb")], extra).await
+    }
+
+    /// A server on the storage `storage` names (its `DBCONSOLE_…` variables).
+    pub(crate) async fn start_on(storage: &[(&str, &str)], extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let data = data.to_str().unwrap().to_owned();
@@ -41,14 +49,9 @@ impl Door {
             "127.0.0.1:0",
         ];
         args.extend_from_slice(extra);
-        let server = Server::start_with(
-            &[
-                ("DBCONSOLE_STORAGE", "redb"),
-                ("DBCONSOLE_API_KEY", ADMIN_KEY),
-            ],
-            &args,
-        )
-        .await;
+        let mut env = storage.to_vec();
+        env.push(("DBCONSOLE_API_KEY", ADMIN_KEY));
+        let server = Server::start_with(&env, &args).await;
         let line = server
             .stdout
             .line("the door's line", |line| {
@@ -60,7 +63,22 @@ impl Door {
             .next()
             .unwrap()
             .to_owned();
-        Self { server, door, dir }
+        Self {
+            server,
+            door,
+            dir,
+            storage: storage
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    fn storage_env(&self) -> Vec<(&str, &str)> {
+        self.storage
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect()
     }
 
     pub(crate) fn data(&self) -> String {
@@ -117,7 +135,7 @@ impl Door {
     pub(crate) async fn key(&self, user: &str) -> String {
         let data = self.data();
         let output = dbconsole(
-            &[("DBCONSOLE_STORAGE", "redb")],
+            &self.storage_env(),
             &[
                 "keys",
                 "create",
@@ -153,7 +171,7 @@ impl Door {
     pub(crate) async fn signed_in(&self, user: &str) -> String {
         let data = self.data();
         let output = dbconsole(
-            &[("DBCONSOLE_STORAGE", "redb")],
+            &self.storage_env(),
             &["sessions", "link", "--data-dir", &data, "--user", user],
         )
         .output()

@@ -113,6 +113,21 @@ impl Reach {
 }
 
 impl CancelTarget {
+    /// Where a cancel for the backend `(process, secret)` of `target` goes (another node's
+    /// session, found in the storage: `cancel.rs`).
+    pub(super) fn of(target: &CheckTarget, process: i32, secret: i32) -> Result<Self, String> {
+        Ok(Self {
+            reach: Reach::of(target)?,
+            process,
+            secret,
+        })
+    }
+
+    /// The backend's own key.
+    pub(super) fn key(&self) -> (i32, i32) {
+        (self.process, self.secret)
+    }
+
     /// Sends the cancel request on its own connection and waits (at most `bound`) for the
     /// server to close it.
     pub(super) async fn cancel(&self, bound: Duration) {

@@ -33,6 +33,8 @@ use crate::storage::Storage;
 #[cfg(feature = "postgres")]
 mod backend;
 #[cfg(feature = "postgres")]
+mod cancel;
+#[cfg(feature = "postgres")]
 mod frame;
 #[cfg(feature = "postgres")]
 mod judge;

@@ -207,6 +207,10 @@ fn cancel(door: &Door, mut body: bytes::Bytes) {
     let key = (body.get_i32(), body.get_i32());
     if let Some(cancel) = door.live.canceller(key) {
         tokio::spawn(async move { cancel().await });
+    } else {
+        // Another node's session, perhaps: it published where its key cancels.
+        let door = door.clone();
+        tokio::spawn(async move { super::cancel::elsewhere(&door, key).await });
     }
 }
 
@@ -688,6 +692,14 @@ async fn open(
             return Err(report);
         }
     };
+    super::cancel::publish(
+        door,
+        key,
+        db.id.as_str(),
+        credential.id.as_str(),
+        &backend.cancel,
+    )
+    .await;
     let origin = Origin::of(actor);
     audit(
         door,
@@ -706,6 +718,7 @@ async fn open(
     frame::backend_key_data(key.0, key.1).write_to(&mut out);
     frame::ready_for_query(b'I').write_to(&mut out);
     if stream.write_all(&out).await.is_err() || stream.flush().await.is_err() {
+        super::cancel::withdraw(door, key).await;
         return Ok(());
     }
     let relay = Relay {
@@ -731,6 +744,7 @@ async fn open(
     )
     .await;
     drop(registered);
+    super::cancel::withdraw(door, key).await;
     audit(
         door,
         &origin,

@@ -191,4 +191,12 @@ pub async fn settings_keep_the_last_value(storage: Arc<dyn Storage>) {
         found(storage.setting("public_url").await, "setting"),
         "https://b.example"
     );
+    ok(storage.put_setting("other", "kept").await, "put_setting");
+    ok(storage.remove_setting("public_url").await, "remove_setting");
+    absent(storage.setting("public_url").await, "a removed setting");
+    ok(
+        storage.remove_setting("public_url").await,
+        "remove_setting of a missing one",
+    );
+    assert_eq!(found(storage.setting("other").await, "setting"), "kept");
 }
