@@ -348,5 +348,47 @@ async fn failed_sign_ins_are_throttled_per_address_and_audited() {
         audit.body
     );
     assert!(!audit.body.contains("wrong-guess"), "no key is audited");
+    // A wrong one-time link is refused, audited and throttled the same way.
+    let link = |token: String| {
+        let body = serde_json::json!({ "token": token }).to_string();
+        async move {
+            let mut headers = BROWSER.to_vec();
+            headers.push(("x-forwarded-for", "192.0.2.44"));
+            request(
+                server.addr,
+                "POST",
+                "/api/v1/console/sign-in/link",
+                &headers,
+                Some(&body),
+            )
+            .await
+        }
+    };
+    for n in 0..10 {
+        let wrong = link(format!("dbc_sil_wrong-link-{n}")).await;
+        assert_eq!(wrong.status, 401, "link guess {n}: {}", wrong.body);
+    }
+    let throttled = link("dbc_sil_wrong-link-11".to_owned()).await;
+    assert_eq!(throttled.status, 429, "{}", throttled.body);
+    let audit = request(
+        server.addr,
+        "GET",
+        "/api/v1/console/audit?limit=200",
+        &[("x-api-key", "throttle-test-static-key")],
+        None,
+    )
+    .await;
+    let links = audit.json()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["action"] == "session.refused"
+                && e["changes"].to_string().contains("\"link\"")
+                && e["changes"].to_string().contains("from 192.0.2.44")
+        })
+        .count();
+    assert_eq!(links, 10, "each refused link audited within the limit");
+    assert!(!audit.body.contains("wrong-link"), "no token is audited");
     server.stop().await;
 }

@@ -722,3 +722,235 @@ async fn data_protection_holds_through_the_door_in_text_and_binary() {
         .unwrap();
     door.server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn startup_forms_gssenc_direct_tls_cancel_and_replication() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+    let door = Door::start(&[]).await;
+    door.database("checkdb", json!({})).await;
+    let ann = door.key("ann@example.com").await;
+    let addr: std::net::SocketAddr = door.door.parse().unwrap();
+    let startup = |user: &str| {
+        let mut body = Vec::new();
+        body.extend_from_slice(&196_608i32.to_be_bytes());
+        for (k, v) in [("user", user), ("database", "checkdb")] {
+            body.extend_from_slice(k.as_bytes());
+            body.push(0);
+            body.extend_from_slice(v.as_bytes());
+            body.push(0);
+        }
+        body.push(0);
+        let mut packet = i32::try_from(body.len() + 4)
+            .unwrap()
+            .to_be_bytes()
+            .to_vec();
+        packet.extend_from_slice(&body);
+        packet
+    };
+    let tls = || {
+        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .dangerous()
+            .with_custom_certificate_verifier(std::sync::Arc::new(AnyCertificate))
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"postgresql".to_vec()];
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+    };
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+
+    // GSSAPI encryption is declined with `N`; the client then asks for TLS on the same
+    // connection and is asked for its password.
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x30])
+        .await
+        .unwrap();
+    assert_eq!(tcp.read_u8().await.unwrap(), b'N');
+    tcp.write_all(&[0, 0, 0, 8, 0x04, 0xd2, 0x16, 0x2f])
+        .await
+        .unwrap();
+    assert_eq!(tcp.read_u8().await.unwrap(), b'S');
+    let mut stream = tls().connect(name.clone(), tcp).await.unwrap();
+    stream.write_all(&startup("ann@example.com")).await.unwrap();
+    assert_eq!(stream.read_u8().await.unwrap(), b'R');
+    let _length = stream.read_i32().await.unwrap();
+    assert_eq!(
+        stream.read_i32().await.unwrap(),
+        3,
+        "a cleartext password is asked"
+    );
+
+    // Direct TLS (sslnegotiation=direct: the handshake first, ALPN postgresql).
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut direct = tls().connect(name, tcp).await.unwrap();
+    assert_eq!(
+        direct.get_ref().1.alpn_protocol(),
+        Some(&b"postgresql"[..]),
+        "the door speaks postgresql by ALPN"
+    );
+    direct.write_all(&startup("ann@example.com")).await.unwrap();
+    assert_eq!(direct.read_u8().await.unwrap(), b'R');
+
+    // A cancel request for a key no session holds closes without an answer.
+    let mut cancel = tokio::net::TcpStream::connect(addr).await.unwrap();
+    cancel
+        .write_all(&[0, 0, 0, 16, 0x04, 0xd2, 0x16, 0x2e, 0, 0, 0, 1, 0, 0, 0, 2])
+        .await
+        .unwrap();
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(10), cancel.read_to_end(&mut rest))
+        .await
+        .expect("the cancel connection is closed");
+    assert!(read.is_ok() && rest.is_empty());
+
+    // A replication startup and startup options are refused.
+    for extra in ["replication=database", "options='-c role=postgres'"] {
+        let refused = psql(
+            &format!(
+                "{} {extra}",
+                door.conninfo("ann@example.com", "checkdb", "require")
+            ),
+            &ann,
+            &["-c", "select 1"],
+        )
+        .await;
+        assert!(!refused.ok, "{extra}: {refused:?}");
+        assert!(
+            refused
+                .err
+                .contains("replication connections do not go through the door")
+                || refused.err.contains("the door takes no startup options"),
+            "{extra}: {refused:?}"
+        );
+    }
+    door.server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_ends_their_door_session_and_a_client_that_goes_away_is_cancelled() {
+    let door = Door::start(&[]).await;
+    door.database("checkdb", json!({})).await;
+    let cookie = door.signed_in("dee@example.com").await;
+    let minted = door
+        .browser(
+            &cookie,
+            "POST",
+            "/api/v1/console/me/door/passwords",
+            Some(json!({})),
+        )
+        .await;
+    let password = minted.json()["password"].as_str().unwrap().to_owned();
+    let active = |marker: String| async move {
+        direct(&[
+            "-Atc",
+            &format!(
+                "select count(*) from pg_stat_activity where state = 'active' and query = '{}'",
+                marker.replace('\'', "''")
+            ),
+        ])
+        .await
+        .out
+        .trim()
+        .to_owned()
+    };
+    let until = |marker: String, count: &'static str| {
+        let active = active.clone();
+        async move {
+            let wait = async {
+                while active(marker.clone()).await != count {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            };
+            tokio::time::timeout(Duration::from_secs(30), wait)
+                .await
+                .unwrap_or_else(|_| panic!("{marker}: never {count} running"));
+        }
+    };
+    let spawn = |marker: &str| {
+        tokio::process::Command::new("psql")
+            .arg(door.conninfo("dee@example.com", "checkdb", "require"))
+            .args(["-X", "-c", marker])
+            .env("PGPASSWORD", &password)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    };
+    // Ended from the console: listed, ended, its statement cancelled, its client told.
+    let first = format!("select pg_sleep(60) -- door end {}", std::process::id());
+    let sleeping = spawn(&first);
+    until(first.clone(), "1").await;
+    let listed = door
+        .browser(&cookie, "GET", "/api/v1/console/me/door", None)
+        .await
+        .json();
+    let session = &listed["sessions"][0];
+    assert_eq!(session["application_name"], "psql", "{listed}");
+    let id = session["id"].as_str().unwrap();
+    let ended = door
+        .browser(
+            &cookie,
+            "DELETE",
+            &format!("/api/v1/console/me/door/sessions/{id}"),
+            None,
+        )
+        .await;
+    assert_eq!(ended.status, 204, "{}", ended.body);
+    until(first, "0").await;
+    let output = sleeping.wait_with_output().await.unwrap();
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("this door session was ended"),
+        "{output:?}"
+    );
+    // A client killed mid-statement: what it left running is cancelled.
+    let second = format!("select pg_sleep(60) -- door gone {}", std::process::id());
+    let mut gone = spawn(&second);
+    until(second.clone(), "1").await;
+    gone.kill().await.unwrap();
+    until(second, "0").await;
+    door.server.stop().await;
+}
+
+/// A verifier that takes any certificate (the test reads the door's own).
+#[derive(Debug)]
+struct AnyCertificate;
+
+impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _: &rustls_pki_types::CertificateDer<'_>,
+        _: &[rustls_pki_types::CertificateDer<'_>],
+        _: &rustls_pki_types::ServerName<'_>,
+        _: &[u8],
+        _: rustls_pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        _: &[u8],
+        _: &rustls_pki_types::CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        _: &[u8],
+        _: &rustls_pki_types::CertificateDer<'_>,
+        _: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        rustls::crypto::aws_lc_rs::default_provider()
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}

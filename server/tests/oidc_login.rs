@@ -386,6 +386,9 @@ async fn callbacks_that_are_not_the_browsers_flow_are_refused() {
     let refused = sign_in(&f, "/console/", |_| None).await;
     assert_eq!(refused.status(), 400);
     assert!(header(&refused, "set-cookie").is_empty(), "no session");
+    // The error page is neither sniffed nor framed.
+    assert_eq!(header(&refused, "x-content-type-options"), "nosniff");
+    assert_eq!(header(&refused, "x-frame-options"), "DENY");
     // A flow cookie changed by one character opens nothing.
     let refused = sign_in(&f, "/console/", |pair| {
         let mut bytes = pair.as_bytes().to_vec();

@@ -83,7 +83,7 @@ expect() { # what, wanted, got
   if [ "$2" != "$3" ]; then echo "$1: wanted $2, got $3" >&2; exit 1; fi
   echo "$1: $3"
 }
-expect "GET …/oidc" '{"enabled":true}' "$(curl -s "$base/api/v1/console/oidc")"
+expect "GET …/oidc" '{"enabled":true,"passkeys":false}' "$(curl -s "$base/api/v1/console/oidc")"
 started="$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' "$base/api/v1/console/oidc/start?return_to=/console/queries")"
 expect "GET …/oidc/start" "302 $issuer/authorize?" "${started%%\?*}?"
 expect "GET …/oidc/callback of no flow" 400 \

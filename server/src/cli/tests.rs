@@ -259,3 +259,33 @@ fn help_names_the_credential_variables() {
     assert!(SERVE_AFTER_HELP.contains(API_KEY_VAR));
     assert!(SERVE_AFTER_HELP.contains(ACCESS_TOKEN_VAR));
 }
+
+#[test]
+fn sessions_are_capped_at_ten_per_user_by_default_and_the_door_is_off() {
+    let args = serve_args(&[]).unwrap();
+    let options = args.session_options().unwrap();
+    assert_eq!(options.max_per_user, 10);
+    assert!(args.door_listen.is_none());
+    let door = args.door_options(None);
+    assert_eq!(door.address, None, "no door, no address");
+    assert_eq!(door.max_per_user, 10);
+    assert_eq!(door.max_per_credential, 50);
+    assert_eq!(door.max_password_lifetime.as_secs(), 90 * 24 * 3600);
+    let bound: std::net::SocketAddr = "127.0.0.1:4432".parse().unwrap();
+    assert_eq!(
+        args.door_options(Some(bound)).address.as_deref(),
+        Some("localhost:4432"),
+        "a loopback door is shown as localhost"
+    );
+    let public = serve_args(&["--public-url", "https://console.example.com"]).unwrap();
+    assert_eq!(
+        public.door_options(Some(bound)).address.as_deref(),
+        Some("console.example.com:4432"),
+        "the public URL's host with the door's port"
+    );
+    let given = serve_args(&["--door-address", "pg.example.com:6432"]).unwrap();
+    assert_eq!(
+        given.door_options(Some(bound)).address.as_deref(),
+        Some("pg.example.com:6432")
+    );
+}
