@@ -856,7 +856,6 @@ async fn a_person_ends_their_door_session_and_a_client_that_goes_away_is_cancell
         .to_owned()
     };
     let until = |marker: String, count: &'static str| {
-        let active = active.clone();
         async move {
             let wait = async {
                 while active(marker.clone()).await != count {
