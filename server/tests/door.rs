@@ -855,17 +855,15 @@ async fn a_person_ends_their_door_session_and_a_client_that_goes_away_is_cancell
         .trim()
         .to_owned()
     };
-    let until = |marker: String, count: &'static str| {
-        async move {
-            let wait = async {
-                while active(marker.clone()).await != count {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            };
-            tokio::time::timeout(Duration::from_secs(30), wait)
-                .await
-                .unwrap_or_else(|_| panic!("{marker}: never {count} running"));
-        }
+    let until = |marker: String, count: &'static str| async move {
+        let wait = async {
+            while active(marker.clone()).await != count {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), wait)
+            .await
+            .unwrap_or_else(|_| panic!("{marker}: never {count} running"));
     };
     let spawn = |marker: &str| {
         tokio::process::Command::new("psql")
