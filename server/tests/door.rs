@@ -7,6 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::json;
+use support::dbconsole;
 use support::door::{Door, direct, driver, psql};
 use support::request;
 
@@ -130,6 +131,49 @@ async fn refused_statements_run_nothing_and_say_why() {
             "{text}: {refused:?}"
         );
     }
+    // The door reads a text as the database does: what could make them read it otherwise
+    // (standard strings off, a client encoding whose characters can hide a quote) is refused,
+    // and a `$` after an identifier past ASCII opens no dollar quote that could hide a COPY.
+    for text in [
+        "set standard_conforming_strings = off",
+        "select set_config('standard_conforming_strings', 'off', false)",
+        "set client_encoding = 'SJIS'",
+    ] {
+        let refused = door
+            .psql("ann@example.com", &ann, "checkdb", &["-c", text])
+            .await;
+        assert!(!refused.ok, "{text}: {refused:?}");
+        assert!(
+            refused
+                .err
+                .contains("standard strings and its client encoding"),
+            "{text}: {refused:?}"
+        );
+    }
+    let hidden = run(&[
+        "-Atc",
+        "select 1 as é$a$; copy (select 1) to stdout; select 2 as é$a$",
+    ])
+    .await;
+    assert!(!hidden.ok);
+    assert!(
+        hidden.err.contains("COPY does not go through the door"),
+        "{hidden:?}"
+    );
+    let sjis = psql(
+        &format!(
+            "{} client_encoding=SJIS",
+            door.conninfo("ann@example.com", "checkdb", "require")
+        ),
+        &ann,
+        &["-c", "select 1"],
+    )
+    .await;
+    assert!(!sjis.ok);
+    assert!(
+        sjis.err.contains("does not take the client encoding"),
+        "{sjis:?}"
+    );
     // After a refusal inside a transaction, the transaction is aborted as PostgreSQL does.
     let tx = run(&[
         "-v",
@@ -950,4 +994,67 @@ impl rustls::client::danger::ServerCertVerifier for AnyCertificate {
             .signature_verification_algorithms
             .supported_schemes()
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_key_puts_its_open_session_out() {
+    let door = Door::start(&[]).await;
+    door.database("checkdb", json!({})).await;
+    let key = door.key("eve@example.com").await;
+    let marker = format!("select pg_sleep(60) -- door revoked {}", std::process::id());
+    let sleeping = tokio::process::Command::new("psql")
+        .arg(door.conninfo("eve@example.com", "checkdb", "require"))
+        .args(["-X", "-c", &marker])
+        .env("PGPASSWORD", &key)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let count = format!(
+        "select count(*) from pg_stat_activity where state = 'active' and query = '{}'",
+        marker.replace('\'', "''")
+    );
+    let running = async {
+        while direct(&["-Atc", &count]).await.out.trim() != "1" {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), running)
+        .await
+        .expect("the statement never ran");
+    let data = door.data();
+    let listed = dbconsole(
+        &[("DBCONSOLE_STORAGE", "redb")],
+        &["keys", "list", "--data-dir", &data],
+    )
+    .output()
+    .await
+    .unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    let id = listed
+        .lines()
+        .find(|l| l.contains("eve@example.com"))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no key of eve: {listed}"))
+        .to_owned();
+    let revoked = dbconsole(
+        &[("DBCONSOLE_STORAGE", "redb")],
+        &["keys", "revoke", "--data-dir", &data, &id],
+    )
+    .output()
+    .await
+    .unwrap();
+    assert!(revoked.status.success(), "{revoked:?}");
+    // Within the session's next check (every 15 s): put out, its statement cancelled.
+    let output = tokio::time::timeout(Duration::from_secs(40), sleeping.wait_with_output())
+        .await
+        .expect("the session stayed open after its key was revoked")
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("the key of this session was revoked"),
+        "{output:?}"
+    );
+    assert_eq!(direct(&["-Atc", &count]).await.out.trim(), "0");
+    door.server.stop().await;
 }

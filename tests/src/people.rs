@@ -524,7 +524,7 @@ pub async fn users_routes_guard_and_validate(storage: Arc<dyn Storage>) {
 /// or the issuer: a key's session (whose scope is the key's) and a bare key are refused; the
 /// options ask for a discoverable credential with user verification and set the ceremony's
 /// `HttpOnly` cookie; a finish without that cookie, or with a credential that is none, changes
-/// nothing. Without a relying party, passkeys answer 501.
+/// nothing. Without a relying party, passkeys answer 409.
 pub async fn passkeys_are_enrolled_from_people_sessions_only(storage: Arc<dyn Storage>) {
     const START: &str = "/api/v1/console/me/passkeys/registration";
     const FINISH: &str = "/api/v1/console/me/passkeys";
@@ -604,18 +604,18 @@ pub async fn passkeys_are_enrolled_from_people_sessions_only(storage: Arc<dyn St
         .expect(200)
         .json();
     assert_eq!(listed["data"], json!([]), "nothing was enrolled");
-    // Without a relying party (no public URL with a host name): 501, said plainly.
+    // Without a relying party (no public URL with a host name): 409, said plainly.
     let off = crate::browser::api(Arc::clone(&storage), SessionOptions::default());
     off.answer(with_cookie(&cookie).request(Method::POST, START, None))
         .await
-        .expect(501);
+        .expect(409);
     off.answer(Browser::console().request(
         Method::POST,
         "/api/v1/console/sign-in/passkey/options",
         None,
     ))
     .await
-    .expect(501);
+    .expect(409);
 }
 
 /// An upgrade gives every identity already stored (a key's user, a query's author, a `user`

@@ -103,7 +103,7 @@ fn pieces(text: &str, dialect: Dialect) -> Result<Vec<(Piece, std::ops::Range<us
                         && matches!(bytes[i - 1], b'e' | b'E')
                         && !bytes
                             .get(i.wrapping_sub(2))
-                            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_'));
+                            .is_some_and(|c| identifier_byte(*c)));
                 Some((Piece::Literal, quoted(bytes, i, b'\'', escapes)?))
             }
             b'"' => {
@@ -243,17 +243,24 @@ fn block_end(bytes: &[u8], start: usize, dialect: Dialect) -> Result<usize, Stri
     Err("a /* comment */ is not closed".to_owned())
 }
 
+/// Whether `b` may be part of an identifier as PostgreSQL's lexer reads one: a letter, a digit,
+/// `_`, `$`, or any byte of a character past ASCII (so `é$a$` is one identifier, not `é` and a
+/// dollar quote).
+fn identifier_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
 /// A PostgreSQL dollar-quoted string at `start` (`$$…$$`, `$tag$…$tag$`): its end, or `None`
 /// when the `$` opens none (a `$1` parameter, or a `$` inside an identifier).
 fn dollar_end(text: &str, start: usize) -> Result<Option<usize>, String> {
     let bytes = text.as_bytes();
-    if start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
+    if start > 0 && identifier_byte(bytes[start - 1]) {
         return Ok(None);
     }
     let rest = &text[start + 1..];
     let tag_len = rest
         .bytes()
-        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b >= 0x80)
         .count();
     if rest.as_bytes().get(tag_len) != Some(&b'$')
         || rest.as_bytes().first().is_some_and(u8::is_ascii_digit)
@@ -480,6 +487,29 @@ mod tests {
             statements(" -- nothing ", Dialect::Postgres)
                 .unwrap()
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_dollar_or_an_e_after_an_identifier_past_ascii_opens_nothing() {
+        // PostgreSQL reads `é$a$` as one identifier: what follows is code.
+        let text = "SELECT 1 AS é$a$; COPY t TO STDOUT; SELECT 2 AS é$a$";
+        assert_eq!(statements(text, Dialect::Postgres).unwrap().len(), 3);
+        let text = "SELECT 1 AS x$a$; COPY t TO STDOUT; SELECT 2 AS x$a$";
+        assert_eq!(statements(text, Dialect::Postgres).unwrap().len(), 3);
+        // `é'…'` and `$E'…'` are no escape strings: a backslash does not hide their quote.
+        assert_eq!(
+            statements("SELECT 1 AS éE'x\\'; DELETE FROM t; --'", Dialect::Postgres)
+                .map(|s| s.len()),
+            statements("SELECT 1 AS aE'x\\'; DELETE FROM t; --'", Dialect::Postgres)
+                .map(|s| s.len()),
+        );
+        // A tag past ASCII is a dollar quote, as PostgreSQL reads it.
+        assert_eq!(
+            statements("SELECT $é$ ; COPY $é$", Dialect::Postgres)
+                .unwrap()
+                .len(),
+            1
         );
     }
 }

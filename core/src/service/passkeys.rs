@@ -102,10 +102,11 @@ impl std::fmt::Debug for Passkeys {
 }
 
 impl Passkeys {
-    /// The relying party, or 404 when passkeys are off.
+    /// The relying party, or 409 when passkeys are off (the server's configuration, not a
+    /// failure of it).
     fn webauthn(&self) -> Result<&Webauthn, ApiError> {
         self.webauthn.as_deref().ok_or_else(|| {
-            ApiError::NotImplemented(
+            ApiError::Conflict(
                 "passkeys need the console's public URL with a host name (--public-url)".to_owned(),
             )
         })

@@ -57,12 +57,22 @@ pub(super) fn judge(text: &str, rules: Rules) -> Result<Vec<Judged>, Report> {
 fn judge_one(part: &str, rules: Rules) -> Result<Judged, Report> {
     let code = for_parsing(part, Dialect::Postgres)
         .map_err(|why| Report::error("42601", format!("the statement {why}")))?;
+    // The first words as PostgreSQL reads them: `SET role='x'` and `SET "role" = x` are `set`,
+    // `role`.
     let words: Vec<String> = code
-        .split(|c: char| c.is_whitespace() || c == '(' || c == ';')
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ';' | '='))
+        .map(|w| w.trim_matches('"'))
         .filter(|w| !w.is_empty())
         .take(4)
         .map(str::to_lowercase)
         .collect();
+    // A Unicode-escaped identifier (`U&"set\005fconfig"`) could name anything.
+    if code.to_ascii_lowercase().contains("u&\"") {
+        return Err(Report::error(
+            "42601",
+            "the door reads no Unicode-escaped identifier (U&\"…\"): spell the name out",
+        ));
+    }
     let first = |n: usize| words.iter().take(n).map(String::as_str).collect::<Vec<_>>();
     match first(1).as_slice() {
         ["copy"] => {
@@ -98,6 +108,25 @@ fn judge_one(part: &str, rules: Rules) -> Result<Judged, Report> {
     );
     if sets_role {
         return Err(role_refused());
+    }
+    // How the text is read must stay how the door reads it: standard strings, and no client
+    // encoding whose characters can hold a quote or a backslash.
+    let sets_lexing = matches!(
+        first(2).as_slice(),
+        [
+            "set" | "reset",
+            "standard_conforming_strings" | "client_encoding" | "backslash_quote" | "names"
+        ]
+    ) || matches!(
+        first(3).as_slice(),
+        [
+            "set",
+            "session" | "local",
+            "standard_conforming_strings" | "client_encoding" | "backslash_quote" | "names"
+        ]
+    );
+    if sets_lexing {
+        return Err(lexing_refused());
     }
     if let Some(refused) = set_config_refused(&code) {
         return Err(refused);
@@ -203,13 +232,32 @@ const CATALOG_FUNCTIONS: &[&str] = &[
     "version",
 ];
 
+/// Catalog relations that hold more than the catalog: password hashes, other servers'
+/// credentials, column statistics (values of the data), large objects, the server's files.
+const SENSITIVE: &[&str] = &[
+    "pg_authid",
+    "pg_shadow",
+    "pg_user_mapping",
+    "pg_user_mappings",
+    "pg_subscription",
+    "pg_statistic",
+    "pg_statistic_ext_data",
+    "pg_stats",
+    "pg_stats_ext",
+    "pg_largeobject",
+    "pg_file_settings",
+    "pg_hba_file_rules",
+    "pg_ident_file_mappings",
+];
+
 /// Whether `text` only reads the catalog: a query naming only `pg_catalog` and
-/// `information_schema` relations (or unqualified `pg_…` ones) and calling only
-/// [`CATALOG_FUNCTIONS`]; what GUI clients send by the dozen on connect.
+/// `information_schema` relations (qualified; none of [`SENSITIVE`]), no function in its
+/// `FROM`, and calling only [`CATALOG_FUNCTIONS`]; what GUI clients send by the dozen on
+/// connect.
 pub(super) fn is_catalog(text: &str) -> bool {
     use std::ops::ControlFlow;
 
-    use sqlparser::ast::{Expr, ObjectName, ObjectNamePart, Visit as _, Visitor};
+    use sqlparser::ast::{Expr, ObjectName, ObjectNamePart, TableFactor, Visit as _, Visitor};
 
     struct Catalog;
 
@@ -228,10 +276,11 @@ pub(super) fn is_catalog(text: &str) -> bool {
 
         fn pre_visit_relation(&mut self, relation: &ObjectName) -> ControlFlow<()> {
             let parts = parts(relation);
+            // Qualified: an unqualified `pg_x` may be a table of the user's own.
             let ok = match parts.as_slice() {
-                [name] => name.starts_with("pg_"),
-                [schema, _] | [_, schema, _] => {
-                    schema == "pg_catalog" || schema == "information_schema"
+                [schema, name] | [_, schema, name] => {
+                    (schema == "pg_catalog" || schema == "information_schema")
+                        && !SENSITIVE.contains(&name.as_str())
                 }
                 _ => false,
             };
@@ -239,6 +288,16 @@ pub(super) fn is_catalog(text: &str) -> bool {
                 ControlFlow::Continue(())
             } else {
                 ControlFlow::Break(())
+            }
+        }
+
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            // Tables, subqueries and parenthesised joins; never a function in FROM.
+            match factor {
+                TableFactor::Table { args: None, .. }
+                | TableFactor::Derived { lateral: false, .. }
+                | TableFactor::NestedJoin { .. } => ControlFlow::Continue(()),
+                _ => ControlFlow::Break(()),
             }
         }
 
@@ -282,6 +341,14 @@ pub(super) fn is_catalog(text: &str) -> bool {
         && parsed[0].visit(&mut Catalog).is_continue()
 }
 
+fn lexing_refused() -> Report {
+    Report::error(
+        "42501",
+        "a door session keeps standard strings and its client encoding: the door reads each \
+         statement as the database does",
+    )
+}
+
 fn role_refused() -> Report {
     Report::error(
         "42501",
@@ -314,6 +381,9 @@ fn set_config_refused(code: &str) -> Option<Report> {
                 ));
             }
             Some("role" | "session_authorization") => return Some(role_refused()),
+            Some("standard_conforming_strings" | "client_encoding" | "backslash_quote") => {
+                return Some(lexing_refused());
+            }
             Some(_) => {}
         }
     }
@@ -367,12 +437,29 @@ mod tests {
             "SELECT set_config('role', 'admin', false)",
             "SELECT SET_CONFIG ( 'ROLE' , 'admin', false)",
             "SELECT \"set_config\"('session_authorization', 'x', false)",
+            "SET role='postgres'",
+            "SET \"role\" = postgres",
+            "RESET \"role\"",
             "SELECT set_config(name, 'admin', false) FROM (SELECT 'role' AS name) s",
             "SELECT set_config(E'role', 'admin', false)",
         ] {
             assert_eq!(refused(text, OPEN), "42501", "{text}");
         }
         assert!(judge("SELECT set_config('search_path', 'a', false)", OPEN).is_ok());
+        for text in [
+            "SET standard_conforming_strings = off",
+            "set standard_conforming_strings to off",
+            "SET client_encoding = 'SJIS'",
+            "SET NAMES 'BIG5'",
+            "RESET client_encoding",
+            "SELECT set_config('standard_conforming_strings', 'off', false)",
+        ] {
+            assert_eq!(refused(text, OPEN), "42501", "{text}");
+        }
+        assert_eq!(
+            refused("SELECT U&\"set\\005fconfig\"('role', 'x', false)", OPEN),
+            "42601"
+        );
         assert!(judge("SET search_path = a; SELECT 'set role'", OPEN).is_ok());
         assert!(judge("-- SET ROLE x\nSELECT 1", OPEN).is_ok());
     }
@@ -409,7 +496,7 @@ mod tests {
             "SELECT n.nspname, c.relname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE pg_catalog.pg_table_is_visible(c.oid)",
             "select table_name from information_schema.tables",
             "SELECT version()",
-            "SELECT * FROM pg_settings",
+            "SELECT * FROM pg_catalog.pg_settings",
         ] {
             assert!(is_catalog(text), "{text}");
         }
@@ -420,6 +507,12 @@ mod tests {
             "SELECT dblink('x')",
             "SET search_path = a",
             "SELECT * FROM pg_catalog.pg_class; SELECT 1",
+            "SELECT * FROM pg_settings",
+            "SELECT * FROM pg_catalog.query_to_xml('select * from salaries', true, false, '')",
+            "SELECT * FROM pg_catalog.pg_class c, LATERAL public.purge() p",
+            "SELECT rolpassword FROM pg_catalog.pg_authid",
+            "SELECT * FROM pg_catalog.pg_stats",
+            "SELECT * FROM pg_catalog.generate_series(1, 3)",
         ] {
             assert!(!is_catalog(text), "{text}");
         }

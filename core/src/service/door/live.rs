@@ -121,6 +121,28 @@ impl Live {
         })
     }
 
+    /// Whether one more session of `user` as `credential_id` fits the caps now.
+    pub(crate) fn has_room(
+        &self,
+        user: &str,
+        credential_id: &str,
+        caps: (usize, usize),
+    ) -> Result<(), Full> {
+        let entries = self.lock();
+        if entries.values().filter(|e| e.view.user == user).count() >= caps.0 {
+            return Err(Full::Person(caps.0));
+        }
+        if entries
+            .values()
+            .filter(|e| e.view.credential_id == credential_id)
+            .count()
+            >= caps.1
+        {
+            return Err(Full::Credential(caps.1));
+        }
+        Ok(())
+    }
+
     /// What cancels the session whose client holds `key`.
     pub(crate) fn canceller(&self, key: (i32, i32)) -> Option<Canceller> {
         self.lock()
@@ -222,6 +244,15 @@ mod tests {
             live.register(view("door_5", "cy", "cr_1"), (5, 5), nothing(), (2, 3)),
             Err(Full::Credential(3))
         ));
+        assert!(matches!(
+            live.has_room("ann", "cr_9", (2, 3)),
+            Err(Full::Person(2))
+        ));
+        assert!(matches!(
+            live.has_room("cy", "cr_1", (2, 3)),
+            Err(Full::Credential(3))
+        ));
+        assert!(live.has_room("cy", "cr_2", (2, 3)).is_ok());
         assert!(live.canceller((1, 1)).is_some());
         assert!(live.canceller((1, 2)).is_none());
         assert!(!live.end("bob", "door_1"), "only its person ends it");

@@ -60,6 +60,10 @@ pub(super) struct Relay {
     /// When the credential asked for needs reviews: its id, and whether the backend session
     /// is a credential of the same database without reviews (catalog reads run there).
     pub(super) reviewed: Option<(String, bool)>,
+    /// The key it signed in with (it ends when that is revoked).
+    pub(super) key_id: Option<String>,
+    /// The credential asked for and the reviews it needed at the start (a change ends it).
+    pub(super) asked: (String, u32),
     /// The role the backend session logged in as, and whether the server reported it a
     /// superuser at the start: a session that becomes another (`session_authorization`) or a
     /// superuser (`is_superuser`), by whatever statement, is ended.
@@ -209,17 +213,55 @@ where
         relay.timeout,
         canceller.clone(),
     ));
+    // The session's person, password and access, checked again every RECHECK: a change ends
+    // it through `ending`, with why in `revoked`.
+    let (ending, ended_or_revoked) = watch::channel(false);
+    let (revoke, revoked) = watch::channel(None::<String>);
+    let mut ended = ended;
+    let recheck = {
+        let relay = Arc::clone(&relay);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(RECHECK);
+            tick.tick().await;
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => {
+                        if let Some(why) = still_allowed(&relay).await {
+                            revoke.send_replace(Some(why));
+                            ending.send_replace(true);
+                            return;
+                        }
+                    }
+                    changed = ended.changed() => {
+                        if changed.is_err() || *ended.borrow() {
+                            ending.send_replace(true);
+                            return;
+                        }
+                    }
+                }
+            }
+        })
+    };
     let ended_by = upstream(
         Arc::clone(&relay),
         Arc::clone(&track),
         BufReader::with_capacity(64 * 1024, client_read),
         BufWriter::with_capacity(64 * 1024, backend_write),
-        ended,
+        (ended_or_revoked, revoked),
         interrupt,
         canceller,
     )
     .await;
-    let counts = down.await.unwrap_or_default();
+    recheck.abort();
+    // A client that does not read its last answers does not hold the session open.
+    let mut down = down;
+    let counts = tokio::select! {
+        counts = &mut down => counts.unwrap_or_default(),
+        () = tokio::time::sleep(Duration::from_secs(10)) => {
+            down.abort();
+            (0, 0)
+        }
+    };
     watchdog.abort();
     drop(tunnel);
     Summary {
@@ -263,7 +305,7 @@ async fn upstream<R, W>(
     track: Shared,
     mut client: R,
     mut backend: W,
-    mut ended: watch::Receiver<bool>,
+    (mut ended, revoked): (watch::Receiver<bool>, watch::Receiver<Option<String>>),
     interrupt: mpsc::UnboundedSender<Report>,
     cancel: impl Fn(),
 ) -> &'static str
@@ -281,32 +323,38 @@ where
     let mut pending: Vec<Expect> = Vec::new();
     let mut executes = false;
     let mut marker = 0u64;
-    let mut recheck = tokio::time::interval(RECHECK);
-    recheck.tick().await;
     let busy = |track: &Shared| lock(track).busy_since.is_some();
+    // What the held messages may hold at most before their Sync.
+    let held_bound = relay.max.saturating_mul(4);
     loop {
+        if batch.len() > held_bound {
+            let _ = interrupt.send(Report::fatal(
+                "54000",
+                "the extended-protocol messages held for one Sync are over the door's bound",
+            ));
+            terminate(&mut backend).await;
+            return "a protocol error";
+        }
+        // Only what ends the session races the read (a read cut short loses its bytes).
         let message = tokio::select! {
             read = frame::read_message(&mut client, relay.max) => read,
             _ = ended.changed() => {
                 if busy(&track) {
                     cancel();
                 }
-                let _ = interrupt.send(Report::fatal(
-                    "57P01",
-                    "this door session was ended (from the console, or its person was \
-                     deactivated)",
-                ));
-                return "the console";
-            }
-            _ = recheck.tick() => {
-                if let Some(why) = still_allowed(&relay).await {
-                    if busy(&track) {
-                        cancel();
-                    }
-                    let _ = interrupt.send(Report::fatal("57P01", why));
-                    return "a revocation";
-                }
-                continue;
+                let revoked = revoked.borrow().clone();
+                let (why, by) = match revoked {
+                    Some(why) => (why, "a revocation"),
+                    None => (
+                        "this door session was ended (from the console, or its person was \
+                         deactivated)"
+                            .to_owned(),
+                        "the console",
+                    ),
+                };
+                let _ = interrupt.send(Report::fatal("57P01", why));
+                terminate(&mut backend).await;
+                return by;
             }
         };
         let message = match message {
@@ -339,6 +387,15 @@ where
             }
         };
         match message.tag {
+            b'Q' | b'F' if !batch.is_empty() || !pending.is_empty() => {
+                let _ = interrupt.send(Report::fatal(
+                    "08P01",
+                    "a simple query or function call inside an unfinished extended-protocol \
+                     pipeline: send Sync first",
+                ));
+                terminate(&mut backend).await;
+                return "a protocol error";
+            }
             b'Q' => {
                 let mut body = message.body.clone();
                 let Ok(text) = frame::cstr(&mut body) else {
@@ -430,6 +487,12 @@ where
                             facts.counted = first.counted;
                             facts.declares = first.declares;
                         }
+                        // A name still prepared is refused by the database (the old statement
+                        // stays); which one stands is not known here, so a catalog read is
+                        // counted only when both are.
+                        if let Some(old) = statements.get(&name).filter(|_| !name.is_empty()) {
+                            facts.catalog &= old.catalog;
+                        }
                         statements.insert(name, facts);
                         message.write_to(&mut batch);
                     }
@@ -443,7 +506,13 @@ where
                     let _ = interrupt.send(Report::fatal("08P01", "a malformed Bind"));
                     return "a protocol error";
                 };
-                portals.insert(portal, (statements.get(&statement).cloned(), true));
+                // A statement the door did not see prepared (SQL's PREPARE) is audited as an
+                // unknown one.
+                let facts = statements
+                    .get(&statement)
+                    .cloned()
+                    .unwrap_or_else(|| Facts::of("", false));
+                portals.insert(portal, (Some(facts), true));
                 message.write_to(&mut batch);
             }
             b'E' => {
@@ -468,10 +537,17 @@ where
             }
             b'C' => {
                 let mut body = message.body.clone();
-                if body.first() == Some(&b'P') {
-                    body.advance(1);
-                    if let Ok(portal) = frame::cstr(&mut body) {
-                        portals.remove(&portal);
+                let kind = body.first().copied();
+                body.advance(1.min(body.len()));
+                if let Ok(name) = frame::cstr(&mut body) {
+                    match kind {
+                        Some(b'P') => {
+                            portals.remove(&name);
+                        }
+                        Some(b'S') => {
+                            statements.remove(&name);
+                        }
+                        _ => {}
                     }
                 }
                 message.write_to(&mut batch);
@@ -537,6 +613,14 @@ where
             }
         }
     }
+}
+
+/// Ends the backend session (`Terminate`).
+async fn terminate<W: AsyncWrite + Unpin>(backend: &mut W) {
+    let mut out = BytesMut::new();
+    postgres_protocol::message::frontend::terminate(&mut out);
+    let _ = backend.write_all(&out).await;
+    let _ = backend.flush().await;
 }
 
 /// The statements of a simple query, with what the judge found.
@@ -637,17 +721,24 @@ async fn verified(relay: &Relay) -> Result<(), Report> {
 /// expired, or its access taken away.
 async fn still_allowed(relay: &Relay) -> Option<String> {
     let storage = &*relay.door.storage;
-    let name = crate::model::identity::normalized(&relay.principal.user);
-    match storage.user(&name).await {
-        Ok(Some(user)) if !user.active() => {
+    // The person as they are now: deactivated ends it; a password session follows the
+    // record's groups and role, a key's keeps its own.
+    let principal = match crate::service::users::served(
+        storage,
+        relay.principal.clone(),
+        relay.password.is_some(),
+    )
+    .await
+    {
+        Ok(principal) => principal,
+        Err(crate::service::error::ApiError::Unauthorized { .. }) => {
             return Some("your user has been deactivated".to_owned());
         }
         Err(error) => {
-            tracing::warn!(%error, "a door session could not check its user");
+            tracing::warn!(?error, "a door session could not check its user");
             return None;
         }
-        _ => {}
-    }
+    };
     if let Some(digest) = &relay.password {
         match storage.session_by_digest(digest).await {
             Ok(Some(session)) if session.expires_at > crate::model::Timestamp::now() => {}
@@ -660,13 +751,51 @@ async fn still_allowed(relay: &Relay) -> Option<String> {
             }
         }
     }
+    if let Some(id) = &relay.key_id {
+        match storage.caller_key(id).await {
+            Ok(Some(key)) if key.scope == crate::model::Scope::Query => {}
+            Ok(_) => return Some("the key of this session was revoked".to_owned()),
+            Err(error) => {
+                tracing::warn!(%error, "a door session could not check its key");
+                return None;
+            }
+        }
+    }
+    let db = match storage.database(relay.db.id.as_str()).await {
+        Ok(Some(db)) => db,
+        Ok(None) => return Some(format!("database {} was deleted", relay.db.id)),
+        Err(error) => {
+            tracing::warn!(%error, "a door session could not read its database");
+            return None;
+        }
+    };
+    let (asked, reviews) = &relay.asked;
+    match db.credentials.iter().find(|c| c.id.as_str() == asked) {
+        None => return Some("the credential of this session was removed".to_owned()),
+        Some(c) if c.reviews_required != *reviews => {
+            return Some(
+                "the reviews the credential of this session needs changed: connect again"
+                    .to_owned(),
+            );
+        }
+        Some(_) => {}
+    }
+    let guarded = match relay.door.admission.guarded(db).await {
+        Ok(guarded) => guarded,
+        Err(_) => return None,
+    };
+    if !guarded.admits(&principal) {
+        return Some(format!("you may no longer query database {}", relay.db.id));
+    }
     match relay
         .door
-        .admission
-        .may_query(&relay.principal, &relay.db)
+        .launcher
+        .protected_as(&guarded, Some(&principal))
         .await
     {
-        Ok(false) => Some(format!("you may no longer query database {}", relay.db.id)),
+        Ok(now) if now.protection.is_some() != relay.protection.is_some() => {
+            Some("the data protection of this database changed: connect again".to_owned())
+        }
         _ => None,
     }
 }
@@ -843,7 +972,12 @@ where
                     } else {
                         "SELECT".to_owned()
                     };
-                    frame::command_complete(&format!("{verb} {}", reading.sent)).write_to(&mut out);
+                    let tag = if verb == "INSERT" {
+                        format!("INSERT 0 {}", reading.sent)
+                    } else {
+                        format!("{verb} {}", reading.sent)
+                    };
+                    frame::command_complete(&tag).write_to(&mut out);
                 } else {
                     message.write_to(&mut out);
                 }
@@ -901,6 +1035,11 @@ where
                     track.done_epochs += 1;
                     track.timed_out = false;
                     track.busy_since = (track.sent_epochs > track.done_epochs).then(Instant::now);
+                    if track.sent_epochs == track.done_epochs {
+                        // Nothing in flight: a refusal not answered by now never will be (a
+                        // pipeline that failed before it).
+                        track.refusals.clear();
+                    }
                 }
                 message.write_to(&mut out);
                 reading = Reading::default();
@@ -947,6 +1086,15 @@ fn role_changed(relay: &Relay, message: &Message) -> Option<String> {
             "this door session became a superuser, which its credential is not: it is ended"
                 .to_owned(),
         ),
+        "standard_conforming_strings" if value != "on" => Some(
+            "this door session turned standard strings off: it is ended (the door reads \
+             statements with them on)"
+                .to_owned(),
+        ),
+        "client_encoding" if super::session::unsafe_encoding(&value) => Some(format!(
+            "this door session's client encoding became {value}: it is ended (its characters \
+             can hide a quote from the door's reading)"
+        )),
         _ => None,
     }
 }

@@ -37,12 +37,46 @@ const PASSED_ON: &[&str] = &[
     "intervalstyle",
 ];
 
+/// Client encodings whose multibyte characters may end in the byte of a quote or a backslash:
+/// under them the database would read a statement's text otherwise than the door does.
+const UNSAFE_ENCODINGS: &[&str] = &[
+    "sjis",
+    "shiftjis",
+    "mskanji",
+    "win932",
+    "cp932",
+    "shiftjis2004",
+    "big5",
+    "win950",
+    "cp950",
+    "gbk",
+    "win936",
+    "cp936",
+    "gb18030",
+    "uhc",
+    "win949",
+    "cp949",
+    "johab",
+];
+
+/// Whether `encoding` (as a client or the server names it) is one of [`UNSAFE_ENCODINGS`].
+pub(super) fn unsafe_encoding(encoding: &str) -> bool {
+    let name: String = encoding
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    UNSAFE_ENCODINGS.contains(&name.as_str())
+}
+
 /// Who signed in, as what.
 struct SignedIn {
     principal: Principal,
     actor: Actor,
     /// The digest of the door password it signed in with, and its id.
     password: Option<([u8; 32], String)>,
+    /// The stored key it signed in with.
+    key_id: Option<String>,
 }
 
 /// Serves a connection to its end.
@@ -240,6 +274,17 @@ async fn sign_in(
             "replication connections do not go through the door",
         ));
     }
+    if let Some(encoding) = parameter(parameters, "client_encoding")
+        && unsafe_encoding(encoding)
+    {
+        return Err(Report::fatal(
+            "22023",
+            format!(
+                "the door does not take the client encoding {encoding}: its characters can hide \
+                 a quote from the door's reading (use UTF8)"
+            ),
+        ));
+    }
     if parameter(parameters, "options").is_some_and(|o| !o.trim().is_empty()) {
         return Err(Report::fatal(
             "0A000",
@@ -346,6 +391,7 @@ async fn check_password(
             actor: Actor::named(format!("{user} (door password {})", found.id.as_str())),
             principal,
             password: Some((found.digest, found.id.as_str().to_owned())),
+            key_id: None,
         }
     } else {
         let Some(caller) = door
@@ -368,6 +414,7 @@ async fn check_password(
             Err(error) => return Err(error),
         };
         SignedIn {
+            key_id: caller.actor.id.clone(),
             actor: caller.actor,
             principal,
             password: None,
@@ -405,7 +452,15 @@ async fn place(
         .await
         .map_err(|e| internal(e.into()))?
     {
-        found.push(db);
+        // Nothing of a database is told to one who may not query it.
+        if door
+            .admission
+            .may_query(principal, &db)
+            .await
+            .map_err(internal)?
+        {
+            found.push(db);
+        }
     } else {
         let mut after: Option<String> = None;
         loop {
@@ -506,6 +561,7 @@ async fn open(
         principal,
         actor,
         password,
+        key_id,
     } = signed;
     let password_id = password.as_ref().map(|(_, id)| id.clone());
     let password = password.map(|(digest, _)| digest);
@@ -570,6 +626,17 @@ async fn open(
         .timeout
         .map(|secs| Duration::from_secs(u64::from(secs)))
         .unwrap_or(door.launcher.statement_timeout);
+    // The caps, before a backend session is opened for nothing (checked again, atomically,
+    // at the registration).
+    if let Err(full) = door.live.has_room(
+        &principal.user,
+        credential.id.as_str(),
+        (door.options.max_per_user, door.options.max_per_credential),
+    ) {
+        let report = full_report(&full, &asked_credential.username);
+        refuse(&mut stream, &report).await;
+        return Err(report);
+    }
     let connector = crate::run::connector(
         &door.launcher.sealer,
         &db,
@@ -591,6 +658,13 @@ async fn open(
         .push(crate::model::ConnectionParameter {
             name: "statement_timeout".to_owned(),
             value: timeout.as_millis().to_string(),
+        });
+    // The door reads statements with standard strings, as the session must then.
+    target
+        .connection_parameters
+        .push(crate::model::ConnectionParameter {
+            name: "standard_conforming_strings".to_owned(),
+            value: "on".to_owned(),
         });
     if protection.is_some() {
         crate::run::postgres::protected_search_path(&mut target);
@@ -627,6 +701,19 @@ async fn open(
             return Err(report);
         }
     };
+    if let Some((name, value)) = backend.parameters.iter().find(|(k, v)| {
+        (k == "standard_conforming_strings" && v != "on")
+            || (k == "client_encoding" && unsafe_encoding(v))
+    }) {
+        let report = Report::fatal(
+            "22023",
+            format!(
+                "the database session started with {name} = {value}, which the door does not read"
+            ),
+        );
+        refuse(&mut stream, &report).await;
+        return Err(report);
+    }
     let login = (
         target.username.clone(),
         backend
@@ -674,20 +761,7 @@ async fn open(
     let registered = match registered {
         Ok(registered) => registered,
         Err(full) => {
-            let report = match full {
-                Full::Person(max) => Report::fatal(
-                    "53300",
-                    format!("you have {max} door sessions open, the most there may be"),
-                ),
-                Full::Credential(max) => Report::fatal(
-                    "53300",
-                    format!(
-                        "credential {} has {max} door sessions open, the most there may be",
-                        asked_credential.username
-                    ),
-                ),
-            }
-            .hint("end one in the console (Account, Door sessions) or close another client");
+            let report = full_report(&full, &asked_credential.username);
             refuse(&mut stream, &report).await;
             return Err(report);
         }
@@ -735,6 +809,11 @@ async fn open(
         password,
         reviewed,
         login,
+        key_id,
+        asked: (
+            asked_credential.id.as_str().to_owned(),
+            asked_credential.reviews_required,
+        ),
     };
     let summary = relay::run(
         relay,
@@ -758,6 +837,21 @@ async fn open(
     )
     .await;
     Ok(())
+}
+
+/// The refusal of a session over a cap.
+fn full_report(full: &Full, username: &str) -> Report {
+    match full {
+        Full::Person(max) => Report::fatal(
+            "53300",
+            format!("you have {max} door sessions open, the most there may be"),
+        ),
+        Full::Credential(max) => Report::fatal(
+            "53300",
+            format!("credential {username} has {max} door sessions open, the most there may be"),
+        ),
+    }
+    .hint("end one in the console (Your client, Open door sessions) or close another client")
 }
 
 /// Checks the session's role against the database's data protection (on a pooled session of

@@ -396,7 +396,7 @@ pub(crate) fn update_user(op: Operation, _: &Names) -> Operation {
             "additionalProperties": false,
             "properties": {
                 "display_name": { "type": ["string", "null"] },
-                "groups": { "type": "array", "items": { "type": "string" } },
+                "groups": { "type": "array", "items": { "type": "string", "maxLength": 200, "allOf": [{ "pattern": "\\S" }, { "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" }] } },
                 "role": { "type": "string", "enum": ["super-admin", "member"] },
                 "active": { "type": "boolean" },
             },
@@ -433,8 +433,8 @@ pub(crate) fn create_invitation(op: Operation, _: &Names) -> Operation {
             "required": ["user"],
             "additionalProperties": false,
             "properties": {
-                "user": { "type": "string" },
-                "groups": { "type": "array", "items": { "type": "string" } },
+                "user": { "type": "string", "maxLength": 200, "allOf": [{ "pattern": "\\S" }, { "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" }] },
+                "groups": { "type": "array", "items": { "type": "string", "maxLength": 200, "allOf": [{ "pattern": "\\S" }, { "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" }] } },
                 "role": { "type": "string", "enum": ["super-admin", "member"] },
             },
         }))
@@ -459,7 +459,7 @@ pub(crate) fn revoke_invitation(op: Operation, _: &Names) -> Operation {
 pub(crate) fn start_sign_in(op: Operation, _: &Names) -> Operation {
     op.summary("Start a passkey sign-in: the options navigator.credentials.get takes (any passkey of this console, user verification required), the ceremony sealed in a cookie; 501 without a public URL with a host name")
         .ok(json_content(json!({ "type": "object", "description": "WebAuthn PublicKeyCredentialRequestOptions as JSON, under `publicKey`." })))
-        .errors(&[403, 503])
+        .errors(&[403, 409, 503])
 }
 
 pub(crate) fn finish_sign_in(op: Operation, _: &Names) -> Operation {
@@ -546,7 +546,10 @@ pub(crate) fn create_door_password(op: Operation, _: &Names) -> Operation {
             "type": "object",
             "additionalProperties": false,
             "properties": {
-                "lifetime_days": { "type": "integer", "minimum": 1 },
+                "lifetime_days": {
+                    "type": "integer", "minimum": 1, "maximum": 90,
+                    "description": "Days it lasts: 1 to the server's --door-password-max-days (90 unless set); 30 when left out.",
+                },
             },
         }))
         .response(
