@@ -250,7 +250,10 @@ fn user_name(field: &str, value: Option<&Value>) -> Result<String, ValidationErr
     if name.is_empty() {
         return Err(ValidationErrors::single(field, "must not be blank"));
     }
-    if name.chars().count() > 200 || name.chars().any(char::is_control) {
+    if text.chars().count() > 200
+        || name.chars().count() > 200
+        || name.chars().any(char::is_control)
+    {
         return Err(ValidationErrors::single(
             field,
             "must be at most 200 characters, none of them a control character",
@@ -280,7 +283,12 @@ fn group_names(value: Option<&Value>) -> Result<Option<Vec<String>>, ValidationE
             ));
         };
         let group = identity::normalized(text);
-        if group.is_empty() || group.chars().count() > 200 || group.chars().any(char::is_control) {
+        // At most 200 characters as sent and as kept.
+        if group.is_empty()
+            || text.chars().count() > 200
+            || group.chars().count() > 200
+            || group.chars().any(char::is_control)
+        {
             return Err(ValidationErrors::single(
                 "groups",
                 "each group must be 1 to 200 characters, none of them a control character",
@@ -309,9 +317,9 @@ fn role(value: Option<&Value>) -> Result<Option<Role>, ValidationErrors> {
 fn display_name(value: Option<&Value>) -> Result<Option<String>, ValidationErrors> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(text)) => {
-            let text = text.trim();
-            if text.chars().count() > 200 || text.chars().any(char::is_control) {
+        Some(Value::String(sent)) => {
+            let text = sent.trim();
+            if sent.chars().count() > 200 || text.chars().any(char::is_control) {
                 return Err(ValidationErrors::single(
                     "display_name",
                     "must be at most 200 characters, none of them a control character",

@@ -128,8 +128,15 @@ impl Door {
             None | Some(Value::Null) => {
                 (super::DEFAULT_PASSWORD_LIFETIME.as_secs() / DAY).min(max_days)
             }
+            // A whole number, however JSON writes it (`32` or `32.0`).
             Some(value) => value
                 .as_u64()
+                .or_else(|| {
+                    value
+                        .as_f64()
+                        .filter(|f| f.fract() == 0.0 && (1.0..=3650.0).contains(f))
+                        .map(|f| f as u64)
+                })
                 .filter(|d| (1..=max_days).contains(d))
                 .ok_or_else(|| {
                     ValidationErrors::single(

@@ -395,7 +395,7 @@ pub(crate) fn update_user(op: Operation, _: &Names) -> Operation {
             "type": "object",
             "additionalProperties": false,
             "properties": {
-                "display_name": { "type": ["string", "null"] },
+                "display_name": { "type": ["string", "null"], "maxLength": 200, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" },
                 "groups": { "type": "array", "items": { "type": "string", "maxLength": 200, "allOf": [{ "pattern": "\\S" }, { "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*$" }] } },
                 "role": { "type": "string", "enum": ["super-admin", "member"] },
                 "active": { "type": "boolean" },
@@ -439,8 +439,17 @@ pub(crate) fn create_invitation(op: Operation, _: &Names) -> Operation {
             },
         }))
         .response(201, json!({ "description": "The invitation, with its link (shown once).", "content": json_content(json!({
-            "allOf": [schema_ref("Invitation")],
-            "properties": { "link": { "type": "string" } },
+            "type": "object",
+            "required": ["id", "user", "groups", "role", "created_at", "expires_at", "link"],
+            "properties": {
+                "id": { "type": "string" },
+                "user": { "type": "string" },
+                "groups": { "type": "array", "items": { "type": "string" } },
+                "role": { "type": "string", "enum": ["super-admin", "member"] },
+                "created_at": { "type": "string", "format": "date-time" },
+                "expires_at": { "type": "string", "format": "date-time" },
+                "link": { "type": "string" },
+            },
         })) }))
         .errors(&[400, 401, 403, 409, 413, 415, 422, 503])
 }
