@@ -100,13 +100,7 @@ pub(super) async fn elsewhere(door: &Door, key: (i32, i32)) {
     else {
         return;
     };
-    let connector = crate::run::connector(
-        &door.launcher.sealer,
-        &db,
-        &credential,
-        door.launcher.tunnel_dialer.clone(),
-        door.launcher.check_timeout,
-    );
+    let connector = door.launcher.connector_for(&db, &credential);
     let opened = match connector().await {
         Ok(opened) => opened,
         Err(error) => {

@@ -615,6 +615,16 @@ where
     }
 }
 
+/// Ends the client's connection with `report` (a `FATAL`). What was read for it and not yet
+/// written is dropped: the session is over.
+async fn put_out<W: AsyncWrite + Unpin>(client: &mut W, report: &Report) {
+    let mut out = BytesMut::new();
+    report.message().write_to(&mut out);
+    let _ = client.write_all(&out).await;
+    let _ = client.flush().await;
+    let _ = client.shutdown().await;
+}
+
 /// Ends the backend session (`Terminate`).
 async fn terminate<W: AsyncWrite + Unpin>(backend: &mut W) {
     let mut out = BytesMut::new();
@@ -839,11 +849,7 @@ where
         let message = tokio::select! {
             biased;
             Some(report) = interrupts.recv() => {
-                out.clear();
-                report.message().write_to(&mut out);
-                let _ = client.write_all(&out).await;
-                let _ = client.flush().await;
-                let _ = client.shutdown().await;
+                put_out(&mut client, &report).await;
                 return (statements, catalog_reads);
             }
             read = frame::read_message(&mut backend, relay.max) => read,
@@ -864,11 +870,7 @@ where
             match message.tag {
                 b'D' => {
                     if let Some(why) = role_check_failed(&relay, &message) {
-                        out.clear();
-                        Report::fatal("42501", why).message().write_to(&mut out);
-                        let _ = client.write_all(&out).await;
-                        let _ = client.flush().await;
-                        let _ = client.shutdown().await;
+                        put_out(&mut client, &Report::fatal("42501", why)).await;
                         return (statements, catalog_reads);
                     }
                 }
@@ -1046,11 +1048,7 @@ where
             }
             b'S' => {
                 if let Some(why) = role_changed(&relay, &message) {
-                    out.clear();
-                    Report::fatal("42501", why).message().write_to(&mut out);
-                    let _ = client.write_all(&out).await;
-                    let _ = client.flush().await;
-                    let _ = client.shutdown().await;
+                    put_out(&mut client, &Report::fatal("42501", why)).await;
                     return (statements, catalog_reads);
                 }
                 message.write_to(&mut out);

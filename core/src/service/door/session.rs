@@ -637,13 +637,7 @@ async fn open(
         refuse(&mut stream, &report).await;
         return Err(report);
     }
-    let connector = crate::run::connector(
-        &door.launcher.sealer,
-        &db,
-        &credential,
-        door.launcher.tunnel_dialer.clone(),
-        door.launcher.check_timeout,
-    );
+    let connector = door.launcher.connector_for(&db, &credential);
     let opened = match connector().await {
         Ok(opened) => opened,
         Err(why) => {

@@ -92,6 +92,22 @@ pub(crate) struct Run {
 }
 
 impl Launcher {
+    /// What opens `credential`'s target of `db` (its secrets, its tunnel) when a connection
+    /// opens: for a run's pool, and for the wire door's own sessions and cancels.
+    pub(crate) fn connector_for(
+        &self,
+        db: &Database,
+        credential: &Credential,
+    ) -> crate::run::Connector {
+        connector(
+            &self.sealer,
+            db,
+            credential,
+            self.tunnel_dialer.clone(),
+            self.check_timeout,
+        )
+    }
+
     /// The runner of `adapter`: 501 when it is not built in.
     pub(crate) fn runner_for(&self, adapter: Adapter) -> Result<Arc<dyn QueryRunner>, ApiError> {
         self.runners
@@ -178,13 +194,7 @@ impl Launcher {
                 timeout_secs: credential.timeout,
             },
             version: db.updated_at,
-            connector: connector(
-                &self.sealer,
-                &db,
-                &credential,
-                self.tunnel_dialer.clone(),
-                self.check_timeout,
-            ),
+            connector: self.connector_for(&db, &credential),
             statement: statement.clone(),
             inputs,
             max_rows: u64::from(max_rows),
