@@ -84,7 +84,9 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 start=$(date +%s.%N)
-kill -INT "$client"
+# The job is a subshell running psql: the signal goes to its whole process group, as a
+# terminal's Ctrl-C does.
+kill -INT -- "-$client"
 for _ in $(seq 300); do
   [ "$("${PSQL[@]}" -c "select count(*) from pg_stat_activity where query = '$marker' and state = 'active'")" = 0 ] && break
   sleep 0.02

@@ -110,15 +110,28 @@ fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
-/// Accepts door connections until `shutdown` ends, each served on its own task; then ends the
-/// open door sessions.
+/// Accepts door connections until `shutdown` ends, then ends the open door sessions.
+///
+/// The sessions run on `threads` threads of their own, each a single-threaded runtime that a
+/// connection stays on (given in turn): a session's two directions and its database's answers
+/// then meet on one thread, without the wake-ups across the server's worker threads that cost
+/// a relayed statement most of its time (docs/door.md, "Speed").
 pub async fn serve(
     listener: TcpListener,
     door: DoorHandle,
     tls: TlsAcceptor,
+    threads: usize,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
+    let mut workers = Vec::new();
+    for index in 0..threads.max(1) {
+        match worker(index, door.clone(), tls.clone()) {
+            Ok(sender) => workers.push(sender),
+            Err(error) => tracing::error!(%error, "the door could not start a thread"),
+        }
+    }
     tokio::pin!(shutdown);
+    let mut next = 0usize;
     loop {
         let accepted: (tokio::net::TcpStream, SocketAddr) = tokio::select! {
             () = &mut shutdown => break,
@@ -132,9 +145,61 @@ pub async fn serve(
             },
         };
         let (stream, peer) = accepted;
-        let door = door.clone();
-        let tls = tls.clone();
-        tokio::spawn(async move { door.serve(stream, peer, tls).await });
+        // Handed to a door thread as a plain socket (it registers it with its own runtime);
+        // without one, it is served here.
+        if let Some(sender) = workers.get(next % workers.len().max(1)) {
+            next = next.wrapping_add(1);
+            match stream.into_std() {
+                Ok(stream) => {
+                    let _ = sender.send((stream, peer));
+                }
+                Err(error) => tracing::warn!(%error, "the door could not hand a connection over"),
+            }
+        } else {
+            let door = door.clone();
+            let tls = tls.clone();
+            tokio::spawn(async move { door.serve(stream, peer, tls).await });
+        }
     }
     door.close_all();
+}
+
+type Accepted = (std::net::TcpStream, SocketAddr);
+
+/// Starts door thread `index`: it serves each connection sent to it until the sender is
+/// dropped, then waits a little for its sessions' last words.
+fn worker(
+    index: usize,
+    door: DoorHandle,
+    tls: TlsAcceptor,
+) -> std::io::Result<tokio::sync::mpsc::UnboundedSender<Accepted>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Accepted>();
+    std::thread::Builder::new()
+        .name(format!("door-{index}"))
+        .spawn(move || {
+            runtime.block_on(async move {
+                let mut sessions = tokio::task::JoinSet::new();
+                while let Some((stream, peer)) = receiver.recv().await {
+                    while sessions.try_join_next().is_some() {}
+                    let stream = match tokio::net::TcpStream::from_std(stream) {
+                        Ok(stream) => stream,
+                        Err(error) => {
+                            tracing::warn!(%error, "the door could not take a connection");
+                            continue;
+                        }
+                    };
+                    let door = door.clone();
+                    let tls = tls.clone();
+                    sessions.spawn(async move { door.serve(stream, peer, tls).await });
+                }
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+                    while sessions.join_next().await.is_some() {}
+                })
+                .await;
+            });
+        })?;
+    Ok(sender)
 }

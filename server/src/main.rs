@@ -314,6 +314,7 @@ async fn serve(args: ServeArgs) -> Result<(), Error> {
             listener,
             service.door(),
             acceptor,
+            args.door_threads(),
             async move { stop.notified().await },
         ));
     }

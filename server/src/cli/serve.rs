@@ -130,6 +130,15 @@ pub struct ServeArgs {
     )]
     pub door_password_max_days: u64,
 
+    /// Threads the door's sessions run on (each connection stays on one). Default: one per
+    /// core.
+    #[arg(
+        long,
+        env = "DBCONSOLE_DOOR_THREADS",
+        value_parser = clap::value_parser!(u64).range(1..=256)
+    )]
+    pub door_threads: Option<u64>,
+
     /// Door sessions one person holds open at most, on each node.
     #[arg(
         long,
@@ -499,6 +508,14 @@ impl ServeArgs {
                 });
         }
         Ok(options)
+    }
+
+    /// The threads the door's sessions run on (`--door-threads`).
+    pub fn door_threads(&self) -> usize {
+        self.door_threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            |n| usize::try_from(n).unwrap_or(1),
+        )
     }
 
     /// How the door behaves, once its listener is bound at `bound` (`None`: no door).

@@ -61,6 +61,86 @@ pub(super) async fn read_message<R: AsyncRead + Unpin>(
     }))
 }
 
+/// What a relay reads a side's messages through: one buffer, filled by large reads and cut
+/// into messages that share it (no allocation or copy per message). Reading is cancel-safe:
+/// a read raced by something else and dropped loses nothing.
+pub(super) struct Framed<R> {
+    reader: R,
+    buffer: BytesMut,
+    max: usize,
+}
+
+/// What a [`Framed`] asks of its reader at least, at each read.
+const READ_AHEAD: usize = 64 * 1024;
+
+impl<R: AsyncRead + Unpin> Framed<R> {
+    /// Messages of at most `max` bytes from `reader`.
+    pub(super) fn new(reader: R, max: usize) -> Self {
+        Self {
+            reader,
+            buffer: BytesMut::with_capacity(READ_AHEAD),
+            max,
+        }
+    }
+
+    /// The next message; `None` at a clean end of the stream (between messages). A length
+    /// under 4 or over the bound is refused before its body is read.
+    pub(super) async fn next(&mut self) -> io::Result<Option<Message>> {
+        loop {
+            let wanted = match self.whole()? {
+                Ok(message) => return Ok(Some(message)),
+                Err(wanted) => wanted,
+            };
+            self.buffer.reserve(wanted.max(READ_AHEAD));
+            if self.reader.read_buf(&mut self.buffer).await? == 0 {
+                return if self.buffer.is_empty() {
+                    Ok(None)
+                } else {
+                    Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the stream ended inside a message",
+                    ))
+                };
+            }
+        }
+    }
+
+    /// Whether bytes already read wait in the buffer (the next message may need no read).
+    pub(super) fn buffered(&self) -> bool {
+        !self.buffer.is_empty()
+    }
+
+    /// The buffer's first message when it is whole, else how many more bytes it needs.
+    fn whole(&mut self) -> io::Result<Result<Message, usize>> {
+        if self.buffer.len() < 5 {
+            return Ok(Err(5 - self.buffer.len()));
+        }
+        let length = i32::from_be_bytes([
+            self.buffer[1],
+            self.buffer[2],
+            self.buffer[3],
+            self.buffer[4],
+        ]);
+        let length = usize::try_from(length)
+            .ok()
+            .filter(|l| *l >= 4)
+            .ok_or_else(|| invalid("a message length under 4"))?;
+        if length - 4 > self.max {
+            return Err(invalid("a message over the server's bound"));
+        }
+        if self.buffer.len() < 1 + length {
+            return Ok(Err(1 + length - self.buffer.len()));
+        }
+        let mut frame = self.buffer.split_to(1 + length);
+        let tag = frame[0];
+        frame.advance(5);
+        Ok(Ok(Message {
+            tag,
+            body: frame.freeze(),
+        }))
+    }
+}
+
 /// Reads a startup packet: its code and what follows it.
 pub(super) async fn read_startup<R: AsyncRead + Unpin>(reader: &mut R) -> io::Result<(i32, Bytes)> {
     let length = reader.read_i32().await?;
@@ -250,6 +330,53 @@ mod tests {
         let error = read_message(&mut &wire[..], 4).await.unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::InvalidData);
         assert!(read_message(&mut &[][..], 4).await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn framed_messages_come_whole_from_any_cut_of_the_stream() {
+        let mut wire = BytesMut::new();
+        for i in 0..50u8 {
+            message(b'D', |out| out.put_slice(&vec![i; usize::from(i) * 7])).write_to(&mut wire);
+        }
+        // Cut into reads of 3 bytes: every message still comes whole and in order.
+        let mut framed = Framed::new(Trickle(&wire[..]), 1024);
+        for i in 0..50u8 {
+            let message = framed.next().await.unwrap().unwrap();
+            assert_eq!(message.tag, b'D');
+            assert_eq!(&message.body[..], &vec![i; usize::from(i) * 7][..]);
+        }
+        assert!(framed.next().await.unwrap().is_none());
+        // A stream cut inside a message is an error, a length over the bound refused.
+        let mut cut = Framed::new(&wire[..7], 1024);
+        assert!(cut.next().await.unwrap().unwrap().body.is_empty());
+        assert_eq!(
+            cut.next().await.unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
+        let mut small = Framed::new(&wire[..], 100);
+        for _ in 0..15 {
+            small.next().await.unwrap().unwrap();
+        }
+        assert_eq!(
+            small.next().await.unwrap_err().kind(),
+            io::ErrorKind::InvalidData
+        );
+    }
+
+    /// A reader that gives at most 3 bytes a read.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl AsyncRead for Trickle<'_> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            let n = self.0.len().min(3).min(buf.remaining());
+            buf.put_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            std::task::Poll::Ready(Ok(()))
+        }
     }
 
     #[test]

@@ -28,12 +28,12 @@ use std::time::{Duration, Instant};
 
 use bytes::{Buf as _, BytesMut};
 use sha2::{Digest as _, Sha256};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
 use tokio::sync::{mpsc, watch};
 
 use super::Door;
 use super::backend::Backend;
-use super::frame::{self, Message, Report};
+use super::frame::{self, Framed, Message, Report};
 use super::judge::{self, Counted, Judged, Rules};
 use crate::model::{
     AuditAction, AuditEvent, Credential, Database, Origin, Principal, RunFacts, RunOutcome, Secret,
@@ -204,8 +204,8 @@ where
     let down = tokio::spawn(downstream(
         Arc::clone(&relay),
         Arc::clone(&track),
-        BufReader::with_capacity(64 * 1024, backend_read),
-        BufWriter::with_capacity(64 * 1024, client_write),
+        Framed::new(backend_read, relay.max),
+        client_write,
         interrupts,
     ));
     let watchdog = tokio::spawn(watchdog(
@@ -245,8 +245,8 @@ where
     let ended_by = upstream(
         Arc::clone(&relay),
         Arc::clone(&track),
-        BufReader::with_capacity(64 * 1024, client_read),
-        BufWriter::with_capacity(64 * 1024, backend_write),
+        Framed::new(client_read, relay.max),
+        backend_write,
         (ended_or_revoked, revoked),
         interrupt,
         canceller,
@@ -303,7 +303,7 @@ async fn watchdog(track: Shared, timeout: Duration, cancel: impl Fn()) {
 async fn upstream<R, W>(
     relay: Arc<Relay>,
     track: Shared,
-    mut client: R,
+    mut client: Framed<R>,
     mut backend: W,
     (mut ended, revoked): (watch::Receiver<bool>, watch::Receiver<Option<String>>),
     interrupt: mpsc::UnboundedSender<Report>,
@@ -335,9 +335,8 @@ where
             terminate(&mut backend).await;
             return "a protocol error";
         }
-        // Only what ends the session races the read (a read cut short loses its bytes).
         let message = tokio::select! {
-            read = frame::read_message(&mut client, relay.max) => read,
+            read = client.next() => read,
             _ = ended.changed() => {
                 if busy(&track) {
                     cancel();
@@ -830,7 +829,7 @@ struct Reading {
 async fn downstream<R, W>(
     relay: Arc<Relay>,
     track: Shared,
-    mut backend: BufReader<R>,
+    mut backend: Framed<R>,
     mut client: W,
     mut interrupts: mpsc::UnboundedReceiver<Report>,
 ) -> (u64, u64)
@@ -852,7 +851,7 @@ where
                 put_out(&mut client, &report).await;
                 return (statements, catalog_reads);
             }
-            read = frame::read_message(&mut backend, relay.max) => read,
+            read = backend.next() => read,
         };
         let message = match message {
             Ok(Some(message)) => message,
@@ -885,7 +884,7 @@ where
                 b'T' | b'C' | b'E' => {}
                 _ => message.write_to(&mut out),
             }
-            if backend.buffer().is_empty() {
+            if !backend.buffered() {
                 if client.write_all(&out).await.is_err() || client.flush().await.is_err() {
                     return (statements, catalog_reads);
                 }
@@ -1057,12 +1056,12 @@ where
         }
         // Flushed whenever the database has nothing more ready: a burst of rows goes in large
         // writes, the end of a result at once.
-        if backend.buffer().is_empty() || out.len() >= 64 * 1024 {
+        if !backend.buffered() || out.len() >= 64 * 1024 {
             if client.write_all(&out).await.is_err() {
                 return (statements, catalog_reads);
             }
             out.clear();
-            if backend.buffer().is_empty() && client.flush().await.is_err() {
+            if !backend.buffered() && client.flush().await.is_err() {
                 return (statements, catalog_reads);
             }
         }

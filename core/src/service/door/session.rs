@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf as _, BytesMut};
-use tokio::io::{AsyncWriteExt as _, BufReader};
+use tokio::io::AsyncWriteExt as _;
 use tokio::net::TcpStream;
 
 use super::Door;
@@ -809,13 +809,7 @@ async fn open(
             asked_credential.reviews_required,
         ),
     };
-    let summary = relay::run(
-        relay,
-        BufReader::new(stream),
-        backend,
-        registered.ended.clone(),
-    )
-    .await;
+    let summary = relay::run(relay, stream, backend, registered.ended.clone()).await;
     drop(registered);
     super::cancel::withdraw(door, key).await;
     audit(
