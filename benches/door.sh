@@ -4,7 +4,8 @@
 # .ci/db-servers-up.sh, and prints, each as a ratio to the direct connection (TLS both ways:
 # sslmode=require):
 #   - pgbench -S -c 4 -j 2 (select-only, simple protocol, 4 clients), ROUNDS (3) rounds of SECS
-#     (10) seconds each, door and direct in turn; the median of each side's tps;
+#     (10) seconds each, door and direct in turn; the median of each side's tps, and the door
+#     statements' audit events written durably per second (from the server's metrics);
 #   - psql reading 1,000,000 rows (`--max-rows` raised past them) to /dev/null, ROUNDS times in
 #     turn; the best of each side's seconds;
 #   - Ctrl-C on pg_sleep(60) through the door: the seconds until it left pg_stat_activity.
@@ -28,10 +29,14 @@ cleanup() {
 trap cleanup EXIT
 
 DBCONSOLE_API_KEY=door-bench-api-key RUST_LOG=warn "$bin" serve --listen 127.0.0.1:0 --storage redb \
-  --max-rows 2000000 --data-dir "$work/data" --door-listen 127.0.0.1:0 >"$work/out" 2>/dev/null &
+  --max-rows 2000000 --data-dir "$work/data" --door-listen 127.0.0.1:0 \
+  --metrics-listen 127.0.0.1:0 >"$work/out" 2>/dev/null &
 echo "$!" >"$work/pid"
 for _ in $(seq 100); do grep -q '^listening on ' "$work/out" && break; sleep 0.1; done
 addr="$(sed -n 's/^listening on //p' "$work/out")"
+metrics="$(sed -n 's/^metrics on //p' "$work/out")"
+# The run events written durably so far (each door statement's audit event is one).
+written() { curl -sf "$metrics" | sed -n 's/^dbconsole_run_events_written_total //p'; }
 door_port="$(sed -n 's/^PostgreSQL door on [^:]*:\([0-9]*\).*/\1/p' "$work/out")"
 db="$(curl -sf -H 'x-api-key: door-bench-api-key' -H 'content-type: application/json' \
   -d '{"name":"bench","adapter":"postgres","hostname":"127.0.0.1","port":5432,"database":"checkdb","credentials":[{"username":"checker","password":"checkpw","timeout":300}]}' \
@@ -50,9 +55,16 @@ best() { sort -n | head -1; }
 echo "pgbench -S -c 4 -j 2, $ROUNDS rounds of $SECS s, in turn:"
 for round in $(seq "$ROUNDS"); do
   for side in direct door; do
+    before="$(written)"
     tps="$(as "$side" pgbench -n -S -c 4 -j 2 -T "$SECS" "$(conn "$side")" 2>/dev/null \
       | sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1)"
-    echo "  round $round $side: $tps tps"
+    if [ "$side" = door ]; then
+      sleep 0.2 # the last batch of events
+      events="$(python3 -c "print(f'{($(written) - ${before:-0}) / $SECS:.0f}')")"
+      echo "  round $round $side: $tps tps, $events audit events/s written"
+    else
+      echo "  round $round $side: $tps tps"
+    fi
     echo "$tps" >>"$work/pgbench-$side"
   done
 done

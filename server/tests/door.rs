@@ -269,60 +269,23 @@ async fn the_timeout_holds_whatever_the_client_sets_and_a_cancel_reaches_the_dat
         "{unset:?}"
     );
     // Ctrl-C: psql sends a cancel request with the key the door gave it.
-    let marker = format!("select pg_sleep(60) -- door cancel {}", std::process::id());
-    let sleeping = tokio::process::Command::new("psql")
-        .arg(door.conninfo("ann@example.com", "checkdb", "require"))
-        .args(["-X", "-c", &marker])
-        .env("PGPASSWORD", &ann)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let count = format!(
-        "select count(*) from pg_stat_activity where state = 'active' and query = '{}'",
-        marker.replace('\'', "''")
-    );
-    let running = async {
-        loop {
-            if direct(&["-Atc", &count]).await.out.trim() == "1" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), running)
-        .await
-        .expect("the statement never ran");
+    let mut sleeping = door.sleep("ann@example.com", &ann, "checkdb", "door cancel");
+    sleeping.until("1").await;
     let application = direct(&[
         "-Atc",
         &format!(
             "select application_name from pg_stat_activity where query = '{}'",
-            marker.replace('\'', "''")
+            sleeping.marker.replace('\'', "''")
         ),
     ])
     .await;
     assert_eq!(application.out.trim(), "ann@example.com via psql");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(sleeping.id().unwrap() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let gone = async {
-        loop {
-            if direct(&["-Atc", &count]).await.out.trim() == "0" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), gone)
-        .await
-        .expect("the cancelled statement stayed in pg_stat_activity");
-    let output = sleeping.wait_with_output().await.unwrap();
+    nix::sys::signal::kill(sleeping.pid(), nix::sys::signal::Signal::SIGINT).unwrap();
+    sleeping.until("0").await;
+    let (_, err) = sleeping.finish().await;
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("canceling statement due to user request"),
-        "{output:?}"
+        err.contains("canceling statement due to user request"),
+        "{err}"
     );
     door.server.stop().await;
 }
@@ -460,51 +423,18 @@ async fn a_deactivated_person_is_put_out_of_an_open_session() {
     let door = Door::start(&[]).await;
     door.database("checkdb", json!({})).await;
     let ann = door.key("ann@example.com").await;
-    let mut sleeping = tokio::process::Command::new("psql")
-        .arg(door.conninfo("ann@example.com", "checkdb", "require"))
-        .args(["-X", "-c", "select pg_sleep(60)"])
-        .env("PGPASSWORD", &ann)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    // Open once its statement runs.
-    let running = async {
-        loop {
-            let out = direct(&[
-                "-Atc",
-                "select count(*) from pg_stat_activity where application_name = 'ann@example.com via psql' and state = 'active'",
-            ])
-            .await;
-            if out.out.trim() == "1" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), running)
-        .await
-        .expect("the statement never ran");
+    let mut sleeping = door.sleep("ann@example.com", &ann, "checkdb", "door deactivated");
+    sleeping.until("1").await;
     door.admin(
         "PATCH",
         "/api/v1/console/users/ann@example.com",
         Some(json!({"active": false})),
     )
     .await;
-    let output = tokio::time::timeout(Duration::from_secs(30), sleeping.wait())
+    let (status, err) = tokio::time::timeout(Duration::from_secs(30), sleeping.finish())
         .await
         .expect("the session stayed open");
-    assert!(!output.unwrap().success());
-    let mut err = String::new();
-    use tokio::io::AsyncReadExt as _;
-    sleeping
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .await
-        .unwrap();
+    assert!(!status.success());
     assert!(err.contains("this door session was ended"), "{err}");
     let again = door
         .psql("ann@example.com", &ann, "checkdb", &["-c", "select 1"])
@@ -886,44 +816,9 @@ async fn a_person_ends_their_door_session_and_a_client_that_goes_away_is_cancell
         )
         .await;
     let password = minted.json()["password"].as_str().unwrap().to_owned();
-    let active = |marker: String| async move {
-        direct(&[
-            "-Atc",
-            &format!(
-                "select count(*) from pg_stat_activity where state = 'active' and query = '{}'",
-                marker.replace('\'', "''")
-            ),
-        ])
-        .await
-        .out
-        .trim()
-        .to_owned()
-    };
-    let until = |marker: String, count: &'static str| async move {
-        let wait = async {
-            while active(marker.clone()).await != count {
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(30), wait)
-            .await
-            .unwrap_or_else(|_| panic!("{marker}: never {count} running"));
-    };
-    let spawn = |marker: &str| {
-        tokio::process::Command::new("psql")
-            .arg(door.conninfo("dee@example.com", "checkdb", "require"))
-            .args(["-X", "-c", marker])
-            .env("PGPASSWORD", &password)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap()
-    };
     // Ended from the console: listed, ended, its statement cancelled, its client told.
-    let first = format!("select pg_sleep(60) -- door end {}", std::process::id());
-    let sleeping = spawn(&first);
-    until(first.clone(), "1").await;
+    let mut sleeping = door.sleep("dee@example.com", &password, "checkdb", "door end");
+    sleeping.until("1").await;
     let listed = door
         .browser(&cookie, "GET", "/api/v1/console/me/door", None)
         .await
@@ -940,18 +835,14 @@ async fn a_person_ends_their_door_session_and_a_client_that_goes_away_is_cancell
         )
         .await;
     assert_eq!(ended.status, 204, "{}", ended.body);
-    until(first, "0").await;
-    let output = sleeping.wait_with_output().await.unwrap();
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("this door session was ended"),
-        "{output:?}"
-    );
+    sleeping.until("0").await;
+    let (_, err) = sleeping.finish().await;
+    assert!(err.contains("this door session was ended"), "{err}");
     // A client killed mid-statement: what it left running is cancelled.
-    let second = format!("select pg_sleep(60) -- door gone {}", std::process::id());
-    let mut gone = spawn(&second);
-    until(second.clone(), "1").await;
-    gone.kill().await.unwrap();
-    until(second, "0").await;
+    let mut gone = door.sleep("dee@example.com", &password, "checkdb", "door gone");
+    gone.until("1").await;
+    gone.child.kill().await.unwrap();
+    gone.until("0").await;
     door.server.stop().await;
 }
 
@@ -1001,28 +892,8 @@ async fn a_revoked_key_puts_its_open_session_out() {
     let door = Door::start(&[]).await;
     door.database("checkdb", json!({})).await;
     let key = door.key("eve@example.com").await;
-    let marker = format!("select pg_sleep(60) -- door revoked {}", std::process::id());
-    let sleeping = tokio::process::Command::new("psql")
-        .arg(door.conninfo("eve@example.com", "checkdb", "require"))
-        .args(["-X", "-c", &marker])
-        .env("PGPASSWORD", &key)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let count = format!(
-        "select count(*) from pg_stat_activity where state = 'active' and query = '{}'",
-        marker.replace('\'', "''")
-    );
-    let running = async {
-        while direct(&["-Atc", &count]).await.out.trim() != "1" {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(30), running)
-        .await
-        .expect("the statement never ran");
+    let mut sleeping = door.sleep("eve@example.com", &key, "checkdb", "door revoked");
+    sleeping.until("1").await;
     let data = door.data();
     let listed = dbconsole(
         &[("DBCONSOLE_STORAGE", "redb")],
@@ -1047,14 +918,10 @@ async fn a_revoked_key_puts_its_open_session_out() {
     .unwrap();
     assert!(revoked.status.success(), "{revoked:?}");
     // Within the session's next check (every 15 s): put out, its statement cancelled.
-    let output = tokio::time::timeout(Duration::from_secs(40), sleeping.wait_with_output())
+    let (_, err) = tokio::time::timeout(Duration::from_secs(40), sleeping.finish())
         .await
-        .expect("the session stayed open after its key was revoked")
-        .unwrap();
-    assert!(
-        String::from_utf8_lossy(&output.stderr).contains("the key of this session was revoked"),
-        "{output:?}"
-    );
-    assert_eq!(direct(&["-Atc", &count]).await.out.trim(), "0");
+        .expect("the session stayed open after its key was revoked");
+    assert!(err.contains("the key of this session was revoked"), "{err}");
+    assert_eq!(sleeping.active().await, "0");
     door.server.stop().await;
 }

@@ -233,6 +233,67 @@ impl Door {
     ) -> Psql {
         psql(&self.conninfo(user, dbname, "require"), password, args).await
     }
+
+    /// psql through the door running `select pg_sleep(60)` marked with `tag`, in the
+    /// background.
+    pub(crate) fn sleep(&self, user: &str, password: &str, dbname: &str, tag: &str) -> Sleeping {
+        let marker = format!("select pg_sleep(60) -- {tag} {}", std::process::id());
+        let child = tokio::process::Command::new("psql")
+            .arg(self.conninfo(user, dbname, "require"))
+            .args(["-X", "-c", &marker])
+            .env("PGPASSWORD", password)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("psql (Debian's postgresql-client) must be installed: bash .ci/tools-up.sh");
+        Sleeping { child, marker }
+    }
+}
+
+/// A `pg_sleep(60)` through the door ([`Door::sleep`]).
+pub(crate) struct Sleeping {
+    pub(crate) child: tokio::process::Child,
+    pub(crate) marker: String,
+}
+
+impl Sleeping {
+    /// How many statements with its marker the database runs now.
+    pub(crate) async fn active(&self) -> String {
+        let count = format!(
+            "select count(*) from pg_stat_activity where state = 'active' and query = '{}'",
+            self.marker.replace('\'', "''")
+        );
+        direct(&["-Atc", &count]).await.out.trim().to_owned()
+    }
+
+    /// Waits (30 s at most) until the database runs `count` (0 or 1) of it.
+    pub(crate) async fn until(&self, count: &str) {
+        let wait = async {
+            while self.active().await != count {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), wait)
+            .await
+            .unwrap_or_else(|_| panic!("{}: never {count} running", self.marker));
+    }
+
+    /// Waits for psql to end: how it ended and what it said on stderr.
+    pub(crate) async fn finish(&mut self) -> (std::process::ExitStatus, String) {
+        use tokio::io::AsyncReadExt as _;
+        let mut stderr = self.child.stderr.take().expect("its stderr is piped");
+        let mut err = String::new();
+        let (status, _) = tokio::join!(self.child.wait(), stderr.read_to_string(&mut err));
+        (status.expect("psql ran"), err)
+    }
+
+    /// Its pid, to signal.
+    pub(crate) fn pid(&self) -> nix::unistd::Pid {
+        nix::unistd::Pid::from_raw(
+            i32::try_from(self.child.id().expect("psql is running")).expect("a pid"),
+        )
+    }
 }
 
 /// What psql printed.
