@@ -273,10 +273,16 @@ describe("the console", { concurrency: false }, () => {
     await pick(page, "E2E Reviewed");
     await typeSql(page, `select 42 as answer, '${HOSTILE}' as note`);
     const request = page.getByRole("button", { name: "Request review" });
+    // A request says what it is for and why: without them it is not sent.
+    await request.click();
+    await page.getByText("A review request needs a title: what the query is for.").waitFor();
+    await page.getByLabel("Title").fill("The answer");
+    await page.getByLabel("Description").fill(`Why: ${HOSTILE}`);
     await request.click();
     await page.getByText(/Review requested/).waitFor();
     await page.getByRole("link", { name: "Open the query" }).click();
-    await page.getByRole("heading", { name: /^Query qry_/ }).waitFor();
+    await page.getByRole("heading", { level: 1, name: "The answer" }).waitFor();
+    await page.getByText(`Why: ${HOSTILE}`).waitFor();
     const approve = page.getByRole("button", { name: "Approve" });
     assert.equal(await approve.isDisabled(), true, "the author can't approve");
     await page.getByText("You wrote this query: someone else must review it.").first().waitFor();
@@ -291,7 +297,7 @@ describe("the console", { concurrency: false }, () => {
     await assertAccessible(reviewer, "axe: the reviews");
     await row.getByRole("link").click();
     // From the keyboard alone: Tab to the comment, type, Tab to Approve, Enter.
-    await reviewer.getByRole("heading", { name: /^Query qry_/ }).waitFor();
+    await reviewer.getByRole("heading", { level: 1, name: "The answer" }).waitFor();
     const focused = (label) => reviewer.evaluate((name) => document.activeElement?.id && document.querySelector(`label[for="${document.activeElement.id}"]`)?.textContent === name, label);
     for (let i = 0; i < 40 && !(await focused("Comment")); i++) await reviewer.keyboard.press("Tab");
     assert.ok(await focused("Comment"), "Tab reaches the comment");
@@ -299,16 +305,60 @@ describe("the console", { concurrency: false }, () => {
     await reviewer.keyboard.press("Tab");
     assert.equal(await reviewer.evaluate(() => document.activeElement?.textContent), "Approve");
     await reviewer.keyboard.press("Enter");
-    await reviewer.getByText(/approved at/).waitFor();
+    await reviewer.getByText(/approved revision 1/).waitFor();
     await reviewer.getByText(`looks fine ${HOSTILE}`).waitFor();
     await assertAccessible(reviewer, "axe: a query's page");
 
     await page.goto(queryUrl);
-    await page.getByText(/approved at/).waitFor();
+    await page.getByText(/approved revision 1/).waitFor();
     await page.getByRole("button", { name: "Run in the editor" }).click();
     await page.getByText(/^1 row in/).waitFor();
     await assertClean(page, "the review path");
     await assertClean(reviewer, "the reviewer's path");
+    await bob.context.close();
+  });
+
+  it("reviews: changes asked for in the thread, the author changes the statement, the new revision is approved and runs", async () => {
+    const bob = await signedIn(bobKey);
+    const { page } = bob;
+    await pick(page, "E2E Reviewed");
+    await typeSql(page, "select 1 as first_try");
+    await page.getByLabel("Title").fill(`Counts ${HOSTILE}`);
+    await page.getByLabel("Description").fill("For the weekly report.");
+    await page.getByRole("button", { name: "Request review" }).click();
+    await page.getByRole("link", { name: "Open the query" }).click();
+    const title = page.getByRole("heading", { level: 1 });
+    await title.waitFor();
+    assert.equal(await title.textContent(), `Counts ${HOSTILE}`, "a hostile title stays text");
+    const queryUrl = page.url();
+
+    const reviewer = admin.page;
+    await reviewer.goto(queryUrl);
+    await reviewer.getByLabel("Comment", { exact: true }).fill(`Name the column ${HOSTILE}`);
+    await reviewer.getByRole("button", { name: "Request changes" }).click();
+    await reviewer.getByText(/asked for changes to revision 1/).waitFor();
+    assert.equal(await reviewer.getByRole("button", { name: "Approve" }).isDisabled(), true, "no approval until it changes");
+    await reviewer.getByLabel("Add to the thread").fill("The report needs it by Friday.");
+    await reviewer.getByRole("button", { name: "Comment", exact: true }).click();
+    await reviewer.getByText("The report needs it by Friday.").waitFor();
+
+    await page.goto(queryUrl);
+    await page.getByText(`Name the column ${HOSTILE}`).waitFor();
+    assert.equal(await page.getByRole("button", { name: "Run in the editor" }).isDisabled(), true);
+    await page.getByLabel("Statement").fill("select 2 as second_try");
+    await page.getByRole("button", { name: "Save the changes" }).click();
+    await page.getByText(/revision 2/).first().waitFor();
+    await screenshot(page, "query-page-thread");
+    await assertAccessible(page, "axe: a query's thread");
+
+    await reviewer.goto(queryUrl);
+    await reviewer.getByRole("button", { name: "Approve" }).click();
+    await reviewer.getByText(/approved revision 2/).waitFor();
+    await page.goto(queryUrl);
+    await page.getByRole("button", { name: "Run in the editor" }).click();
+    await page.getByText(/^1 row in/).waitFor();
+    await assertClean(page, "the changes path");
+    await assertClean(reviewer, "the reviewer's changes path");
     await bob.context.close();
   });
 
@@ -317,6 +367,8 @@ describe("the console", { concurrency: false }, () => {
     await page.getByRole("link", { name: "Query", exact: true }).click();
     await pick(page, "E2E Reviewed");
     await typeSql(page, "select 'urgent' as why");
+    await page.getByLabel("Title").fill("Urgent");
+    await page.getByLabel("Description").fill("The incident needs it now.");
     await page.getByRole("button", { name: "Request review" }).click();
     await page.getByRole("link", { name: "Open the query" }).click();
     await page.getByLabel("Reason for the bypass").fill(`incident 42 ${HOSTILE}`);

@@ -171,6 +171,13 @@ export interface Review {
   decision: string;
   comment: string | null;
   reviewed_at: string;
+  revision: number;
+}
+
+export interface Comment {
+  author: string;
+  text: string;
+  at: string;
 }
 
 export interface Query {
@@ -178,14 +185,18 @@ export interface Query {
   database_id: string;
   credential_id: string;
   query: string;
+  title: string;
+  description: string;
   limit: number;
   author: string;
   status: string;
   by_agent?: boolean;
   inserted_at: string;
   updated_at?: string;
+  revision: number;
   approvals: number;
   reviews: Review[];
+  comments: Comment[];
   run?: QueryRun | null;
   bypass?: { by: string; at: string; reason: string; approvals: number; required: number } | null;
 }

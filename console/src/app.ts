@@ -1,7 +1,7 @@
 // The app's frame: who is signed in, the navigation, the routes under /console/, and signing
 // out (which ends the session on the server and forgets the drafts).
 
-import { call, type Me } from "./api";
+import { call, type Me, type Page, type Query } from "./api";
 import { h, replace } from "./dom";
 
 export const BASE = "/console/";
@@ -39,6 +39,8 @@ export class App {
   private readonly main: HTMLElement;
   private readonly nav: HTMLElement;
   private readonly status: HTMLElement;
+  /** How many queries wait for the caller's review, beside "Reviews". */
+  private readonly pending = h("span", { class: "badge", attrs: { hidden: true } });
 
   constructor(root: HTMLElement) {
     this.nav = h("nav", { attrs: { "aria-label": "Console" } });
@@ -105,6 +107,7 @@ export class App {
       }
     }
     this.drawNav(path);
+    if (this.me?.may.review) void this.countPending();
     for (const { pattern, route } of this.routes) {
       const match = pattern.exec(path);
       if (!match) continue;
@@ -131,8 +134,8 @@ export class App {
       this.nav.replaceChildren();
       return;
     }
-    const item = (target: string, label: string) => {
-      const link = this.link(target, label);
+    const item = (target: string, label: string, ...more: Node[]) => {
+      const link = this.link(target, label, ...more);
       const here = target === "" ? path === "" : path.startsWith(target);
       if (here) link.setAttribute("aria-current", "page");
       return h("li", {}, link);
@@ -146,7 +149,7 @@ export class App {
         me.may.query && item("", "Query"),
         me.may.query && item("history", "History"),
         me.may.query && !me.agent && item("connect", "Your client"),
-        me.may.review && item("reviews", "Reviews"),
+        me.may.review && item("reviews", "Reviews", this.pending),
         (me.may.query || me.may.manage_dashboards) && item("dashboards", "Dashboards"),
         me.may.manage_databases && item("databases", "Databases"),
         me.may.read_audit && item("audit", "Audit"),
@@ -160,6 +163,18 @@ export class App {
         h("button", { attrs: { type: "button" }, on: { click: () => void this.signOut() } }, "Sign out"),
       ),
     );
+  }
+
+  /** Counts what waits for the caller's review (up to 100; "99+" past it) for the navigation. */
+  async countPending(): Promise<void> {
+    try {
+      const page = await call<Page<Query>>("GET", "/api/v1/console/queries?status=awaiting_review&reviewer=me&limit=100");
+      const count = page.data.length;
+      this.pending.hidden = count === 0;
+      replace(this.pending, page.next ? "99+" : String(count), h("span", { class: "sr-only" }, " waiting"));
+    } catch {
+      // The count is a hint: the Reviews screen says what waits.
+    }
   }
 
   async signOut(): Promise<void> {

@@ -1,13 +1,26 @@
 // The history (the caller's queries, newest first, filtered, paged), the reviews waiting for
-// the caller, and one query's page: its text, where it runs, its author, status, outcome,
-// reviews and bypass; Approve and Reject with a comment; Run for its author once it may; a super
-// admin's bypass with a reason. Buttons that can't be used are disabled and say why.
+// the caller, and one query's page: its title and description, text, where it runs, its author,
+// status, outcome and bypass; its thread (reviews of every revision and comments, in order);
+// Approve, Request changes and Reject with a comment; a comment box for its author and
+// reviewers; its author's change of title, description or statement; Run for its author once
+// it may; a super admin's bypass with a reason. Buttons that can't be used are disabled and say
+// why.
 
 import { ApiError, call, type Page, type Query, type QueryableDatabase } from "./api";
 import type { App, Screen } from "./app";
 import { field, h, isolated, replace, table, visible } from "./dom";
 
-const STATUSES = ["ready", "awaiting_review", "rejected", "running", "succeeded", "failed", "cancelled"];
+const STATUSES = ["ready", "awaiting_review", "changes_requested", "rejected", "running", "succeeded", "failed"];
+
+/** A status as people read it. */
+function statusLabel(status: string): string {
+  return status.replaceAll("_", " ");
+}
+
+/** What a review decided, as a verb. */
+function decided(decision: string): string {
+  return decision === "approve" ? "approved" : decision === "reject" ? "rejected" : "asked for changes to";
+}
 
 async function databaseNames(): Promise<Map<string, QueryableDatabase>> {
   const page = await call<Page<QueryableDatabase>>("GET", "/api/v1/console/me/databases");
@@ -44,7 +57,7 @@ export function outcome(query: Query, required: number | null): string {
 export async function historyScreen(app: App): Promise<Screen> {
   const names = await databaseNames();
   const database = h("select", {}, h("option", { attrs: { value: "" } }, "Every database"), ...[...names.values()].map((db) => h("option", { attrs: { value: db.id } }, db.name)));
-  const status = h("select", {}, h("option", { attrs: { value: "" } }, "Any status"), ...STATUSES.map((s) => h("option", { attrs: { value: s } }, s.replace("_", " "))));
+  const status = h("select", {}, h("option", { attrs: { value: "" } }, "Any status"), ...STATUSES.map((s) => h("option", { attrs: { value: s } }, statusLabel(s))));
   const body = h("div", {});
   const more = h("button", { attrs: { type: "button", hidden: true } }, "Older queries");
   const error = h("p", { class: "error", attrs: { role: "alert" } });
@@ -70,8 +83,9 @@ export async function historyScreen(app: App): Promise<Screen> {
             {},
             h("td", {}, when(query.inserted_at)),
             h("td", {}, db ? isolated(db.name) : query.database_id),
-            h("td", {}, h("span", { class: `status ${query.status}` }, query.status.replace("_", " "))),
+            h("td", {}, h("span", { class: `status ${query.status}` }, statusLabel(query.status))),
             h("td", {}, outcome(query, requiredFor(names, query))),
+            h("td", {}, isolated(visible(query.title))),
             h("td", { class: "sql" }, h("code", {}, visible(excerpt(query.query)))),
             h(
               "td",
@@ -98,8 +112,14 @@ export async function historyScreen(app: App): Promise<Screen> {
       }
       next = page.next;
       more.hidden = next === null;
-      replace(body, rows.length ? table("Your queries", ["Created", "Database", "Status", "Outcome", "Query", ""], rows) : h("p", {}, "No query yet."));
+      replace(body, rows.length ? table("Your queries", ["Created", "Database", "Status", "Outcome", "Title", "Query", ""], rows) : h("p", {}, "No query yet."));
+      error.textContent = "";
     } catch (e) {
+      // What was listed before answers another filter: it goes.
+      rows.length = 0;
+      next = null;
+      more.hidden = true;
+      replace(body);
       error.textContent = e instanceof ApiError ? e.message : String(e);
     }
   }
@@ -125,6 +145,7 @@ export async function reviewsScreen(app: App): Promise<Screen> {
       h("td", {}, when(query.inserted_at)),
       h("td", {}, names.get(query.database_id) ? isolated(names.get(query.database_id)?.name ?? "") : query.database_id),
       h("td", {}, `${query.approvals} of ${requiredFor(names, query) ?? "?"}`),
+      h("td", {}, isolated(visible(query.title))),
       h("td", { class: "sql" }, h("code", {}, visible(excerpt(query.query)))),
       h("td", {}, app.link(`queries/${query.id}`, `Review ${query.id}`)),
     ),
@@ -135,7 +156,7 @@ export async function reviewsScreen(app: App): Promise<Screen> {
       "section",
       { class: "page" },
       h("h1", {}, "Waiting for your review"),
-      rows.length ? table("Queries waiting for your review", ["Asked by", "When", "Database", "Approvals", "Query", ""], rows) : h("p", {}, "Nothing waits for your review."),
+      rows.length ? table("Queries waiting for your review", ["Asked by", "When", "Database", "Approvals", "Title", "Query", ""], rows) : h("p", {}, "Nothing waits for your review."),
     ),
   };
 }
@@ -151,37 +172,142 @@ export async function queryPage(app: App, id: string): Promise<Screen> {
     const credential = db?.credentials.find((c) => c.id === query.credential_id);
     const isAuthor = me?.user === query.author;
     const open = query.status === "awaiting_review" || query.status === "ready";
+    const changeable = open || query.status === "changes_requested";
     const error = h("p", { class: "error", attrs: { role: "alert" } });
     const comment = h("textarea", { attrs: { rows: 3, maxlength: 2000 } });
-    const reviewReason = !me?.may.review
+    const current = query.reviews.filter((r) => r.revision === query.revision);
+    // Why a reviewer can't decide: a reject stays possible while changes are asked for.
+    const rejectReason = !me?.may.review
       ? "You may not review queries."
       : isAuthor
         ? "You wrote this query: someone else must review it."
-        : !open
+        : !changeable
           ? "This query is past reviewing."
-          : query.reviews.some((r) => r.reviewer === me?.user)
-            ? "You have reviewed this query."
+          : current.some((r) => r.reviewer === me?.user)
+            ? "You have reviewed this revision."
             : "";
-    const review = (decision: "approve" | "reject") => async () => {
+    const reviewReason = rejectReason || (query.status === "changes_requested" ? "Changes were asked for: its author changes it, then it is reviewed again." : "");
+    type Decision = "approve" | "reject" | "request_changes";
+    const done: Record<Decision, string> = { approve: "Approved", reject: "Rejected", request_changes: "Changes requested" };
+    const fail = (e: unknown) => {
+      error.textContent = e instanceof ApiError ? e.message : String(e);
+    };
+    const review = (decision: Decision) => async () => {
+      if (decision !== "approve" && !comment.value.trim()) {
+        error.textContent = decision === "reject" ? "Say why you reject it, in the comment." : "Say what should change, in the comment.";
+        comment.focus();
+        return;
+      }
       try {
         query = await call<Query>("POST", `/api/v1/console/queries/${encodeURIComponent(query.id)}/reviews`, {
           decision,
           comment: comment.value.trim() || undefined,
         });
-        app.announce(decision === "approve" ? "Approved" : "Rejected");
+        app.announce(done[decision]);
+        void app.countPending();
         draw();
       } catch (e) {
-        error.textContent = e instanceof ApiError ? e.message : String(e);
+        fail(e);
       }
     };
-    const reviewButton = (label: string, decision: "approve" | "reject") =>
-      h("button", { attrs: { type: "button", disabled: reviewReason !== "", title: reviewReason || undefined, "aria-describedby": reviewReason ? "review-why" : undefined }, on: { click: () => void review(decision)() } }, label);
+    const reviewButton = (label: string, decision: Decision, why: string) =>
+      h("button", { attrs: { type: "button", disabled: why !== "", title: why || undefined, "aria-describedby": why ? "review-why" : undefined }, on: { click: () => void review(decision)() } }, label);
+
+    // The thread: every review, of every revision, and every comment, in the order they came.
+    const entries = [
+      ...query.reviews.map((r) => ({
+        at: r.reviewed_at,
+        node: h(
+          "li",
+          { class: `entry ${r.decision}` },
+          isolated(r.reviewer),
+          ` ${decided(r.decision)} revision ${r.revision + 1} · ${when(r.reviewed_at)}`,
+          r.comment ? h("blockquote", {}, visible(r.comment)) : "",
+        ),
+      })),
+      ...query.comments.map((c) => ({
+        at: c.at,
+        node: h("li", { class: "entry comment" }, isolated(c.author), ` · ${when(c.at)}`, h("blockquote", {}, visible(c.text))),
+      })),
+    ].sort((x, y) => (x.at < y.at ? -1 : x.at > y.at ? 1 : 0));
+    const mayComment = !!me && (isAuthor || !!me.may.review);
+    const said = h("textarea", { attrs: { rows: 2, maxlength: 2000 } });
+    const commentForm = mayComment
+      ? h(
+          "form",
+          {
+            class: "comment",
+            on: {
+              submit: (event) => {
+                event.preventDefault();
+                if (!said.value.trim()) {
+                  error.textContent = "Write the comment first.";
+                  said.focus();
+                  return;
+                }
+                void call<Query>("POST", `/api/v1/console/queries/${encodeURIComponent(query.id)}/comments`, { text: said.value.trim() }).then((answer) => {
+                  query = answer;
+                  app.announce("Comment added");
+                  draw();
+                }, fail);
+              },
+            },
+          },
+          field("Add to the thread", said),
+          h("button", { attrs: { type: "submit" } }, "Comment"),
+        )
+      : null;
+
+    // The author's change: a new statement (or any change once changes were asked for) is a new
+    // revision, reviewed again.
+    const newTitle = h("input", { attrs: { type: "text", maxlength: 200, value: query.title } });
+    const newDescription = h("textarea", { attrs: { rows: 3, maxlength: 10000 } });
+    newDescription.value = query.description;
+    const newStatement = h("textarea", { class: "sql", attrs: { rows: 6, spellcheck: "false" } });
+    newStatement.value = query.query;
+    const editForm =
+      isAuthor && changeable
+        ? h(
+            "details",
+            { class: "edit card", attrs: { open: query.status === "changes_requested" } },
+            h("summary", {}, "Change the query"),
+            h(
+              "form",
+              {
+                on: {
+                  submit: (event) => {
+                    event.preventDefault();
+                    if (!newTitle.value.trim() || !newStatement.value.trim()) {
+                      error.textContent = "A query keeps a title and a statement.";
+                      return;
+                    }
+                    void call<Query>("PATCH", `/api/v1/console/queries/${encodeURIComponent(query.id)}`, {
+                      title: newTitle.value.trim(),
+                      description: newDescription.value.trim(),
+                      query: newStatement.value,
+                    }).then((answer) => {
+                      query = answer;
+                      app.announce(answer.revision > 0 ? `Saved as revision ${answer.revision + 1}` : "Saved");
+                      draw();
+                    }, fail);
+                  },
+                },
+              },
+              field("Title", newTitle),
+              field("Description", newDescription),
+              field("Statement", newStatement, "A new statement is a new revision: its approvals are counted again."),
+              h("button", { attrs: { type: "submit" } }, "Save the changes"),
+            ),
+          )
+        : null;
 
     const approvals = query.approvals;
     const required = requiredFor(names, query) ?? 0;
     const runReason = !isAuthor
       ? "Only its author runs a query."
-      : query.status === "awaiting_review" && approvals < required
+      : query.status === "changes_requested"
+        ? "Changes were asked for: change it first."
+        : query.status === "awaiting_review" && approvals < required
         ? `It has ${approvals} of ${required} approvals.`
         : query.status !== "ready" && query.status !== "awaiting_review"
           ? "A query runs once: it has run, or was rejected."
@@ -229,7 +355,9 @@ export async function queryPage(app: App, id: string): Promise<Screen> {
 
     replace(
       element,
-      h("h1", {}, "Query ", h("code", {}, query.id)),
+      h("h1", {}, isolated(visible(query.title))),
+      h("p", { class: "query-id" }, "Query ", h("code", {}, query.id), query.revision > 0 ? ` · revision ${query.revision + 1}` : ""),
+      query.description ? h("p", { class: "description" }, visible(query.description)) : "",
       h(
         "dl",
         { class: "facts" },
@@ -242,7 +370,7 @@ export async function queryPage(app: App, id: string): Promise<Screen> {
         h("dt", {}, "Created"),
         h("dd", {}, when(query.inserted_at)),
         h("dt", {}, "Status"),
-        h("dd", {}, h("span", { class: `status ${query.status}` }, query.status.replace("_", " "))),
+        h("dd", {}, h("span", { class: `status ${query.status}` }, statusLabel(query.status))),
         h("dt", {}, "Approvals"),
         h("dd", {}, `${approvals} of ${required}`),
         h("dt", {}, "Row limit"),
@@ -262,25 +390,25 @@ export async function queryPage(app: App, id: string): Promise<Screen> {
       ),
       h("h2", {}, "Statement"),
       h("pre", { class: "sql" }, visible(query.query)),
-      h("h2", {}, "Reviews"),
-      query.reviews.length
-        ? h(
-            "ul",
-            { class: "reviews" },
-            ...query.reviews.map((r) =>
-              h("li", {}, isolated(r.reviewer), ` ${r.decision === "approve" ? "approved" : "rejected"} at ${when(r.reviewed_at)}`, r.comment ? h("blockquote", {}, visible(r.comment)) : ""),
-            ),
-          )
-        : h("p", {}, "No review yet."),
-      open &&
-      h(
-        "div",
-        { class: "review card", attrs: { role: "group", "aria-labelledby": "review-title" } },
-        h("h2", { attrs: { id: "review-title" } }, "Review"),
-        field("Comment", comment),
-        h("div", { class: "actions" }, reviewButton("Approve", "approve"), reviewButton("Reject", "reject")),
-        reviewReason ? h("p", { class: "why", attrs: { id: "review-why" } }, reviewReason) : "",
-      ),
+      h("h2", {}, "Thread"),
+      entries.length ? h("ol", { class: "thread" }, ...entries.map((e) => e.node)) : h("p", {}, "No review or comment yet."),
+      commentForm,
+      changeable &&
+        h(
+          "div",
+          { class: "review card", attrs: { role: "group", "aria-labelledby": "review-title" } },
+          h("h2", { attrs: { id: "review-title" } }, "Review"),
+          field("Comment", comment, "Needed to ask for changes or to reject"),
+          h(
+            "div",
+            { class: "actions" },
+            reviewButton("Approve", "approve", reviewReason),
+            reviewButton("Request changes", "request_changes", reviewReason),
+            reviewButton("Reject (final)", "reject", rejectReason),
+          ),
+          reviewReason ? h("p", { class: "why", attrs: { id: "review-why" } }, reviewReason) : "",
+        ),
+      editForm,
       h("div", { class: "actions" }, runIt, runReason ? h("span", { class: "why" }, runReason) : ""),
       bypass,
       error,

@@ -63,6 +63,15 @@ export async function queryScreen(app: App): Promise<Screen> {
   const csvButton = h("button", { attrs: { type: "button", title: "Run once and download every row (up to the row limit) as a CSV file" } }, "Run to CSV");
   const cancelButton = h("button", { attrs: { type: "button", hidden: true } }, "Cancel");
   const elapsed = h("span", { class: "elapsed", attrs: { "aria-live": "off" } });
+  // A request for review says what it is for and why: its reviewers read that first.
+  const titleField = h("input", { attrs: { type: "text", maxlength: 200, autocomplete: "off" } });
+  const descriptionField = h("textarea", { attrs: { rows: 2, maxlength: 10000 } });
+  const request = h(
+    "div",
+    { class: "review-request", attrs: { hidden: true, role: "group", "aria-label": "Review request" } },
+    field("Title", titleField, "What the query is for, in a line"),
+    field("Description", descriptionField, "Why it should run: the reviewers read it first"),
+  );
   const summary = h("p", { class: "summary", attrs: { role: "status" } });
   const notice = h("p", { class: "notice", attrs: { hidden: true } });
   const error = h("div", { class: "error", attrs: { role: "alert" } });
@@ -103,6 +112,7 @@ export async function queryScreen(app: App): Promise<Screen> {
     runButton.disabled = !database || running !== null;
     csvButton.hidden = needsReview;
     csvButton.disabled = runButton.disabled;
+    request.hidden = !needsReview;
   }
 
   function choose(db: QueryableDatabase, text?: string, credentialId?: string): void {
@@ -200,6 +210,19 @@ export async function queryScreen(app: App): Promise<Screen> {
       limit.focus();
       return;
     }
+    const needsReview = (selectedCredential()?.reviews_required ?? 0) > 0;
+    if (needsReview) {
+      for (const [input, what] of [
+        [titleField, "A review request needs a title: what the query is for."],
+        [descriptionField, "A review request needs a description: why it should run."],
+      ] as const) {
+        if (!input.value.trim()) {
+          error.textContent = what;
+          input.focus();
+          return;
+        }
+      }
+    }
     let query: Query;
     try {
       query = await call<Query>("POST", "/api/v1/console/queries", {
@@ -207,12 +230,15 @@ export async function queryScreen(app: App): Promise<Screen> {
         credential_id: credential.value,
         query: text,
         limit: rowLimit,
+        ...(needsReview ? { title: titleField.value.trim(), description: descriptionField.value.trim() } : {}),
       });
     } catch (e) {
       error.textContent = e instanceof ApiError ? e.message : String(e);
       return;
     }
     if (query.status === "awaiting_review") {
+      titleField.value = "";
+      descriptionField.value = "";
       summary.replaceChildren("Review requested: the query waits for approvals. ", app.link(`queries/${query.id}`, "Open the query"));
       return;
     }
@@ -308,6 +334,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       { class: "work" },
       heading,
       h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), field("Timeout (s)", timeoutField, "Blank: the credential's"), runButton, csvButton, cancelButton, elapsed),
+      request,
       editorHost,
       error,
       h("div", { class: "result-head" }, summary, notice),

@@ -39,8 +39,10 @@ pub struct ServeLimits {
     /// waits until one ends.
     pub max_connections: usize,
     /// Connections that have not yet sent a complete request head, kept at once: past it, the
-    /// oldest of them is closed to make room. They take no slot of `max_connections`, so that
-    /// sockets that open and never finish a head can't crowd out callers that do.
+    /// oldest of those from the address that holds the most of them is closed to make room.
+    /// They take no slot of `max_connections`, so that sockets that open and never finish a
+    /// head can't crowd out callers that do, nor one address's flood close others' connections
+    /// before their heads are read.
     pub max_pending: usize,
     /// How long a connection may go without sending a request head while none of its
     /// requests is being answered (a slow head, or an idle keep-alive connection) before it is
@@ -210,21 +212,35 @@ impl hyper::body::Body for Tracked {
     }
 }
 
-/// The connections without a complete request head, oldest first.
+/// The connections without a complete request head, oldest first, with their peers' addresses.
 #[derive(Debug, Default)]
 struct Pending {
-    queue: std::sync::Mutex<std::collections::VecDeque<Handle>>,
+    queue: std::sync::Mutex<std::collections::VecDeque<(std::net::IpAddr, Handle)>>,
 }
 
 impl Pending {
-    /// Adds `handle`; when more than `budget` are pending, closes the oldest.
-    fn admit(&self, handle: Handle, budget: usize) {
+    /// Adds `handle` of a connection from `peer`; when more than `budget` are pending, closes
+    /// the oldest of the address that holds the most: a flood from one address makes room
+    /// from its own sockets, never from another's connection whose head was not read yet.
+    fn admit(&self, peer: std::net::IpAddr, handle: Handle, budget: usize) {
         let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        queue.retain(|pending| pending.conn.upgrade().is_some_and(|c| !c.started()));
-        queue.push_back(handle);
+        queue.retain(|(_, pending)| pending.conn.upgrade().is_some_and(|c| !c.started()));
+        queue.push_back((peer, handle));
         while queue.len() > budget.max(1) {
+            let mut held: std::collections::HashMap<std::net::IpAddr, usize> =
+                std::collections::HashMap::new();
+            for (address, _) in queue.iter() {
+                *held.entry(*address).or_default() += 1;
+            }
+            let most = held
+                .into_iter()
+                .max_by_key(|(_, count)| *count)
+                .map(|(address, _)| address);
+            let Some(at) = queue.iter().position(|(address, _)| Some(*address) == most) else {
+                break;
+            };
             // One that sent its head meanwhile is being answered: it stays.
-            if let Some(oldest) = queue.pop_front()
+            if let Some((_, oldest)) = queue.remove(at)
                 && oldest.conn.upgrade().is_some_and(|c| !c.started())
             {
                 tracing::debug!("a connection without a request head was closed to make room");
@@ -323,7 +339,7 @@ pub async fn serve<F, G>(
                         abort: task.abort_handle(),
                     };
                     reaper.watch(handle());
-                    pending.admit(handle(), limits.max_pending);
+                    pending.admit(peer.ip, handle(), limits.max_pending);
                 }
                 Err(error) => {
                     tracing::warn!(%error, "accepting a connection failed");
@@ -792,15 +808,49 @@ mod tests {
             conn: Arc::downgrade(conn),
             abort: task.abort_handle(),
         };
-        pending.admit(handle(&first, &first_task), 2);
-        pending.admit(handle(&second, &second_task), 2);
+        let here: std::net::IpAddr = [127, 0, 0, 1].into();
+        pending.admit(here, handle(&first, &first_task), 2);
+        pending.admit(here, handle(&second, &second_task), 2);
         // The first sends its head: it is being answered, so the next to go is the second.
         drop(Answering::start(Arc::clone(&first)));
-        pending.admit(handle(&third, &third_task), 1);
+        pending.admit(here, handle(&third, &third_task), 1);
         assert!(second_task.await.unwrap_err().is_cancelled());
         settle().await;
         assert!(!first_task.is_finished());
         assert!(!third_task.is_finished());
         drop((first, second, third));
+    }
+
+    #[tokio::test]
+    async fn a_flood_from_one_address_makes_room_from_its_own() {
+        let reaper = Reaper::default();
+        let pending = Pending::default();
+        let handle = |conn: &Arc<Conn>, task: &tokio::task::JoinHandle<()>| Handle {
+            conn: Arc::downgrade(conn),
+            abort: task.abort_handle(),
+        };
+        let caller: std::net::IpAddr = [127, 0, 0, 1].into();
+        let flooder: std::net::IpAddr = [127, 0, 0, 2].into();
+        let (waiting, waiting_task) = watched(&reaper);
+        pending.admit(caller, handle(&waiting, &waiting_task), 3);
+        let mut flood = Vec::new();
+        for _ in 0..10 {
+            let (conn, task) = watched(&reaper);
+            pending.admit(flooder, handle(&conn, &task), 3);
+            flood.push((conn, task));
+        }
+        settle().await;
+        // The caller's connection, the oldest of all, stays; the flood keeps its newest two.
+        assert!(!waiting_task.is_finished());
+        let closed = flood.iter().filter(|(_, task)| task.is_finished()).count();
+        assert_eq!(closed, 8);
+        assert!(
+            flood
+                .iter()
+                .rev()
+                .take(2)
+                .all(|(_, task)| !task.is_finished())
+        );
+        drop(waiting);
     }
 }

@@ -496,6 +496,20 @@ async fn a_reviewed_statement_waits_then_runs_once_for_its_author() {
     let queries = waiting["data"].as_array().unwrap();
     assert_eq!(queries.len(), 1, "one request for two sends: {waiting}");
     assert_eq!(queries[0]["query"], text);
+    // It came without a title or a reason: made ones, which its author changes.
+    assert!(
+        text.starts_with(queries[0]["title"].as_str().unwrap().trim_end_matches('…')),
+        "{}",
+        queries[0]
+    );
+    assert!(
+        queries[0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("PostgreSQL door"),
+        "{}",
+        queries[0]
+    );
     let id = queries[0]["id"].as_str().unwrap();
     let approved = request(
         door.server.addr,

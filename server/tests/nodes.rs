@@ -500,6 +500,8 @@ async fn reviews_and_runs_racing_through_both_nodes_count_exactly_and_run_once()
                     "database_id": db["id"],
                     "credential_id": db["credentials"][0]["id"],
                     "query": sql,
+                    "title": "Counted across nodes",
+                    "description": "Six approvals from two nodes.",
                 })),
             )
             .await;

@@ -502,6 +502,8 @@ async fn a_trigger_reaches_its_workflow_signed_and_a_review_request_reaches_slac
             "database_id": db["id"],
             "credential_id": db["credentials"][1]["id"],
             "query": "DELETE FROM orders WHERE note = 'secret-marker-in-query'",
+            "title": "Clean the notes",
+            "description": "They hold a marker.",
         })),
     )
     .await;

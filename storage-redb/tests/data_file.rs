@@ -1029,6 +1029,7 @@ async fn a_format_2_file_gets_its_authors_in_one_normal_form() {
         decision: Decision::Approve,
         comment: None,
         at: now,
+        revision: 0,
     }];
     storage
         .create_query(

@@ -374,6 +374,8 @@ pub async fn review_requests_go_to_the_databases_slack_channel(storage: Arc<dyn 
             "database_id": db["id"],
             "credential_id": db["credentials"][0]["id"],
             "query": "SELECT 'secret-marker' AS x",
+            "title": "The marker",
+            "description": "To see it.",
         })
     };
     let reviewed = new_database(&console, 2, Some("#db-reviews"), false).await;

@@ -115,19 +115,53 @@ async fn new_database(console: &TestConsole, required: u32, extra: Value) -> (St
     )
 }
 
-/// A query by `author`: its answer (200 asserted).
+/// A query by `author`, with its title and description: its answer (200 asserted).
 async fn new_query(console: &TestConsole, author: &Principal, db: &(String, String)) -> Value {
     console
         .as_(
             author,
             Method::POST,
             QUERIES,
-            Some(json!({"database_id": db.0, "credential_id": db.1, "query": "SELECT 1"})),
+            Some(json!({
+                "database_id": db.0, "credential_id": db.1, "query": "SELECT 1",
+                "title": "The one", "description": "For the count.",
+            })),
             None,
         )
         .await
         .expect(200)
         .json()
+}
+
+/// Comments `text` on query `id` as `principal`.
+async fn comment(
+    console: &TestConsole,
+    principal: &Principal,
+    id: &str,
+    text: &str,
+) -> TestResponse {
+    console
+        .as_(
+            principal,
+            Method::POST,
+            &format!("{QUERIES}/{id}/comments"),
+            Some(json!({"text": text})),
+            None,
+        )
+        .await
+}
+
+/// Changes query `id` as `principal`, with `body`.
+async fn edit(console: &TestConsole, principal: &Principal, id: &str, body: Value) -> TestResponse {
+    console
+        .as_(
+            principal,
+            Method::PATCH,
+            &format!("{QUERIES}/{id}"),
+            Some(body),
+            None,
+        )
+        .await
 }
 
 async fn review(
@@ -233,6 +267,15 @@ fn detail(response: &TestResponse) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
+}
+
+/// A query's status, revision and approvals.
+fn standing(query: &Value) -> (Value, Value, Value) {
+    (
+        query["status"].clone(),
+        query["revision"].clone(),
+        query["approvals"].clone(),
+    )
 }
 
 fn id_of(query: &Value) -> String {
@@ -740,7 +783,10 @@ pub async fn reviews_an_agents_query_stays_an_agents(storage: Arc<dyn Storage>) 
             &bot,
             Method::POST,
             QUERIES,
-            Some(json!({"database_id": db.0, "credential_id": db.1, "query": "SELECT 1", "limit": 5000})),
+            Some(json!({
+                "database_id": db.0, "credential_id": db.1, "query": "SELECT 1", "limit": 5000,
+                "title": "One", "description": "The agent asks.",
+            })),
             None,
         )
         .await
@@ -1041,6 +1087,190 @@ pub async fn reviews_one_identity_whatever_its_case(storage: Arc<dyn Storage>) {
     assert!(twice.text().contains("subject"), "{}", twice.text());
 }
 
+/// A request for review needs a title and a description (422 naming each, nothing stored); a
+/// query elsewhere gets a title from its statement. A request for changes holds the query (no
+/// approval, no run) until its author changes it; any change then, or a new statement at any
+/// time, is a new revision whose approvals count from none, while a new title alone keeps them.
+/// Only the author changes a query, never once it is rejected; its author and reviewers
+/// comment. Each change and comment is one event.
+pub async fn reviews_a_request_says_why_and_changes_start_a_new_revision(
+    storage: Arc<dyn Storage>,
+) {
+    let (console, runner) = reviewing_console(storage);
+    let db = new_database(&console, 2, json!({})).await;
+    let bare = console
+        .as_(
+            &ann(),
+            Method::POST,
+            QUERIES,
+            Some(json!({"database_id": db.0, "credential_id": db.1, "query": "SELECT 1", "description": "  "})),
+            None,
+        )
+        .await
+        .expect(422);
+    let fields = bare.json()["errors"].clone();
+    assert!(
+        fields["title"].is_array() && fields["description"].is_array(),
+        "{fields}"
+    );
+    let listed = console
+        .as_(&ann(), Method::GET, QUERIES, None, None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        listed["data"],
+        json!([]),
+        "a refused request stores nothing"
+    );
+    let free = new_database(&console, 0, json!({})).await;
+    let untitled = console
+        .as_(
+            &ann(),
+            Method::POST,
+            QUERIES,
+            Some(json!({"database_id": free.0, "credential_id": free.1, "query": "SELECT\n  1 AS <b>x</b>"})),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (untitled["title"].clone(), untitled["description"].clone()),
+        (json!("SELECT 1 AS <b>x</b>"), json!(""))
+    );
+
+    let query = new_query(&console, &ann(), &db).await;
+    let id = id_of(&query);
+    assert_eq!(
+        (
+            query["title"].clone(),
+            query["description"].clone(),
+            query["revision"].clone()
+        ),
+        (json!("The one"), json!("For the count."), json!(0))
+    );
+    review(&console, &bo(), &id, "approve", None)
+        .await
+        .expect(200);
+    let held = review(&console, &cy(), &id, "request_changes", Some("add a WHERE"))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(held["status"], "changes_requested");
+    assert_eq!(held["reviews"][1]["decision"], "request_changes");
+    let blocked = review(&console, &root(), &id, "approve", None)
+        .await
+        .expect(409);
+    assert!(
+        detail(&blocked).contains("changes were requested"),
+        "{}",
+        detail(&blocked)
+    );
+    let not_run = run_with(&console, &ann(), &id, None).await.expect(409);
+    assert!(
+        detail(&not_run).contains("asked for changes"),
+        "{}",
+        detail(&not_run)
+    );
+
+    // The thread: the author and reviewers comment; the author alone changes the query.
+    let commented = comment(&console, &ann(), &id, "  which WHERE?  ")
+        .await
+        .expect(201)
+        .json();
+    assert_eq!(commented["comments"][0]["author"], "ann@example.com");
+    assert_eq!(commented["comments"][0]["text"], "which WHERE?");
+    comment(&console, &bo(), &id, "").await.expect(422);
+    let other = edit(&console, &bo(), &id, json!({"query": "SELECT 2"}))
+        .await
+        .expect(403);
+    assert!(
+        detail(&other).contains("only its author"),
+        "{}",
+        detail(&other)
+    );
+    edit(&console, &ann(), &id, json!({"title": "  "}))
+        .await
+        .expect(422);
+    assert_eq!(get(&console, &ann(), &id).await["title"], "The one");
+
+    // Any change once changes were asked for: a new revision, reviewed from none.
+    let revised = edit(
+        &console,
+        &ann(),
+        &id,
+        json!({"description": "For the count, where paid."}),
+    )
+    .await
+    .expect(200)
+    .json();
+    assert_eq!(
+        standing(&revised),
+        (json!("awaiting_review"), json!(1), json!(0))
+    );
+    review(&console, &bo(), &id, "approve", None)
+        .await
+        .expect(200);
+    let ready = review(&console, &cy(), &id, "approve", None)
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        (ready["status"].clone(), ready["approvals"].clone()),
+        (json!("ready"), json!(2))
+    );
+    assert_eq!(ready["reviews"][3]["revision"], 1);
+    // A new title keeps the approvals; a new statement starts again.
+    let retitled = edit(&console, &ann(), &id, json!({"title": "The paid ones"}))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(standing(&retitled), (json!("ready"), json!(1), json!(2)));
+    let rewritten = edit(&console, &ann(), &id, json!({"query": "SELECT 2"}))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(
+        standing(&rewritten),
+        (json!("awaiting_review"), json!(2), json!(0))
+    );
+    let two = edit(
+        &console,
+        &ann(),
+        &id,
+        json!({"query": "SELECT 1; SELECT 2"}),
+    )
+    .await
+    .expect(422);
+    assert!(two.text().contains("query"), "{}", two.text());
+
+    // A reject stays final: no change after it.
+    review(&console, &bo(), &id, "reject", Some("not this quarter"))
+        .await
+        .expect(200);
+    let closed = edit(&console, &ann(), &id, json!({"query": "SELECT 3"}))
+        .await
+        .expect(409);
+    assert!(detail(&closed).contains("rejected"), "{}", detail(&closed));
+    assert_eq!(runner.runs(), 0, "nothing ran");
+    assert_eq!(
+        actions(&console, &id).await,
+        [
+            "query.create",
+            "query.review",
+            "query.review",
+            "query.comment",
+            "query.edit",
+            "query.review",
+            "query.review",
+            "query.edit",
+            "query.edit",
+            "query.review",
+        ]
+    );
+}
+
 /// Expands to one test per reviews case over fresh stores made by `$storage`.
 #[macro_export]
 macro_rules! review_tests {
@@ -1061,6 +1291,7 @@ macro_rules! review_tests {
                 reviews_a_run_costs_six_storage_calls,
                 reviews_a_query_whose_database_or_credential_is_gone_is_409,
                 reviews_one_identity_whatever_its_case,
+                reviews_a_request_says_why_and_changes_start_a_new_revision,
             ]
         );
     };

@@ -44,8 +44,14 @@ pub enum AuditAction {
     /// `POST /v1/dashboards/test-run`: an editor ran a panel that is not saved (with
     /// [`RunFacts`]; on the panel's database).
     PanelTestRun,
-    /// `POST …/queries/{id}/reviews`: a reviewer approved or rejected a query.
+    /// `POST …/queries/{id}/reviews`: a reviewer approved or rejected a query, or asked for
+    /// changes.
     QueryReview,
+    /// `PATCH …/queries/{id}`: its author changed a query's title, description or statement
+    /// (`changes` names them, and `revision` when its approvals were counted again).
+    QueryEdit,
+    /// `POST …/queries/{id}/comments`: a comment on a query.
+    QueryComment,
     /// `POST …/queries/{id}/run` with `bypass_review`: a super admin ran their own query
     /// without the approvals it lacked.
     QueryReviewBypass,
@@ -108,6 +114,8 @@ wire_enum!(AuditAction, [
     PanelRun => "panel.run",
     PanelTestRun => "panel.test_run",
     QueryReview => "query.review",
+    QueryEdit => "query.edit",
+    QueryComment => "query.comment",
     QueryReviewBypass => "query.review_bypass",
     AgentCall => "agent.call",
     SchemaRead => "database.schema_read",
@@ -153,6 +161,8 @@ impl AuditAction {
             AuditAction::QueryCreate
             | AuditAction::QueryRun
             | AuditAction::QueryReview
+            | AuditAction::QueryEdit
+            | AuditAction::QueryComment
             | AuditAction::QueryReviewBypass => ResourceKind::Query,
             AuditAction::CallerKeyCreate | AuditAction::CallerKeyRevoke => ResourceKind::CallerKey,
             AuditAction::SessionCreate

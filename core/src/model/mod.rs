@@ -41,8 +41,8 @@ pub use ids::{
 };
 pub use principal::{Principal, Role};
 pub use query::{
-    Bypass, BypassRequest, Decision, Query, QueryRun, QueryStatus, Review, ReviewRefusal,
-    RunRefusal,
+    Bypass, BypassRequest, Comment, Decision, EditRefusal, Query, QueryEdit, QueryRun, QueryStatus,
+    Review, ReviewRefusal, RunRefusal, TITLE_MAX, title_of,
 };
 pub use secret::{SealedSecret, Secret};
 pub use session::{Session, SessionKind, SignInMethod};

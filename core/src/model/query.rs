@@ -10,6 +10,9 @@ pub enum QueryStatus {
     Ready,
     /// Stored; the credential needs reviews before it may run.
     AwaitingReview,
+    /// A reviewer asked its author for changes: it runs only once the author has changed it
+    /// and it has its approvals again (docs/queries.md, "Reviews").
+    ChangesRequested,
     /// A reviewer rejected it: it never runs (docs/queries.md, "Reviews").
     Rejected,
     /// Running now (or its node stopped while it ran: the outcome was never recorded).
@@ -23,11 +26,31 @@ pub enum QueryStatus {
 wire_enum!(QueryStatus, [
     Ready => "ready",
     AwaitingReview => "awaiting_review",
+    ChangesRequested => "changes_requested",
     Rejected => "rejected",
     Running => "running",
     Succeeded => "succeeded",
     Failed => "failed",
 ]);
+
+/// The most characters of a query's title.
+pub const TITLE_MAX: usize = 200;
+
+/// A title made from `statement`, for a query that came without one (through the wire door, or
+/// stored before queries had titles): its start, spaces collapsed, at most 80 characters.
+pub fn title_of(statement: &str) -> String {
+    const LENGTH: usize = 80;
+    let words = statement.split_whitespace().collect::<Vec<_>>().join(" ");
+    if words.is_empty() {
+        return "Untitled query".to_owned();
+    }
+    if words.chars().count() <= LENGTH {
+        return words;
+    }
+    let mut cut: String = words.chars().take(LENGTH - 1).collect();
+    cut.push('…');
+    cut
+}
 
 /// A query: one statement for one database and credential, run at most once.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,8 +61,13 @@ pub struct Query {
     pub database_id: String,
     /// The credential it runs as (an id of the database's credentials).
     pub credential_id: String,
-    /// The statement, as given.
+    /// The statement, as given (its author may change it before it runs).
     pub query: String,
+    /// What it is for, in a line: given by its author, or made from its statement when it came
+    /// another way (the wire door); its author may change it.
+    pub title: String,
+    /// Why it should run, for its reviewers (may be empty where no review is needed).
+    pub description: String,
     /// The most rows it returns.
     pub limit: u32,
     /// Who created it (the principal's user).
@@ -54,8 +82,13 @@ pub struct Query {
     pub target: Option<String>,
     /// Where it is in its life.
     pub status: QueryStatus,
-    /// Its reviews, in the order they came; one per reviewer.
+    /// Its reviews, in the order they came, of every revision; one per reviewer and revision.
     pub reviews: Vec<Review>,
+    /// Its revision: 0 as created, one more at each change of its statement. Only the reviews
+    /// of the current revision count.
+    pub revision: u32,
+    /// What its author and reviewers said about it, in the order it came.
+    pub comments: Vec<Comment>,
     /// The super admin's override of missing approvals, when it ran with one.
     pub bypass: Option<Bypass>,
     /// Its run, once started.
@@ -92,11 +125,15 @@ pub enum Decision {
     Approve,
     /// Stops the query for good.
     Reject,
+    /// Asks its author to change it: it does not run until they have, and its approvals are
+    /// counted again from its next revision.
+    RequestChanges,
 }
 
 wire_enum!(Decision, [
     Approve => "approve",
     Reject => "reject",
+    RequestChanges => "request_changes",
 ]);
 
 /// One reviewer's decision on a query.
@@ -110,6 +147,55 @@ pub struct Review {
     pub comment: Option<String>,
     /// When.
     pub at: Timestamp,
+    /// The revision of the query it was given on.
+    pub revision: u32,
+}
+
+/// One comment on a query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Comment {
+    /// Who wrote it (the principal's user).
+    pub author: String,
+    /// What they wrote.
+    pub text: String,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// What an author changes of their query: each field given replaces what it holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueryEdit {
+    /// A new title.
+    pub title: Option<String>,
+    /// A new description.
+    pub description: Option<String>,
+    /// A new statement: a new revision, whose approvals are counted again.
+    pub query: Option<String>,
+}
+
+/// Why an edit or a comment is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EditRefusal {
+    /// Only its author changes a query.
+    NotAuthor,
+    /// It was rejected, runs or ran: it stays as it is.
+    Closed(QueryStatus),
+}
+
+impl std::fmt::Display for EditRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotAuthor => f.write_str("only its author changes a query"),
+            Self::Closed(QueryStatus::Rejected) => {
+                f.write_str("the query was rejected: create a new query to try again")
+            }
+            Self::Closed(status) => write!(
+                f,
+                "the query is {}: only a query that has not run can be changed",
+                status.as_str()
+            ),
+        }
+    }
 }
 
 /// A super admin's run of their own query without the approvals its credential requires.
@@ -136,15 +222,17 @@ pub enum ReviewRefusal {
     AlreadyReviewed,
     /// The query is past reviewing (rejected, running or ran).
     Closed(QueryStatus),
+    /// Changes were asked for: the author changes it before anyone approves it.
+    ChangesRequested,
 }
 
 impl std::fmt::Display for ReviewRefusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::OwnQuery => f.write_str("an author never reviews their own query"),
-            Self::AlreadyReviewed => {
-                f.write_str("you already reviewed this query: one reviewer counts once")
-            }
+            Self::AlreadyReviewed => f.write_str(
+                "you already reviewed this revision of the query: one reviewer counts once",
+            ),
             Self::Closed(QueryStatus::Rejected) => {
                 f.write_str("the query was rejected: create a new query to try again")
             }
@@ -152,6 +240,10 @@ impl std::fmt::Display for ReviewRefusal {
                 f,
                 "the query is {}: only a query that has not run can be reviewed",
                 status.as_str()
+            ),
+            Self::ChangesRequested => f.write_str(
+                "changes were requested on this revision of the query: its author changes it \
+                 first",
             ),
         }
     }
@@ -169,6 +261,8 @@ pub enum RunRefusal {
     },
     /// A reviewer rejected it.
     Rejected,
+    /// A reviewer asked its author for changes.
+    ChangesRequested,
     /// It ran, or runs now: a query runs once.
     AlreadyRan,
 }
@@ -187,6 +281,10 @@ impl std::fmt::Display for RunRefusal {
             Self::Rejected => {
                 f.write_str("the query was rejected by a reviewer: create a new query to try again")
             }
+            Self::ChangesRequested => f.write_str(
+                "a reviewer asked for changes: its author changes the query, then it is \
+                 reviewed again",
+            ),
             Self::AlreadyRan => f.write_str(
                 "the query already ran: a query runs once; create a new one to run it again",
             ),
@@ -204,32 +302,38 @@ pub struct BypassRequest {
 }
 
 impl Query {
-    /// How many reviewers approved.
+    /// The reviews of its current revision.
+    pub fn current_reviews(&self) -> impl Iterator<Item = &Review> {
+        self.reviews
+            .iter()
+            .filter(move |review| review.revision == self.revision)
+    }
+
+    /// How many reviewers approved its current revision.
     pub fn approvals(&self) -> u32 {
         let approvals = self
-            .reviews
-            .iter()
+            .current_reviews()
             .filter(|review| review.decision == Decision::Approve)
             .count();
         u32::try_from(approvals).unwrap_or(u32::MAX)
     }
 
-    /// Whether `user` reviewed it.
+    /// Whether `user` reviewed its current revision.
     pub fn reviewed_by(&self, user: &str) -> bool {
-        self.reviews
-            .iter()
+        self.current_reviews()
             .any(|review| super::identity::same(&review.reviewer, user))
     }
 
     /// The query with `review` added, given the approvals its credential requires now
-    /// (docs/queries.md, "Reviews"): an approval makes it ready once the approvals reach `required`; a
-    /// rejection stops it for good.
-    pub fn reviewed(&self, review: Review, required: u32) -> Result<Query, ReviewRefusal> {
-        if !matches!(
-            self.status,
-            QueryStatus::Ready | QueryStatus::AwaitingReview
-        ) {
-            return Err(ReviewRefusal::Closed(self.status));
+    /// (docs/queries.md, "Reviews"): an approval makes it ready once the approvals of its
+    /// revision reach `required`; a rejection stops it for good; a request for changes holds it
+    /// until its author changes it.
+    pub fn reviewed(&self, mut review: Review, required: u32) -> Result<Query, ReviewRefusal> {
+        match self.status {
+            QueryStatus::Ready | QueryStatus::AwaitingReview => {}
+            QueryStatus::ChangesRequested if review.decision == Decision::Reject => {}
+            QueryStatus::ChangesRequested => return Err(ReviewRefusal::ChangesRequested),
+            status => return Err(ReviewRefusal::Closed(status)),
         }
         if super::identity::same(&review.reviewer, &self.author) {
             return Err(ReviewRefusal::OwnQuery);
@@ -237,15 +341,75 @@ impl Query {
         if self.reviewed_by(&review.reviewer) {
             return Err(ReviewRefusal::AlreadyReviewed);
         }
+        review.revision = self.revision;
         let mut next = self.clone();
         next.updated_at = review.at.not_before_next(self.updated_at);
         next.reviews.push(review);
         next.status = match next.reviews.last().map(|r| r.decision) {
             Some(Decision::Reject) => QueryStatus::Rejected,
+            Some(Decision::RequestChanges) => QueryStatus::ChangesRequested,
             _ if next.approvals() >= required => QueryStatus::Ready,
             _ => QueryStatus::AwaitingReview,
         };
         Ok(next)
+    }
+
+    /// The query as its author `by` changed it at `now`, given the approvals its credential
+    /// requires now: a new statement, or any change once changes were requested, starts a new
+    /// revision whose approvals are counted from none.
+    pub fn edited(
+        &self,
+        by: &str,
+        edit: QueryEdit,
+        required: u32,
+        now: Timestamp,
+    ) -> Result<Query, EditRefusal> {
+        if !super::identity::same(by, &self.author) {
+            return Err(EditRefusal::NotAuthor);
+        }
+        if !matches!(
+            self.status,
+            QueryStatus::Ready | QueryStatus::AwaitingReview | QueryStatus::ChangesRequested
+        ) {
+            return Err(EditRefusal::Closed(self.status));
+        }
+        let mut next = self.clone();
+        let new_statement = edit.query.as_ref().is_some_and(|q| *q != self.query);
+        let anything = new_statement
+            || edit.title.as_ref().is_some_and(|t| *t != self.title)
+            || edit
+                .description
+                .as_ref()
+                .is_some_and(|d| *d != self.description);
+        if let Some(title) = edit.title {
+            next.title = title;
+        }
+        if let Some(description) = edit.description {
+            next.description = description;
+        }
+        if let Some(query) = edit.query {
+            next.query = query;
+        }
+        if new_statement || (anything && self.status == QueryStatus::ChangesRequested) {
+            next.revision = self.revision.saturating_add(1);
+            next.status = if required > 0 {
+                QueryStatus::AwaitingReview
+            } else {
+                QueryStatus::Ready
+            };
+        }
+        if anything {
+            next.updated_at = now.not_before_next(self.updated_at);
+        }
+        Ok(next)
+    }
+
+    /// The query with `comment` added to its thread.
+    pub fn commented(&self, comment: Comment) -> Query {
+        let mut next = self.clone();
+        next.updated_at = comment.at.not_before_next(self.updated_at);
+        next.comments.push(comment);
+        next
     }
 
     /// The query claimed for its one run by `run_by` at `now`, given the approvals its
@@ -260,6 +424,7 @@ impl Query {
         match self.status {
             QueryStatus::Ready | QueryStatus::AwaitingReview => {}
             QueryStatus::Rejected => return Err(RunRefusal::Rejected),
+            QueryStatus::ChangesRequested => return Err(RunRefusal::ChangesRequested),
             QueryStatus::Running | QueryStatus::Succeeded | QueryStatus::Failed => {
                 return Err(RunRefusal::AlreadyRan);
             }
@@ -345,6 +510,8 @@ mod tests {
             database_id: "db_1".to_owned(),
             credential_id: "crd_1".to_owned(),
             query: "SELECT 1".to_owned(),
+            title: "one".to_owned(),
+            description: String::new(),
             limit: 10,
             author: "ann".to_owned(),
             by_agent: false,
@@ -355,6 +522,8 @@ mod tests {
                 QueryStatus::Ready
             },
             reviews: Vec::new(),
+            revision: 0,
+            comments: Vec::new(),
             bypass: None,
             run: None,
             inserted_at: now,
@@ -368,7 +537,136 @@ mod tests {
             decision,
             comment: None,
             at: Timestamp::now(),
+            revision: 99,
         }
+    }
+
+    fn new_text(text: &str) -> QueryEdit {
+        QueryEdit {
+            query: Some(text.to_owned()),
+            ..QueryEdit::default()
+        }
+    }
+
+    #[test]
+    fn a_request_for_changes_holds_the_query_until_its_author_changes_it() {
+        let now = Timestamp::now();
+        let q = query(2)
+            .reviewed(review("bo", Decision::Approve), 2)
+            .unwrap()
+            .reviewed(review("cy", Decision::RequestChanges), 2)
+            .unwrap();
+        assert_eq!(q.status, QueryStatus::ChangesRequested);
+        assert_eq!(
+            q.reviews[0].revision, 0,
+            "a review is of the revision it saw"
+        );
+        assert_eq!(
+            q.reviewed(review("di", Decision::Approve), 2),
+            Err(ReviewRefusal::ChangesRequested)
+        );
+        assert_eq!(
+            q.claimed("ann", 2, None, now),
+            Err(RunRefusal::ChangesRequested)
+        );
+        // Only its author changes it.
+        assert_eq!(
+            q.edited("bo", new_text("SELECT 2"), 2, now),
+            Err(EditRefusal::NotAuthor)
+        );
+        // A change starts a new revision: the approvals are counted again, from none.
+        let changed = q.edited("ann", new_text("SELECT 2"), 2, now).unwrap();
+        assert_eq!(
+            (changed.status, changed.revision, changed.approvals()),
+            (QueryStatus::AwaitingReview, 1, 0)
+        );
+        assert_eq!(
+            changed.reviews.len(),
+            2,
+            "the earlier reviews stay in its thread"
+        );
+        let changed = changed
+            .reviewed(review("bo", Decision::Approve), 2)
+            .unwrap()
+            .reviewed(review("cy", Decision::Approve), 2)
+            .unwrap();
+        assert_eq!(changed.status, QueryStatus::Ready);
+        // A reject stays final, even of a query whose changes were requested.
+        let rejected = q.reviewed(review("di", Decision::Reject), 2).unwrap();
+        assert_eq!(rejected.status, QueryStatus::Rejected);
+        assert_eq!(
+            rejected.edited("ann", new_text("SELECT 3"), 2, now),
+            Err(EditRefusal::Closed(QueryStatus::Rejected))
+        );
+    }
+
+    #[test]
+    fn a_new_statement_resets_approvals_and_a_new_title_does_not() {
+        let now = Timestamp::now();
+        let ready = query(1)
+            .reviewed(review("bo", Decision::Approve), 1)
+            .unwrap();
+        assert_eq!(ready.status, QueryStatus::Ready);
+        let retitled = ready
+            .edited(
+                "ann",
+                QueryEdit {
+                    title: Some("the count".to_owned()),
+                    description: Some("for the report".to_owned()),
+                    query: Some("SELECT 1".to_owned()),
+                },
+                1,
+                now,
+            )
+            .unwrap();
+        assert_eq!(
+            (retitled.status, retitled.revision, retitled.title.as_str()),
+            (QueryStatus::Ready, 0, "the count")
+        );
+        assert!(retitled.updated_at > ready.updated_at);
+        let rewritten = retitled
+            .edited("ann", new_text("SELECT 2"), 1, now)
+            .unwrap();
+        assert_eq!(
+            (rewritten.status, rewritten.revision, rewritten.approvals()),
+            (QueryStatus::AwaitingReview, 1, 0)
+        );
+        let ran = query(0).claimed("ann", 0, None, now).unwrap();
+        assert_eq!(
+            ran.edited("ann", new_text("SELECT 2"), 0, now),
+            Err(EditRefusal::Closed(QueryStatus::Running))
+        );
+    }
+
+    #[test]
+    fn a_title_is_made_from_the_statements_start() {
+        assert_eq!(
+            title_of("  UPDATE  orders\n SET x = 1 "),
+            "UPDATE orders SET x = 1"
+        );
+        assert_eq!(title_of(" \n"), "Untitled query");
+        let long = title_of(&"é".repeat(100));
+        assert_eq!(long.chars().count(), 80);
+        assert!(long.ends_with('…'));
+    }
+
+    #[test]
+    fn comments_join_the_thread_in_order() {
+        let at = Timestamp::now();
+        let q = query(1)
+            .commented(Comment {
+                author: "bo".to_owned(),
+                text: "why now?".to_owned(),
+                at,
+            })
+            .commented(Comment {
+                author: "ann".to_owned(),
+                text: "the audit".to_owned(),
+                at,
+            });
+        let said: Vec<_> = q.comments.iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(said, ["why now?", "the audit"]);
+        assert!(q.updated_at > q.inserted_at);
     }
 
     #[test]

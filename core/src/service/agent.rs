@@ -242,6 +242,14 @@ impl Agents {
         body.insert("database_id".to_owned(), json!(db.id.as_str()));
         body.insert("credential_id".to_owned(), json!(credential.id.as_str()));
         body.insert("query".to_owned(), json!(sql));
+        body.insert("title".to_owned(), json!(crate::model::title_of(sql)));
+        body.insert(
+            "description".to_owned(),
+            json!(format!(
+                "Written by the AI agent {}; the person who runs it may say why here.",
+                agent.principal.user
+            )),
+        );
         let limit = limit.unwrap_or(db.ai_max_rows).min(db.ai_max_rows).max(1);
         body.insert("limit".to_owned(), json!(limit.min(self.max_rows)));
         let origin = agent.origin();

@@ -147,10 +147,12 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     GET QUERIES "/queries", Querier, No, Nothing, "listQueries" => queries.list_queries;
     POST QUERIES "/queries", Querier, Record, Nothing, "createQuery" => queries.create_query;
     GET QUERIES "/queries/{id}", Querier, No, Nothing, "getQuery" => queries.get_query;
+    PATCH QUERIES "/queries/{id}", Querier, No, Nothing, "updateQuery" => queries.update_query;
     POST QUERIES "/queries/{id}/run", Querier, No, Nothing, "runQuery" => runs.run_query;
     POST QUERIES "/queries/{id}/download", Querier, No, Nothing, "createDownload" => downloads.create_download;
     GET BROWSER "/downloads/csv", Anyone, No, Nothing, "downloadCsv" => downloads.download_csv;
     POST QUERIES "/queries/{id}/reviews", Querier, No, Nothing, "reviewQuery" => reviews.review_query;
+    POST QUERIES "/queries/{id}/comments", Querier, No, Nothing, "commentOnQuery" => reviews.comment_on_query;
     GET CONSOLE "/audit", Full, No, Nothing, "listAuditEvents" => audit.list_audit;
     GET CONSOLE "/deliveries", Full, No, Nothing, "listDeliveries" => outbox.list_deliveries;
     GET CONSOLE "/deliveries/{id}", Full, No, Nothing, "getDelivery" => outbox.get_delivery;
@@ -231,12 +233,16 @@ mod tests {
             database_id: "db_1".to_owned(),
             credential_id: "crd_1".to_owned(),
             query: "SELECT 1".to_owned(),
+            title: "one".to_owned(),
+            description: String::new(),
             limit: 10,
             author: "a@example.com".to_owned(),
             by_agent: false,
             target: None,
             status: QueryStatus::Ready,
             reviews: Vec::new(),
+            revision: 0,
+            comments: Vec::new(),
             bypass: None,
             run: None,
             inserted_at: now,
@@ -331,6 +337,8 @@ mod tests {
                 // The door: …/me/door, …/me/door/passwords, …/me/door/passwords/{id},
                 // …/me/door/sessions/{id}.
                 + 4
+                // A query's thread, at both query mounts: …/queries/{id}/comments.
+                + 2
         );
     }
 

@@ -75,6 +75,9 @@ impl Runs {
             QueryStatus::Rejected => {
                 return Err(ApiError::Conflict(RunRefusal::Rejected.to_string()));
             }
+            QueryStatus::ChangesRequested => {
+                return Err(ApiError::Conflict(RunRefusal::ChangesRequested.to_string()));
+            }
             QueryStatus::Running | QueryStatus::Succeeded | QueryStatus::Failed => {
                 return Err(ApiError::Conflict(RunRefusal::AlreadyRan.to_string()));
             }

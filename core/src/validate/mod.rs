@@ -25,7 +25,7 @@ pub use listing::{
     parse_database_filter, parse_named_parameter, parse_page_query,
 };
 pub use query::{
-    AskedBypass, DEFAULT_ROW_LIMIT, QueryDraft, REASON_MAX, bypass_of, panel_inputs, query_draft,
-    review_of, row_limit, run_timeout_of,
+    AskedBypass, DEFAULT_ROW_LIMIT, DESCRIPTION_MAX, QueryDraft, REASON_MAX, bypass_of, comment_of,
+    panel_inputs, query_draft, query_edit, review_of, row_limit, run_timeout_of,
 };
 pub use text::{CERTIFICATE_MAX, HOSTNAME_MAX, NAME_MAX, PASSWORD_MAX, QUERY_MAX, Text, VALUE_MAX};

@@ -6,8 +6,12 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::{QUERY_MAX, ValidationErrors, message};
-use crate::model::{Decision, Inputs, Panel};
+use super::reader::Reader;
+use super::{QUERY_MAX, Text, ValidationErrors, message};
+use crate::model::{Decision, Inputs, Panel, QueryEdit, TITLE_MAX};
+
+/// The longest description of a query, in characters.
+pub const DESCRIPTION_MAX: usize = 10_000;
 
 /// Rows a run returns when its body sets no `limit` (and the service's cap is not lower).
 pub const DEFAULT_ROW_LIMIT: u32 = 1_000;
@@ -39,11 +43,17 @@ pub struct QueryDraft {
     pub query: Option<String>,
     /// `limit` ([`row_limit`]); 0 when it is invalid.
     pub limit: u32,
+    /// `title`, when a non-blank line of at most [`TITLE_MAX`] characters.
+    pub title: Option<String>,
+    /// `description`, when non-blank text of at most [`DESCRIPTION_MAX`] characters.
+    pub description: Option<String>,
     /// What is wrong so far.
     pub errors: ValidationErrors,
 }
 
-/// Reads the body of `POST …/queries`: `{"database_id", "credential_id", "query", "limit"}`.
+/// Reads the body of `POST …/queries`: `{"database_id", "credential_id", "query", "limit",
+/// "title", "description"}` (whether the title and description are needed depends on the
+/// credential: the handler's question).
 pub fn query_draft(body: &Map<String, Value>, max_rows: u32) -> QueryDraft {
     let mut errors = ValidationErrors::new();
     let mut text = |field: &str| match body.get(field) {
@@ -70,12 +80,50 @@ pub fn query_draft(body: &Map<String, Value>, max_rows: u32) -> QueryDraft {
             format!("should be at most {QUERY_MAX} character(s)"),
         );
     }
+    let mut reader = Reader::new(body);
+    let title = reader.text("title", Text::Line(TITLE_MAX)).flatten();
+    let description = reader
+        .text("description", Text::Lines(DESCRIPTION_MAX))
+        .flatten();
+    errors.merge(reader.finish());
     QueryDraft {
         database_id,
         credential_id,
         query,
         limit,
+        title,
+        description,
         errors,
+    }
+}
+
+/// Reads the body of `PATCH …/queries/{id}`: `{"title", "description", "query"}`, each left
+/// out (or null) unchanged; a title or statement is never blank, a description may be emptied.
+pub fn query_edit(body: &Map<String, Value>) -> Result<QueryEdit, ValidationErrors> {
+    let mut reader = Reader::new(body);
+    let title = reader.required_text("title", false, Text::Line(TITLE_MAX));
+    let description = match body.get("description") {
+        None | Some(Value::Null) => None,
+        Some(_) => reader.raw_text("description", Text::Lines(DESCRIPTION_MAX)),
+    };
+    let query = reader.required_text("query", false, Text::Lines(QUERY_MAX));
+    let edit = QueryEdit {
+        title,
+        description: description.map(|d| d.trim().to_owned()),
+        query,
+    };
+    reader.finish().into_result(edit)
+}
+
+/// Reads the body of `POST …/queries/{id}/comments`: `{"text"}`, non-blank, at most
+/// [`REASON_MAX`] characters; trimmed.
+pub fn comment_of(body: &Map<String, Value>) -> Result<String, ValidationErrors> {
+    let mut reader = Reader::new(body);
+    let text = reader.required_text("text", true, Text::Lines(REASON_MAX));
+    let errors = reader.finish();
+    match text {
+        Some(text) if errors.is_empty() => Ok(text.trim().to_owned()),
+        _ => Err(errors),
     }
 }
 
@@ -189,8 +237,8 @@ pub fn bypass_of(body: &Map<String, Value>) -> Result<Option<AskedBypass>, Valid
     }))
 }
 
-/// A review's body: `{"decision": "approve" | "reject", "comment": "…"}`; the comment trimmed,
-/// `None` when blank.
+/// A review's body: `{"decision": "approve" | "reject" | "request_changes", "comment": "…"}`;
+/// the comment trimmed, `None` when blank.
 pub fn review_of(
     body: &Map<String, Value>,
 ) -> Result<(Decision, Option<String>), ValidationErrors> {
@@ -199,7 +247,10 @@ pub fn review_of(
         Some(Value::String(name)) => match name.parse::<Decision>() {
             Ok(decision) => Some(decision),
             Err(_) => {
-                errors.add("decision", "must be \"approve\" or \"reject\"");
+                errors.add(
+                    "decision",
+                    "must be \"approve\", \"reject\" or \"request_changes\"",
+                );
                 None
             }
         },
@@ -208,7 +259,10 @@ pub fn review_of(
             None
         }
         Some(_) => {
-            errors.add("decision", "must be \"approve\" or \"reject\"");
+            errors.add(
+                "decision",
+                "must be \"approve\", \"reject\" or \"request_changes\"",
+            );
             None
         }
     };

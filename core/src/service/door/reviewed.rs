@@ -29,12 +29,11 @@ fn refused(why: impl Into<String>) -> Reviewed {
     Reviewed::Refused(Report::error("42501", why))
 }
 
-/// The author's queries of this credential in `status` with exactly `text`, oldest first.
+/// The author's queries of this credential with exactly `text`, oldest first.
 async fn same_text(
     relay: &Relay,
     credential_id: &str,
     text: &str,
-    status: QueryStatus,
 ) -> Result<Vec<Query>, crate::storage::StorageError> {
     let mut found = Vec::new();
     let mut after: Option<String> = None;
@@ -50,7 +49,7 @@ async fn same_text(
                 QueryFilter {
                     database_id: Some(relay.db.id.as_str()),
                     author: Some(&relay.principal.user),
-                    status: Some(status),
+                    status: None,
                 },
             )
             .await?;
@@ -95,24 +94,18 @@ pub(super) async fn statement(relay: &Relay, credential_id: &str, text: &str) ->
         .iter()
         .find(|c| c.id.as_str() == credential_id)
         .map_or(1, |c| c.reviews_required);
-    let approved = match same_text(relay, credential_id, text, QueryStatus::Ready).await {
-        Ok(approved) => approved,
+    let same = match same_text(relay, credential_id, text).await {
+        Ok(same) => same,
         Err(error) => {
             tracing::warn!(%error, "the door could not read a person's queries");
             return refused("the door could not read your queries: try again");
         }
     };
-    if let Some(query) = approved.first() {
+    let first = |status: QueryStatus| same.iter().find(|q| q.status == status);
+    if let Some(query) = first(QueryStatus::Ready) {
         return run(relay, query, text).await;
     }
-    let waiting = match same_text(relay, credential_id, text, QueryStatus::AwaitingReview).await {
-        Ok(waiting) => waiting,
-        Err(error) => {
-            tracing::warn!(%error, "the door could not read a person's queries");
-            return refused("the door could not read your queries: try again");
-        }
-    };
-    if let Some(query) = waiting.first() {
+    if let Some(query) = first(QueryStatus::AwaitingReview) {
         return Reviewed::Refused(
             Report::error(
                 "42501",
@@ -125,10 +118,30 @@ pub(super) async fn statement(relay: &Relay, credential_id: &str, text: &str) ->
             .hint(page_of(relay, query.id.as_str()).await),
         );
     }
+    if let Some(query) = first(QueryStatus::ChangesRequested) {
+        return Reviewed::Refused(
+            Report::error(
+                "42501",
+                format!(
+                    "a reviewer asked for changes to query {}: change it on its page, then send \
+                     its new text",
+                    query.id
+                ),
+            )
+            .hint(page_of(relay, query.id.as_str()).await),
+        );
+    }
     let mut body = Map::new();
     body.insert("database_id".to_owned(), json!(relay.db.id.as_str()));
     body.insert("credential_id".to_owned(), json!(credential_id));
     body.insert("query".to_owned(), json!(text));
+    // It came without a title or a reason: made ones say where from; its author edits them
+    // on the query's page.
+    body.insert("title".to_owned(), json!(crate::model::title_of(text)));
+    body.insert(
+        "description".to_owned(),
+        json!("Sent through the PostgreSQL door: its author may say why here."),
+    );
     match relay
         .door
         .queries

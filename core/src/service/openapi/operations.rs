@@ -744,6 +744,14 @@ pub(crate) fn get_query(op: Operation, _: &Names) -> Operation {
         .errors(&[401, 403, 404, 503])
 }
 
+pub(crate) fn update_query(op: Operation, _: &Names) -> Operation {
+    op.summary("Its author changes a query before it runs: its title, description or statement (a new statement, or any change once changes were requested, is a new revision whose approvals count from none; docs/queries.md, \"Reviews\")")
+        .params(vec![query_id()])
+        .body(schema_ref("QueryEdit"))
+        .ok(json_content(schema_ref("Query")))
+        .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
+}
+
 pub(crate) fn run_query(op: Operation, _: &Names) -> Operation {
     run(op.summary("Run a query, once: its rows, streamed"))
         .params(vec![query_id()])
@@ -779,10 +787,23 @@ pub(crate) fn download_csv(op: Operation, _: &Names) -> Operation {
 }
 
 pub(crate) fn review_query(op: Operation, _: &Names) -> Operation {
-    op.summary("Approve or reject a query (docs/queries.md, \"Reviews\")")
+    op.summary(
+        "Approve or reject a query, or ask its author for changes (docs/queries.md, \"Reviews\")",
+    )
+    .params(vec![query_id()])
+    .body(schema_ref("ReviewInput"))
+    .ok(json_content(schema_ref("Query")))
+    .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
+}
+
+pub(crate) fn comment_on_query(op: Operation, _: &Names) -> Operation {
+    op.summary("Comment on a query: its author, or someone who may review it (docs/queries.md, \"Reviews\")")
         .params(vec![query_id()])
-        .body(schema_ref("ReviewInput"))
-        .ok(json_content(schema_ref("Query")))
+        .body(schema_ref("CommentInput"))
+        .response(201, json!({
+            "description": "The query, with the comment at the end of its thread.",
+            "content": { "application/json": { "schema": schema_ref("Query") } },
+        }))
         .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
 }
 

@@ -7,7 +7,8 @@ use super::super::render::{
 };
 #[allow(clippy::wildcard_imports)]
 use super::*;
-use crate::validate::REASON_MAX;
+use crate::model::TITLE_MAX;
+use crate::validate::{DESCRIPTION_MAX, REASON_MAX};
 use schemars::generate::SchemaSettings;
 
 /// The largest `u32`, as JSON Schema bounds take it.
@@ -248,7 +249,7 @@ pub(super) fn schemas() -> Value {
     let review_input = object(
         &["decision"],
         json!({
-            "decision": { "type": "string", "enum": ["approve", "reject"] },
+            "decision": { "type": "string", "enum": ["approve", "reject", "request_changes"] },
             "comment": { "type": ["string", "null"], "maxLength": REASON_MAX },
         }),
     );
@@ -506,6 +507,16 @@ pub(super) fn schemas() -> Value {
             "credential_id": text_schema(NAME, Presence::Required),
             "query": described(text_schema(Text::Lines(QUERY_MAX), Presence::Required), "One statement (a trailing `;` and comments are fine)."),
             "limit": described(json!({ "type": ["integer", "null"], "minimum": 1 }), "The most rows the run returns (default 1,000), up to the server's maximum."),
+            "title": described(optional(Text::Line(TITLE_MAX)), "What the query is for, in a line: needed on a credential that needs reviews (its reviewers read it first); else made from the statement's start."),
+            "description": described(optional(Text::Lines(DESCRIPTION_MAX)), "Why it should run: needed on a credential that needs reviews."),
+        })),
+        "QueryEdit": object(&[], json!({
+            "title": text_schema(Text::Line(TITLE_MAX), Presence::NotBlank),
+            "description": described(text_schema(Text::Lines(DESCRIPTION_MAX), Presence::Raw), "A new description (empty clears it); null or left out: unchanged."),
+            "query": described(text_schema(Text::Lines(QUERY_MAX), Presence::NotBlank), "A new statement (one): a new revision, whose approvals count from none."),
+        })),
+        "CommentInput": object(&["text"], json!({
+            "text": text_schema(Text::Lines(REASON_MAX), Presence::Required),
         })),
         "RunInput": run_input,
         "TriggerInput": object(&[], json!({

@@ -1,5 +1,6 @@
 //! Storing a query (`POST …/queries`): checked against its database and credential, pinned to
-//! where it runs (its target digest), waiting for reviews when its credential requires them.
+//! where it runs (its target digest), waiting for reviews when its credential requires them
+//! (with a title and a description for its reviewers).
 
 use serde_json::Value;
 
@@ -27,6 +28,8 @@ impl Queries {
             credential_id,
             query: query_text,
             limit,
+            title,
+            description,
             mut errors,
         } = query_draft(&body, self.max_rows);
         let db = match &database_id {
@@ -54,6 +57,21 @@ impl Queries {
         {
             errors.add("query", why);
         }
+        // A request for review says what it is for and why: its reviewers read that first.
+        if let Some(credential) = credential.as_ref().filter(|c| c.reviews_required > 0) {
+            for (field, given) in [("title", &title), ("description", &description)] {
+                if given.is_none() && errors.get(field).is_none() {
+                    errors.add(
+                        field,
+                        format!(
+                            "can't be blank: credential {} needs reviews, and its reviewers read \
+                             what the query is for and why",
+                            credential.username
+                        ),
+                    );
+                }
+            }
+        }
         let (Some(db), Some(credential), Some(query_text)) = (db, credential, query_text) else {
             return Err(ApiError::Invalid(errors));
         };
@@ -69,6 +87,8 @@ impl Queries {
             id: QueryId::generate(),
             database_id: db.id.as_str().to_owned(),
             credential_id: credential.id.as_str().to_owned(),
+            title: title.unwrap_or_else(|| crate::model::title_of(&query_text)),
+            description: description.unwrap_or_default(),
             query: query_text,
             limit,
             author: principal.user.clone(),
@@ -79,6 +99,8 @@ impl Queries {
                 QueryStatus::Ready
             },
             reviews: Vec::new(),
+            revision: 0,
+            comments: Vec::new(),
             bypass: None,
             run: None,
             inserted_at: now,
@@ -88,9 +110,16 @@ impl Queries {
             origin,
             AuditAction::QueryCreate,
             query.id.as_str(),
-            ["database_id", "credential_id", "query", "limit"]
-                .map(str::to_owned)
-                .to_vec(),
+            [
+                "database_id",
+                "credential_id",
+                "query",
+                "limit",
+                "title",
+                "description",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
         );
         // A query that waits for reviews asks for them in its database's Slack channel, through
         // the outbox, in the same change (docs/workflows.md, "Workflows and notifications").

@@ -1,8 +1,9 @@
-//! Queries (docs/queries.md, "Running queries"): the query history (`…/queries`), storing a query
-//! and reading one back. Running one is `runs`, reviewing one `reviews`; who may do what is
+//! Queries (docs/queries.md, "Running queries"): the query history (`…/queries`), storing a query,
+//! its author changing it, and reading one back. Running one is `runs`, reviewing one `reviews`; who may do what is
 //! `admission`, starting a run `launch`.
 
 mod create;
+mod edit;
 mod history;
 
 use std::sync::Arc;

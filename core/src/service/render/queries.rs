@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use super::fields::{decision, query_status, timestamp, timestamp_or_null};
 
-/// A query: `{"id", "database_id", "credential_id", "query", "limit", "author", "status",
-/// "run", "inserted_at", "updated_at"}`; `run` is null until it starts.
+/// A query: `{"id", "database_id", "credential_id", "query", "title", "description", "limit",
+/// "author", "status", "revision", "reviews", "comments", "run", "inserted_at", "updated_at"}`;
+/// `run` is null until it starts.
 #[derive(Serialize, JsonSchema)]
 #[schemars(rename = "Query", deny_unknown_fields)]
 pub(crate) struct QueryView<'a> {
@@ -16,6 +17,10 @@ pub(crate) struct QueryView<'a> {
     database_id: &'a str,
     credential_id: &'a str,
     query: &'a str,
+    /// What it is for, in a line (made from its statement when it came without one).
+    title: &'a str,
+    /// Why it should run ("" when none was given).
+    description: &'a str,
     #[schemars(range(min = 1))]
     limit: u32,
     author: &'a str,
@@ -23,9 +28,14 @@ pub(crate) struct QueryView<'a> {
     by_agent: bool,
     #[schemars(schema_with = "query_status")]
     status: &'static str,
-    /// How many reviewers approved.
+    /// Its revision: 0 as created, one more at each change of its statement by its author.
+    revision: u32,
+    /// How many reviewers approved its current revision.
     approvals: u32,
+    /// Every review, of every revision, in the order they came.
     reviews: Vec<ReviewView<'a>>,
+    /// Its thread: what its author and reviewers said, in the order it came.
+    comments: Vec<CommentView<'a>>,
     /// A super admin ran their own query without the approvals it lacked.
     bypass: Option<BypassView<'a>>,
     run: Option<QueryRunView<'a>>,
@@ -44,6 +54,17 @@ struct ReviewView<'a> {
     comment: Option<&'a str>,
     #[schemars(schema_with = "timestamp")]
     reviewed_at: String,
+    /// The revision of the query it was given on (only those of the current one count).
+    revision: u32,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Comment", deny_unknown_fields)]
+struct CommentView<'a> {
+    author: &'a str,
+    text: &'a str,
+    #[schemars(schema_with = "timestamp")]
+    at: String,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -78,10 +99,13 @@ impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
             database_id: &query.database_id,
             credential_id: &query.credential_id,
             query: &query.query,
+            title: &query.title,
+            description: &query.description,
             limit: query.limit,
             author: &query.author,
             by_agent: query.by_agent,
             status: query.status.as_str(),
+            revision: query.revision,
             approvals: query.approvals(),
             reviews: query
                 .reviews
@@ -91,6 +115,16 @@ impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
                     decision: review.decision.as_str(),
                     comment: review.comment.as_deref(),
                     reviewed_at: review.at.to_string(),
+                    revision: review.revision,
+                })
+                .collect(),
+            comments: query
+                .comments
+                .iter()
+                .map(|comment| CommentView {
+                    author: &comment.author,
+                    text: &comment.text,
+                    at: comment.at.to_string(),
                 })
                 .collect(),
             bypass: query.bypass.as_ref().map(|bypass| BypassView {

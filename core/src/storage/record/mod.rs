@@ -37,7 +37,7 @@ pub use users::{decode_user, encode_user};
 
 use crate::model::{
     AccessControl, AccessLevel, Action, ActionId, Actor, Adapter, AuditAction, AuditEvent, Bypass,
-    CallerKey, ColumnAction, ColumnRule, ConnectionParameter, Credential, CredentialId,
+    CallerKey, ColumnAction, ColumnRule, Comment, ConnectionParameter, Credential, CredentialId,
     CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, Decision,
     Delivery, DeliveryId, DeliveryStatus, EventId, Exemption, InputMapping, KeyId, Mask, Panel,
     PanelDetails, PanelId, PanelInput, Permission, Policy, Principal, Provisioning, Query, QueryId,

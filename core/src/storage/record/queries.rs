@@ -1,4 +1,5 @@
-//! Queries as stored: versions 1 to 3 (reviews and bypass from 2, the target digest from 3).
+//! Queries as stored: versions 1 to 4 (reviews and bypass from 2, the target digest from 3,
+//! the title, description, revisions and comments from 4).
 
 use super::*;
 #[allow(clippy::wildcard_imports)]
@@ -58,6 +59,28 @@ pub(super) struct QueryV3 {
     pub(super) target: Option<String>,
 }
 
+/// Version 4 of a query: version 3 with its title, description, revision and comments, and
+/// the revision of each of its reviews (in their order).
+pub(super) const QUERY_V4: u8 = 4;
+
+/// A query as stored (version 4).
+#[derive(Serialize, Deserialize)]
+pub(super) struct QueryV4 {
+    pub(super) v3: QueryV3,
+    pub(super) title: String,
+    pub(super) description: String,
+    pub(super) revision: u32,
+    pub(super) review_revisions: Vec<u32>,
+    pub(super) comments: Vec<CommentV1>,
+}
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct CommentV1 {
+    pub(super) author: String,
+    pub(super) text: String,
+    pub(super) at: i64,
+}
+
 #[derive(Serialize, Deserialize)]
 pub(super) struct ReviewV1 {
     pub(super) reviewer: String,
@@ -75,19 +98,23 @@ pub(super) struct BypassV1 {
     pub(super) required: u32,
 }
 
-/// Encodes a query (version 3).
+/// Encodes a query (version 4).
 pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
     let Query {
         id,
         database_id,
         credential_id,
         query,
+        title,
+        description,
         limit,
         author,
         by_agent,
         target,
         status,
         reviews,
+        revision,
+        comments,
         bypass,
         run,
         inserted_at,
@@ -134,27 +161,63 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
         }),
     };
     framed(
-        QUERY_V3,
-        &QueryV3 {
-            v2: stored,
-            target: target.clone(),
+        QUERY_V4,
+        &QueryV4 {
+            v3: QueryV3 {
+                v2: stored,
+                target: target.clone(),
+            },
+            title: title.clone(),
+            description: description.clone(),
+            revision: *revision,
+            review_revisions: reviews.iter().map(|review| review.revision).collect(),
+            comments: comments
+                .iter()
+                .map(|comment| CommentV1 {
+                    author: comment.author.clone(),
+                    text: comment.text.clone(),
+                    at: comment.at.as_micros(),
+                })
+                .collect(),
         },
     )
 }
 
-/// Decodes the query stored under `key` (version 1 has no reviews, version 2 no target).
+/// The title of a query stored before queries had one: its statement's start.
+fn untitled(statement: &str) -> String {
+    crate::model::title_of(statement)
+}
+
+/// Decodes the query stored under `key` (version 1 has no reviews, version 2 no target,
+/// version 3 no title: its statement's start is its title, its revision 0).
 pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
-    let QueryV3 {
-        v2:
-            QueryV2 {
-                query: stored,
-                by_agent,
-                reviews,
-                bypass,
+    let v3 = |v3: QueryV3| QueryV4 {
+        title: untitled(&v3.v2.query.query),
+        description: String::new(),
+        revision: 0,
+        review_revisions: Vec::new(),
+        comments: Vec::new(),
+        v3,
+    };
+    let QueryV4 {
+        v3:
+            QueryV3 {
+                v2:
+                    QueryV2 {
+                        query: stored,
+                        by_agent,
+                        reviews,
+                        bypass,
+                    },
+                target,
             },
-        target,
+        title,
+        description,
+        revision,
+        review_revisions,
+        comments,
     } = match unframed(bytes)? {
-        (RECORD_V1, body) => QueryV3 {
+        (RECORD_V1, body) => v3(QueryV3 {
             v2: QueryV2 {
                 query: postcard::from_bytes(body)?,
                 by_agent: false,
@@ -162,12 +225,13 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
                 bypass: None,
             },
             target: None,
-        },
-        (QUERY_V2, body) => QueryV3 {
+        }),
+        (QUERY_V2, body) => v3(QueryV3 {
             v2: postcard::from_bytes(body)?,
             target: None,
-        },
-        (QUERY_V3, body) => postcard::from_bytes(body)?,
+        }),
+        (QUERY_V3, body) => v3(postcard::from_bytes(body)?),
+        (QUERY_V4, body) => postcard::from_bytes(body)?,
         (version, _) => return Err(RecordError::UnknownVersion(version)),
     };
     if stored.id != key {
@@ -175,12 +239,14 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
     }
     let reviews = reviews
         .into_iter()
-        .map(|review| {
+        .enumerate()
+        .map(|(i, review)| {
             Ok(Review {
                 decision: parse::<Decision>(&review.decision, "review decision")?,
                 reviewer: identity::normalized(&review.reviewer),
                 comment: review.comment,
                 at: Timestamp::from_micros(review.at),
+                revision: review_revisions.get(i).copied().unwrap_or(0),
             })
         })
         .collect::<Result<Vec<_>, RecordError>>()?;
@@ -188,6 +254,17 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
         by_agent,
         target,
         reviews,
+        title,
+        description,
+        revision,
+        comments: comments
+            .into_iter()
+            .map(|comment| Comment {
+                author: identity::normalized(&comment.author),
+                text: comment.text,
+                at: Timestamp::from_micros(comment.at),
+            })
+            .collect(),
         bypass: bypass.map(|bypass| Bypass {
             by: identity::normalized(&bypass.by),
             at: Timestamp::from_micros(bypass.at),

@@ -454,15 +454,33 @@ fn queries_keep_their_reviews_and_bypass_and_version_1_queries_have_none() {
         database_id: "db_1".to_owned(),
         credential_id: "crd_1".to_owned(),
         query: "SELECT 1".to_owned(),
+        title: "One, «quoted»".to_owned(),
+        description: "for the\nreport".to_owned(),
         limit: 10,
         author: "ann".to_owned(),
         by_agent: true,
         target: Some("ab12".to_owned()),
         status: QueryStatus::Running,
-        reviews: vec![Review {
-            reviewer: "bo".to_owned(),
-            decision: Decision::Approve,
-            comment: Some("looks fine".to_owned()),
+        reviews: vec![
+            Review {
+                reviewer: "bo".to_owned(),
+                decision: Decision::RequestChanges,
+                comment: Some("the where clause?".to_owned()),
+                at: now,
+                revision: 0,
+            },
+            Review {
+                reviewer: "bo".to_owned(),
+                decision: Decision::Approve,
+                comment: Some("looks fine".to_owned()),
+                at: now,
+                revision: 1,
+            },
+        ],
+        revision: 1,
+        comments: vec![Comment {
+            author: "ann".to_owned(),
+            text: "added it".to_owned(),
             at: now,
         }],
         bypass: Some(Bypass {
@@ -477,13 +495,25 @@ fn queries_keep_their_reviews_and_bypass_and_version_1_queries_have_none() {
         updated_at: now,
     };
     let bytes = encode_query(&query).unwrap();
-    assert_eq!(bytes[0], QUERY_V3);
+    assert_eq!(bytes[0], QUERY_V4);
     assert_eq!(decode_query(query.id.as_str(), &bytes).unwrap(), query);
 
-    let QueryV3 { v2, .. } = postcard::from_bytes(&bytes[1..]).unwrap();
+    let QueryV4 { v3, .. } = postcard::from_bytes(&bytes[1..]).unwrap();
+    let version_3 = decode_query(query.id.as_str(), &framed(QUERY_V3, &v3).unwrap()).unwrap();
+    assert_eq!(
+        (
+            version_3.title.as_str(),
+            version_3.revision,
+            version_3.comments.len()
+        ),
+        ("SELECT 1", 0, 0),
+        "version 3 kept no title: its statement is its title"
+    );
+    assert!(version_3.reviews.iter().all(|r| r.revision == 0));
+    let QueryV3 { v2, .. } = v3;
     let version_2 = decode_query(query.id.as_str(), &framed(QUERY_V2, &v2).unwrap()).unwrap();
     assert_eq!(version_2.target, None, "version 2 kept no target");
-    assert_eq!(version_2.reviews, query.reviews);
+    assert_eq!(version_2.reviews.len(), query.reviews.len());
     let QueryV2 { query: v1, .. } = v2;
     let old = decode_query(query.id.as_str(), &framed(RECORD_V1, &v1).unwrap()).unwrap();
     assert_eq!((old.reviews.len(), old.bypass), (0, None));

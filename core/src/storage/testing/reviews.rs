@@ -34,6 +34,7 @@ async fn approve(
                 decision: Decision::Approve,
                 comment: None,
                 at: Timestamp::now(),
+                revision: stored.revision,
             };
             let next = stored.reviewed(review, required)?;
             let event = AuditEvent::new(
