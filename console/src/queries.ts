@@ -8,7 +8,7 @@
 
 import { ApiError, call, type Page, type Query, type QueryableDatabase } from "./api";
 import type { App, Screen } from "./app";
-import { field, h, isolated, replace, table, visible } from "./dom";
+import { dangerDialog, field, h, isolated, replace, table, visible } from "./dom";
 
 const STATUSES = ["ready", "awaiting_review", "changes_requested", "rejected", "running", "succeeded", "failed"];
 
@@ -44,6 +44,13 @@ function excerpt(text: string): string {
   return line.length > 140 ? `${line.slice(0, 140)}…` : line;
 }
 
+/** Whether a statement reads as a write (its first word is not a read's): a hint for the
+ * confirmation, never a rule (the server decides what runs). */
+export function looksLikeWrite(text: string): boolean {
+  const first = text.replace(/--[^\n]*|\/\*[\s\S]*?\*\//g, " ").split(/[\s(;]+/).find((word) => word !== "")?.toLowerCase() ?? "";
+  return !["select", "with", "show", "explain", "values", "table", "describe", "desc"].includes(first);
+}
+
 /** What a query's run came to, in a few words. */
 export function outcome(query: Query, required: number | null): string {
   const run = query.run;
@@ -58,6 +65,9 @@ export async function historyScreen(app: App): Promise<Screen> {
   const names = await databaseNames();
   const database = h("select", {}, h("option", { attrs: { value: "" } }, "Every database"), ...[...names.values()].map((db) => h("option", { attrs: { value: db.id } }, db.name)));
   const status = h("select", {}, h("option", { attrs: { value: "" } }, "Any status"), ...STATUSES.map((s) => h("option", { attrs: { value: s } }, statusLabel(s))));
+  // Everyone's: the queries of every database the caller may query (all of them for a super
+  // admin), as the server lets them see.
+  const whose = h("select", {}, h("option", { attrs: { value: "mine" } }, "Mine"), h("option", { attrs: { value: "all" } }, "Everyone's I may see"));
   const body = h("div", {});
   const more = h("button", { attrs: { type: "button", hidden: true } }, "Older queries");
   const error = h("p", { class: "error", attrs: { role: "alert" } });
@@ -69,7 +79,8 @@ export async function historyScreen(app: App): Promise<Screen> {
       rows.length = 0;
       next = null;
     }
-    const params = new URLSearchParams({ limit: "50", author: app.me?.user ?? "" });
+    const params = new URLSearchParams({ limit: "50" });
+    if (whose.value === "mine") params.set("author", app.me?.user ?? "");
     if (database.value) params.set("database_id", database.value);
     if (status.value) params.set("status", status.value);
     if (next) params.set("after", next);
@@ -82,6 +93,7 @@ export async function historyScreen(app: App): Promise<Screen> {
             "tr",
             {},
             h("td", {}, when(query.inserted_at)),
+            h("td", {}, isolated(query.author)),
             h("td", {}, db ? isolated(db.name) : query.database_id),
             h("td", {}, h("span", { class: `status ${query.status}` }, statusLabel(query.status))),
             h("td", {}, outcome(query, requiredFor(names, query))),
@@ -112,7 +124,7 @@ export async function historyScreen(app: App): Promise<Screen> {
       }
       next = page.next;
       more.hidden = next === null;
-      replace(body, rows.length ? table("Your queries", ["Created", "Database", "Status", "Outcome", "Title", "Query", ""], rows) : h("p", {}, "No query yet."));
+      replace(body, rows.length ? table(whose.value === "mine" ? "Your queries" : "Queries you may see", ["Created", "Author", "Database", "Status", "Outcome", "Title", "Query", ""], rows) : h("p", {}, "No query yet."));
       error.textContent = "";
     } catch (e) {
       // What was listed before answers another filter: it goes.
@@ -126,11 +138,12 @@ export async function historyScreen(app: App): Promise<Screen> {
 
   database.addEventListener("change", () => void load(true));
   status.addEventListener("change", () => void load(true));
+  whose.addEventListener("change", () => void load(true));
   more.addEventListener("click", () => void load(false));
   await load(true);
   return {
     title: "History",
-    element: h("section", { class: "page" }, h("h1", {}, "History"), h("div", { class: "filters" }, field("Database", database), field("Status", status)), error, body, more),
+    element: h("section", { class: "page" }, h("h1", {}, "History"), h("div", { class: "filters" }, field("Whose", whose), field("Database", database), field("Status", status)), error, body, more),
   };
 }
 
@@ -312,17 +325,26 @@ export async function queryPage(app: App, id: string): Promise<Screen> {
         : query.status !== "ready" && query.status !== "awaiting_review"
           ? "A query runs once: it has run, or was rejected."
           : "";
+    // A query runs once: the run is confirmed, its statement shown again, and a write said so.
+    const confirmRun = dangerDialog(
+      ["Run ", isolated(visible(query.title)), " now?"],
+      [
+        looksLikeWrite(query.query) ? "It changes data: " : "",
+        `it runs once, as ${credential?.username ?? query.credential_id}, with ${approvals} approval(s). `,
+        h("code", { class: "sql" }, visible(excerpt(query.query))),
+      ],
+      "Run it",
+      async () => {
+        app.handoff = { run: query.id };
+        await app.go("");
+      },
+    );
     const runIt = h(
       "button",
       {
         class: "primary",
         attrs: { type: "button", disabled: runReason !== "", title: runReason || undefined },
-        on: {
-          click: () => {
-            app.handoff = { run: query.id };
-            void app.go("");
-          },
-        },
+        on: { click: () => confirmRun.showModal() },
       },
       "Run in the editor",
     );
@@ -410,6 +432,7 @@ export async function queryPage(app: App, id: string): Promise<Screen> {
         ),
       editForm,
       h("div", { class: "actions" }, runIt, runReason ? h("span", { class: "why" }, runReason) : ""),
+      confirmRun,
       bypass,
       error,
     );

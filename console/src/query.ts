@@ -41,6 +41,26 @@ export function pickable(databases: QueryableDatabase[], search: string, pinned:
     });
 }
 
+/** The row limit `user` chose last (kept in this browser until sign-out, as drafts are). */
+export function keptLimit(user: string): number {
+  try {
+    const kept = Number(localStorage.getItem(`dbconsole.limit.${user}`));
+    return Number.isInteger(kept) && kept >= 1 && kept <= 100000 ? kept : 1000;
+  } catch {
+    return 1000;
+  }
+}
+
+function keepLimit(user: string, value: string): void {
+  const limit = Number(value);
+  if (!Number.isInteger(limit) || limit < 1 || limit > 100000) return;
+  try {
+    localStorage.setItem(`dbconsole.limit.${user}`, String(limit));
+  } catch {
+    // Storage full or refused: the limit is a convenience.
+  }
+}
+
 export async function queryScreen(app: App): Promise<Screen> {
   const me = app.me;
   const handoff = app.handoff;
@@ -57,7 +77,8 @@ export async function queryScreen(app: App): Promise<Screen> {
   const search = h("input", { attrs: { type: "search", autocomplete: "off" } });
   const list = h("ul", { class: "databases", attrs: { "aria-label": "Databases" } });
   const credential = h("select", {});
-  const limit = h("input", { attrs: { type: "number", min: 1, max: 100000, value: 1000, inputmode: "numeric" } });
+  const limit = h("input", { attrs: { type: "number", min: 1, max: 100000, value: keptLimit(user), inputmode: "numeric" } });
+  limit.addEventListener("input", () => keepLimit(user, limit.value));
   const timeoutField = h("input", { attrs: { type: "number", min: 1, max: 86400, inputmode: "numeric", placeholder: "credential's" } });
   const runButton = h("button", { class: "primary", attrs: { type: "button" } }, "Run");
   const csvButton = h("button", { attrs: { type: "button", title: "Run once and download every row (up to the row limit) as a CSV file" } }, "Run to CSV");

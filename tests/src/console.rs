@@ -267,8 +267,11 @@ impl TestConsole {
         query: &str,
         limit: Option<u32>,
     ) -> TestResponse {
-        let mut body =
-            json!({"database_id": database, "credential_id": credential, "query": query});
+        // A title and a reason, as a request for review needs them (any credential takes them).
+        let mut body = json!({
+            "database_id": database, "credential_id": credential, "query": query,
+            "title": "A test's query", "description": "Sent by a test.",
+        });
         if let Some(limit) = limit {
             body["limit"] = json!(limit);
         }
