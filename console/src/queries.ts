@@ -158,9 +158,9 @@ export async function reviewsScreen(app: App): Promise<Screen> {
       h("td", {}, when(query.inserted_at)),
       h("td", {}, names.get(query.database_id) ? isolated(names.get(query.database_id)?.name ?? "") : query.database_id),
       h("td", {}, `${query.approvals} of ${requiredFor(names, query) ?? "?"}`),
-      h("td", {}, isolated(visible(query.title))),
+      // The title opens the query's page: a reviewer reads what it is for first.
+      h("td", {}, app.link(`queries/${query.id}`, isolated(visible(query.title)))),
       h("td", { class: "sql" }, h("code", {}, visible(excerpt(query.query)))),
-      h("td", {}, app.link(`queries/${query.id}`, `Review ${query.id}`)),
     ),
   );
   return {
@@ -169,7 +169,7 @@ export async function reviewsScreen(app: App): Promise<Screen> {
       "section",
       { class: "page" },
       h("h1", {}, "Waiting for your review"),
-      rows.length ? table("Queries waiting for your review", ["Asked by", "When", "Database", "Approvals", "Title", "Query", ""], rows) : h("p", {}, "Nothing waits for your review."),
+      rows.length ? table("Queries waiting for your review", ["Asked by", "When", "Database", "Approvals", "Title", "Query"], rows) : h("p", {}, "Nothing waits for your review."),
     ),
   };
 }
