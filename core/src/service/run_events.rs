@@ -103,8 +103,7 @@ impl RunEvents {
     }
 
     /// Hands `log` to the writer (started on first use, on the runtime the queue was made on,
-    /// else the current one); its slot is
-    /// given back once it is durable.
+    /// else the current one); its slot is given back once it is durable.
     pub(in crate::service) fn write(&self, storage: &Arc<dyn Storage>, slot: Slot, log: WriteLog) {
         let sender = self.sender.get_or_init(|| {
             let (sender, receiver) = mpsc::unbounded_channel();

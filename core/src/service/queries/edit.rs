@@ -40,6 +40,8 @@ impl Queries {
         }
         let required = credential.reviews_required;
         let origin = call.origin.without_idempotency();
+        // Whether the change that landed asked the reviewers again (the outbox is woken then).
+        let mut asked = false;
         let changed = self
             .storage
             .change_query(query, |stored| {
@@ -60,12 +62,13 @@ impl Queries {
                 .filter(|(_, changed)| *changed)
                 .map(|(field, _)| field.to_owned())
                 .collect();
+                asked = false;
                 if changes.is_empty() {
                     return Ok((next, None));
                 }
                 let event = AuditEvent::new(&origin, AuditAction::QueryEdit, &id, changes);
                 // A new revision asks its reviewers again, as a new query does.
-                let outbox = if next.revision == stored.revision {
+                let outbox: Vec<_> = if next.revision == stored.revision {
                     Vec::new()
                 } else {
                     self.outbox
@@ -73,6 +76,7 @@ impl Queries {
                         .into_iter()
                         .collect()
                 };
+                asked = !outbox.is_empty();
                 Ok((
                     next,
                     Some(WriteLog {
@@ -85,7 +89,9 @@ impl Queries {
             .await?;
         match changed {
             Ok(query) => {
-                self.outbox.wake();
+                if asked {
+                    self.outbox.wake();
+                }
                 Ok(json_response(StatusCode::OK, &QueryView::from(&query)))
             }
             Err(refusal @ EditRefusal::NotAuthor) => Err(ApiError::Denied(refusal.to_string())),
