@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, SessionKind, StoredAnswer, TargetKind, Timestamp, User,
+    Retention, SavedQuery, Session, SessionKind, StoredAnswer, TargetKind, Timestamp, User,
 };
 use dbconsole_core::seal::SealKeys;
 use dbconsole_core::storage::{
@@ -72,6 +72,8 @@ struct State {
     users: BTreeMap<String, User>,
     /// Server settings, by name.
     settings: HashMap<String, String>,
+    /// Saved queries, by id.
+    saved_queries: BTreeMap<String, SavedQuery>,
 }
 
 /// The outbox: by id (ordered by creation time), and the live deliveries by when they are due,
@@ -608,6 +610,39 @@ impl Storage for MemoryStorage {
             state.record(log)?;
         }
         state.users.insert(user.name.clone(), user);
+        Ok(())
+    }
+
+    async fn saved_query(&self, id: &str) -> Result<Option<SavedQuery>, StorageError> {
+        Ok(self.state().saved_queries.get(id).cloned())
+    }
+
+    async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>, StorageError> {
+        Ok(self.state().saved_queries.values().cloned().collect())
+    }
+
+    async fn put_saved_query(
+        &self,
+        id: &str,
+        saved: Option<SavedQuery>,
+        expected: Option<Timestamp>,
+        log: WriteLog,
+    ) -> Result<(), StorageError> {
+        let mut state = self.state();
+        match (state.saved_queries.get(id), expected) {
+            _ if saved.is_none() && expected.is_none() => return Err(StorageError::NotFound),
+            (Some(_), None) => return Err(StorageError::AlreadyExists),
+            (None, Some(_)) => return Err(StorageError::NotFound),
+            (Some(stored), Some(expected)) if stored.updated_at != expected => {
+                return Err(StorageError::Conflict);
+            }
+            _ => {}
+        }
+        state.record(log)?;
+        match saved {
+            Some(saved) => state.saved_queries.insert(id.to_owned(), saved),
+            None => state.saved_queries.remove(id),
+        };
         Ok(())
     }
 

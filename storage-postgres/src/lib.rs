@@ -94,7 +94,8 @@
 //!   columns, keys, a listing's filtered SQL, the record counts.
 //! - `databases.rs`, `dashboards.rs`, `access.rs` (access control), `keys.rs` (callers' keys),
 //!   `queries.rs`, `deliveries.rs` (the outbox), `answers.rs` (idempotency answers),
-//!   `seal_keys.rs`: one aggregate each, with its SQL and its transactions.
+//!   `seal_keys.rs`, `users.rs`, `saved_queries.rs`: one aggregate each, with its SQL and
+//!   its transactions.
 //! - `audit.rs`: the audit trail.
 //! - `write_log.rs`: the writing of a [`WriteLog`] (its event, answer and new deliveries) with
 //!   its change, alone (`append_log`), or with a delivery's swap (`replace_delivery_at`).
@@ -112,6 +113,7 @@ mod migrate;
 mod options;
 mod queries;
 mod retry;
+mod saved_queries;
 mod seal_keys;
 mod sessions;
 mod sql;
@@ -126,7 +128,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, StoredAnswer, TargetKind, Timestamp, User,
+    Retention, SavedQuery, Session, StoredAnswer, TargetKind, Timestamp, User,
 };
 use dbconsole_core::seal::{SealKeys, Sealer};
 use dbconsole_core::storage::{
@@ -391,6 +393,23 @@ impl Storage for PostgresStorage {
         idle_before: Timestamp,
     ) -> Result<u64, StorageError> {
         sessions::prune(self, now, idle_before).await
+    }
+
+    // Saved queries: saved_queries.rs.
+    async fn saved_query(&self, id: &str) -> Result<Option<SavedQuery>, StorageError> {
+        saved_queries::saved_query(self, id).await
+    }
+    async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>, StorageError> {
+        saved_queries::list(self).await
+    }
+    async fn put_saved_query(
+        &self,
+        id: &str,
+        saved: Option<SavedQuery>,
+        expected: Option<Timestamp>,
+        log: WriteLog,
+    ) -> Result<(), StorageError> {
+        saved_queries::put(self, id, saved, expected, log).await
     }
 
     // Users and settings: users.rs.

@@ -25,6 +25,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (9, include_str!("../migrations/0009_identities.sql")),
     (10, include_str!("../migrations/0010_sessions.sql")),
     (11, include_str!("../migrations/0011_users.sql")),
+    (12, include_str!("../migrations/0012_saved_queries.sql")),
 ];
 
 /// The version that puts the queries' authors in their normal form, from the records in Rust.

@@ -231,6 +231,7 @@ fn copy_into(snapshot: &ReadTransaction, path: &Path) -> Result<RecordCounts, Co
     copy_table(snapshot, &txn, crate::deliveries::BY_STATUS)?;
     copy_table(snapshot, &txn, crate::deliveries::DUE)?;
     copy_table(snapshot, &txn, crate::users::USERS)?;
+    copy_table(snapshot, &txn, crate::saved_queries::SAVED_QUERIES)?;
     for definition in crate::index::ALL {
         copy_table(snapshot, &txn, definition)?;
     }

@@ -170,6 +170,8 @@ fn check_or_write_meta(txn: &WriteTransaction, sealer: &Sealer) -> Result<(), Op
     txn.open_table(crate::sessions::SESSIONS).map_err(redb)?;
     txn.open_table(crate::users::USERS).map_err(redb)?;
     txn.open_table(crate::users::SETTINGS).map_err(redb)?;
+    txn.open_table(crate::saved_queries::SAVED_QUERIES)
+        .map_err(redb)?;
     txn.open_table(crate::sessions::SESSION_DIGESTS)
         .map_err(redb)?;
     txn.open_table(audit::EVENTS).map_err(redb)?;

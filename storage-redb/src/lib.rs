@@ -116,6 +116,7 @@
 //! | `sessions`, `session_digests` | session id → record, digest → session id | browser sessions and sign-in links, as digests (module `sessions`; not in backups) |
 //! | `users` | normalised name → record | the people who use the console, with their passkeys' public keys (module `users`) |
 //! | `settings` | name → value | server settings such as the recorded public URL (module `users`) |
+//! | `saved_queries` | id → record | saved queries (module `saved_queries`) |
 //! | `audit_events` | event id → event | the audit trail, one event per change, written in the change's transaction |
 //! | `audit_by_resource` | (record id, event id) → () | index for one record's events |
 //! | `idempotency_answers` | scoped key → answer | the answers of writes made with an `Idempotency-Key`, written in the write's transaction (module `answers`) |
@@ -208,6 +209,7 @@ mod index;
 mod keys;
 mod queries;
 mod recent;
+mod saved_queries;
 mod seal_keys;
 mod sessions;
 mod tables;
@@ -225,7 +227,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use dbconsole_core::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, StoredAnswer, TargetKind, Timestamp, User,
+    Retention, SavedQuery, Session, StoredAnswer, TargetKind, Timestamp, User,
 };
 use dbconsole_core::seal::{SealKeys, Sealer};
 use dbconsole_core::storage::{
@@ -465,6 +467,23 @@ impl Storage for RedbStorage {
         idle_before: Timestamp,
     ) -> Result<u64, StorageError> {
         sessions::prune_sessions(self, now, idle_before).await
+    }
+
+    // Saved queries: saved_queries.rs.
+    async fn saved_query(&self, id: &str) -> Result<Option<SavedQuery>, StorageError> {
+        saved_queries::saved_query(self, id).await
+    }
+    async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>, StorageError> {
+        saved_queries::list_saved_queries(self).await
+    }
+    async fn put_saved_query(
+        &self,
+        id: &str,
+        saved: Option<SavedQuery>,
+        expected: Option<Timestamp>,
+        log: WriteLog,
+    ) -> Result<(), StorageError> {
+        saved_queries::put_saved_query(self, id, saved, expected, log).await
     }
 
     // Users and settings: users.rs.

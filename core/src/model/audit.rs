@@ -52,6 +52,13 @@ pub enum AuditAction {
     QueryEdit,
     /// `POST …/queries/{id}/comments`: a comment on a query.
     QueryComment,
+    /// `POST …/saved-queries`: a query saved.
+    SavedQueryCreate,
+    /// `PATCH …/saved-queries/{id}`: a saved query renamed, shared otherwise or changed
+    /// (`changes` names what).
+    SavedQueryUpdate,
+    /// `DELETE …/saved-queries/{id}`: a saved query deleted.
+    SavedQueryDelete,
     /// `POST …/queries/{id}/run` with `bypass_review`: a super admin ran their own query
     /// without the approvals it lacked.
     QueryReviewBypass,
@@ -116,6 +123,9 @@ wire_enum!(AuditAction, [
     QueryReview => "query.review",
     QueryEdit => "query.edit",
     QueryComment => "query.comment",
+    SavedQueryCreate => "saved_query.create",
+    SavedQueryUpdate => "saved_query.update",
+    SavedQueryDelete => "saved_query.delete",
     QueryReviewBypass => "query.review_bypass",
     AgentCall => "agent.call",
     SchemaRead => "database.schema_read",
@@ -173,6 +183,9 @@ impl AuditAction {
             | AuditAction::DoorPasswordCreate
             | AuditAction::DoorPasswordRevoke => ResourceKind::Session,
             AuditAction::UserCreate | AuditAction::UserUpdate => ResourceKind::User,
+            AuditAction::SavedQueryCreate
+            | AuditAction::SavedQueryUpdate
+            | AuditAction::SavedQueryDelete => ResourceKind::SavedQuery,
         }
     }
 }
@@ -194,6 +207,8 @@ pub enum ResourceKind {
     Delivery,
     /// A user.
     User,
+    /// A saved query.
+    SavedQuery,
 }
 
 wire_enum!(ResourceKind, [
@@ -204,6 +219,7 @@ wire_enum!(ResourceKind, [
     Query => "query",
     Delivery => "delivery",
     User => "user",
+    SavedQuery => "saved_query",
 ]);
 
 /// How a run ended.

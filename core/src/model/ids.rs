@@ -105,6 +105,11 @@ id_type!(
     "qry"
 );
 id_type!(
+    /// Id of a saved query (`sq_…`).
+    SavedQueryId,
+    "sq"
+);
+id_type!(
     /// Id of a delivery of the outbox (`dlv_…`), ordered by the time it was made.
     DeliveryId,
     "dlv"

@@ -15,6 +15,7 @@ pub mod identity;
 mod ids;
 mod principal;
 mod query;
+mod saved_query;
 mod secret;
 mod session;
 mod time;
@@ -37,13 +38,14 @@ pub use database::{
 pub use delivery::{Delivery, DeliveryStatus, RetryPolicy, Target, TargetKind};
 pub use ids::{
     ActionId, CredentialId, DashboardId, DatabaseId, DeliveryId, EventId, KeyId, PanelId, QueryId,
-    SessionId,
+    SavedQueryId, SessionId,
 };
 pub use principal::{Principal, Role};
 pub use query::{
     Bypass, BypassRequest, Comment, Decision, EditRefusal, Query, QueryEdit, QueryRun, QueryStatus,
     Review, ReviewRefusal, RunRefusal, TITLE_MAX, title_of,
 };
+pub use saved_query::{SAVED_NAME_MAX, SAVED_TAGS_MAX, SavedQuery, Sharing};
 pub use secret::{SealedSecret, Secret};
 pub use session::{Session, SessionKind, SignInMethod};
 pub use time::Timestamp;

@@ -89,6 +89,12 @@ pub struct Query {
     pub revision: u32,
     /// What its author and reviewers said about it, in the order it came.
     pub comments: Vec<Comment>,
+    /// The saved query it is a run of (`sq_…`), when it is one.
+    pub saved_query: Option<String>,
+    /// The values of its statement's `${name}` parameters, by name in the statement's order:
+    /// bound as parameters when it runs, never pasted into its text. Empty for a typed query,
+    /// whose text runs as it is.
+    pub params: Vec<(String, String)>,
     /// The super admin's override of missing approvals, when it ran with one.
     pub bypass: Option<Bypass>,
     /// Its run, once started.

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, StoredAnswer, TargetKind, Timestamp, User,
+    Retention, SavedQuery, Session, StoredAnswer, TargetKind, Timestamp, User,
 };
 use crate::seal::SealKeys;
 
@@ -284,6 +284,24 @@ macro_rules! forward_storage {
                 idle_before: Timestamp,
             ) -> Result<u64, StorageError> {
                 (**self).prune_sessions(now, idle_before).await
+            }
+
+            async fn saved_query(&self, id: &str) -> Result<Option<SavedQuery>, StorageError> {
+                (**self).saved_query(id).await
+            }
+
+            async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>, StorageError> {
+                (**self).list_saved_queries().await
+            }
+
+            async fn put_saved_query(
+                &self,
+                id: &str,
+                saved: Option<SavedQuery>,
+                expected: Option<Timestamp>,
+                log: WriteLog,
+            ) -> Result<(), StorageError> {
+                (**self).put_saved_query(id, saved, expected, log).await
             }
 
             async fn user(&self, name: &str) -> Result<Option<User>, StorageError> {

@@ -57,7 +57,7 @@ use async_trait::async_trait;
 
 use crate::model::{
     AccessControl, AuditEvent, CallerKey, Dashboard, Database, Delivery, DeliveryStatus, Query,
-    Retention, Session, StoredAnswer, TargetKind, Timestamp, User,
+    Retention, SavedQuery, Session, StoredAnswer, TargetKind, Timestamp, User,
 };
 use crate::seal::SealKeys;
 use crate::validate::ValidationErrors;
@@ -426,6 +426,25 @@ pub trait Storage: Send + Sync + Debug + 'static {
         user: User,
         expected: Option<Timestamp>,
         log: Option<WriteLog>,
+    ) -> Result<(), StorageError>;
+
+    /// The saved query `id`, if any.
+    async fn saved_query(&self, id: &str) -> Result<Option<SavedQuery>, StorageError>;
+
+    /// Every saved query, ordered by id (the oldest first).
+    async fn list_saved_queries(&self) -> Result<Vec<SavedQuery>, StorageError>;
+
+    /// Writes the saved query `id` with `log`: `saved` is what it becomes, `None` to remove it.
+    /// With `expected` `None` it is a create ([`StorageError::AlreadyExists`] when the id is
+    /// taken; [`StorageError::NotFound`] for a removal); else it happens only if the stored
+    /// record's `updated_at` is `expected` ([`StorageError::Conflict`] when it is not,
+    /// [`StorageError::NotFound`] when there is none). Nothing is written on a refusal.
+    async fn put_saved_query(
+        &self,
+        id: &str,
+        saved: Option<SavedQuery>,
+        expected: Option<Timestamp>,
+        log: WriteLog,
     ) -> Result<(), StorageError>;
 
     /// The server setting `name` (such as the public URL a node recorded at its start).

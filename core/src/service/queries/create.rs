@@ -101,6 +101,8 @@ impl Queries {
             reviews: Vec::new(),
             revision: 0,
             comments: Vec::new(),
+            saved_query: None,
+            params: Vec::new(),
             bypass: None,
             run: None,
             inserted_at: now,

@@ -17,6 +17,7 @@ mod databases;
 mod deliveries;
 mod keys;
 mod queries;
+mod saved_queries;
 mod seal_keys;
 mod sessions;
 #[cfg(test)]
@@ -31,6 +32,7 @@ pub use databases::{decode_database, decode_database_name, encode_database};
 pub use deliveries::{decode_delivery, encode_delivery};
 pub use keys::{decode_caller_key, encode_caller_key};
 pub use queries::{decode_query, encode_query};
+pub use saved_queries::{decode_saved_query, encode_saved_query};
 pub use seal_keys::{decode_seal_keys, encode_seal_keys};
 pub use sessions::{decode_session, encode_session};
 pub use users::{decode_user, encode_user};

@@ -1,5 +1,6 @@
-//! Queries as stored: versions 1 to 4 (reviews and bypass from 2, the target digest from 3,
-//! the title, description, revisions and comments from 4).
+//! Queries as stored: versions 1 to 5 (reviews and bypass from 2, the target digest from 3,
+//! the title, description, revisions and comments from 4, the saved query it runs and its
+//! parameters' values from 5).
 
 use super::*;
 #[allow(clippy::wildcard_imports)]
@@ -74,6 +75,18 @@ pub(super) struct QueryV4 {
     pub(super) comments: Vec<CommentV1>,
 }
 
+/// Version 5 of a query: version 4 with the saved query it is a run of and its parameters'
+/// values.
+pub(super) const QUERY_V5: u8 = 5;
+
+/// A query as stored (version 5).
+#[derive(Serialize, Deserialize)]
+pub(super) struct QueryV5 {
+    pub(super) v4: QueryV4,
+    pub(super) saved_query: Option<String>,
+    pub(super) params: Vec<(String, String)>,
+}
+
 #[derive(Serialize, Deserialize)]
 pub(super) struct CommentV1 {
     pub(super) author: String,
@@ -98,7 +111,7 @@ pub(super) struct BypassV1 {
     pub(super) required: u32,
 }
 
-/// Encodes a query (version 4).
+/// Encodes a query (version 5).
 pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
     let Query {
         id,
@@ -115,6 +128,8 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
         reviews,
         revision,
         comments,
+        saved_query,
+        params,
         bypass,
         run,
         inserted_at,
@@ -160,25 +175,30 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
             required: bypass.required,
         }),
     };
+    let v4 = QueryV4 {
+        v3: QueryV3 {
+            v2: stored,
+            target: target.clone(),
+        },
+        title: title.clone(),
+        description: description.clone(),
+        revision: *revision,
+        review_revisions: reviews.iter().map(|review| review.revision).collect(),
+        comments: comments
+            .iter()
+            .map(|comment| CommentV1 {
+                author: comment.author.clone(),
+                text: comment.text.clone(),
+                at: comment.at.as_micros(),
+            })
+            .collect(),
+    };
     framed(
-        QUERY_V4,
-        &QueryV4 {
-            v3: QueryV3 {
-                v2: stored,
-                target: target.clone(),
-            },
-            title: title.clone(),
-            description: description.clone(),
-            revision: *revision,
-            review_revisions: reviews.iter().map(|review| review.revision).collect(),
-            comments: comments
-                .iter()
-                .map(|comment| CommentV1 {
-                    author: comment.author.clone(),
-                    text: comment.text.clone(),
-                    at: comment.at.as_micros(),
-                })
-                .collect(),
+        QUERY_V5,
+        &QueryV5 {
+            v4,
+            saved_query: saved_query.clone(),
+            params: params.clone(),
         },
     )
 }
@@ -189,7 +209,8 @@ fn untitled(statement: &str) -> String {
 }
 
 /// Decodes the query stored under `key` (version 1 has no reviews, version 2 no target,
-/// version 3 no title: its statement's start is its title, its revision 0).
+/// version 3 no title: its statement's start is its title, its revision 0; version 4 is no
+/// saved query's run).
 pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
     let v3 = |v3: QueryV3| QueryV4 {
         title: untitled(&v3.v2.query.query),
@@ -199,25 +220,35 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
         comments: Vec::new(),
         v3,
     };
-    let QueryV4 {
-        v3:
-            QueryV3 {
-                v2:
-                    QueryV2 {
-                        query: stored,
-                        by_agent,
-                        reviews,
-                        bypass,
+    let v4 = |v4: QueryV4| QueryV5 {
+        v4,
+        saved_query: None,
+        params: Vec::new(),
+    };
+    let QueryV5 {
+        v4:
+            QueryV4 {
+                v3:
+                    QueryV3 {
+                        v2:
+                            QueryV2 {
+                                query: stored,
+                                by_agent,
+                                reviews,
+                                bypass,
+                            },
+                        target,
                     },
-                target,
+                title,
+                description,
+                revision,
+                review_revisions,
+                comments,
             },
-        title,
-        description,
-        revision,
-        review_revisions,
-        comments,
+        saved_query,
+        params,
     } = match unframed(bytes)? {
-        (RECORD_V1, body) => v3(QueryV3 {
+        (RECORD_V1, body) => v4(v3(QueryV3 {
             v2: QueryV2 {
                 query: postcard::from_bytes(body)?,
                 by_agent: false,
@@ -225,13 +256,14 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
                 bypass: None,
             },
             target: None,
-        }),
-        (QUERY_V2, body) => v3(QueryV3 {
+        })),
+        (QUERY_V2, body) => v4(v3(QueryV3 {
             v2: postcard::from_bytes(body)?,
             target: None,
-        }),
-        (QUERY_V3, body) => v3(postcard::from_bytes(body)?),
-        (QUERY_V4, body) => postcard::from_bytes(body)?,
+        })),
+        (QUERY_V3, body) => v4(v3(postcard::from_bytes(body)?)),
+        (QUERY_V4, body) => v4(postcard::from_bytes(body)?),
+        (QUERY_V5, body) => postcard::from_bytes(body)?,
         (version, _) => return Err(RecordError::UnknownVersion(version)),
     };
     if stored.id != key {
@@ -251,6 +283,8 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
         })
         .collect::<Result<Vec<_>, RecordError>>()?;
     Ok(Query {
+        saved_query,
+        params,
         by_agent,
         target,
         reviews,

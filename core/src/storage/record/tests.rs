@@ -483,6 +483,11 @@ fn queries_keep_their_reviews_and_bypass_and_version_1_queries_have_none() {
             text: "added it".to_owned(),
             at: now,
         }],
+        saved_query: Some("sq_1".to_owned()),
+        params: vec![
+            ("since".to_owned(), "2025-01-01".to_owned()),
+            ("name".to_owned(), "O'Brien; DROP".to_owned()),
+        ],
         bypass: Some(Bypass {
             by: "ann".to_owned(),
             at: now,
@@ -495,10 +500,21 @@ fn queries_keep_their_reviews_and_bypass_and_version_1_queries_have_none() {
         updated_at: now,
     };
     let bytes = encode_query(&query).unwrap();
-    assert_eq!(bytes[0], QUERY_V4);
+    assert_eq!(bytes[0], QUERY_V5);
     assert_eq!(decode_query(query.id.as_str(), &bytes).unwrap(), query);
 
-    let QueryV4 { v3, .. } = postcard::from_bytes(&bytes[1..]).unwrap();
+    let QueryV5 { v4, .. } = postcard::from_bytes(&bytes[1..]).unwrap();
+    let version_4 = decode_query(query.id.as_str(), &framed(QUERY_V4, &v4).unwrap()).unwrap();
+    assert_eq!(
+        (
+            version_4.saved_query,
+            version_4.params.len(),
+            version_4.title
+        ),
+        (None, 0, query.title.clone()),
+        "version 4 ran no saved query"
+    );
+    let QueryV4 { v3, .. } = v4;
     let version_3 = decode_query(query.id.as_str(), &framed(QUERY_V3, &v3).unwrap()).unwrap();
     assert_eq!(
         (
@@ -522,4 +538,37 @@ fn queries_keep_their_reviews_and_bypass_and_version_1_queries_have_none() {
         decode_query("qry_other", &bytes),
         Err(RecordError::KeyMismatch { .. })
     ));
+}
+
+#[test]
+fn saved_queries_round_trip_with_each_sharing() {
+    use crate::model::{SavedQuery, SavedQueryId, Sharing};
+    for sharing in [
+        Sharing::Author,
+        Sharing::Groups(vec!["analysts".to_owned(), "on call".to_owned()]),
+        Sharing::Database,
+    ] {
+        let saved = SavedQuery {
+            id: SavedQueryId::generate(),
+            name: "<img src=x onerror=alert(1)>".to_owned(),
+            description: "weekly".to_owned(),
+            query: "SELECT * FROM t WHERE id = ${id}".to_owned(),
+            database_id: "db_1".to_owned(),
+            credential_id: "crd_1".to_owned(),
+            tags: vec!["growth".to_owned()],
+            sharing,
+            author: "ann@example.com".to_owned(),
+            created_at: Timestamp::from_micros(1),
+            updated_at: Timestamp::from_micros(2),
+        };
+        let bytes = encode_saved_query(&saved).unwrap();
+        assert_eq!(
+            decode_saved_query(saved.id.as_str(), &bytes).unwrap(),
+            saved
+        );
+        assert!(matches!(
+            decode_saved_query("sq_other", &bytes),
+            Err(RecordError::KeyMismatch { .. })
+        ));
+    }
 }

@@ -53,6 +53,8 @@
 //!   link once (racing too), touch, delete, pruning.
 //! - `users.rs`: users and server settings: round trip, a taken name, the compare-and-swap
 //!   replace (racing too), settings.
+//! - `saved_queries.rs`: saved queries: round trip with each sharing, a taken id, the
+//!   compare-and-swap change and removal (racing too).
 //! - `races.rs`: the concurrency cases, and `race` / `race_all`, the one way they start calls
 //!   that race.
 //! - `versions.rs`: the compare-and-swap primitives (`replace_*`, `remove_*`) at a stale
@@ -142,6 +144,7 @@ mod queries;
 pub use queries::{log_of, query};
 mod races;
 mod reviews;
+mod saved_queries;
 mod seal_keys;
 mod sessions;
 mod users;
@@ -242,6 +245,9 @@ macro_rules! storage_conformance_suite {
             users::user_replace_is_a_compare_and_swap,
             users::racing_user_replaces_admit_one,
             users::settings_keep_the_last_value,
+            saved_queries::saved_queries_round_trip_and_refuse_a_taken_id,
+            saved_queries::saved_query_changes_are_a_compare_and_swap,
+            saved_queries::racing_saved_query_changes_admit_one,
             races::concurrent_database_updates_lose_nothing,
             races::concurrent_upserts_create_one_database,
             races::concurrent_inserts_with_one_api_id_admit_one,

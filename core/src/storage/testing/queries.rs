@@ -31,6 +31,8 @@ pub fn query(database: &str, author: &str, status: QueryStatus) -> Query {
         reviews: Vec::new(),
         revision: 0,
         comments: Vec::new(),
+        saved_query: Some("sq_01jdailysignups".to_owned()),
+        params: vec![("since".to_owned(), "2025-01-01'; --".to_owned())],
         bypass: None,
         run: None,
         inserted_at: now,
