@@ -58,7 +58,7 @@ pub(crate) async fn put(
     };
     serializable!(store, |client, in_flight| try_put(
         client,
-        &id,
+        id,
         written.as_ref(),
         expected,
         &log,

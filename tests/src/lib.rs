@@ -37,6 +37,7 @@ pub mod people;
 pub mod protocol;
 pub mod reviews;
 pub mod row_actions;
+pub mod saved_queries;
 pub mod versions;
 
 pub use console::{TestConsole, TestConsoleBuilder};
@@ -382,6 +383,7 @@ macro_rules! http_suite {
         $crate::me_tests!($storage);
         $crate::browser_tests!($storage);
         $crate::people_tests!($storage);
+        $crate::saved_query_tests!($storage);
     };
 }
 

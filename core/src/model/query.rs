@@ -530,6 +530,8 @@ mod tests {
             reviews: Vec::new(),
             revision: 0,
             comments: Vec::new(),
+            saved_query: None,
+            params: Vec::new(),
             bypass: None,
             run: None,
             inserted_at: now,

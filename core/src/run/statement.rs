@@ -361,6 +361,36 @@ pub fn bind_inputs(
     statement: &str,
     dialect: Dialect,
     known: &[&str],
+    marker: impl FnMut(usize, &str) -> String,
+) -> Result<Bound, String> {
+    bind_with(statement, dialect, |key| check_known(key, known), marker)
+}
+
+/// The `${name}` parameters of `statement` (a saved query's), each once, in the order they
+/// first appear; an error where [`bind_inputs`] would refuse the statement (a `${` not closed,
+/// a parameter inside a larger literal, a blank name).
+pub fn input_keys(statement: &str, dialect: Dialect) -> Result<Vec<String>, String> {
+    let check = |key: &str| {
+        if key.trim().is_empty() {
+            Err("a parameter ${} has no name".to_owned())
+        } else {
+            Ok(())
+        }
+    };
+    let bound = bind_with(statement, dialect, check, |_, _| String::new())?;
+    let mut keys: Vec<String> = Vec::with_capacity(bound.keys.len());
+    for key in bound.keys {
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    Ok(keys)
+}
+
+fn bind_with(
+    statement: &str,
+    dialect: Dialect,
+    check: impl Fn(&str) -> Result<(), String>,
     mut marker: impl FnMut(usize, &str) -> String,
 ) -> Result<Bound, String> {
     let mut out = String::with_capacity(statement.len());
@@ -372,7 +402,7 @@ pub fn bind_inputs(
             Piece::Literal => {
                 let inner = text.get(1..text.len().saturating_sub(1)).unwrap_or("");
                 if let Some(key) = whole_placeholder(inner) {
-                    check_known(key, known)?;
+                    check(key)?;
                     out.push_str(&marker(keys.len(), key));
                     keys.push(key.to_owned());
                 } else if text.contains("${") {
@@ -394,7 +424,7 @@ pub fn bind_inputs(
                         .find('}')
                         .ok_or_else(|| "an input ${ is not closed with }".to_owned())?;
                     let key = &after[..close];
-                    check_known(key, known)?;
+                    check(key)?;
                     out.push_str(&marker(keys.len(), key));
                     keys.push(key.to_owned());
                     rest = &after[close + 1..];

@@ -87,6 +87,8 @@ pub(crate) struct App {
     pub(crate) queries: Queries,
     /// `…/queries/{id}/run`.
     pub(crate) runs: Runs,
+    /// `…/saved-queries`.
+    pub(crate) saved_queries: super::saved_queries::SavedQueries,
     /// `…/queries/{id}/reviews`.
     pub(crate) reviews: Reviews,
     /// `…/queries/{id}/download`, `…/downloads/csv`.

@@ -482,7 +482,7 @@ impl ConsoleServiceBuilder {
             document: Document::new(base_path.clone(), routes::openapi_document),
             agents: Agents {
                 storage: Arc::clone(&storage),
-                admission,
+                admission: admission.clone(),
                 launcher,
                 queries: queries.clone(),
                 runs: runs.clone(),
@@ -490,6 +490,11 @@ impl ConsoleServiceBuilder {
                 max_rows,
             },
             schema,
+            saved_queries: super::saved_queries::SavedQueries {
+                storage: Arc::clone(&storage),
+                admission,
+                queries: queries.clone(),
+            },
             queries,
             runs,
             panels,

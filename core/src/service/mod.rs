@@ -63,6 +63,7 @@ mod routes;
 mod row_tokens;
 pub mod run_events;
 mod runs;
+mod saved_queries;
 mod schema;
 mod throttle;
 mod upkeep;

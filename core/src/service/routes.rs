@@ -153,6 +153,12 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     GET BROWSER "/downloads/csv", Anyone, No, Nothing, "downloadCsv" => downloads.download_csv;
     POST QUERIES "/queries/{id}/reviews", Querier, No, Nothing, "reviewQuery" => reviews.review_query;
     POST QUERIES "/queries/{id}/comments", Querier, No, Nothing, "commentOnQuery" => reviews.comment_on_query;
+    GET ME "/saved-queries", Querier, No, Nothing, "listSavedQueries" => saved_queries.list_saved_queries;
+    POST ME "/saved-queries", Querier, No, Nothing, "createSavedQuery" => saved_queries.create_saved_query;
+    GET ME "/saved-queries/{id}", Querier, No, Nothing, "getSavedQuery" => saved_queries.get_saved_query;
+    PATCH ME "/saved-queries/{id}", Querier, No, Nothing, "updateSavedQuery" => saved_queries.update_saved_query;
+    DELETE ME "/saved-queries/{id}", Querier, No, Nothing, "deleteSavedQuery" => saved_queries.delete_saved_query;
+    POST ME "/saved-queries/{id}/queries", Querier, No, Nothing, "createSavedQueryRun" => saved_queries.create_saved_query_run;
     GET CONSOLE "/audit", Full, No, Nothing, "listAuditEvents" => audit.list_audit;
     GET CONSOLE "/deliveries", Full, No, Nothing, "listDeliveries" => outbox.list_deliveries;
     GET CONSOLE "/deliveries/{id}", Full, No, Nothing, "getDelivery" => outbox.get_delivery;
@@ -243,6 +249,8 @@ mod tests {
             reviews: Vec::new(),
             revision: 0,
             comments: Vec::new(),
+            saved_query: None,
+            params: Vec::new(),
             bypass: None,
             run: None,
             inserted_at: now,
@@ -339,6 +347,9 @@ mod tests {
                 + 4
                 // A query's thread, at both query mounts: …/queries/{id}/comments.
                 + 2
+                // Saved queries: …/saved-queries, …/saved-queries/{id},
+                // …/saved-queries/{id}/queries.
+                + 3
         );
     }
 

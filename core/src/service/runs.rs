@@ -156,6 +156,15 @@ impl Runs {
                 return Err(ApiError::Conflict(refusal.to_string()));
             }
         };
+        // A saved query's run binds its parameters' values; a typed query runs as written.
+        let inputs = running.saved_query.as_ref().map(|_| crate::model::Inputs {
+            declared: running
+                .params
+                .iter()
+                .map(|(name, _)| name.clone())
+                .collect(),
+            values: running.params.iter().cloned().collect(),
+        });
         let record = Record::Query {
             query: Box::new(running),
             origin: origin.clone(),
@@ -166,7 +175,7 @@ impl Runs {
                 db: guarded.db,
                 credential,
                 statement,
-                inputs: None,
+                inputs,
                 max_rows,
                 read_only,
                 format,

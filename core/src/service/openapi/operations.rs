@@ -807,6 +807,66 @@ pub(crate) fn comment_on_query(op: Operation, _: &Names) -> Operation {
         .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
 }
 
+// Saved queries
+
+fn saved_query_id() -> Value {
+    path_param(
+        "id",
+        "The saved query's id (`sq_…`).",
+        json!({ "type": "string" }),
+    )
+}
+
+pub(crate) fn list_saved_queries(op: Operation, _: &Names) -> Operation {
+    op.summary("The saved queries the caller sees (theirs, and those shared with them), by name")
+        .params(vec![
+            filter_param("search", "Only those with each word of this in the name, description, statement or tags (case aside)."),
+            filter_param("tag", "Only those with this tag (case aside)."),
+        ])
+        .ok(json_content(schema_ref("SavedQueryPage")))
+        .errors(&[401, 403, 503])
+}
+
+pub(crate) fn create_saved_query(op: Operation, _: &Names) -> Operation {
+    op.summary("Save a query under a name, shared with its author alone, named groups, or everyone who may query its database (docs/queries.md, \"Saved queries\")")
+        .body(schema_ref("SavedQueryCreate"))
+        .response(201, json!({
+            "description": "Saved.",
+            "content": { "application/json": { "schema": schema_ref("SavedQuery") } },
+        }))
+        .errors(&[400, 401, 403, 408, 413, 415, 422, 503])
+}
+
+pub(crate) fn get_saved_query(op: Operation, _: &Names) -> Operation {
+    op.summary("A saved query (404 unless it is shared with the caller)")
+        .params(vec![saved_query_id()])
+        .ok(json_content(schema_ref("SavedQuery")))
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn update_saved_query(op: Operation, _: &Names) -> Operation {
+    op.summary("Its author renames, describes, shares or changes a saved query (each field left out stays)")
+        .params(vec![saved_query_id()])
+        .body(schema_ref("SavedQueryUpdate"))
+        .ok(json_content(schema_ref("SavedQuery")))
+        .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
+}
+
+pub(crate) fn delete_saved_query(op: Operation, _: &Names) -> Operation {
+    op.summary("Its author (or a super admin) deletes a saved query; its runs stay in the history")
+        .params(vec![saved_query_id()])
+        .ok(json_content(schema_ref("SavedQuery")))
+        .errors(&[401, 403, 404, 409, 503])
+}
+
+pub(crate) fn create_saved_query_run(op: Operation, _: &Names) -> Operation {
+    op.summary("A run of a saved query, stored as a new query holding its parameters' values (awaiting reviews where its credential needs them); run it with runQuery")
+        .params(vec![saved_query_id()])
+        .optional_body(schema_ref("SavedQueryRunInput"))
+        .ok(json_content(schema_ref("Query")))
+        .errors(&[400, 401, 403, 404, 408, 413, 415, 422, 503])
+}
+
 // The audit trail and the outbox
 
 pub(crate) fn list_audit(op: Operation, _: &Names) -> Operation {

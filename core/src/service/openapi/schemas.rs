@@ -515,6 +515,12 @@ pub(super) fn schemas() -> Value {
             "description": described(text_schema(Text::Lines(DESCRIPTION_MAX), Presence::Raw), "A new description (empty clears it); null or left out: unchanged."),
             "query": described(text_schema(Text::Lines(QUERY_MAX), Presence::NotBlank), "A new statement (one): a new revision, whose approvals count from none."),
         })),
+        "SavedQueryCreate": saved_query_input(true),
+        "SavedQueryUpdate": saved_query_input(false),
+        "SavedQueryRunInput": object(&[], json!({
+            "params": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for each of the saved query's `${name}` parameters, and no other: bound as parameters, never pasted into the text."),
+            "limit": described(json!({ "type": ["integer", "null"], "minimum": 1 }), "The most rows the run returns (default 1,000), up to the server's maximum."),
+        })),
         "CommentInput": object(&["text"], json!({
             "text": text_schema(Text::Lines(REASON_MAX), Presence::Required),
         })),
@@ -577,6 +583,35 @@ fn views() -> Map<String, Value> {
     generator.subschema_for::<PageView<super::super::render::InvitationView<'static>>>();
     generator.subschema_for::<PageView<super::super::render::PasskeyView<'static>>>();
     generator.subschema_for::<PageView<QueryableDatabaseView<'static>>>();
+    generator.subschema_for::<PageView<super::super::render::SavedQueryView<'static>>>();
     generator.subschema_for::<DataProtectionView<'static>>();
     generator.take_definitions(true)
+}
+
+/// A saved query's body: every field on a create (`sharing` defaults to `author`), any on a
+/// change (each left out stays).
+fn saved_query_input(creating: bool) -> Value {
+    let presence = if creating {
+        Presence::Required
+    } else {
+        Presence::NotBlank
+    };
+    let required: &[&str] = if creating {
+        &["name", "query", "database_id", "credential_id"]
+    } else {
+        &[]
+    };
+    object(
+        required,
+        json!({
+            "name": text_schema(Text::Line(crate::model::SAVED_NAME_MAX), presence),
+            "description": described(text_schema(Text::Lines(DESCRIPTION_MAX), Presence::Raw), "What it is for (may be empty)."),
+            "query": described(text_schema(Text::Lines(QUERY_MAX), presence), "One statement; `${name}` marks a parameter each run gives a value for, bound as a parameter."),
+            "database_id": text_schema(NAME, presence),
+            "credential_id": text_schema(NAME, presence),
+            "tags": described(json!({ "type": ["array", "null"], "maxItems": crate::model::SAVED_TAGS_MAX.0, "items": { "type": "string", "minLength": 1, "maxLength": crate::model::SAVED_TAGS_MAX.1 } }), "Words to find it by (each kept once, case aside)."),
+            "sharing": described(json!({ "type": ["string", "null"], "enum": ["author", "groups", "database", null] }), "Who sees it: its author alone (the default), the members of `groups` who may query its database, or everyone who may query its database."),
+            "groups": described(json!({ "type": ["array", "null"], "maxItems": crate::validate::SHARED_GROUPS_MAX, "items": { "type": "string", "minLength": 1 } }), "With sharing `groups` (and only then): the groups who see it."),
+        }),
+    )
 }

@@ -15,6 +15,15 @@ use super::super::admission::admit;
 use super::super::error::ApiError;
 use super::Queries;
 
+/// What links a query to the saved query it is a run of.
+#[derive(Clone, Debug)]
+pub(crate) struct SavedLink {
+    /// The saved query's id.
+    pub(crate) id: String,
+    /// The values of its statement's parameters, in their order.
+    pub(crate) params: Vec<(String, String)>,
+}
+
 impl Queries {
     /// Stores the query `body` describes, by `principal`.
     pub(crate) async fn store_query(
@@ -22,6 +31,18 @@ impl Queries {
         principal: &Principal,
         body: serde_json::Map<String, Value>,
         origin: &Origin,
+    ) -> Result<Query, ApiError> {
+        self.store_linked_query(principal, body, origin, None).await
+    }
+
+    /// Stores the query `body` describes, by `principal`, as a run of the saved query `link`
+    /// names when it names one.
+    pub(crate) async fn store_linked_query(
+        &self,
+        principal: &Principal,
+        body: serde_json::Map<String, Value>,
+        origin: &Origin,
+        link: Option<SavedLink>,
     ) -> Result<Query, ApiError> {
         let QueryDraft {
             database_id,
@@ -101,28 +122,27 @@ impl Queries {
             reviews: Vec::new(),
             revision: 0,
             comments: Vec::new(),
-            saved_query: None,
-            params: Vec::new(),
+            saved_query: link.as_ref().map(|link| link.id.clone()),
+            params: link.map(|link| link.params).unwrap_or_default(),
             bypass: None,
             run: None,
             inserted_at: now,
             updated_at: now,
         };
-        let event = AuditEvent::new(
-            origin,
-            AuditAction::QueryCreate,
-            query.id.as_str(),
-            [
-                "database_id",
-                "credential_id",
-                "query",
-                "limit",
-                "title",
-                "description",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
-        );
+        let mut changes: Vec<String> = [
+            "database_id",
+            "credential_id",
+            "query",
+            "limit",
+            "title",
+            "description",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        if query.saved_query.is_some() {
+            changes.extend(["saved_query_id", "params"].map(str::to_owned));
+        }
+        let event = AuditEvent::new(origin, AuditAction::QueryCreate, query.id.as_str(), changes);
         // A query that waits for reviews asks for them in its database's Slack channel, through
         // the outbox, in the same change (docs/workflows.md, "Workflows and notifications").
         let outbox: Vec<_> = self

@@ -3,6 +3,7 @@
 //! `admission`, starting a run `launch`.
 
 mod create;
+pub(crate) use create::SavedLink;
 mod edit;
 mod history;
 

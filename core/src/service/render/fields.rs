@@ -86,3 +86,8 @@ pub(super) fn role(_: &mut SchemaGenerator) -> Schema {
         crate::model::Role::SuperAdmin.as_str(), crate::model::Role::Member.as_str(), null
     ] })
 }
+
+/// A saved query's sharing: `author`, `groups` or `database`.
+pub(super) fn sharing(_: &mut SchemaGenerator) -> Schema {
+    one_of(["author", "groups", "database"])
+}

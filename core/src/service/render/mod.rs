@@ -26,7 +26,7 @@ pub(crate) use dashboards::DashboardView;
 pub(crate) use databases::DatabaseView;
 pub(crate) use deliveries::{DeliveryProgressView, DeliveryView};
 pub(crate) use me::{MayView, MeView, MySessionView, QueryableDatabaseView};
-pub(crate) use queries::QueryView;
+pub(crate) use queries::{QueryView, SavedQueryView};
 pub(crate) use users::{InvitationView, PasskeyView, UserView};
 
 /// One page of a listing: `{"data": [...], "next": "<id>" | null}`.

@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::fields::{decision, query_status, timestamp, timestamp_or_null};
 
 /// A query: `{"id", "database_id", "credential_id", "query", "title", "description", "limit",
-/// "author", "status", "revision", "reviews", "comments", "run", "inserted_at", "updated_at"}`;
-/// `run` is null until it starts.
+/// "author", "status", "revision", "reviews", "comments", "saved_query_id", "params", "run",
+/// "inserted_at", "updated_at"}`; `run` is null until it starts.
 #[derive(Serialize, JsonSchema)]
 #[schemars(rename = "Query", deny_unknown_fields)]
 pub(crate) struct QueryView<'a> {
@@ -36,6 +36,11 @@ pub(crate) struct QueryView<'a> {
     reviews: Vec<ReviewView<'a>>,
     /// Its thread: what its author and reviewers said, in the order it came.
     comments: Vec<CommentView<'a>>,
+    /// The saved query it is a run of (`sq_…`), or null.
+    saved_query_id: Option<&'a str>,
+    /// The values of its statement's `${name}` parameters, in the statement's order: bound
+    /// as parameters when it runs (empty for a typed query, which runs as written).
+    params: Vec<ParamView<'a>>,
     /// A super admin ran their own query without the approvals it lacked.
     bypass: Option<BypassView<'a>>,
     run: Option<QueryRunView<'a>>,
@@ -56,6 +61,13 @@ struct ReviewView<'a> {
     reviewed_at: String,
     /// The revision of the query it was given on (only those of the current one count).
     revision: u32,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "Param", deny_unknown_fields)]
+struct ParamView<'a> {
+    name: &'a str,
+    value: &'a str,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -127,6 +139,12 @@ impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
                     at: comment.at.to_string(),
                 })
                 .collect(),
+            saved_query_id: query.saved_query.as_deref(),
+            params: query
+                .params
+                .iter()
+                .map(|(name, value)| ParamView { name, value })
+                .collect(),
             bypass: query.bypass.as_ref().map(|bypass| BypassView {
                 by: &bypass.by,
                 at: bypass.at.to_string(),
@@ -145,6 +163,68 @@ impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
             }),
             inserted_at: query.inserted_at.to_string(),
             updated_at: query.updated_at.to_string(),
+        }
+    }
+}
+
+/// A saved query: `{"id", "name", "description", "query", "params", "database_id",
+/// "credential_id", "tags", "sharing", "groups", "author", "mine", "created_at",
+/// "updated_at"}`.
+#[derive(Serialize, JsonSchema)]
+#[schemars(rename = "SavedQuery", deny_unknown_fields)]
+pub(crate) struct SavedQueryView<'a> {
+    /// `sq_…`: its page is `#/saved/{id}` in the console.
+    id: &'a str,
+    name: &'a str,
+    description: &'a str,
+    query: &'a str,
+    /// The names of its statement's `${name}` parameters, each once, in order: a run gives a
+    /// value for each.
+    params: Vec<String>,
+    database_id: &'a str,
+    credential_id: &'a str,
+    tags: &'a [String],
+    /// Who sees it: `author` (its author alone), `groups` (the members of `groups` who may
+    /// query its database) or `database` (everyone who may query its database). A super admin
+    /// sees every one.
+    #[schemars(schema_with = "super::fields::sharing")]
+    sharing: &'static str,
+    /// The groups of a `groups` sharing (empty otherwise).
+    groups: &'a [String],
+    author: &'a str,
+    /// Whether the caller is its author (who changes it).
+    mine: bool,
+    #[schemars(schema_with = "timestamp")]
+    created_at: String,
+    #[schemars(schema_with = "timestamp")]
+    updated_at: String,
+}
+
+impl<'a> SavedQueryView<'a> {
+    /// `saved` as `principal` sees it, with its statement's parameters `params`.
+    pub(crate) fn new(
+        saved: &'a crate::model::SavedQuery,
+        principal: &crate::model::Principal,
+        params: Vec<String>,
+    ) -> Self {
+        Self {
+            id: saved.id.as_str(),
+            name: &saved.name,
+            description: &saved.description,
+            query: &saved.query,
+            params,
+            database_id: &saved.database_id,
+            credential_id: &saved.credential_id,
+            tags: &saved.tags,
+            sharing: saved.sharing.as_str(),
+            groups: match &saved.sharing {
+                crate::model::Sharing::Groups(groups) => groups,
+                _ => &[],
+            },
+            author: &saved.author,
+            mine: saved.is_authors(principal),
+            created_at: saved.created_at.to_string(),
+            updated_at: saved.updated_at.to_string(),
         }
     }
 }
