@@ -199,6 +199,30 @@ export interface Query {
   comments: Comment[];
   run?: QueryRun | null;
   bypass?: { by: string; at: string; reason: string; approvals: number; required: number } | null;
+  /** The saved query it is a run of, or null. */
+  saved_query_id?: string | null;
+  /** Its parameters' values, in the statement's order (a saved query's run). */
+  params?: { name: string; value: string }[];
+}
+
+/** A saved query (…/saved-queries). */
+export interface SavedQuery {
+  id: string;
+  name: string;
+  description: string;
+  query: string;
+  /** The names of its `${name}` parameters, each once. */
+  params: string[];
+  database_id: string;
+  credential_id: string;
+  tags: string[];
+  sharing: "author" | "groups" | "database";
+  groups: string[];
+  author: string;
+  /** Whether the caller wrote it. */
+  mine: boolean;
+  created_at: string;
+  updated_at: string;
 }
 
 export interface Page<T> {

@@ -29,6 +29,8 @@ export interface Handoff {
   load?: string;
   run?: string;
   bypass?: string;
+  /** A statement to put into the editor for a database and credential (a saved query's). */
+  text?: { database_id: string; credential_id: string; query: string };
 }
 
 export class App {
@@ -147,6 +149,7 @@ export class App {
         "ul",
         {},
         me.may.query && item("", "Query"),
+        me.may.query && item("saved", "Saved"),
         me.may.query && item("history", "History"),
         me.may.query && !me.agent && item("connect", "Your client"),
         me.may.review && item("reviews", "Reviews", this.pending),

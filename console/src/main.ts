@@ -10,6 +10,7 @@ import { accountScreen } from "./account";
 import { auditScreen, outboxScreen } from "./operations";
 import { historyScreen, queryPage, reviewsScreen } from "./queries";
 import { queryScreen } from "./query";
+import { savedListScreen, savedPage } from "./saved";
 import { connectScreen } from "./connect";
 import { exchangeLink, signInScreen, takeLinkToken, welcomeScreen } from "./signin";
 import { usersScreen } from "./users";
@@ -35,6 +36,8 @@ async function start(): Promise<void> {
     .add(/^$/, (a) => queryScreen(a))
     .add(/^history$/, (a) => historyScreen(a))
     .add(/^reviews$/, (a) => reviewsScreen(a))
+    .add(/^saved$/, (a) => savedListScreen(a))
+    .add(/^saved\/([A-Za-z0-9_]+)$/, (a, [id]) => savedPage(a, id ?? ""))
     .add(/^queries\/([A-Za-z0-9_]+)$/, (a, [id]) => queryPage(a, id ?? ""))
     .add(/^dashboards$/, (a) => dashboardsScreen(a))
     .add(/^dashboards\/new$/, (a) => dashboardEditor(a, null))

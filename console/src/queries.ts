@@ -97,7 +97,7 @@ export async function historyScreen(app: App): Promise<Screen> {
             h("td", {}, db ? isolated(db.name) : query.database_id),
             h("td", {}, h("span", { class: `status ${query.status}` }, statusLabel(query.status))),
             h("td", {}, outcome(query, requiredFor(names, query))),
-            h("td", {}, isolated(visible(query.title))),
+            h("td", {}, isolated(visible(query.title)), query.saved_query_id ? " " : "", query.saved_query_id ? app.link(`saved/${query.saved_query_id}`, h("span", { class: "tag" }, "saved")) : ""),
             h("td", { class: "sql" }, h("code", {}, visible(excerpt(query.query)))),
             h(
               "td",
@@ -412,6 +412,16 @@ export async function queryPage(app: App, id: string): Promise<Screen> {
       ),
       h("h2", {}, "Statement"),
       h("pre", { class: "sql" }, visible(query.query)),
+      query.saved_query_id ? h("p", {}, "A run of ", app.link(`saved/${query.saved_query_id}`, "a saved query"), query.params?.length ? ", with these values (sent as bind parameters):" : ".") : "",
+      query.params?.length
+        ? h(
+            "table",
+            { class: "list params" },
+            h("caption", { class: "sr-only" }, "Parameter values"),
+            h("thead", {}, h("tr", {}, h("th", { attrs: { scope: "col" } }, "Parameter"), h("th", { attrs: { scope: "col" } }, "Value"))),
+            h("tbody", {}, ...query.params.map((p) => h("tr", {}, h("td", {}, h("code", {}, visible(p.name))), h("td", {}, isolated(p.value))))),
+          )
+        : "",
       h("h2", {}, "Thread"),
       entries.length ? h("ol", { class: "thread" }, ...entries.map((e) => e.node)) : h("p", {}, "No review or comment yet."),
       commentForm,

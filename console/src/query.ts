@@ -9,6 +9,7 @@ import { field, h, isolated, replace } from "./dom";
 import { SqlEditor, completionOf, type Table } from "./editor";
 import { Grid, streamInto } from "./grid";
 import { outcomeText } from "./ndjson";
+import { saveDialog } from "./saved";
 import { runnableSpan } from "./statement";
 
 const PINS = "dbconsole.pins.";
@@ -83,6 +84,7 @@ export async function queryScreen(app: App): Promise<Screen> {
   const runButton = h("button", { class: "primary", attrs: { type: "button" } }, "Run");
   const csvButton = h("button", { attrs: { type: "button", title: "Run once and download every row (up to the row limit) as a CSV file" } }, "Run to CSV");
   const cancelButton = h("button", { attrs: { type: "button", hidden: true } }, "Cancel");
+  const saveButton = h("button", { attrs: { type: "button", title: "Save the statement under a name, to run again and share" } }, "Save…");
   const elapsed = h("span", { class: "elapsed", attrs: { "aria-live": "off" } });
   // A request for review says what it is for and why: its reviewers read that first.
   const titleField = h("input", { attrs: { type: "text", maxlength: 200, autocomplete: "off" } });
@@ -133,6 +135,7 @@ export async function queryScreen(app: App): Promise<Screen> {
     runButton.disabled = !database || running !== null;
     csvButton.hidden = needsReview;
     csvButton.disabled = runButton.disabled;
+    saveButton.disabled = !database;
     request.hidden = !needsReview;
   }
 
@@ -337,6 +340,8 @@ export async function queryScreen(app: App): Promise<Screen> {
     }
   }
 
+  const save = saveDialog(app, () => (database ? { database_id: database.id, credential_id: credential.value, query: editor.text } : null));
+  saveButton.addEventListener("click", () => save.showModal());
   runButton.addEventListener("click", () => void run());
   csvButton.addEventListener("click", () => void run("csv"));
   cancelButton.addEventListener("click", () => running?.abort());
@@ -354,7 +359,8 @@ export async function queryScreen(app: App): Promise<Screen> {
       "section",
       { class: "work" },
       heading,
-      h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), field("Timeout (s)", timeoutField, "Blank: the credential's"), runButton, csvButton, cancelButton, elapsed),
+      h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), field("Timeout (s)", timeoutField, "Blank: the credential's"), runButton, csvButton, cancelButton, saveButton, elapsed),
+      save,
       request,
       editorHost,
       error,
@@ -363,11 +369,13 @@ export async function queryScreen(app: App): Promise<Screen> {
     ),
   );
 
+  const text = handoff?.text;
   const first =
+    (text && databases.find((db) => db.id === text.database_id)) ??
     (preset && databases.find((db) => db.id === preset.database_id)) ??
     databases.find((db) => pinned.has(db.id)) ??
     databases[0];
-  if (first) choose(first, preset?.query, preset?.credential_id);
+  if (first) choose(first, text?.query ?? preset?.query, text?.credential_id ?? preset?.credential_id);
   else drawList();
   drawRunButton();
   requestAnimationFrame(() => {
