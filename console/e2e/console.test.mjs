@@ -332,6 +332,7 @@ describe("the console", { concurrency: false }, () => {
     await page.getByLabel("Description").fill("For the weekly report.");
     await page.getByRole("button", { name: "Request review" }).click();
     await page.getByRole("link", { name: "Open the query" }).click();
+    await page.waitForURL(/\/console\/queries\/qry_/);
     const title = page.getByRole("heading", { level: 1 });
     await title.waitFor();
     assert.equal(await title.textContent(), `Counts ${HOSTILE}`, "a hostile title stays text");

@@ -104,6 +104,89 @@ describe("the query workspace", { concurrency: false }, () => {
     await context.close();
   });
 
+  it("the grid from the keyboard alone: one Tab stop, arrows, a range with Shift copied as TSV, sort, filter", async () => {
+    const { page, context } = await signedIn(keys.ann);
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: server.base });
+    await page.getByRole("button", { name: /^Workspace PG/ }).first().click();
+    await typeSql(page, "select n, n * 1000 as big, 'r' || n as label, now() as at from generate_series(1, 50) as n");
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByText(/^50 rows in \d+ ms$/).waitFor();
+    const grid = page.getByRole("grid", { name: "Result" });
+    const inGrid = () => page.evaluate(() => document.activeElement?.closest("[role=grid]") !== null);
+    for (let i = 0; i < 12 && !(await inGrid()); i++) await page.keyboard.press("Tab");
+    assert.ok(await inGrid(), "Tab reaches the grid");
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute("role")), "grid", "the grid itself holds the focus");
+    const active = () => page.evaluate(() => {
+      const grid = document.activeElement;
+      const cell = document.getElementById(grid?.getAttribute("aria-activedescendant") ?? "");
+      return cell ? { text: cell.textContent, row: cell.closest("[role=row]")?.getAttribute("aria-rowindex"), col: cell.getAttribute("aria-colindex") } : null;
+    });
+    await page.keyboard.press("ArrowDown");
+    await page.keyboard.press("ArrowRight");
+    assert.deepEqual(await active(), { text: "2,000", row: "3", col: "3" }, "numbers in the reader's separators");
+    const align = await grid.locator('[role="row"][aria-rowindex="3"] [aria-colindex="3"]').evaluate((cell) => window.getComputedStyle(cell).textAlign);
+    assert.equal(align, "right", "numbers right-aligned");
+    await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("Shift+ArrowRight");
+    assert.equal(await grid.locator('[aria-selected="true"]').count(), 6, "a 3×2 range is selected");
+    await page.keyboard.press("ControlOrMeta+c");
+    await page.waitForFunction(() => navigator.clipboard.readText().then((t) => t.includes("\t")));
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "2000\tr2\n3000\tr3\n4000\tr4", "the range as TSV, values as they came");
+    // The timestamp column is as wide as a timestamp: its text is not cut.
+    const fits = await grid.locator('[role="row"][aria-rowindex="2"] [aria-colindex="5"] bdi').evaluate((bdi) => bdi.scrollWidth <= bdi.parentElement.clientWidth);
+    assert.ok(fits, "a timestamp fits its column");
+    // Past the last row and column; Home goes back.
+    await page.keyboard.press("ControlOrMeta+End");
+    await page.keyboard.press("End");
+    assert.deepEqual(await active().then((a) => [a.row, a.col]), ["51", "5"]);
+    await page.keyboard.press("ControlOrMeta+Home");
+    await page.keyboard.press("Home");
+    assert.deepEqual(await active().then((a) => [a.row, a.col]), ["2", "2"]);
+    // Up to the header of "label", Enter sorts by it (as text), Enter again the other way.
+    await page.keyboard.press("ArrowRight");
+    await page.keyboard.press("ArrowRight");
+    await page.keyboard.press("ArrowUp");
+    await page.keyboard.press("Enter");
+    const header = grid.getByRole("columnheader", { name: /^label/ });
+    assert.equal(await header.getAttribute("aria-sort"), "ascending");
+    const labels = async () => grid.locator('[role="row"]:not(.grid-header) [aria-colindex="4"]').allTextContents();
+    assert.deepEqual((await labels()).slice(0, 3), ["r1", "r10", "r11"]);
+    await page.keyboard.press("Enter");
+    assert.equal(await header.getAttribute("aria-sort"), "descending");
+    assert.deepEqual((await labels()).slice(0, 2), ["r9", "r8"]);
+    await screenshot(page, "grid-sorted");
+    // One Tab leaves the grid.
+    await page.keyboard.press("Tab");
+    assert.equal(await inGrid(), false, "the grid is one Tab stop");
+    await page.getByRole("searchbox", { name: "Filter the rows of Result" }).fill("R4");
+    await page.getByText("11 of 50 rows shown").waitFor();
+    await assertAccessible(page, "axe: the grid, sorted and filtered");
+    await assertClean(page, "the grid");
+    await context.close();
+  });
+
+  it("follows the system's dark theme, readable (axe's contrast check)", async () => {
+    const context = await browser.newContext({ baseURL: server.base, colorScheme: "dark" });
+    const page = await context.newPage();
+    await page.goto("/console/");
+    await page.getByLabel("Key").fill(keys.ann);
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+    const background = await page.evaluate(() => window.getComputedStyle(document.documentElement).backgroundColor);
+    assert.equal(background, "rgb(17, 21, 29)", "the dark background");
+    await page.getByRole("button", { name: /^Workspace PG/ }).first().click();
+    await typeSql(page, "select 1 as one, 'two' as two, null as three");
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByText(/^1 rows? in \d+ ms$/).waitFor();
+    await screenshot(page, "query-dark");
+    await assertAccessible(page, "axe: the query screen in the dark theme");
+    await page.goto(savedUrl);
+    await page.getByRole("heading", { level: 1, name: `Echo ${HOSTILE}` }).waitFor();
+    await assertAccessible(page, "axe: a saved query in the dark theme");
+    await context.close();
+  });
+
   it("one outside the group is refused: the address says it is not shared with them", async () => {
     const { page, context } = await signedIn(keys.eve);
     await page.goto(savedUrl);

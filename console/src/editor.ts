@@ -24,14 +24,34 @@ import {
 import type { Span } from "./statement";
 
 /** Token colours with at least 4.5:1 contrast on white (and on the active line). */
+/** The words shown beside a completion for its kind. */
+const KINDS: Record<string, string> = {
+  keyword: "key",
+  type: "table",
+  class: "table",
+  property: "column",
+  namespace: "schema",
+  function: "fn",
+  variable: "var",
+  constant: "const",
+};
+
+function kindBadge(type: string | undefined): Node {
+  const badge = document.createElement("span");
+  badge.className = "cm-kind";
+  badge.setAttribute("aria-hidden", "true");
+  badge.textContent = KINDS[type ?? ""] ?? (type ?? "");
+  return badge;
+}
+
 const highlight = HighlightStyle.define([
-  { tag: tags.keyword, color: "#6f1a8a", fontWeight: "600" },
-  { tag: [tags.string, tags.special(tags.string)], color: "#9a1a1a" },
-  { tag: [tags.number, tags.bool, tags.null], color: "#0f5e3a" },
-  { tag: [tags.comment, tags.lineComment, tags.blockComment], color: "#5c5c3d", fontStyle: "italic" },
-  { tag: [tags.typeName, tags.standard(tags.name)], color: "#1a4d8f" },
-  { tag: [tags.operator, tags.punctuation, tags.bracket], color: "#333a45" },
-  { tag: [tags.name, tags.propertyName, tags.special(tags.name)], color: "#1d2330" },
+  { tag: tags.keyword, color: "var(--sql-keyword)", fontWeight: "600" },
+  { tag: [tags.string, tags.special(tags.string)], color: "var(--sql-string)" },
+  { tag: [tags.number, tags.bool, tags.null], color: "var(--sql-number)" },
+  { tag: [tags.comment, tags.lineComment, tags.blockComment], color: "var(--sql-comment)", fontStyle: "italic" },
+  { tag: [tags.typeName, tags.standard(tags.name)], color: "var(--sql-type)" },
+  { tag: [tags.operator, tags.punctuation, tags.bracket], color: "var(--sql-operator)" },
+  { tag: [tags.name, tags.propertyName, tags.special(tags.name)], color: "var(--fg)" },
 ]);
 
 export function dialectOf(adapter: string): SQLDialect {
@@ -123,7 +143,12 @@ export class SqlEditor {
           highlightActiveLine(),
           bracketMatching(),
           closeBrackets(),
-          autocompletion(),
+          // The kind of each completion as a short word: the default icons are glyphs many
+          // fonts lack (an empty box).
+          autocompletion({
+            icons: false,
+            addToOptions: [{ render: (completion) => kindBadge(completion.type), position: 20 }],
+          }),
           syntaxHighlighting(highlight),
           this.language.of(sql({ dialect: StandardSQL })),
           placeholder("select …"),

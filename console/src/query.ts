@@ -9,6 +9,7 @@ import { field, h, isolated, replace } from "./dom";
 import { SqlEditor, completionOf, type Table } from "./editor";
 import { Grid, streamInto } from "./grid";
 import { outcomeText } from "./ndjson";
+import { icon } from "./icons";
 import { saveDialog } from "./saved";
 import { runnableSpan } from "./statement";
 
@@ -192,7 +193,7 @@ export async function queryScreen(app: App): Promise<Screen> {
                 },
               },
             },
-            isPinned ? "★" : "☆",
+            icon("star", !isPinned),
           ),
         );
       }),
@@ -340,8 +341,13 @@ export async function queryScreen(app: App): Promise<Screen> {
     }
   }
 
-  const save = saveDialog(app, () => (database ? { database_id: database.id, credential_id: credential.value, query: editor.text } : null));
-  saveButton.addEventListener("click", () => save.showModal());
+  // The dialog is in the page only while it is open: its fields are not the editor's.
+  saveButton.addEventListener("click", () => {
+    const save = saveDialog(app, () => (database ? { database_id: database.id, credential_id: credential.value, query: editor.text } : null));
+    save.addEventListener("close", () => save.remove());
+    element.append(save);
+    save.showModal();
+  });
   runButton.addEventListener("click", () => void run());
   csvButton.addEventListener("click", () => void run("csv"));
   cancelButton.addEventListener("click", () => running?.abort());
@@ -360,7 +366,6 @@ export async function queryScreen(app: App): Promise<Screen> {
       { class: "work" },
       heading,
       h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), field("Timeout (s)", timeoutField, "Blank: the credential's"), runButton, csvButton, cancelButton, saveButton, elapsed),
-      save,
       request,
       editorHost,
       error,
