@@ -187,6 +187,30 @@ describe("the query workspace", { concurrency: false }, () => {
     await context.close();
   });
 
+  it("keeps a person's theme and clock in their settings: dark and UTC everywhere, on every browser", async () => {
+    const { page, context } = await signedIn(keys.bob);
+    await page.getByRole("link", { name: "bob@example.com" }).click();
+    await page.getByLabel("Theme").selectOption("dark");
+    await page.waitForFunction(() => document.documentElement.dataset.theme === "dark");
+    await page.getByLabel("Times shown in").selectOption("UTC");
+    await page.getByText(/Times read like this: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/).waitFor();
+    await screenshot(page, "account-settings");
+    await assertAccessible(page, "axe: the account page, dark");
+    // Another browser of the same person: the same theme and clock.
+    const other = await signedIn(keys.bob);
+    assert.equal(await other.page.evaluate(() => document.documentElement.dataset.theme), "dark");
+    await other.page.getByRole("link", { name: "History" }).click();
+    const created = await other.page.getByRole("table").locator("tbody tr td").first().textContent();
+    assert.match(created ?? "", /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/, "History's times in UTC, with the zone");
+    await other.context.close();
+    await page.getByLabel("Theme").selectOption("");
+    await page.waitForFunction(() => document.documentElement.dataset.theme === undefined);
+    await page.getByLabel("Times shown in").selectOption("");
+    await page.getByText(/Times read like this: .* (UTC|GMT[+-]?\d*|[A-Z]{2,5})$/).waitFor();
+    await assertClean(page, "settings");
+    await context.close();
+  });
+
   it("one outside the group is refused: the address says it is not shared with them", async () => {
     const { page, context } = await signedIn(keys.eve);
     await page.goto(savedUrl);

@@ -2,10 +2,11 @@
 // which they may end (another laptop left signed in, a phone lost). Never a secret: the server
 // lists ids and times only.
 
-import { ApiError, call, type Page } from "./api";
+import { ApiError, call, type Page, type Settings } from "./api";
 import type { App, Screen } from "./app";
 import { field, h, isolated, replace, table } from "./dom";
 import { deviceName, enrollPasskey, passkeyProblem, passkeysSupported } from "./passkeys";
+import { applySettings, when } from "./clock";
 
 interface MySession {
   id: string;
@@ -31,9 +32,7 @@ interface MyPasskey {
   last_used_at: string | null;
 }
 
-function when(text: string): string {
-  return new Date(text).toLocaleString("en-GB");
-}
+
 
 export async function accountScreen(app: App): Promise<Screen> {
   const error = h("p", { class: "error", attrs: { role: "alert" } });
@@ -136,6 +135,32 @@ export async function accountScreen(app: App): Promise<Screen> {
     addKey,
   );
 
+  // Appearance: the theme and the clock, kept in the person's record (every browser they use).
+  const settings = await call<Settings>("GET", "/api/v1/console/me/settings");
+  const theme = h("select", {}, h("option", { attrs: { value: "" } }, "As the system"), h("option", { attrs: { value: "light" } }, "Light"), h("option", { attrs: { value: "dark" } }, "Dark"));
+  theme.value = settings.theme ?? "";
+  const zone = h("select", {}, h("option", { attrs: { value: "" } }, `This browser's (${Intl.DateTimeFormat().resolvedOptions().timeZone})`), h("option", { attrs: { value: "UTC" } }, "UTC"));
+  zone.value = settings.time_zone ?? "";
+  const sample = h("p", { class: "hint" });
+  const settingsError = h("p", { class: "error", attrs: { role: "alert" } });
+  const drawSample = () => replace(sample, "Times read like this: ", h("time", {}, when(new Date().toISOString())));
+  drawSample();
+  const keep = () => {
+    settingsError.textContent = "";
+    void call<Settings>("PUT", "/api/v1/console/me/settings", { theme: theme.value || null, time_zone: zone.value || null }).then(
+      (kept) => {
+        applySettings(kept);
+        drawSample();
+        app.announce("Settings kept");
+      },
+      (e: unknown) => {
+        settingsError.textContent = e instanceof ApiError ? e.message : String(e);
+      },
+    );
+  };
+  theme.addEventListener("change", keep);
+  zone.addEventListener("change", keep);
+
   await load();
   await loadPasskeys();
   const me = app.me;
@@ -146,6 +171,10 @@ export async function accountScreen(app: App): Promise<Screen> {
       {},
       h("h1", {}, "Your account"),
       h("p", {}, "Signed in as ", h("strong", {}, isolated(me?.user ?? "")), me?.role === "super-admin" ? " (a super admin)." : "."),
+      h("h2", {}, "Appearance"),
+      h("div", { class: "row" }, field("Theme", theme), field("Times shown in", zone)),
+      sample,
+      settingsError,
       h("h2", {}, "Your passkeys"),
       h("p", {}, "Sign in with a passkey on each device you use. You add one from a session signed in with a passkey, an invitation or a link (not with a key, nor your organisation's account, which stays your way in)."),
       keysError,

@@ -205,6 +205,12 @@ export interface Query {
   params?: { name: string; value: string }[];
 }
 
+/** The person's own settings (…/me/settings). */
+export interface Settings {
+  theme: "light" | "dark" | null;
+  time_zone: "UTC" | null;
+}
+
 /** A saved query (…/saved-queries). */
 export interface SavedQuery {
   id: string;

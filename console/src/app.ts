@@ -1,7 +1,8 @@
 // The app's frame: who is signed in, the navigation, the routes under /console/, and signing
 // out (which ends the session on the server and forgets the drafts).
 
-import { call, type Me, type Page, type Query } from "./api";
+import { call, type Me, type Page, type Query, type Settings } from "./api";
+import { applySettings } from "./clock";
 import { h, replace } from "./dom";
 
 export const BASE = "/console/";
@@ -36,6 +37,8 @@ export interface Handoff {
 export class App {
   me: Me | null = null;
   handoff: Handoff | null = null;
+  /** Whose settings the page follows now. */
+  private settingsFor: string | null = null;
   private readonly routes: RouteEntry[] = [];
   private current: Screen | null = null;
   private readonly main: HTMLElement;
@@ -106,6 +109,16 @@ export class App {
         // The page asked for is kept: signing in lands on it.
         history.replaceState(null, "", BASE + signInPath(path + location.search));
         return this.render();
+      }
+    }
+    // The person's theme and clock, before any screen shows a time (once per person: a sign-in
+    // sets `me` without this path's read).
+    if (this.me?.may.query && this.settingsFor !== this.me.user) {
+      this.settingsFor = this.me.user;
+      try {
+        applySettings(await call<Settings>("GET", "/api/v1/console/me/settings"));
+      } catch {
+        // The defaults: the system's theme, the browser's zone.
       }
     }
     this.drawNav(path);
@@ -185,6 +198,8 @@ export class App {
       await call<void>("POST", "/api/v1/console/sign-out");
     } finally {
       forgetDrafts();
+      applySettings({ theme: null, time_zone: null });
+      this.settingsFor = null;
       this.me = null;
       this.current?.leave?.();
       this.current = null;

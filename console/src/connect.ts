@@ -7,6 +7,7 @@
 import { ApiError, call, type Page, type QueryableDatabase } from "./api";
 import type { App, Screen } from "./app";
 import { field, h, isolated, replace, table, uid } from "./dom";
+import { when } from "./clock";
 
 interface DoorPassword {
   id: string;
@@ -36,9 +37,7 @@ interface Minted {
   expires_at: string;
 }
 
-function when(text: string): string {
-  return new Date(text).toLocaleString("en-GB");
-}
+
 
 /** A libpq connection-string value: quoted, with `\` and `'` escaped. */
 export function conninfoValue(value: string): string {

@@ -23,6 +23,7 @@ import { dashboardBody, draftOf } from "./dashboard-editor";
 import { dangerDialog, field, h, isolated, replace, table, uid } from "./dom";
 import { Grid, streamInto } from "./grid";
 import { outcomeText, type Column } from "./ndjson";
+import { when } from "./clock";
 
 const DASHBOARDS = "/api/v1/dashboards";
 
@@ -354,7 +355,7 @@ class PanelView {
       if (this.running === controller) {
         this.running = null;
         this.element.removeAttribute("aria-busy");
-        this.lastRun.textContent = `Last run at ${new Date().toLocaleTimeString("en-GB")}`;
+        this.lastRun.textContent = `Last run at ${when(new Date().toISOString())}`;
       }
     }
   }

@@ -375,6 +375,7 @@ export class Grid {
     this.orderDirty = true;
     this.drawHeader();
     this.update();
+    this.paintNow();
   }
 
   private update(): void {

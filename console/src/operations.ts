@@ -5,6 +5,7 @@
 import { ApiError, call, headers, read, type Page } from "./api";
 import type { App, Screen } from "./app";
 import { field, h, isolated, replace, table, uid } from "./dom";
+import { inputToRfc3339, rfc3339ToInput, when } from "./clock";
 
 /** The audit trail's actions, as the server names them. */
 export const AUDIT_ACTIONS = [
@@ -67,20 +68,6 @@ interface Delivery {
   updated_at: string;
 }
 
-/** A `datetime-local` value (the browser's time zone) as RFC 3339 in UTC; "" stays "". */
-export function localToRfc3339(value: string): string {
-  if (!value) return "";
-  const at = new Date(value);
-  return Number.isNaN(at.getTime()) ? "" : at.toISOString();
-}
-
-/** An RFC 3339 time as a `datetime-local` value in the browser's time zone. */
-function rfc3339ToLocal(value: string): string {
-  const at = new Date(value);
-  if (Number.isNaN(at.getTime())) return "";
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}T${pad(at.getHours())}:${pad(at.getMinutes())}`;
-}
 
 /** The page's URL with `params` (empty ones left out), replacing the current entry. */
 function keepInUrl(params: Record<string, string>): URLSearchParams {
@@ -103,9 +90,9 @@ export async function auditScreen(app: App): Promise<Screen> {
   const actor = h("input", { attrs: { type: "text", autocomplete: "off" } });
   actor.value = params.get("actor") ?? "";
   const since = h("input", { attrs: { type: "datetime-local" } });
-  since.value = params.get("since") ? rfc3339ToLocal(params.get("since") ?? "") : "";
+  since.value = params.get("since") ? rfc3339ToInput(params.get("since") ?? "") : "";
   const until = h("input", { attrs: { type: "datetime-local" } });
-  until.value = params.get("until") ? rfc3339ToLocal(params.get("until") ?? "") : "";
+  until.value = params.get("until") ? rfc3339ToInput(params.get("until") ?? "") : "";
   const error = h("p", { class: "error", attrs: { role: "alert" } });
   const body = h("tbody");
   const more = h("button", { attrs: { type: "button", hidden: true } }, "Older events");
@@ -119,8 +106,8 @@ export async function auditScreen(app: App): Promise<Screen> {
       database: database.value,
       action: action.value,
       actor: actor.value.trim(),
-      since: localToRfc3339(since.value),
-      until: localToRfc3339(until.value),
+      since: inputToRfc3339(since.value),
+      until: inputToRfc3339(until.value),
     });
     if (!reset && next) filter.set("after", next);
     filter.set("limit", "100");
@@ -135,7 +122,7 @@ export async function auditScreen(app: App): Promise<Screen> {
           h(
             "tr",
             {},
-            h("td", {}, h("time", { attrs: { datetime: event.at } }, new Date(event.at).toLocaleString("en-GB"))),
+            h("td", {}, h("time", { attrs: { datetime: event.at } }, when(event.at))),
             h("td", {}, event.action),
             h("td", {}, `${event.resource.kind} `, isolated(event.resource.id)),
             h("td", {}, isolated(event.actor.name), event.actor.id ? h("small", { class: "hint" }, " ", isolated(event.actor.id)) : ""),
@@ -246,7 +233,7 @@ export async function outboxScreen(app: App): Promise<Screen> {
             h("td", {}, delivery.kind === "workflow" ? "workflow " : "Slack ", isolated((delivery.kind === "workflow" ? delivery.workflow_id : delivery.channel) ?? "")),
             h("td", {}, h("span", { class: `status ${delivery.status}` }, delivery.status)),
             h("td", {}, String(delivery.attempts)),
-            h("td", {}, delivery.due_at ? new Date(delivery.due_at).toLocaleString("en-GB") : ""),
+            h("td", {}, when(delivery.due_at)),
             h("td", {}, isolated(delivery.last_error ?? "")),
             h("td", {}, delivery.status === "dead" ? retryButton : ""),
           ),

@@ -9,6 +9,7 @@
 import { ApiError, call, type Page, type Query, type QueryableDatabase } from "./api";
 import type { App, Screen } from "./app";
 import { dangerDialog, field, h, isolated, replace, table, visible } from "./dom";
+import { when } from "./clock";
 
 const STATUSES = ["ready", "awaiting_review", "changes_requested", "rejected", "running", "succeeded", "failed"];
 
@@ -33,11 +34,7 @@ function requiredFor(names: Map<string, QueryableDatabase>, query: Query): numbe
   return credential ? credential.reviews_required : null;
 }
 
-function when(at: string | null | undefined): string {
-  if (!at) return "";
-  const date = new Date(at);
-  return Number.isNaN(date.getTime()) ? at : date.toLocaleString();
-}
+
 
 function excerpt(text: string): string {
   const line = text.replace(/\s+/g, " ").trim();

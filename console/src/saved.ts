@@ -6,6 +6,7 @@
 import { ApiError, call, type Page, type Query, type QueryableDatabase, type SavedQuery } from "./api";
 import type { App, Screen } from "./app";
 import { dangerDialog, field, h, isolated, replace, table, uid, visible } from "./dom";
+import { when } from "./clock";
 
 const SAVED = "/api/v1/console/saved-queries";
 
@@ -277,6 +278,8 @@ export async function savedPage(app: App, id: string): Promise<Screen> {
         h("dd", {}, sharingLabel(saved)),
         h("dt", {}, "Author"),
         h("dd", {}, saved.mine ? "You" : isolated(saved.author)),
+        h("dt", {}, "Changed"),
+        h("dd", {}, when(saved.updated_at)),
         saved.tags.length ? h("dt", {}, "Tags") : "",
         saved.tags.length ? h("dd", {}, ...saved.tags.map((tag) => h("span", { class: "tag" }, isolated(tag)))) : "",
       ),

@@ -6,6 +6,7 @@
 import { ApiError, call, type Page } from "./api";
 import type { App, Screen } from "./app";
 import { dangerDialog, field, h, isolated, replace, table } from "./dom";
+import { when } from "./clock";
 
 export interface User {
   name: string;
@@ -34,8 +35,8 @@ interface Invitation {
 const USERS = "/api/v1/console/users";
 const INVITATIONS = "/api/v1/console/invitations";
 
-function when(text: string | null): string {
-  return text ? new Date(text).toLocaleString("en-GB") : "never";
+function whenOrNever(text: string | null): string {
+  return text ? when(text) : "never";
 }
 
 /** Comma-separated group names, as a list (blanks dropped). */
@@ -84,7 +85,7 @@ export async function usersScreen(app: App): Promise<Screen> {
         h("td", {}, isolated(user.display_name), user.display_name !== user.name ? h("small", {}, " ", isolated(user.name)) : null),
         h("td", {}, user.groups.length ? isolated(user.groups.join(", ")) : "—"),
         h("td", {}, user.role),
-        h("td", {}, when(user.last_sign_in_at)),
+        h("td", {}, whenOrNever(user.last_sign_in_at)),
         h("td", {}, user.active ? "Active" : `Deactivated ${when(user.deactivated_at)}`),
         h("td", {}, String(user.passkeys)),
         h("td", { class: "actions" }, edit, toggle, recover),

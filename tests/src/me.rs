@@ -184,6 +184,72 @@ pub async fn me_databases_are_those_the_caller_may_query(storage: Arc<dyn Storag
         .expect(403);
 }
 
+/// `…/me/settings`: the defaults until set; a theme and a time zone kept in the caller's own
+/// user record (one event), null again for the browser's; another value 422 and an unknown key
+/// 422, changing nothing; a caller without a user record 409.
+pub async fn me_settings_are_kept_in_the_callers_record(storage: Arc<dyn Storage>) {
+    use dbconsole_core::model::{User, UserSource};
+    const SETTINGS: &str = "/api/v1/console/me/settings";
+    storage
+        .put_user(
+            User::new("ann@example.com", vec![], Role::Member, UserSource::Key),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let console = console(storage.clone());
+    let get = |who: Principal| {
+        let console = &console;
+        async move {
+            console
+                .send(Method::GET, SETTINGS, Some(who), None, None)
+                .await
+                .expect(200)
+                .json()
+        }
+    };
+    assert_eq!(get(ann()).await, json!({"theme": null, "time_zone": null}));
+    let put = |who: Principal, body: Value| {
+        let console = &console;
+        async move {
+            console
+                .as_(&who, Method::PUT, SETTINGS, Some(body), None)
+                .await
+        }
+    };
+    let kept = put(ann(), json!({"theme": "dark", "time_zone": "UTC"}))
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(kept, json!({"theme": "dark", "time_zone": "UTC"}));
+    assert_eq!(get(ann()).await, kept);
+    assert_eq!(
+        storage
+            .user("ann@example.com")
+            .await
+            .unwrap()
+            .unwrap()
+            .settings
+            .theme
+            .as_deref(),
+        Some("dark")
+    );
+    for bad in [
+        json!({"theme": "neon"}),
+        json!({"time_zone": "Mars/Olympus"}),
+        json!({"theme": "light", "font": "big"}),
+        json!({"theme": 1}),
+    ] {
+        put(ann(), bad.clone()).await.expect(422);
+    }
+    assert_eq!(get(ann()).await, kept, "a refused change changes nothing");
+    put(ann(), json!({"theme": null})).await.expect(200);
+    assert_eq!(get(ann()).await, json!({"theme": null, "time_zone": null}));
+    put(bo(), json!({"theme": "dark"})).await.expect(409);
+    assert_eq!(get(bo()).await, json!({"theme": null, "time_zone": null}));
+}
+
 /// Defines the suite's tests over a storage constructor.
 #[macro_export]
 macro_rules! me_tests {
@@ -194,6 +260,7 @@ macro_rules! me_tests {
             [
                 me_describes_the_caller,
                 me_databases_are_those_the_caller_may_query,
+                me_settings_are_kept_in_the_callers_record,
             ]
         );
     };

@@ -453,6 +453,7 @@ impl ConsoleServiceBuilder {
             browser,
             me: Me {
                 admission: admission.clone(),
+                storage: Arc::clone(&storage),
             },
             reviews: Reviews {
                 storage: Arc::clone(&storage),

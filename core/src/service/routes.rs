@@ -139,6 +139,8 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     POST CONSOLE "/invitations", Full, No, Nothing, "createInvitation" => users.create_invitation;
     DELETE CONSOLE "/invitations/{id}", Full, No, Nothing, "revokeInvitation" => users.revoke_invitation;
     GET ME "/me", Anyone, No, Nothing, "getMe" => me.get_me;
+    GET ME "/me/settings", Querier, No, Nothing, "getMySettings" => me.get_my_settings;
+    PUT ME "/me/settings", Querier, No, Nothing, "putMySettings" => me.put_my_settings;
     GET ME "/me/databases", Querier, No, Nothing, "listMyDatabases" => me.list_my_databases;
     GET ME "/me/databases/{id}/schema", Querier, No, Nothing, "getMySchema" => schema.get_my_schema;
     GET ME "/me/deliveries/{id}", Querier, No, Nothing, "getMyDelivery" => outbox.get_my_delivery;
@@ -350,6 +352,8 @@ mod tests {
                 // Saved queries: …/saved-queries, …/saved-queries/{id},
                 // …/saved-queries/{id}/queries.
                 + 3
+                // The person's settings: …/me/settings.
+                + 1
         );
     }
 

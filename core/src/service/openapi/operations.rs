@@ -656,6 +656,19 @@ pub(crate) fn get_me(op: Operation, _: &Names) -> Operation {
         .errors(&[401, 503])
 }
 
+pub(crate) fn get_my_settings(op: Operation, _: &Names) -> Operation {
+    op.summary("The caller's own settings: the console's theme and the time zone it shows times in")
+        .ok(json_content(schema_ref("Settings")))
+        .errors(&[401, 403, 503])
+}
+
+pub(crate) fn put_my_settings(op: Operation, _: &Names) -> Operation {
+    op.summary("Replace the caller's own settings (kept in their user record; 409 without one)")
+        .body(schema_ref("Settings"))
+        .ok(json_content(schema_ref("Settings")))
+        .errors(&[400, 401, 403, 408, 409, 413, 415, 422, 503])
+}
+
 pub(crate) fn list_my_databases(op: Operation, _: &Names) -> Operation {
     op.summary("The databases the caller may query, with the credentials it may run as (all of them, by id: no paging)")
         .ok(json_content(schema_ref("QueryableDatabasePage")))

@@ -584,6 +584,7 @@ fn views() -> Map<String, Value> {
     generator.subschema_for::<PageView<super::super::render::PasskeyView<'static>>>();
     generator.subschema_for::<PageView<QueryableDatabaseView<'static>>>();
     generator.subschema_for::<PageView<super::super::render::SavedQueryView<'static>>>();
+    generator.subschema_for::<super::super::me::SettingsView<'static>>();
     generator.subschema_for::<DataProtectionView<'static>>();
     generator.take_definitions(true)
 }
