@@ -10,6 +10,7 @@ mod listing;
 mod query;
 mod reader;
 mod saved_query;
+mod settings;
 mod text;
 
 pub use access::{data_protection_from_body, permissions_from_body};
@@ -29,5 +30,6 @@ pub use query::{
     AskedBypass, DEFAULT_ROW_LIMIT, DESCRIPTION_MAX, QueryDraft, REASON_MAX, bypass_of, comment_of,
     panel_inputs, query_draft, query_edit, review_of, row_limit, run_timeout_of,
 };
-pub use saved_query::{SHARED_GROUPS_MAX, SavedDraft, saved_draft, saved_params, settings_of};
+pub use saved_query::{SHARED_GROUPS_MAX, SavedDraft, saved_draft, saved_params};
+pub use settings::settings_of;
 pub use text::{CERTIFICATE_MAX, HOSTNAME_MAX, NAME_MAX, PASSWORD_MAX, QUERY_MAX, Text, VALUE_MAX};
