@@ -44,6 +44,16 @@ describe("the query workspace", { concurrency: false }, () => {
     const made = await server.api("POST", "/api/v1/console/databases", postgres("Workspace PG"));
     assert.ok(made.status === 200 || made.status === 201, JSON.stringify(made.body));
     db.plain = made.body;
+    // A table of the test's own, for the schema browser.
+    for (const query of [
+      "drop table if exists ws_items",
+      "create table ws_items as select n as id, 'item ' || n as label from generate_series(1, 150) as n",
+    ]) {
+      const made = await server.api("POST", "/api/v1/console/queries", { database_id: db.plain.id, credential_id: db.plain.credentials[0].id, query }, keys.ann);
+      assert.equal(made.status, 200, JSON.stringify(made.body));
+      const ran = await server.api("POST", `/api/v1/console/queries/${made.body.id}/run`, undefined, keys.ann);
+      assert.equal(ran.status, 200, JSON.stringify(ran.body));
+    }
   });
 
   after(async () => {
@@ -208,6 +218,24 @@ describe("the query workspace", { concurrency: false }, () => {
     await page.getByLabel("Times shown in").selectOption("");
     await page.getByText(/Times read like this: .* (UTC|GMT[+-]?\d*|[A-Z]{2,5})$/).waitFor();
     await assertClean(page, "settings");
+    await context.close();
+  });
+
+  it("the schema browser lists a table's columns with types, inserts a name, and previews 100 rows", async () => {
+    const { page, context } = await signedIn(keys.ann);
+    await page.getByRole("button", { name: /^Workspace PG/ }).first().click();
+    const tree = page.getByRole("region", { name: "Tables" });
+    await tree.getByLabel("Filter tables and columns").fill("ws_items");
+    const table = tree.locator("details.table").filter({ hasText: "ws_items" }).first();
+    await table.locator(".columns li").filter({ hasText: /^label/ }).getByText("text").waitFor();
+    await typeSql(page, "select ");
+    await table.locator(".columns li").filter({ hasText: /^label/ }).getByRole("button").click();
+    assert.equal(await page.getByRole("textbox", { name: "SQL editor" }).textContent(), "select label");
+    await table.getByRole("button", { name: "Preview ws_items" }).click();
+    await page.getByText(/^100 rows in \d+ ms$/).waitFor();
+    await page.getByRole("link", { name: "History" }).click();
+    await page.getByText("SELECT * FROM ws_items LIMIT 100").first().waitFor();
+    await assertClean(page, "the schema browser");
     await context.close();
   });
 

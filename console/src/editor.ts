@@ -77,7 +77,7 @@ export function cspNonce(): string {
 export interface Table {
   schema: string;
   table: string;
-  columns: { name: string; type: string; nullable: boolean }[];
+  columns: { name: string; type: string; nullable: boolean; masked?: boolean }[];
 }
 
 export interface Completion {
@@ -187,6 +187,13 @@ export class SqlEditor {
   }
 
   focus(): void {
+    this.view.focus();
+  }
+
+  /** Puts `text` in place of the selection, the cursor after it, and takes the focus. */
+  insert(text: string): void {
+    const { from, to } = this.view.state.selection.main;
+    this.view.dispatch({ changes: { from, to, insert: text }, selection: { anchor: from + text.length } });
     this.view.focus();
   }
 }

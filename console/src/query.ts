@@ -11,6 +11,7 @@ import { Grid, streamInto } from "./grid";
 import { outcomeText } from "./ndjson";
 import { icon } from "./icons";
 import { saveDialog } from "./saved";
+import { SchemaTree, previewStatement } from "./schema-tree";
 import { runnableSpan } from "./statement";
 
 const PINS = "dbconsole.pins.";
@@ -107,22 +108,51 @@ export async function queryScreen(app: App): Promise<Screen> {
     if (database) saveDraft(user, database.id, text);
   });
 
-  const schemas = new Map<string, Promise<Table[]>>();
-  /** The tables the editor completes, read as a credential that needs no review (a reviewed
-   * credential's catalog is not read without one). */
+  const schemas = new Map<string, Promise<{ tables: Table[]; unavailable?: string }>>();
+  const tree = new SchemaTree();
+  /** The tables the editor completes and the schema browser lists, read as a credential that
+   * needs no review (a reviewed credential's catalog is not read without one). */
   async function loadSchema(db: QueryableDatabase): Promise<void> {
     const chosen = db.credentials.find((c) => c.id === credential.value);
     const reader = chosen && chosen.reviews_required === 0 ? chosen : db.credentials.find((c) => c.reviews_required === 0);
-    if (!reader) return;
+    const insert = (text: string) => editor.insert(text);
+    if (!reader) {
+      tree.show([], db.adapter, { insert }, "Tables are read as a credential that needs no review, and this database has none.");
+      return;
+    }
     const key = `${db.id}/${reader.id}`;
     let tables = schemas.get(key);
     if (!tables) {
       const path = `/api/v1/console/me/databases/${encodeURIComponent(db.id)}/schema?credential_id=${encodeURIComponent(reader.id)}`;
-      tables = call<{ tables: Table[] }>("GET", path).then((answer) => answer.tables, () => []);
+      tables = call<{ tables: Table[]; unavailable?: string }>("GET", path).catch((e: unknown) => ({
+        tables: [],
+        unavailable: e instanceof ApiError ? e.message : String(e),
+      }));
       schemas.set(key, tables);
     }
     const loaded = await tables;
-    if (database?.id === db.id) editor.configure(db.adapter, completionOf(db.adapter, loaded));
+    if (database?.id !== db.id) return;
+    editor.configure(db.adapter, completionOf(db.adapter, loaded.tables));
+    const why = loaded.unavailable ? `The tables could not be read: ${loaded.unavailable}` : loaded.tables.length === 0 ? "No table." : "";
+    tree.show(loaded.tables, db.adapter, { insert, preview: (table) => void preview(db, reader.id, table) }, why);
+  }
+
+  /** The first 100 rows of `table`: a query stored and run like any other (in the history,
+   * audited), as the credential the tables were read as. */
+  async function preview(db: QueryableDatabase, credentialId: string, table: Table): Promise<void> {
+    if (running) return;
+    error.textContent = "";
+    try {
+      const query = await call<Query>("POST", "/api/v1/console/queries", {
+        database_id: db.id,
+        credential_id: credentialId,
+        query: previewStatement(db.adapter, table),
+        limit: 100,
+      });
+      await stream(query.id);
+    } catch (e) {
+      error.textContent = e instanceof ApiError ? e.message : String(e);
+    }
   }
 
   const selectedCredential = () => database?.credentials.find((c) => c.id === credential.value) ?? null;
@@ -360,7 +390,7 @@ export async function queryScreen(app: App): Promise<Screen> {
   const element = h(
     "div",
     { class: "query-screen" },
-    h("aside", { class: "picker" }, h("h2", {}, "Databases"), field("Search databases", search), list),
+    h("aside", { class: "picker" }, h("h2", {}, "Databases"), field("Search databases", search), list, tree.element),
     h(
       "section",
       { class: "work" },

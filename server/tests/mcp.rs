@@ -293,9 +293,9 @@ async fn an_agent_lists_describes_and_queries_within_the_ai_caps() {
     assert_eq!(
         orders_table["columns"],
         json!([
-            {"name": "id", "type": "integer", "nullable": false},
-            {"name": "customer", "type": "text", "nullable": false},
-            {"name": "total", "type": "numeric", "nullable": true},
+            {"name": "id", "type": "integer", "nullable": false, "masked": false},
+            {"name": "customer", "type": "text", "nullable": false, "masked": false},
+            {"name": "total", "type": "numeric", "nullable": true, "masked": false},
         ])
     );
 

@@ -106,7 +106,18 @@ async fn protected_columns_never_leak_whatever_the_statement() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["id", "name"], "the role's columns only: {table}");
+    assert_eq!(
+        names,
+        ["id", "name", "email"],
+        "the role's columns, and the masked one: {table}"
+    );
+    let masked: Vec<bool> = table["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["masked"].as_bool().unwrap())
+        .collect();
+    assert_eq!(masked, [false, false, true], "the masked badge: {table}");
     assert!(
         !schema.to_string().contains("ssn"),
         "the hidden column is nowhere: {schema}"

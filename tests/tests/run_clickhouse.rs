@@ -225,8 +225,8 @@ async fn an_agent_describes_the_tables() {
     assert_eq!(
         found["columns"],
         json!([
-            {"name": "id", "type": "UInt32", "nullable": false},
-            {"name": "note", "type": "Nullable(String)", "nullable": true},
+            {"name": "id", "type": "UInt32", "nullable": false, "masked": false},
+            {"name": "note", "type": "Nullable(String)", "nullable": true, "masked": false},
         ])
     );
 }

@@ -298,8 +298,8 @@ async fn an_agent_describes_the_tables() {
     assert_eq!(
         found["columns"],
         json!([
-            {"name": "id", "type": "int(11)", "nullable": false},
-            {"name": "note", "type": "varchar(20)", "nullable": true},
+            {"name": "id", "type": "int(11)", "nullable": false, "masked": false},
+            {"name": "note", "type": "varchar(20)", "nullable": true, "masked": false},
         ])
     );
 }

@@ -102,6 +102,7 @@ impl Schema {
             )
             .into());
         }
+        let masking = format!("{}_mask_", credential.username).to_lowercase();
         let runner = self.launcher.runner_for(guarded.db.adapter)?;
         let statement = runner.catalog().to_owned();
         let protection = self
@@ -109,6 +110,9 @@ impl Schema {
             .protection_for_run(&guarded, &*runner, &statement, true, None)
             .await?
             .protection;
+        // What its data protection masks (a hidden column is not listed at all: the catalog is
+        // read as the protected role).
+        let masks = protection.clone();
         let result = self
             .launcher
             .run_collected(Run {
@@ -126,7 +130,11 @@ impl Schema {
                 row_stamp: None,
             })
             .await?;
+        // The login's masking schema (`<login>_mask_<schema>`, a view per table, which the
+        // protected role reads through its search path or default database) is listed as the
+        // schema it masks: one table, its columns once, the masked ones marked.
         let mut tables: Vec<Value> = Vec::new();
+        let mut at: HashMap<(String, String), usize> = HashMap::new();
         for row in &result.values.rows {
             let text = |index: usize| {
                 row.get(index)
@@ -134,19 +142,62 @@ impl Schema {
                     .unwrap_or_default()
                     .to_owned()
             };
-            let (schema, table) = (text(0), text(1));
+            let (mut schema, table) = (text(0), text(1));
+            if schema.to_lowercase().starts_with(&masking) && schema.len() > masking.len() {
+                schema = schema[masking.len()..].to_owned();
+            }
+            let name = text(2);
+            let masked = masks
+                .as_ref()
+                .and_then(|p| p.find(&schema, &table, &name))
+                .is_some_and(|c| c.action == crate::model::ColumnAction::Mask);
             let column = json!({
-                "name": text(2),
+                "name": name,
                 "type": text(3),
                 "nullable": matches!(text(4).as_str(), "YES" | "Y" | "1"),
+                "masked": masked,
             });
-            match tables.last_mut() {
-                Some(last) if last["schema"] == schema && last["table"] == table => {
-                    if let Some(columns) = last["columns"].as_array_mut() {
-                        columns.push(column);
+            let index = *at
+                .entry((schema.clone(), table.clone()))
+                .or_insert_with(|| {
+                    tables.push(json!({ "schema": schema, "table": table, "columns": [] }));
+                    tables.len() - 1
+                });
+            if let Some(columns) = tables[index]["columns"].as_array_mut()
+                && !columns.iter().any(|c| c["name"] == column["name"])
+            {
+                columns.push(column);
+            }
+        }
+        // A masked column the protected role reads only through its mask may not be in the
+        // catalog it sees: it is listed, masked, with the table it belongs to.
+        if let Some(protection) = &masks {
+            for table in &mut tables {
+                let (schema, name) = (
+                    table["schema"].as_str().unwrap_or_default().to_owned(),
+                    table["table"].as_str().unwrap_or_default().to_owned(),
+                );
+                let Some(columns) = table["columns"].as_array_mut() else {
+                    continue;
+                };
+                for protected in &protection.columns {
+                    let listed = columns.iter().any(|c| {
+                        c["name"]
+                            .as_str()
+                            .is_some_and(|n| protected.is(&schema, &name, n))
+                    });
+                    if protected.action == crate::model::ColumnAction::Mask
+                        && protected.protects_table(&schema, &name)
+                        && !listed
+                    {
+                        columns.push(json!({
+                            "name": protected.column,
+                            "type": "masked",
+                            "nullable": true,
+                            "masked": true,
+                        }));
                     }
                 }
-                _ => tables.push(json!({ "schema": schema, "table": table, "columns": [column] })),
             }
         }
         Ok(json!({ "tables": tables, "truncated": result.truncated }))

@@ -697,11 +697,12 @@ pub(crate) fn get_my_schema(op: Operation, _: &Names) -> Operation {
                         "table": { "type": "string" },
                         "columns": { "type": "array", "items": {
                             "type": "object",
-                            "required": ["name", "type", "nullable"],
+                            "required": ["name", "type", "nullable", "masked"],
                             "properties": {
                                 "name": { "type": "string" },
                                 "type": { "type": "string" },
                                 "nullable": { "type": "boolean" },
+                                "masked": { "type": "boolean", "description": "Masked by the database's data protection (a hidden column is not listed)." },
                             },
                         } },
                     },
