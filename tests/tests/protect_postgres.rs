@@ -106,18 +106,21 @@ async fn protected_columns_never_leak_whatever_the_statement() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
     assert_eq!(
-        names,
-        ["id", "name", "email"],
-        "the role's columns, and the masked one: {table}"
+        sorted,
+        ["email", "id", "name"],
+        "the role's columns, and the masked one once: {table}"
     );
-    let masked: Vec<bool> = table["columns"]
+    let masked: Vec<&str> = table["columns"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| c["masked"].as_bool().unwrap())
+        .filter(|c| c["masked"] == true)
+        .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(masked, [false, false, true], "the masked badge: {table}");
+    assert_eq!(masked, ["email"], "the masked badge: {table}");
     assert!(
         !schema.to_string().contains("ssn"),
         "the hidden column is nowhere: {schema}"
