@@ -351,7 +351,8 @@ describe("the console", { concurrency: false }, () => {
     await page.goto(queryUrl);
     await page.getByText(`Name the column ${HOSTILE}`).waitFor();
     assert.equal(await page.getByRole("button", { name: "Run in the editor" }).isDisabled(), true);
-    await page.getByLabel("Statement").fill("select 2 as second_try");
+    // The new revision is a write: its run says how many rows it changed.
+    await page.getByLabel("Statement").fill("insert into e2e_orders select g, 'reviewed' from generate_series(1, 3) as g");
     await page.getByRole("button", { name: "Save the changes" }).click();
     await page.getByText(/revision 2/).first().waitFor();
     await screenshot(page, "query-page-thread");
@@ -362,9 +363,13 @@ describe("the console", { concurrency: false }, () => {
     await reviewer.getByText(/approved revision 2/).waitFor();
     await page.goto(queryUrl);
     await page.getByRole("button", { name: "Run in the editor" }).click();
-    // A query runs once: the run is confirmed first.
-    await page.getByRole("dialog").getByRole("button", { name: "Run it" }).click();
-    await page.getByText(/^1 row in/).waitFor();
+    // A query runs once: the run is confirmed first, and a write says so.
+    const confirm = page.getByRole("dialog");
+    await confirm.getByText(/It changes data/).waitFor();
+    await confirm.getByRole("button", { name: "Run it" }).click();
+    await page.getByText(/^3 rows changed in \d+ ms$/).waitFor();
+    await page.goto(queryUrl);
+    await page.getByText(/^3 rows changed in \d+ ms, run by/).waitFor();
     await assertClean(page, "the changes path");
     await assertClean(reviewer, "the reviewer's changes path");
     await bob.context.close();

@@ -161,6 +161,8 @@ export interface QueryRun {
   started_at: string;
   finished_at: string | null;
   row_count: number | null;
+  /** The rows a write changed, when the database said. */
+  affected_rows?: number | null;
   truncated: boolean | null;
   duration_ms: number | null;
   error: string | null;

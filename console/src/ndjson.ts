@@ -10,6 +10,8 @@ export interface Column {
 
 export interface Outcome {
   row_count: number;
+  /** The rows a write changed, when the database said. */
+  affected_rows?: number | null;
   truncated: boolean;
   duration_ms: number;
   error?: { detail: string };
@@ -81,9 +83,16 @@ export function outcomeText(end: Outcome | null, rowsSoFar: number, ms: number, 
   if (!end) return { summary: "", error: "The result ended early: the connection was cut.", notice: "" };
   if (end.error) return { summary: `${rowsSoFar.toLocaleString("en")} rows before the error`, error: end.error.detail, notice: "" };
   const rows = end.row_count === 1 ? "1 row" : `${end.row_count.toLocaleString("en")} rows`;
+  // A write that returned no rows says what it changed instead.
+  const changed = end.affected_rows !== undefined && end.affected_rows !== null && end.row_count === 0 ? changedText(end.affected_rows) : rows;
   return {
-    summary: `${rows} in ${ms.toLocaleString("en")} ms`,
+    summary: `${changed} in ${ms.toLocaleString("en")} ms`,
     error: "",
     notice: end.truncated ? `Truncated at ${end.row_count.toLocaleString("en")} rows: ${more}` : "",
   };
+}
+
+/** "1 row changed", "3 rows changed". */
+export function changedText(affected: number): string {
+  return affected === 1 ? "1 row changed" : `${affected.toLocaleString("en")} rows changed`;
 }

@@ -6,6 +6,7 @@ import { ApiError, call, headers, read, type Page } from "./api";
 import type { App, Screen } from "./app";
 import { field, h, isolated, replace, table, uid } from "./dom";
 import { inputToRfc3339, rfc3339ToInput, when } from "./clock";
+import { changedText } from "./ndjson";
 
 /** The audit trail's actions, as the server names them. */
 export const AUDIT_ACTIONS = [
@@ -53,6 +54,14 @@ interface AuditEvent {
   actor: { id: string | null; name: string };
   request_id: string | null;
   changes: string[];
+  /** A run's facts: never its text or rows. */
+  run?: { rows: number; affected_rows: number | null; duration_ms: number; outcome: string } | null;
+}
+
+/** A run's facts in a few words: "3 rows changed, succeeded in 12 ms". */
+function runFacts(run: NonNullable<AuditEvent["run"]>): string {
+  const what = run.affected_rows !== null && run.rows === 0 ? changedText(run.affected_rows) : `${run.rows.toLocaleString("en")} row(s)`;
+  return `${what}, ${run.outcome.replaceAll("_", " ")} in ${run.duration_ms} ms`;
 }
 
 interface Delivery {
@@ -127,7 +136,7 @@ export async function auditScreen(app: App): Promise<Screen> {
             h("td", {}, `${event.resource.kind} `, isolated(event.resource.id)),
             h("td", {}, isolated(event.actor.name), event.actor.id ? h("small", { class: "hint" }, " ", isolated(event.actor.id)) : ""),
             h("td", {}, isolated(event.request_id ?? "")),
-            h("td", {}, isolated(event.changes.join(", "))),
+            h("td", {}, isolated(event.changes.join(", ")), event.run ? h("div", { class: "hint" }, runFacts(event.run)) : ""),
           ),
         );
       }

@@ -10,6 +10,7 @@ import { ApiError, call, type Page, type Query, type QueryableDatabase } from ".
 import type { App, Screen } from "./app";
 import { dangerDialog, field, h, isolated, replace, table, visible } from "./dom";
 import { when } from "./clock";
+import { changedText } from "./ndjson";
 
 const STATUSES = ["ready", "awaiting_review", "changes_requested", "rejected", "running", "succeeded", "failed"];
 
@@ -54,6 +55,7 @@ export function outcome(query: Query, required: number | null): string {
   if (!run) return query.status === "awaiting_review" ? `${query.approvals} of ${required ?? "?"} approvals` : "";
   if (run.error) return visible(/client went away|cancel/i.test(run.error) ? `cancelled: ${run.error}` : run.error);
   if (run.finished_at === null) return "running";
+  if (typeof run.affected_rows === "number" && !run.row_count) return `${changedText(run.affected_rows)} in ${run.duration_ms ?? "?"} ms`;
   return `${run.row_count ?? 0} rows${run.truncated ? " (truncated)" : ""} in ${run.duration_ms ?? "?"} ms`;
 }
 
@@ -401,7 +403,7 @@ export async function queryPage(app: App, id: string): Promise<Screen> {
             {},
             query.run.error
               ? isolated(query.run.error)
-              : `${query.run.row_count ?? 0} rows${query.run.truncated ? " (truncated)" : ""} in ${query.run.duration_ms ?? "?"} ms, run by `,
+              : `${outcome(query, null)}, run by `,
             query.run.error ? "" : isolated(query.run.run_by),
           ),
         query.bypass && h("dt", {}, "Bypass"),

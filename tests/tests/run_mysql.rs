@@ -354,3 +354,47 @@ async fn values_and_rows_over_the_bounds_are_refused() {
         "{late}"
     );
 }
+
+/// A write that returns no rows says how many it changed, in its answer and its history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_says_how_many_rows_it_changed() {
+    let console = run_console();
+    let (db, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
+    let table = format!("affected_{}", std::process::id());
+    for statement in [
+        format!("DROP TABLE IF EXISTS {table}"),
+        format!("CREATE TABLE {table} (id INT)"),
+        format!("INSERT INTO {table} VALUES (1), (2), (3), (4)"),
+    ] {
+        let (_, answer) = console
+            .query(&alice(), &db, &credentials[0], &statement, None, None)
+            .await;
+        answer.expect(200);
+    }
+    let (id, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("DELETE FROM {table} WHERE id > 1"),
+            None,
+            None,
+        )
+        .await;
+    assert_eq!(answer.expect(200).json()["affected_rows"], 3);
+    assert_eq!(
+        console.history(&alice(), &id).await["run"]["affected_rows"],
+        3
+    );
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("DROP TABLE {table}"),
+            None,
+            None,
+        )
+        .await;
+    answer.expect(200);
+}

@@ -1204,3 +1204,78 @@ async fn a_run_may_ask_for_a_shorter_timeout() {
     gone(&server, &marker).await;
     assert_eq!(console.history(&alice(), id).await["status"], "failed");
 }
+
+/// A write that returns no rows says how many it changed: in its answer, in the history and in
+/// its audit event; a read says nothing of the kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_says_how_many_rows_it_changed() {
+    postgres_admin().await;
+    let console = run_console();
+    let (db, credentials) = console
+        .database("postgres", PORT, json!({}), checker())
+        .await;
+    let table = format!("affected_{}", std::process::id());
+    for statement in [
+        format!("DROP TABLE IF EXISTS {table}"),
+        format!("CREATE TABLE {table} AS SELECT g AS id FROM generate_series(1, 7) g"),
+    ] {
+        let (_, answer) = console
+            .query(&alice(), &db, &credentials[0], &statement, None, None)
+            .await;
+        answer.expect(200);
+    }
+    let (id, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("UPDATE {table} SET id = id + 100 WHERE id <= 3"),
+            None,
+            None,
+        )
+        .await;
+    let result = answer.expect(200).json();
+    assert_eq!(result["affected_rows"], 3, "{result}");
+    assert_eq!(result["row_count"], 0);
+    let history = console.history(&alice(), &id).await;
+    assert_eq!(history["run"]["affected_rows"], 3, "{history}");
+    let events = console
+        .api
+        .db(
+            http::Method::GET,
+            &format!("/api/v1/console/audit?resource={id}&action=query.run"),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    assert_eq!(events["data"][0]["run"]["affected_rows"], 3, "{events}");
+    let (read, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("SELECT id FROM {table}"),
+            None,
+            None,
+        )
+        .await;
+    let result = answer.expect(200).json();
+    assert_eq!(result["row_count"], 7);
+    assert!(result.get("affected_rows").is_none(), "{result}");
+    assert_eq!(
+        console.history(&alice(), &read).await["run"]["affected_rows"],
+        serde_json::Value::Null
+    );
+    let (_, answer) = console
+        .query(
+            &alice(),
+            &db,
+            &credentials[0],
+            &format!("DROP TABLE {table}"),
+            None,
+            None,
+        )
+        .await;
+    answer.expect(200);
+}

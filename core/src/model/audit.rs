@@ -256,6 +256,8 @@ pub struct RunFacts {
     pub statement_length: u64,
     /// How many rows were sent.
     pub rows: u64,
+    /// How many rows a write changed, when the database said (`None` for a read).
+    pub affected_rows: Option<u64>,
     /// How long it ran, in milliseconds.
     pub duration_ms: u64,
     /// How it ended.

@@ -116,6 +116,8 @@ pub struct QueryRun {
     pub finished_at: Option<Timestamp>,
     /// How many rows were sent.
     pub row_count: u64,
+    /// How many rows a write changed, when the database said.
+    pub affected_rows: Option<u64>,
     /// Whether more rows existed than were sent (the row cap).
     pub truncated: bool,
     /// How long it ran, in milliseconds.
@@ -459,6 +461,7 @@ impl Query {
             started_at: now,
             finished_at: None,
             row_count: 0,
+            affected_rows: None,
             truncated: false,
             duration_ms: 0,
             error: None,
@@ -485,6 +488,7 @@ impl Query {
         if let Some(run) = &mut done.run {
             run.finished_at = Some(now);
             run.row_count = facts.rows;
+            run.affected_rows = facts.affected_rows;
             run.truncated = truncated;
             run.duration_ms = facts.duration_ms;
             run.error = error;
@@ -782,6 +786,7 @@ mod tests {
             statement_sha256: String::new(),
             statement_length: 8,
             rows: 3,
+            affected_rows: None,
             duration_ms: 12,
             outcome,
         };

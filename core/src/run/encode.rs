@@ -76,6 +76,9 @@ pub struct Summary {
     pub duration_ms: u64,
     /// Why it failed after its first rows, when it did.
     pub error: Option<String>,
+    /// The rows a write changed, as the database counted them (`None`: it said nothing, or it
+    /// returned rows).
+    pub affected_rows: Option<u64>,
 }
 
 /// The most bytes one value, and one row, of a result may hold (docs/queries.md, "Limits and
@@ -554,6 +557,10 @@ impl Encoder {
             buffer.put_slice(if summary.truncated { b"true" } else { b"false" });
             buffer.put_slice(b",\"duration_ms\":");
             buffer.put_slice(itoa::Buffer::new().format(summary.duration_ms).as_bytes());
+            if let Some(affected) = summary.affected_rows {
+                buffer.put_slice(b",\"affected_rows\":");
+                buffer.put_slice(itoa::Buffer::new().format(affected).as_bytes());
+            }
             buffer.put_u8(b'}');
         };
         match self.format {
@@ -747,6 +754,7 @@ mod tests {
             truncated: true,
             duration_ms: 7,
             error: error.map(str::to_owned),
+            affected_rows: None,
         });
         String::from_utf8(encoder.take().to_vec()).unwrap()
     }
@@ -801,6 +809,7 @@ mod tests {
             truncated: false,
             duration_ms: 1,
             error: None,
+            affected_rows: Some(2),
         });
         assert!(collecting.take().is_empty(), "nothing is encoded");
         let values = collecting.take_values().expect("values");
@@ -813,6 +822,7 @@ mod tests {
             truncated: false,
             duration_ms: 1,
             error: None,
+            affected_rows: Some(2),
         });
         let written: serde_json::Value =
             serde_json::from_slice(&json.take()).expect("a JSON result");

@@ -389,6 +389,8 @@ pub struct RowSink {
     rows: u64,
     max_rows: u64,
     truncated: bool,
+    /// The rows a write changed, when the database said.
+    affected: Option<u64>,
     /// The session whose large rows this run takes ([`memory`]), and how many rows it took.
     ledger: Option<(Arc<memory::Ledger>, u64)>,
     /// The charges of rows written and not yet handed to the body: they go with the next chunk.
@@ -434,6 +436,7 @@ impl RowSink {
             rows: 0,
             max_rows,
             truncated: false,
+            affected: None,
             ledger: None,
             charges: Vec::new(),
             collected: None,
@@ -585,6 +588,17 @@ impl RowSink {
         self.truncated
     }
 
+    /// Records the rows a write changed, as the database counted them (a statement that
+    /// returned no rows): the result's summary and the run's record say it.
+    pub fn set_affected(&mut self, rows: u64) {
+        self.affected = Some(rows);
+    }
+
+    /// The rows a write changed, when the database said.
+    pub fn affected(&self) -> Option<u64> {
+        self.affected
+    }
+
     /// Marks the result truncated (a runner that learned more rows exist another way).
     pub fn set_truncated(&mut self) {
         self.truncated = true;
@@ -631,6 +645,7 @@ impl RowSink {
             truncated: self.truncated,
             duration_ms,
             error,
+            affected_rows: self.affected,
         });
         // The last chunk, the body's end, then the answer's start when it was not told yet:
         // a result that fits one chunk is then answered whole, in one write.

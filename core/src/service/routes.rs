@@ -282,6 +282,7 @@ mod tests {
             started_at: now,
             finished_at: Some(now),
             row_count: 1,
+            affected_rows: Some(1),
             truncated: false,
             duration_ms: 2,
             error: None,

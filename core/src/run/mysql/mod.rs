@@ -408,6 +408,10 @@ async fn execute(
         }
         sink.end_row().await?;
     }
+    // A write that returned no rows says how many it changed.
+    if columns.is_empty() {
+        sink.set_affected(result.affected_rows());
+    }
     drop(result);
     if !sink.is_started() {
         sink.columns(&columns);

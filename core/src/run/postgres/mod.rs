@@ -672,6 +672,12 @@ async fn execute(session: &mut Session, run: Run<'_>, sink: &mut RowSink) -> Res
         }
         if read < wanted {
             done = true;
+            // A write that returned no rows says how many it changed (its command tag).
+            if columns.is_empty()
+                && let Some(affected) = rows.rows_affected()
+            {
+                sink.set_affected(affected);
+            }
         }
     }
     if !sink.is_started() {

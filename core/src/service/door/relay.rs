@@ -1221,6 +1221,7 @@ async fn record(
         statement_sha256: facts.sha256,
         statement_length: facts.length,
         rows: reading.sent,
+        affected_rows: None,
         duration_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
         outcome,
     });

@@ -234,6 +234,7 @@ impl Launcher {
             statement_sha256: hex::encode(Sha256::digest(statement.as_bytes())),
             statement_length: statement.len() as u64,
             rows: 0,
+            affected_rows: None,
             duration_ms: 0,
             outcome: RunOutcome::Succeeded,
         };
@@ -255,6 +256,7 @@ impl Launcher {
             }
             let facts = RunFacts {
                 rows,
+                affected_rows: sink.affected(),
                 duration_ms,
                 outcome: run_outcome,
                 ..facts

@@ -36,6 +36,8 @@ struct RunFactsView<'a> {
     statement_sha256: &'a str,
     statement_length: u64,
     rows: u64,
+    /// The rows a write changed, when the database said (null for a read).
+    affected_rows: Option<u64>,
     duration_ms: u64,
     #[schemars(schema_with = "run_outcome")]
     outcome: &'static str,
@@ -78,6 +80,7 @@ impl<'a> From<&'a AuditEvent> for AuditEventView<'a> {
                 statement_sha256: &run.statement_sha256,
                 statement_length: run.statement_length,
                 rows: run.rows,
+                affected_rows: run.affected_rows,
                 duration_ms: run.duration_ms,
                 outcome: run.outcome.as_str(),
             }),

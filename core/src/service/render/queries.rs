@@ -99,6 +99,9 @@ struct QueryRunView<'a> {
     #[schemars(schema_with = "timestamp_or_null")]
     finished_at: Option<String>,
     row_count: u64,
+    /// The rows its write changed, as the database counted them (null for a read, or when the
+    /// database did not say).
+    affected_rows: Option<u64>,
     truncated: bool,
     duration_ms: u64,
     error: Option<&'a str>,
@@ -157,6 +160,7 @@ impl<'a> From<&'a crate::model::Query> for QueryView<'a> {
                 started_at: run.started_at.to_string(),
                 finished_at: run.finished_at.map(|at| at.to_string()),
                 row_count: run.row_count,
+                affected_rows: run.affected_rows,
                 truncated: run.truncated,
                 duration_ms: run.duration_ms,
                 error: run.error.as_deref(),

@@ -1,4 +1,5 @@
-//! Audit events as stored: versions 1 to 3 (change names as small numbers from 2, run facts from 3).
+//! Audit events as stored: versions 1 to 4 (change names as small numbers from 2, run facts from
+//! 3, the rows a write changed from 4).
 
 #[allow(clippy::wildcard_imports)]
 use super::*;
@@ -137,6 +138,16 @@ pub(super) struct AuditEventV3 {
     pub(super) run: Option<RunFactsV1>,
 }
 
+/// Version 4 of an audit event: version 3 with the rows its run's write changed.
+pub(super) const EVENT_V4: u8 = 4;
+
+/// An audit event as stored (version 4).
+#[derive(Serialize, Deserialize)]
+pub(super) struct AuditEventV4 {
+    pub(super) v3: AuditEventV3,
+    pub(super) affected_rows: Option<u64>,
+}
+
 #[derive(Serialize, Deserialize)]
 pub(super) struct RunFactsV1 {
     pub(super) database_id: String,
@@ -149,8 +160,9 @@ pub(super) struct RunFactsV1 {
     pub(super) outcome: String,
 }
 
-/// Encodes an audit event (version 3).
+/// Encodes an audit event (version 4).
 pub fn encode_audit_event(event: &AuditEvent) -> Result<Vec<u8>, RecordError> {
+    let affected = event.run.as_ref().and_then(|run| run.affected_rows);
     let run = event.run.as_ref().map(|run| RunFactsV1 {
         database_id: run.database_id.clone(),
         credential_id: run.credential_id.clone(),
@@ -170,18 +182,31 @@ pub fn encode_audit_event(event: &AuditEvent) -> Result<Vec<u8>, RecordError> {
         request_id: event.request_id.clone(),
         changes: event.changes.iter().map(|c| ChangeV2::of(c)).collect(),
     };
-    framed(EVENT_V3, &AuditEventV3 { event, run })
+    let affected_rows = affected;
+    framed(
+        EVENT_V4,
+        &AuditEventV4 {
+            v3: AuditEventV3 { event, run },
+            affected_rows,
+        },
+    )
 }
 
-/// Decodes the audit event stored under `key` (version 1, 2 or 3).
+/// Decodes the audit event stored under `key` (version 1 to 4).
 pub fn decode_audit_event(key: &str, bytes: &[u8]) -> Result<AuditEvent, RecordError> {
     let (version, body) = unframed(bytes)?;
+    let mut affected_rows = None;
     let (v2, run) = match version {
         RECORD_V1 => (None, None),
         EVENT_V2 => (Some(postcard::from_bytes::<AuditEventV2>(body)?), None),
         EVENT_V3 => {
             let v3: AuditEventV3 = postcard::from_bytes(body)?;
             (Some(v3.event), v3.run)
+        }
+        EVENT_V4 => {
+            let v4: AuditEventV4 = postcard::from_bytes(body)?;
+            affected_rows = v4.affected_rows;
+            (Some(v4.v3.event), v4.v3.run)
         }
         version => return Err(RecordError::UnknownVersion(version)),
     };
@@ -224,6 +249,7 @@ pub fn decode_audit_event(key: &str, bytes: &[u8]) -> Result<AuditEvent, RecordE
                 statement_sha256: run.statement_sha256,
                 statement_length: run.statement_length,
                 rows: run.rows,
+                affected_rows,
                 duration_ms: run.duration_ms,
             }),
             None => None,

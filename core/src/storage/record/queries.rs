@@ -75,8 +75,8 @@ pub(super) struct QueryV4 {
     pub(super) comments: Vec<CommentV1>,
 }
 
-/// Version 5 of a query: version 4 with the saved query it is a run of and its parameters'
-/// values.
+/// Version 5 of a query: version 4 with the saved query it is a run of, its parameters' values
+/// and the rows its run's write changed.
 pub(super) const QUERY_V5: u8 = 5;
 
 /// A query as stored (version 5).
@@ -85,6 +85,8 @@ pub(super) struct QueryV5 {
     pub(super) v4: QueryV4,
     pub(super) saved_query: Option<String>,
     pub(super) params: Vec<(String, String)>,
+    /// The rows its run's write changed, when the database said.
+    pub(super) affected_rows: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -199,6 +201,7 @@ pub fn encode_query(query: &Query) -> Result<Vec<u8>, RecordError> {
             v4,
             saved_query: saved_query.clone(),
             params: params.clone(),
+            affected_rows: run.as_ref().and_then(|run| run.affected_rows),
         },
     )
 }
@@ -224,6 +227,7 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
         v4,
         saved_query: None,
         params: Vec::new(),
+        affected_rows: None,
     };
     let QueryV5 {
         v4:
@@ -247,6 +251,7 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
             },
         saved_query,
         params,
+        affected_rows,
     } = match unframed(bytes)? {
         (RECORD_V1, body) => v4(v3(QueryV3 {
             v2: QueryV2 {
@@ -320,6 +325,7 @@ pub fn decode_query(key: &str, bytes: &[u8]) -> Result<Query, RecordError> {
             started_at: Timestamp::from_micros(run.started_at),
             finished_at: run.finished_at.map(Timestamp::from_micros),
             row_count: run.row_count,
+            affected_rows,
             truncated: run.truncated,
             duration_ms: run.duration_ms,
             error: run.error,

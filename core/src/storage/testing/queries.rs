@@ -218,6 +218,7 @@ pub async fn query_replace_is_a_compare_and_swap(storage: Arc<dyn Storage>) {
                 started_at: running.updated_at,
                 finished_at: None,
                 row_count: 0,
+                affected_rows: None,
                 truncated: false,
                 duration_ms: 0,
                 error: None,
@@ -359,6 +360,7 @@ pub async fn appended_events_keep_their_run_facts(storage: Arc<dyn Storage>) {
         statement_sha256: "ab".repeat(32),
         statement_length: 42,
         rows: 7,
+        affected_rows: Some(5),
         duration_ms: 3,
         outcome: RunOutcome::Cancelled,
     });
