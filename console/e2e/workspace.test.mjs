@@ -239,6 +239,40 @@ describe("the query workspace", { concurrency: false }, () => {
     await context.close();
   });
 
+  it("the editor formats, lists its shortcuts, marks an error's position, and keeps EXPLAIN's indentation", async () => {
+    const { page, context } = await signedIn(keys.ann);
+    await page.getByRole("button", { name: /^Workspace PG/ }).first().click();
+    await typeSql(page, "select id, label from ws_items where id > ${min} order by id");
+    await page.getByRole("button", { name: "Format", exact: true }).click();
+    await page.waitForFunction(() => document.querySelectorAll(".cm-line").length >= 4);
+    const lines = await page.locator(".cm-line").allTextContents();
+    assert.ok(lines.length >= 4, `formatted on several lines: ${JSON.stringify(lines)}`);
+    assert.ok(lines.some((l) => l.includes("${min}")), "the parameter is kept");
+    // "?" outside the editor lists the shortcuts.
+    await page.getByRole("heading", { level: 1 }).click();
+    await page.keyboard.press("?");
+    const list = page.getByRole("dialog", { name: "Keyboard shortcuts" });
+    await list.getByText("Shift+Alt+F").waitFor();
+    await assertAccessible(page, "axe: the shortcuts");
+    await list.getByRole("button", { name: "Close" }).click();
+    // The database's position of an error, marked in the editor.
+    await typeSql(page, "select 1\nfrom ws_items wherre id = 1");
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByText(/line 2, column \d+ \(marked in the editor\)/).waitFor();
+    const selected = await page.evaluate(() => window.getSelection()?.toString() ?? "");
+    assert.ok(selected.length <= 1, "the cursor is at the position");
+    // EXPLAIN's plan keeps its indentation in the grid.
+    await typeSql(page, "explain select * from ws_items a join ws_items b on a.id = b.id where a.id > 3");
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByText(/rows in \d+ ms$/).waitFor();
+    const indented = await page.getByRole("grid", { name: "Result" }).locator("bdi").evaluateAll((cells) =>
+      cells.some((c) => /^ +->/.test(c.textContent ?? "") && window.getComputedStyle(c).whiteSpace === "pre"),
+    );
+    assert.ok(indented, "a plan line keeps its leading spaces");
+    await assertClean(page, "the editor", [401, 422]);
+    await context.close();
+  });
+
   it("one outside the group is refused: the address says it is not shared with them", async () => {
     const { page, context } = await signedIn(keys.eve);
     await page.goto(savedUrl);

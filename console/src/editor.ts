@@ -124,6 +124,8 @@ export interface EditorOptions {
   label?: string;
   /** Whether `${key}` placeholders are marked (a panel's query). */
   inputs?: boolean;
+  /** Formats the statement (Shift-Alt-F). */
+  onFormat?: () => void;
 }
 
 export class SqlEditor {
@@ -152,7 +154,12 @@ export class SqlEditor {
           syntaxHighlighting(highlight),
           this.language.of(sql({ dialect: StandardSQL })),
           placeholder("select …"),
-          Prec.highest(keymap.of([{ key: "Mod-Enter", run: () => (onRun(), true) }])),
+          Prec.highest(
+            keymap.of([
+              { key: "Mod-Enter", run: () => (onRun(), true) },
+              { key: "Shift-Alt-f", run: () => (options.onFormat?.(), options.onFormat !== undefined) },
+            ]),
+          ),
           keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap, ...completionKeymap]),
           EditorView.contentAttributes.of({ "aria-label": options.label ?? "SQL editor", "aria-multiline": "true" }),
           options.inputs ? markInputs : [],
@@ -188,6 +195,21 @@ export class SqlEditor {
 
   focus(): void {
     this.view.focus();
+  }
+
+  /** Puts the cursor at `offset` (a character of the text, from 0), scrolled into view, and
+   * answers its line and column (from 1). */
+  markAt(offset: number): { line: number; column: number } {
+    const at = Math.max(0, Math.min(offset, this.view.state.doc.length));
+    const line = this.view.state.doc.lineAt(at);
+    this.view.dispatch({ selection: { anchor: at, head: Math.min(at + 1, line.to) }, scrollIntoView: true });
+    this.view.focus();
+    return { line: line.number, column: at - line.from + 1 };
+  }
+
+  /** Replaces the text from `from` to `to` with `text` (one undo step). */
+  replaceRange(from: number, to: number, text: string): void {
+    this.view.dispatch({ changes: { from, to, insert: text }, selection: { anchor: from, head: from + text.length } });
   }
 
   /** Puts `text` in place of the selection, the cursor after it, and takes the focus. */

@@ -10,7 +10,9 @@ import { SqlEditor, completionOf, type Table } from "./editor";
 import { Grid, streamInto } from "./grid";
 import { outcomeText } from "./ndjson";
 import { icon } from "./icons";
+import { formatSql } from "./format";
 import { saveDialog } from "./saved";
+import { shortcutsDialog } from "./shortcuts";
 import { SchemaTree, previewStatement } from "./schema-tree";
 import { runnableSpan } from "./statement";
 
@@ -87,6 +89,21 @@ export async function queryScreen(app: App): Promise<Screen> {
   const csvButton = h("button", { attrs: { type: "button", title: "Run once and download every row (up to the row limit) as a CSV file" } }, "Run to CSV");
   const cancelButton = h("button", { attrs: { type: "button", hidden: true } }, "Cancel");
   const saveButton = h("button", { attrs: { type: "button", title: "Save the statement under a name, to run again and share" } }, "Save…");
+  const formatButton = h("button", { attrs: { type: "button", title: "Format the selection, or the whole text (Shift-Alt-F)" } }, "Format");
+  formatButton.addEventListener("click", () => void formatNow());
+  const shortcuts = shortcutsDialog();
+  const shortcutsButton = h("button", { attrs: { type: "button", "aria-label": "Keyboard shortcuts", title: "Keyboard shortcuts (?)" } }, "?");
+  shortcutsButton.addEventListener("click", () => shortcuts.showModal());
+  // "?" anywhere but where it is typed opens the list.
+  const onKey = (event: KeyboardEvent) => {
+    const target = event.target as HTMLElement | null;
+    const typing = target?.closest("input, textarea, select, [contenteditable=true], .cm-editor") !== null;
+    if (event.key === "?" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey) {
+      event.preventDefault();
+      shortcuts.showModal();
+    }
+  };
+  document.addEventListener("keydown", onKey);
   const elapsed = h("span", { class: "elapsed", attrs: { "aria-live": "off" } });
   // A request for review says what it is for and why: its reviewers read that first.
   const titleField = h("input", { attrs: { type: "text", maxlength: 200, autocomplete: "off" } });
@@ -104,9 +121,40 @@ export async function queryScreen(app: App): Promise<Screen> {
   const grid = new Grid("Result");
   const heading = h("h1", {}, "Query");
 
-  const editor = new SqlEditor(editorHost, "", () => void run(), (text) => {
-    if (database) saveDraft(user, database.id, text);
-  });
+  const editor = new SqlEditor(
+    editorHost,
+    "",
+    () => void run(),
+    (text) => {
+      if (database) saveDraft(user, database.id, text);
+    },
+    { onFormat: () => void formatNow() },
+  );
+
+  /** Formats the selection, or the whole text (sql-formatter, loaded the first time). */
+  async function formatNow(): Promise<void> {
+    if (!database) return;
+    const { from, to } = editor.selection;
+    const [start, end] = from === to ? [0, editor.text.length] : [from, to];
+    try {
+      const formatted = await formatSql(editor.text.slice(start, end), database.adapter);
+      editor.replaceRange(start, end, formatted);
+      app.announce("Formatted");
+    } catch (e) {
+      error.textContent = `It could not be formatted: ${e instanceof Error ? e.message : String(e)}`;
+    }
+  }
+
+  /** The statement of the last run: where it starts in the editor, and its text. */
+  let lastRun: { from: number; text: string } | null = null;
+  /** Marks in the editor where the database said the error is ("at character N"). */
+  function markError(message: string): void {
+    const at = /\(at character (\d+)\)/.exec(message);
+    if (!at || !lastRun || editor.text.slice(lastRun.from, lastRun.from + lastRun.text.length) !== lastRun.text) return;
+    const lead = lastRun.text.length - lastRun.text.trimStart().length;
+    const { line, column } = editor.markAt(lastRun.from + lead + Number(at[1]) - 1);
+    error.append(h("span", { class: "position" }, ` — line ${line}, column ${column} (marked in the editor)`));
+  }
 
   const schemas = new Map<string, Promise<{ tables: Table[]; unavailable?: string }>>();
   const tree = new SchemaTree();
@@ -254,6 +302,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       return;
     }
     const text = editor.text.slice(span.from, span.to);
+    lastRun = { from: span.from, text };
     const rowLimit = Number(limit.value);
     if (timeoutField.value && !(Number.isInteger(Number(timeoutField.value)) && Number(timeoutField.value) >= 1)) {
       error.textContent = "The timeout is a whole number of seconds from 1.";
@@ -357,6 +406,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       );
       if (told.summary) summary.textContent = told.summary;
       error.textContent = told.error;
+      if (told.error) markError(told.error);
       notice.textContent = told.notice;
       notice.hidden = !told.notice;
     } catch (e) {
@@ -365,6 +415,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       } else {
         summary.textContent = "";
         error.textContent = e instanceof ApiError ? e.message : e instanceof Error ? e.message : String(e);
+        markError(error.textContent);
       }
     } finally {
       finish();
@@ -395,7 +446,8 @@ export async function queryScreen(app: App): Promise<Screen> {
       "section",
       { class: "work" },
       heading,
-      h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), field("Timeout (s)", timeoutField, "Blank: the credential's"), runButton, csvButton, cancelButton, saveButton, elapsed),
+      h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), field("Timeout (s)", timeoutField, "Blank: the credential's"), runButton, csvButton, cancelButton, saveButton, formatButton, shortcutsButton, elapsed),
+      shortcuts,
       request,
       editorHost,
       error,
@@ -423,6 +475,7 @@ export async function queryScreen(app: App): Promise<Screen> {
     element,
     busy: () => running !== null,
     leave: () => {
+      document.removeEventListener("keydown", onKey);
       running?.abort();
       grid.destroy();
       editor.view.destroy();

@@ -410,6 +410,11 @@ fn database_error(error: &tokio_postgres::Error) -> RunError {
             message.push_str(detail);
             message.push(')');
         }
+        // Where in the statement, as PostgreSQL counts (characters, from 1): the console marks
+        // it in the editor.
+        if let Some(tokio_postgres::error::ErrorPosition::Original(at)) = db.position() {
+            message.push_str(&format!(" (at character {at})"));
+        }
         if db.code() == &SqlState::QUERY_CANCELED && db.message().contains("statement timeout") {
             message = "statement timeout".to_owned();
         }
