@@ -4,6 +4,7 @@
 // render as text; axe-core on each new screen; screenshots under target/console-screenshots.
 
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 import { after, before, describe, it } from "node:test";
 import { PG, assertAccessible, assertClean, signedIn as harnessSignedIn, launchBrowser, screenshot, startServer } from "./harness.mjs";
 
@@ -171,6 +172,15 @@ describe("the query workspace", { concurrency: false }, () => {
     assert.equal(await inGrid(), false, "the grid is one Tab stop");
     await page.getByRole("searchbox", { name: "Filter the rows of Result" }).fill("R4");
     await page.getByText("11 of 50 rows shown").waitFor();
+    // Download saves the rows shown, sorted and filtered, with no second run.
+    await page.getByLabel("Download as").selectOption("safe");
+    const [file] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download", exact: true }).click()]);
+    assert.match(file.suggestedFilename(), /^select-n-n-1000-as-big-.*-\d{4}-\d\d-\d\d-\d{6}\.csv$/);
+    const saved = await readFile(await file.path(), "utf8");
+    const lines = saved.trim().split("\r\n");
+    assert.equal(lines.length, 12, "the header and the 11 rows shown");
+    assert.equal(lines[0], "n,big,label,at");
+    assert.match(lines[1], /^49,49000,r49,/, "in the order shown (descending by label)");
     await assertAccessible(page, "axe: the grid, sorted and filtered");
     await assertClean(page, "the grid");
     await context.close();

@@ -137,3 +137,44 @@ export function widthOf(column: Column, index: number, rows: unknown[][], charWi
   }
   return Math.round(Math.min(Math.max(longest, 6), 34) * charWidth + 18);
 }
+
+/** A value as one CSV field (RFC 4180: quoted when it holds a comma, a quote or a line break);
+ * `safe`: text that a spreadsheet would read as a formula (starting with `=`, `+`, `-`, `@`, a
+ * tab or a carriage return) gets a leading `'`, numbers stay numbers. */
+export function csvField(value: unknown, safe = false): string {
+  let text = valueText(value) ?? "";
+  if (safe && typeof value === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/** Rows as CSV, the header first, CRLF between lines. */
+export function toCsv(columns: Column[], rows: unknown[][], safe = false): string {
+  const lines = [columns.map((c) => csvField(c.name, safe)).join(",")];
+  for (const row of rows) lines.push(row.map((v) => csvField(v, safe)).join(","));
+  return `${lines.join("\r\n")}\r\n`;
+}
+
+/** Rows as a JSON array of objects, by column name (a name twice: the later one is `name_2`). */
+export function toJson(columns: Column[], rows: unknown[][]): string {
+  const seen = new Map<string, number>();
+  const keys = columns.map((c) => {
+    const n = (seen.get(c.name) ?? 0) + 1;
+    seen.set(c.name, n);
+    return n === 1 ? c.name : `${c.name}_${n}`;
+  });
+  return JSON.stringify(rows.map((row) => Object.fromEntries(keys.map((k, i) => [k, row[i] ?? null]))), null, 1);
+}
+
+/** A file name from `title` and the time `at`: `monthly-revenue-2026-12-07-180613.csv`. */
+export function fileName(title: string, at: Date, extension: string): string {
+  const base =
+    title
+      .normalize("NFKD")
+      .replace(/[^A-Za-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 60)
+      .toLowerCase() || "query";
+  const pad = (n: number) => String(n).padStart(2, "0");
+  const stamp = `${at.getFullYear()}-${pad(at.getMonth() + 1)}-${pad(at.getDate())}-${pad(at.getHours())}${pad(at.getMinutes())}${pad(at.getSeconds())}`;
+  return `${base}-${stamp}.${extension}`;
+}

@@ -8,6 +8,7 @@ import { loadDraft, saveDraft, type App, type Screen } from "./app";
 import { field, h, isolated, replace } from "./dom";
 import { SqlEditor, completionOf, type Table } from "./editor";
 import { Grid, streamInto } from "./grid";
+import { fileName, toCsv, toJson } from "./grid-model";
 import { outcomeText } from "./ndjson";
 import { icon } from "./icons";
 import { formatSql } from "./format";
@@ -115,6 +116,32 @@ export async function queryScreen(app: App): Promise<Screen> {
     field("Description", descriptionField, "Why it should run: the reviewers read it first"),
   );
   const summary = h("p", { class: "summary", attrs: { role: "status" } });
+  // "Download" saves the rows shown (filtered and sorted as they are), with no second run.
+  const downloadFormat = h(
+    "select",
+    { attrs: { "aria-label": "Download as" } },
+    h("option", { attrs: { value: "csv" } }, "CSV"),
+    h("option", { attrs: { value: "safe" } }, "CSV for spreadsheets"),
+    h("option", { attrs: { value: "json" } }, "JSON"),
+  );
+  const downloadButton = h("button", { attrs: { type: "button", title: "Save the rows shown, as they are shown: no second run" } }, "Download");
+  const downloads = h("span", { class: "downloads", attrs: { hidden: true } }, downloadFormat, downloadButton);
+  /** The title of the shown result's query (its file's name). */
+  let shownTitle = "query";
+  downloadButton.addEventListener("click", () => {
+    const columns = grid.resultColumns;
+    const rows = grid.shownRows();
+    const kind = downloadFormat.value;
+    const text = kind === "json" ? toJson(columns, rows) : toCsv(columns, rows, kind === "safe");
+    const blob = new Blob([text], { type: kind === "json" ? "application/json" : "text/csv;charset=utf-8" });
+    const url = URL.createObjectURL(blob);
+    const link = h("a", { attrs: { href: url, download: fileName(shownTitle, new Date(), kind === "json" ? "json" : "csv"), hidden: true } });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    window.setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    app.announce(`Downloaded ${rows.length} rows`);
+  });
   const notice = h("p", { class: "notice", attrs: { hidden: true } });
   const error = h("div", { class: "error", attrs: { role: "alert" } });
   const editorHost = h("div", { class: "editor" });
@@ -197,6 +224,7 @@ export async function queryScreen(app: App): Promise<Screen> {
         query: previewStatement(db.adapter, table),
         limit: 100,
       });
+      shownTitle = `${table.table} preview`;
       await stream(query.id);
     } catch (e) {
       error.textContent = e instanceof ApiError ? e.message : String(e);
@@ -346,6 +374,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       summary.replaceChildren("Review requested: the query waits for approvals. ", app.link(`queries/${query.id}`, "Open the query"));
       return;
     }
+    shownTitle = query.title;
     if (to === "csv") await download(query.id);
     else await stream(query.id);
   }
@@ -375,6 +404,7 @@ export async function queryScreen(app: App): Promise<Screen> {
     window.addEventListener("beforeunload", guard);
     const started = performance.now();
     grid.reset([]);
+    downloads.hidden = true;
     summary.textContent = "Running…";
     try {
       cancelButton.hidden = false;
@@ -405,6 +435,7 @@ export async function queryScreen(app: App): Promise<Screen> {
         "the query returned more. Raise the row limit, or narrow the query.",
       );
       if (told.summary) summary.textContent = told.summary;
+      downloads.hidden = grid.resultColumns.length === 0;
       error.textContent = told.error;
       if (told.error) markError(told.error);
       notice.textContent = told.notice;
@@ -451,7 +482,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       request,
       editorHost,
       error,
-      h("div", { class: "result-head" }, summary, notice),
+      h("div", { class: "result-head" }, summary, notice, downloads),
       grid.element,
     ),
   );
@@ -465,6 +496,7 @@ export async function queryScreen(app: App): Promise<Screen> {
   if (first) choose(first, text?.query ?? preset?.query, text?.credential_id ?? preset?.credential_id);
   else drawList();
   drawRunButton();
+  if (preset) shownTitle = preset.title;
   requestAnimationFrame(() => {
     grid.mount();
     editor.focus();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { compareValues, isNumericType, rangeTsv, rowTsv, viewOrder, widthOf } from "../src/grid-model";
+import { compareValues, csvField, fileName, isNumericType, rangeTsv, rowTsv, toCsv, toJson, viewOrder, widthOf } from "../src/grid-model";
 
 const rows: unknown[][] = [
   [3, "b", null],
@@ -57,5 +57,37 @@ describe("columns", () => {
     const ts = widthOf({ name: "at", type: "timestamptz" }, 0, [["2025-01-01T00:00:00.000000Z"]]);
     expect(ts).toBeGreaterThan(27 * 7.8);
     expect(widthOf({ name: "x", type: "text" }, 0, [["y".repeat(5000)]])).toBeLessThanOrEqual(34 * 7.8 + 18);
+  });
+});
+
+describe("downloads of the shown rows", () => {
+  const columns = [
+    { name: "a", type: "text" },
+    { name: "n", type: "int4" },
+    { name: "a", type: "text" },
+  ];
+  const shown: unknown[][] = [
+    ["=HYPERLINK(\"x\")", -5, "x,y"],
+    ["plain", 3, null],
+    ["+1", null, "@me"],
+  ];
+
+  it("writes CSV as the values are, quoted where needed", () => {
+    expect(toCsv(columns, shown)).toBe('a,n,a\r\n"=HYPERLINK(""x"")",-5,"x,y"\r\nplain,3,\r\n+1,,@me\r\n');
+  });
+
+  it("neutralises formulas for spreadsheets, and leaves numbers alone", () => {
+    expect(toCsv(columns, shown, true)).toBe('a,n,a\r\n"\'=HYPERLINK(""x"")",-5,"x,y"\r\nplain,3,\r\n\'+1,,\'@me\r\n');
+    expect(csvField("-5", true)).toBe("'-5");
+    expect(csvField(-5, true)).toBe("-5");
+  });
+
+  it("writes JSON objects by column, a repeated name numbered", () => {
+    expect(JSON.parse(toJson(columns, shown))[1]).toEqual({ a: "plain", n: 3, a_2: null });
+  });
+
+  it("names the file after the query and the time", () => {
+    expect(fileName("Monthly revenue: <EU>", new Date(2026, 11, 7, 18, 6, 13), "csv")).toBe("monthly-revenue-eu-2026-12-07-180613.csv");
+    expect(fileName("!!!", new Date(2026, 0, 2, 3, 4, 5), "json")).toBe("query-2026-01-02-030405.json");
   });
 });
