@@ -186,6 +186,20 @@ describe("data protection from the console", { concurrency: false }, () => {
     // A query as the admin: masked, the hidden column gone.
     await maskedInTheConsole("E2E Provisioned", SCHEMA);
     await screenshot(page, "protection-masked-result");
+    // A write on a protected database is refused as read-only, and its query says so in the
+    // history (failed, refused before it ran), rather than staying ready.
+    const editor = page.getByRole("textbox", { name: "SQL editor" });
+    await editor.click();
+    await page.keyboard.press("ControlOrMeta+a");
+    await page.keyboard.press("Delete");
+    await editor.pressSequentially("delete from users", { delay: 0 });
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("ControlOrMeta+Enter");
+    await page.getByText(/runs read-only/).first().waitFor();
+    await page.getByRole("link", { name: "History" }).click();
+    const refused = page.getByRole("row").filter({ hasText: "delete from users" });
+    await refused.getByText("failed").waitFor();
+    await refused.getByText(/refused before it ran/).waitFor();
     await assertClean(page, "the data protection screens", [401, 403, 412, 422]);
   });
 

@@ -1271,6 +1271,48 @@ pub async fn reviews_a_request_says_why_and_changes_start_a_new_revision(
     );
 }
 
+/// A run refused for what its statement is (a write where runs are read-only: an AI agent's)
+/// ends the query, failed with why, rather than leaving it `ready`; nothing ran.
+pub async fn reviews_a_run_refused_as_read_only_ends_the_query(storage: Arc<dyn Storage>) {
+    let (console, runner) = reviewing_console(storage);
+    let db = new_database(&console, 0, json!({"ai_enabled": true})).await;
+    let bot = Principal::member("bot@example.com").agent(true);
+    let query = console
+        .as_(
+            &bot,
+            Method::POST,
+            QUERIES,
+            Some(
+                json!({"database_id": db.0, "credential_id": db.1, "query": "DELETE FROM orders"}),
+            ),
+            None,
+        )
+        .await
+        .expect(200)
+        .json();
+    let id = id_of(&query);
+    assert_eq!(query["status"], "ready");
+    let refused = run_with(&console, &bot, &id, None).await.expect(422).json();
+    assert!(
+        refused["errors"]["query"][0]
+            .as_str()
+            .unwrap()
+            .contains("read-only"),
+        "{refused}"
+    );
+    let after = get(&console, &bot, &id).await;
+    assert_eq!(after["status"], "failed", "{after}");
+    let error = after["run"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("refused before it ran: ") && error.contains("read-only"),
+        "{error}"
+    );
+    assert_eq!(after["run"]["row_count"], 0);
+    assert_eq!(runner.runs(), 0, "nothing ran");
+    let again = run_with(&console, &bot, &id, None).await.expect(409);
+    assert!(detail(&again).contains("already ran"), "{}", detail(&again));
+}
+
 /// Expands to one test per reviews case over fresh stores made by `$storage`.
 #[macro_export]
 macro_rules! review_tests {
@@ -1292,6 +1334,7 @@ macro_rules! review_tests {
                 reviews_a_query_whose_database_or_credential_is_gone_is_409,
                 reviews_one_identity_whatever_its_case,
                 reviews_a_request_says_why_and_changes_start_a_new_revision,
+                reviews_a_run_refused_as_read_only_ends_the_query,
             ]
         );
     };

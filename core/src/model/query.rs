@@ -496,6 +496,32 @@ impl Query {
         done
     }
 
+    /// The query refused for good before it ran, by `by` at `now`, for `why` (a read-only run of
+    /// a statement that writes: it would be refused again): `failed`, its run's error saying
+    /// why, no row sent. `None` when it is not waiting to run.
+    pub fn refused(&self, by: &str, why: &str, now: Timestamp) -> Option<Query> {
+        if !matches!(
+            self.status,
+            QueryStatus::Ready | QueryStatus::AwaitingReview
+        ) {
+            return None;
+        }
+        let mut done = self.clone();
+        done.status = QueryStatus::Failed;
+        done.updated_at = now.not_before_next(self.updated_at);
+        done.run = Some(QueryRun {
+            run_by: by.to_owned(),
+            started_at: now,
+            finished_at: Some(now),
+            row_count: 0,
+            affected_rows: None,
+            truncated: false,
+            duration_ms: 0,
+            error: Some(format!("refused before it ran: {why}")),
+        });
+        Some(done)
+    }
+
     /// A `ready` query whose credential now requires more approvals than it has, back to
     /// `awaiting_review` at `now` (docs/queries.md, "Reviews"); `None` when it is not such a query.
     pub fn awaiting_again(&self, required: u32, now: Timestamp) -> Option<Query> {

@@ -119,11 +119,29 @@ impl Runs {
         let read_only = principal.agent || query.by_agent;
         // An agent's query is never exempt, whoever runs it.
         let exempt_caller = (!query.by_agent).then_some(principal);
-        let (protection, credential) = self
+        let (protection, credential) = match self
             .launcher
             .protection_for_run(&guarded, &*runner, &statement, read_only, exempt_caller)
-            .await?
-            .run_as(credential);
+            .await
+        {
+            Ok(protected) => protected.run_as(credential),
+            // Refused for what it is (a write where runs are read-only): it would be refused
+            // every time, so the query says so and ends, rather than staying `ready`.
+            Err(ApiError::Invalid(errors)) => {
+                let why = errors
+                    .get("query")
+                    .and_then(|field| match field {
+                        crate::validate::FieldErrors::Messages(messages) => {
+                            messages.first().cloned()
+                        }
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| "its statement may not run here".to_owned());
+                self.mark_refused(id, &principal.user, &why).await;
+                return Err(ApiError::Invalid(errors));
+            }
+            Err(error) => return Err(error),
+        };
         // The claim: of two runs, one moves the query to running and the other conflicts; a
         // review racing the claim lands either before it (and counts) or after (refused).
         let required = credential.reviews_required;
@@ -185,6 +203,22 @@ impl Runs {
                 row_stamp: None,
             })
             .await
+    }
+
+    /// Ends query `id`, refused by `by`'s run for `why`, unless it moved on meanwhile.
+    async fn mark_refused(&self, id: &str, by: &str, why: &str) {
+        let marked = self
+            .storage
+            .update_query(id, |stored| {
+                match stored.refused(by, why, Timestamp::now()) {
+                    Some(refused) => Ok((refused, None)),
+                    None => Err(()),
+                }
+            })
+            .await;
+        if let Err(error) = marked {
+            tracing::warn!(%error, "a query's refused run could not be recorded");
+        }
     }
 
     /// Moves a `ready` query whose credential now requires more approvals than it has back to
