@@ -283,6 +283,32 @@ describe("the query workspace", { concurrency: false }, () => {
     await context.close();
   });
 
+  it("keeps the editor's tabs per person in the browser, and forgets them at sign-out", async () => {
+    const { page, context } = await signedIn(keys.ann);
+    await page.getByRole("button", { name: /^Workspace PG/ }).first().click();
+    await typeSql(page, "select 'first tab' as one");
+    await page.getByRole("button", { name: "+ New tab" }).click();
+    const tabs = page.getByRole("tablist", { name: "Editor tabs" });
+    await tabs.getByRole("tab", { name: "New tab", selected: true }).waitFor();
+    await typeSql(page, "select 'second tab' as two");
+    await tabs.getByRole("tab", { name: /first tab/ }).click();
+    await page.getByRole("textbox", { name: "SQL editor" }).getByText("select 'first tab' as one").waitFor();
+    // From the keyboard: arrows move between tabs.
+    await tabs.getByRole("tab", { selected: true }).focus();
+    await page.keyboard.press("ArrowRight");
+    await page.getByRole("textbox", { name: "SQL editor" }).getByText("select 'second tab' as two").waitFor();
+    await page.reload();
+    await page.getByRole("heading", { level: 1, name: /^Query/ }).waitFor();
+    assert.deepEqual(await tabs.getByRole("tab").allTextContents(), ["select 'first tab' as one", "select 'second tab' as two"]);
+    await page.getByRole("textbox", { name: "SQL editor" }).getByText("select 'second tab' as two").waitFor();
+    await assertAccessible(page, "axe: the editor's tabs");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByRole("heading", { name: "Sign in" }).waitFor();
+    const left = await page.evaluate(() => Object.keys(localStorage).filter((k) => k.startsWith("dbconsole.")));
+    assert.deepEqual(left, [], "the tabs and drafts are forgotten at sign-out");
+    await context.close();
+  });
+
   it("one outside the group is refused: the address says it is not shared with them", async () => {
     const { page, context } = await signedIn(keys.eve);
     await page.goto(savedUrl);

@@ -31,7 +31,7 @@ export interface Handoff {
   run?: string;
   bypass?: string;
   /** A statement to put into the editor for a database and credential (a saved query's). */
-  text?: { database_id: string; credential_id: string; query: string };
+  text?: { database_id: string; credential_id: string; query: string; title?: string };
 }
 
 export class App {

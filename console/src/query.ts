@@ -5,7 +5,7 @@
 
 import { ApiError, call, headers, type Page, type Query, type QueryableDatabase } from "./api";
 import { loadDraft, saveDraft, type App, type Screen } from "./app";
-import { field, h, isolated, replace } from "./dom";
+import { field, h, isolated, replace, uid } from "./dom";
 import { SqlEditor, completionOf, type Table } from "./editor";
 import { Grid, streamInto } from "./grid";
 import { fileName, toCsv, toJson } from "./grid-model";
@@ -13,6 +13,7 @@ import { outcomeText } from "./ndjson";
 import { icon } from "./icons";
 import { formatSql } from "./format";
 import { saveDialog } from "./saved";
+import { MAX_TABS, TabBar, loadTabs, newTab, saveTabs, type Tab } from "./tabs";
 import { shortcutsDialog } from "./shortcuts";
 import { SchemaTree, previewStatement } from "./schema-tree";
 import { runnableSpan } from "./statement";
@@ -144,7 +145,49 @@ export async function queryScreen(app: App): Promise<Screen> {
   });
   const notice = h("p", { class: "notice", attrs: { hidden: true } });
   const error = h("div", { class: "error", attrs: { role: "alert" } });
-  const editorHost = h("div", { class: "editor" });
+  const editorHost = h("div", { class: "editor", attrs: { id: uid("editor") } });
+  // The tabs: each its statement, database and credential, kept in this browser per user.
+  const kept = loadTabs(user);
+  let tabTimer = 0;
+  // Kept at each change, as drafts are; the bar's labels follow a moment later.
+  const keepTabs = () => {
+    saveTabs(user, kept);
+    window.clearTimeout(tabTimer);
+    tabTimer = window.setTimeout(() => tabBar.draw(kept.tabs, kept.active), 300);
+  };
+  const tabBar = new TabBar(
+    {
+      select: (index) => switchTab(index),
+      close: (index) => {
+        if (kept.tabs.length < 2) return;
+        kept.tabs.splice(index, 1);
+        kept.active = Math.min(kept.active > index ? kept.active - 1 : kept.active, kept.tabs.length - 1);
+        showTab();
+      },
+      add: () => openTab(newTab(database?.id ?? null)),
+    },
+    editorHost.id,
+  );
+  function switchTab(index: number): void {
+    if (index === kept.active || !kept.tabs[index]) return;
+    kept.active = index;
+    showTab();
+  }
+  /** Shows the active tab: its database, credential and statement. */
+  function showTab(): void {
+    const tab = kept.tabs[kept.active];
+    if (!tab) return;
+    const db = databases.find((d) => d.id === tab.database_id) ?? database ?? databases[0];
+    if (db) choose(db, tab.text, tab.credential_id ?? undefined);
+    saveTabs(user, kept);
+    tabBar.draw(kept.tabs, kept.active);
+  }
+  function openTab(tab: Tab): void {
+    kept.tabs.push(tab);
+    if (kept.tabs.length > MAX_TABS) kept.tabs.shift();
+    kept.active = kept.tabs.length - 1;
+    showTab();
+  }
   const grid = new Grid("Result");
   const heading = h("h1", {}, "Query");
 
@@ -154,6 +197,11 @@ export async function queryScreen(app: App): Promise<Screen> {
     () => void run(),
     (text) => {
       if (database) saveDraft(user, database.id, text);
+      const tab = kept.tabs[kept.active];
+      if (tab) {
+        tab.text = text;
+        keepTabs();
+      }
     },
     { onFormat: () => void formatNow() },
   );
@@ -248,6 +296,13 @@ export async function queryScreen(app: App): Promise<Screen> {
 
   function choose(db: QueryableDatabase, text?: string, credentialId?: string): void {
     database = db;
+    const tab = kept.tabs[kept.active];
+    if (tab) {
+      tab.database_id = db.id;
+      // Another database keeps the tab's statement (to run it there); an empty tab takes the
+      // database's draft.
+      if (text === undefined && tab.text) text = tab.text;
+    }
     replace(heading, "Query ", isolated(db.name));
     replace(
       credential,
@@ -464,6 +519,11 @@ export async function queryScreen(app: App): Promise<Screen> {
   csvButton.addEventListener("click", () => void run("csv"));
   cancelButton.addEventListener("click", () => running?.abort());
   credential.addEventListener("change", () => {
+    const tab = kept.tabs[kept.active];
+    if (tab) {
+      tab.credential_id = credential.value;
+      keepTabs();
+    }
     drawRunButton();
     if (database) void loadSchema(database);
   });
@@ -480,6 +540,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       h("div", { class: "toolbar" }, field("Credential", credential), field("Row limit", limit), field("Timeout (s)", timeoutField, "Blank: the credential's"), runButton, csvButton, cancelButton, saveButton, formatButton, shortcutsButton, elapsed),
       shortcuts,
       request,
+      tabBar.element,
       editorHost,
       error,
       h("div", { class: "result-head" }, summary, notice, downloads),
@@ -493,8 +554,20 @@ export async function queryScreen(app: App): Promise<Screen> {
     (preset && databases.find((db) => db.id === preset.database_id)) ??
     databases.find((db) => pinned.has(db.id)) ??
     databases[0];
-  if (first) choose(first, text?.query ?? preset?.query, text?.credential_id ?? preset?.credential_id);
-  else drawList();
+  // A statement handed over (a saved query, a query of the history) opens in a tab of its own;
+  // otherwise the tabs kept come back, or a first one on the first database.
+  if (text || preset) {
+    openTab(
+      newTab(
+        first?.id ?? null,
+        text?.query ?? preset?.query ?? "",
+        text?.title ?? preset?.title ?? "",
+        text?.credential_id ?? preset?.credential_id ?? null,
+      ),
+    );
+  } else if (kept.tabs.length > 0) showTab();
+  else if (first) openTab(newTab(first.id, loadDraft(user, first.id) ?? ""));
+  if (!database) drawList();
   drawRunButton();
   if (preset) shownTitle = preset.title;
   requestAnimationFrame(() => {

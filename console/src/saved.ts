@@ -222,7 +222,7 @@ export async function savedPage(app: App, id: string): Promise<Screen> {
         attrs: { type: "button", disabled: runReason !== "" },
         on: {
           click: () => {
-            app.handoff = { text: { database_id: saved.database_id, credential_id: saved.credential_id, query: saved.query } };
+            app.handoff = { text: { database_id: saved.database_id, credential_id: saved.credential_id, query: saved.query, title: saved.name } };
             void app.go("");
           },
         },
