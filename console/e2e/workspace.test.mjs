@@ -279,6 +279,14 @@ describe("the query workspace", { concurrency: false }, () => {
       cells.some((c) => /^ +->/.test(c.textContent ?? "") && window.getComputedStyle(c).whiteSpace === "pre"),
     );
     assert.ok(indented, "a plan line keeps its leading spaces");
+    // EXPLAIN (FORMAT JSON) as a collapsible tree.
+    await typeSql(page, "explain (format json) select * from ws_items a join ws_items b on a.id = b.id");
+    await page.keyboard.press("ControlOrMeta+Enter");
+    const tree = page.getByRole("region", { name: "Query plan" });
+    await tree.locator("summary").filter({ hasText: /^Hash Join/ }).waitFor();
+    await tree.locator("summary").filter({ hasText: /^Seq Scan on ws_items a/ }).waitFor();
+    await screenshot(page, "explain-tree");
+    await assertAccessible(page, "axe: a plan's tree");
     await assertClean(page, "the editor", [401, 422]);
     await context.close();
   });

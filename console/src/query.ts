@@ -9,6 +9,7 @@ import { field, h, isolated, replace, uid } from "./dom";
 import { SqlEditor, completionOf, type Table } from "./editor";
 import { Grid, streamInto } from "./grid";
 import { fileName, toCsv, toJson } from "./grid-model";
+import { planOf, planTree } from "./plan";
 import { outcomeText } from "./ndjson";
 import { icon } from "./icons";
 import { formatSql } from "./format";
@@ -127,6 +128,8 @@ export async function queryScreen(app: App): Promise<Screen> {
   );
   const downloadButton = h("button", { attrs: { type: "button", title: "Save the rows shown, as they are shown: no second run" } }, "Download");
   const downloads = h("span", { class: "downloads", attrs: { hidden: true } }, downloadFormat, downloadButton);
+  // EXPLAIN (FORMAT JSON): the plan as a collapsible tree above the grid.
+  const plan = h("section", { class: "plan", attrs: { hidden: true, "aria-label": "Query plan" } });
   /** The title of the shown result's query (its file's name). */
   let shownTitle = "query";
   downloadButton.addEventListener("click", () => {
@@ -460,6 +463,7 @@ export async function queryScreen(app: App): Promise<Screen> {
     const started = performance.now();
     grid.reset([]);
     downloads.hidden = true;
+    plan.hidden = true;
     summary.textContent = "Running…";
     try {
       cancelButton.hidden = false;
@@ -491,6 +495,11 @@ export async function queryScreen(app: App): Promise<Screen> {
       );
       if (told.summary) summary.textContent = told.summary;
       downloads.hidden = grid.resultColumns.length === 0;
+      const top = planOf(grid.resultColumns, grid.shownRows());
+      if (top) {
+        replace(plan, h("h2", {}, "Query plan"), planTree(top));
+        plan.hidden = false;
+      }
       error.textContent = told.error;
       if (told.error) markError(told.error);
       notice.textContent = told.notice;
@@ -544,6 +553,7 @@ export async function queryScreen(app: App): Promise<Screen> {
       editorHost,
       error,
       h("div", { class: "result-head" }, summary, notice, downloads),
+      plan,
       grid.element,
     ),
   );

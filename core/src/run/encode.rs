@@ -535,7 +535,17 @@ impl Encoder {
                     return;
                 }
                 self.separator();
-                self.buffer.put_slice(raw.as_bytes());
+                // A line break in valid JSON is whitespace (a string can't hold one): it
+                // becomes a space, so that an NDJSON row stays one line (PostgreSQL's
+                // EXPLAIN (FORMAT JSON) is pretty-printed).
+                if raw.bytes().any(|b| b == b'\n' || b == b'\r') {
+                    self.buffer.extend(
+                        raw.bytes()
+                            .map(|b| if b == b'\n' || b == b'\r' { b' ' } else { b }),
+                    );
+                } else {
+                    self.buffer.put_slice(raw.as_bytes());
+                }
             }
         }
     }
@@ -908,5 +918,23 @@ mod tests {
             String::from_utf8(encoder.take().to_vec()).unwrap(),
             r#"["NaN",1.5,"-Infinity",-9007199254740992,"-9007199254740993"]"#
         );
+    }
+
+    #[test]
+    fn a_pretty_json_document_stays_on_its_row_line() {
+        let mut encoder = Encoder::new(Format::Ndjson);
+        encoder.columns(&[Column {
+            name: "QUERY PLAN".to_owned(),
+            type_name: "json".to_owned(),
+            base64: false,
+        }]);
+        encoder.begin_row();
+        encoder.json("[\n  {\"Plan\": {\"Node Type\": \"Result\",\r\n \"x\": \"a\\nb\"}}\n]");
+        encoder.end_row();
+        let text = String::from_utf8(encoder.take().to_vec()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        let row: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(row[0][0]["Plan"]["x"], "a\nb", "a newline inside a string stays");
     }
 }
