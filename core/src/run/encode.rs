@@ -935,6 +935,9 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
         let row: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
-        assert_eq!(row[0][0]["Plan"]["x"], "a\nb", "a newline inside a string stays");
+        assert_eq!(
+            row[0][0]["Plan"]["x"], "a\nb",
+            "a newline inside a string stays"
+        );
     }
 }
