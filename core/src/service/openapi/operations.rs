@@ -664,7 +664,7 @@ pub(crate) fn get_my_settings(op: Operation, _: &Names) -> Operation {
 
 pub(crate) fn put_my_settings(op: Operation, _: &Names) -> Operation {
     op.summary("Replace the caller's own settings (kept in their user record; 409 without one)")
-        .body(schema_ref("Settings"))
+        .body(schema_ref("SettingsInput"))
         .ok(json_content(schema_ref("Settings")))
         .errors(&[400, 401, 403, 408, 409, 413, 415, 422, 503])
 }

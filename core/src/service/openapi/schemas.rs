@@ -515,6 +515,10 @@ pub(super) fn schemas() -> Value {
             "description": described(text_schema(Text::Lines(DESCRIPTION_MAX), Presence::Raw), "A new description (empty clears it); null or left out: unchanged."),
             "query": described(text_schema(Text::Lines(QUERY_MAX), Presence::NotBlank), "A new statement (one): a new revision, whose approvals count from none."),
         })),
+        "SettingsInput": json!({ "type": "object", "additionalProperties": false, "properties": {
+            "theme": described(json!({ "type": ["string", "null"], "enum": ["light", "dark", null] }), "The console's theme; null or left out: the system's."),
+            "time_zone": described(json!({ "type": ["string", "null"], "enum": ["UTC", null] }), "The zone times are shown in; null or left out: the browser's."),
+        } }),
         "SavedQueryCreate": saved_query_input(true),
         "SavedQueryUpdate": saved_query_input(false),
         "SavedQueryRunInput": object(&[], json!({
@@ -564,7 +568,10 @@ pub(super) fn schemas() -> Value {
 /// The schemas of the answers, derived from the views that render them (`service::render`),
 /// so that a field added to a view is in the document with no second edit.
 fn views() -> Map<String, Value> {
+    // Answers are what the views serialize: a field they leave out when empty
+    // (`skip_serializing_if`) is not required.
     let mut generator = SchemaSettings::draft2020_12()
+        .for_serialize()
         .with(|settings| {
             settings.definitions_path = "/components/schemas".into();
             settings.meta_schema = None;
