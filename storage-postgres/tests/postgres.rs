@@ -117,6 +117,7 @@ async fn a_store_from_before_seal_keys_opens_with_its_key_as_key_0() {
              DROP TABLE {schema}.sessions;
              DROP TABLE {schema}.users;
              DROP TABLE {schema}.settings;
+             DROP TABLE {schema}.saved_queries;
              DELETE FROM {schema}.schema_migrations WHERE version >= 5;"
         ))
         .await
@@ -420,6 +421,7 @@ async fn deliveries_from_before_kinds_are_claimed_by_kind() {
              DROP TABLE {schema}.sessions;
              DROP TABLE {schema}.users;
              DROP TABLE {schema}.settings;
+             DROP TABLE {schema}.saved_queries;
              DELETE FROM {schema}.schema_migrations WHERE version >= 8;"
         ))
         .await
@@ -488,6 +490,7 @@ async fn authors_from_before_one_identity_are_found_by_their_normal_form() {
             "DROP TABLE {schema}.sessions;
              DROP TABLE {schema}.users;
              DROP TABLE {schema}.settings;
+             DROP TABLE {schema}.saved_queries;
              DELETE FROM {schema}.schema_migrations WHERE version >= 9;"
         ))
         .await
