@@ -125,9 +125,16 @@ impl Runs {
             .await
         {
             Ok(protected) => protected.run_as(credential),
-            // Refused for what it is (a write where runs are read-only): it would be refused
-            // every time, so the query says so and ends, rather than staying `ready`.
-            Err(ApiError::Invalid(errors)) => {
+            // Refused for what it is (a write where runs are read-only, statistics on a
+            // protected database): it would be refused every time, so the query says so and
+            // ends, rather than staying `ready`. A refusal of the database's (protection it
+            // can't enforce yet) leaves the query as it was.
+            Err(ApiError::Invalid(errors))
+                if crate::run::classify::read_only(&statement, Dialect::of(db.adapter))
+                    .is_err()
+                    || crate::run::classify::protected(&statement, Dialect::of(db.adapter))
+                        .is_err() =>
+            {
                 let why = errors
                     .get("query")
                     .and_then(|field| match field {
