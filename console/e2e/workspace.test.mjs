@@ -283,8 +283,9 @@ describe("the query workspace", { concurrency: false }, () => {
     await typeSql(page, "explain (format json) select * from ws_items a join ws_items b on a.id = b.id");
     await page.keyboard.press("ControlOrMeta+Enter");
     const tree = page.getByRole("region", { name: "Query plan" });
-    await tree.locator("summary").filter({ hasText: /^Hash Join/ }).waitFor();
-    await tree.locator("summary").filter({ hasText: /^Seq Scan on ws_items a/ }).waitFor();
+    // The join the planner chose (its statistics decide which), over scans of both sides.
+    await tree.locator("summary").filter({ hasText: /^(Hash Join|Merge Join|Nested Loop)/ }).first().waitFor();
+    await tree.locator("summary").filter({ hasText: /Scan on ws_items a/ }).first().waitFor();
     await screenshot(page, "explain-tree");
     await assertAccessible(page, "axe: a plan's tree");
     await assertClean(page, "the editor", [401, 422]);
