@@ -224,12 +224,7 @@ export class Grid {
     }
     if (this.order) this.orderDirty = true;
     this.update();
-    if (first && rows.length > 0 && this.unmount && this.frame) {
-      cancelAnimationFrame(this.frame);
-      this.frame = 0;
-      this.virtualizer._willUpdate();
-      this.paint();
-    }
+    if (first && rows.length > 0 && this.unmount && this.frame) this.paintNow();
   }
 
   /** Paints the visible rows again (their controls changed). */
