@@ -154,6 +154,8 @@ fn dashboard(name: &str) -> Dashboard {
                 credential_id: "crd_x".to_owned(),
             },
         }],
+        presentation: Default::default(),
+        presented_at: now,
         inserted_at: now,
         updated_at: now,
     }

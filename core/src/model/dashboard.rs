@@ -1,6 +1,6 @@
 //! Dashboards, their query panels, row actions and input mappings, as stored.
 
-use super::{ActionId, DashboardId, PanelId, Timestamp};
+use super::{ActionId, DashboardId, PanelId, Presentation, Timestamp};
 
 /// A dashboard with its panels: one aggregate, stored and changed as a whole.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,6 +15,11 @@ pub struct Dashboard {
     pub archived_at: Option<Timestamp>,
     /// Panels, in order.
     pub panels: Vec<Panel>,
+    /// dbconsole's own presentation of it (displays, layout, input types, editors and
+    /// viewers), which the interface's operations neither show nor change.
+    pub presentation: Presentation,
+    /// When the presentation last changed (its version; the dashboard's creation at first).
+    pub presented_at: Timestamp,
     /// Creation time.
     pub inserted_at: Timestamp,
     /// Time of the last change; strictly increases.
@@ -104,11 +109,29 @@ impl InputMapping {
     }
 }
 
-/// A panel's inputs as one run gives them: the keys the panel declares, and the value of each.
+/// A panel's inputs as one run gives them: the keys the panel declares (with the time range's
+/// `__from` and `__to`), and the value of each (`None` binds NULL).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Inputs {
     /// The keys the panel declares.
     pub declared: Vec<String>,
     /// The value of each, by key.
-    pub values: std::collections::HashMap<String, String>,
+    pub values: std::collections::HashMap<String, Option<String>>,
+}
+
+impl Dashboard {
+    /// Keeps the presentation's entries of panels and inputs that are still there (a change
+    /// through the interface's fields that removes a panel or an input removes its entries);
+    /// a change moves the presentation's version to `now`.
+    pub fn prune_presentation(&mut self, now: Timestamp) {
+        let panels: Vec<&str> = self.panels.iter().map(|p| p.id.as_str()).collect();
+        let inputs: Vec<&str> = self
+            .panels
+            .iter()
+            .flat_map(|p| p.inputs.iter().map(|i| i.key.as_str()))
+            .collect();
+        if self.presentation.retain(panels, inputs) {
+            self.presented_at = now.not_before_next(self.presented_at);
+        }
+    }
 }

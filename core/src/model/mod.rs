@@ -13,6 +13,7 @@ mod database;
 mod delivery;
 pub mod identity;
 mod ids;
+mod presentation;
 mod principal;
 mod query;
 mod saved_query;
@@ -39,6 +40,11 @@ pub use delivery::{Delivery, DeliveryStatus, RetryPolicy, Target, TargetKind};
 pub use ids::{
     ActionId, CredentialId, DashboardId, DatabaseId, DeliveryId, EventId, KeyId, PanelId, QueryId,
     SavedQueryId, SessionId,
+};
+pub use presentation::{
+    CHOICES_MAX, ChoicesQuery, Display, DisplayKind, GRID_COLUMNS, GRID_ROWS_MAX, InputKind,
+    InputSpec, Layout, MEMBERS_MAX, Member, MemberKind, NumberFormat, PanelLook, Presentation,
+    RangePreset,
 };
 pub use principal::{Principal, Role};
 pub use query::{

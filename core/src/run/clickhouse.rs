@@ -113,9 +113,16 @@ impl QueryRunner for ClickhouseRunner {
         let gone = sink.gone();
         tokio::pin!(gone);
         let session = checkout(&pool, &mut gone).await?;
-        let bound = job.bound(Dialect::Clickhouse, |n, _| format!("{{p{n}:String}}"))?;
+        let bound = job.bound(Dialect::Clickhouse, |n, _| {
+            format!("{{p{n}:Nullable(String)}}")
+        })?;
         let statement = bound.text;
-        let params: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
+        // `\N` is NULL in a parameter's text form (and a backslash otherwise escapes).
+        let params: Vec<String> = bound
+            .params
+            .into_iter()
+            .map(|(_, value)| value.map_or_else(|| "\\N".to_owned(), |v| v.replace('\\', "\\\\")))
+            .collect();
         let query_id = format!("dbconsole-{}", crate::model::QueryId::generate());
         let seconds = job.run_timeout().as_secs_f64().ceil().max(1.0) as u64;
         // The crate reads `?` as its own placeholder: `??` is a literal one.

@@ -182,8 +182,8 @@ impl RunError {
 pub struct BoundStatement {
     /// The statement with the adapter's placeholders in place of `${key}`.
     pub text: String,
-    /// Each placeholder's input key and value.
-    pub params: Vec<(String, String)>,
+    /// Each placeholder's input key and value (`None` binds NULL).
+    pub params: Vec<(String, Option<String>)>,
 }
 
 impl RunJob {

@@ -150,7 +150,8 @@ impl QueryRunner for OracleRunner {
         tokio::pin!(gone);
         let session = checkout(&pool, &mut gone).await?;
         let bound = job.bound(Dialect::Oracle, placeholder)?;
-        let values: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
+        let values: Vec<Option<String>> =
+            bound.params.into_iter().map(|(_, value)| value).collect();
         let statement = bound.text;
         let connection = Arc::clone(&session.connection);
         let wanted = sink.wanted();
@@ -236,7 +237,7 @@ fn database_error(error: &oracle::Error) -> RunError {
 fn fetch(
     connection: &oracle::Connection,
     statement: &str,
-    values: &[String],
+    values: &[Option<String>],
     wanted: u64,
     read_only: bool,
     timeout: Duration,
@@ -354,7 +355,7 @@ mod tests {
                 declared: vec!["id".to_owned(), "name".to_owned()],
                 values: [("id", "7"), ("name", "' OR 1=1 --")]
                     .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .map(|(k, v)| (k.to_owned(), Some(v.to_owned())))
                     .collect(),
             }),
             max_rows: 10,
@@ -366,12 +367,16 @@ mod tests {
         };
         let bound = job.bound(Dialect::Oracle, placeholder).unwrap();
         let statement = bound.text;
-        let values: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
+        let values: Vec<Option<String>> =
+            bound.params.into_iter().map(|(_, value)| value).collect();
         assert_eq!(
             statement,
             "SELECT ':x' FROM dual WHERE id = :1 AND name = :2"
         );
-        assert_eq!(values, ["7", "' OR 1=1 --"]);
+        assert_eq!(
+            values,
+            [Some("7".to_owned()), Some("' OR 1=1 --".to_owned())]
+        );
     }
 
     #[test]

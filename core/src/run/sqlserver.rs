@@ -119,7 +119,8 @@ impl QueryRunner for SqlserverRunner {
         tokio::pin!(gone);
         let mut session = checkout(&pool, &mut gone).await?;
         let bound = job.bound(Dialect::Sqlserver, placeholder)?;
-        let values: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
+        let values: Vec<Option<String>> =
+            bound.params.into_iter().map(|(_, value)| value).collect();
         let secrets = session.secrets.clone();
         let work = execute(&mut session.client, &bound.text, values, sink, read_only);
         let timeout = job.run_timeout();
@@ -158,7 +159,7 @@ fn database_error(error: &tiberius::error::Error) -> RunError {
 async fn execute(
     client: &mut Client<Compat<TcpStream>>,
     statement: &str,
-    values: Vec<String>,
+    values: Vec<Option<String>>,
     sink: &mut RowSink,
     read_only: bool,
 ) -> Result<(), RunError> {
@@ -344,7 +345,7 @@ mod tests {
                 declared: vec!["id".to_owned(), "name".to_owned()],
                 values: [("id", "7"), ("name", "'; DROP TABLE t; --")]
                     .into_iter()
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .map(|(k, v)| (k.to_owned(), Some(v.to_owned())))
                     .collect(),
             }),
             max_rows: 10,
@@ -356,11 +357,15 @@ mod tests {
         };
         let bound = job.bound(Dialect::Sqlserver, placeholder).unwrap();
         let statement = bound.text;
-        let values: Vec<String> = bound.params.into_iter().map(|(_, value)| value).collect();
+        let values: Vec<Option<String>> =
+            bound.params.into_iter().map(|(_, value)| value).collect();
         assert_eq!(
             statement,
             "SELECT [a;b] FROM t WHERE id = @P1 AND name = @P2"
         );
-        assert_eq!(values, ["7", "'; DROP TABLE t; --"]);
+        assert_eq!(
+            values,
+            [Some("7".to_owned()), Some("'; DROP TABLE t; --".to_owned())]
+        );
     }
 }

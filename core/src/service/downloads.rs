@@ -81,11 +81,13 @@ enum Download {
         /// The query's id.
         query: String,
     },
-    /// A dashboard panel, with these inputs.
+    /// A dashboard panel, with these inputs and this time range.
     Panel {
         dashboard: String,
         panel: String,
         inputs: serde_json::Value,
+        #[serde(default)]
+        time_range: serde_json::Value,
     },
 }
 
@@ -158,7 +160,13 @@ impl Downloads {
             .dashboard_panel(call.param("id"), call.param("panel_id"))
             .await?;
         let panel = &dashboard.panels[index];
-        crate::validate::panel_inputs(panel, &body)?;
+        crate::validate::panel_inputs(
+            panel,
+            &body,
+            &dashboard.presentation,
+            crate::run::statement::Dialect::Postgres,
+            chrono::Utc::now(),
+        )?;
         let crate::model::PanelDetails::Query { credential_id, .. } = &panel.details;
         self.admission
             .panel_access(&principal, credential_id, 1)
@@ -167,11 +175,16 @@ impl Downloads {
             .get("inputs")
             .cloned()
             .unwrap_or(serde_json::Value::Null);
+        let time_range = body
+            .get("time_range")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
         let expires = Timestamp::now().plus(TICKET_LIFETIME);
         let download = Download::Panel {
             dashboard: dashboard.id.as_str().to_owned(),
             panel: panel.id.as_str().to_owned(),
             inputs,
+            time_range,
         };
         self.ticket_url(&ticket_text(download, &principal, expires))
     }
@@ -226,9 +239,11 @@ impl Downloads {
                 dashboard,
                 panel,
                 inputs,
+                time_range,
             } => {
                 let mut body = serde_json::Map::new();
                 body.insert("inputs".to_owned(), inputs);
+                body.insert("time_range".to_owned(), time_range);
                 let response = self
                     .panels
                     .run_dashboard_panel(&principal, &dashboard, &panel, body, Format::Csv, &origin)
@@ -296,6 +311,7 @@ mod tests {
             dashboard: "dash_1".to_owned(),
             panel: "pl_1".to_owned(),
             inputs: inputs.clone(),
+            time_range: json!({"from": "2026-12-01T00:00:00Z", "to": "2026-12-02T00:00:00Z"}),
         };
         let text = ticket_text(panel(), &ann, now.plus(TICKET_LIFETIME));
         let (download, principal) = read_any_ticket(&text, now).expect("a live ticket");

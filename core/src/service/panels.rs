@@ -1,10 +1,10 @@
 //! Running a dashboard panel (`POST …/dashboards/{id}/panels/{panel_id}/run`): its inputs as
 //! bind parameters, as its credential (which never requires reviews), read-only.
 
-use http::Response;
-use serde_json::Value;
+use http::{Response, StatusCode};
+use serde_json::{Value, json};
 
-use crate::model::{Database, Origin, PanelDetails, Principal};
+use crate::model::{CHOICES_MAX, Database, Origin, PanelDetails, Principal};
 use crate::run::Format;
 use crate::run::statement::{self, Dialect};
 use crate::seal::Sealer;
@@ -14,7 +14,7 @@ use super::admission::Admission;
 use super::call::{Answer, Call};
 use super::error::ApiError;
 use super::launch::{Launcher, Record, Run};
-use super::response::ResponseBody;
+use super::response::{ResponseBody, json_response};
 use super::row_tokens::{self, RowTokenOptions};
 
 /// What a panel run reads: admission, the launcher, the sealer and options of row tokens, and
@@ -73,8 +73,16 @@ impl Panels {
             panel_id: panel.id.as_str().to_owned(),
             origin: origin.clone(),
         };
-        self.run_panel_as(principal, panel, &body, format, row_stamp, record)
-            .await
+        self.run_panel_as(
+            principal,
+            panel,
+            &dashboard.presentation,
+            &body,
+            format,
+            row_stamp,
+            record,
+        )
+        .await
     }
 
     /// `POST /v1/dashboards/test-run`: a panel that is not saved (`{"panel": {...}, "inputs",
@@ -100,8 +108,17 @@ impl Panels {
             database_id: db.id.as_str().to_owned(),
             origin: origin.clone(),
         };
-        self.run_panel_as(principal, &panel, &body, format, None, record)
-            .await
+        let presentation = crate::model::Presentation::default();
+        self.run_panel_as(
+            principal,
+            &panel,
+            &presentation,
+            &body,
+            format,
+            None,
+            record,
+        )
+        .await
     }
 
     /// Runs `panel` for `principal` with the run body's `inputs` and `limit`, as its
@@ -111,6 +128,7 @@ impl Panels {
         &self,
         principal: &Principal,
         panel: &crate::model::Panel,
+        presentation: &crate::model::Presentation,
         body: &serde_json::Map<String, Value>,
         format: Format,
         row_stamp: Option<std::sync::Arc<dyn crate::run::RowStamp>>,
@@ -120,13 +138,19 @@ impl Panels {
             query,
             credential_id,
         } = &panel.details;
-        let inputs = panel_inputs(panel, body)?;
         let limit =
             row_limit(body, self.max_rows).map_err(|why| ValidationErrors::single("limit", why))?;
         let (guarded, credential, max_rows) = self
             .admission
             .panel_access(principal, credential_id, limit)
             .await?;
+        let inputs = panel_inputs(
+            panel,
+            body,
+            presentation,
+            Dialect::of(guarded.db.adapter),
+            chrono::Utc::now(),
+        )?;
         let statement = statement::single(query, Dialect::of(guarded.db.adapter))
             .map_err(|why| ValidationErrors::single("query", why))?
             .to_owned();
@@ -195,5 +219,88 @@ impl Panels {
             row_tokens::holder(principal, origin),
             self.row_tokens.life,
         )))
+    }
+
+    /// `GET …/dashboards/{id}/inputs/{key}/choices`: the values of a choice input's choices
+    /// query (its first column, each once, in order, at most [`CHOICES_MAX`]), run read-only as
+    /// its credential (which needs no reviews) for whoever may see the dashboard and query the
+    /// credential's database, under data protection; audited as a panel run. A fixed list is
+    /// answered as it is.
+    pub(crate) async fn input_choices(&self, call: Call<'_>) -> Answer {
+        let principal = call.principal()?.clone();
+        let (id, key) = (call.param("id"), call.param("key"));
+        let dashboard = self
+            .admission
+            .storage
+            .dashboard(id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        let spec = dashboard
+            .presentation
+            .inputs
+            .get(key)
+            .filter(|spec| spec.kind == crate::model::InputKind::Choice)
+            .ok_or(ApiError::NotFound)?;
+        let Some(source) = &spec.choices_query else {
+            return Ok(json_response(
+                StatusCode::OK,
+                &json!({ "choices": spec.choices, "truncated": false, "error": null }),
+            ));
+        };
+        let (guarded, credential, max_rows) = self
+            .admission
+            .panel_access(&principal, &source.credential_id, CHOICES_MAX as u32 + 1)
+            .await?;
+        let statement = statement::single(&source.query, Dialect::of(guarded.db.adapter))
+            .map_err(|why| ValidationErrors::single("choices_query.query", why))?
+            .to_owned();
+        let record = Record::InputChoices {
+            dashboard_id: dashboard.id.as_str().to_owned(),
+            key: key.to_owned(),
+            origin: Origin::clone(call.origin),
+        };
+        let runner = self.launcher.runner_for(guarded.db.adapter)?;
+        let (protection, credential) = self
+            .launcher
+            .protection_for_run(&guarded, &*runner, &statement, true, Some(&principal))
+            .await?
+            .run_as(credential);
+        let result = self
+            .launcher
+            .run_collected(Run {
+                runner,
+                db: guarded.db,
+                credential,
+                statement,
+                inputs: None,
+                max_rows,
+                read_only: true,
+                format: Format::Json,
+                record,
+                protection,
+                shorter_timeout: None,
+                row_stamp: None,
+            })
+            .await?;
+        let mut choices: Vec<String> = Vec::new();
+        let mut truncated = result.truncated;
+        for row in &result.values.rows {
+            let value = match row.first() {
+                None | Some(Value::Null) => continue,
+                Some(Value::String(text)) => text.clone(),
+                Some(other) => other.to_string(),
+            };
+            if !choices.contains(&value) {
+                if choices.len() == CHOICES_MAX {
+                    truncated = true;
+                    break;
+                }
+                choices.push(value);
+            }
+        }
+        Ok(json_response(
+            StatusCode::OK,
+            &json!({ "choices": choices, "truncated": truncated, "error": result.error }),
+        ))
     }
 }

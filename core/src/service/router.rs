@@ -434,7 +434,7 @@ mod tests {
 
     #[test]
     fn query_scopes_reach_only_the_query_routes() {
-        for scope in [Scope::Query, Scope::Agent] {
+        for (scope, person) in [(Scope::Query, true), (Scope::Agent, false)] {
             let scope = caller(scope);
             let permits = |path: &str, method: Method| {
                 Route::recognize(path).unwrap().permits(&scope, &method)
@@ -447,13 +447,18 @@ mod tests {
             );
             assert!(permits("/v1/dashboards/d/panels/p/run", Method::POST));
             assert!(!permits("/api/v1/console/databases", Method::GET));
-            // Dashboards are viewed by principals (each handler decides which); only full
-            // scope edits them.
+            // Dashboards are viewed by principals and made and changed by people, never agents
+            // (each handler decides which dashboard).
             assert!(permits("/v1/dashboards", Method::GET));
             assert!(permits("/v1/dashboards/d", Method::GET));
-            assert!(!permits("/v1/dashboards", Method::POST));
-            assert!(!permits("/v1/dashboards/d", Method::PUT));
-            assert!(!permits("/v1/dashboards/d", Method::DELETE));
+            assert!(permits("/v1/dashboards/d/presentation", Method::GET));
+            assert_eq!(permits("/v1/dashboards", Method::POST), person);
+            assert_eq!(permits("/v1/dashboards/d", Method::PUT), person);
+            assert_eq!(permits("/v1/dashboards/d", Method::DELETE), person);
+            assert_eq!(
+                permits("/v1/dashboards/d/presentation", Method::PUT),
+                person
+            );
             assert!(permits("/api/v1/console/me/deliveries/dlv_1", Method::GET));
             assert!(!permits("/api/v1/console/deliveries/dlv_1", Method::GET));
             assert!(!permits("/api/v1/console/audit", Method::GET));

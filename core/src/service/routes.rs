@@ -166,12 +166,15 @@ pub(crate) static ROUTES: &[Endpoint] = routes! {
     GET CONSOLE "/deliveries/{id}", Full, No, Nothing, "getDelivery" => outbox.get_delivery;
     POST CONSOLE "/deliveries/{id}/retry", Full, Record, Nothing, "retryDelivery" => outbox.retry_delivery;
     GET DASHBOARDS "/dashboards", Querier, No, Nothing, "listDashboards" => dashboards.list_dashboards;
-    POST DASHBOARDS "/dashboards", Full, Record, Nothing, "createDashboard" => dashboards.create_dashboard;
+    POST DASHBOARDS "/dashboards", Editor, Record, Nothing, "createDashboard" => dashboards.create_dashboard;
     GET DASHBOARDS "/dashboards/{id}", Querier, No, Nothing, "getDashboard" => dashboards.get_dashboard;
-    PUT DASHBOARDS "/dashboards/{id}", Full, Record, Dashboard, "updateDashboard" => dashboards.update_dashboard;
-    PATCH DASHBOARDS_COMPAT "/dashboards/{id}", Full, Record, Dashboard, "patchDashboard" => dashboards.update_dashboard;
-    DELETE DASHBOARDS "/dashboards/{id}", Full, Record, Dashboard, "deleteDashboard" => dashboards.delete_dashboard;
-    POST DASHBOARDS "/dashboards/test-run", Full, No, Nothing, "testRunPanel" => panels.test_run_panel;
+    PUT DASHBOARDS "/dashboards/{id}", Editor, Record, Dashboard, "updateDashboard" => dashboards.update_dashboard;
+    PATCH DASHBOARDS_COMPAT "/dashboards/{id}", Editor, Record, Dashboard, "patchDashboard" => dashboards.update_dashboard;
+    DELETE DASHBOARDS "/dashboards/{id}", Editor, Record, Dashboard, "deleteDashboard" => dashboards.delete_dashboard;
+    GET DASHBOARDS "/dashboards/{id}/presentation", Querier, No, Nothing, "getDashboardPresentation" => dashboards.get_presentation;
+    PUT DASHBOARDS "/dashboards/{id}/presentation", Editor, Record, Dashboard, "putDashboardPresentation" => dashboards.put_presentation;
+    GET DASHBOARDS "/dashboards/{id}/inputs/{key}/choices", Querier, No, Nothing, "getInputChoices" => panels.input_choices;
+    POST DASHBOARDS "/dashboards/test-run", Editor, No, Nothing, "testRunPanel" => panels.test_run_panel;
     POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/download", Querier, No, Nothing, "createPanelDownload" => downloads.create_panel_download;
     POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/run", Querier, No, Nothing, "runPanel" => panels.run_panel;
     POST DASHBOARDS "/dashboards/{id}/panels/{panel_id}/actions/{action_id}/trigger", Querier, Record, Nothing, "triggerAction" => outbox.trigger_action;
@@ -355,6 +358,8 @@ mod tests {
                 + 3
                 // The person's settings: …/me/settings.
                 + 1
+                // A dashboard's presentation and an input's choices, at both dashboard mounts.
+                + 2 * 2
         );
     }
 

@@ -188,7 +188,11 @@ impl Runs {
                 .iter()
                 .map(|(name, _)| name.clone())
                 .collect(),
-            values: running.params.iter().cloned().collect(),
+            values: running
+                .params
+                .iter()
+                .map(|(k, v)| (k.clone(), Some(v.clone())))
+                .collect(),
         });
         let record = Record::Query {
             query: Box::new(running),

@@ -79,6 +79,10 @@ pub(crate) enum Who {
     /// A full-scope caller, or a query-scope one whose principal administers the database (its
     /// handler asks: [`super::admission::Admission::administered`]).
     Administrator,
+    /// A full-scope caller, or a query-scope one (a person, not an agent) whose principal may
+    /// make or change the dashboard: its handler asks (docs/dashboards.md, "Who edits and
+    /// views").
+    Editor,
 }
 
 impl Who {
@@ -89,7 +93,7 @@ impl Who {
             Who::Full => caller.scope == Scope::Full,
             Who::Setup => matches!(caller.scope, Scope::Full | Scope::Setup),
             Who::Querier => matches!(caller.scope, Scope::Full | Scope::Query | Scope::Agent),
-            Who::Administrator => matches!(caller.scope, Scope::Full | Scope::Query),
+            Who::Administrator | Who::Editor => matches!(caller.scope, Scope::Full | Scope::Query),
         }
     }
 

@@ -99,6 +99,20 @@ pub fn dashboard_changes(old: Option<&Dashboard>, new: &Dashboard) -> Vec<String
         &new.archived_at,
     );
     differs(c, "panels", old.map(|o| &o.panels), &new.panels);
+    // The presentation, by part: who edits and views it is named apart from how it looks.
+    // A create names the parts it set.
+    let empty = crate::model::Presentation::default();
+    let (o, n) = (old.map_or(&empty, |o| &o.presentation), &new.presentation);
+    differs(c, "presentation.editors", Some(&o.editors), &n.editors);
+    differs(c, "presentation.viewers", Some(&o.viewers), &n.viewers);
+    differs(
+        c,
+        "presentation.time_range",
+        Some(&o.time_range),
+        &n.time_range,
+    );
+    differs(c, "presentation.panels", Some(&o.panels), &n.panels);
+    differs(c, "presentation.inputs", Some(&o.inputs), &n.inputs);
     changes
 }
 

@@ -35,6 +35,8 @@ pub fn dashboard_from_body(
         restricted_access: false,
         archived_at: None,
         panels: Vec::new(),
+        presentation: crate::model::Presentation::default(),
+        presented_at: now,
         inserted_at: now,
         updated_at: now,
     });
@@ -58,6 +60,8 @@ pub fn dashboard_from_body(
     if let Some(stored) = stored {
         dashboard.updated_at = now.not_before_next(stored.updated_at);
     }
+    // A panel or input the change removed loses its presentation entries.
+    dashboard.prune_presentation(now);
     r.finish().into_result(dashboard)
 }
 
@@ -184,7 +188,18 @@ fn query_details(d: &mut Reader<'_>) -> Option<PanelDetails> {
 
 fn inputs(items: &[&Map<String, Value>], errors: &mut ValidationErrors) -> Option<Vec<PanelInput>> {
     Items::read(items, |_, r| {
-        let key = r.required_text("key", true, NAME);
+        let key = r.required_text("key", true, NAME).and_then(|key| {
+            if key.starts_with("__") {
+                r.errors().add(
+                    "key",
+                    "is reserved: keys starting with __ are the dashboard's own (${__from} and \
+                     ${__to}, its time range)",
+                );
+                None
+            } else {
+                Some(key)
+            }
+        });
         let description = r
             .raw_text("description", Text::Lines(VALUE_MAX))
             .unwrap_or_default();

@@ -2,13 +2,11 @@
 //! Each is read here, whole, into what the handler needs, or into field-keyed errors (422);
 //! what needs storage (does the database exist, may the caller…) is the handler's.
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use super::reader::Reader;
 use super::{QUERY_MAX, Text, ValidationErrors, message};
-use crate::model::{Decision, Inputs, Panel, QueryEdit, TITLE_MAX};
+use crate::model::{Decision, QueryEdit, TITLE_MAX};
 
 /// The longest description of a query, in characters.
 pub const DESCRIPTION_MAX: usize = 10_000;
@@ -125,44 +123,6 @@ pub fn comment_of(body: &Map<String, Value>) -> Result<String, ValidationErrors>
         Some(text) if errors.is_empty() => Ok(text.trim().to_owned()),
         _ => Err(errors),
     }
-}
-
-/// The inputs of a panel run: `{"inputs": {"key": "value"}}`; every declared key given (a
-/// string, number or boolean), no other.
-pub fn panel_inputs(panel: &Panel, body: &Map<String, Value>) -> Result<Inputs, ValidationErrors> {
-    let mut errors = ValidationErrors::new();
-    let declared: Vec<String> = panel.inputs.iter().map(|i| i.key.clone()).collect();
-    let mut values = HashMap::new();
-    let given = match body.get("inputs") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => map.clone(),
-        Some(_) => return Err(ValidationErrors::single("inputs", "must be an object")),
-    };
-    for (key, value) in &given {
-        let field = format!("inputs.{key}");
-        if !declared.contains(key) {
-            errors.add(&field, "is not an input of this panel");
-            continue;
-        }
-        match value {
-            Value::String(text) => {
-                values.insert(key.clone(), text.clone());
-            }
-            Value::Number(n) => {
-                values.insert(key.clone(), n.to_string());
-            }
-            Value::Bool(b) => {
-                values.insert(key.clone(), b.to_string());
-            }
-            _ => errors.add(&field, "must be a string, a number or a boolean"),
-        }
-    }
-    for key in &declared {
-        if !given.contains_key(key) {
-            errors.add(&format!("inputs.{key}"), "is missing");
-        }
-    }
-    errors.into_result(Inputs { declared, values })
 }
 
 /// A run's `bypass_review` as asked: whether it was acknowledged, and why.

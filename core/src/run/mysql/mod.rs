@@ -175,7 +175,7 @@ impl QueryRunner for MysqlRunner {
         let values: Vec<Value> = bound
             .params
             .into_iter()
-            .map(|(_, value)| Value::Bytes(value.into_bytes()))
+            .map(|(_, value)| value.map_or(Value::NULL, |value| Value::Bytes(value.into_bytes())))
             .collect();
         let statement = bound.text;
         let connection_id = session.conn.id();

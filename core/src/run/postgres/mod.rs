@@ -336,14 +336,16 @@ pub(crate) fn protected_search_path(target: &mut crate::check::CheckTarget) {
 /// value did not convert to its parameter's type. Anything else: [`database_error`].
 fn input_error(
     error: &tokio_postgres::Error,
-    params: &[(String, String)],
+    params: &[(String, Option<String>)],
     protection: Option<&Protection>,
 ) -> RunError {
     if let Some(db) = error.as_db_error()
         && db.code().code().starts_with("22")
-        && let Some((key, _)) = params
-            .iter()
-            .find(|(_, value)| db.message().contains(&format!("\"{value}\"")))
+        && let Some((key, _)) = params.iter().find(|(_, value)| {
+            value
+                .as_ref()
+                .is_some_and(|value| db.message().contains(&format!("\"{value}\"")))
+        })
     {
         return RunError::Input {
             field: format!("inputs.{key}"),
@@ -429,12 +431,14 @@ fn database_error(error: &tokio_postgres::Error) -> RunError {
 /// The typed parameters of `params` for `statement`, checked where the type is common.
 fn parameters<'a>(
     statement: &Statement,
-    params: &'a [(String, String)],
+    params: &'a [(String, Option<String>)],
 ) -> Result<Vec<TextParam<'a>>, RunError> {
     let mut typed = Vec::with_capacity(params.len());
     for ((key, value), ty) in params.iter().zip(statement.params()) {
-        check_input(key, value, ty)?;
-        typed.push(TextParam(value.as_str()));
+        if let Some(value) = value {
+            check_input(key, value, ty)?;
+        }
+        typed.push(TextParam(value.as_deref()));
     }
     Ok(typed)
 }
@@ -762,13 +766,13 @@ async fn prepare<'a>(
 struct Run<'a> {
     text: &'a str,
     /// Each parameter's input key and value ([`super::BoundStatement`]).
-    params: &'a [(String, String)],
+    params: &'a [(String, Option<String>)],
     protection: Option<&'a Protection>,
 }
 
-/// An input sent in text form: the server converts it to the parameter's type.
+/// An input sent in text form: the server converts it to the parameter's type (`None`: NULL).
 #[derive(Debug)]
-struct TextParam<'a>(&'a str);
+struct TextParam<'a>(Option<&'a str>);
 
 impl ToSql for TextParam<'_> {
     fn to_sql(
@@ -776,8 +780,13 @@ impl ToSql for TextParam<'_> {
         _: &Type,
         out: &mut BytesMut,
     ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
-        out.extend_from_slice(self.0.as_bytes());
-        Ok(IsNull::No)
+        match self.0 {
+            Some(value) => {
+                out.extend_from_slice(value.as_bytes());
+                Ok(IsNull::No)
+            }
+            None => Ok(IsNull::Yes),
+        }
     }
 
     fn accepts(_: &Type) -> bool {

@@ -19,6 +19,12 @@ pub(crate) enum Record {
         panel_id: String,
         origin: Origin,
     },
+    /// A dashboard input's choices query: the audit event alone, as a panel run's.
+    InputChoices {
+        dashboard_id: String,
+        key: String,
+        origin: Origin,
+    },
     /// A panel that is not saved, run by its editor: the audit event alone, on its database.
     PanelTest { database_id: String, origin: Origin },
     /// A tool call of an AI agent that ran a statement of its own (`describe_tables`): the
@@ -75,6 +81,7 @@ impl Record {
             Record::Query { .. } => "query",
             Record::Panel { .. } => "panel",
             Record::PanelTest { .. } => "panel_test",
+            Record::InputChoices { .. } => "input_choices",
             Record::Agent { .. } => "agent",
             Record::Schema { .. } => "schema",
             Record::ProtectionCheck { .. } => "protection_check",
@@ -108,6 +115,16 @@ impl Record {
                 database_id,
                 origin,
             } => (origin, AuditAction::PanelTestRun, database_id, Vec::new()),
+            Record::InputChoices {
+                dashboard_id,
+                key,
+                origin,
+            } => (
+                origin,
+                AuditAction::PanelRun,
+                dashboard_id,
+                vec![format!("inputs[{key}]")],
+            ),
             Record::Agent {
                 database_id,
                 tool,

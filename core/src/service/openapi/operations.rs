@@ -1035,6 +1035,36 @@ pub(crate) fn delete_dashboard(op: Operation, _: &Names) -> Operation {
         .errors(&[401, 403, 404, 503])
 }
 
+pub(crate) fn get_presentation(op: Operation, _: &Names) -> Operation {
+    op.summary("A dashboard's presentation document: each panel's display and place on the grid, each input's type, the default time range, its editors and viewers (docs/dashboards.md); its ETag is its own")
+        .params(vec![dashboard_id()])
+        .ok(json_content(schema_ref("Presentation")))
+        .versioned()
+        .errors(&[401, 403, 404, 503])
+}
+
+pub(crate) fn put_presentation(op: Operation, _: &Names) -> Operation {
+    op.summary("Replace a dashboard's presentation document, whole (its editors, a super admin or a full-scope caller): every panel and input it names must be the dashboard's; If-Match compares its own ETag")
+        .params(vec![dashboard_id()])
+        .body(schema_ref("PresentationInput"))
+        .ok(json_content(schema_ref("Presentation")))
+        .versioned()
+        .errors(&[400, 401, 403, 404, 408, 409, 412, 413, 415, 422, 503])
+}
+
+pub(crate) fn input_choices(op: Operation, _: &Names) -> Operation {
+    let mut params = vec![dashboard_id()];
+    params.push(path_param(
+        "key",
+        "The input's key.",
+        json!({ "type": "string" }),
+    ));
+    op.summary("A choice input's values: its fixed list, or its query's first column (each once, at most 500), run read-only as its credential for whoever may query its database; audited as a panel run")
+        .params(params)
+        .ok(json_content(schema_ref("InputChoices")))
+        .errors(&[401, 403, 404, 422, 503])
+}
+
 pub(crate) fn run_panel(op: Operation, _: &Names) -> Operation {
     run(op.summary("Run a panel's query with its inputs as bind parameters: its rows, streamed"))
         .params(panel_params())

@@ -536,7 +536,8 @@ pub(super) fn schemas() -> Value {
         })),
         "ReviewInput": review_input,
         "PanelRunInput": object(&[], json!({
-            "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for every input the panel declares, and no other."),
+            "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean", "null"] } }), "A value for every input the panel declares, and no other: one the presentation types is checked for its type, takes its default when left out, and binds NULL when optional and blank (docs/dashboards.md, \"Inputs\")."),
+            "time_range": described(json!({ "type": ["object", "null"], "properties": { "from": { "type": "string", "format": "date-time" }, "to": { "type": "string", "format": "date-time" } }, "required": ["from", "to"], "additionalProperties": false }), "The dashboard's time range, bound as `${__from}` and `${__to}`: RFC 3339 times, `from` before `to`. The last 7 days (or the presentation's `time_range`) when left out."),
             "limit": { "type": ["integer", "null"], "minimum": 1 },
             "row_tokens": described(json!({ "type": ["boolean", "null"] }), "Whether each row comes with its token, for a row action's trigger: only for a panel with an action that starts a workflow, and not as CSV (docs/workflows.md, \"Row tokens\")."),
         })),
@@ -544,7 +545,14 @@ pub(super) fn schemas() -> Value {
             "panel": described(panel_input.clone(), "A panel as a dashboard's body gives it; its errors are reported under `panel`, and its credential must name a stored credential that needs no review."),
             "inputs": described(json!({ "type": ["object", "null"], "additionalProperties": { "type": ["string", "number", "boolean"] } }), "A value for every input the panel declares, and no other."),
             "limit": { "type": ["integer", "null"], "minimum": 1 },
+            "time_range": described(json!({ "type": ["object", "null"], "properties": { "from": { "type": "string", "format": "date-time" }, "to": { "type": "string", "format": "date-time" } }, "required": ["from", "to"], "additionalProperties": false }), "The dashboard's time range, bound as `${__from}` and `${__to}`: RFC 3339 times, `from` before `to`. The last 7 days (or the presentation's `time_range`) when left out."),
         })),
+        "InputChoices": object(&["choices", "truncated"], json!({
+            "choices": list(json!({ "type": "string" }), false),
+            "truncated": described(json!({ "type": "boolean" }), "Whether the query gave more values than are kept (500)."),
+            "error": described(json!({ "type": ["string", "null"] }), "Why the query failed after its first rows, when it did."),
+        })),
+        "PresentationInput": presentation_input(),
         "RunResult": object(&["columns", "rows", "row_count", "truncated", "duration_ms"], json!({
             "columns": list(object(&["name", "type"], json!({
                 "name": { "type": "string" },
@@ -593,7 +601,23 @@ fn views() -> Map<String, Value> {
     generator.subschema_for::<PageView<super::super::render::SavedQueryView<'static>>>();
     generator.subschema_for::<super::super::me::SettingsView<'static>>();
     generator.subschema_for::<DataProtectionView<'static>>();
+    generator.subschema_for::<crate::model::Presentation>();
     generator.take_definitions(true)
+}
+
+/// A presentation document as a `PUT` takes it: the deserialize form, whole (every part
+/// optional), with no references into the answers' schemas (whose required lists differ).
+fn presentation_input() -> Value {
+    let generator = SchemaSettings::draft2020_12()
+        .for_deserialize()
+        .with(|settings| {
+            settings.inline_subschemas = true;
+            settings.meta_schema = None;
+        })
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<crate::model::Presentation>();
+    schema.remove("title");
+    schema.to_value()
 }
 
 /// A saved query's body: every field on a create (`sharing` defaults to `author`), any on a

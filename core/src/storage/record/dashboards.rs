@@ -48,9 +48,20 @@ pub(super) struct InputMappingV1 {
     pub(super) prompt: Option<String>,
 }
 
-/// Encodes a dashboard (dashboards hold no secrets).
+/// Version 2 of a dashboard: version 1 with its presentation document (as its JSON text) and
+/// that document's version.
+pub(super) const DASHBOARD_V2: u8 = 2;
+
+#[derive(Serialize, Deserialize)]
+pub(super) struct DashboardV2 {
+    pub(super) v1: DashboardV1,
+    pub(super) presentation: String,
+    pub(super) presented_at: i64,
+}
+
+/// Encodes a dashboard (dashboards hold no secrets), version 2.
 pub fn encode_dashboard(dashboard: &Dashboard) -> Result<Vec<u8>, RecordError> {
-    let stored = DashboardV1 {
+    let v1 = DashboardV1 {
         id: dashboard.id.as_str().to_owned(),
         name: dashboard.name.clone(),
         restricted_access: dashboard.restricted_access,
@@ -99,13 +110,41 @@ pub fn encode_dashboard(dashboard: &Dashboard) -> Result<Vec<u8>, RecordError> {
         inserted_at: dashboard.inserted_at.as_micros(),
         updated_at: dashboard.updated_at.as_micros(),
     };
-    framed(RECORD_V1, &stored)
+    let presentation =
+        serde_json::to_string(&dashboard.presentation).map_err(|_| RecordError::Presentation)?;
+    framed(
+        DASHBOARD_V2,
+        &DashboardV2 {
+            v1,
+            presentation,
+            presented_at: dashboard.presented_at.as_micros(),
+        },
+    )
 }
 
-/// Decodes the dashboard stored under `key`.
+/// Decodes the dashboard stored under `key` (version 1 has no presentation: an empty one, as
+/// old as the dashboard).
 pub fn decode_dashboard(key: &str, bytes: &[u8]) -> Result<Dashboard, RecordError> {
-    let stored: DashboardV1 = decode_keyed(key, bytes)?;
+    let (stored, presentation, presented_at) = match unframed(bytes)? {
+        (DASHBOARD_V2, body) => {
+            let v2: DashboardV2 = postcard::from_bytes(body)?;
+            let presentation: Presentation =
+                serde_json::from_str(&v2.presentation).map_err(|_| RecordError::Presentation)?;
+            (v2.v1, presentation, Some(v2.presented_at))
+        }
+        _ => (
+            decode_keyed::<DashboardV1>(key, bytes)?,
+            Presentation::default(),
+            None,
+        ),
+    };
+    if stored.id != key {
+        return Err(key_mismatch(key, stored.id));
+    }
+    let presented_at = Timestamp::from_micros(presented_at.unwrap_or(stored.inserted_at));
     Ok(Dashboard {
+        presentation,
+        presented_at,
         id: DashboardId::from_stored(stored.id),
         name: stored.name,
         restricted_access: stored.restricted_access,

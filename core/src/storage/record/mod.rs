@@ -42,9 +42,9 @@ use crate::model::{
     CallerKey, ColumnAction, ColumnRule, Comment, ConnectionParameter, Credential, CredentialId,
     CredentialKind, Dashboard, DashboardId, DataProtection, Database, DatabaseId, Decision,
     Delivery, DeliveryId, DeliveryStatus, EventId, Exemption, InputMapping, KeyId, Mask, Panel,
-    PanelDetails, PanelId, PanelInput, Permission, Policy, Principal, Provisioning, Query, QueryId,
-    QueryRun, QueryStatus, Review, Role, RunFacts, RunOutcome, Scope, SealedSecret, StoredAnswer,
-    SubjectKind, Target, Timestamp, TlsMaterial,
+    PanelDetails, PanelId, PanelInput, Permission, Policy, Presentation, Principal, Provisioning,
+    Query, QueryId, QueryRun, QueryStatus, Review, Role, RunFacts, RunOutcome, Scope, SealedSecret,
+    StoredAnswer, SubjectKind, Target, Timestamp, TlsMaterial,
 };
 use crate::seal::SealKeys;
 use serde::{Deserialize, Serialize};
@@ -75,6 +75,9 @@ pub enum RecordError {
     /// A stored secret is too short to hold its seal key id.
     #[error("a stored secret is too short to name its seal key")]
     Secret,
+    /// A dashboard's presentation document did not encode or decode as JSON.
+    #[error("a stored dashboard's presentation document is not valid")]
+    Presentation,
     /// The record stored under a key carries another id.
     #[error("the record stored under {key} carries the id {id}")]
     KeyMismatch {

@@ -1,4 +1,8 @@
-//! Dashboard endpoints: list, create, retrieve, update, delete.
+//! Dashboard endpoints: list, create, retrieve, update, delete; and the presentation document
+//! ([`presentation`]). Who may see and change a dashboard (docs/dashboards.md, "Who edits and
+//! views") is decided here.
+
+mod presentation;
 
 use std::collections::HashMap;
 
@@ -10,13 +14,16 @@ use super::admission::Admission;
 use super::cache::{CacheKey, ReadCache, read_through};
 use super::call::Answer;
 use super::call::Call;
+use super::call::principal_of;
 use super::call::{page_request, split_page};
 use super::conditional::{IfMatch, tagged};
 use super::error::ApiError;
 use super::render::{DashboardView, PageView};
 use super::response::{json_bytes, json_response};
 use crate::auth::Caller;
-use crate::model::{Dashboard, PanelDetails, Role, Scope, Timestamp};
+use crate::model::{
+    Dashboard, Member, MemberKind, Panel, PanelDetails, Principal, Role, Scope, Timestamp,
+};
 use crate::storage::{DashboardFilter, Edits, Storage};
 use crate::validate::{dashboard_from_body, parse_dashboard_filter};
 
@@ -60,7 +67,10 @@ impl Dashboards {
             return Ok(true);
         }
         let principal = super::call::principal_of(caller)?;
-        if !dashboard.restricted_access || principal.role == Role::SuperAdmin {
+        if !dashboard.restricted_access
+            || principal.role == Role::SuperAdmin
+            || dashboard.presentation.is_member(principal)
+        {
             return Ok(true);
         }
         for panel in &dashboard.panels {
@@ -106,10 +116,22 @@ impl Dashboards {
         Ok(json_response(StatusCode::OK, &PageView { data, next }))
     }
 
-    /// `POST /v1/dashboards`.
+    /// `POST /v1/dashboards`: by a full-scope caller, or by anyone who may run each panel's
+    /// credential. A person who creates a dashboard is its first editor.
     pub(crate) async fn create_dashboard(&self, mut call: Call<'_>) -> Answer {
         let body = call.json().await?;
-        let dashboard = dashboard_from_body(None, &body, Timestamp::now())?;
+        let mut dashboard = dashboard_from_body(None, &body, Timestamp::now())?;
+        if let Some(principal) = call.caller.and_then(|c| c.principal.as_ref()) {
+            dashboard.presentation.editors.push(Member {
+                kind: MemberKind::User,
+                name: principal.user.clone(),
+            });
+        }
+        if !full_scope(call.caller) {
+            let principal = principal_of(call.caller)?;
+            self.may_save_panels(principal, None, &dashboard.panels)
+                .await?;
+        }
         self.storage
             .insert_dashboard(dashboard.clone(), call.origin)
             .await?;
@@ -159,10 +181,7 @@ impl Dashboards {
                 .may_see(call.caller, &dashboard, &mut HashMap::new())
                 .await?
             {
-                return Err(ApiError::Denied(format!(
-                    "dashboard {id} restricts access: it is shown to super admins and to those \
-                     who may query the database of each of its panels"
-                )));
+                return Err(hidden(id));
             }
             return dashboard_response(&dashboard);
         }
@@ -178,12 +197,29 @@ impl Dashboards {
     }
 
     /// `PUT /v1/dashboards/{id}` (and `PATCH` on the compatibility path): fields left out stay.
+    /// By a full-scope caller, or an editor who may run the credential of each panel the change
+    /// adds or alters.
     pub(crate) async fn update_dashboard(&self, mut call: Call<'_>) -> Answer {
         let condition = IfMatch::of(&call.headers)?;
         let body = call.json().await?;
+        let checked = match full_scope(call.caller) {
+            true => None,
+            false => {
+                let stored = self.editable(call.caller, call.param("id")).await?;
+                let changed = dashboard_from_body(Some(&stored), &body, Timestamp::now())?;
+                let principal = principal_of(call.caller)?;
+                self.may_save_panels(principal, Some(&stored), &changed.panels)
+                    .await?;
+                Some(stored.updated_at)
+            }
+        };
         let edit = move |stored: &Dashboard| {
             if let Some(condition) = &condition {
                 condition.check(stored.updated_at)?;
+            }
+            // What was checked is what is changed: a change in between is a conflict.
+            if checked.is_some_and(|checked| checked != stored.updated_at) {
+                return Err(crate::storage::StorageError::Conflict);
             }
             Ok(dashboard_from_body(Some(stored), &body, Timestamp::now())?)
         };
@@ -195,8 +231,12 @@ impl Dashboards {
             .await
     }
 
-    /// `DELETE /v1/dashboards/{id}`: answers the deleted dashboard.
+    /// `DELETE /v1/dashboards/{id}`: answers the deleted dashboard. By a full-scope caller or
+    /// an editor.
     pub(crate) async fn delete_dashboard(&self, call: Call<'_>) -> Answer {
+        if !full_scope(call.caller) {
+            self.editable(call.caller, call.param("id")).await?;
+        }
         let check =
             IfMatch::delete_check(IfMatch::of(&call.headers)?, |d: &Dashboard| d.updated_at);
         let deleted = self
@@ -209,4 +249,80 @@ impl Dashboards {
             &DashboardView::from(&deleted),
         ))
     }
+
+    /// Dashboard `id` when `caller` may change it: a super admin, or one of its editors (404
+    /// when it is not there; 403 saying who may).
+    async fn editable(&self, caller: Option<&Caller>, id: &str) -> Result<Dashboard, ApiError> {
+        let principal = principal_of(caller)?;
+        let dashboard = self
+            .storage
+            .dashboard(id)
+            .await?
+            .ok_or(ApiError::NotFound)?;
+        if principal.role == Role::SuperAdmin || dashboard.presentation.is_editor(principal) {
+            return Ok(dashboard);
+        }
+        if !self
+            .may_see(caller, &dashboard, &mut HashMap::new())
+            .await?
+        {
+            return Err(hidden(id));
+        }
+        Err(ApiError::Denied(format!(
+            "dashboard {id} is changed by its editors and super admins: ask one of its editors \
+             to add you"
+        )))
+    }
+
+    /// Whether `principal` may save `panels`: each one that is new, or whose query or
+    /// credential differs from `stored`'s panel of its id, must be on a credential it may run
+    /// (what a test run checks: 422 for a credential that is gone or needs reviews, 403 when
+    /// its database is not the principal's to query). A panel kept as it was stays, whoever
+    /// made it.
+    async fn may_save_panels(
+        &self,
+        principal: &Principal,
+        stored: Option<&Dashboard>,
+        panels: &[Panel],
+    ) -> Result<(), ApiError> {
+        let mut checked = HashMap::new();
+        for (index, panel) in panels.iter().enumerate() {
+            let kept = stored
+                .and_then(|d| d.panels.iter().find(|p| p.id == panel.id))
+                .is_some_and(|old| old.details == panel.details);
+            let PanelDetails::Query { credential_id, .. } = &panel.details;
+            if kept || checked.contains_key(credential_id) {
+                continue;
+            }
+            if let Err(error) = self
+                .admission
+                .panel_access(principal, credential_id, 1)
+                .await
+            {
+                return Err(match error {
+                    ApiError::Invalid(errors) => {
+                        let mut item = crate::validate::ValidationErrors::new();
+                        item.add_nested(&format!("panels.{index}.details"), errors);
+                        ApiError::Invalid(item)
+                    }
+                    other => other,
+                });
+            }
+            checked.insert(credential_id.clone(), ());
+        }
+        Ok(())
+    }
+}
+
+/// Whether `caller` has full scope (a full key, the static token, a super admin's session).
+fn full_scope(caller: Option<&Caller>) -> bool {
+    caller.is_some_and(|caller| caller.scope == Scope::Full)
+}
+
+/// The refusal of a restricted dashboard to someone it is not shown to.
+fn hidden(id: &str) -> ApiError {
+    ApiError::Denied(format!(
+        "dashboard {id} restricts access: it is shown to super admins, its editors and viewers, \
+         and those who may query the database of each of its panels"
+    ))
 }
