@@ -34,6 +34,7 @@ pub mod idempotency;
 pub mod me;
 pub mod outbox;
 pub mod people;
+pub mod presentation;
 pub mod protocol;
 pub mod reviews;
 pub mod row_actions;
@@ -384,6 +385,7 @@ macro_rules! http_suite {
         $crate::browser_tests!($storage);
         $crate::people_tests!($storage);
         $crate::saved_query_tests!($storage);
+        $crate::presentation_tests!($storage);
     };
 }
 

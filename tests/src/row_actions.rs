@@ -713,10 +713,23 @@ pub async fn an_editor_test_runs_an_unsaved_panel(storage: Arc<dyn Storage>) {
         )
         .await
         .expect(422);
-    // Editors only.
+    // Anyone who may query the database makes dashboards, so test-runs (docs/dashboards.md,
+    // "Who edits and views"); an AI agent does not.
     console
         .as_(
             &ann(),
+            Method::POST,
+            path,
+            Some(json!({"panel": panel(reader), "inputs": {"since": "x"}})),
+            None,
+        )
+        .await
+        .expect(200);
+    let mut agent = ann();
+    agent.agent = true;
+    console
+        .as_(
+            &agent,
             Method::POST,
             path,
             Some(json!({"panel": panel(reader), "inputs": {"since": "x"}})),

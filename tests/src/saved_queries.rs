@@ -27,12 +27,12 @@ const QUERIES: &str = "/api/v1/console/queries";
 static NAMES: AtomicUsize = AtomicUsize::new(0);
 
 /// A statement as sent, and its parameters' input keys and values.
-type Sent = (String, Vec<(String, String)>);
+type Sent = (String, Vec<(String, Option<String>)>);
 
 /// A runner that answers one row and keeps the last statement and parameters it was sent.
 #[derive(Debug, Default)]
 pub struct BindingRunner {
-    sent: Mutex<Option<Sent>>,
+    pub(crate) sent: Mutex<Option<Sent>>,
 }
 
 #[async_trait::async_trait]
@@ -59,7 +59,7 @@ impl QueryRunner for BindingRunner {
     fn evict(&self, _database_id: &str) {}
 }
 
-fn console_of(storage: Arc<dyn Storage>) -> (TestConsole, Arc<BindingRunner>) {
+pub(crate) fn console_of(storage: Arc<dyn Storage>) -> (TestConsole, Arc<BindingRunner>) {
     let runner = Arc::new(BindingRunner::default());
     let console = TestConsole::builder(storage)
         .runners(Runners::none().with(Adapter::Postgres, runner.clone()))
@@ -69,7 +69,7 @@ fn console_of(storage: Arc<dyn Storage>) -> (TestConsole, Arc<BindingRunner>) {
 }
 
 /// A database whose one credential needs `required` reviews: its id and its credential's.
-async fn new_database(console: &TestConsole, required: u32) -> (String, String) {
+pub(crate) async fn new_database(console: &TestConsole, required: u32) -> (String, String) {
     let created = console
         .api
         .create_database(&json!({
@@ -326,9 +326,9 @@ pub async fn saved_queries_share_by_group_and_run_with_bound_params(storage: Arc
         (
             "SELECT * FROM orders WHERE customer = $1 AND note = $2 AND id > $3".to_owned(),
             vec![
-                ("customer".to_owned(), "7".to_owned()),
-                ("note".to_owned(), hostile.to_owned()),
-                ("customer".to_owned(), "7".to_owned()),
+                ("customer".to_owned(), Some("7".to_owned())),
+                ("note".to_owned(), Some(hostile.to_owned())),
+                ("customer".to_owned(), Some("7".to_owned())),
             ]
         ),
         "the values go as parameters, never into the text"
@@ -478,7 +478,7 @@ pub async fn saved_queries_runs_on_a_reviewed_credential_wait_for_reviews(
     .expect(200);
     assert_eq!(
         runner.sent.lock().unwrap().clone().unwrap().1,
-        [("id".to_owned(), "1".to_owned())]
+        [("id".to_owned(), Some("1".to_owned()))]
     );
     let other = second["id"].as_str().unwrap();
     call(

@@ -140,30 +140,9 @@ pub(super) fn rich_database(api_id: Option<&str>) -> Database {
             )),
             client_key: Some(sealed(vec![0x00, 0x9f, 0x80, 0xc3, 0x28, 0x0a, 0x00])),
         },
-        presentation: crate::model::Presentation::default(),
-        presented_at: Timestamp::from_micros(1_795_341_900_000_007),
         inserted_at: Timestamp::from_micros(1_795_341_845_123_456),
         updated_at: Timestamp::from_micros(1_795_341_905_654_321),
-    };
-    // A presentation with every part, keyed by the panels' own ids.
-    let first = dashboard.panels[0].id.as_str().to_owned();
-    dashboard.presentation = serde_json::from_value(json!({
-        "editors": [{"kind": "user", "name": "Ålice@example.com"}],
-        "viewers": [{"kind": "group", "name": "on-call"}],
-        "time_range": "30d",
-        "panels": { (first): {
-            "display": {"kind": "bar", "x": "state", "series": ["count"], "stacked": true,
-                        "format": {"decimals": 1, "unit": "€", "percent": false}},
-            "layout": {"x": 6, "y": 2, "w": 6, "h": 4}
-        }},
-        "inputs": {
-            "since": {"type": "date", "default": "2026-01-01"},
-            "limit": {"type": "choice", "required": false, "choices": ["10", "100"],
-                      "choices_query": {"query": "select n from limits", "credential_id": "crd_x"}}
-        }
-    }))
-    .expect("the fixture's presentation is valid");
-    dashboard
+    }
 }
 
 /// A small database made the way the service makes one, from a create body.
