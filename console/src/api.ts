@@ -135,6 +135,7 @@ export interface Me {
     bypass_reviews: boolean;
     manage_databases: boolean;
     manage_dashboards: boolean;
+    make_dashboards: boolean;
     read_audit: boolean;
   };
 }

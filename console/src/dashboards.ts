@@ -1,10 +1,12 @@
-// Dashboards: the list of those the caller may see, and a page per dashboard with its panels in
-// order. A panel without inputs runs when the page opens; one with inputs runs on an explicit
-// Run (its values live in the page's URL, so a shared URL with every input filled runs on open).
-// Rows stream into the console's grid with one button per shown row action; a button whose
-// action prompts opens a modal with one field per prompted input; a start shows the workflow
-// run's progress on the row. A row's token (the server's proof that the panel returned it) stays
-// in this page's memory: never in the URL or browser storage.
+// Dashboards: the list of those the caller may see, and a page per dashboard with its panels on
+// the 12-column grid its presentation gives (stacked on a narrow screen). The dashboard's inputs
+// and time range sit above the panels, once (dashboard-inputs.ts); a panel runs when the page
+// opens if its inputs have values, and again on Apply. Rows stream into the console's grid with
+// one button per shown row action; a panel that charts draws the same rows (one run, whatever
+// the view), with its points by keyboard and the grid as its data table; choosing a point shows
+// that row's buttons. A button whose action prompts opens a modal with one field per prompted
+// input; a start shows the workflow run's progress on the row. A row's token (the server's proof
+// that the panel returned it) stays in this page's memory: never in the URL or browser storage.
 
 import { actionLabel, actionState, promptLabel, promptedMappings, shownActions, triggerable } from "./actions";
 import {
@@ -20,6 +22,10 @@ import {
 } from "./api";
 import type { App, Screen } from "./app";
 import { dashboardBody, draftOf } from "./dashboard-editor";
+import { InputBar } from "./dashboard-inputs";
+import { formatNumber, planOf, type NumberPlan } from "./chart-model";
+import type { DrawnChart } from "./charts";
+import { emptyPresentation, mayEdit, placed, readingOrder, type Display, type PanelLook, type Presentation } from "./presentation";
 import { dangerDialog, field, h, isolated, replace, table, uid } from "./dom";
 import { Grid, streamInto } from "./grid";
 import { outcomeText, type Column } from "./ndjson";
@@ -39,10 +45,6 @@ const REFRESH_CHOICES: [number, string][] = [
 const FOLLOW_FOR_MS = 5 * 60_000;
 const FOLLOW_PAUSE_MAX_MS = 10_000;
 
-/** The URL parameter that holds an input's value: `in.<panel id>.<key>`. */
-function inputParam(panel: Panel, key: string): string {
-  return `in.${panel.id}.${key}`;
-}
 
 export async function dashboardsScreen(app: App): Promise<Screen> {
   const all: Dashboard[] = [];
@@ -67,7 +69,7 @@ export async function dashboardsScreen(app: App): Promise<Screen> {
     "section",
     { class: "dashboards" },
     h("h1", {}, "Dashboards"),
-    app.me?.may.manage_dashboards && h("p", {}, app.link("dashboards/new", "New dashboard")),
+    (app.me?.may.manage_dashboards || app.me?.may.make_dashboards) && h("p", {}, app.link("dashboards/new", "New dashboard")),
     all.length === 0
       ? h("p", {}, "No dashboard to show: none exists yet, or the restricted ones query databases you may not query.")
       : table("Dashboards you may see", ["Name", "Panels", "Access"], rows),
@@ -77,8 +79,13 @@ export async function dashboardsScreen(app: App): Promise<Screen> {
 
 export async function dashboardScreen(app: App, id: string): Promise<Screen> {
   let dashboard: Dashboard;
+  let presentation: Presentation;
   try {
-    dashboard = await call<Dashboard>("GET", `${DASHBOARDS}/${encodeURIComponent(id)}`);
+    [dashboard, presentation] = await Promise.all([
+      call<Dashboard>("GET", `${DASHBOARDS}/${encodeURIComponent(id)}`),
+      call<Presentation>("GET", `${DASHBOARDS}/${encodeURIComponent(id)}/presentation`),
+    ]);
+    presentation = { ...emptyPresentation(), ...presentation };
   } catch (error) {
     if (error instanceof ApiError && (error.status === 403 || error.status === 404)) {
       const why = error.status === 403 ? error.message : "There is no such dashboard.";
@@ -90,7 +97,23 @@ export async function dashboardScreen(app: App, id: string): Promise<Screen> {
     throw error;
   }
   const params = new URLSearchParams(location.search);
-  const views = dashboard.panels.map((panel) => new PanelView(app, dashboard, panel, params));
+  const usesTime = dashboard.panels.some((panel) => /\$\{__(from|to)\}/.test(panel.details.query));
+  const runAll = () => {
+    bar.clearErrors();
+    for (const view of views) void view.run();
+  };
+  const bar = new InputBar(dashboard.id, dashboard.panels, presentation, params, runAll, usesTime);
+  const views = dashboard.panels.map((panel) => new PanelView(app, dashboard, panel, presentation.panels[panel.id], bar));
+  const layouts = placed(
+    dashboard.panels.map((p) => p.id),
+    presentation.panels,
+  );
+  const order = readingOrder(layouts);
+  views.sort((a, b) => order.indexOf(a.id) - order.indexOf(b.id));
+  for (const view of views) {
+    const layout = layouts.get(view.id);
+    if (layout) view.place(layout.x, layout.y, layout.w, layout.h);
+  }
   const refresh = h(
     "select",
     { attrs: { id: uid("refresh") } },
@@ -125,13 +148,14 @@ export async function dashboardScreen(app: App, id: string): Promise<Screen> {
       h("h1", {}, isolated(dashboard.name)),
       dashboard.restricted_access && h("span", { class: "badge" }, "restricted"),
       field("Auto-refresh", refresh),
-      app.me?.may.manage_dashboards && editorTools(app, dashboard),
+      mayEdit(app.me, presentation) && editorTools(app, dashboard),
     ),
+    bar.element,
     dashboard.panels.length === 0 && h("p", {}, "This dashboard has no panels yet."),
-    ...views.map((view) => view.element),
+    h("div", { class: "panel-grid" }, ...views.map((view) => view.element)),
   );
   // The panels' runs start now, side by side; their grids join the page on the next frame.
-  for (const view of views) if (view.ready()) void view.run();
+  for (const view of views) void view.run();
   requestAnimationFrame(() => {
     for (const view of views) view.mount();
   });
@@ -196,13 +220,20 @@ interface Progress {
   failed: boolean;
 }
 
-/** One panel on the page: its inputs, its result, its row actions. */
+/** One panel on the page: its result (as a chart, a number or a table), its row actions. */
 class PanelView {
   readonly element: HTMLElement;
   running: AbortController | null = null;
   private readonly grid: Grid;
   private readonly actions: Action[];
-  private readonly fields = new Map<string, HTMLInputElement>();
+  private readonly display: Display | undefined;
+  /** Where the chart or number goes. */
+  private readonly figure = h("div", { class: "figure" });
+  /** The chosen point's row, with its buttons. */
+  private readonly selection = h("div", { class: "selected-row", attrs: { hidden: true } });
+  private readonly tableToggle: HTMLButtonElement | null = null;
+  private chart: DrawnChart | null = null;
+  private selected: number | null = null;
   private readonly summary = h("span", { class: "summary", attrs: { role: "status" } });
   private readonly notice = h("p", { class: "notice", attrs: { hidden: true } });
   private readonly error = h("p", { class: "error", attrs: { role: "alert" } });
@@ -219,37 +250,23 @@ class PanelView {
     private readonly app: App,
     private readonly dashboard: Dashboard,
     private readonly panel: Panel,
-    params: URLSearchParams,
+    look: PanelLook | undefined,
+    private readonly bar: InputBar,
   ) {
     this.actions = shownActions(panel.actions);
+    this.display = look?.display && look.display.kind !== "table" ? look.display : undefined;
     this.grid = new Grid(
       `Result of ${panel.title}`,
       this.actions.length > 0 ? { label: "Actions", render: (index) => this.rowControls(index) } : undefined,
     );
     const titleId = uid("panel");
-    const inputs =
-      panel.inputs.length > 0
-        ? h(
-            "form",
-            {
-              class: "panel-inputs",
-              on: {
-                submit: (event) => {
-                  event.preventDefault();
-                  this.keepInputs();
-                  void this.run();
-                },
-              },
-            },
-            ...panel.inputs.map((input) => {
-              const control = h("input", { attrs: { type: "text", name: input.key, autocomplete: "off" } });
-              control.value = params.get(inputParam(panel, input.key)) ?? "";
-              this.fields.set(input.key, control);
-              return field(input.key, control, input.description || undefined);
-            }),
-            h("button", { attrs: { type: "submit" } }, "Run"),
-          )
-        : null;
+    if (this.display) {
+      this.tableToggle = h(
+        "button",
+        { attrs: { type: "button", "aria-pressed": "false" }, on: { click: () => this.showTable(this.tableToggle?.getAttribute("aria-pressed") !== "true") } },
+        "Data table",
+      );
+    }
     this.element = h(
       "section",
       { class: "panel", attrs: { "aria-labelledby": titleId } },
@@ -261,17 +278,94 @@ class PanelView {
           "div",
           { class: "panel-tools" },
           this.lastRun,
+          this.tableToggle,
           h("button", { attrs: { type: "button" }, on: { click: () => void this.run() } }, "Refresh"),
           h("button", { attrs: { type: "button" }, on: { click: () => void this.copy() } }, "Copy"),
           h("button", { attrs: { type: "button", title: "Run the panel and download its rows as a CSV file" }, on: { click: () => void this.csv() } }, "Run to CSV"),
         ),
       ),
-      inputs,
       this.disabledNote,
       this.error,
       h("div", { class: "result-head" }, this.summary, this.notice),
+      this.figure,
+      this.selection,
       this.grid.element,
     );
+    this.figure.hidden = !this.display;
+    this.element.classList.toggle("charted", Boolean(this.display));
+  }
+
+  get id(): string {
+    return this.panel.id;
+  }
+
+  /** Puts the panel at its place on the grid (a narrow screen stacks the panels instead). */
+  place(x: number, y: number, w: number, height: number): void {
+    this.element.style.gridColumn = `${x + 1} / span ${w}`;
+    this.element.style.gridRow = `${y + 1} / span ${height}`;
+  }
+
+  /** Shows the data table instead of the chart (or back). */
+  private showTable(table: boolean): void {
+    this.tableToggle?.setAttribute("aria-pressed", String(table));
+    this.element.classList.toggle("show-table", table);
+    this.figure.hidden = table;
+    if (table) this.grid.refresh();
+  }
+
+  /** Draws the chart or number from the rows the grid holds (the one run's). */
+  private async draw(): Promise<void> {
+    this.chart?.destroy();
+    this.chart = null;
+    const display = this.display;
+    if (!display) return;
+    const plan = planOf(display, this.grid.resultColumns, this.grid.arrivedRows());
+    if (!plan.ok) {
+      replace(this.figure, h("p", { class: "notice misfit" }, `This panel's ${display.kind} can't be drawn: ${plan.why} The data table shows the rows.`));
+      this.showTable(true);
+      return;
+    }
+    if (plan.plan.kind === "number") {
+      replace(this.figure, numberFigure(plan.plan, display));
+      return;
+    }
+    const charts = await import("./charts");
+    if (this.destroyed) return;
+    this.chart = charts.drawChart(plan.plan, this.panel.title, display.format, (row) => this.choose(row));
+    replace(
+      this.figure,
+      this.chart.element,
+      plan.plan.cut > 0 && h("p", { class: "notice" }, `The chart draws the first ${(this.grid.rowCount - plan.plan.cut).toLocaleString()} rows; the data table has all ${this.grid.rowCount.toLocaleString()}.`),
+    );
+  }
+
+  /** A chosen point's row: its buttons, below the chart, focused. */
+  private choose(row: number): void {
+    this.selected = row;
+    this.renderSelection();
+    this.selection.querySelector<HTMLElement>("button:not([disabled])")?.focus();
+  }
+
+  private renderSelection(): void {
+    const row = this.selected;
+    if (row === null || this.actions.length === 0) {
+      this.selection.hidden = true;
+      return;
+    }
+    const cells = this.grid.arrivedRows()[row] ?? [];
+    const columns = this.grid.resultColumns;
+    const summary = columns
+      .slice(0, 3)
+      .map((c, i) => `${c.name} = ${cells[i] === null ? "NULL" : String(cells[i])}`)
+      .join(", ");
+    this.selection.hidden = false;
+    replace(
+      this.selection,
+      h("p", { class: "hint" }, `Row ${row + 1}: `, isolated(summary)),
+      this.rowControls(row),
+    );
+    this.selection.setAttribute("aria-label", `Actions of row ${row + 1}`);
+    this.selection.setAttribute("role", "group");
   }
 
   mount(): void {
@@ -281,19 +375,21 @@ class PanelView {
   destroy(): void {
     this.destroyed = true;
     this.running?.abort();
+    this.chart?.destroy();
     this.grid.destroy();
   }
 
-  /** Whether every input has a value (a panel without inputs always has). */
+  /** Whether every required input has a value (a panel without inputs always has). */
   ready(): boolean {
-    return [...this.fields.values()].every((control) => control.value !== "");
+    return this.bar.missingFor(this.panel).length === 0;
   }
 
-  /** Puts the inputs' values into the page's URL, so that it can be shared and reloaded. */
-  private keepInputs(): void {
-    const next = new URLSearchParams(location.search);
-    for (const [key, control] of this.fields) next.set(inputParam(this.panel, key), control.value);
-    history.replaceState(null, "", `${location.pathname}?${next.toString()}`);
+  /** The run's body: the inputs and the time range. */
+  private runBody(): Record<string, unknown> {
+    const body: Record<string, unknown> = { inputs: this.bar.valuesFor(this.panel) };
+    const range = this.bar.timeRange();
+    if (range) body.time_range = range;
+    return body;
   }
 
   private path(): string {
@@ -302,7 +398,8 @@ class PanelView {
 
   async run(): Promise<void> {
     if (!this.ready()) {
-      this.error.textContent = "Fill in every input, then Run.";
+      this.summary.textContent = "";
+      this.error.textContent = `Fill in ${this.bar.missingFor(this.panel).join(", ")} above, then Apply.`;
       return;
     }
     this.running?.abort();
@@ -312,6 +409,8 @@ class PanelView {
     this.progress.clear();
     this.tokens = [];
     this.columns = [];
+    this.selected = null;
+    this.selection.hidden = true;
     this.error.textContent = "";
     this.notice.hidden = true;
     this.summary.textContent = "Running…";
@@ -319,9 +418,7 @@ class PanelView {
     this.element.setAttribute("aria-busy", "true");
     const started = performance.now();
     try {
-      const inputs: Record<string, string> = {};
-      for (const [key, control] of this.fields) inputs[key] = control.value;
-      const body: Record<string, unknown> = { inputs };
+      const body = this.runBody();
       if (triggerable(this.actions)) body.row_tokens = true;
       const response = await fetch(`${this.path()}/run`, {
         method: "POST",
@@ -346,11 +443,16 @@ class PanelView {
       this.error.textContent = told.error;
       this.notice.textContent = told.notice;
       this.notice.hidden = !told.notice;
+      await this.draw();
     } catch (e) {
       if (controller.signal.aborted) return;
       this.summary.textContent = "";
       const message = e instanceof Error ? e.message : String(e);
-      this.error.textContent = e instanceof ApiError && e.status === 403 ? `No access: ${message}` : message;
+      if (e instanceof ApiError && e.status === 422 && this.bar.showErrors(e.fields)) {
+        this.error.textContent = "Nothing ran: an input above has a value this panel can't use.";
+      } else {
+        this.error.textContent = e instanceof ApiError && e.status === 403 ? `No access: ${message}` : message;
+      }
     } finally {
       if (this.running === controller) {
         this.running = null;
@@ -374,14 +476,11 @@ class PanelView {
   /** Runs the panel to a CSV file: the server answers a one-minute URL, the browser saves what it streams. */
   private async csv(): Promise<void> {
     if (!this.ready()) {
-      this.error.textContent = "Fill in every input, then Run to CSV.";
+      this.error.textContent = `Fill in ${this.bar.missingFor(this.panel).join(", ")} above, then Run to CSV.`;
       return;
     }
-    this.keepInputs();
     try {
-      const inputs: Record<string, string> = {};
-      for (const [key, control] of this.fields) inputs[key] = control.value;
-      const { url } = await call<{ url: string }>("POST", `${this.path()}/download`, { inputs });
+      const { url } = await call<{ url: string }>("POST", `${this.path()}/download`, this.runBody());
       const link = h("a", { attrs: { href: url, download: `${this.panel.id}.csv`, hidden: true } });
       document.body.append(link);
       link.click();
@@ -500,6 +599,11 @@ class PanelView {
     if (generation !== this.generation || this.destroyed) return;
     this.progress.set(index, progress);
     this.grid.refresh();
+    if (this.selected === index) {
+      const focused = this.selection.contains(document.activeElement) ? (document.activeElement as HTMLElement).dataset.focusKey : undefined;
+      this.renderSelection();
+      if (focused) [...this.selection.querySelectorAll<HTMLElement>("[data-focus-key]")].find((b) => b.dataset.focusKey === focused)?.focus();
+    }
   }
 
   /** Starts `action`'s workflow on row `index` with the typed values, then follows it. */
@@ -568,4 +672,28 @@ class PanelView {
       this.show(index, generation, { label, text: retrying, failed: false });
     }
   }
+}
+
+/** A single number, and how it compares with a second column of the same row. */
+function numberFigure(plan: NumberPlan, display: Display): HTMLElement {
+  const compare = plan.compare;
+  let comparison: HTMLElement | null = null;
+  if (compare) {
+    const sign = compare.difference > 0 ? "+" : compare.difference < 0 ? "−" : "±";
+    const percent = compare.percent === null ? "" : ` (${sign}${formatNumber(Math.abs(compare.percent), { decimals: 1 })}%)`;
+    comparison = h(
+      "p",
+      { class: compare.difference >= 0 ? "compare up" : "compare down" },
+      `${sign}${formatNumber(Math.abs(compare.difference), display.format)}${percent} against `,
+      isolated(compare.name),
+      ` (${formatNumber(compare.value, display.format)})`,
+    );
+  }
+  return h(
+    "div",
+    { class: "big-number", attrs: { role: "group", "aria-label": `${plan.name}: ${formatNumber(plan.value, display.format)}` } },
+    h("span", { class: "value" }, formatNumber(plan.value, display.format)),
+    h("span", { class: "name" }, isolated(plan.name)),
+    comparison,
+  );
 }

@@ -242,6 +242,11 @@ export class Grid {
     return this.columns;
   }
 
+  /** Every row as it arrived (a row's index is its buttons' and its token's). */
+  arrivedRows(): readonly unknown[][] {
+    return this.rows;
+  }
+
   /** The rows shown, in the order shown (filtered and sorted). */
   shownRows(): unknown[][] {
     this.ensureOrder();

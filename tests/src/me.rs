@@ -45,7 +45,8 @@ pub async fn me_describes_the_caller(storage: Arc<dyn Storage>) {
             "user": "ann@example.com", "groups": ["analysts"], "role": "member", "agent": false,
             "scope": "query",
             "may": {"query": true, "review": true, "bypass_reviews": false,
-                    "manage_databases": false, "manage_dashboards": false, "read_audit": false},
+                    "manage_databases": false, "manage_dashboards": false, "make_dashboards": true,
+                    "read_audit": false},
         })
     );
     let admin = me(&console, Some(root())).await;
@@ -56,7 +57,8 @@ pub async fn me_describes_the_caller(storage: Arc<dyn Storage>) {
     assert_eq!(
         admin["may"],
         json!({"query": true, "review": true, "bypass_reviews": true,
-               "manage_databases": true, "manage_dashboards": true, "read_audit": true})
+               "manage_databases": true, "manage_dashboards": true, "make_dashboards": true,
+               "read_audit": true})
     );
     let agent = me(&console, Some(ann().agent(true))).await;
     assert_eq!(
@@ -64,8 +66,8 @@ pub async fn me_describes_the_caller(storage: Arc<dyn Storage>) {
         (&json!(true), &json!("ai-agent"))
     );
     assert_eq!(
-        (&agent["may"]["query"], &agent["may"]["review"]),
-        (&json!(true), &json!(false))
+        (&agent["may"]["query"], &agent["may"]["review"], &agent["may"]["make_dashboards"]),
+        (&json!(true), &json!(false), &json!(false))
     );
     let key = me(&console, None).await;
     assert_eq!(

@@ -168,6 +168,7 @@ pub(crate) fn me_view(caller: &Caller) -> MeView<'_> {
             bypass_reviews: querier && !agent && super_admin,
             manage_databases: full,
             manage_dashboards: full,
+            make_dashboards: Who::Editor.permits(caller) && principal.is_some() && !agent,
             read_audit: full,
         },
     }

@@ -68,8 +68,11 @@ pub(crate) struct MayView {
     pub(crate) bypass_reviews: bool,
     /// Create, edit and delete databases, their permissions and data protection.
     pub(crate) manage_databases: bool,
-    /// Create, edit and delete dashboards.
+    /// Create, edit and delete every dashboard.
     pub(crate) manage_dashboards: bool,
+    /// Make dashboards (and edit those one is an editor of: docs/dashboards.md, "Who edits and
+    /// views").
+    pub(crate) make_dashboards: bool,
     /// Read the audit trail and the outbox.
     pub(crate) read_audit: bool,
 }
