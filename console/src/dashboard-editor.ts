@@ -3,10 +3,18 @@
 // the SQL editor with `${key}` inputs marked, the inputs), each with a test run that goes through
 // every rule of a saved panel's run; their row actions (label, workflow, mappings from a column
 // of the test run's result or typed, or prompted with a prompt). Panels, inputs, actions and
-// mappings move up and down by keyboard (buttons), panels also by drag. A save sends If-Match:
-// a change made meanwhile by someone else is shown as such and nothing is overwritten.
+// mappings move up and down by keyboard (buttons), panels also by drag. Each panel's display
+// (a chart, a number or the table) is chosen with a live preview from its test run; the layout
+// map places the panels on the 12 columns; each input gets its type; the editors and viewers
+// are named (dashboard-look.ts). A save sends If-Match, for the dashboard and for its
+// presentation document: a change made meanwhile by someone else is shown as such and nothing is
+// overwritten.
 
-import { ApiError, call, fieldProblems, headers, problem, read, withEtag, type Dashboard, type Page } from "./api";
+import { ApiError, call, fieldProblems, headers, problem, read, withEtag, type Dashboard, type Page, type QueryableDatabase } from "./api";
+import type { DrawnChart } from "./charts";
+import { accessEditor, displayEditor, initialLayouts, inputEditor, layoutMap, preview } from "./dashboard-look";
+import type { Column } from "./ndjson";
+import { emptyPresentation, pruned, type InputSpec, type Layout, type PanelLook, type Presentation } from "./presentation";
 import type { App, Screen } from "./app";
 import { field, h, isolated, replace, uid } from "./dom";
 import { SqlEditor } from "./editor";
@@ -127,7 +135,19 @@ interface StoredDatabase {
   credentials: { id: string; username: string; reviews_required: number }[];
 }
 
-async function credentialChoices(): Promise<Choice[]> {
+/** The credentials the person may run a panel as: those needing no review of the databases they
+ * may query (all of them for a key without a user). */
+async function credentialChoices(app: App): Promise<Choice[]> {
+  if (app.me?.user) {
+    const page = await call<Page<QueryableDatabase>>("GET", "/api/v1/console/me/databases");
+    const mine: Choice[] = [];
+    for (const db of page.data) {
+      for (const credential of db.credentials) {
+        if (credential.reviews_required === 0) mine.push({ id: credential.id, label: `${db.name} — ${credential.username}` });
+      }
+    }
+    return mine.sort((a, b) => a.label.localeCompare(b.label));
+  }
   const choices: Choice[] = [];
   let after: string | null = null;
   do {
@@ -170,15 +190,38 @@ function itemTools(what: string, index: number, count: number, move: (to: number
 }
 
 export async function dashboardEditor(app: App, id: string | null): Promise<Screen> {
-  const [choices, stored] = await Promise.all([
-    credentialChoices(),
+  const [choices, stored, storedLook] = await Promise.all([
+    credentialChoices(app),
     id ? withEtag<Dashboard>("GET", `/api/v1/dashboards/${encodeURIComponent(id)}`) : Promise.resolve(null),
+    id ? withEtag<Presentation>("GET", `/api/v1/dashboards/${encodeURIComponent(id)}/presentation`) : Promise.resolve(null),
   ]);
   let etag = stored?.etag ?? "";
+  let lookEtag = storedLook?.etag ?? "";
   let draft: DashboardDraft = stored ? draftOf(stored.value) : { name: "", restricted_access: false, panels: [] };
+  const presentation: Presentation = { ...emptyPresentation(), ...(storedLook?.value ?? {}) };
+  if (!storedLook && app.me?.user) presentation.editors = [{ kind: "user", name: app.me.user }];
+  /** Each panel's display (and layout, below), by draft. */
+  const looks = new Map<PanelDraft, PanelLook>(draft.panels.map((p) => [p, { ...(p.id ? presentation.panels[p.id] : undefined) }]));
+  /** The places stored or set in the layout map; the other panels stack in their order. */
+  const explicit = new Map<object, Layout>();
+  for (const [panel, look] of looks) if (look.layout) explicit.set(panel, look.layout);
+  const lookOf = (panel: PanelDraft): PanelLook => {
+    let look = looks.get(panel);
+    if (!look) {
+      look = {};
+      looks.set(panel, look);
+    }
+    return look;
+  };
+  const layoutOf = (panel: object): Layout =>
+    explicit.get(panel) ?? initialLayouts(draft.panels, (p) => explicit.get(p)).get(panel) ?? { x: 0, y: 0, w: 12, h: 5 };
+  const lookBox = h("div", { class: "edit-look" });
   const editors = new Map<PanelDraft, { editor: SqlEditor; host: HTMLElement }>();
-  /** Each panel's test values and last test run's columns. */
-  const tests = new Map<PanelDraft, { values: Record<string, string>; columns: string[]; result: HTMLElement }>();
+  /** Each panel's test values, last test run's columns and rows, and its display's preview. */
+  const tests = new Map<
+    PanelDraft,
+    { values: Record<string, string>; columns: string[]; full: Column[]; rows: unknown[][]; result: HTMLElement; preview: HTMLElement; chart: DrawnChart | null }
+  >();
   /** Each panel's note of the inputs its query names and does not declare, kept up to date. */
   const notes = new Map<PanelDraft, HTMLElement>();
   const problems = h("div", { class: "error", attrs: { role: "alert" } });
@@ -243,7 +286,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
   function testOf(panel: PanelDraft) {
     let entry = tests.get(panel);
     if (!entry) {
-      entry = { values: {}, columns: [], result: h("div", { class: "test-result" }) };
+      entry = { values: {}, columns: [], full: [], rows: [], result: h("div", { class: "test-result" }), preview: h("div", { class: "display-preview", attrs: { hidden: true } }), chart: null };
       tests.set(panel, entry);
     }
     return entry;
@@ -264,6 +307,8 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
       });
       const result = await read<{ columns: { name: string; type: string }[]; rows: unknown[][]; row_count: number; truncated: boolean; error?: { detail: string } }>(response);
       test.columns = result.columns.map((c) => c.name);
+      test.full = result.columns;
+      test.rows = result.rows;
       replace(
         test.result,
         h("p", { attrs: { role: "status" } }, `Test run: ${result.row_count} row(s)${result.truncated ? " (the first 20)" : ""}. Its columns can be chosen for the mappings.`),
@@ -277,10 +322,17 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
         ),
       );
       render();
+      await refreshPreview(panel);
     } catch (error) {
       const detail = error instanceof ApiError ? fieldProblems(error.body) : [];
       replace(test.result, h("p", { class: "error", attrs: { role: "alert" } }, detail.length ? detail.join("\n") : problem(error)));
     }
+  }
+
+  /** Draws the panel's display from its last test run (the chart library loads only then). */
+  async function refreshPreview(panel: PanelDraft): Promise<void> {
+    const test = testOf(panel);
+    test.chart = await preview(test.preview, lookOf(panel), panel.title, test.full, test.rows, test.chart);
   }
 
   function mappingRow(panel: PanelDraft, action: ActionDraft, mapping: MappingDraft, index: number): HTMLElement {
@@ -421,6 +473,12 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
         h("button", { attrs: { type: "button" }, on: { click: () => void testRun(panel) } }, "Test run"),
       ),
       test.result,
+      h("h3", {}, "Display"),
+      displayEditor(lookOf(panel), test.columns, () => {
+        touched();
+        void refreshPreview(panel);
+      }),
+      test.preview,
       h("h3", {}, "Row actions"),
       ...panel.actions.map((action, i) => actionBox(panel, action, i)),
       h(
@@ -455,6 +513,59 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
 
   function render(): void {
     replace(panelsBox, ...draft.panels.map((panel, index) => panelBox(panel, index)));
+    renderLook();
+  }
+
+  /** The layout map, the inputs' types, the time range and who edits and views. */
+  function renderLook(): void {
+    const keys: { key: string; description: string }[] = [];
+    for (const panel of draft.panels) for (const input of panel.inputs) if (input.key && !keys.some((k) => k.key === input.key)) keys.push(input);
+    replace(
+      lookBox,
+      h("h2", {}, "Layout"),
+      draft.panels.length === 0
+        ? h("p", { class: "hint" }, "Add a panel to place it.")
+        : layoutMap(
+            draft.panels.map((panel) => ({ key: panel, title: panel.title })),
+            layoutOf,
+            (panel, layout) => {
+              explicit.set(panel, layout);
+              touched();
+            },
+          ),
+      h("h2", {}, "Inputs"),
+      keys.length === 0
+        ? h("p", { class: "hint" }, "No panel declares an input. A panel binds the time range as ${__from} and ${__to} without declaring it.")
+        : h(
+            "div",
+            {},
+            ...keys.map(({ key }) =>
+              inputEditor(key, presentation.inputs[key], choices, (spec: InputSpec | undefined) => {
+                if (spec) presentation.inputs[key] = spec;
+                else delete presentation.inputs[key];
+                touched();
+              }),
+            ),
+          ),
+      h("h2", {}, "Time range and access"),
+      accessEditor(presentation, touched),
+    );
+  }
+
+  /** Saves the presentation document of dashboard `dashboardId`, whose panels are `saved`. */
+  async function saveLook(dashboardId: string, saved: Dashboard): Promise<void> {
+    const panels: Record<string, PanelLook> = {};
+    saved.panels.forEach((panel, i) => {
+      const draftPanel = draft.panels[i];
+      if (!draftPanel) return;
+      const look = lookOf(draftPanel);
+      const layout = explicit.get(draftPanel);
+      panels[panel.id] = { ...(look.display ? { display: look.display } : {}), ...(layout ? { layout } : {}) };
+    });
+    const keys = saved.panels.flatMap((p) => p.inputs.map((i) => i.key));
+    const body = pruned({ ...presentation, panels }, Object.keys(panels), keys);
+    const answer = await withEtag<Presentation>("PUT", `/api/v1/dashboards/${encodeURIComponent(dashboardId)}/presentation`, body, lookEtag || undefined);
+    lookEtag = answer.etag;
   }
 
   async function save(): Promise<void> {
@@ -465,6 +576,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
       if (stored && id) {
         const answer = await withEtag<Dashboard>("PUT", `/api/v1/dashboards/${encodeURIComponent(id)}`, body, etag);
         etag = answer.etag;
+        await saveLook(id, answer.value);
         const next = draftOf(answer.value);
         // Keep the editors and test runs of the panels: the saved draft has the ids now.
         next.panels.forEach((panel, i) => {
@@ -478,6 +590,9 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
         render();
       } else {
         const created = await call<Dashboard>("POST", "/api/v1/dashboards", body);
+        const made = await withEtag<Presentation>("GET", `/api/v1/dashboards/${encodeURIComponent(created.id)}/presentation`);
+        lookEtag = made.etag;
+        await saveLook(created.id, created);
         dirty = false;
         await app.go(`dashboards/${encodeURIComponent(created.id)}`);
       }
@@ -503,7 +618,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
       "div",
       { class: "row" },
       nameField,
-      check(draft.restricted_access, "Restricted: only super admins and those who may query every panel's database see it", (v) => {
+      check(draft.restricted_access, "Restricted: only super admins, its editors and viewers, and those who may query every panel's database see it", (v) => {
         draft.restricted_access = v;
         touched();
       }),
@@ -523,6 +638,7 @@ export async function dashboardEditor(app: App, id: string | null): Promise<Scre
         "Add a panel",
       ),
     ),
+    lookBox,
     h(
       "div",
       { class: "row save-row" },

@@ -21,7 +21,6 @@ import {
   type Panel,
 } from "./api";
 import type { App, Screen } from "./app";
-import { dashboardBody, draftOf } from "./dashboard-editor";
 import { InputBar } from "./dashboard-inputs";
 import { formatNumber, planOf, type NumberPlan } from "./chart-model";
 import type { DrawnChart } from "./charts";
@@ -183,6 +182,7 @@ function editorTools(app: App, dashboard: Dashboard): HTMLElement {
     },
   );
   const duplicate = async () => {
+    const { dashboardBody, draftOf } = await import("./dashboard-editor");
     const body = dashboardBody(draftOf(dashboard), false);
     body.name = `${dashboard.name} (copy)`;
     try {

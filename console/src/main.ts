@@ -3,7 +3,6 @@
 import "./style.css";
 import { App } from "./app";
 import { h } from "./dom";
-import { dashboardEditor } from "./dashboard-editor";
 import { dashboardScreen, dashboardsScreen } from "./dashboards";
 import { databaseScreen, databasesScreen } from "./databases";
 import { accountScreen } from "./account";
@@ -40,8 +39,9 @@ async function start(): Promise<void> {
     .add(/^saved\/([A-Za-z0-9_]+)$/, (a, [id]) => savedPage(a, id ?? ""))
     .add(/^queries\/([A-Za-z0-9_]+)$/, (a, [id]) => queryPage(a, id ?? ""))
     .add(/^dashboards$/, (a) => dashboardsScreen(a))
-    .add(/^dashboards\/new$/, (a) => dashboardEditor(a, null))
-    .add(/^dashboards\/([A-Za-z0-9_]+)\/edit$/, (a, [id]) => dashboardEditor(a, id ?? null))
+    // The editor (and its layout and display parts) loads only for those who edit.
+    .add(/^dashboards\/new$/, async (a) => (await import("./dashboard-editor")).dashboardEditor(a, null))
+    .add(/^dashboards\/([A-Za-z0-9_]+)\/edit$/, async (a, [id]) => (await import("./dashboard-editor")).dashboardEditor(a, id ?? null))
     .add(/^dashboards\/([A-Za-z0-9_]+)$/, (a, [id]) => dashboardScreen(a, id ?? ""))
     .add(/^welcome$/, (a) => welcomeScreen(a))
     .add(/^account$/, (a) => accountScreen(a))
