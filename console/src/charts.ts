@@ -129,7 +129,6 @@ export function drawChart(plan: ChartPlan, title: string, format: NumberFormat |
         : {
             x: {
               type: "linear",
-              offset: plan.kind === "bar",
               stacked: plan.stacked,
               grid: { color: grid },
               ticks: {
@@ -140,10 +139,19 @@ export function drawChart(plan: ChartPlan, title: string, format: NumberFormat |
                 maxRotation: 0,
               },
               title: { display: true, text: shortLabel(plan.xName), color: text },
+            // Ticks where the points are: at each label (an index), or at round times.
+            afterBuildTicks: (axis) => {
+                if (plan.time) {
+                  axis.ticks = timeTicks(axis.min, axis.max).map((value) => ({ value }));
+                } else {
+                  const every = Math.max(1, Math.ceil(plan.labels.length / 24));
+                  axis.ticks = plan.labels.flatMap((_, i) => (i % every === 0 ? [{ value: i }] : []));
+                }
+              },
               min: plan.time ? undefined : plan.kind === "bar" ? -0.5 : 0,
               max: plan.time ? undefined : plan.kind === "bar" ? plan.labels.length - 0.5 : Math.max(0, plan.labels.length - 1),
             },
-            y: { stacked: plan.stacked, grid: { color: grid }, ticks: { color: text, callback: (value) => formatNumber(Number(value), format) } },
+            y: { stacked: plan.stacked, beginAtZero: true, grace: "5%", grid: { color: grid }, ticks: { color: text, callback: (value) => formatNumber(Number(value), format) } },
           },
       onClick: (_event, elements) => {
         const element = elements[0];
@@ -220,4 +228,18 @@ export function drawChart(plan: ChartPlan, title: string, format: NumberFormat |
     element,
     destroy: () => chart.destroy(),
   };
+}
+
+/** Round UTC times between `min` and `max` (ms) for a time axis: at most about 8, a minute,
+ * an hour, a day, a week, a month apart… */
+export function timeTicks(min: number, max: number): number[] {
+  const MINUTE = 60_000;
+  const HOUR = 60 * MINUTE;
+  const DAY = 24 * HOUR;
+  const steps = [MINUTE, 5 * MINUTE, 15 * MINUTE, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY, 91 * DAY, 365 * DAY];
+  const span = Math.max(0, max - min);
+  const step = steps.find((s) => span / s <= 8) ?? 365 * DAY;
+  const ticks: number[] = [];
+  for (let t = Math.ceil(min / step) * step; t <= max && ticks.length < 64; t += step) ticks.push(t);
+  return ticks.length > 0 ? ticks : [min];
 }

@@ -277,7 +277,6 @@ class PanelView {
         h(
           "div",
           { class: "panel-tools" },
-          this.lastRun,
           this.tableToggle,
           h("button", { attrs: { type: "button" }, on: { click: () => void this.run() } }, "Refresh"),
           h("button", { attrs: { type: "button" }, on: { click: () => void this.copy() } }, "Copy"),
@@ -286,7 +285,7 @@ class PanelView {
       ),
       this.disabledNote,
       this.error,
-      h("div", { class: "result-head" }, this.summary, this.notice),
+      h("div", { class: "result-head" }, this.summary, this.lastRun, this.notice),
       this.figure,
       this.selection,
       this.grid.element,

@@ -161,7 +161,7 @@ export class SqlEditor {
             ]),
           ),
           keymap.of([...closeBracketsKeymap, ...defaultKeymap, ...historyKeymap, ...completionKeymap]),
-          EditorView.contentAttributes.of({ "aria-label": options.label ?? "SQL editor", "aria-multiline": "true" }),
+          EditorView.contentAttributes.of({ "aria-label": options.label ?? "SQL editor", "aria-multiline": "true", tabindex: "0" }),
           options.inputs ? markInputs : [],
           EditorView.updateListener.of((update) => {
             if (update.docChanged) onChange(update.state.doc.toString());
