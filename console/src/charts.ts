@@ -23,7 +23,7 @@ import {
   type ChartDataset,
 } from "chart.js";
 
-import { formatNumber, formatTime, pointName, type ChartPlan, type Point } from "./chart-model";
+import { formatNumber, formatTime, pointName, timeTicks, type ChartPlan, type Point } from "./chart-model";
 import { h, visible } from "./dom";
 import type { NumberFormat } from "./presentation";
 
@@ -230,16 +230,3 @@ export function drawChart(plan: ChartPlan, title: string, format: NumberFormat |
   };
 }
 
-/** Round UTC times between `min` and `max` (ms) for a time axis: at most about 8, a minute,
- * an hour, a day, a week, a month apart… */
-export function timeTicks(min: number, max: number): number[] {
-  const MINUTE = 60_000;
-  const HOUR = 60 * MINUTE;
-  const DAY = 24 * HOUR;
-  const steps = [MINUTE, 5 * MINUTE, 15 * MINUTE, HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 30 * DAY, 91 * DAY, 365 * DAY];
-  const span = Math.max(0, max - min);
-  const step = steps.find((s) => span / s <= 8) ?? 365 * DAY;
-  const ticks: number[] = [];
-  for (let t = Math.ceil(min / step) * step; t <= max && ticks.length < 64; t += step) ticks.push(t);
-  return ticks.length > 0 ? ticks : [min];
-}

@@ -113,11 +113,13 @@ export function moved<T>(list: T[], from: number, to: number): T[] {
   return next;
 }
 
-/** The keys the query names as `${key}`, in order, once each. */
+/** The keys the query names as `${key}`, in order, once each (not the time range's own
+ * `${__from}` and `${__to}`, which no panel declares). */
 export function placeholders(query: string): string[] {
   const keys: string[] = [];
   for (const match of query.matchAll(/\$\{([A-Za-z0-9_.-]+)\}/g)) {
     const key = match[1] ?? "";
+    if (key.startsWith("__")) continue;
     if (!keys.includes(key)) keys.push(key);
   }
   return keys;
