@@ -66,7 +66,11 @@ pub async fn me_describes_the_caller(storage: Arc<dyn Storage>) {
         (&json!(true), &json!("ai-agent"))
     );
     assert_eq!(
-        (&agent["may"]["query"], &agent["may"]["review"], &agent["may"]["make_dashboards"]),
+        (
+            &agent["may"]["query"],
+            &agent["may"]["review"],
+            &agent["may"]["make_dashboards"]
+        ),
         (&json!(true), &json!(false), &json!(false))
     );
     let key = me(&console, None).await;

@@ -75,8 +75,7 @@ impl Panels {
         };
         self.run_panel_as(
             principal,
-            panel,
-            &dashboard.presentation,
+            (panel, &dashboard.presentation),
             &body,
             format,
             row_stamp,
@@ -111,8 +110,7 @@ impl Panels {
         let presentation = crate::model::Presentation::default();
         self.run_panel_as(
             principal,
-            &panel,
-            &presentation,
+            (&panel, &presentation),
             &body,
             format,
             None,
@@ -121,14 +119,14 @@ impl Panels {
         .await
     }
 
-    /// Runs `panel` for `principal` with the run body's `inputs` and `limit`, as its
+    /// Runs `panel` (with its dashboard's presentation, which types its inputs) for
+    /// `principal` with the run body's `inputs`, `time_range` and `limit`, as its
     /// credential, read-only, under data protection; its outcome goes to `record`'s record of
     /// the database it ran on.
     async fn run_panel_as(
         &self,
         principal: &Principal,
-        panel: &crate::model::Panel,
-        presentation: &crate::model::Presentation,
+        (panel, presentation): (&crate::model::Panel, &crate::model::Presentation),
         body: &serde_json::Map<String, Value>,
         format: Format,
         row_stamp: Option<std::sync::Arc<dyn crate::run::RowStamp>>,

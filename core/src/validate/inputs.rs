@@ -152,13 +152,16 @@ fn datetime(text: &str) -> Option<NaiveDateTime> {
     .find_map(|format| NaiveDateTime::parse_from_str(text, format).ok())
 }
 
+/// A time range's start and end.
+type Range = (DateTime<Utc>, DateTime<Utc>);
+
 /// The run's time range: `{"from", "to"}` as RFC 3339 times, `from` before `to`; the default
 /// (the last 7 days unless the presentation says otherwise) before `now` when left out.
 fn time_range(
     body: &Map<String, Value>,
     preset: Option<RangePreset>,
     now: DateTime<Utc>,
-) -> Result<(DateTime<Utc>, DateTime<Utc>), (&'static str, String)> {
+) -> Result<Range, (&'static str, String)> {
     let range = match body.get("time_range") {
         None | Some(Value::Null) => {
             let seconds = preset.unwrap_or(RangePreset::Week).seconds();
