@@ -186,6 +186,21 @@ export function planOf(display: Display, columns: Column[], rows: readonly unkno
   };
 }
 
+/** The formatters made so far, by locale and options: making one costs far more than using it,
+ * and a chart's ticks and tooltips format many values. */
+const numberFormats = new Map<string, Intl.NumberFormat>();
+const timeFormats = new Map<string, Intl.DateTimeFormat>();
+
+function numberFormat(locale: string | undefined, options: Intl.NumberFormatOptions): Intl.NumberFormat {
+  const key = `${locale ?? ""} ${JSON.stringify(options)}`;
+  let made = numberFormats.get(key);
+  if (!made) {
+    made = new Intl.NumberFormat(locale, options);
+    numberFormats.set(key, made);
+  }
+  return made;
+}
+
 /** `value` as `format` says, in the reader's locale. */
 export function formatNumber(value: number, format: NumberFormat | undefined, locale?: string): string {
   const f = format ?? {};
@@ -197,7 +212,7 @@ export function formatNumber(value: number, format: NumberFormat | undefined, lo
   } else {
     options.maximumFractionDigits = 10;
   }
-  const text = new Intl.NumberFormat(locale, options).format(shown);
+  const text = numberFormat(locale, options).format(shown);
   return `${text}${f.percent ? "%" : ""}${f.unit ? ` ${f.unit}` : ""}`;
 }
 
@@ -205,7 +220,13 @@ export function formatNumber(value: number, format: NumberFormat | undefined, lo
 export function formatTime(ms: number, locale?: string): string {
   const date = new Date(ms);
   const midnight = date.getUTCHours() === 0 && date.getUTCMinutes() === 0 && date.getUTCSeconds() === 0;
-  return new Intl.DateTimeFormat(locale, midnight ? { dateStyle: "medium", timeZone: "UTC" } : { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" }).format(date);
+  const key = `${locale ?? ""} ${midnight}`;
+  let made = timeFormats.get(key);
+  if (!made) {
+    made = new Intl.DateTimeFormat(locale, midnight ? { dateStyle: "medium", timeZone: "UTC" } : { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
+    timeFormats.set(key, made);
+  }
+  return made.format(date);
 }
 
 /** A point's accessible name: its series, its label and its value. */

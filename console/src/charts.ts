@@ -56,8 +56,25 @@ function shortLabel(text: string): string {
   return shown.length > LABEL_MAX ? `${shown.slice(0, LABEL_MAX - 1)}…` : shown;
 }
 
-/** The theme's chart colours, from its CSS variables (so dark has its own). */
-function palette(): { colours: string[]; text: string; grid: string } {
+interface Palette {
+  colours: string[];
+  text: string;
+  grid: string;
+  background: string;
+}
+
+/** The palette read last, and the theme it was read for. */
+let cached: { theme: string; palette: Palette } | null = null;
+
+/** The theme's chart colours, from its CSS variables (so dark has its own); read once per theme
+ * (reading computed style costs a style recalculation on a page that is still changing). */
+function palette(): Palette {
+  const theme = `${document.documentElement.dataset.theme ?? ""} ${matchMedia("(prefers-color-scheme: dark)").matches}`;
+  if (cached?.theme !== theme) cached = { theme, palette: readPalette() };
+  return cached.palette;
+}
+
+function readPalette(): Palette {
   const style = getComputedStyle(document.documentElement);
   const colours: string[] = [];
   for (let i = 1; i <= 8; i += 1) {
@@ -68,15 +85,17 @@ function palette(): { colours: string[]; text: string; grid: string } {
     colours: colours.length ? colours : ["#2563eb", "#d97706", "#059669", "#db2777", "#7c3aed", "#0891b2", "#65a30d", "#dc2626"],
     text: style.getPropertyValue("--fg").trim() || "#1f2937",
     grid: style.getPropertyValue("--line").trim() || "#d1d5db",
+    background: style.getPropertyValue("--bg").trim() || "#fff",
   };
 }
 
 /**
- * Draws `plan` titled `title`; `choose(row)` when a point is chosen (a click on the canvas, or
- * Enter on a point's button).
+ * Draws `plan` titled `title` into `host` (its children replaced); `choose(row)` when a point is
+ * chosen (a click on the canvas, or Enter on a point's button). The canvas is in the page before
+ * the chart is made, so that its first drawing has its size (and is its only one).
  */
-export function drawChart(plan: ChartPlan, title: string, format: NumberFormat | undefined, choose: (row: number) => void): DrawnChart {
-  const { colours, text, grid } = palette();
+export function drawChart(host: HTMLElement, plan: ChartPlan, title: string, format: NumberFormat | undefined, choose: (row: number) => void): DrawnChart {
+  const { colours, text, grid, background } = palette();
   const canvas = h("canvas", { attrs: { role: "img", "aria-label": `Chart: ${visible(title)}. Its points follow as buttons; the data table lists every row.` } });
   const round = plan.kind === "pie" || plan.kind === "donut";
   const points: Point[] = plan.datasets.flatMap((d) => d.points);
@@ -85,7 +104,7 @@ export function drawChart(plan: ChartPlan, title: string, format: NumberFormat |
     const data = dataset.points.map((p) => (round ? p.value : { x: p.x, y: p.value }));
     const base = { label: shortLabel(dataset.name), data: data as never };
     if (round) {
-      return { ...base, backgroundColor: dataset.points.map((_, j) => colourOf(j)), borderColor: getComputedStyle(document.documentElement).getPropertyValue("--bg").trim() || "#fff" };
+      return { ...base, backgroundColor: dataset.points.map((_, j) => colourOf(j)), borderColor: background };
     }
     if (plan.kind === "bar") return { ...base, backgroundColor: colourOf(i), borderColor: colourOf(i) };
     return { ...base, borderColor: colourOf(i), backgroundColor: `${colourOf(i)}55`, fill: plan.kind === "area" ? (plan.stacked ? (i === 0 ? "origin" : "-1") : "origin") : false, pointRadius: 3, tension: 0 };
@@ -160,6 +179,9 @@ export function drawChart(plan: ChartPlan, title: string, format: NumberFormat |
       },
     },
   };
+  const canvasBox = h("div", { class: "chart-canvas" }, canvas);
+  const element = h("div", { class: "chart" }, canvasBox);
+  host.replaceChildren(element);
   const chart = new Chart(canvas, config);
 
   // The points by keyboard: one Tab stop (the current point), arrows between them.
@@ -223,7 +245,7 @@ export function drawChart(plan: ChartPlan, title: string, format: NumberFormat |
     },
     ...buttons,
   );
-  const element = h("div", { class: "chart" }, h("div", { class: "chart-canvas" }, canvas), list);
+  element.append(list);
   return {
     element,
     destroy: () => chart.destroy(),

@@ -146,9 +146,7 @@ export async function preview(host: HTMLElement, look: PanelLook, title: string,
   }
   // Chart.js loads only when a chart is drawn.
   const { drawChart } = await import("./charts");
-  const chart = drawChart(plan.plan, `Preview of ${title}`, display.format, () => undefined);
-  replace(host, chart.element);
-  return chart;
+  return drawChart(host, plan.plan, `Preview of ${title}`, display.format, () => undefined);
 }
 
 /**

@@ -103,6 +103,8 @@ export async function dashboardScreen(app: App, id: string): Promise<Screen> {
   };
   const bar = new InputBar(dashboard.id, dashboard.panels, presentation, params, runAll, usesTime);
   const views = dashboard.panels.map((panel) => new PanelView(app, dashboard, panel, presentation.panels[panel.id], bar));
+  // The chart library starts loading now, beside the runs, when a panel charts.
+  if (dashboard.panels.some((p) => (presentation.panels[p.id]?.display?.kind ?? "table") !== "table")) void loadCharts();
   const layouts = placed(
     dashboard.panels.map((p) => p.id),
     presentation.panels,
@@ -328,14 +330,12 @@ class PanelView {
       replace(this.figure, numberFigure(plan.plan, display));
       return;
     }
-    const charts = await import("./charts");
+    const charts = await loadCharts();
     if (this.destroyed) return;
-    this.chart = charts.drawChart(plan.plan, this.panel.title, display.format, (row) => this.choose(row));
-    replace(
-      this.figure,
-      this.chart.element,
-      plan.plan.cut > 0 && h("p", { class: "notice" }, `The chart draws the first ${(this.grid.rowCount - plan.plan.cut).toLocaleString()} rows; the data table has all ${this.grid.rowCount.toLocaleString()}.`),
-    );
+    this.chart = charts.drawChart(this.figure, plan.plan, this.panel.title, display.format, (row) => this.choose(row));
+    if (plan.plan.cut > 0) {
+      this.figure.append(h("p", { class: "notice" }, `The chart draws the first ${(this.grid.rowCount - plan.plan.cut).toLocaleString()} rows; the data table has all ${this.grid.rowCount.toLocaleString()}.`));
+    }
   }
 
   /** A chosen point's row: its buttons, below the chart, focused. */
@@ -671,6 +671,14 @@ class PanelView {
       this.show(index, generation, { label, text: retrying, failed: false });
     }
   }
+}
+
+let chartsModule: Promise<typeof import("./charts")> | null = null;
+
+/** The chart library, loaded once (only by pages that chart). */
+function loadCharts(): Promise<typeof import("./charts")> {
+  chartsModule ??= import("./charts");
+  return chartsModule;
 }
 
 /** A single number, and how it compares with a second column of the same row. */
