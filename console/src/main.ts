@@ -4,15 +4,10 @@ import "./style.css";
 import { App } from "./app";
 import { h } from "./dom";
 import { dashboardScreen, dashboardsScreen } from "./dashboards";
-import { databaseScreen, databasesScreen } from "./databases";
-import { accountScreen } from "./account";
-import { auditScreen, outboxScreen } from "./operations";
 import { historyScreen, queryPage, reviewsScreen } from "./queries";
 import { queryScreen } from "./query";
 import { savedListScreen, savedPage } from "./saved";
-import { connectScreen } from "./connect";
 import { exchangeLink, signInScreen, takeLinkToken, welcomeScreen } from "./signin";
-import { usersScreen } from "./users";
 
 async function start(): Promise<void> {
   const root = document.getElementById("app");
@@ -44,14 +39,16 @@ async function start(): Promise<void> {
     .add(/^dashboards\/([A-Za-z0-9_]+)\/edit$/, async (a, [id]) => (await import("./dashboard-editor")).dashboardEditor(a, id ?? null))
     .add(/^dashboards\/([A-Za-z0-9_]+)$/, (a, [id]) => dashboardScreen(a, id ?? ""))
     .add(/^welcome$/, (a) => welcomeScreen(a))
-    .add(/^account$/, (a) => accountScreen(a))
-    .add(/^connect$/, (a) => connectScreen(a))
-    .add(/^users$/, (a) => usersScreen(a))
-    .add(/^audit$/, (a) => auditScreen(a))
-    .add(/^outbox$/, (a) => outboxScreen(a))
-    .add(/^databases$/, (a) => databasesScreen(a))
-    .add(/^databases\/new$/, (a) => databaseScreen(a, null))
-    .add(/^databases\/([A-Za-z0-9_]+)$/, (a, [id]) => databaseScreen(a, id ?? null));
+    // The account, the door's client page and the operators' screens load when first opened:
+    // someone who queries and reads dashboards never fetches them.
+    .add(/^account$/, async (a) => (await import("./account")).accountScreen(a))
+    .add(/^connect$/, async (a) => (await import("./connect")).connectScreen(a))
+    .add(/^users$/, async (a) => (await import("./users")).usersScreen(a))
+    .add(/^audit$/, async (a) => (await import("./operations")).auditScreen(a))
+    .add(/^outbox$/, async (a) => (await import("./operations")).outboxScreen(a))
+    .add(/^databases$/, async (a) => (await import("./databases")).databasesScreen(a))
+    .add(/^databases\/new$/, async (a) => (await import("./databases")).databaseScreen(a, null))
+    .add(/^databases\/([A-Za-z0-9_]+)$/, async (a, [id]) => (await import("./databases")).databaseScreen(a, id ?? null));
   if (problem) history.replaceState(null, "", "/console/sign-in");
   try {
     await app.render();

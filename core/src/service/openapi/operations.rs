@@ -1049,7 +1049,8 @@ pub(crate) fn put_presentation(op: Operation, _: &Names) -> Operation {
         .body(schema_ref("PresentationInput"))
         .ok(json_content(schema_ref("Presentation")))
         .versioned()
-        .errors(&[400, 401, 403, 404, 408, 409, 412, 413, 415, 422, 503])
+        .conditional()
+        .errors(&[400, 401, 403, 404, 408, 409, 413, 415, 422, 503])
 }
 
 pub(crate) fn input_choices(op: Operation, _: &Names) -> Operation {
