@@ -32,6 +32,11 @@ pub(crate) fn keyed_list(
     prop_oneof![
         4 => vec((non_blank_text(), item), len)
             .prop_filter("keys are distinct", |items| distinct(items.iter().map(|(key, _)| key)))
+            // An input key starting with `__` is reserved (the time range's `${__from}` and
+            // `${__to}`): a valid body has none.
+            .prop_filter("input keys are not reserved", move |items| {
+                key_name != "key" || items.iter().all(|(key, _)| !key.starts_with("__"))
+            })
             .prop_map(move |items| {
                 let (send, expect) = items
                     .into_iter()
