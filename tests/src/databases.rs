@@ -149,7 +149,8 @@ fn setup_body(api_id: &str) -> Value {
     })
 }
 
-fn sorted_keys(value: &Value) -> Vec<String> {
+/// The keys of a JSON object, sorted.
+pub(crate) fn sorted_keys(value: &Value) -> Vec<String> {
     let mut keys: Vec<String> = value
         .as_object()
         .unwrap_or_else(|| panic!("not an object: {value}"))

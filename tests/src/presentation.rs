@@ -9,50 +9,32 @@
 use std::sync::Arc;
 
 use dbconsole_core::Storage;
-use dbconsole_core::model::{Principal, Role};
+use dbconsole_core::model::Principal;
 use http::Method;
 use serde_json::{Value, json};
 
-use crate::saved_queries::{console_of, new_database};
-use crate::{API_KEY, TestConsole, TestResponse};
+use crate::databases::sorted_keys;
+use crate::saved_queries::{ann, bo, console_of, new_database, root};
+use crate::{TestConsole, TestResponse};
 
 const COMPAT: &str = "/api/v1/dashboards";
 const V1: &str = "/v1/dashboards";
-
-fn ann() -> Principal {
-    Principal::member("ann@example.com").groups(["analysts"])
-}
-fn bo() -> Principal {
-    Principal::member("bo@example.com").groups(["support"])
-}
-fn root() -> Principal {
-    Principal::member("root@example.com").role(Role::SuperAdmin)
-}
-
-/// The sorted keys of an object.
-fn keys(value: &Value) -> Vec<String> {
-    let mut keys: Vec<String> = value
-        .as_object()
-        .unwrap_or_else(|| panic!("not an object: {value}"))
-        .keys()
-        .cloned()
-        .collect();
-    keys.sort();
-    keys
-}
 
 /// Asserts that a dashboard answer carries exactly the interface's keys, at every level.
 #[track_caller]
 fn assert_interface_keys(dashboard: &Value) {
     assert_eq!(
-        keys(dashboard),
+        sorted_keys(dashboard),
         ["id", "name", "panels", "restricted_access"]
     );
     for panel in dashboard["panels"].as_array().unwrap() {
-        assert_eq!(keys(panel), ["actions", "details", "id", "inputs", "title"]);
+        assert_eq!(
+            sorted_keys(panel),
+            ["actions", "details", "id", "inputs", "title"]
+        );
         for action in panel["actions"].as_array().unwrap() {
             assert_eq!(
-                keys(action),
+                sorted_keys(action),
                 ["id", "input_mappings", "label", "workflow_id"]
             );
         }
@@ -67,28 +49,6 @@ async fn as_(
     body: Option<Value>,
 ) -> TestResponse {
     console.as_(who, method, path, body, None).await
-}
-
-/// A request with the provider's one credential, the API key, on the compatibility path.
-async fn provider(
-    console: &TestConsole,
-    method: Method,
-    path: &str,
-    body: Option<&Value>,
-) -> TestResponse {
-    let mut request = http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("x-api-key", API_KEY);
-    if body.is_some() {
-        request = request.header(http::header::CONTENT_TYPE, "application/json");
-    }
-    let request = request
-        .body(http_body_util::Full::new(bytes::Bytes::from(
-            body.map(Value::to_string).unwrap_or_default(),
-        )))
-        .unwrap();
-    console.api.send(request).await
 }
 
 /// The provider's panel as its Go model marshals it: no `actions` key.
@@ -109,21 +69,22 @@ pub async fn presentation_survives_the_terraform_provider(storage: Arc<dyn Stora
     let (console, _runner) = console_of(storage);
     let db = new_database(&console, 0).await;
     let since = json!([{"key": "since", "description": "From"}]);
-    let created = provider(
-        &console,
-        Method::POST,
-        COMPAT,
-        Some(&json!({
-            "id": "",
-            "name": "Orders",
-            "restricted_access": false,
-            "panels": [provider_panel(&json!(""), "By status", &db.1, since.clone()),
-                       provider_panel(&json!(""), "Second", &db.1, json!([]))],
-        })),
-    )
-    .await
-    .expect(200)
-    .json();
+    let created = console
+        .api
+        .db(
+            Method::POST,
+            COMPAT,
+            Some(&json!({
+                "id": "",
+                "name": "Orders",
+                "restricted_access": false,
+                "panels": [provider_panel(&json!(""), "By status", &db.1, since.clone()),
+                           provider_panel(&json!(""), "Second", &db.1, json!([]))],
+            })),
+        )
+        .await
+        .expect(200)
+        .json();
     assert_interface_keys(&created);
     let id = created["id"].as_str().unwrap().to_owned();
     let (first, second) = (
@@ -168,24 +129,27 @@ pub async fn presentation_survives_the_terraform_provider(storage: Arc<dyn Stora
 
     // The provider reads and applies: the document stays, ETag and all.
     let compat_path = format!("{COMPAT}/{id}");
-    let read = provider(&console, Method::GET, &compat_path, None)
+    let read = console
+        .api
+        .db(Method::GET, &compat_path, None)
         .await
         .expect(200)
         .json();
     assert_interface_keys(&read);
-    let applied = provider(
-        &console,
-        Method::PATCH,
-        &compat_path,
-        Some(&json!({
-            "id": id, "name": "Orders, renamed", "restricted_access": false,
-            "panels": [provider_panel(&first, "By status", &db.1, since.clone()),
-                       provider_panel(&second, "Second", &db.1, json!([]))],
-        })),
-    )
-    .await
-    .expect(200)
-    .json();
+    let applied = console
+        .api
+        .db(
+            Method::PATCH,
+            &compat_path,
+            Some(&json!({
+                "id": id, "name": "Orders, renamed", "restricted_access": false,
+                "panels": [provider_panel(&first, "By status", &db.1, since.clone()),
+                           provider_panel(&second, "Second", &db.1, json!([]))],
+            })),
+        )
+        .await
+        .expect(200)
+        .json();
     assert_interface_keys(&applied);
     assert_eq!(applied["name"], "Orders, renamed");
     let after = as_(&console, &root(), Method::GET, &doc_path, None)
@@ -276,21 +240,22 @@ pub async fn presentation_survives_the_terraform_provider(storage: Arc<dyn Stora
     );
 
     // An update that removes the second panel and the input removes their entries.
-    let pruned = provider(
-        &console,
-        Method::PATCH,
-        &compat_path,
-        Some(&json!({"panels": [provider_panel(&first, "By status", &db.1, json!([]))]})),
-    )
-    .await
-    .expect(200)
-    .json();
+    let pruned = console
+        .api
+        .db(
+            Method::PATCH,
+            &compat_path,
+            Some(&json!({"panels": [provider_panel(&first, "By status", &db.1, json!([]))]})),
+        )
+        .await
+        .expect(200)
+        .json();
     assert_interface_keys(&pruned);
     let after = as_(&console, &root(), Method::GET, &doc_path, None)
         .await
         .expect(200);
     let doc = after.json();
-    assert_eq!(keys(&doc["panels"]), [first.as_str().unwrap()]);
+    assert_eq!(sorted_keys(&doc["panels"]), [first.as_str().unwrap()]);
     assert_eq!(doc["inputs"], json!({}));
     assert_eq!(doc["editors"], document["editors"], "who edits stays");
     assert_ne!(

@@ -96,16 +96,16 @@ async fn call(
     console.as_(who, method, path, body, None).await
 }
 
-fn ann() -> Principal {
+pub(crate) fn ann() -> Principal {
     Principal::member("ann@example.com").groups(["analysts"])
 }
-fn bo() -> Principal {
+pub(crate) fn bo() -> Principal {
     Principal::member("bo@example.com").groups(["support"])
 }
 fn cy() -> Principal {
     Principal::member("cy@example.com").groups(["ops"])
 }
-fn root() -> Principal {
+pub(crate) fn root() -> Principal {
     Principal::member("root@example.com").role(Role::SuperAdmin)
 }
 

@@ -149,32 +149,55 @@ impl Panels {
             Dialect::of(guarded.db.adapter),
             chrono::Utc::now(),
         )?;
-        let statement = statement::single(query, Dialect::of(guarded.db.adapter))
-            .map_err(|why| ValidationErrors::single("query", why))?
-            .to_owned();
         let record = record(&guarded.db);
+        let mut run = self
+            .read_only_run(
+                principal,
+                (guarded, credential, max_rows),
+                (query, "query"),
+                record,
+            )
+            .await?;
+        run.inputs = Some(inputs);
+        run.format = format;
+        run.row_stamp = row_stamp;
+        self.launcher.start_run(run).await
+    }
+
+    /// The run of `query` (one statement; its error on `field`) for `principal` as what
+    /// [`Admission::panel_access`] admitted (the database, the credential, the most rows),
+    /// read-only, under data protection, its outcome to `record`: what a panel's run and a
+    /// choices query's share. No inputs, JSON and no row stamp until the caller says otherwise.
+    async fn read_only_run(
+        &self,
+        principal: &Principal,
+        (guarded, credential, max_rows): (super::admission::Guarded, crate::model::Credential, u32),
+        (query, field): (&str, &str),
+        record: Record,
+    ) -> Result<Run, ApiError> {
+        let statement = statement::single(query, Dialect::of(guarded.db.adapter))
+            .map_err(|why| ValidationErrors::single(field, why))?
+            .to_owned();
         let runner = self.launcher.runner_for(guarded.db.adapter)?;
         let (protection, credential) = self
             .launcher
             .protection_for_run(&guarded, &*runner, &statement, true, Some(principal))
             .await?
             .run_as(credential);
-        self.launcher
-            .start_run(Run {
-                runner,
-                db: guarded.db,
-                credential,
-                statement,
-                inputs: Some(inputs),
-                max_rows,
-                read_only: true,
-                format,
-                record,
-                protection,
-                shorter_timeout: None,
-                row_stamp,
-            })
-            .await
+        Ok(Run {
+            runner,
+            db: guarded.db,
+            credential,
+            statement,
+            inputs: None,
+            max_rows,
+            read_only: true,
+            format: Format::Json,
+            record,
+            protection,
+            shorter_timeout: None,
+            row_stamp: None,
+        })
     }
 
     /// The stamp of a panel run's rows, when its body asks for row tokens (`"row_tokens":
@@ -245,41 +268,24 @@ impl Panels {
                 &json!({ "choices": spec.choices, "truncated": false, "error": null }),
             ));
         };
-        let (guarded, credential, max_rows) = self
+        let admitted = self
             .admission
             .panel_access(&principal, &source.credential_id, CHOICES_MAX as u32 + 1)
             .await?;
-        let statement = statement::single(&source.query, Dialect::of(guarded.db.adapter))
-            .map_err(|why| ValidationErrors::single("choices_query.query", why))?
-            .to_owned();
         let record = Record::InputChoices {
             dashboard_id: dashboard.id.as_str().to_owned(),
             key: key.to_owned(),
             origin: Origin::clone(call.origin),
         };
-        let runner = self.launcher.runner_for(guarded.db.adapter)?;
-        let (protection, credential) = self
-            .launcher
-            .protection_for_run(&guarded, &*runner, &statement, true, Some(&principal))
-            .await?
-            .run_as(credential);
-        let result = self
-            .launcher
-            .run_collected(Run {
-                runner,
-                db: guarded.db,
-                credential,
-                statement,
-                inputs: None,
-                max_rows,
-                read_only: true,
-                format: Format::Json,
+        let run = self
+            .read_only_run(
+                &principal,
+                admitted,
+                (&source.query, "choices_query.query"),
                 record,
-                protection,
-                shorter_timeout: None,
-                row_stamp: None,
-            })
+            )
             .await?;
+        let result = self.launcher.run_collected(run).await?;
         let mut choices: Vec<String> = Vec::new();
         let mut truncated = result.truncated;
         for row in &result.values.rows {

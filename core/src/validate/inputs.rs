@@ -29,11 +29,7 @@ pub fn panel_inputs(
     let mut errors = ValidationErrors::new();
     let mut declared: Vec<String> = panel.inputs.iter().map(|i| i.key.clone()).collect();
     let mut values = HashMap::new();
-    let given = match body.get("inputs") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => map.clone(),
-        Some(_) => return Err(ValidationErrors::single("inputs", "must be an object")),
-    };
+    let given = given_values(body, "inputs")?;
     for key in given.keys() {
         if !declared.contains(key) {
             errors.add(&format!("inputs.{key}"), "is not an input of this panel");
@@ -64,14 +60,34 @@ pub fn panel_inputs(
     errors.into_result(Inputs { declared, values })
 }
 
+/// The object of values a run's body gives under `field` (`inputs`, a saved query's
+/// `params`): empty when left out or null.
+pub(super) fn given_values(
+    body: &Map<String, Value>,
+    field: &str,
+) -> Result<Map<String, Value>, ValidationErrors> {
+    match body.get(field) {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(map)) => Ok(map.clone()),
+        Some(_) => Err(ValidationErrors::single(field, "must be an object")),
+    }
+}
+
+/// A given value as the text it binds as: a string as it is, a number or a boolean written out.
+pub(super) fn scalar_text(value: &Value) -> Result<String, String> {
+    match value {
+        Value::String(text) => Ok(text.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        _ => Err("must be a string, a number or a boolean".to_owned()),
+    }
+}
+
 /// An input the presentation gives no type: a string, number or boolean, as given; required.
 fn untyped(value: Option<&Value>) -> Result<Option<String>, String> {
     match value {
         None => Err("is missing".to_owned()),
-        Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(Value::Number(n)) => Ok(Some(n.to_string())),
-        Some(Value::Bool(b)) => Ok(Some(b.to_string())),
-        Some(_) => Err("must be a string, a number or a boolean".to_owned()),
+        Some(value) => scalar_text(value).map(Some),
     }
 }
 
@@ -81,10 +97,7 @@ fn typed(spec: &InputSpec, value: Option<&Value>) -> Result<Option<String>, Stri
     let text = match value {
         None => spec.default.clone(),
         Some(Value::Null) => None,
-        Some(Value::String(text)) => Some(text.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(Value::Bool(b)) => Some(b.to_string()),
-        Some(_) => return Err("must be a string, a number or a boolean".to_owned()),
+        Some(value) => Some(scalar_text(value)?),
     };
     let text = text.filter(|text| !text.trim().is_empty());
     let Some(text) = text else {

@@ -29,7 +29,7 @@ pub use listing::{
     PageQuery, given_parameter, parse_audit_filter, parse_audit_query, parse_dashboard_filter,
     parse_database_filter, parse_named_parameter, parse_page_query,
 };
-pub use presentation::presentation_from_body;
+pub use presentation::{check_presentation, presentation_from_body};
 pub use query::{
     AskedBypass, DEFAULT_ROW_LIMIT, DESCRIPTION_MAX, QueryDraft, REASON_MAX, bypass_of, comment_of,
     query_draft, query_edit, review_of, row_limit, run_timeout_of,

@@ -22,7 +22,7 @@ const UNIT_MAX: usize = 16;
 /// The most digits after the point.
 const DECIMALS_MAX: u8 = 10;
 
-/// The presentation `body` gives `dashboard`.
+/// The presentation `body` gives `dashboard`: its shape read, then [`check_presentation`].
 pub fn presentation_from_body(
     body: Map<String, Value>,
     dashboard: &Dashboard,
@@ -37,6 +37,16 @@ pub fn presentation_from_body(
             };
             ValidationErrors::single(&field, shape_message(error.inner()))
         })?;
+    check_presentation(&presentation, dashboard)?;
+    Ok(presentation)
+}
+
+/// What serde can't say of `presentation` for `dashboard`: every panel and input it names is
+/// the dashboard's, layouts fit the grid, defaults their types, sizes their limits.
+pub fn check_presentation(
+    presentation: &Presentation,
+    dashboard: &Dashboard,
+) -> Result<(), ValidationErrors> {
     let mut errors = ValidationErrors::new();
     members(&mut errors, "editors", &presentation.editors);
     members(&mut errors, "viewers", &presentation.viewers);
@@ -88,7 +98,7 @@ pub fn presentation_from_body(
         }
         input(&mut errors, &field, spec);
     }
-    errors.into_result(presentation)
+    errors.into_result(())
 }
 
 /// serde's message without its position (the path is the field).

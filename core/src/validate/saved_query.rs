@@ -155,11 +155,7 @@ pub fn saved_params(
     declared: &[String],
 ) -> Result<Vec<(String, String)>, ValidationErrors> {
     let mut errors = ValidationErrors::new();
-    let given = match body.get("params") {
-        None | Some(Value::Null) => Map::new(),
-        Some(Value::Object(map)) => map.clone(),
-        Some(_) => return Err(ValidationErrors::single("params", "must be an object")),
-    };
+    let given = super::inputs::given_values(body, "params")?;
     for key in given.keys() {
         if !declared.contains(key) {
             errors.add(&format!("params.{key}"), "is not a parameter of this query");
@@ -170,13 +166,12 @@ pub fn saved_params(
         let field = format!("params.{key}");
         match given.get(key) {
             None | Some(Value::Null) => errors.add(&field, "is missing"),
-            Some(Value::String(text)) => match Text::Lines(super::VALUE_MAX).check(text) {
-                Ok(()) => values.push((key.clone(), text.clone())),
+            Some(value) => match super::inputs::scalar_text(value)
+                .and_then(|text| Text::Lines(super::VALUE_MAX).check(&text).map(|()| text))
+            {
+                Ok(text) => values.push((key.clone(), text)),
                 Err(why) => errors.add(&field, why),
             },
-            Some(Value::Number(n)) => values.push((key.clone(), n.to_string())),
-            Some(Value::Bool(b)) => values.push((key.clone(), b.to_string())),
-            Some(_) => errors.add(&field, "must be a string, a number or a boolean"),
         }
     }
     errors.into_result(values)

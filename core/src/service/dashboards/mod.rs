@@ -172,18 +172,7 @@ impl Dashboards {
     pub(crate) async fn get_dashboard(&self, call: Call<'_>) -> Answer {
         let id = call.param("id");
         if call.caller.is_none_or(|caller| caller.scope != Scope::Full) {
-            let dashboard = self
-                .storage
-                .dashboard(id)
-                .await?
-                .ok_or(ApiError::NotFound)?;
-            if !self
-                .may_see(call.caller, &dashboard, &mut HashMap::new())
-                .await?
-            {
-                return Err(hidden(id));
-            }
-            return dashboard_response(&dashboard);
+            return dashboard_response(&self.visible(call.caller, id).await?);
         }
         read_through(
             self.read_cache.as_deref(),
@@ -250,23 +239,32 @@ impl Dashboards {
         ))
     }
 
-    /// Dashboard `id` when `caller` may change it: a super admin, or one of its editors (404
-    /// when it is not there; 403 saying who may).
-    async fn editable(&self, caller: Option<&Caller>, id: &str) -> Result<Dashboard, ApiError> {
-        let principal = principal_of(caller)?;
+    /// Dashboard `id` when `caller` may see it: 404 when it is not there, 403 when it is
+    /// restricted from the caller ([`Self::may_see`]).
+    async fn visible(&self, caller: Option<&Caller>, id: &str) -> Result<Dashboard, ApiError> {
         let dashboard = self
             .storage
             .dashboard(id)
             .await?
             .ok_or(ApiError::NotFound)?;
-        if principal.role == Role::SuperAdmin || dashboard.presentation.is_editor(principal) {
-            return Ok(dashboard);
-        }
-        if !self
+        if self
             .may_see(caller, &dashboard, &mut HashMap::new())
             .await?
         {
-            return Err(hidden(id));
+            Ok(dashboard)
+        } else {
+            Err(hidden(id))
+        }
+    }
+
+    /// Dashboard `id` when `caller` may change it: a super admin, or one of its editors (404
+    /// when it is not there; 403 when it is hidden from the caller, or saying who may change
+    /// it).
+    async fn editable(&self, caller: Option<&Caller>, id: &str) -> Result<Dashboard, ApiError> {
+        let principal = principal_of(caller)?;
+        let dashboard = self.visible(caller, id).await?;
+        if principal.role == Role::SuperAdmin || dashboard.presentation.is_editor(principal) {
+            return Ok(dashboard);
         }
         Err(ApiError::Denied(format!(
             "dashboard {id} is changed by its editors and super admins: ask one of its editors \

@@ -3,8 +3,6 @@
 //! It is read by whoever may see the dashboard and replaced whole by its editors; the
 //! interface's own operations never show or change it.
 
-use std::collections::HashMap;
-
 use http::StatusCode;
 
 use super::{Dashboards, full_scope};
@@ -14,7 +12,7 @@ use crate::service::conditional::{IfMatch, tagged};
 use crate::service::error::ApiError;
 use crate::service::response::json_response;
 use crate::storage::Edits as _;
-use crate::validate::presentation_from_body;
+use crate::validate::{check_presentation, presentation_from_body};
 
 /// The document's answer, tagged with its own version.
 fn presentation_response(dashboard: &Dashboard) -> Answer {
@@ -25,19 +23,7 @@ fn presentation_response(dashboard: &Dashboard) -> Answer {
 impl Dashboards {
     /// `GET …/dashboards/{id}/presentation`: for whoever may see the dashboard.
     pub(crate) async fn get_presentation(&self, call: Call<'_>) -> Answer {
-        let id = call.param("id");
-        let dashboard = self
-            .storage
-            .dashboard(id)
-            .await?
-            .ok_or(ApiError::NotFound)?;
-        if !self
-            .may_see(call.caller, &dashboard, &mut HashMap::new())
-            .await?
-        {
-            return Err(super::hidden(id));
-        }
-        presentation_response(&dashboard)
+        presentation_response(&self.visible(call.caller, call.param("id")).await?)
     }
 
     /// `PUT …/dashboards/{id}/presentation`: the whole document, by a full-scope caller or an
@@ -49,11 +35,7 @@ impl Dashboards {
         let id = call.param("id").to_owned();
         let full = full_scope(call.caller);
         let stored = match full {
-            true => self
-                .storage
-                .dashboard(&id)
-                .await?
-                .ok_or(ApiError::NotFound)?,
+            true => self.visible(call.caller, &id).await?,
             false => self.editable(call.caller, &id).await?,
         };
         let presentation = presentation_from_body(body, &stored)?;
@@ -70,16 +52,10 @@ impl Dashboards {
                 return Err(crate::storage::StorageError::Conflict);
             }
             // The panels may have changed since it was read: what it names must still be there.
-            let presentation = presentation_from_body(
-                serde_json::to_value(&presentation)
-                    .ok()
-                    .and_then(|v| v.as_object().cloned())
-                    .unwrap_or_default(),
-                stored,
-            )?;
+            check_presentation(&presentation, stored)?;
             let now = Timestamp::now();
             let mut changed = stored.clone();
-            changed.presentation = presentation;
+            changed.presentation = presentation.clone();
             changed.presented_at = now.not_before_next(stored.presented_at);
             changed.updated_at = now.not_before_next(stored.updated_at);
             Ok(changed)
