@@ -398,3 +398,19 @@ async fn a_write_says_how_many_rows_it_changed() {
         .await;
     answer.expect(200);
 }
+
+/// A typed panel's values reach MariaDB as parameters: one with a quote, a backslash and a tab
+/// comes back whole, an optional blank one is NULL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_inputs_bind_whole_values_and_null() {
+    let console = run_console();
+    let (_, credentials) = console.database("mysql", PORT, json!({}), checker()).await;
+    let credential = &credentials[0];
+    let (given, result) = typed_panel_run(
+        &console,
+        credential,
+        "SELECT ${given} AS given, ${blank} IS NULL AS blank_is_null",
+    )
+    .await;
+    assert_eq!(result["rows"], json!([[given, 1]]), "{result}");
+}

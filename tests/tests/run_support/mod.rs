@@ -13,6 +13,7 @@ use dbconsole_core::model::{Principal, Role};
 use dbconsole_core::run::{PoolLimits, Runners, standard_runners};
 use dbconsole_storage_memory::MemoryStorage;
 use dbconsole_tests::TestConsole;
+use serde_json::json;
 
 /// The password of the `checker` account on every test server.
 pub(crate) const PASSWORD: &str = "checkpw";
@@ -219,4 +220,36 @@ pub(crate) async fn run_panel(
     console
         .send(http::Method::POST, &path, Some(alice()), None, Some(body))
         .await
+}
+
+/// Runs, as alice, a dashboard panel of `query` with inputs `given` (a text input) and
+/// `blank` (an optional one, left blank: NULL), typed by the dashboard's presentation, on
+/// `credential`; `given` is a value with a quote, a backslash and a tab. Answers the value sent
+/// and the run's result (docs/dashboards.md, "Inputs": every value is a bind parameter).
+pub(crate) async fn typed_panel_run(
+    console: &TestConsole,
+    credential: &str,
+    query: &str,
+) -> (String, serde_json::Value) {
+    let inputs = json!([{"key": "given", "description": ""}, {"key": "blank", "description": ""}]);
+    let dashboard =
+        panels_dashboard(console, "typed", credential, &[query.to_owned()], inputs).await;
+    let id = dashboard["id"].as_str().unwrap();
+    console
+        .send(
+            http::Method::PUT,
+            &format!("/v1/dashboards/{id}/presentation"),
+            Some(root()),
+            None,
+            Some(&json!({"inputs": {"given": {"type": "text"}, "blank": {"type": "text", "required": false}}})),
+        )
+        .await
+        .expect(200);
+    let given = "it's a back\\slash and\ta tab".to_owned();
+    let body = json!({"inputs": {"given": given, "blank": ""}});
+    let result = run_panel(console, &dashboard, 0, &body)
+        .await
+        .expect(200)
+        .json();
+    (given, result)
 }
